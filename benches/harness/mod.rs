@@ -1,0 +1,101 @@
+//! Shared benchmark plumbing: interleaved A/B runs, medians and ratios.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+/// Runs `setup` then times `run`, for `pairs` rounds of cairn then peer, interleaved.
+pub struct Pairing {
+    pub cairn: Vec<Duration>,
+    pub peer: Vec<Duration>,
+}
+
+pub fn interleave(
+    pairs: usize,
+    mut cairn: impl FnMut() -> Duration,
+    mut peer: impl FnMut() -> Duration,
+) -> Pairing {
+    let mut out = Pairing {
+        cairn: Vec::new(),
+        peer: Vec::new(),
+    };
+    for _ in 0..pairs {
+        out.cairn.push(cairn());
+        out.peer.push(peer());
+    }
+    out
+}
+
+pub fn time(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+pub fn median(v: &[Duration]) -> Duration {
+    let mut v = v.to_vec();
+    v.sort();
+    v[v.len() / 2]
+}
+
+impl Pairing {
+    pub fn ratio(&self) -> f64 {
+        median(&self.cairn).as_secs_f64() / median(&self.peer).as_secs_f64()
+    }
+}
+
+pub fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+/// Source-code-like bytes: words from a small vocabulary, deterministic per seed.
+pub fn text(seed: u64, len: usize) -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "static",
+        "int",
+        "struct",
+        "return",
+        "if",
+        "else",
+        "for",
+        "while",
+        "unsigned",
+        "long",
+        "const",
+        "char",
+        "void",
+        "NULL",
+        "->",
+        "=",
+        "==",
+        "{",
+        "}",
+        "(",
+        ")",
+        ";",
+        "\n",
+        "\t",
+        "kfree",
+        "mutex_lock",
+        "spin_unlock",
+        "dev",
+        "priv",
+        "err",
+        "goto",
+        "out",
+        "size_t",
+    ];
+    let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    let mut out = Vec::with_capacity(len + 16);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(WORDS[(x % WORDS.len() as u64) as usize].as_bytes());
+        if x.is_multiple_of(5) {
+            out.extend_from_slice(format!("{}", x % 1000).as_bytes());
+        }
+        out.push(b' ');
+    }
+    out.truncate(len);
+    out
+}

@@ -1,0 +1,60 @@
+//! `cas`: the content-addressed store under cairn.
+//!
+//! It knows three kinds of object, each named by a 32-byte BLAKE3 id:
+//! blobs (file bytes, id = plain BLAKE3 so `b3sum` agrees), trees (sorted directory listings)
+//! and snapshots (commit objects). Trees and snapshots have one canonical encoding each,
+//! written down with test vectors in `docs/format.md`. Objects live in a redb database in the
+//! store folder, blobs zstd-compressed in a packed log (`docs/design.md`), next to refs, the
+//! worktree registry and per-worktree op logs.
+//!
+//! Every read verifies the hash of what it returns; every [`Store::write`] is one durable
+//! transaction, so an id handed out survives a crash.
+//!
+//! ```
+//! use cas::{EntryKind, OpenOptions, PreparedBlob, Snapshot, Store, Tree, TreeEntry, WriteBatch};
+//! # let dir = tempfile::tempdir().unwrap();
+//! # let root = camino::Utf8Path::from_path(dir.path()).unwrap().join("store");
+//! let store = Store::open(&root, &OpenOptions { create: true, ..OpenOptions::default() })?;
+//!
+//! let mut batch = WriteBatch::new();
+//! let blob = batch.add_blob(PreparedBlob::new(b"hello\n"));
+//! let tree = Tree::new(vec![TreeEntry {
+//!     name: b"hello.txt".to_vec(),
+//!     kind: EntryKind::File,
+//!     id: blob.into(),
+//!     size: 6,
+//! }])?;
+//! let tree_id = batch.add_tree(tree);
+//! let snap = batch.add_snapshot(Snapshot {
+//!     tree: tree_id,
+//!     parents: vec![],
+//!     created: jiff::Timestamp::now(),
+//!     message: "first".into(),
+//!     labels: Default::default(),
+//!     source: None,
+//! });
+//! store.write(&batch)?;
+//!
+//! let reader = store.reader()?;
+//! assert_eq!(reader.blob(blob)?, b"hello\n");
+//! assert_eq!(reader.snapshot(snap)?.tree, tree_id);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(unsafe_code, clippy::unwrap_used)]
+#![warn(missing_docs)]
+
+mod id;
+mod object;
+mod store;
+
+pub use id::{BlobId, HEX_LEN, ID_LEN, IdPrefix, ObjectId, ParseIdError, SnapshotId, TreeId};
+pub use object::{
+    EntryKind, GitSource, MAX_NAME_LEN, ObjectError, SNAPSHOT_CONTEXT, Snapshot, Source,
+    TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
+};
+pub use store::{
+    CHUNK_BYTES, DATABASE_FILE, Error, FORMAT_VERSION, FsckOptions, FsckOutcome, GcOptions,
+    GcOutcome, MaintenanceError, ObjectKind, OpRecord, OpenError, OpenOptions, PreparedBlob,
+    Problem, ReadError, Reader, RefError, RegistryError, ResolveError, StorageFailure, Store,
+    WorktreeKind, WorktreeRecord, WriteBatch, WriteError, WriteOutcome, validate_ref_name,
+};

@@ -1,0 +1,294 @@
+//! One error enum per operation; each names the id, name or path it failed on.
+
+use std::time::Duration;
+
+use camino::Utf8PathBuf;
+
+use crate::id::ObjectId;
+use crate::object::ObjectError;
+use crate::store::ObjectKind;
+
+/// A failure inside the embedded database (I/O, or damage redb detected itself).
+///
+/// Opaque on purpose: cairn's crates do not expose redb types.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct StorageFailure(Box<redb::Error>);
+
+impl<E: Into<redb::Error>> From<E> for StorageFailure {
+    fn from(e: E) -> Self {
+        StorageFailure(Box::new(e.into()))
+    }
+}
+
+impl StorageFailure {
+    /// True when redb found the database file itself damaged.
+    pub fn is_corruption(&self) -> bool {
+        matches!(*self.0, redb::Error::Corrupted(_))
+    }
+}
+
+/// Opening or creating a store failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// No store at that path, and creating one was not asked for.
+    #[error("no cairn store at {path}")]
+    Missing {
+        /// The store folder.
+        path: Utf8PathBuf,
+    },
+    /// Another process held the store for longer than the lock timeout.
+    #[error(
+        "store {path} is held by another process; gave up after {}s (set CAIRN_LOCK_TIMEOUT to wait longer)",
+        waited.as_secs()
+    )]
+    LockTimeout {
+        /// The store folder.
+        path: Utf8PathBuf,
+        /// How long we waited.
+        waited: Duration,
+    },
+    /// The store was written by a different format version.
+    #[error("store {path} has format version {found}; this cairn reads version {expected}")]
+    UnsupportedFormat {
+        /// The store folder.
+        path: Utf8PathBuf,
+        /// The version found in the database.
+        found: u64,
+        /// The version this build reads.
+        expected: u64,
+    },
+    /// The store folder could not be created or read.
+    #[error("store {path}: {source}")]
+    Io {
+        /// The path involved.
+        path: Utf8PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The database could not be opened.
+    #[error("store {path}: {source}")]
+    Database {
+        /// The database file.
+        path: Utf8PathBuf,
+        /// What redb reported.
+        source: StorageFailure,
+    },
+}
+
+/// Reading an object failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// No such object.
+    #[error("{kind} {id} not found")]
+    NotFound {
+        /// What was looked for.
+        kind: ObjectKind,
+        /// Its id.
+        id: ObjectId,
+    },
+    /// The stored object does not match its id or cannot be decoded.
+    #[error("{kind} {id} is corrupt: {reason}")]
+    Corrupt {
+        /// The object's kind.
+        kind: ObjectKind,
+        /// Its id.
+        id: ObjectId,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Writing the bytes to the caller's sink failed.
+    #[error("writing {id}: {source}")]
+    Sink {
+        /// The blob being written out.
+        id: ObjectId,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Storage(#[from] StorageFailure),
+}
+
+impl ReadError {
+    pub(crate) fn corrupt(
+        kind: ObjectKind,
+        id: impl Into<ObjectId>,
+        reason: impl ToString,
+    ) -> Self {
+        ReadError::Corrupt {
+            kind,
+            id: id.into(),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// Writing objects failed. Nothing of the failed batch is visible.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// Reading the input failed.
+    #[error("reading {what}: {source}")]
+    Input {
+        /// What was being read.
+        what: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// An object referenced by the batch is not in the store or the batch.
+    #[error("{kind} {id} is referenced but not stored")]
+    Dangling {
+        /// The missing object's kind.
+        kind: ObjectKind,
+        /// Its id.
+        id: ObjectId,
+    },
+    /// A record could not be encoded.
+    #[error("encoding {what}: {reason}")]
+    Encode {
+        /// What was encoded.
+        what: String,
+        /// Why it failed.
+        reason: String,
+    },
+    /// Reading existing state failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The database failed.
+    #[error(transparent)]
+    Storage(#[from] StorageFailure),
+}
+
+/// Turning a name, ref or id prefix into an id failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResolveError {
+    /// Nothing matches.
+    #[error("unknown {wanted} '{spec}'")]
+    Unknown {
+        /// What was given.
+        spec: String,
+        /// What kind of object was wanted (`snapshot`, `object`).
+        wanted: &'static str,
+    },
+    /// Several objects share the prefix.
+    #[error("ambiguous id prefix '{spec}': {}", candidates.iter().map(|(k, id)| format!("{k} {id}")).collect::<Vec<_>>().join(", "))]
+    Ambiguous {
+        /// The prefix.
+        spec: String,
+        /// Every match, with its kind.
+        candidates: Vec<(ObjectKind, ObjectId)>,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Storage(#[from] StorageFailure),
+}
+
+/// A ref operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RefError {
+    /// The name breaks the ref name rules.
+    #[error("invalid ref name '{name}': {reason}")]
+    InvalidName {
+        /// The name.
+        name: String,
+        /// The rule it breaks.
+        reason: &'static str,
+    },
+    /// No ref by that name.
+    #[error("no ref named '{name}'")]
+    NotFound {
+        /// The name.
+        name: String,
+    },
+    /// The target snapshot is not in the store.
+    #[error("snapshot {id} not found")]
+    UnknownSnapshot {
+        /// The target.
+        id: ObjectId,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Storage(#[from] StorageFailure),
+}
+
+/// A worktree-registry or op-log operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// The path is not a registered worktree.
+    #[error("{root} is not a registered worktree")]
+    NotRegistered {
+        /// The path given.
+        root: Utf8PathBuf,
+    },
+    /// A record in the registry could not be decoded.
+    #[error("registry record for {root} is corrupt: {reason}")]
+    Corrupt {
+        /// The worktree root.
+        root: Utf8PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A record could not be encoded.
+    #[error("encoding the record for {root}: {reason}")]
+    Encode {
+        /// The worktree root.
+        root: Utf8PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Storage(#[from] StorageFailure),
+}
+
+/// `fsck` or `gc` could not run to the end (problems found are not errors: see the outcomes).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MaintenanceError {
+    /// An object needed to decide reachability is damaged or missing.
+    #[error("gc stopped, nothing removed: {0}")]
+    Unsafe(#[source] ReadError),
+    /// The database failed.
+    #[error(transparent)]
+    Storage(#[from] StorageFailure),
+}
+
+/// Any error of this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub enum Error {
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    #[error(transparent)]
+    Ref(#[from] RefError),
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    #[error(transparent)]
+    Maintenance(#[from] MaintenanceError),
+    #[error(transparent)]
+    Object(#[from] ObjectError),
+}
+
+/// Converts redb results into [`StorageFailure`].
+pub(crate) trait StorageResult<T> {
+    fn storage(self) -> Result<T, StorageFailure>;
+}
+
+impl<T, E: Into<redb::Error>> StorageResult<T> for Result<T, E> {
+    fn storage(self) -> Result<T, StorageFailure> {
+        self.map_err(StorageFailure::from)
+    }
+}

@@ -1,0 +1,270 @@
+//! `fsck`: verify every object and every reference.
+
+use std::collections::HashMap;
+
+use rayon::prelude::*;
+use redb::{ReadableDatabase, ReadableTable};
+
+use super::blob::Location;
+use super::error::{MaintenanceError, StorageResult};
+use super::tables::{BLOBS, OPLOG, SNAPSHOTS, TREES};
+use super::{ObjectKind, ReadError, Reader, Store, decode_snapshot_value, decode_tree_value};
+use crate::id::{BlobId, SnapshotId, TreeId};
+
+/// Knobs for [`Store::fsck`].
+#[derive(Debug, Clone, Default)]
+pub struct FsckOptions {
+    /// Skip reading blob content (checks structure and references only).
+    pub skip_content: bool,
+}
+
+/// One thing `fsck` found wrong.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Problem {
+    /// What it is about: `blob`, `tree`, `snapshot`, `ref`, `worktree` or `op`.
+    pub kind: &'static str,
+    /// The id, ref name or worktree path.
+    pub name: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.kind, self.name, self.message)
+    }
+}
+
+/// What `fsck` checked and found.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct FsckOutcome {
+    /// Every problem, in no particular order of importance.
+    pub problems: Vec<Problem>,
+    /// Blobs checked (chunks included).
+    pub blobs: u64,
+    /// Trees checked.
+    pub trees: u64,
+    /// Snapshots checked.
+    pub snapshots: u64,
+    /// Refs, worktrees and op-log entries checked.
+    pub references: u64,
+}
+
+fn problem(kind: &'static str, name: impl ToString, message: impl ToString) -> Problem {
+    Problem {
+        kind,
+        name: name.to_string(),
+        message: message.to_string(),
+    }
+}
+
+fn read_problem(e: &ReadError) -> Problem {
+    match e {
+        ReadError::NotFound { kind, id } | ReadError::Corrupt { kind, id, .. } => {
+            let kind = match kind {
+                ObjectKind::Blob => "blob",
+                ObjectKind::Tree => "tree",
+                ObjectKind::Snapshot => "snapshot",
+            };
+            let message = match e {
+                ReadError::Corrupt { reason, .. } => format!("corrupt: {reason}"),
+                _ => "missing".to_owned(),
+            };
+            problem(kind, id, message)
+        }
+        other => problem("store", "", other),
+    }
+}
+
+/// Discards bytes; fsck only needs the verification that reading does.
+struct Discard;
+impl std::io::Write for Discard {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Verifies every object's hash, tree invariants (sorted, unique, valid names, sizes) and
+    /// that every tree entry, snapshot parent, ref, worktree head and op-log entry points at
+    /// something present. Problems are reported in the outcome, not as errors.
+    pub fn fsck(&self, options: &FsckOptions) -> Result<FsckOutcome, MaintenanceError> {
+        let mut out = FsckOutcome::default();
+        let txn = self.db.begin_read().storage()?;
+
+        // Blobs: location records, then content in parallel.
+        let mut sizes: HashMap<BlobId, u64> = HashMap::new();
+        {
+            let blobs = txn.open_table(BLOBS).storage()?;
+            for item in blobs.iter().storage()? {
+                let (k, v) = item.storage()?;
+                let id = BlobId::from_bytes(k.value());
+                match Location::decode(v.value()) {
+                    Some(loc) => {
+                        sizes.insert(id, loc.size());
+                    }
+                    None => out
+                        .problems
+                        .push(problem("blob", id, "unreadable location record")),
+                }
+            }
+        }
+        out.blobs = sizes.len() as u64;
+        if !options.skip_content {
+            let ids: Vec<BlobId> = sizes.keys().copied().collect();
+            let found: Vec<Problem> = ids
+                .par_iter()
+                .map_init(
+                    || self.reader(),
+                    |reader, id| match reader {
+                        Ok(r) => r
+                            .write_blob_to(*id, &mut Discard)
+                            .err()
+                            .map(|e| read_problem(&e)),
+                        Err(e) => Some(problem("store", self.root(), e)),
+                    },
+                )
+                .flatten()
+                .collect();
+            out.problems.extend(found);
+        }
+
+        // Trees: hash and invariants, then references and sizes.
+        let mut trees = HashMap::new();
+        {
+            let table = txn.open_table(TREES).storage()?;
+            for item in table.iter().storage()? {
+                let (k, v) = item.storage()?;
+                let id = TreeId::from_bytes(k.value());
+                match decode_tree_value(id, v.value()) {
+                    Ok(tree) => {
+                        trees.insert(id, tree);
+                    }
+                    Err(e) => out.problems.push(read_problem(&e)),
+                }
+            }
+        }
+        out.trees = trees.len() as u64;
+        for (id, tree) in &trees {
+            for entry in tree.entries() {
+                let name = String::from_utf8_lossy(&entry.name);
+                let actual = match (entry.blob(), entry.tree()) {
+                    (Some(b), _) => sizes.get(&b).copied(),
+                    (_, Some(t)) => trees.get(&t).map(|t| t.size()),
+                    _ => None,
+                };
+                match actual {
+                    None => out.problems.push(problem(
+                        "tree",
+                        id,
+                        format!("entry '{name}' points at missing {}", entry.id),
+                    )),
+                    Some(size) if size != entry.size => out.problems.push(problem(
+                        "tree",
+                        id,
+                        format!(
+                            "entry '{name}' records {} bytes, object has {size}",
+                            entry.size
+                        ),
+                    )),
+                    Some(_) => {}
+                }
+            }
+        }
+
+        // Snapshots.
+        let mut snapshots = Vec::new();
+        {
+            let table = txn.open_table(SNAPSHOTS).storage()?;
+            for item in table.iter().storage()? {
+                let (k, v) = item.storage()?;
+                let id = SnapshotId::from_bytes(k.value());
+                match decode_snapshot_value(id, v.value()) {
+                    Ok(s) => snapshots.push((id, s)),
+                    Err(e) => out.problems.push(read_problem(&e)),
+                }
+            }
+        }
+        out.snapshots = snapshots.len() as u64;
+        let reader = self.reader()?;
+        for (id, snap) in &snapshots {
+            if !trees.contains_key(&snap.tree) {
+                out.problems.push(problem(
+                    "snapshot",
+                    id,
+                    format!("root tree {} is missing", snap.tree),
+                ));
+            }
+            for p in &snap.parents {
+                if !reader.has_snapshot(*p)? {
+                    out.problems
+                        .push(problem("snapshot", id, format!("parent {p} is missing")));
+                }
+            }
+        }
+
+        // References into the object graph.
+        self.check_references(&reader, &txn, &mut out)?;
+        Ok(out)
+    }
+
+    fn check_references(
+        &self,
+        reader: &Reader,
+        txn: &redb::ReadTransaction,
+        out: &mut FsckOutcome,
+    ) -> Result<(), MaintenanceError> {
+        for (name, target) in reader.refs()? {
+            out.references += 1;
+            if !reader.has_snapshot(target)? {
+                out.problems.push(problem(
+                    "ref",
+                    name,
+                    format!("points at missing snapshot {target}"),
+                ));
+            }
+        }
+        match reader.worktrees() {
+            Ok(records) => {
+                for wt in records {
+                    out.references += 1;
+                    if let Some(head) = wt.head
+                        && !reader.has_snapshot(head)?
+                    {
+                        out.problems.push(problem(
+                            "worktree",
+                            &wt.root,
+                            format!("head {head} is missing"),
+                        ));
+                    }
+                }
+            }
+            Err(e) => out.problems.push(problem("worktree", "", e)),
+        }
+        let oplog = txn.open_table(OPLOG).storage()?;
+        for item in oplog.iter().storage()? {
+            let (k, v) = item.storage()?;
+            let (root, seq) = k.value();
+            out.references += 1;
+            let name = format!("{root}#{seq}");
+            match super::registry::decode_op(camino::Utf8Path::new(root), v.value()) {
+                Ok(op) => {
+                    for id in op.snapshots() {
+                        if !reader.has_snapshot(id)? {
+                            out.problems.push(problem(
+                                "op",
+                                &name,
+                                format!("snapshot {id} is missing"),
+                            ));
+                        }
+                    }
+                }
+                Err(e) => out.problems.push(problem("op", &name, e)),
+            }
+        }
+        Ok(())
+    }
+}

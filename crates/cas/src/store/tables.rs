@@ -1,0 +1,24 @@
+//! Every redb table of the store, in one place. The layout is described in `docs/design.md`.
+
+use redb::TableDefinition;
+
+/// Store-wide settings: `format_version`, `segment_bytes`, `log_end`.
+pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
+/// Blob id → location of its bytes (see `blob::Location`).
+pub(crate) const BLOBS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("blobs");
+/// Segment number → a slice of the blob log, `segment_bytes` long except the last.
+pub(crate) const SEGMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("segments");
+/// Tree id → codec byte + canonical encoding.
+pub(crate) const TREES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("trees");
+/// Snapshot id → canonical encoding.
+pub(crate) const SNAPSHOTS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("snapshots");
+/// Ref name → snapshot id.
+pub(crate) const REFS: TableDefinition<&str, [u8; 32]> = TableDefinition::new("refs");
+/// Worktree root → JSON `WorktreeRecord`.
+pub(crate) const WORKTREES: TableDefinition<&str, &[u8]> = TableDefinition::new("worktrees");
+/// (worktree root, sequence number) → JSON `OpRecord`.
+pub(crate) const OPLOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("oplog");
+
+pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
+pub(crate) const SEGMENT_BYTES_KEY: &str = "segment_bytes";
+pub(crate) const LOG_END_KEY: &str = "log_end";

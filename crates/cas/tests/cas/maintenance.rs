@@ -1,0 +1,204 @@
+use camino::Utf8Path;
+use cas::*;
+
+use crate::util::{commit, noise, temp_store};
+
+/// Flips one byte in every copy of `needle` in the file (copy-on-write leaves stale pages
+/// with the same bytes, so the live one must be among those hit).
+fn flip_byte_of(path: &Utf8Path, needle: &[u8]) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let hits: Vec<usize> = bytes
+        .windows(needle.len())
+        .enumerate()
+        .filter(|(_, w)| *w == needle)
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!hits.is_empty(), "payload not found in the file");
+    for at in hits {
+        bytes[at + needle.len() / 2] ^= 0x40;
+    }
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_flipped_byte_is_found_by_fsck_and_refused_by_reads() {
+    let t = temp_store();
+    let content = noise(11, 20_000); // incompressible: stored as is
+    let id = t.store.put_blob(&content).unwrap();
+    let healthy = commit(&t.store, &[("ok", b"fine")], vec![], "m");
+    assert!(
+        t.store
+            .fsck(&FsckOptions::default())
+            .unwrap()
+            .problems
+            .is_empty()
+    );
+    drop(t.store);
+
+    flip_byte_of(&t.root.join(DATABASE_FILE), &content[5_000..5_064]);
+
+    let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
+    let out = store.fsck(&FsckOptions::default()).unwrap();
+    assert_eq!(out.problems.len(), 1, "{:?}", out.problems);
+    assert_eq!(out.problems[0].kind, "blob");
+    assert_eq!(out.problems[0].name, id.to_hex());
+    let err = store.reader().unwrap().blob(id).unwrap_err();
+    assert!(matches!(err, ReadError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains(&id.to_hex()), "{err}");
+    assert!(
+        store.reader().unwrap().snapshot(healthy).is_ok(),
+        "the rest still reads"
+    );
+}
+
+#[test]
+fn a_corrupt_tree_is_found() {
+    let t = temp_store();
+    let name = "a-rather-distinctive-file-name.txt";
+    let s = commit(&t.store, &[(name, b"x")], vec![], "m");
+    let tree = t.store.reader().unwrap().snapshot(s).unwrap().tree;
+    drop(t.store);
+    flip_byte_of(&t.root.join(DATABASE_FILE), name.as_bytes());
+    let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
+    let out = store.fsck(&FsckOptions::default()).unwrap();
+    assert!(
+        out.problems
+            .iter()
+            .any(|p| p.kind == "tree" && p.name == tree.to_hex()),
+        "{:?}",
+        out.problems
+    );
+    assert!(matches!(
+        store.reader().unwrap().tree(tree),
+        Err(ReadError::Corrupt { .. })
+    ));
+}
+
+#[test]
+fn gc_keeps_what_is_reachable_and_drops_the_rest() {
+    let mut t = temp_store();
+    let base = commit(
+        &t.store,
+        &[("shared", b"shared"), ("a", b"base")],
+        vec![],
+        "base",
+    );
+    let by_ref = commit(
+        &t.store,
+        &[("shared", b"shared"), ("a", b"by ref")],
+        vec![base],
+        "ref",
+    );
+    let by_head = commit(&t.store, &[("h", b"by head")], vec![], "head");
+    let by_op = commit(&t.store, &[("o", b"by op")], vec![], "op");
+    let garbage_blob = noise(5, 300_000);
+    let garbage = commit(&t.store, &[("g", &garbage_blob)], vec![by_ref], "garbage");
+    t.store.set_ref("main", by_ref).unwrap();
+    let root = Utf8Path::new("/w");
+    let mut batch = WriteBatch::new();
+    batch.put_worktree(WorktreeRecord {
+        root: root.to_owned(),
+        kind: WorktreeKind::Isolated,
+        head: Some(by_head),
+        include_denied: false,
+        created: jiff::Timestamp::now(),
+    });
+    batch.append_op(
+        Utf8Path::new("/old"),
+        OpRecord::new("rollback", Some(by_op), None),
+    );
+    t.store.write(&batch).unwrap();
+
+    let dry = t.store.gc(&GcOptions { dry_run: true }).unwrap();
+    let removed: Vec<_> = dry.removed.iter().map(|(_, id)| *id).collect();
+    assert!(removed.contains(&garbage.into()));
+    assert!(removed.contains(&BlobId::of(&garbage_blob).into()));
+    assert_eq!(
+        removed.len(),
+        3,
+        "snapshot, its tree and its blob: {removed:?}"
+    );
+    assert!(
+        t.store.reader().unwrap().has_snapshot(garbage).unwrap(),
+        "dry run removes nothing"
+    );
+
+    let out = t.store.gc(&GcOptions::default()).unwrap();
+    assert_eq!(out.removed.len(), 3);
+    assert!(out.bytes_freed >= 300_000);
+    let r = t.store.reader().unwrap();
+    assert!(!r.has_snapshot(garbage).unwrap());
+    assert!(!r.has_blob(BlobId::of(&garbage_blob)).unwrap());
+    for s in [base, by_ref, by_head, by_op] {
+        assert!(r.has_snapshot(s).unwrap(), "{s} is reachable");
+    }
+    assert_eq!(r.blob(BlobId::of(b"by ref")).unwrap(), b"by ref");
+    drop(r);
+    assert!(
+        t.store
+            .fsck(&FsckOptions::default())
+            .unwrap()
+            .problems
+            .is_empty()
+    );
+}
+
+#[test]
+fn gc_reclaims_log_space_and_relocated_blobs_still_read() {
+    let mut t = temp_store();
+    let mut keep = Vec::new();
+    let mut parent = vec![];
+    // Interleave kept and garbage blobs so most segments end up sparse.
+    for i in 0..60u64 {
+        let kept = noise(1000 + i, 9_000);
+        let junk = noise(2000 + i, 90_000);
+        let s = commit(&t.store, &[("k", &kept)], parent.clone(), "keep");
+        commit(&t.store, &[("j", &junk)], vec![], "junk");
+        parent = vec![s];
+        keep.push(kept);
+    }
+    t.store.set_ref("main", parent[0]).unwrap();
+    let before = std::fs::metadata(t.store.database_path()).unwrap().len();
+    let out = t.store.gc(&GcOptions::default()).unwrap();
+    assert!(out.bytes_freed > 5_000_000);
+    assert!(
+        out.file_bytes_after < before,
+        "{} !< {before}",
+        out.file_bytes_after
+    );
+    let r = t.store.reader().unwrap();
+    for k in &keep {
+        assert_eq!(r.blob(BlobId::of(k)).unwrap(), *k);
+    }
+    drop(r);
+    assert!(
+        t.store
+            .fsck(&FsckOptions::default())
+            .unwrap()
+            .problems
+            .is_empty()
+    );
+    // Writing after gc appends correctly.
+    let id = t.store.put_blob(&noise(7, 50_000)).unwrap();
+    assert_eq!(
+        t.store.reader().unwrap().blob(id).unwrap(),
+        noise(7, 50_000)
+    );
+}
+
+#[test]
+fn gc_refuses_to_guess_below_a_corrupt_tree() {
+    let t = temp_store();
+    let name = "another-distinctive-file-name.txt";
+    let s = commit(&t.store, &[(name, b"x")], vec![], "m");
+    t.store.set_ref("main", s).unwrap();
+    drop(t.store);
+    flip_byte_of(&t.root.join(DATABASE_FILE), name.as_bytes());
+    let mut store = Store::open(&t.root, &OpenOptions::default()).unwrap();
+    let err = store.gc(&GcOptions::default()).unwrap_err();
+    assert!(matches!(err, MaintenanceError::Unsafe(_)), "{err}");
+    assert!(
+        store.reader().unwrap().has_blob(BlobId::of(b"x")).unwrap(),
+        "nothing removed"
+    );
+}
