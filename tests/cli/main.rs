@@ -1,1 +1,5 @@
+//! End-to-end tests of the `cairn` binary: exit codes, JSON shapes and messages as
+//! `shared/SPEC.md` fixes them.
 
+mod store_commands;
+mod support;

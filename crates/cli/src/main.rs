@@ -1,1 +1,142 @@
-fn main() {}
+//! `cairn`: content-addressed snapshots, isolated worktrees and merge-back for coding agents.
+//!
+//! The interface contract (commands, JSON fields, exit codes) is `shared/SPEC.md`; this binary
+//! parses arguments, finds the store, calls the library crates and prints their outcomes.
+
+mod commands;
+mod context;
+mod error;
+mod output;
+
+use std::process::ExitCode;
+
+use camino::Utf8PathBuf;
+use clap::{Parser, Subcommand};
+
+use context::Ctx;
+use error::{CliError, EXIT_USAGE};
+use output::Report;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "cairn",
+    version,
+    about = "Content-addressed snapshots and worktrees for coding agents"
+)]
+struct Cli {
+    /// Print exactly one JSON object on stdout.
+    #[arg(long, global = true)]
+    json: bool,
+    /// The store folder (default: nearest .cairn/ above the current directory, else the
+    /// per-user store).
+    #[arg(long, global = true, env = "CAIRN_STORE", value_name = "PATH")]
+    store: Option<Utf8PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Create a store (default ./.cairn).
+    Init {
+        /// The store folder to create.
+        path: Option<Utf8PathBuf>,
+    },
+    /// Print a file's bytes or a tree listing: SNAP, SNAP:PATH, or any object id.
+    Show {
+        /// A snapshot (ref name or id prefix), optionally `:PATH`, or a tree or blob id.
+        object: String,
+    },
+    /// History, newest first.
+    Log {
+        /// A snapshot (ref name or id prefix) or a worktree path (default: the worktree
+        /// holding the current directory).
+        target: Option<String>,
+        /// Show at most N snapshots.
+        #[arg(short = 'n', long = "max-count", value_name = "N")]
+        max_count: Option<usize>,
+    },
+    /// Named pointers that keep snapshots alive for gc.
+    Ref {
+        #[command(subcommand)]
+        action: commands::refs::RefAction,
+    },
+    /// Verify every object and reference.
+    Fsck,
+    /// Drop what nothing reaches.
+    Gc {
+        /// Report what would be removed; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+
+    let json_requested = std::env::args_os().any(|a| a == "--json");
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if json_requested && e.use_stderr() => {
+            let message = e.render().to_string();
+            let first = message.lines().next().unwrap_or("invalid usage");
+            return fail(
+                true,
+                &CliError::usage("usage", first.trim_start_matches("error: ")),
+            );
+        }
+        Err(e) => e.exit(),
+    };
+    let ctx = Ctx::new(cli.json, cli.store);
+    match run(&ctx, cli.command) {
+        Ok(report) => finish(&ctx, report),
+        Err(e) => fail(ctx.json, &e),
+    }
+}
+
+fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
+    match command {
+        Command::Init { path } => commands::init::run(ctx, path),
+        Command::Show { object } => commands::show::run(ctx, &object),
+        Command::Log { target, max_count } => commands::log::run(ctx, target.as_deref(), max_count),
+        Command::Ref { action } => commands::refs::run(ctx, action),
+        Command::Fsck => commands::maintenance::fsck(ctx),
+        Command::Gc { dry_run } => commands::maintenance::gc(ctx, dry_run),
+    }
+}
+
+fn finish(ctx: &Ctx, report: Report) -> ExitCode {
+    if ctx.json {
+        let mut json = report.json;
+        if let (Some(message), Some(obj)) = (&report.refusal, json.as_object_mut()) {
+            obj.insert("message".into(), message.clone().into());
+        }
+        output::write_stdout(format!("{json}\n").as_bytes());
+    } else {
+        output::write_stdout(report.human.as_bytes());
+        if let Some(message) = &report.refusal {
+            eprintln!("cairn: {message}");
+        }
+    }
+    if report.refusal.is_some() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn fail(json: bool, e: &CliError) -> ExitCode {
+    if json {
+        let obj = serde_json::json!({ "error": { "code": e.code, "message": e.message } });
+        output::write_stdout(format!("{obj}\n").as_bytes());
+    } else {
+        eprintln!("cairn: error: {}", e.message);
+    }
+    ExitCode::from(if e.exit == 0 { EXIT_USAGE } else { e.exit })
+}

@@ -1,0 +1,34 @@
+use camino::Utf8PathBuf;
+use cas::{OpenOptions, Store};
+
+use crate::context::{Ctx, absolute, current_dir};
+use crate::error::CliError;
+use crate::output::Report;
+
+/// `cairn init [PATH]`: create the store folder PATH (default `./.cairn`).
+pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, CliError> {
+    let cwd = current_dir()?;
+    let path = absolute(&cwd, &path.unwrap_or_else(|| Utf8PathBuf::from(".cairn")));
+    if path.exists() && !path.is_dir() {
+        return Err(CliError::usage(
+            "invalid_path",
+            format!("{path}: exists and is not a directory"),
+        ));
+    }
+    let existed = path.join(cas::DATABASE_FILE).is_file();
+    let options = OpenOptions {
+        create: true,
+        ..OpenOptions::from_env()
+    };
+    let store = Store::open(&path, &options)?;
+    let _ = ctx;
+    let human = if existed {
+        format!("cairn store already exists in {}\n", store.root())
+    } else {
+        format!("Initialized empty cairn store in {}\n", store.root())
+    };
+    Ok(Report::new(
+        serde_json::json!({ "store": store.root() }),
+        human,
+    ))
+}

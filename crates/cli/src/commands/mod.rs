@@ -1,0 +1,7 @@
+//! One module per command group.
+
+pub mod init;
+pub mod log;
+pub mod maintenance;
+pub mod refs;
+pub mod show;

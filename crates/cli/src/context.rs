@@ -1,0 +1,98 @@
+//! What every command needs: output mode and the store, found as SPEC.md says.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{OpenOptions, Store};
+
+use crate::error::CliError;
+
+pub struct Ctx {
+    pub json: bool,
+    store_flag: Option<Utf8PathBuf>,
+}
+
+impl Ctx {
+    pub fn new(json: bool, store_flag: Option<Utf8PathBuf>) -> Ctx {
+        Ctx { json, store_flag }
+    }
+
+    /// `--store` / `$CAIRN_STORE`, else the nearest `.cairn/` in the current directory or its
+    /// ancestors, else `$XDG_DATA_HOME/cairn` (`~/.local/share/cairn`).
+    pub fn store_path(&self) -> Result<Utf8PathBuf, CliError> {
+        let cwd = current_dir()?;
+        if let Some(p) = &self.store_flag {
+            return Ok(absolute(&cwd, p));
+        }
+        for dir in cwd.ancestors() {
+            let candidate = dir.join(".cairn");
+            if candidate.is_dir() {
+                return Ok(candidate);
+            }
+        }
+        let data = match std::env::var("XDG_DATA_HOME") {
+            Ok(d) if !d.is_empty() => Utf8PathBuf::from(d),
+            _ => {
+                let home = std::env::var("HOME").map_err(|_| {
+                    CliError::usage(
+                        "no_store",
+                        "no store found: pass --store, or set CAIRN_STORE or HOME",
+                    )
+                })?;
+                Utf8PathBuf::from(home).join(".local/share")
+            }
+        };
+        Ok(data.join("cairn"))
+    }
+
+    fn open(&self, create: bool) -> Result<Store, CliError> {
+        let path = self.store_path()?;
+        let options = OpenOptions {
+            create,
+            on_wait: Some(|root| {
+                eprintln!("cairn: waiting for store {root}: another process holds it");
+            }),
+            ..OpenOptions::from_env()
+        };
+        Ok(Store::open(&path, &options)?)
+    }
+
+    /// Opens the store for a read-only command: a missing store is an error (exit 2).
+    pub fn open_existing(&self) -> Result<Store, CliError> {
+        self.open(false)
+    }
+
+    /// Opens the store for a writing command, creating it if missing.
+    pub fn open_or_create(&self) -> Result<Store, CliError> {
+        self.open(true)
+    }
+}
+
+pub fn current_dir() -> Result<Utf8PathBuf, CliError> {
+    let cwd = std::env::current_dir()
+        .map_err(|e| CliError::store("io", format!("current directory: {e}")))?;
+    Utf8PathBuf::from_path_buf(cwd).map_err(|p| {
+        CliError::usage(
+            "invalid_path",
+            format!("{}: path is not valid UTF-8", p.display()),
+        )
+    })
+}
+
+/// `p` made absolute against `cwd`, with `.` and `..` components resolved lexically.
+pub fn absolute(cwd: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
+    let joined = if p.is_absolute() {
+        p.to_owned()
+    } else {
+        cwd.join(p)
+    };
+    let mut out = Utf8PathBuf::new();
+    for c in joined.components() {
+        match c {
+            camino::Utf8Component::CurDir => {}
+            camino::Utf8Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_str()),
+        }
+    }
+    out
+}

@@ -1,0 +1,122 @@
+//! The CLI's error: an exit code, a stable code string for `--json`, and a one-line message
+//! that names the path or id involved.
+
+use cas::{
+    MaintenanceError, OpenError, ReadError, RefError, RegistryError, ResolveError, WriteError,
+};
+
+/// Exit code for bad usage or bad input.
+pub const EXIT_USAGE: u8 = 2;
+/// Exit code for store or I/O failures.
+pub const EXIT_STORE: u8 = 3;
+
+#[derive(Debug)]
+pub struct CliError {
+    pub exit: u8,
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl CliError {
+    pub fn usage(code: &'static str, message: impl Into<String>) -> CliError {
+        CliError {
+            exit: EXIT_USAGE,
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn store(code: &'static str, message: impl Into<String>) -> CliError {
+        CliError {
+            exit: EXIT_STORE,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<OpenError> for CliError {
+    fn from(e: OpenError) -> Self {
+        let message = e.to_string();
+        match e {
+            OpenError::Missing { .. } => CliError::usage("store_missing", message),
+            OpenError::LockTimeout { .. } => CliError::store("store_busy", message),
+            OpenError::UnsupportedFormat { .. } => CliError::store("store_format", message),
+            OpenError::Io { .. } => CliError::store("io", message),
+            _ => CliError::store("store", message),
+        }
+    }
+}
+
+impl From<ReadError> for CliError {
+    fn from(e: ReadError) -> Self {
+        let message = e.to_string();
+        match e {
+            ReadError::NotFound { .. } => CliError::usage("unknown_id", message),
+            ReadError::Corrupt { .. } => CliError::store("corrupt", message),
+            ReadError::Sink { .. } => CliError::store("io", message),
+            _ => CliError::store("store", message),
+        }
+    }
+}
+
+impl From<ResolveError> for CliError {
+    fn from(e: ResolveError) -> Self {
+        let message = e.to_string();
+        match e {
+            ResolveError::Unknown { .. } => CliError::usage("unknown_id", message),
+            ResolveError::Ambiguous { .. } => CliError::usage("ambiguous_id", message),
+            _ => CliError::store("store", message),
+        }
+    }
+}
+
+impl From<RefError> for CliError {
+    fn from(e: RefError) -> Self {
+        let message = e.to_string();
+        match e {
+            RefError::InvalidName { .. } => CliError::usage("invalid_name", message),
+            RefError::NotFound { .. } => CliError::usage("unknown_ref", message),
+            RefError::UnknownSnapshot { .. } => CliError::usage("unknown_id", message),
+            _ => CliError::store("store", message),
+        }
+    }
+}
+
+impl From<WriteError> for CliError {
+    fn from(e: WriteError) -> Self {
+        let message = e.to_string();
+        match e {
+            WriteError::Input { .. } => CliError::store("io", message),
+            WriteError::Read(r) => r.into(),
+            _ => CliError::store("store", message),
+        }
+    }
+}
+
+impl From<RegistryError> for CliError {
+    fn from(e: RegistryError) -> Self {
+        let message = e.to_string();
+        match e {
+            RegistryError::NotRegistered { .. } => CliError::usage("not_a_worktree", message),
+            _ => CliError::store("store", message),
+        }
+    }
+}
+
+impl From<MaintenanceError> for CliError {
+    fn from(e: MaintenanceError) -> Self {
+        CliError::store("store", e.to_string())
+    }
+}
+
+impl From<cas::StorageFailure> for CliError {
+    fn from(e: cas::StorageFailure) -> Self {
+        let code = if e.is_corruption() {
+            "corrupt"
+        } else {
+            "store"
+        };
+        CliError::store(code, format!("store failure: {e}"))
+    }
+}

@@ -1,0 +1,129 @@
+use std::process::Output;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{
+    EntryKind, OpenOptions, PreparedBlob, Snapshot, SnapshotId, Store, Tree, TreeEntry, WriteBatch,
+};
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        Env {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Utf8Path {
+        Utf8Path::from_path(self.dir.path()).unwrap()
+    }
+
+    pub fn store(&self) -> Utf8PathBuf {
+        self.path().join("store")
+    }
+
+    /// `cairn --store <store> args…`, run in the temp dir with a clean environment.
+    pub fn cairn(&self, args: &[&str]) -> Output {
+        let mut cmd = self.command();
+        cmd.arg("--store").arg(self.store().as_str()).args(args);
+        cmd.output().unwrap()
+    }
+
+    pub fn command(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        cmd.current_dir(self.path())
+            .env_remove("CAIRN_STORE")
+            .env_remove("RUST_LOG")
+            .env("HOME", self.path().join("home").as_str())
+            .env_remove("XDG_DATA_HOME")
+            .env("NO_COLOR", "1");
+        cmd
+    }
+
+    pub fn json(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = self.cairn(&all);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let value: serde_json::Value = serde_json::from_str(text.trim())
+            .unwrap_or_else(|e| panic!("not one JSON object ({e}): {text:?}"));
+        (out.status.code().unwrap(), value)
+    }
+
+    /// Writes a snapshot of `files` (`path -> bytes`, `/` makes directories) through the
+    /// library, as onboard will.
+    pub fn commit(
+        &self,
+        files: &[(&str, &[u8])],
+        parents: Vec<SnapshotId>,
+        message: &str,
+    ) -> SnapshotId {
+        let store = Store::open(
+            &self.store(),
+            &OpenOptions {
+                create: true,
+                ..OpenOptions::default()
+            },
+        )
+        .unwrap();
+        let mut batch = WriteBatch::new();
+        let tree = build_tree(&mut batch, files, "");
+        let id = batch.add_snapshot(Snapshot {
+            tree: tree.0,
+            parents,
+            created: jiff::Timestamp::now(),
+            message: message.into(),
+            labels: [("task".to_string(), "42".to_string())]
+                .into_iter()
+                .collect(),
+            source: None,
+        });
+        store.write(&batch).unwrap();
+        id
+    }
+}
+
+fn build_tree(batch: &mut WriteBatch, files: &[(&str, &[u8])], prefix: &str) -> (cas::TreeId, u64) {
+    let mut entries = Vec::new();
+    let mut dirs: Vec<&str> = Vec::new();
+    for (path, content) in files {
+        let Some(rest) = path.strip_prefix(prefix) else {
+            continue;
+        };
+        match rest.split_once('/') {
+            None => {
+                let id = batch.add_blob(PreparedBlob::new(content));
+                entries.push(TreeEntry {
+                    name: rest.as_bytes().to_vec(),
+                    kind: EntryKind::File,
+                    id: id.into(),
+                    size: content.len() as u64,
+                });
+            }
+            Some((dir, _)) if !dirs.contains(&dir) => dirs.push(dir),
+            Some(_) => {}
+        }
+    }
+    for dir in dirs {
+        let (id, size) = build_tree(batch, files, &format!("{prefix}{dir}/"));
+        entries.push(TreeEntry {
+            name: dir.as_bytes().to_vec(),
+            kind: EntryKind::Tree,
+            id: id.into(),
+            size,
+        });
+    }
+    let tree = Tree::new(entries).unwrap();
+    let size = tree.size();
+    (batch.add_tree(tree), size)
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
