@@ -209,7 +209,10 @@ fn log_lists_history_newest_first() {
 fn fsck_and_show_refuse_a_corrupt_blob() {
     let env = Env::new();
     let mut content = vec![0u8; 30_000]; // incompressible, so stored as is
-    blake3::Hasher::new().update(b"seed").finalize_xof().fill(&mut content);
+    blake3::Hasher::new()
+        .update(b"seed")
+        .finalize_xof()
+        .fill(&mut content);
     let s = env.commit(&[("data.bin", &content)], vec![], "m");
     let (code, v) = env.json(&["fsck"]);
     assert_eq!(code, 0, "{v}");
@@ -224,7 +227,10 @@ fn fsck_and_show_refuse_a_corrupt_blob() {
         .filter(|(_, w)| *w == needle)
         .map(|(i, _)| i)
         .collect();
-    assert!(!hits.is_empty(), "the blob's bytes are in the database file");
+    assert!(
+        !hits.is_empty(),
+        "the blob's bytes are in the database file"
+    );
     for at in hits {
         bytes[at + 20] ^= 0x01;
     }
