@@ -310,7 +310,7 @@ fn a_busy_store_is_waited_for_and_the_wait_is_bounded() {
         "{err}"
     );
     // Released while the command waits: it goes on and succeeds.
-    let mut child = env
+    let child = env
         .command()
         .args([
             "--store",
