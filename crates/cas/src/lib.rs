@@ -53,8 +53,18 @@ pub use object::{
     TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
 };
 pub use store::{
-    CHUNK_BYTES, DATABASE_FILE, Error, FORMAT_VERSION, FsckOptions, FsckOutcome, GcOptions,
-    GcOutcome, MaintenanceError, ObjectKind, OpRecord, OpenError, OpenOptions, PreparedBlob,
-    Problem, ReadError, Reader, RefError, RegistryError, ResolveError, StorageFailure, Store,
-    WorktreeKind, WorktreeRecord, WriteBatch, WriteError, WriteOutcome, validate_ref_name,
+    CHUNK_BYTES, DATABASE_FILE, Error, FORMAT_VERSION, FileStateEntry, FsckOptions, FsckOutcome,
+    GcOptions, GcOutcome, MaintenanceError, ObjectKind, OpRecord, OpenError, OpenOptions,
+    PreparedBlob, Problem, ReadError, Reader, RefError, RegistryError, ResolveError,
+    StorageFailure, Store, WorktreeKind, WorktreeRecord, WriteBatch, WriteError, WriteOutcome,
+    validate_ref_name,
 };
+
+#[cfg(test)]
+mod sync_check {
+    fn is_sync<T: Sync + Send>() {}
+    #[test]
+    fn reader_is_shareable() {
+        is_sync::<crate::Reader>();
+    }
+}

@@ -120,3 +120,86 @@ impl From<cas::StorageFailure> for CliError {
         CliError::store(code, format!("store failure: {e}"))
     }
 }
+
+impl From<cas::Error> for CliError {
+    fn from(e: cas::Error) -> Self {
+        match e {
+            cas::Error::Open(e) => e.into(),
+            cas::Error::Read(e) => e.into(),
+            cas::Error::Write(e) => e.into(),
+            cas::Error::Resolve(e) => e.into(),
+            cas::Error::Ref(e) => e.into(),
+            cas::Error::Registry(e) => e.into(),
+            cas::Error::Maintenance(e) => e.into(),
+            other => CliError::store("store", other.to_string()),
+        }
+    }
+}
+
+impl From<fs_manager::ScanError> for CliError {
+    fn from(e: fs_manager::ScanError) -> Self {
+        match e {
+            fs_manager::ScanError::Store(e) => e.into(),
+            other => CliError::store("io", other.to_string()),
+        }
+    }
+}
+
+impl From<fs_manager::CaptureError> for CliError {
+    fn from(e: fs_manager::CaptureError) -> Self {
+        use fs_manager::CaptureError as E;
+        let message = e.to_string();
+        match e {
+            E::Missing { .. } | E::NotADirectory { .. } | E::NotUtf8 { .. } => {
+                CliError::usage("invalid_path", message)
+            }
+            E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
+            E::Scan(e) => e.into(),
+            E::Store(e) => e.into(),
+            _ => CliError::store("io", message),
+        }
+    }
+}
+
+impl From<fs_manager::CheckoutError> for CliError {
+    fn from(e: fs_manager::CheckoutError) -> Self {
+        use fs_manager::CheckoutError as E;
+        let message = e.to_string();
+        match e {
+            E::NotEmpty { .. } => CliError::usage("not_empty", message),
+            E::NotADirectory { .. } | E::InsideStore { .. } => {
+                CliError::usage("invalid_path", message)
+            }
+            E::Store(e) => e.into(),
+            _ => CliError::store("io", message),
+        }
+    }
+}
+
+impl From<fs_manager::RollbackError> for CliError {
+    fn from(e: fs_manager::RollbackError) -> Self {
+        use fs_manager::RollbackError as E;
+        let message = e.to_string();
+        match e {
+            E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
+            E::NoSuchPath { .. } => CliError::usage("invalid_path", message),
+            E::Blocked { .. } => CliError::usage("blocked", message),
+            E::Capture(e) => e.into(),
+            E::Store(e) => e.into(),
+            _ => CliError::store("io", message),
+        }
+    }
+}
+
+impl From<fs_manager::WorktreeError> for CliError {
+    fn from(e: fs_manager::WorktreeError) -> Self {
+        let message = e.to_string();
+        match e {
+            fs_manager::WorktreeError::NotAWorktree { .. } => {
+                CliError::usage("not_a_worktree", message)
+            }
+            fs_manager::WorktreeError::Store(e) => e.into(),
+            _ => CliError::store("store", message),
+        }
+    }
+}

@@ -7,6 +7,7 @@ mod commands;
 mod context;
 mod error;
 mod output;
+mod progress;
 
 use std::process::ExitCode;
 
@@ -41,6 +42,57 @@ enum Command {
     Init {
         /// The store folder to create.
         path: Option<Utf8PathBuf>,
+    },
+    /// Snapshot directory SRC (working files, uncommitted changes included) and register it
+    /// as an in-place worktree.
+    Onboard {
+        /// The directory.
+        src: Utf8PathBuf,
+        /// Snapshot message.
+        #[arg(short, long)]
+        message: Option<String>,
+        /// A `key=value` label (repeatable).
+        #[arg(long = "label", value_name = "K=V")]
+        labels: Vec<String>,
+        /// Keep deny-pattern paths (secrets) in scope for this worktree.
+        #[arg(long)]
+        include_denied: bool,
+    },
+    /// New snapshot of a worktree, parent = its head.
+    Snapshot {
+        /// The worktree (or a directory inside it).
+        worktree: Utf8PathBuf,
+        /// Snapshot message.
+        #[arg(short, long)]
+        message: Option<String>,
+        /// A `key=value` label (repeatable).
+        #[arg(long = "label", value_name = "K=V")]
+        labels: Vec<String>,
+    },
+    /// Hydrate a snapshot into a new or empty directory and register it as a worktree.
+    Checkout {
+        /// The snapshot (ref name or id prefix).
+        snapshot: String,
+        /// The destination directory.
+        dest: Utf8PathBuf,
+    },
+    /// Make a worktree's scope equal a snapshot (only the given paths, if any).
+    Rollback {
+        /// The worktree.
+        worktree: Utf8PathBuf,
+        /// The snapshot (ref name or id prefix).
+        snapshot: String,
+        /// List what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Paths relative to the worktree root.
+        #[arg(last = true)]
+        paths: Vec<std::ffi::OsString>,
+    },
+    /// The worktree registry.
+    Worktree {
+        #[command(subcommand)]
+        action: commands::worktrees::WorktreeAction,
     },
     /// Print a file's bytes or a tree listing: SNAP, SNAP:PATH, or any object id.
     Show {
@@ -103,6 +155,27 @@ fn main() -> ExitCode {
 fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
     match command {
         Command::Init { path } => commands::init::run(ctx, path),
+        Command::Onboard {
+            src,
+            message,
+            labels,
+            include_denied,
+        } => commands::worktrees::onboard(ctx, &src, message.as_deref(), &labels, include_denied),
+        Command::Snapshot {
+            worktree,
+            message,
+            labels,
+        } => commands::worktrees::snapshot(ctx, &worktree, message.as_deref(), &labels),
+        Command::Checkout { snapshot, dest } => {
+            commands::worktrees::checkout(ctx, &snapshot, &dest)
+        }
+        Command::Rollback {
+            worktree,
+            snapshot,
+            dry_run,
+            paths,
+        } => commands::worktrees::rollback(ctx, &worktree, &snapshot, dry_run, &paths),
+        Command::Worktree { action } => commands::worktrees::worktree(ctx, action),
         Command::Show { object } => commands::show::run(ctx, &object),
         Command::Log { target, max_count } => commands::log::run(ctx, target.as_deref(), max_count),
         Command::Ref { action } => commands::refs::run(ctx, action),

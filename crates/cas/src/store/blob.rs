@@ -172,6 +172,20 @@ impl PreparedBlob {
         Self::with_id(BlobId::of(content), content)
     }
 
+    /// Hashes `content` and prepares it only if `is_stored` says the store lacks it, so
+    /// content already stored is never compressed again.
+    pub fn new_unless(
+        content: &[u8],
+        is_stored: impl FnOnce(BlobId) -> bool,
+    ) -> (BlobId, Option<PreparedBlob>) {
+        let id = BlobId::of(content);
+        if is_stored(id) {
+            (id, None)
+        } else {
+            (id, Some(Self::with_id(id, content)))
+        }
+    }
+
     /// Like [`PreparedBlob::new`] when the caller already hashed the content.
     pub(crate) fn with_id(id: BlobId, content: &[u8]) -> PreparedBlob {
         let size = content.len() as u64;

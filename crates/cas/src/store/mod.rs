@@ -231,6 +231,7 @@ impl Store {
                     txn.open_table(REFS).storage().map_err(db_err)?;
                     txn.open_table(WORKTREES).storage().map_err(db_err)?;
                     txn.open_table(OPLOG).storage().map_err(db_err)?;
+                    txn.open_table(FILE_STATES).storage().map_err(db_err)?;
                 }
                 txn.commit().storage().map_err(db_err)?;
                 Ok(blob::DEFAULT_SEGMENT_BYTES)
@@ -259,6 +260,7 @@ impl Store {
             refs: txn.open_table(REFS).storage()?,
             worktrees: txn.open_table(WORKTREES).storage()?,
             oplog: txn.open_table(OPLOG).storage()?,
+            file_states: txn.open_table(FILE_STATES).storage()?,
             segment_bytes: self.segment_bytes,
         })
     }
@@ -680,6 +682,8 @@ pub struct WriteBatch {
     worktrees: Vec<WorktreeRecord>,
     removed_worktrees: Vec<Utf8PathBuf>,
     ops: Vec<(Utf8PathBuf, OpRecord)>,
+    cleared_states: Vec<Utf8PathBuf>,
+    file_states: Vec<(Utf8PathBuf, Vec<u8>, Option<Vec<u8>>)>,
 }
 
 impl WriteBatch {
@@ -729,6 +733,17 @@ impl WriteBatch {
         self.ops.push((root.to_owned(), op));
     }
 
+    /// Drops every file state of a worktree (applied before the batch's own file states).
+    pub fn clear_file_states(&mut self, root: &Utf8Path) {
+        self.cleared_states.push(root.to_owned());
+    }
+
+    /// Sets (`Some`) or removes (`None`) the file state of `path` in worktree `root`.
+    pub fn set_file_state(&mut self, root: &Utf8Path, path: &[u8], state: Option<Vec<u8>>) {
+        self.file_states
+            .push((root.to_owned(), path.to_vec(), state));
+    }
+
     /// Compressed bytes the batch's blobs would add.
     pub fn stored_bytes(&self) -> u64 {
         self.blobs.iter().map(PreparedBlob::stored_bytes).sum()
@@ -743,8 +758,13 @@ impl WriteBatch {
             && self.worktrees.is_empty()
             && self.removed_worktrees.is_empty()
             && self.ops.is_empty()
+            && self.cleared_states.is_empty()
+            && self.file_states.is_empty()
     }
 }
+
+/// A path and its opaque file state, as stored by [`WriteBatch::set_file_state`].
+pub type FileStateEntry = (Vec<u8>, Vec<u8>);
 
 /// A consistent, read-only view of the store. Cheap to create; many may exist at once.
 pub struct Reader {
@@ -755,6 +775,7 @@ pub struct Reader {
     refs: ReadOnlyTable<&'static str, [u8; 32]>,
     worktrees: ReadOnlyTable<&'static str, &'static [u8]>,
     oplog: ReadOnlyTable<(&'static str, u64), &'static [u8]>,
+    file_states: ReadOnlyTable<(&'static str, &'static [u8]), &'static [u8]>,
     segment_bytes: u64,
 }
 
@@ -1020,6 +1041,22 @@ impl Reader {
                 Utf8Path::new(k.value()),
                 v.value(),
             )?);
+        }
+        Ok(out)
+    }
+
+    /// Every file state of worktree `root`, sorted by path bytes.
+    pub fn file_states(&self, root: &Utf8Path) -> Result<Vec<FileStateEntry>, StorageFailure> {
+        let mut out = Vec::new();
+        let root = root.as_str();
+        let upper = [0xffu8; 4097];
+        for item in self
+            .file_states
+            .range::<(&str, &[u8])>((root, &[][..])..(root, &upper[..]))
+            .storage()?
+        {
+            let (k, v) = item.storage()?;
+            out.push((k.value().1.to_vec(), v.value().to_vec()));
         }
         Ok(out)
     }

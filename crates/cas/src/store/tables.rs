@@ -19,6 +19,11 @@ pub(crate) const WORKTREES: TableDefinition<&str, &[u8]> = TableDefinition::new(
 /// (worktree root, sequence number) → JSON `OpRecord`.
 pub(crate) const OPLOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("oplog");
 
+/// (worktree root, path) → an opaque per-file record owned by the worktree manager (the stat
+/// cache).
+pub(crate) const FILE_STATES: TableDefinition<(&str, &[u8]), &[u8]> =
+    TableDefinition::new("file_states");
+
 pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
 pub(crate) const SEGMENT_BYTES_KEY: &str = "segment_bytes";
 pub(crate) const LOG_END_KEY: &str = "log_end";

@@ -248,6 +248,7 @@ fn registry_and_op_log_round_trip() {
         head: Some(a),
         include_denied: false,
         created: jiff::Timestamp::now(),
+        state_time: None,
     });
     batch.append_op(root, OpRecord::new("checkout", None, Some(a)));
     batch.append_op(root, OpRecord::new("snapshot", Some(a), Some(a)));

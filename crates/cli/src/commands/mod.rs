@@ -5,3 +5,4 @@ pub mod log;
 pub mod maintenance;
 pub mod refs;
 pub mod show;
+pub mod worktrees;

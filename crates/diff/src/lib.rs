@@ -1,0 +1,179 @@
+//! `diff`: what changed between two trees.
+//!
+//! [`tree_changes`] walks two trees side by side and descends only into subtrees whose ids
+//! differ, so its cost grows with the change, not with the tree. Trees come from any
+//! [`TreeSource`]: the store, or trees held in memory (a live worktree scanned but not
+//! stored).
+//!
+//! ```
+//! use cas::{EntryKind, Tree, TreeEntry, TreeId};
+//! use std::collections::HashMap;
+//!
+//! let file = |name: &str, content: &[u8]| TreeEntry {
+//!     name: name.as_bytes().to_vec(),
+//!     kind: EntryKind::File,
+//!     id: cas::BlobId::of(content).into(),
+//!     size: content.len() as u64,
+//! };
+//! let old = Tree::new(vec![file("a", b"1"), file("b", b"2")])?;
+//! let new = Tree::new(vec![file("a", b"1"), file("b", b"3"), file("c", b"4")])?;
+//! let trees: HashMap<TreeId, Tree> = [(old.id(), old.clone()), (new.id(), new.clone())].into();
+//! let changes = diff::tree_changes(&trees, Some(old.id()), Some(new.id()))?;
+//! let paths: Vec<&[u8]> = changes.iter().map(|c| c.path.as_slice()).collect();
+//! assert_eq!(paths, [&b"b"[..], b"c"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(unsafe_code, clippy::unwrap_used)]
+#![warn(missing_docs)]
+
+use std::collections::HashMap;
+
+use cas::{EntryKind, ObjectId, ObjectKind, ReadError, Reader, Tree, TreeId};
+
+/// Where trees are read from.
+pub trait TreeSource {
+    /// The tree with this id.
+    fn tree(&self, id: TreeId) -> Result<Tree, ReadError>;
+}
+
+impl TreeSource for Reader {
+    fn tree(&self, id: TreeId) -> Result<Tree, ReadError> {
+        Reader::tree(self, id)
+    }
+}
+
+impl TreeSource for HashMap<TreeId, Tree> {
+    fn tree(&self, id: TreeId) -> Result<Tree, ReadError> {
+        self.get(&id).cloned().ok_or(ReadError::NotFound {
+            kind: ObjectKind::Tree,
+            id: id.into(),
+        })
+    }
+}
+
+/// Trees held in memory first, then the store.
+pub struct Overlay<'a, S: TreeSource + ?Sized> {
+    /// Trees not (yet) stored.
+    pub memory: &'a HashMap<TreeId, Tree>,
+    /// Where everything else is.
+    pub store: &'a S,
+}
+
+impl<S: TreeSource + ?Sized> TreeSource for Overlay<'_, S> {
+    fn tree(&self, id: TreeId) -> Result<Tree, ReadError> {
+        match self.memory.get(&id) {
+            Some(t) => Ok(t.clone()),
+            None => self.store.tree(id),
+        }
+    }
+}
+
+/// A file, executable or symlink at some path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileEntry {
+    /// File, executable file or symlink (never a tree).
+    pub kind: EntryKind,
+    /// Its blob.
+    pub id: ObjectId,
+    /// Bytes.
+    pub size: u64,
+}
+
+/// One path whose content differs; `None` on a side means the path holds no file there
+/// (absent, or a directory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Path from the tree root, `/`-separated raw bytes.
+    pub path: Vec<u8>,
+    /// What the old tree has there.
+    pub old: Option<FileEntry>,
+    /// What the new tree has there.
+    pub new: Option<FileEntry>,
+}
+
+/// Every file-level difference between `old` and `new` (`None` = the empty tree), in tree
+/// order. A path that is a file on one side and a directory on the other shows as the file
+/// removed (or added) plus every file below the directory added (or removed).
+pub fn tree_changes(
+    source: &(impl TreeSource + ?Sized),
+    old: Option<TreeId>,
+    new: Option<TreeId>,
+) -> Result<Vec<Change>, ReadError> {
+    let mut out = Vec::new();
+    let mut prefix = Vec::new();
+    walk(source, old, new, &mut prefix, &mut out)?;
+    Ok(out)
+}
+
+fn load(source: &(impl TreeSource + ?Sized), id: Option<TreeId>) -> Result<Tree, ReadError> {
+    match id {
+        Some(id) => source.tree(id),
+        None => Ok(Tree::default()),
+    }
+}
+
+fn walk(
+    source: &(impl TreeSource + ?Sized),
+    old: Option<TreeId>,
+    new: Option<TreeId>,
+    prefix: &mut Vec<u8>,
+    out: &mut Vec<Change>,
+) -> Result<(), ReadError> {
+    if old == new {
+        return Ok(());
+    }
+    let (a, b) = (load(source, old)?, load(source, new)?);
+    let (a, b) = (a.entries(), b.entries());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        let order = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.name.cmp(&y.name),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        let (left, right) = match order {
+            std::cmp::Ordering::Less => {
+                i += 1;
+                (Some(&a[i - 1]), None)
+            }
+            std::cmp::Ordering::Greater => {
+                j += 1;
+                (None, Some(&b[j - 1]))
+            }
+            std::cmp::Ordering::Equal => {
+                i += 1;
+                j += 1;
+                (Some(&a[i - 1]), Some(&b[j - 1]))
+            }
+        };
+        let Some(name) = left.or(right).map(|e| &e.name) else {
+            continue;
+        };
+        let len = prefix.len();
+        if len > 0 {
+            prefix.push(b'/');
+        }
+        prefix.extend_from_slice(name);
+        let file = |e: &cas::TreeEntry| {
+            e.kind.is_blob().then_some(FileEntry {
+                kind: e.kind,
+                id: e.id,
+                size: e.size,
+            })
+        };
+        let (old_file, new_file) = (left.and_then(file), right.and_then(file));
+        if (old_file.is_some() || new_file.is_some()) && old_file != new_file {
+            out.push(Change {
+                path: prefix.clone(),
+                old: old_file,
+                new: new_file,
+            });
+        }
+        let (old_tree, new_tree) = (left.and_then(|e| e.tree()), right.and_then(|e| e.tree()));
+        if old_tree.is_some() || new_tree.is_some() {
+            walk(source, old_tree, new_tree, prefix, out)?;
+        }
+        prefix.truncate(len);
+    }
+    Ok(())
+}

@@ -1,0 +1,337 @@
+//! `onboard` and `snapshot`: capture a worktree's scope as a snapshot.
+
+use std::collections::{BTreeMap, HashMap};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{
+    GitSource, OpRecord, SnapshotId, Source, Store, Tree, TreeId, WorktreeKind, WorktreeRecord,
+    WriteBatch,
+};
+
+use crate::error::CaptureError;
+use crate::progress::{Progress, Silent};
+use crate::scan::{self, Skipped, WalkOptions};
+use crate::state::FileState;
+use crate::worktree;
+
+/// Knobs shared by every capture.
+#[derive(Clone, Copy)]
+pub struct CaptureOptions<'a> {
+    /// Snapshot message.
+    pub message: &'a str,
+    /// `key=value` labels.
+    pub labels: &'a BTreeMap<String, String>,
+    /// Walk threads: 0 picks, 1 walks sequentially.
+    pub threads: usize,
+    /// Where progress goes.
+    pub progress: &'a dyn Progress,
+}
+
+static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+impl Default for CaptureOptions<'_> {
+    fn default() -> Self {
+        CaptureOptions {
+            message: "",
+            labels: &NO_LABELS,
+            threads: 0,
+            progress: &Silent,
+        }
+    }
+}
+
+/// Options of [`onboard`].
+#[derive(Clone, Copy, Default)]
+pub struct OnboardOptions<'a> {
+    /// Message, labels, threads, progress.
+    pub capture: CaptureOptions<'a>,
+    /// Keep deny-pattern paths in scope for this worktree.
+    pub include_denied: bool,
+}
+
+/// What [`onboard`] did.
+#[derive(Debug, Clone)]
+pub struct OnboardOutcome {
+    /// The worktree root (canonical).
+    pub root: Utf8PathBuf,
+    /// The snapshot of it (the head, if nothing changed since an earlier onboard).
+    pub snapshot: SnapshotId,
+    /// Its root tree.
+    pub tree: TreeId,
+    /// Whether a new snapshot was written.
+    pub changed: bool,
+    /// Files in the snapshot.
+    pub files: u64,
+    /// Bytes in the snapshot.
+    pub bytes: u64,
+    /// Paths left out, with reasons.
+    pub skipped: Vec<Skipped>,
+    /// The git state of the directory, if it is a git repository with a commit.
+    pub source: Option<GitSource>,
+}
+
+/// What [`snapshot`] did.
+#[derive(Debug, Clone)]
+pub struct SnapshotOutcome {
+    /// The worktree root.
+    pub root: Utf8PathBuf,
+    /// The new snapshot, or the head if nothing changed.
+    pub snapshot: SnapshotId,
+    /// Its root tree.
+    pub tree: TreeId,
+    /// The head before.
+    pub parent: Option<SnapshotId>,
+    /// Whether a new snapshot was written.
+    pub changed: bool,
+    /// Files added, modified and removed since the parent.
+    pub added: u64,
+    /// See `added`.
+    pub modified: u64,
+    /// See `added`.
+    pub removed: u64,
+    /// Files in the snapshot.
+    pub files: u64,
+    /// Bytes in the snapshot.
+    pub bytes: u64,
+    /// Paths left out, with reasons.
+    pub skipped: Vec<Skipped>,
+    /// Files whose content was read (the rest came from the stat cache).
+    pub read_files: u64,
+}
+
+/// A captured state, before or after it is recorded.
+pub(crate) struct Captured {
+    pub tree: TreeId,
+    /// Every tree of the state (for comparing without the store on a dry run).
+    pub trees: HashMap<TreeId, Tree>,
+    pub snapshot: SnapshotId,
+    pub changed: bool,
+    pub files: u64,
+    pub bytes: u64,
+    pub skipped: Vec<Skipped>,
+    pub read_files: u64,
+    pub record: WorktreeRecord,
+}
+
+/// Captures `record`'s worktree. Unless `dry_run`, stores it: a new snapshot (parent: the
+/// head) when the tree changed, the refreshed stat cache, the head, and `op` in the op log.
+pub(crate) fn capture(
+    store: &Store,
+    mut record: WorktreeRecord,
+    op: &str,
+    source: Option<Source>,
+    options: &CaptureOptions<'_>,
+    dry_run: bool,
+) -> Result<Captured, CaptureError> {
+    match capture_once(
+        store,
+        record.clone(),
+        op,
+        source.clone(),
+        options,
+        dry_run,
+        true,
+    ) {
+        // A cached blob that is no longer stored: distrust the cache and read everything.
+        Err(CaptureError::Store(cas::Error::Write(cas::WriteError::Dangling {
+            kind: cas::ObjectKind::Blob,
+            id,
+        }))) => {
+            tracing::warn!(worktree = %record.root, blob = %id, "stat cache names a missing blob; re-reading every file");
+            record.state_time = None;
+            capture_once(store, record, op, source, options, dry_run, false)
+        }
+        other => other,
+    }
+}
+
+fn capture_once(
+    store: &Store,
+    record: WorktreeRecord,
+    op: &str,
+    source: Option<Source>,
+    options: &CaptureOptions<'_>,
+    dry_run: bool,
+    use_cache: bool,
+) -> Result<Captured, CaptureError> {
+    let reader = store.reader()?;
+    let cache: HashMap<Vec<u8>, FileState> = if use_cache {
+        reader
+            .file_states(&record.root)?
+            .into_iter()
+            .filter_map(|(path, bytes)| FileState::decode(&bytes).map(|s| (path, s)))
+            .collect()
+    } else {
+        HashMap::new()
+    };
+    let head_tree = match record.head {
+        Some(h) => Some(reader.snapshot(h)?.tree),
+        None => None,
+    };
+    drop(reader);
+
+    let store_dir = worktree::store_dir(store);
+    let walk_options = WalkOptions {
+        threads: options.threads,
+        store_root: store_dir.as_deref(),
+    };
+    let (walked, skipped) = scan::walk(&record.root, &walk_options)?;
+    let hashed = scan::hash_walk(
+        store,
+        walked,
+        &cache,
+        record.state_time,
+        dry_run,
+        options.progress,
+    )?;
+    let state_time = jiff::Timestamp::now();
+    let (tree, trees) = crate::build::build_trees(&hashed.files)?;
+    let changed = head_tree != Some(tree);
+    let new_snapshot = changed.then(|| cas::Snapshot {
+        tree,
+        parents: record.head.into_iter().collect(),
+        created: state_time,
+        message: options.message.to_owned(),
+        labels: options.labels.clone(),
+        source,
+    });
+    let new_head = match &new_snapshot {
+        Some(s) => Some(s.id()),
+        None => record.head,
+    };
+    let captured = Captured {
+        tree,
+        trees,
+        // An unchanged capture has a head: `changed` is false only when the head's tree matches.
+        snapshot: new_head.unwrap_or_else(|| SnapshotId::from_bytes([0; 32])),
+        changed,
+        files: hashed.files.len() as u64,
+        bytes: hashed.bytes,
+        skipped,
+        read_files: hashed.read_files,
+        record: WorktreeRecord {
+            head: new_head,
+            state_time: Some(state_time),
+            ..record.clone()
+        },
+    };
+    if dry_run {
+        return Ok(captured);
+    }
+
+    let mut batch = WriteBatch::new();
+    if let Some(snap) = new_snapshot {
+        for t in captured.trees.values() {
+            batch.add_tree(t.clone());
+        }
+        batch.add_snapshot(snap);
+        batch.append_op(&record.root, OpRecord::new(op, record.head, new_head));
+    }
+    if !use_cache {
+        batch.clear_file_states(&record.root);
+    }
+    for (path, state) in hashed.state_updates {
+        batch.set_file_state(&record.root, &path, state);
+    }
+    batch.put_worktree(captured.record.clone());
+    store.write(&batch)?;
+    Ok(captured)
+}
+
+/// Snapshots the directory `src` (working files, uncommitted changes included) and
+/// registers it as an in-place worktree. If it is registered already, this is a snapshot
+/// of it.
+pub fn onboard(
+    store: &Store,
+    src: &Utf8Path,
+    options: &OnboardOptions<'_>,
+) -> Result<OnboardOutcome, CaptureError> {
+    let root = worktree::canonical(src)?;
+    let git = merge_back::git_state(&root)?;
+    let git_source = git.and_then(|g| {
+        g.commit.map(|commit| GitSource {
+            commit,
+            dirty: g.dirty,
+        })
+    });
+    let existing = store.reader()?.worktree(&root)?;
+    let record = existing.unwrap_or_else(|| WorktreeRecord {
+        root: root.clone(),
+        kind: WorktreeKind::InPlace,
+        head: None,
+        include_denied: options.include_denied,
+        created: jiff::Timestamp::now(),
+        state_time: None,
+    });
+    let source = Source {
+        path: root.clone(),
+        git: git_source.clone(),
+    };
+    let c = capture(
+        store,
+        record,
+        "onboard",
+        Some(source),
+        &options.capture,
+        false,
+    )?;
+    Ok(OnboardOutcome {
+        root,
+        snapshot: c.snapshot,
+        tree: c.tree,
+        changed: c.changed,
+        files: c.files,
+        bytes: c.bytes,
+        skipped: c.skipped,
+        source: git_source,
+    })
+}
+
+/// Snapshots the worktree that holds `path`: a new snapshot whose parent is the head, or,
+/// if nothing in scope changed, nothing new (`changed: false`).
+pub fn snapshot(
+    store: &Store,
+    path: &Utf8Path,
+    options: &CaptureOptions<'_>,
+) -> Result<SnapshotOutcome, CaptureError> {
+    let reader = store.reader()?;
+    let record = worktree::find(&reader, path)?.ok_or_else(|| CaptureError::NotAWorktree {
+        path: path.to_owned(),
+    })?;
+    drop(reader);
+    let parent = record.head;
+    let source = Source {
+        path: record.root.clone(),
+        git: None,
+    };
+    let c = capture(store, record, "snapshot", Some(source), options, false)?;
+    let (mut added, mut modified, mut removed) = (0, 0, 0);
+    if c.changed {
+        let reader = store.reader()?;
+        let old = match parent {
+            Some(p) => Some(reader.snapshot(p)?.tree),
+            None => None,
+        };
+        for change in diff::tree_changes(&reader, old, Some(c.tree))? {
+            match (change.old, change.new) {
+                (None, Some(_)) => added += 1,
+                (Some(_), None) => removed += 1,
+                _ => modified += 1,
+            }
+        }
+    }
+    Ok(SnapshotOutcome {
+        root: c.record.root.clone(),
+        snapshot: c.snapshot,
+        tree: c.tree,
+        parent,
+        changed: c.changed,
+        added,
+        modified,
+        removed,
+        files: c.files,
+        bytes: c.bytes,
+        skipped: c.skipped,
+        read_files: c.read_files,
+    })
+}

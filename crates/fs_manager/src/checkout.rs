@@ -1,0 +1,218 @@
+//! `checkout`: hydrate a snapshot into a new or empty directory, in parallel.
+
+use std::path::Path;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{EntryKind, OpRecord, SnapshotId, Store, WorktreeKind, WorktreeRecord, WriteBatch};
+use rayon::prelude::*;
+
+use crate::error::CheckoutError;
+use crate::fsops::{self, WriteFailure};
+use crate::progress::{Progress, Silent};
+use crate::state::FileState;
+
+/// Options of [`checkout`].
+#[derive(Clone, Copy)]
+pub struct CheckoutOptions<'a> {
+    /// Where progress goes.
+    pub progress: &'a dyn Progress,
+}
+
+impl Default for CheckoutOptions<'_> {
+    fn default() -> Self {
+        CheckoutOptions { progress: &Silent }
+    }
+}
+
+/// What [`checkout`] did.
+#[derive(Debug, Clone)]
+pub struct CheckoutOutcome {
+    /// The new worktree's root (canonical).
+    pub worktree: Utf8PathBuf,
+    /// The snapshot checked out.
+    pub snapshot: SnapshotId,
+    /// Files and symlinks written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+fn failure(e: WriteFailure) -> CheckoutError {
+    match e {
+        WriteFailure::Io(path, source) => CheckoutError::Io { path, source },
+        WriteFailure::Store(e) => CheckoutError::Store(e.into()),
+        WriteFailure::Blocked(path, reason) => CheckoutError::Io {
+            path,
+            source: std::io::Error::other(reason),
+        },
+    }
+}
+
+/// Hydrates `snapshot` into `dest`, which must be missing, an empty directory, or the
+/// missing or empty folder of a registered worktree; registers it as an isolated worktree
+/// with a filled stat cache, so its next snapshot reads no file. A refused destination is
+/// left untouched; if writing fails half way, what was written is removed again.
+pub fn checkout(
+    store: &Store,
+    snapshot: SnapshotId,
+    dest: &Utf8Path,
+    options: &CheckoutOptions<'_>,
+) -> Result<CheckoutOutcome, CheckoutError> {
+    let reader = store.reader()?;
+    let snap = reader.snapshot(snapshot)?;
+    let files = crate::build::flatten(&reader, snap.tree)?;
+    let previous = reader.worktree(dest)?;
+
+    let created = match dest.symlink_metadata() {
+        Ok(m) if !m.is_dir() => {
+            return Err(CheckoutError::NotADirectory {
+                path: dest.to_owned(),
+            });
+        }
+        Ok(_) => {
+            let mut entries = std::fs::read_dir(dest).map_err(|source| CheckoutError::Io {
+                path: dest.into(),
+                source,
+            })?;
+            if entries.next().is_some() {
+                return Err(CheckoutError::NotEmpty {
+                    path: dest.to_owned(),
+                });
+            }
+            false
+        }
+        Err(_) => {
+            std::fs::create_dir_all(dest).map_err(|source| CheckoutError::Io {
+                path: dest.into(),
+                source,
+            })?;
+            true
+        }
+    };
+    let root = std::fs::canonicalize(dest)
+        .ok()
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+        .ok_or_else(|| CheckoutError::NotADirectory {
+            path: dest.to_owned(),
+        })?;
+    if let Some(store_dir) = crate::worktree::store_dir(store)
+        && (root.as_std_path().starts_with(&store_dir) || store_dir.starts_with(root.as_std_path()))
+    {
+        if created {
+            let _ = std::fs::remove_dir(&root);
+        }
+        return Err(CheckoutError::InsideStore {
+            path: dest.to_owned(),
+            store: store.root().to_owned(),
+        });
+    }
+
+    let result = hydrate(store, &root, &files, options.progress);
+    let states = match result {
+        Ok(states) => states,
+        Err(e) => {
+            clean_up(&root, created);
+            return Err(e);
+        }
+    };
+    let time = jiff::Timestamp::now();
+    let mut batch = WriteBatch::new();
+    let record = WorktreeRecord {
+        root: root.clone(),
+        kind: WorktreeKind::Isolated,
+        head: Some(snapshot),
+        include_denied: previous.as_ref().is_some_and(|p| p.include_denied),
+        created: time,
+        state_time: Some(time),
+    };
+    batch.clear_file_states(&root);
+    for (path, state) in &states {
+        batch.set_file_state(&root, path, Some(state.encode()));
+    }
+    batch.put_worktree(record);
+    batch.append_op(
+        &root,
+        OpRecord::new("checkout", previous.and_then(|p| p.head), Some(snapshot)),
+    );
+    drop(reader);
+    if let Err(e) = store.write(&batch) {
+        clean_up(&root, created);
+        return Err(e.into());
+    }
+    Ok(CheckoutOutcome {
+        worktree: root,
+        snapshot,
+        files: files.len() as u64,
+        bytes: files.iter().map(|f| f.size).sum(),
+    })
+}
+
+fn hydrate(
+    store: &Store,
+    root: &Utf8Path,
+    files: &[crate::scan::FileRecord],
+    progress: &dyn Progress,
+) -> Result<Vec<(Vec<u8>, FileState)>, CheckoutError> {
+    let root: &Path = root.as_std_path();
+    progress.start(
+        "checkout",
+        files.len() as u64,
+        files.iter().map(|f| f.size).sum(),
+    );
+    // Directories first, parents before children (files are in tree order).
+    let mut last_dir: &[u8] = &[];
+    for f in files {
+        let dir = f.path.rsplit_once_slash().0;
+        if dir != last_dir {
+            fsops::ensure_dir(root, dir).map_err(failure)?;
+            last_dir = dir;
+        }
+    }
+    // Regular files in parallel, symlinks last.
+    let (links, regular): (Vec<_>, Vec<_>) =
+        files.iter().partition(|f| f.kind == EntryKind::Symlink);
+    let reader = store.reader()?;
+    let mut states: Vec<(Vec<u8>, FileState)> = regular
+        .par_iter()
+        .map(|f| {
+            let meta = fsops::create(root, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
+            progress.advance(1, f.size);
+            Ok((f.path.clone(), FileState::from_metadata(&meta, f.blob)))
+        })
+        .collect::<Result<_, CheckoutError>>()?;
+    for f in links {
+        let meta = fsops::create(root, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
+        progress.advance(1, f.size);
+        states.push((f.path.clone(), FileState::from_metadata(&meta, f.blob)));
+    }
+    progress.finish();
+    Ok(states)
+}
+
+fn clean_up(root: &Utf8Path, created: bool) {
+    if created {
+        let _ = std::fs::remove_dir_all(root);
+    } else if let Ok(entries) = std::fs::read_dir(root) {
+        for e in entries.flatten() {
+            let p = e.path();
+            let _ = if p.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                std::fs::remove_dir_all(&p)
+            } else {
+                std::fs::remove_file(&p)
+            };
+        }
+    }
+}
+
+trait SplitSlash {
+    fn rsplit_once_slash(&self) -> (&[u8], &[u8]);
+}
+
+impl SplitSlash for Vec<u8> {
+    fn rsplit_once_slash(&self) -> (&[u8], &[u8]) {
+        match self.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&self[..i], &self[i + 1..]),
+            None => (&[], self),
+        }
+    }
+}

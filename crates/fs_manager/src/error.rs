@@ -1,0 +1,173 @@
+//! One error enum per operation, each naming the path or id it failed on.
+
+use std::path::PathBuf;
+
+use camino::Utf8PathBuf;
+
+/// Reading the worktree failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScanError {
+    /// A file or directory could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+/// `onboard` or `snapshot` failed; nothing was recorded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CaptureError {
+    /// The source directory does not exist.
+    #[error("{path}: no such directory")]
+    Missing {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
+    /// The source is not a directory.
+    #[error("{path}: not a directory")]
+    NotADirectory {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
+    /// The path is not inside a registered worktree.
+    #[error("{path} is not a registered worktree")]
+    NotAWorktree {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
+    /// A path that is not valid UTF-8 where cairn needs one (worktree roots).
+    #[error("{}: path is not valid UTF-8", path.display())]
+    NotUtf8 {
+        /// The path.
+        path: PathBuf,
+    },
+    /// Reading the files failed.
+    #[error(transparent)]
+    Scan(#[from] ScanError),
+    /// Asking git about the directory failed.
+    #[error(transparent)]
+    Git(#[from] merge_back::GitStateError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+/// `checkout` failed. A refused destination is left untouched; a checkout that fails half
+/// way removes what it wrote.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckoutError {
+    /// The destination holds files.
+    #[error("{path}: destination is not empty")]
+    NotEmpty {
+        /// The destination.
+        path: Utf8PathBuf,
+    },
+    /// The destination exists and is not a directory.
+    #[error("{path}: destination is not a directory")]
+    NotADirectory {
+        /// The destination.
+        path: Utf8PathBuf,
+    },
+    /// The destination is inside the store's folder.
+    #[error("{path}: destination is inside the store {store}")]
+    InsideStore {
+        /// The destination.
+        path: Utf8PathBuf,
+        /// The store folder.
+        store: Utf8PathBuf,
+    },
+    /// Writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The store failed, or an object is missing or corrupt.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+/// `rollback` failed; the worktree was not changed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RollbackError {
+    /// The path is not inside a registered worktree.
+    #[error("{path} is not a registered worktree")]
+    NotAWorktree {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
+    /// A path filter names nothing in either state.
+    #[error("{path}: no such path in the worktree or in snapshot {snapshot}")]
+    NoSuchPath {
+        /// The path as given.
+        path: String,
+        /// The target snapshot.
+        snapshot: cas::SnapshotId,
+    },
+    /// Something outside cairn's scope stands where a file must go.
+    #[error("{}: {reason}", path.display())]
+    Blocked {
+        /// The obstacle.
+        path: PathBuf,
+        /// What it is.
+        reason: String,
+    },
+    /// Capturing the live state first failed.
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// Writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+/// A worktree registry operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorktreeError {
+    /// The path is not a registered worktree.
+    #[error("{path} is not a registered worktree")]
+    NotAWorktree {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+macro_rules! store_errors {
+    ($($ty:ty),*) => {$(
+        impl From<cas::ReadError> for $ty { fn from(e: cas::ReadError) -> Self { cas::Error::from(e).into() } }
+        impl From<cas::WriteError> for $ty { fn from(e: cas::WriteError) -> Self { cas::Error::from(e).into() } }
+        impl From<cas::RegistryError> for $ty { fn from(e: cas::RegistryError) -> Self { cas::Error::from(e).into() } }
+        impl From<cas::StorageFailure> for $ty { fn from(e: cas::StorageFailure) -> Self { cas::Error::from(cas::ReadError::from(e)).into() } }
+        impl From<cas::ObjectError> for $ty { fn from(e: cas::ObjectError) -> Self { cas::Error::from(e).into() } }
+    )*};
+}
+store_errors!(
+    CaptureError,
+    CheckoutError,
+    RollbackError,
+    WorktreeError,
+    ScanError
+);

@@ -1,0 +1,52 @@
+//! `merge_back`: the one crate that knows git, through gitoxide.
+//!
+//! Today it answers where a directory's git repository stands: the commit `HEAD` points at
+//! and whether tracked files differ from it. Import, export and the three-way merge into the
+//! user's repository build on this crate.
+//!
+//! ```no_run
+//! let state = merge_back::git_state(camino::Utf8Path::new("/path/to/repo"))?;
+//! if let Some(state) = state {
+//!     println!("HEAD {:?}, dirty: {}", state.commit, state.dirty);
+//! }
+//! # Ok::<(), merge_back::GitStateError>(())
+//! ```
+#![deny(unsafe_code, clippy::unwrap_used)]
+#![warn(missing_docs)]
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+/// Where a repository's `HEAD` stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitState {
+    /// The commit `HEAD` resolves to, as hex; `None` on an unborn branch.
+    pub commit: Option<String>,
+    /// Whether tracked files differ from `HEAD`, staged or not (untracked files do not
+    /// count, as with `git describe --dirty`).
+    pub dirty: bool,
+}
+
+/// Reading a repository's state failed.
+#[derive(Debug, thiserror::Error)]
+#[error("git repository {path}: {message}")]
+pub struct GitStateError {
+    /// The repository.
+    pub path: Utf8PathBuf,
+    /// What gitoxide reported.
+    pub message: String,
+}
+
+/// The git state of `dir` if it is the top of a git work tree (holds `.git`), else `None`.
+pub fn git_state(dir: &Utf8Path) -> Result<Option<GitState>, GitStateError> {
+    if !dir.join(".git").exists() {
+        return Ok(None);
+    }
+    let fail = |e: &dyn std::fmt::Display| GitStateError {
+        path: dir.to_owned(),
+        message: e.to_string(),
+    };
+    let repo = gix::open(dir.as_std_path()).map_err(|e| fail(&e))?;
+    let commit = repo.head_id().ok().map(|id| id.to_string());
+    let dirty = repo.is_dirty().map_err(|e| fail(&e))?;
+    Ok(Some(GitState { commit, dirty }))
+}
