@@ -117,7 +117,7 @@ pub(crate) struct Captured {
 /// head) when the tree changed, the refreshed stat cache, the head, and `op` in the op log.
 pub(crate) fn capture(
     store: &Store,
-    mut record: WorktreeRecord,
+    record: WorktreeRecord,
     op: &str,
     source: Option<Source>,
     options: &CaptureOptions<'_>,
@@ -138,7 +138,6 @@ pub(crate) fn capture(
             id,
         }))) => {
             tracing::warn!(worktree = %record.root, blob = %id, "stat cache names a missing blob; re-reading every file");
-            record.state_time = None;
             capture_once(store, record, op, source, options, dry_run, false)
         }
         other => other,
@@ -176,21 +175,14 @@ fn capture_once(
         store_root: store_dir.as_deref(),
     };
     let (walked, skipped) = scan::walk(&record.root, &walk_options)?;
-    let hashed = scan::hash_walk(
-        store,
-        walked,
-        &cache,
-        record.state_time,
-        dry_run,
-        options.progress,
-    )?;
-    let state_time = jiff::Timestamp::now();
+    let hashed = scan::hash_walk(store, walked, &cache, dry_run, options.progress)?;
+    let created = jiff::Timestamp::now();
     let (tree, trees) = crate::build::build_trees(&hashed.files)?;
     let changed = head_tree != Some(tree);
     let new_snapshot = changed.then(|| cas::Snapshot {
         tree,
         parents: record.head.into_iter().collect(),
-        created: state_time,
+        created,
         message: options.message.to_owned(),
         labels: options.labels.clone(),
         source,
@@ -211,7 +203,6 @@ fn capture_once(
         read_files: hashed.read_files,
         record: WorktreeRecord {
             head: new_head,
-            state_time: Some(state_time),
             ..record.clone()
         },
     };
@@ -247,7 +238,12 @@ pub fn onboard(
     options: &OnboardOptions<'_>,
 ) -> Result<OnboardOutcome, CaptureError> {
     let root = worktree::canonical(src)?;
-    let git = merge_back::git_state(&root)?;
+    // The files are the truth; git's view is provenance. A `.git` that gitoxide cannot read
+    // (a stub, a damaged repository) must not stop a capture.
+    let git = merge_back::git_state(&root).unwrap_or_else(|e| {
+        tracing::warn!("{e}; recording no git source");
+        None
+    });
     let git_source = git.and_then(|g| {
         g.commit.map(|commit| GitSource {
             commit,
@@ -261,7 +257,6 @@ pub fn onboard(
         head: None,
         include_denied: options.include_denied,
         created: jiff::Timestamp::now(),
-        state_time: None,
     });
     let source = Source {
         path: root.clone(),

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::error::CheckoutError;
 use crate::fsops::{self, WriteFailure};
 use crate::progress::{Progress, Silent};
-use crate::state::FileState;
+use crate::state::{FileState, now_ns};
 
 /// Options of [`checkout`].
 #[derive(Clone, Copy)]
@@ -108,13 +108,19 @@ pub fn checkout(
     }
 
     let result = hydrate(store, &root, &files, options.progress);
-    let states = match result {
+    let mut states = match result {
         Ok(states) => states,
         Err(e) => {
             clean_up(&root, created);
             return Err(e);
         }
     };
+    // Nothing else writes into a worktree while it is checked out, so every entry is as good
+    // as verified now; files written within the racy margin of now are read once more.
+    let verified = now_ns();
+    for (_, state) in &mut states {
+        state.verified_ns = verified;
+    }
     let time = jiff::Timestamp::now();
     let mut batch = WriteBatch::new();
     let record = WorktreeRecord {
@@ -123,7 +129,6 @@ pub fn checkout(
         head: Some(snapshot),
         include_denied: previous.as_ref().is_some_and(|p| p.include_denied),
         created: time,
-        state_time: Some(time),
     };
     batch.clear_file_states(&root);
     for (path, state) in &states {
@@ -177,13 +182,13 @@ fn hydrate(
         .map(|f| {
             let meta = fsops::create(root, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
             progress.advance(1, f.size);
-            Ok((f.path.clone(), FileState::from_metadata(&meta, f.blob)))
+            Ok((f.path.clone(), FileState::from_metadata(&meta, f.blob, 0)))
         })
         .collect::<Result<_, CheckoutError>>()?;
     for f in links {
         let meta = fsops::create(root, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
         progress.advance(1, f.size);
-        states.push((f.path.clone(), FileState::from_metadata(&meta, f.blob)));
+        states.push((f.path.clone(), FileState::from_metadata(&meta, f.blob, 0)));
     }
     progress.finish();
     Ok(states)

@@ -202,18 +202,26 @@ pub fn rollback(
         .map(|(p, e)| {
             let meta =
                 fsops::replace(root_path, p, e.kind, e.id.as_blob(), &reader).map_err(failure)?;
-            Ok((p.clone(), FileState::from_metadata(&meta, e.id.as_blob())))
+            Ok((
+                p.clone(),
+                FileState::from_metadata(&meta, e.id.as_blob(), 0),
+            ))
         })
         .collect::<Result<_, RollbackError>>()?;
     for (p, e) in links {
         let meta =
             fsops::replace(root_path, p, e.kind, e.id.as_blob(), &reader).map_err(failure)?;
-        states.push((p.clone(), FileState::from_metadata(&meta, e.id.as_blob())));
+        states.push((
+            p.clone(),
+            FileState::from_metadata(&meta, e.id.as_blob(), 0),
+        ));
     }
     drop(reader);
 
     let mut batch = WriteBatch::new();
-    for (p, s) in &states {
+    let verified = crate::state::now_ns();
+    for (p, s) in &mut states {
+        s.verified_ns = verified;
         batch.set_file_state(&root, p, Some(s.encode()));
     }
     for p in &deleted {

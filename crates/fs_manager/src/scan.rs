@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use crate::error::ScanError;
 use crate::progress::Progress;
-use crate::state::FileState;
+use crate::state::{FileState, now_ns};
 
 /// Files larger than this are streamed into the store chunk by chunk.
 const STREAM_BYTES: u64 = 16 << 20;
@@ -272,7 +272,6 @@ pub(crate) fn hash_walk(
     store: &Store,
     walked: Vec<Walked>,
     cache: &HashMap<Vec<u8>, FileState>,
-    cache_time: Option<jiff::Timestamp>,
     dry_run: bool,
     progress: &dyn Progress,
 ) -> Result<Hashed, ScanError> {
@@ -283,7 +282,7 @@ pub(crate) fn hash_walk(
     for (i, w) in walked.iter().enumerate() {
         let hit = cache
             .get(&w.path)
-            .filter(|s| s.matches(&w.meta) && !s.is_racy(cache_time));
+            .filter(|s| s.matches(&w.meta) && !s.is_racy());
         match hit {
             Some(state) => {
                 results.push(Some(Content {
@@ -427,9 +426,14 @@ fn read_small(
             Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Ok(None),
             Err(e) => return Err(io(e)),
         };
+        // Trust the walk's stat only if the link did not change around the read.
+        let after = w.abs.symlink_metadata().ok();
+        let verified = now_ns();
         let bytes = target.as_os_str().as_bytes();
         let (blob, prepared) = prepare(bytes, dry_run, is_stored);
-        let state = Some(FileState::from_metadata(&w.meta, blob));
+        let state = after
+            .filter(|a| same_stat(&w.meta, a))
+            .map(|a| FileState::from_metadata(&a, blob, verified));
         let content = Content {
             blob,
             kind: EntryKind::Symlink,
@@ -458,11 +462,12 @@ fn read_small(
         buf.clear();
         file.read_to_end(&mut buf).map_err(io)?;
         let after = file.metadata().map_err(io)?;
+        let verified = now_ns();
         if same_stat(&before, &after) && after.size() == buf.len() as u64 {
-            break (after, true);
+            break (after, Some(verified));
         }
         if attempts == 3 {
-            break (after, false);
+            break (after, None);
         }
     };
     let kind = if meta.mode() & 0o100 != 0 {
@@ -471,7 +476,7 @@ fn read_small(
         EntryKind::File
     };
     let (blob, prepared) = prepare(&buf, dry_run, is_stored);
-    let state = stable.then(|| FileState::from_metadata(&meta, blob));
+    let state = stable.map(|verified| FileState::from_metadata(&meta, blob, verified));
     Ok(Some((
         Content {
             blob,
@@ -521,13 +526,14 @@ fn read_large(store: &Store, w: &Walked, dry_run: bool) -> Result<Option<Content
     };
     let size = counted.bytes;
     let after = file.metadata().map_err(io)?;
+    let verified = now_ns();
     let kind = if after.mode() & 0o100 != 0 {
         EntryKind::Executable
     } else {
         EntryKind::File
     };
     let stable = same_stat(&before, &after) && after.size() == size;
-    let state = stable.then(|| FileState::from_metadata(&after, blob));
+    let state = stable.then(|| FileState::from_metadata(&after, blob, verified));
     Ok(Some(Content {
         blob,
         kind,

@@ -1,8 +1,9 @@
 //! The stat cache: per file, the `lstat` facts seen when its content was last hashed.
 //!
 //! A file whose size, mtime, ctime, inode and mode all still match is not read again,
-//! unless its timestamps fall within [`RACY_MARGIN`] of when the cache was written: such a
-//! file may have changed again within the same timestamp tick (git's racy-git rule).
+//! unless its timestamps fall within [`RACY_MARGIN`] of when that stat was taken: such a
+//! file may have changed again within the same timestamp tick, invisibly to `stat` (git's
+//! racy-git rule). A racy file is read again, and its entry re-verified with a later time.
 
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
@@ -13,7 +14,7 @@ use cas::BlobId;
 /// Generous against coarse file-system clocks (a jiffy is 1 to 10 ms).
 pub const RACY_MARGIN: Duration = Duration::from_millis(50);
 
-const ENCODED_LEN: usize = 8 * 5 + 4 + 32;
+const ENCODED_LEN: usize = 8 * 6 + 4 + 32;
 
 /// What the cache remembers about one file or symlink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +26,8 @@ pub struct FileState {
     pub dev: u64,
     pub mode: u32,
     pub blob: BlobId,
+    /// When the stat above was known to belong to `blob` (ns since the epoch).
+    pub verified_ns: i64,
 }
 
 fn ns(secs: i64, nsec: i64) -> i64 {
@@ -32,7 +35,8 @@ fn ns(secs: i64, nsec: i64) -> i64 {
 }
 
 impl FileState {
-    pub fn from_metadata(meta: &std::fs::Metadata, blob: BlobId) -> FileState {
+    /// The entry for `meta` and `blob`, verified at `verified_ns` (see [`now_ns`]).
+    pub fn from_metadata(meta: &std::fs::Metadata, blob: BlobId, verified_ns: i64) -> FileState {
         FileState {
             size: meta.size(),
             mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
@@ -41,6 +45,7 @@ impl FileState {
             dev: meta.dev(),
             mode: meta.mode(),
             blob,
+            verified_ns,
         }
     }
 
@@ -54,12 +59,10 @@ impl FileState {
             && self.mode == meta.mode()
     }
 
-    /// True if the file changed too close to `cache_time` for its stat to be trusted.
-    pub fn is_racy(&self, cache_time: Option<jiff::Timestamp>) -> bool {
-        let Some(t) = cache_time else { return true };
-        let margin = i128::try_from(RACY_MARGIN.as_nanos()).unwrap_or(i128::MAX);
-        let limit = t.as_nanosecond() - margin;
-        i128::from(self.mtime_ns.max(self.ctime_ns)) >= limit
+    /// True if the file changed too close to its verification for the stat to be trusted.
+    pub fn is_racy(&self) -> bool {
+        let margin = i64::try_from(RACY_MARGIN.as_nanos()).unwrap_or(i64::MAX);
+        self.mtime_ns.max(self.ctime_ns) >= self.verified_ns.saturating_sub(margin)
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -71,6 +74,7 @@ impl FileState {
         out.extend_from_slice(&self.dev.to_le_bytes());
         out.extend_from_slice(&self.mode.to_le_bytes());
         out.extend_from_slice(self.blob.as_bytes());
+        out.extend_from_slice(&self.verified_ns.to_le_bytes());
         out
     }
 
@@ -89,6 +93,57 @@ impl FileState {
             dev: u64_at(32)?,
             mode: u32::from_le_bytes(bytes[40..44].try_into().ok()?),
             blob: BlobId::from_bytes(bytes[44..76].try_into().ok()?),
+            verified_ns: i64_at(76)?,
         })
+    }
+}
+
+/// Now, in ns since the epoch, for [`FileState::verified_ns`].
+pub fn now_ns() -> i64 {
+    i64::try_from(jiff::Timestamp::now().as_nanosecond()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(mtime_ns: i64, ctime_ns: i64, verified_ns: i64) -> FileState {
+        FileState {
+            size: 1,
+            mtime_ns,
+            ctime_ns,
+            ino: 1,
+            dev: 1,
+            mode: 0o644,
+            blob: BlobId::of(b""),
+            verified_ns,
+        }
+    }
+
+    #[test]
+    fn racy_means_changed_within_the_margin_before_verification() {
+        let margin = RACY_MARGIN.as_nanos() as i64;
+        let v = 10_000_000_000;
+        assert!(entry(v, v, v).is_racy());
+        assert!(
+            entry(v - margin, v - 2 * margin, v).is_racy(),
+            "mtime at the edge"
+        );
+        assert!(
+            entry(v - 2 * margin, v - margin + 1, v).is_racy(),
+            "ctime counts too"
+        );
+        assert!(!entry(v - margin - 1, v - margin - 1, v).is_racy());
+        assert!(
+            entry(v + 5, v + 5, v).is_racy(),
+            "a clock in the future is never trusted"
+        );
+    }
+
+    #[test]
+    fn entries_round_trip() {
+        let e = entry(1, 2, 3);
+        assert_eq!(FileState::decode(&e.encode()), Some(e));
+        assert_eq!(FileState::decode(&e.encode()[1..]), None);
     }
 }

@@ -413,6 +413,29 @@ impl Store {
                 .storage()?;
             outcome.op_seqs.push(next);
         }
+        let mut states = txn.open_table(FILE_STATES).storage()?;
+        let past_any_path = [0xffu8; 4097];
+        for root in &batch.cleared_states {
+            let root = root.as_str();
+            states
+                .retain_in::<(&str, &[u8]), _>(
+                    (root, &[][..])..(root, &past_any_path[..]),
+                    |_, _| false,
+                )
+                .storage()?;
+        }
+        for (root, path, state) in &batch.file_states {
+            match state {
+                Some(v) => {
+                    states
+                        .insert((root.as_str(), path.as_slice()), v.as_slice())
+                        .storage()?;
+                }
+                None => {
+                    states.remove((root.as_str(), path.as_slice())).storage()?;
+                }
+            }
+        }
         Ok(outcome)
     }
 

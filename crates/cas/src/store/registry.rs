@@ -30,10 +30,6 @@ pub struct WorktreeRecord {
     pub include_denied: bool,
     /// When it was registered.
     pub created: jiff::Timestamp,
-    /// When its file states (the stat cache) were last brought up to date; files changed
-    /// shortly before this are re-read next time (the racy-timestamp rule).
-    #[serde(default)]
-    pub state_time: Option<jiff::Timestamp>,
 }
 
 /// One entry of a worktree's op log.

@@ -102,7 +102,6 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
         head: Some(by_head),
         include_denied: false,
         created: jiff::Timestamp::now(),
-        state_time: None,
     });
     batch.append_op(
         Utf8Path::new("/old"),

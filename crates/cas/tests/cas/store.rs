@@ -248,7 +248,6 @@ fn registry_and_op_log_round_trip() {
         head: Some(a),
         include_denied: false,
         created: jiff::Timestamp::now(),
-        state_time: None,
     });
     batch.append_op(root, OpRecord::new("checkout", None, Some(a)));
     batch.append_op(root, OpRecord::new("snapshot", Some(a), Some(a)));
@@ -311,4 +310,35 @@ fn two_processes_share_a_store() {
     let r = store.reader().unwrap();
     let held = r.ref_target("holder").unwrap().expect("holder's ref");
     assert_eq!(r.snapshot(held).unwrap().message, "second from holder");
+}
+
+#[test]
+fn file_states_round_trip_per_worktree() {
+    let t = temp_store();
+    let (a, b) = (Utf8Path::new("/w/a"), Utf8Path::new("/w/a2"));
+    let mut batch = WriteBatch::new();
+    batch.set_file_state(a, b"x", Some(vec![1]));
+    batch.set_file_state(a, b"dir/y", Some(vec![2]));
+    batch.set_file_state(b, b"x", Some(vec![3]));
+    t.store.write(&batch).unwrap();
+    let r = t.store.reader().unwrap();
+    assert_eq!(
+        r.file_states(a).unwrap(),
+        vec![(b"dir/y".to_vec(), vec![2]), (b"x".to_vec(), vec![1])]
+    );
+    assert_eq!(r.file_states(b).unwrap().len(), 1);
+    drop(r);
+    let mut batch = WriteBatch::new();
+    batch.set_file_state(a, b"x", None);
+    t.store.write(&batch).unwrap();
+    assert_eq!(t.store.reader().unwrap().file_states(a).unwrap().len(), 1);
+    let mut batch = WriteBatch::new();
+    batch.clear_file_states(a);
+    t.store.write(&batch).unwrap();
+    assert!(t.store.reader().unwrap().file_states(a).unwrap().is_empty());
+    assert_eq!(
+        t.store.reader().unwrap().file_states(b).unwrap().len(),
+        1,
+        "other worktrees keep theirs"
+    );
 }

@@ -1,0 +1,7 @@
+//! Integration tests for `fs_manager` over temporary directories.
+
+mod capture;
+mod checkout;
+mod rollback;
+mod scope;
+mod support;

@@ -1,0 +1,257 @@
+use fs_manager::{CaptureOptions, CheckoutOptions, OnboardOptions, RollbackError, RollbackOptions};
+
+use crate::support::*;
+
+fn setup(env: &Env) -> (camino::Utf8PathBuf, cas::SnapshotId) {
+    let root = env.path("w");
+    write_tree(
+        &root,
+        &[
+            ("keep.txt", file("unchanged")),
+            ("edit.txt", file("original")),
+            ("delete-me.txt", file("will be deleted")),
+            ("script.sh", file("#!/bin/sh\n")),
+            ("becomes-dir", file("a file first")),
+            ("dir-becomes-file/inner.txt", file("inner")),
+            ("link", Node::Link(b"keep.txt".to_vec())),
+            ("file-becomes-link", file("plain")),
+            ("src/lib.rs", file("pub fn f() {}")),
+            (".gitignore", file("*.log\n")),
+        ],
+    );
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let snap = fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap()
+        .snapshot;
+    (root, snap)
+}
+
+fn mess_up(root: &camino::Utf8Path) {
+    std::fs::write(root.join("edit.txt"), "edited by an agent").unwrap();
+    std::fs::remove_file(root.join("delete-me.txt")).unwrap();
+    std::fs::write(root.join("created.txt"), "new file").unwrap();
+    std::fs::create_dir_all(root.join("new/deep")).unwrap();
+    std::fs::write(root.join("new/deep/x"), "x").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(
+        root.join("script.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("becomes-dir")).unwrap();
+    std::fs::create_dir_all(root.join("becomes-dir")).unwrap();
+    std::fs::write(root.join("becomes-dir/f"), "now a dir").unwrap();
+    std::fs::remove_dir_all(root.join("dir-becomes-file")).unwrap();
+    std::fs::write(root.join("dir-becomes-file"), "now a file").unwrap();
+    std::fs::remove_file(root.join("link")).unwrap();
+    std::fs::write(root.join("link"), "link became a file").unwrap();
+    std::fs::remove_file(root.join("file-becomes-link")).unwrap();
+    std::os::unix::fs::symlink("edit.txt", root.join("file-becomes-link")).unwrap();
+    std::fs::write(root.join("debug.log"), "ignored, must survive").unwrap();
+}
+
+#[test]
+fn rollback_restores_exactly_the_snapshot_and_spares_ignored_files_and_git() {
+    let env = Env::new();
+    let (root, snap) = setup(&env);
+    mess_up(&root);
+    let live_before = disk(&root, &[".git", "debug.log"]);
+
+    let dry = fs_manager::rollback(
+        &env.store,
+        &root,
+        snap,
+        &RollbackOptions {
+            dry_run: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        disk(&root, &[".git", "debug.log"]),
+        live_before,
+        "a dry run changes nothing"
+    );
+    assert!(dry.written.contains(&b"edit.txt".to_vec()));
+    assert!(dry.deleted.contains(&b"created.txt".to_vec()));
+
+    let out = fs_manager::rollback(&env.store, &root, snap, &RollbackOptions::default()).unwrap();
+    assert_eq!(out.written, dry.written);
+    assert_eq!(out.deleted, dry.deleted);
+    assert!(
+        !out.written.contains(&b"keep.txt".to_vec()),
+        "unchanged files are not touched"
+    );
+    assert_eq!(
+        disk(&root, &[".git", "debug.log"]),
+        snapshot_files(&env.store, snap)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("debug.log")).unwrap(),
+        "ignored, must survive"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/HEAD")).unwrap(),
+        "ref: refs/heads/main\n"
+    );
+    assert!(
+        !root.join("new").exists(),
+        "directories emptied by the rollback are removed"
+    );
+
+    // The live state was captured first: nothing unsnapshotted is lost.
+    assert_ne!(out.captured, snap);
+    assert_eq!(snapshot_files(&env.store, out.captured), live_before);
+    let head = fs_manager::find_worktree(&env.store.reader().unwrap(), &root)
+        .unwrap()
+        .unwrap()
+        .head;
+    assert_eq!(head, Some(snap));
+    // And back again, to the captured state.
+    fs_manager::rollback(&env.store, &root, out.captured, &RollbackOptions::default()).unwrap();
+    assert_eq!(disk(&root, &[".git", "debug.log"]), live_before);
+}
+
+#[test]
+fn rollback_of_given_paths_restores_only_those() {
+    let env = Env::new();
+    let (root, snap) = setup(&env);
+    mess_up(&root);
+    let paths = vec![b"edit.txt".to_vec(), b"new".to_vec()];
+    let out = fs_manager::rollback(
+        &env.store,
+        &root,
+        snap,
+        &RollbackOptions {
+            paths: &paths,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(out.written, vec![b"edit.txt".to_vec()]);
+    assert_eq!(out.deleted, vec![b"new/deep/x".to_vec()]);
+    assert_eq!(
+        std::fs::read_to_string(root.join("edit.txt")).unwrap(),
+        "original"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("created.txt")).unwrap(),
+        "new file",
+        "not named, not touched"
+    );
+    // The head is a snapshot of what is now on disk.
+    assert_eq!(
+        snapshot_files(&env.store, out.snapshot),
+        disk(&root, &[".git", "debug.log"])
+    );
+    let err = fs_manager::rollback(
+        &env.store,
+        &root,
+        snap,
+        &RollbackOptions {
+            paths: &[b"no/such".to_vec()],
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(err, RollbackError::NoSuchPath { .. }), "{err}");
+}
+
+#[test]
+fn planted_symlinks_are_replaced_never_followed() {
+    let env = Env::new();
+    let outside = env.path("outside");
+    write_tree(
+        &outside,
+        &[
+            ("canary.txt", file("must never change")),
+            ("lib.rs", file("outside lib")),
+        ],
+    );
+    let canary = disk(&outside, &[]);
+    let (root, snap) = setup(&env);
+    // The agent swaps src/ for a link to the outside, and edit.txt for a link to the canary.
+    std::fs::remove_dir_all(root.join("src")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("src")).unwrap();
+    std::fs::remove_file(root.join("edit.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.join("canary.txt"), root.join("edit.txt")).unwrap();
+
+    fs_manager::rollback(&env.store, &root, snap, &RollbackOptions::default()).unwrap();
+    assert_eq!(
+        disk(&outside, &[]),
+        canary,
+        "nothing outside the worktree changed"
+    );
+    assert!(root.join("src").symlink_metadata().unwrap().is_dir());
+    assert_eq!(
+        disk(&root, &[".git", "debug.log"]),
+        snapshot_files(&env.store, snap)
+    );
+}
+
+#[test]
+fn an_ignored_symlink_in_the_way_is_refused_before_anything_changes() {
+    let env = Env::new();
+    let outside = env.path("outside");
+    write_tree(&outside, &[("canary.txt", file("must never change"))]);
+    let root = env.path("w");
+    write_tree(
+        &root,
+        &[("logs.d/keep.txt", file("kept")), ("a.txt", file("a"))],
+    );
+    let snap = fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap()
+        .snapshot;
+    // logs.d becomes an ignored symlink to the outside.
+    std::fs::remove_dir_all(root.join("logs.d")).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("logs.d")).unwrap();
+    std::fs::write(root.join(".gitignore"), "logs.d\n").unwrap();
+    std::fs::write(root.join("a.txt"), "changed").unwrap();
+    let before = disk(&root, &[]);
+    let err =
+        fs_manager::rollback(&env.store, &root, snap, &RollbackOptions::default()).unwrap_err();
+    assert!(matches!(err, RollbackError::Blocked { .. }), "{err}");
+    assert!(err.to_string().contains("logs.d"), "{err}");
+    assert_eq!(disk(&root, &[]), before, "nothing changed");
+    assert_eq!(
+        disk(&outside, &[]),
+        [(b"canary.txt".to_vec(), file("must never change"))].into()
+    );
+}
+
+#[test]
+fn rollback_on_a_checked_out_worktree_and_bad_input() {
+    let env = Env::new();
+    let (root, snap) = setup(&env);
+    let agent = env.path("agent");
+    fs_manager::checkout(&env.store, snap, &agent, &CheckoutOptions::default()).unwrap();
+    mess_up(&agent);
+    let turn = fs_manager::snapshot(&env.store, &agent, &CaptureOptions::default()).unwrap();
+    fs_manager::rollback(&env.store, &agent, snap, &RollbackOptions::default()).unwrap();
+    assert_eq!(
+        disk(&agent, &["debug.log"]),
+        snapshot_files(&env.store, snap)
+    );
+    fs_manager::rollback(
+        &env.store,
+        &agent,
+        turn.snapshot,
+        &RollbackOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        disk(&agent, &["debug.log"]),
+        snapshot_files(&env.store, turn.snapshot)
+    );
+
+    let err = fs_manager::rollback(
+        &env.store,
+        &env.path("nowhere"),
+        snap,
+        &RollbackOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, RollbackError::NotAWorktree { .. }), "{err}");
+    let _ = root;
+}

@@ -1,0 +1,206 @@
+use std::os::unix::ffi::OsStrExt;
+
+use fs_manager::{CaptureOptions, OnboardOptions};
+
+use crate::support::*;
+
+#[test]
+fn scope_honours_ignore_files_inside_and_only_inside_the_root() {
+    let env = Env::new();
+    let outer = env.path("outer");
+    let root = outer.join("proj");
+    write_tree(
+        &outer,
+        &[
+            (".gitignore", file("proj-file-ignored-from-above\n")),
+            (
+                "proj/proj-file-ignored-from-above",
+                file("kept: ignore files above the root do not count"),
+            ),
+            ("proj/.gitignore", file("*.log\nbuild/\n")),
+            ("proj/.ignore", file("secret-notes.txt\n")),
+            ("proj/app.log", file("ignored")),
+            ("proj/build/out.o", file("ignored")),
+            ("proj/secret-notes.txt", file("ignored by .ignore")),
+            ("proj/.hidden", file("hidden files are in scope")),
+            ("proj/src/main.rs", file("fn main() {}")),
+            ("proj/src/.gitignore", file("gen.rs\n")),
+            ("proj/src/gen.rs", file("ignored by a nested .gitignore")),
+            ("proj/.git/HEAD", file("ref: refs/heads/main\n")),
+            ("proj/vendor/.git", file("gitdir: elsewhere\n")),
+            ("proj/vendor/lib.rs", file("kept")),
+        ],
+    );
+    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let files = snapshot_files(&env.store, out.snapshot);
+    assert_eq!(
+        keys(&files),
+        [
+            ".gitignore",
+            ".hidden",
+            ".ignore",
+            "proj-file-ignored-from-above",
+            "src/.gitignore",
+            "src/main.rs",
+            "vendor/lib.rs"
+        ]
+    );
+    assert!(out.skipped.is_empty(), "{:?}", out.skipped);
+}
+
+#[test]
+fn git_info_exclude_is_honoured_and_git_state_recorded() {
+    let env = Env::new();
+    let root = env.path("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-C",
+                root.as_str(),
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            ok.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+        String::from_utf8(ok.stdout).unwrap()
+    };
+    git(&["init", "-q"]);
+    write_tree(
+        &root,
+        &[("tracked.txt", file("v1")), ("local.tmp", file("excluded"))],
+    );
+    std::fs::write(root.join(".git/info/exclude"), "*.tmp\n").unwrap();
+    git(&["add", "tracked.txt"]);
+    git(&["commit", "-qm", "init"]);
+    let head = git(&["rev-parse", "HEAD"]).trim().to_owned();
+    std::fs::write(root.join("tracked.txt"), "v2 uncommitted").unwrap();
+    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let files = snapshot_files(&env.store, out.snapshot);
+    assert_eq!(keys(&files), ["tracked.txt"]);
+    assert_eq!(
+        files[&b"tracked.txt".to_vec()],
+        file("v2 uncommitted"),
+        "working files are the truth"
+    );
+    let source = out.source.expect("a git repository");
+    assert_eq!(source.commit, head);
+    assert!(source.dirty);
+}
+
+#[test]
+fn special_files_and_refused_names_are_reported_not_dropped_silently() {
+    let env = Env::new();
+    let root = env.path("w");
+    write_tree(&root, &[("ok.txt", file("ok"))]);
+    let fifo = root.join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(fifo.as_str())
+            .status()
+            .unwrap()
+            .success()
+    );
+    let bad = root
+        .as_std_path()
+        .join(std::ffi::OsStr::from_bytes(b"bad\x01name"));
+    std::fs::write(&bad, "control character").unwrap();
+    let bad_dir = root
+        .as_std_path()
+        .join(std::ffi::OsStr::from_bytes(b"dir\x02"));
+    std::fs::create_dir(&bad_dir).unwrap();
+    std::fs::write(bad_dir.join("inner"), "x").unwrap();
+    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    assert_eq!(keys(&snapshot_files(&env.store, out.snapshot)), ["ok.txt"]);
+    let skipped: Vec<(Vec<u8>, &str)> = out
+        .skipped
+        .iter()
+        .map(|s| (s.path.clone(), s.reason.as_str()))
+        .collect();
+    assert!(
+        skipped
+            .iter()
+            .any(|(p, r)| p == b"pipe" && r.contains("fifo")),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped
+            .iter()
+            .any(|(p, r)| p == b"bad\x01name" && r.contains("control")),
+        "{skipped:?}"
+    );
+    assert!(skipped.iter().any(|(p, _)| p == b"dir\x02"), "{skipped:?}");
+}
+
+#[test]
+fn the_store_folder_inside_the_worktree_is_never_captured() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = camino::Utf8Path::from_path(dir.path()).unwrap().to_owned();
+    let store_root = root.join(".cairn");
+    let store = cas::Store::open(
+        &store_root,
+        &cas::OpenOptions {
+            create: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    write_tree(&root, &[("a.txt", file("a"))]);
+    let out = fs_manager::onboard(&store, &root, &OnboardOptions::default()).unwrap();
+    assert_eq!(keys(&snapshot_files(&store, out.snapshot)), ["a.txt"]);
+}
+
+#[test]
+fn sequential_and_parallel_walks_give_the_same_tree() {
+    let env = Env::new();
+    let root = env.path("many");
+    let mut spec = Vec::new();
+    for d in 0..12 {
+        for f in 0..25 {
+            spec.push((
+                format!("d{d}/sub{}/f{f}.txt", f % 3),
+                file(&format!("{d}-{f}")),
+            ));
+        }
+    }
+    spec.push(("a-b".into(), file("sorts between a and a/ on purpose")));
+    spec.push(("a/x".into(), file("x")));
+    spec.push(("a.b/y".into(), Node::Link(b"../a/x".to_vec())));
+    let spec: Vec<(&str, Node)> = spec.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
+    write_tree(&root, &spec);
+    let seq = fs_manager::onboard(
+        &env.store,
+        &root,
+        &OnboardOptions {
+            capture: CaptureOptions {
+                threads: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let other = Env::new();
+    let par = fs_manager::onboard(
+        &other.store,
+        &root,
+        &OnboardOptions {
+            capture: CaptureOptions {
+                threads: 4,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(seq.tree, par.tree);
+    assert_eq!(seq.files, 303);
+}
