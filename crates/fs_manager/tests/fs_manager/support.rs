@@ -2,7 +2,6 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, OpenOptions, SnapshotId, Store};
@@ -149,10 +148,6 @@ pub fn keys(m: &BTreeMap<Vec<u8>, Node>) -> Vec<String> {
     m.keys()
         .map(|k| String::from_utf8_lossy(k).into_owned())
         .collect()
-}
-
-pub fn exists(p: &Path) -> bool {
-    p.symlink_metadata().is_ok()
 }
 
 /// Sleeps past the racy-timestamp margin so the stat cache is trusted again.
