@@ -153,6 +153,7 @@ fn capture_once(
     dry_run: bool,
     use_cache: bool,
 ) -> Result<Captured, CaptureError> {
+    let started = std::time::Instant::now();
     let reader = store.reader()?;
     let cache: HashMap<Vec<u8>, FileState> = if use_cache {
         reader
@@ -174,10 +175,14 @@ fn capture_once(
         threads: options.threads,
         store_root: store_dir.as_deref(),
     };
+    tracing::debug!(elapsed = ?started.elapsed(), entries = cache.len(), "stat cache loaded");
     let (walked, skipped) = scan::walk(&record.root, &walk_options)?;
+    tracing::debug!(elapsed = ?started.elapsed(), files = walked.len(), "walked");
     let hashed = scan::hash_walk(store, walked, &cache, dry_run, options.progress)?;
+    tracing::debug!(elapsed = ?started.elapsed(), read = hashed.read_files, "hashed");
     let created = jiff::Timestamp::now();
     let (tree, trees) = crate::build::build_trees(&hashed.files)?;
+    tracing::debug!(elapsed = ?started.elapsed(), trees = trees.len(), "trees built");
     let changed = head_tree != Some(tree);
     let new_snapshot = changed.then(|| cas::Snapshot {
         tree,
@@ -226,6 +231,7 @@ fn capture_once(
     }
     batch.put_worktree(captured.record.clone());
     store.write(&batch)?;
+    tracing::debug!(elapsed = ?started.elapsed(), "written");
     Ok(captured)
 }
 

@@ -185,6 +185,7 @@ pub(crate) fn walk(
         }
     };
 
+    let started = std::time::Instant::now();
     let mut found = Vec::new();
     if options.threads == 1 {
         found.extend(builder.build().filter_map(classify));
@@ -216,7 +217,9 @@ pub(crate) fn walk(
             Found::Fail(e) => return Err(e),
         }
     }
+    tracing::debug!(elapsed = ?started.elapsed(), "walk done");
     files.sort_by(|a, b| tree_order(&a.path, &b.path));
+    tracing::debug!(elapsed = ?started.elapsed(), "sorted");
     skipped.sort_by(|a, b| tree_order(&a.path, &b.path));
     Ok((files, skipped))
 }

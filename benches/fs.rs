@@ -1,0 +1,456 @@
+//! cairn against git (and cp) on a real source tree, interleaved in one run.
+//!
+//! `cargo bench -p cairn-cli --bench fs` uses the Linux 6.1 tree from
+//! `../shared/bench/linux-corpus.sh`; `CAIRN_BENCH_CORPUS=synthetic` uses a small generated
+//! tree for a quick run, and `CAIRN_BENCH_CORPUS=/some/dir` any directory. Each row is the
+//! median of `CAIRN_BENCH_PAIRS` (default 3) cairn/peer pairs run alternately; the ratio is
+//! cairn's median over the peer's.
+#![allow(missing_docs)]
+
+#[path = "harness/mod.rs"]
+mod harness;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use harness::{median, ms, time};
+
+const CAIRN: &str = env!("CARGO_BIN_EXE_cairn");
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn sh(script: &str, dir: &Path) {
+    run(Command::new("sh").arg("-c").arg(script).current_dir(dir));
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    run(Command::new("git")
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+            "-c",
+            "core.autocrlf=false",
+        ])
+        .args(args)
+        .current_dir(dir))
+}
+
+fn cairn(store: &Path, args: &[&str]) -> serde_json::Value {
+    let out = run(Command::new(CAIRN)
+        .arg("--store")
+        .arg(store)
+        .arg("--json")
+        .args(args));
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("cairn {args:?}: {e}: {out}"))
+}
+
+/// Peak RSS in MiB of a command, via GNU time.
+fn peak_rss(args: &[&str], dir: &Path) -> f64 {
+    let out = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let kb: f64 = err
+        .lines()
+        .last()
+        .unwrap_or("0")
+        .trim()
+        .parse()
+        .unwrap_or(0.0);
+    kb / 1024.0
+}
+
+/// Bytes a tree occupies on disk (allocated blocks), like `du -s`.
+fn disk_usage(p: &Path) -> u64 {
+    let meta = p.symlink_metadata().unwrap();
+    let mut total = meta.blocks() * 512;
+    if meta.is_dir() {
+        for e in std::fs::read_dir(p).unwrap() {
+            total += disk_usage(&e.unwrap().path());
+        }
+    }
+    total
+}
+
+fn corpus() -> PathBuf {
+    match std::env::var("CAIRN_BENCH_CORPUS").as_deref() {
+        Ok("synthetic") => synthetic(),
+        Ok(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => {
+            let script =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/linux-corpus.sh");
+            let out = run(Command::new("bash").arg(script));
+            PathBuf::from(out.trim())
+        }
+    }
+}
+
+fn synthetic() -> PathBuf {
+    let dir = std::env::temp_dir().join("cairn-bench-synthetic");
+    if !dir.join(".ready").exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        for d in 0..40 {
+            for s in 0..5 {
+                let sub = dir.join(format!("drivers/d{d}/s{s}"));
+                std::fs::create_dir_all(&sub).unwrap();
+                for f in 0..25 {
+                    std::fs::write(
+                        sub.join(format!("f{f}.c")),
+                        harness::text((d * 1000 + s * 100 + f) as u64, 2000 + f * 300),
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        std::fs::write(dir.join(".gitignore"), "*.o\n").unwrap();
+        std::fs::write(dir.join(".ready"), "").unwrap();
+    }
+    dir
+}
+
+struct Row {
+    name: &'static str,
+    peer: &'static str,
+    cairn: Vec<Duration>,
+    other: Vec<Duration>,
+    target: f64,
+}
+
+impl Row {
+    fn new(name: &'static str, peer: &'static str, target: f64) -> Row {
+        Row {
+            name,
+            peer,
+            cairn: Vec::new(),
+            other: Vec::new(),
+            target,
+        }
+    }
+    fn print(&self) {
+        let (c, p) = (median(&self.cairn), median(&self.other));
+        let ratio = c.as_secs_f64() / p.as_secs_f64();
+        let verdict = if ratio <= self.target {
+            "meets"
+        } else {
+            "misses"
+        };
+        println!(
+            "| {} | {} | {} | {} | {:.2} | ≤ {:.2} ({verdict}) |",
+            self.name,
+            ms(c),
+            self.peer,
+            ms(p),
+            ratio,
+            self.target
+        );
+    }
+}
+
+/// Appends a line to `n` tracked files of a tree, picked deterministically by `round`.
+fn touch_files(root: &Path, files: &[String], round: usize, n: usize) {
+    for i in 0..n {
+        let f = &files[(round * 7919 + i * 104_729) % files.len()];
+        let p = root.join(f);
+        let mut content = std::fs::read(&p).unwrap();
+        content.extend_from_slice(format!("\n/* bench edit {round} {i} */\n").as_bytes());
+        std::fs::write(&p, content).unwrap();
+    }
+}
+
+fn main() {
+    let pairs: usize = std::env::var("CAIRN_BENCH_PAIRS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let src = corpus();
+    let work = tempfile::Builder::new()
+        .prefix("cairn-bench-")
+        .tempdir_in(std::env::var("CAIRN_BENCH_TMP").unwrap_or_else(|_| "/tmp".into()))
+        .unwrap();
+    let work = work.path();
+    eprintln!("corpus {}; work in {}", src.display(), work.display());
+    let (c_src, g_src) = (work.join("c-src"), work.join("g-src"));
+    for d in [&c_src, &g_src] {
+        run(Command::new("cp").arg("-a").arg(&src).arg(d));
+    }
+    let store = work.join("store");
+
+    // Onboard vs git init + add + commit.
+    let mut onboard = Row::new("onboard", "`git init && git add -A && git commit`", 0.25);
+    let mut files_in_scope = 0;
+    for _ in 0..pairs {
+        let _ = std::fs::remove_dir_all(&store);
+        onboard.cairn.push(time(|| {
+            files_in_scope = cairn(&store, &["onboard", c_src.to_str().unwrap()])["files"]
+                .as_u64()
+                .unwrap();
+        }));
+        let _ = std::fs::remove_dir_all(g_src.join(".git"));
+        onboard.other.push(time(|| {
+            git(&g_src, &["init", "-q"]);
+            git(&g_src, &["add", "-A"]);
+            git(&g_src, &["commit", "-qm", "onboard"]);
+        }));
+    }
+    let tracked: Vec<String> = git(&g_src, &["ls-files"])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let store_bytes = disk_usage(&store);
+    let git_bytes = disk_usage(&g_src.join(".git"));
+    let store_file = std::fs::metadata(store.join("store.redb")).unwrap().len();
+
+    // Snapshot with nothing changed.
+    let mut unchanged = Row::new(
+        "snapshot, nothing changed",
+        "`git add -A && git commit --allow-empty`",
+        0.25,
+    );
+    for _ in 0..pairs {
+        unchanged.cairn.push(time(|| {
+            let v = cairn(&store, &["snapshot", c_src.to_str().unwrap()]);
+            assert_eq!(v["changed"], false);
+        }));
+        unchanged.other.push(time(|| {
+            git(&g_src, &["add", "-A"]);
+            git(&g_src, &["commit", "-q", "--allow-empty", "-m", "x"]);
+        }));
+    }
+
+    // Snapshot after 10 files changed, then rollback of 10 changed files.
+    let mut ten = Row::new(
+        "snapshot after 10 files changed",
+        "`git add -A && git commit`",
+        0.25,
+    );
+    let mut rollback = Row::new(
+        "rollback of 10 changed files",
+        "`git reset --hard && git clean -fd`",
+        0.25,
+    );
+    for round in 0..pairs {
+        touch_files(&c_src, &tracked, round, 10);
+        touch_files(&g_src, &tracked, round, 10);
+        ten.cairn.push(time(|| {
+            let v = cairn(&store, &["snapshot", c_src.to_str().unwrap()]);
+            assert_eq!(v["modified"], 10, "{v}");
+        }));
+        ten.other.push(time(|| {
+            git(&g_src, &["add", "-A"]);
+            git(&g_src, &["commit", "-qm", "ten"]);
+        }));
+        let head =
+            cairn(&store, &["log", c_src.to_str().unwrap(), "-n", "1"])["snapshots"][0]["id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        touch_files(&c_src, &tracked, round + 100, 10);
+        touch_files(&g_src, &tracked, round + 100, 10);
+        rollback.cairn.push(time(|| {
+            let v = cairn(&store, &["rollback", c_src.to_str().unwrap(), &head]);
+            assert_eq!(v["written"].as_array().unwrap().len(), 10, "{v}");
+        }));
+        rollback.other.push(time(|| {
+            git(&g_src, &["reset", "-q", "--hard"]);
+            git(&g_src, &["clean", "-qfd"]);
+        }));
+    }
+
+    // Checkout into an empty directory vs cp -a and git worktree add.
+    let head = cairn(&store, &["log", c_src.to_str().unwrap(), "-n", "1"])["snapshots"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut vs_cp = Row::new(
+        "checkout into an empty directory",
+        "`cp -a` of the source tree",
+        1.0,
+    );
+    let mut vs_wt = Row::new(
+        "checkout into an empty directory",
+        "`git worktree add`",
+        0.6,
+    );
+    for round in 0..pairs {
+        let dest = work.join(format!("co-{round}"));
+        let d = time(|| {
+            cairn(&store, &["checkout", &head, dest.to_str().unwrap()]);
+        });
+        vs_cp.cairn.push(d);
+        vs_wt.cairn.push(d);
+        if round + 1 < pairs {
+            cairn(&store, &["worktree", "remove", dest.to_str().unwrap()]);
+            std::fs::remove_dir_all(&dest).unwrap();
+        }
+        let cp_dest = work.join(format!("cp-{round}"));
+        vs_cp.other.push(time(|| {
+            run(Command::new("cp").arg("-a").arg(&c_src).arg(&cp_dest));
+        }));
+        std::fs::remove_dir_all(&cp_dest).unwrap();
+        let wt = work.join(format!("wt-{round}"));
+        vs_wt.other.push(time(|| {
+            git(
+                &g_src,
+                &["worktree", "add", "-q", "--detach", wt.to_str().unwrap()],
+            );
+        }));
+        git(
+            &g_src,
+            &["worktree", "remove", "--force", wt.to_str().unwrap()],
+        );
+    }
+
+    // Round trip: the last checkout holds exactly the files in scope, byte for byte.
+    let last = work.join(format!("co-{}", pairs - 1));
+    let checked = verify_round_trip(&c_src, &last, &git(&g_src, &["ls-files"]));
+
+    // Peak memory.
+    let _ = std::fs::remove_dir_all(&store);
+    let rss_onboard = peak_rss(
+        &[
+            CAIRN,
+            "--store",
+            store.to_str().unwrap(),
+            "onboard",
+            c_src.to_str().unwrap(),
+        ],
+        work,
+    );
+    let big = work.join("big");
+    std::fs::create_dir_all(&big).unwrap();
+    let big_mib: u64 = std::env::var("CAIRN_BENCH_BIG_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2048);
+    sh(
+        &format!("head -c {}M /dev/urandom > big/blob.bin", big_mib),
+        work,
+    );
+    let big_store = work.join("big-store");
+    let rss_big_onboard = peak_rss(
+        &[
+            CAIRN,
+            "--store",
+            big_store.to_str().unwrap(),
+            "onboard",
+            big.to_str().unwrap(),
+        ],
+        work,
+    );
+    let big_head =
+        cairn(&big_store, &["log", big.to_str().unwrap(), "-n", "1"])["snapshots"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    let big_co = work.join("big-co");
+    let rss_big_checkout = peak_rss(
+        &[
+            CAIRN,
+            "--store",
+            big_store.to_str().unwrap(),
+            "checkout",
+            &big_head,
+            big_co.to_str().unwrap(),
+        ],
+        work,
+    );
+    sh("cmp big/blob.bin big-co/blob.bin", work);
+
+    println!(
+        "corpus: {} ({files_in_scope} files in scope, {} tracked by git)",
+        src.display(),
+        tracked.len()
+    );
+    println!();
+    println!("| operation | cairn | peer | peer time | ratio | target |");
+    println!("|---|---|---|---|---|---|");
+    for row in [&onboard, &unchanged, &ten, &vs_cp, &vs_wt, &rollback] {
+        row.print();
+    }
+    let ratio = store_bytes as f64 / git_bytes as f64;
+    println!(
+        "| store size after onboard | {:.0} MB | `.git` after add + commit | {:.0} MB | {:.2} | ≤ 0.70 ({}) |",
+        store_bytes as f64 / 1e6,
+        git_bytes as f64 / 1e6,
+        ratio,
+        if ratio <= 0.7 { "meets" } else { "misses" }
+    );
+    println!();
+    println!(
+        "store file {:.0} MB (apparent size; disk usage above)",
+        store_file as f64 / 1e6
+    );
+    println!(
+        "peak RSS: onboard {rss_onboard:.0} MiB (≤ 300); {big_mib} MiB file: onboard {rss_big_onboard:.0} MiB, checkout {rss_big_checkout:.0} MiB (≤ 300)"
+    );
+    println!(
+        "round trip: {checked} files identical in bytes, exec bit and link target; nothing else in the checkout"
+    );
+}
+
+fn verify_round_trip(src: &Path, dest: &Path, tracked: &str) -> usize {
+    use std::collections::BTreeSet;
+    let want: BTreeSet<&str> = tracked.lines().filter(|l| !l.is_empty()).collect();
+    let mut got = BTreeSet::new();
+    let mut stack = vec![dest.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let m = p.symlink_metadata().unwrap();
+            if m.is_dir() {
+                stack.push(p);
+            } else {
+                got.insert(p.strip_prefix(dest).unwrap().to_str().unwrap().to_owned());
+            }
+        }
+    }
+    let got_refs: BTreeSet<&str> = got.iter().map(String::as_str).collect();
+    assert_eq!(
+        got_refs, want,
+        "the checkout holds exactly the paths in scope"
+    );
+    for rel in &want {
+        let (a, b) = (src.join(rel), dest.join(rel));
+        let (ma, mb) = (a.symlink_metadata().unwrap(), b.symlink_metadata().unwrap());
+        if ma.file_type().is_symlink() {
+            assert_eq!(
+                std::fs::read_link(&a).unwrap(),
+                std::fs::read_link(&b).unwrap(),
+                "{rel}"
+            );
+        } else {
+            assert_eq!(
+                ma.permissions().mode() & 0o100,
+                mb.permissions().mode() & 0o100,
+                "{rel}"
+            );
+            assert!(
+                std::fs::read(&a).unwrap() == std::fs::read(&b).unwrap(),
+                "{rel} differs"
+            );
+        }
+    }
+    want.len()
+}
