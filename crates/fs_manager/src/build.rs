@@ -6,21 +6,43 @@ use cas::{EntryKind, ObjectError, Tree, TreeEntry, TreeId};
 
 use crate::scan::FileRecord;
 
-/// Builds the tree of `files` (sorted in tree order, see `scan::tree_order`); returns the
-/// root id and every tree by id.
-pub(crate) fn build_trees(
-    files: &[FileRecord],
-) -> Result<(TreeId, HashMap<TreeId, Tree>), ObjectError> {
-    let mut trees = HashMap::new();
-    let (root, _) = build(files, 0, &mut trees)?;
-    Ok((root, trees))
+/// Directory path → its tree and size, for subtrees known not to have changed.
+pub(crate) type Reuse = HashMap<Vec<u8>, (TreeId, u64)>;
+
+/// The trees of a captured state.
+pub(crate) struct Built {
+    pub root: TreeId,
+    /// Every tree built (reused subtrees are not among them: they are stored already).
+    pub trees: HashMap<TreeId, Tree>,
+    /// Every directory built, with its tree and size.
+    pub dirs: Vec<(Vec<u8>, TreeId, u64)>,
+}
+
+/// Builds the tree of `files` (sorted in tree order, see `scan::tree_order`), taking the
+/// trees of unchanged subtrees from `reuse` instead of rebuilding them.
+pub(crate) fn build_trees(files: &[FileRecord], reuse: &Reuse) -> Result<Built, ObjectError> {
+    let mut built = Built {
+        root: Tree::default().id(),
+        trees: HashMap::new(),
+        dirs: Vec::new(),
+    };
+    if let Some((id, _)) = reuse.get(&Vec::new()) {
+        built.root = *id;
+        return Ok(built);
+    }
+    let (root, size) = build(files, &[], reuse, &mut built)?;
+    built.root = root;
+    built.dirs.push((Vec::new(), root, size));
+    Ok(built)
 }
 
 fn build(
     files: &[FileRecord],
-    prefix: usize,
-    trees: &mut HashMap<TreeId, Tree>,
+    dir: &[u8],
+    reuse: &Reuse,
+    built: &mut Built,
 ) -> Result<(TreeId, u64), ObjectError> {
+    let prefix = if dir.is_empty() { 0 } else { dir.len() + 1 };
     let mut entries = Vec::new();
     let mut i = 0;
     while i < files.len() {
@@ -47,7 +69,15 @@ fn build(
                         break;
                     }
                 }
-                let (id, size) = build(&files[i..j], prefix + k + 1, trees)?;
+                let sub = &files[i].path[..prefix + k];
+                let (id, size) = match reuse.get(sub) {
+                    Some(&(id, size)) => (id, size),
+                    None => {
+                        let (id, size) = build(&files[i..j], sub, reuse, built)?;
+                        built.dirs.push((sub.to_vec(), id, size));
+                        (id, size)
+                    }
+                };
                 entries.push(TreeEntry {
                     name: name.to_vec(),
                     kind: EntryKind::Tree,
@@ -61,7 +91,7 @@ fn build(
     let tree = Tree::from_sorted(entries)?;
     let size = tree.size();
     let id = tree.id();
-    trees.insert(id, tree);
+    built.trees.insert(id, tree);
     Ok((id, size))
 }
 

@@ -8,10 +8,10 @@ use cas::{
     WriteBatch,
 };
 
+use crate::dirstate::{Cache, DirState};
 use crate::error::CaptureError;
 use crate::progress::{Progress, Silent};
-use crate::scan::{self, Skipped, WalkOptions};
-use crate::state::FileState;
+use crate::scan::{self, ScanOptions, Skipped};
 use crate::worktree;
 
 /// Knobs shared by every capture.
@@ -110,6 +110,8 @@ pub(crate) struct Captured {
     pub bytes: u64,
     pub skipped: Vec<Skipped>,
     pub read_files: u64,
+    /// The per-directory cache as of this capture.
+    pub dirs: HashMap<Vec<u8>, DirState>,
     pub record: WorktreeRecord,
 }
 
@@ -132,12 +134,9 @@ pub(crate) fn capture(
         dry_run,
         true,
     ) {
-        // A cached blob that is no longer stored: distrust the cache and read everything.
-        Err(CaptureError::Store(cas::Error::Write(cas::WriteError::Dangling {
-            kind: cas::ObjectKind::Blob,
-            id,
-        }))) => {
-            tracing::warn!(worktree = %record.root, blob = %id, "stat cache names a missing blob; re-reading every file");
+        // The cache names a blob or tree that is no longer stored: distrust it, read everything.
+        Err(CaptureError::Store(cas::Error::Write(cas::WriteError::Dangling { kind, id }))) => {
+            tracing::warn!(worktree = %record.root, "stat cache names a missing {kind} {id}; re-reading every file");
             capture_once(store, record, op, source, options, dry_run, false)
         }
         other => other,
@@ -155,33 +154,31 @@ fn capture_once(
 ) -> Result<Captured, CaptureError> {
     let started = std::time::Instant::now();
     let reader = store.reader()?;
-    let cache: HashMap<Vec<u8>, FileState> = if use_cache {
-        reader
-            .file_states(&record.root)?
-            .into_iter()
-            .filter_map(|(path, bytes)| FileState::decode(&bytes).map(|s| (path, s)))
-            .collect()
+    let cache = if use_cache {
+        Cache::load(&reader, &record.root)?
     } else {
-        HashMap::new()
+        Cache::default()
     };
     let head_tree = match record.head {
         Some(h) => Some(reader.snapshot(h)?.tree),
         None => None,
     };
     drop(reader);
+    tracing::debug!(elapsed = ?started.elapsed(), dirs = cache.dirs.len(), "cache loaded");
 
     let store_dir = worktree::store_dir(store);
-    let walk_options = WalkOptions {
+    let scan_options = ScanOptions {
         threads: options.threads,
         store_root: store_dir.as_deref(),
+        dry_run,
+        progress: options.progress,
     };
-    tracing::debug!(elapsed = ?started.elapsed(), entries = cache.len(), "stat cache loaded");
-    let (walked, skipped) = scan::walk(&record.root, &walk_options)?;
-    tracing::debug!(elapsed = ?started.elapsed(), files = walked.len(), "walked");
-    let hashed = scan::hash_walk(store, walked, &cache, dry_run, options.progress)?;
-    tracing::debug!(elapsed = ?started.elapsed(), read = hashed.read_files, "hashed");
+    let mut scanned = scan::scan(store, &record.root, cache, &scan_options)?;
+    tracing::debug!(elapsed = ?started.elapsed(), files = scanned.files.len(), read = scanned.read_files, "scanned");
     let created = jiff::Timestamp::now();
-    let (tree, trees) = crate::build::build_trees(&hashed.files)?;
+    let built = crate::build::build_trees(&scanned.files, &scanned.reuse)?;
+    let (tree, trees) = (built.root, built.trees);
+    let cache_updates = scanned.cache_updates(&built.dirs);
     tracing::debug!(elapsed = ?started.elapsed(), trees = trees.len(), "trees built");
     let changed = head_tree != Some(tree);
     let new_snapshot = changed.then(|| cas::Snapshot {
@@ -202,10 +199,11 @@ fn capture_once(
         // An unchanged capture has a head: `changed` is false only when the head's tree matches.
         snapshot: new_head.unwrap_or_else(|| SnapshotId::from_bytes([0; 32])),
         changed,
-        files: hashed.files.len() as u64,
-        bytes: hashed.bytes,
-        skipped,
-        read_files: hashed.read_files,
+        files: scanned.files.len() as u64,
+        bytes: scanned.bytes,
+        skipped: scanned.skipped,
+        read_files: scanned.read_files,
+        dirs: scanned.dirs,
         record: WorktreeRecord {
             head: new_head,
             ..record.clone()
@@ -226,8 +224,8 @@ fn capture_once(
     if !use_cache {
         batch.clear_file_states(&record.root);
     }
-    for (path, state) in hashed.state_updates {
-        batch.set_file_state(&record.root, &path, state);
+    for (key, value) in cache_updates {
+        batch.set_file_state(&record.root, &key, value);
     }
     batch.put_worktree(captured.record.clone());
     store.write(&batch)?;

@@ -6,6 +6,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, OpRecord, SnapshotId, Store, WorktreeKind, WorktreeRecord, WriteBatch};
 use rayon::prelude::*;
 
+use crate::dirstate;
 use crate::error::CheckoutError;
 use crate::fsops::{self, WriteFailure};
 use crate::progress::{Progress, Silent};
@@ -131,8 +132,15 @@ pub fn checkout(
         created: time,
     };
     batch.clear_file_states(&root);
-    for (path, state) in &states {
-        batch.set_file_state(&root, path, Some(state.encode()));
+    let mut dirs = std::collections::HashMap::new();
+    let touched = dirstate::record_written(
+        &mut dirs,
+        states.iter().map(|(p, s)| (p.as_slice(), Some(*s))),
+    );
+    for dir in touched {
+        if let Some(state) = dirs.get(&dir) {
+            batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state.encode()));
+        }
     }
     batch.put_worktree(record);
     batch.append_op(

@@ -30,6 +30,7 @@
 mod build;
 mod capture;
 mod checkout;
+mod dirstate;
 mod error;
 mod fsops;
 mod progress;

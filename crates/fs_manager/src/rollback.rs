@@ -9,6 +9,7 @@ use cas::{EntryKind, OpRecord, SnapshotId, Source, Store, TreeId, WriteBatch};
 use rayon::prelude::*;
 
 use crate::capture::{self, CaptureOptions};
+use crate::dirstate;
 use crate::error::RollbackError;
 use crate::fsops::{self, WriteFailure};
 use crate::progress::{Progress, Silent};
@@ -186,7 +187,7 @@ pub fn rollback(
         fsops::remove(root_path, p).map_err(failure)?;
     }
     for (p, _) in &writes {
-        let (dir, _) = split_parent(p);
+        let (dir, _) = crate::scan::split_parent(p);
         fsops::ensure_dir(root_path, dir).map_err(failure)?;
         let full = fsops::join(root_path, p);
         if full.symlink_metadata().is_ok_and(|m| m.is_dir()) {
@@ -220,12 +221,18 @@ pub fn rollback(
 
     let mut batch = WriteBatch::new();
     let verified = crate::state::now_ns();
-    for (p, s) in &mut states {
+    for (_, s) in &mut states {
         s.verified_ns = verified;
-        batch.set_file_state(&root, p, Some(s.encode()));
     }
-    for p in &deleted {
-        batch.set_file_state(&root, p, None);
+    let mut dirs = captured.dirs.clone();
+    let changes = states
+        .iter()
+        .map(|(p, s)| (p.as_slice(), Some(*s)))
+        .chain(deleted.iter().map(|p| (p.as_slice(), None)));
+    for dir in dirstate::record_written(&mut dirs, changes) {
+        if let Some(state) = dirs.get(&dir) {
+            batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state.encode()));
+        }
     }
     let mut record = captured.record.clone();
     let snapshot = if options.paths.is_empty() {
@@ -263,13 +270,6 @@ pub fn rollback(
         written,
         deleted,
     })
-}
-
-fn split_parent(p: &[u8]) -> (&[u8], &[u8]) {
-    match p.iter().rposition(|&b| b == b'/') {
-        Some(i) => (&p[..i], &p[i + 1..]),
-        None => (&[], p),
-    }
 }
 
 /// Refuses, before anything changes, if something outside scope stands in the way: a

@@ -1,20 +1,26 @@
 //! Walking a worktree's scope and hashing what changed.
+//!
+//! A scan reuses the per-directory cache ([`crate::dirstate`]): directories whose stamp and
+//! ignore files are unchanged (and all their subdirectories too) are not read again; the
+//! `ignore` crate walks the rest, so what is in scope is always exactly what its walker
+//! says. Every file is `lstat`ed; only files whose stat differs from the cache are read.
 
-use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use camino::Utf8Path;
 use cas::{BlobId, EntryKind, PreparedBlob, Store, WriteBatch};
 use rayon::prelude::*;
 
+use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp};
 use crate::error::ScanError;
 use crate::progress::Progress;
-use crate::state::{FileState, now_ns};
+use crate::state::{FileState, Stat, now_ns};
 
 /// Files larger than this are streamed into the store chunk by chunk.
 const STREAM_BYTES: u64 = 16 << 20;
@@ -30,14 +36,6 @@ pub struct Skipped {
     pub reason: String,
 }
 
-/// One file or symlink in scope, found by the walk.
-pub(crate) struct Walked {
-    pub path: Vec<u8>,
-    pub abs: PathBuf,
-    pub meta: Metadata,
-    pub kind: EntryKind,
-}
-
 /// A file in the captured state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRecord {
@@ -51,31 +49,38 @@ pub struct FileRecord {
     pub size: u64,
 }
 
+/// One file or symlink in scope, with what the cache knew of it.
+struct Walked {
+    path: Vec<u8>,
+    stat: Stat,
+    kind: EntryKind,
+    cached: Option<FileState>,
+}
+
 /// Orders paths as trees list them: component by component, by name bytes.
-pub(crate) fn tree_order(a: &[u8], b: &[u8]) -> Ordering {
+pub(crate) fn tree_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     let key = |c: &u8| if *c == b'/' { 0 } else { *c };
     a.iter().map(key).cmp(b.iter().map(key))
 }
 
-pub(crate) struct WalkOptions<'a> {
-    /// 1 walks sequentially; 0 picks a thread count.
-    pub threads: usize,
-    /// The store's folder, never part of any scope.
-    pub store_root: Option<&'a Path>,
+fn tree_key(path: &[u8]) -> Vec<u8> {
+    path.iter()
+        .map(|&b| if b == b'/' { 0 } else { b })
+        .collect()
 }
 
-fn kind_of(meta: &Metadata) -> Option<EntryKind> {
-    let ft = meta.file_type();
-    if ft.is_symlink() {
-        Some(EntryKind::Symlink)
-    } else if ft.is_file() {
-        Some(if meta.mode() & 0o100 != 0 {
-            EntryKind::Executable
-        } else {
-            EntryKind::File
-        })
+pub(crate) fn split_parent(p: &[u8]) -> (&[u8], &[u8]) {
+    match p.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&p[..i], &p[i + 1..]),
+        None => (&[], p),
+    }
+}
+
+fn join(root: &Path, rel: &[u8]) -> PathBuf {
+    if rel.is_empty() {
+        root.to_path_buf()
     } else {
-        None
+        root.join(std::ffi::OsStr::from_bytes(rel))
     }
 }
 
@@ -94,19 +99,454 @@ fn special_name(meta: &Metadata) -> &'static str {
     }
 }
 
+/// Knobs of a scan.
+pub(crate) struct ScanOptions<'a> {
+    /// 1 walks sequentially; 0 picks a thread count.
+    pub threads: usize,
+    /// The store's folder, never part of any scope.
+    pub store_root: Option<&'a Path>,
+    /// Hash only; store nothing.
+    pub dry_run: bool,
+    pub progress: &'a dyn Progress,
+}
+
+/// What a scan found.
+pub(crate) struct Scan {
+    /// Every file in scope, in tree order.
+    pub files: Vec<FileRecord>,
+    pub skipped: Vec<Skipped>,
+    /// Files whose content was read (the rest came from the stat cache).
+    pub read_files: u64,
+    pub bytes: u64,
+    /// The new per-directory state, by directory path.
+    pub dirs: HashMap<Vec<u8>, DirState>,
+    /// Subtrees where nothing changed, with their trees: not rebuilt.
+    pub reuse: HashMap<Vec<u8>, (cas::TreeId, u64)>,
+    dirty: HashSet<Vec<u8>>,
+    stale: Vec<Vec<u8>>,
+    global: Option<u64>,
+}
+
+impl Scan {
+    /// Records the trees built for the scanned state (every directory not reused) and
+    /// returns the cache's store updates: keys as [`dirstate::dir_key`], `None` to forget.
+    pub fn cache_updates(
+        &mut self,
+        built: &[(Vec<u8>, cas::TreeId, u64)],
+    ) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        for (path, id, size) in built {
+            if let Some(dir) = self.dirs.get_mut(path)
+                && dir.tree != Some((*id, *size))
+            {
+                dir.tree = Some((*id, *size));
+                self.dirty.insert(path.clone());
+            }
+        }
+        let mut updates: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        for path in &self.dirty {
+            if let Some(dir) = self.dirs.get(path) {
+                updates.push((dirstate::dir_key(path), Some(dir.encode())));
+            }
+        }
+        for path in &self.stale {
+            updates.push((dirstate::dir_key(path), None));
+        }
+        if let Some(global) = self.global {
+            updates.push((
+                dirstate::GLOBAL_KEY.to_vec(),
+                Some(global.to_le_bytes().to_vec()),
+            ));
+        }
+        updates
+    }
+}
+
 enum Found {
     File(Walked),
     Skip(Skipped),
     Fail(ScanError),
 }
 
+/// Decides which cached directories can be skipped: stamp and ignore files unchanged, no
+/// ignore file above them changed, and the same holds for every directory below.
+fn prunable(root: &Path, cache: &Cache) -> HashSet<Vec<u8>> {
+    let mut keys: Vec<&Vec<u8>> = cache.dirs.keys().collect();
+    keys.sort_by(|a, b| tree_order(a, b));
+    let checks: Vec<(bool, bool)> = keys
+        .par_iter()
+        .map(|k| {
+            let state = &cache.dirs[*k];
+            let path = join(root, k);
+            match path.symlink_metadata() {
+                Ok(m) => {
+                    // An unchanged directory cannot have gained an ignore file, so only the
+                    // ones it had are checked; a changed one is checked in full.
+                    let stamp_ok = state.stamp.still_valid(&m);
+                    let only = stamp_ok.then_some(state.ignore.mask);
+                    let ignore_ok = IgnoreStamp::of(&path, only) == state.ignore;
+                    (stamp_ok && ignore_ok, ignore_ok)
+                }
+                Err(_) => (false, false),
+            }
+        })
+        .collect();
+    let ignore_changed: HashSet<&[u8]> = keys
+        .iter()
+        .zip(&checks)
+        .filter(|(_, (_, ok))| !ok)
+        .map(|(k, _)| k.as_slice())
+        .collect();
+    let under_changed_rules = |k: &[u8]| {
+        let mut p = k;
+        loop {
+            let (parent, _) = split_parent(p);
+            if p.is_empty() {
+                return false;
+            }
+            if ignore_changed.contains(parent) {
+                return true;
+            }
+            p = parent;
+        }
+    };
+    let mut out = HashSet::new();
+    for (k, (valid, _)) in keys.iter().zip(&checks).rev() {
+        let state = &cache.dirs[*k];
+        let children_ok = state.children.iter().all(|(name, c)| match c {
+            Child::Dir => {
+                let mut child = (*k).clone();
+                if !child.is_empty() {
+                    child.push(b'/');
+                }
+                child.extend_from_slice(name);
+                out.contains(&child)
+            }
+            _ => true,
+        });
+        if *valid && children_ok && !under_changed_rules(k) {
+            out.insert((*k).clone());
+        }
+    }
+    out
+}
+
+/// Scans the scope of `root` against `cache`, reading (and unless `dry_run`, storing) what
+/// the cache cannot vouch for. Files that vanish meanwhile are left out; files that change
+/// while read are re-read and, if they never hold still, captured as read but not cached.
+pub(crate) fn scan(
+    store: &Store,
+    root: &Utf8Path,
+    cache: Cache,
+    options: &ScanOptions<'_>,
+) -> Result<Scan, ScanError> {
+    let root_path = root.as_std_path();
+    let global = dirstate::global_stamp(root_path);
+    let reuse = cache.global == Some(global);
+    let t = std::time::Instant::now();
+    let skip = if reuse {
+        prunable(root_path, &cache)
+    } else {
+        HashSet::new()
+    };
+    tracing::debug!(elapsed = ?t.elapsed(), reuse, prunable = skip.len(), "validated cache");
+
+    let mut read_dirs: HashMap<Vec<u8>, (DirStamp, IgnoreStamp)> = HashMap::new();
+    let mut walked = Vec::new();
+    let mut skipped = Vec::new();
+    let pruned: Vec<Vec<u8>> = if skip.contains(&Vec::new()) {
+        vec![Vec::new()]
+    } else {
+        let root_meta = root_path
+            .symlink_metadata()
+            .map_err(|source| ScanError::Io {
+                path: root_path.to_owned(),
+                source,
+            })?;
+        read_dirs.insert(
+            Vec::new(),
+            (
+                DirStamp::of(&root_meta, now_ns()),
+                IgnoreStamp::of(root_path, None),
+            ),
+        );
+        let found = walk(root_path, options, &skip)?;
+        walked = found.files;
+        skipped = found.skipped;
+        for (path, stamp, ignore) in found.read_dirs {
+            read_dirs.insert(path, (stamp, ignore));
+        }
+        for w in &mut walked {
+            let (parent, name) = split_parent(&w.path);
+            w.cached = cache.dirs.get(parent).and_then(|d| d.file(name)).copied();
+        }
+        found.pruned
+    };
+
+    // Unchanged subtrees: their cached listings stand; every file is lstat'ed afresh,
+    // relative to its directory's descriptor.
+    let mut keys: Vec<&Vec<u8>> = cache.dirs.keys().collect();
+    keys.sort_by(|a, b| tree_order(a, b));
+    let mut unchanged: Vec<&Vec<u8>> = Vec::new();
+    for top in &pruned {
+        let start = keys.partition_point(|k| tree_order(k, top) == std::cmp::Ordering::Less);
+        for k in &keys[start..] {
+            let inside = top.is_empty()
+                || *k == top
+                || (k.starts_with(top) && k.get(top.len()) == Some(&b'/'));
+            if !inside {
+                break;
+            }
+            unchanged.push(k);
+        }
+    }
+    let listed: Vec<Listing> = unchanged
+        .par_iter()
+        .map(|dir| stat_listing(root_path, dir, &cache.dirs[*dir]))
+        .collect();
+    let mut vanished: Vec<Vec<u8>> = Vec::new();
+    for (files, skips, gone) in listed {
+        walked.extend(files);
+        skipped.extend(skips);
+        vanished.extend(gone);
+    }
+    let unchanged: HashSet<Vec<u8>> = unchanged.into_iter().cloned().collect();
+    tracing::debug!(elapsed = ?t.elapsed(), pruned = pruned.len(), files = walked.len(), "listed and stat'ed");
+    walked.sort_by_cached_key(|w| tree_key(&w.path));
+    skipped.sort_by(|a, b| tree_order(&a.path, &b.path));
+
+    let hashed = hash_walked(store, root_path, &walked, options.dry_run, options.progress)?;
+    tracing::debug!(elapsed = ?t.elapsed(), "hashed");
+
+    // The new per-directory state: unchanged directories as cached (with the states of
+    // files read again), listed ones afresh.
+    let mut dirs = cache.dirs;
+    let stale: Vec<Vec<u8>> = dirs
+        .keys()
+        .filter(|k| !unchanged.contains(*k) && !read_dirs.contains_key(*k))
+        .cloned()
+        .collect();
+    for k in &stale {
+        dirs.remove(k);
+    }
+    let mut dirty: HashSet<Vec<u8>> = HashSet::new();
+    for (path, (stamp, ignore)) in &read_dirs {
+        dirs.insert(
+            path.clone(),
+            DirState {
+                stamp: *stamp,
+                ignore: *ignore,
+                children: Vec::new(),
+                tree: None,
+            },
+        );
+        dirty.insert(path.clone());
+    }
+    for (w, result) in walked.iter().zip(&hashed.results) {
+        let (parent, name) = split_parent(&w.path);
+        let listed_now = read_dirs.contains_key(parent);
+        let was_read = result.as_ref().is_none_or(|c| c.state != w.cached);
+        if !listed_now && !was_read {
+            continue;
+        }
+        let Some(dir) = dirs.get_mut(parent) else {
+            continue;
+        };
+        let state = match result {
+            Some(c) => c
+                .state
+                .unwrap_or_else(|| FileState::from_stat(&w.stat, c.blob, i64::MIN)),
+            None => {
+                // Gone or changed type while read: look at the directory again next time.
+                dir.stamp.verified_ns = 0;
+                dir.children.retain(|(n, _)| n.as_slice() != name);
+                dirty.insert(parent.to_vec());
+                continue;
+            }
+        };
+        if listed_now {
+            dir.children.push((name.to_vec(), Child::File(state)));
+        } else if let Ok(i) = dir
+            .children
+            .binary_search_by(|(n, _)| n.as_slice().cmp(name))
+        {
+            dir.children[i].1 = Child::File(state);
+            dirty.insert(parent.to_vec());
+        }
+    }
+    for path in &vanished {
+        let (parent, name) = split_parent(path);
+        if let Some(dir) = dirs.get_mut(parent) {
+            dir.stamp.verified_ns = 0;
+            dir.children.retain(|(n, _)| n.as_slice() != name);
+            dirty.insert(parent.to_vec());
+        }
+    }
+    let subdirs = read_dirs
+        .keys()
+        .chain(pruned.iter())
+        .filter(|k| !k.is_empty());
+    let mut additions: Vec<(Vec<u8>, Vec<u8>, Child)> = subdirs
+        .map(|sub| {
+            let (parent, name) = split_parent(sub);
+            (parent.to_vec(), name.to_vec(), Child::Dir)
+        })
+        .collect();
+    for s in &skipped {
+        let (parent, name) = split_parent(&s.path);
+        if read_dirs.contains_key(parent) {
+            additions.push((
+                parent.to_vec(),
+                name.to_vec(),
+                Child::Skipped(s.reason.clone()),
+            ));
+        }
+    }
+    for (parent, name, child) in additions {
+        if read_dirs.contains_key(&parent)
+            && let Some(dir) = dirs.get_mut(&parent)
+        {
+            dir.children.push((name, child));
+        }
+    }
+    for path in read_dirs.keys() {
+        if let Some(dir) = dirs.get_mut(path) {
+            dir.children.sort_by(|a, b| a.0.cmp(&b.0));
+            dir.children.dedup_by(|a, b| a.0 == b.0);
+        }
+    }
+
+    // Subtrees to rebuild: directories listed afresh or holding a file that was read or
+    // vanished, and everything above them. The rest keep their trees.
+    let mut changed: HashSet<Vec<u8>> = HashSet::new();
+    fn mark(changed: &mut HashSet<Vec<u8>>, mut dir: &[u8]) {
+        while changed.insert(dir.to_vec()) && !dir.is_empty() {
+            dir = split_parent(dir).0;
+        }
+    }
+    for path in read_dirs.keys() {
+        mark(&mut changed, path);
+    }
+    for (w, result) in walked.iter().zip(&hashed.results) {
+        if result.as_ref().is_none_or(|c| c.state != w.cached) {
+            mark(&mut changed, split_parent(&w.path).0);
+        }
+    }
+    for path in &vanished {
+        mark(&mut changed, split_parent(path).0);
+    }
+    let reuse_trees: HashMap<Vec<u8>, (cas::TreeId, u64)> = unchanged
+        .iter()
+        .filter(|d| !changed.contains(*d))
+        .filter_map(|d| dirs.get(d).and_then(|s| s.tree).map(|t| (d.clone(), t)))
+        .collect();
+    tracing::debug!(elapsed = ?t.elapsed(), dirty = dirty.len(), reused = reuse_trees.len(), "state assembled");
+
+    let mut files = Vec::with_capacity(walked.len());
+    let mut bytes = 0;
+    for (w, result) in walked.into_iter().zip(hashed.results) {
+        if let Some(c) = result {
+            bytes += c.size;
+            files.push(FileRecord {
+                path: w.path,
+                kind: c.kind,
+                blob: c.blob,
+                size: c.size,
+            });
+        }
+    }
+    Ok(Scan {
+        files,
+        skipped,
+        read_files: hashed.read_files,
+        bytes,
+        dirs,
+        reuse: reuse_trees,
+        dirty,
+        stale,
+        global: (!reuse).then_some(global),
+    })
+}
+
+/// An unchanged directory's files, skipped entries, and files no longer there.
+type Listing = (Vec<Walked>, Vec<Skipped>, Vec<Vec<u8>>);
+
+/// The files of an unchanged directory, lstat'ed through one directory descriptor; its
+/// skipped entries; and the files that are no longer there (or no longer files).
+fn stat_listing(
+    root: &Path,
+    dir: &[u8],
+    state: &DirState,
+) -> (Vec<Walked>, Vec<Skipped>, Vec<Vec<u8>>) {
+    let mut files = Vec::with_capacity(state.children.len());
+    let mut skipped = Vec::new();
+    let mut gone = Vec::new();
+    let fd = rustix::fs::open(
+        join(root, dir),
+        rustix::fs::OFlags::RDONLY
+            | rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok();
+    for (name, child) in &state.children {
+        let mut path = Vec::with_capacity(dir.len() + 1 + name.len());
+        path.extend_from_slice(dir);
+        if !dir.is_empty() {
+            path.push(b'/');
+        }
+        path.extend_from_slice(name);
+        match child {
+            Child::File(cached) => {
+                let stat = fd
+                    .as_ref()
+                    .and_then(|fd| {
+                        rustix::fs::statat(
+                            fd,
+                            name.as_slice(),
+                            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+                        )
+                        .ok()
+                    })
+                    .map(|st| Stat::from_rustix(&st));
+                match stat.and_then(|st| st.kind().map(|k| (st, k))) {
+                    Some((stat, kind)) => files.push(Walked {
+                        path,
+                        stat,
+                        kind,
+                        cached: Some(*cached),
+                    }),
+                    None => gone.push(path),
+                }
+            }
+            Child::Skipped(reason) => skipped.push(Skipped {
+                path,
+                reason: reason.clone(),
+            }),
+            Child::Dir => {}
+        }
+    }
+    (files, skipped, gone)
+}
+
+struct Walk {
+    files: Vec<Walked>,
+    skipped: Vec<Skipped>,
+    /// Directories the walker listed, with the stamp taken just before.
+    read_dirs: Vec<(Vec<u8>, DirStamp, IgnoreStamp)>,
+    /// Directories it was told to skip.
+    pruned: Vec<Vec<u8>>,
+}
+
 /// Walks the scope of `root`: `.gitignore` and `.ignore` files inside it (git repo or not),
 /// `.git/info/exclude`, the global excludes file; never ignore files above the root,
-/// never `.git`, never the store's folder. Hidden files are included.
-pub(crate) fn walk(
-    root: &Utf8Path,
-    options: &WalkOptions<'_>,
-) -> Result<(Vec<Walked>, Vec<Skipped>), ScanError> {
+/// never `.git`, never the store's folder. Hidden files are included. Directories in
+/// `skip` are not entered (they are reported in `pruned`).
+fn walk(
+    root: &Path,
+    options: &ScanOptions<'_>,
+    skip: &HashSet<Vec<u8>>,
+) -> Result<Walk, ScanError> {
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -119,32 +559,56 @@ pub(crate) fn walk(
         .follow_links(false)
         .threads(options.threads);
     let store_root = options.store_root.map(Path::to_path_buf);
-    let refused = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let refused_names = refused.clone();
-    let filter_root = root.as_std_path().to_path_buf();
+    let refused = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let read_dirs = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let pruned = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let (refused_f, read_f, pruned_f) = (refused.clone(), read_dirs.clone(), pruned.clone());
+    let filter_root = root.to_path_buf();
+    let skip = std::sync::Arc::new(skip.clone());
     builder.filter_entry(move |e| {
         if e.file_name() == ".git" || store_root.as_deref().is_some_and(|s| e.path() == s) {
             return false;
         }
-        if e.depth() > 0
-            && let Err(err) = cas::validate_name(e.file_name().as_bytes())
-        {
+        if e.depth() == 0 {
+            return true;
+        }
+        let Ok(rel) = e
+            .path()
+            .strip_prefix(&filter_root)
+            .map(|r| r.as_os_str().as_bytes().to_vec())
+        else {
+            return false;
+        };
+        if let Err(err) = cas::validate_name(e.file_name().as_bytes()) {
             let reason = match err {
                 cas::ObjectError::InvalidName { reason, .. } => format!("invalid name: {reason}"),
                 other => other.to_string(),
             };
-            let rel = e
-                .path()
-                .strip_prefix(&filter_root)
-                .map(|r| r.as_os_str().as_bytes().to_vec());
-            if let (Ok(path), Ok(mut list)) = (rel, refused_names.lock()) {
-                list.push(Skipped { path, reason });
+            if let Ok(mut list) = refused_f.lock() {
+                list.push(Skipped { path: rel, reason });
             }
             return false;
         }
+        if e.file_type().is_some_and(|t| t.is_dir()) {
+            if skip.contains(&rel) {
+                if let Ok(mut list) = pruned_f.lock() {
+                    list.push(rel);
+                }
+                return false;
+            }
+            // The stamp is taken before the walker lists the directory, so a change made
+            // meanwhile shows as a different stamp next time.
+            if let Ok(meta) = e.path().symlink_metadata() {
+                let stamp = DirStamp::of(&meta, now_ns());
+                let ignore = IgnoreStamp::of(e.path(), None);
+                if let Ok(mut list) = read_f.lock() {
+                    list.push((rel, stamp, ignore));
+                }
+            }
+        }
         true
     });
-    let root_path = root.as_std_path().to_path_buf();
+    let root_path = root.to_path_buf();
     let classify = move |result: Result<ignore::DirEntry, ignore::Error>| -> Option<Found> {
         let entry = match result {
             Ok(e) => e,
@@ -170,12 +634,13 @@ pub(crate) fn walk(
                 }));
             }
         };
-        match kind_of(&meta) {
+        let stat = Stat::from_std(&meta);
+        match stat.kind() {
             Some(kind) => Some(Found::File(Walked {
                 path: rel,
-                abs: entry.into_path(),
-                meta,
+                stat,
                 kind,
+                cached: None,
             })),
             None if meta.is_dir() => None,
             None => {
@@ -185,7 +650,6 @@ pub(crate) fn walk(
         }
     };
 
-    let started = std::time::Instant::now();
     let mut found = Vec::new();
     if options.threads == 1 {
         found.extend(builder.build().filter_map(classify));
@@ -205,23 +669,33 @@ pub(crate) fn walk(
         found.extend(rx);
     }
 
-    let mut files = Vec::with_capacity(found.len());
-    let mut skipped = refused
+    let take = |m: &std::sync::Arc<Mutex<Vec<_>>>| {
+        m.lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default()
+    };
+    let mut out = Walk {
+        files: Vec::with_capacity(found.len()),
+        skipped: take(&refused),
+        read_dirs: Vec::new(),
+        pruned: Vec::new(),
+    };
+    out.read_dirs = read_dirs
+        .lock()
+        .map(|mut l| std::mem::take(&mut *l))
+        .unwrap_or_default();
+    out.pruned = pruned
         .lock()
         .map(|mut l| std::mem::take(&mut *l))
         .unwrap_or_default();
     for f in found {
         match f {
-            Found::File(w) => files.push(w),
-            Found::Skip(s) => skipped.push(s),
+            Found::File(w) => out.files.push(w),
+            Found::Skip(s) => out.skipped.push(s),
             Found::Fail(e) => return Err(e),
         }
     }
-    tracing::debug!(elapsed = ?started.elapsed(), "walk done");
-    files.sort_by(|a, b| tree_order(&a.path, &b.path));
-    tracing::debug!(elapsed = ?started.elapsed(), "sorted");
-    skipped.sort_by(|a, b| tree_order(&a.path, &b.path));
-    Ok((files, skipped))
+    Ok(out)
 }
 
 fn walk_error(root: &Path, e: ignore::Error) -> Option<Found> {
@@ -249,17 +723,6 @@ fn error_path(e: &ignore::Error) -> Option<PathBuf> {
     }
 }
 
-/// The outcome of hashing a walk against the stat cache.
-pub(crate) struct Hashed {
-    pub files: Vec<FileRecord>,
-    /// Cache entries to set (`Some`) or drop (`None`).
-    pub state_updates: Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    /// Files whose content was read.
-    pub read_files: u64,
-    /// Bytes over all files in scope.
-    pub bytes: u64,
-}
-
 struct Content {
     blob: BlobId,
     kind: EntryKind,
@@ -268,33 +731,34 @@ struct Content {
     state: Option<FileState>,
 }
 
-/// Reads, hashes and (unless `dry_run`) stores every walked file the cache cannot vouch
-/// for. Files that vanish meanwhile are left out; files that change while read are re-read
-/// and, if they never hold still, captured as read but not cached.
-pub(crate) fn hash_walk(
+struct Hashed {
+    /// Per walked file; `None` if it vanished or changed type while being read.
+    results: Vec<Option<Content>>,
+    read_files: u64,
+}
+
+/// Reads, hashes and (unless `dry_run`) stores every file the cache cannot vouch for.
+fn hash_walked(
     store: &Store,
-    walked: Vec<Walked>,
-    cache: &HashMap<Vec<u8>, FileState>,
+    root: &Path,
+    walked: &[Walked],
     dry_run: bool,
     progress: &dyn Progress,
 ) -> Result<Hashed, ScanError> {
-    let total: u64 = walked.iter().map(|w| w.meta.size()).sum();
+    let total: u64 = walked.iter().map(|w| w.stat.size).sum();
     progress.start("hashing", walked.len() as u64, total);
     let mut results: Vec<Option<Content>> = Vec::with_capacity(walked.len());
     let mut misses = Vec::new();
     for (i, w) in walked.iter().enumerate() {
-        let hit = cache
-            .get(&w.path)
-            .filter(|s| s.matches(&w.meta) && !s.is_racy());
-        match hit {
+        match w.cached.filter(|s| s.matches(&w.stat) && !s.is_racy()) {
             Some(state) => {
                 results.push(Some(Content {
                     blob: state.blob,
                     kind: w.kind,
-                    size: w.meta.size(),
-                    state: Some(*state),
+                    size: w.stat.size,
+                    state: Some(state),
                 }));
-                progress.advance(1, w.meta.size());
+                progress.advance(1, w.stat.size);
             }
             None => {
                 results.push(None);
@@ -304,14 +768,14 @@ pub(crate) fn hash_walk(
     }
     let read_files = misses.len() as u64;
 
-    let (large, small): (Vec<usize>, Vec<usize>) = misses.into_iter().partition(|&i| {
-        walked[i].kind != EntryKind::Symlink && walked[i].meta.size() > STREAM_BYTES
-    });
+    let (large, small): (Vec<usize>, Vec<usize>) = misses
+        .into_iter()
+        .partition(|&i| walked[i].kind != EntryKind::Symlink && walked[i].stat.size > STREAM_BYTES);
+    let mut groups = Vec::new();
     let mut group = Vec::new();
     let mut group_bytes = 0u64;
-    let mut groups = Vec::new();
     for i in small {
-        group_bytes += walked[i].meta.size();
+        group_bytes += walked[i].stat.size;
         group.push(i);
         if group_bytes >= GROUP_BYTES {
             groups.push(std::mem::take(&mut group));
@@ -328,12 +792,13 @@ pub(crate) fn hash_walk(
                 || store.reader().ok(),
                 |reader, &i| {
                     let w = &walked[i];
-                    let r = read_small(w, dry_run, |id| {
+                    let abs = join(root, &w.path);
+                    let r = read_small(w, &abs, dry_run, |id| {
                         reader
                             .as_ref()
                             .is_some_and(|r| r.has_blob(id).unwrap_or(false))
                     });
-                    progress.advance(1, w.meta.size());
+                    progress.advance(1, w.stat.size);
                     (i, r)
                 },
             )
@@ -355,43 +820,13 @@ pub(crate) fn hash_walk(
     }
     for i in large {
         let w = &walked[i];
-        if let Some(content) = read_large(store, w, dry_run)? {
-            results[i] = Some(content);
-        }
-        progress.advance(1, w.meta.size());
-    }
-
-    let mut files = Vec::with_capacity(walked.len());
-    let mut state_updates = Vec::new();
-    let mut bytes = 0;
-    let mut seen = std::collections::HashSet::with_capacity(walked.len());
-    for (w, r) in walked.into_iter().zip(results) {
-        let Some(c) = r else { continue };
-        bytes += c.size;
-        let new_state = c.state.map(|s| s.encode());
-        let old_state = cache.get(&w.path).map(FileState::encode);
-        if new_state != old_state {
-            state_updates.push((w.path.clone(), new_state));
-        }
-        seen.insert(w.path.clone());
-        files.push(FileRecord {
-            path: w.path,
-            kind: c.kind,
-            blob: c.blob,
-            size: c.size,
-        });
-    }
-    for path in cache.keys() {
-        if !seen.contains(path) {
-            state_updates.push((path.clone(), None));
-        }
+        results[i] = read_large(store, &join(root, &w.path), dry_run)?;
+        progress.advance(1, w.stat.size);
     }
     progress.finish();
     Ok(Hashed {
-        files,
-        state_updates,
+        results,
         read_files,
-        bytes,
     })
 }
 
@@ -415,27 +850,28 @@ type SmallRead = Option<(Content, Option<PreparedBlob>)>;
 
 fn read_small(
     w: &Walked,
+    abs: &Path,
     dry_run: bool,
     is_stored: impl FnOnce(BlobId) -> bool,
 ) -> Result<SmallRead, ScanError> {
     let io = |source| ScanError::Io {
-        path: w.abs.clone(),
+        path: abs.to_path_buf(),
         source,
     };
     if w.kind == EntryKind::Symlink {
-        let target = match std::fs::read_link(&w.abs) {
+        let target = match std::fs::read_link(abs) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Ok(None),
             Err(e) => return Err(io(e)),
         };
         // Trust the walk's stat only if the link did not change around the read.
-        let after = w.abs.symlink_metadata().ok();
+        let after = abs.symlink_metadata().ok();
         let verified = now_ns();
         let bytes = target.as_os_str().as_bytes();
         let (blob, prepared) = prepare(bytes, dry_run, is_stored);
         let state = after
-            .filter(|a| same_stat(&w.meta, a))
+            .filter(|a| Stat::from_std(a) == w.stat)
             .map(|a| FileState::from_metadata(&a, blob, verified));
         let content = Content {
             blob,
@@ -449,7 +885,7 @@ fn read_small(
     let mut attempts = 0;
     let (meta, stable) = loop {
         attempts += 1;
-        let mut file = match open_nofollow(&w.abs) {
+        let mut file = match open_nofollow(abs) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             // Replaced by a symlink since the walk: it is captured next time.
@@ -503,12 +939,12 @@ fn prepare(
     }
 }
 
-fn read_large(store: &Store, w: &Walked, dry_run: bool) -> Result<Option<Content>, ScanError> {
+fn read_large(store: &Store, abs: &Path, dry_run: bool) -> Result<Option<Content>, ScanError> {
     let io = |source| ScanError::Io {
-        path: w.abs.clone(),
+        path: abs.to_path_buf(),
         source,
     };
-    let file = match open_nofollow(&w.abs) {
+    let file = match open_nofollow(abs) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io(e)),
@@ -524,7 +960,7 @@ fn read_large(store: &Store, w: &Walked, dry_run: bool) -> Result<Option<Content
         BlobId::from_bytes(*hasher.finalize().as_bytes())
     } else {
         store
-            .put_blob_stream(&mut counted, &w.abs.display().to_string())
+            .put_blob_stream(&mut counted, &abs.display().to_string())
             .map_err(|e| ScanError::Store(e.into()))?
     };
     let size = counted.bytes;

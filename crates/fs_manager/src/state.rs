@@ -14,7 +14,52 @@ use cas::BlobId;
 /// Generous against coarse file-system clocks (a jiffy is 1 to 10 ms).
 pub const RACY_MARGIN: Duration = Duration::from_millis(50);
 
-const ENCODED_LEN: usize = 8 * 6 + 4 + 32;
+pub(crate) const ENCODED_LEN: usize = 8 * 6 + 4 + 32;
+
+/// The `lstat` facts cairn compares, from std or from `fstatat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stat {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    pub dev: u64,
+    pub mode: u32,
+}
+
+impl Stat {
+    pub fn from_std(meta: &std::fs::Metadata) -> Stat {
+        Stat {
+            size: meta.size(),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+            dev: meta.dev(),
+            mode: meta.mode(),
+        }
+    }
+
+    pub fn from_rustix(st: &rustix::fs::Stat) -> Stat {
+        Stat {
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            mtime_ns: ns(st.st_mtime, st.st_mtime_nsec as i64),
+            ctime_ns: ns(st.st_ctime, st.st_ctime_nsec as i64),
+            ino: st.st_ino,
+            dev: st.st_dev,
+            mode: st.st_mode,
+        }
+    }
+
+    /// File, executable or symlink; `None` for directories and special files.
+    pub fn kind(&self) -> Option<cas::EntryKind> {
+        match self.mode & 0o170000 {
+            0o120000 => Some(cas::EntryKind::Symlink),
+            0o100000 if self.mode & 0o100 != 0 => Some(cas::EntryKind::Executable),
+            0o100000 => Some(cas::EntryKind::File),
+            _ => None,
+        }
+    }
+}
 
 /// What the cache remembers about one file or symlink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,26 +82,31 @@ fn ns(secs: i64, nsec: i64) -> i64 {
 impl FileState {
     /// The entry for `meta` and `blob`, verified at `verified_ns` (see [`now_ns`]).
     pub fn from_metadata(meta: &std::fs::Metadata, blob: BlobId, verified_ns: i64) -> FileState {
+        Self::from_stat(&Stat::from_std(meta), blob, verified_ns)
+    }
+
+    /// The entry for `stat` and `blob`, verified at `verified_ns`.
+    pub fn from_stat(st: &Stat, blob: BlobId, verified_ns: i64) -> FileState {
         FileState {
-            size: meta.size(),
-            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
-            ino: meta.ino(),
-            dev: meta.dev(),
-            mode: meta.mode(),
+            size: st.size,
+            mtime_ns: st.mtime_ns,
+            ctime_ns: st.ctime_ns,
+            ino: st.ino,
+            dev: st.dev,
+            mode: st.mode,
             blob,
             verified_ns,
         }
     }
 
-    /// True if `meta` shows the same file, unchanged, as this entry recorded.
-    pub fn matches(&self, meta: &std::fs::Metadata) -> bool {
-        self.size == meta.size()
-            && self.mtime_ns == ns(meta.mtime(), meta.mtime_nsec())
-            && self.ctime_ns == ns(meta.ctime(), meta.ctime_nsec())
-            && self.ino == meta.ino()
-            && self.dev == meta.dev()
-            && self.mode == meta.mode()
+    /// True if `st` shows the same file, unchanged, as this entry recorded.
+    pub fn matches(&self, st: &Stat) -> bool {
+        self.size == st.size
+            && self.mtime_ns == st.mtime_ns
+            && self.ctime_ns == st.ctime_ns
+            && self.ino == st.ino
+            && self.dev == st.dev
+            && self.mode == st.mode
     }
 
     /// True if the file changed too close to its verification for the stat to be trusted.

@@ -204,3 +204,155 @@ fn sequential_and_parallel_walks_give_the_same_tree() {
     assert_eq!(seq.tree, par.tree);
     assert_eq!(seq.files, 303);
 }
+
+/// Every mutation, then a cached snapshot must equal an uncached capture of the same files
+/// (a fresh store onboarding them), including after edits to ignore rules at any depth.
+#[test]
+fn cached_scans_agree_with_fresh_scans() {
+    let env = Env::new();
+    let root = env.path("w");
+    let mut spec = Vec::new();
+    for d in 0..4 {
+        for s in 0..3 {
+            for f in 0..4 {
+                spec.push((format!("d{d}/s{s}/f{f}.txt"), file(&format!("{d}{s}{f}"))));
+            }
+        }
+    }
+    let spec: Vec<(&str, Node)> = spec.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
+    write_tree(&root, &spec);
+    fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+
+    type Step = fn(&camino::Utf8Path);
+    let steps: Vec<(&str, Step)> = vec![
+        ("nothing", |_| {}),
+        ("edit in place", |r| {
+            std::fs::write(r.join("d1/s1/f1.txt"), "changed").unwrap()
+        }),
+        ("create file", |r| {
+            std::fs::write(r.join("d2/s0/new.txt"), "new").unwrap()
+        }),
+        ("delete file", |r| {
+            std::fs::remove_file(r.join("d3/s2/f3.txt")).unwrap()
+        }),
+        ("create dir", |r| {
+            std::fs::create_dir_all(r.join("d0/s0/deep/er")).unwrap();
+            std::fs::write(r.join("d0/s0/deep/er/x"), "x").unwrap();
+        }),
+        ("remove dir", |r| {
+            std::fs::remove_dir_all(r.join("d2/s1")).unwrap()
+        }),
+        ("rename dir", |r| {
+            std::fs::rename(r.join("d1/s2"), r.join("d1/s9")).unwrap()
+        }),
+        ("nested gitignore created", |r| {
+            std::fs::write(r.join("d0/.gitignore"), "f1.txt\n").unwrap()
+        }),
+        ("nested gitignore edited in place", |r| {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .open(r.join("d0/.gitignore"))
+                .unwrap();
+            f.write_all(b"f2.txt\n").unwrap();
+        }),
+        ("negation deeper", |r| {
+            std::fs::write(r.join("d0/s1/.gitignore"), "!f1.txt\n").unwrap()
+        }),
+        ("ignore file removed", |r| {
+            std::fs::remove_file(r.join("d0/.gitignore")).unwrap()
+        }),
+        ("root .ignore", |r| {
+            std::fs::write(r.join(".ignore"), "s0/\n").unwrap()
+        }),
+        ("root .ignore emptied in place", |r| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(r.join(".ignore"))
+                .unwrap();
+        }),
+        ("file becomes symlink", |r| {
+            std::fs::remove_file(r.join("d3/s0/f0.txt")).unwrap();
+            std::os::unix::fs::symlink("f1.txt", r.join("d3/s0/f0.txt")).unwrap();
+        }),
+        ("exec bit", |r| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(
+                r.join("d3/s1/f1.txt"),
+                std::fs::Permissions::from_mode(0o755),
+            )
+            .unwrap();
+        }),
+    ];
+    for (name, step) in steps {
+        step(&root);
+        settle();
+        let cached = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+        let fresh = Env::new();
+        let expect = fs_manager::onboard(&fresh.store, &root, &OnboardOptions::default()).unwrap();
+        assert_eq!(cached.tree, expect.tree, "after {name}");
+        // Once more with everything settled: the fast path proper.
+        settle();
+        let again = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+        assert_eq!(again.tree, expect.tree, "again after {name}");
+        assert_eq!(
+            again.read_files, 0,
+            "after {name}, a settled tree reads nothing"
+        );
+    }
+}
+
+/// A damaged or foreign cache costs time, never correctness.
+#[test]
+fn a_damaged_cache_never_changes_what_is_captured() {
+    let env = Env::new();
+    let root = env.path("w");
+    write_tree(
+        &root,
+        &[
+            ("a/x", file("1")),
+            ("a/y", file("2")),
+            ("b/z", file("3")),
+            ("top", file("4")),
+        ],
+    );
+    settle();
+    let first = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let worktree = fs_manager::find_worktree(&env.store.reader().unwrap(), &root)
+        .unwrap()
+        .unwrap()
+        .root;
+    let flip: fn(&mut Vec<u8>) = |v| {
+        let mid = v.len() / 2;
+        v[mid] ^= 0x10;
+    };
+    let cut: fn(&mut Vec<u8>) = |v| v.truncate(v.len().saturating_sub(9));
+    let wipe: fn(&mut Vec<u8>) = |v| v.clear();
+    for damage in [flip, cut, wipe] {
+        let states = env.store.reader().unwrap().file_states(&worktree).unwrap();
+        assert!(states.len() >= 3);
+        let mut batch = cas::WriteBatch::new();
+        for (key, mut value) in states {
+            damage(&mut value);
+            batch.set_file_state(&worktree, &key, Some(value));
+        }
+        env.store.write(&batch).unwrap();
+        let s = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+        assert_eq!(s.tree, first.tree);
+        assert!(!s.changed);
+    }
+    // Valid records under the wrong directories.
+    settle();
+    let mut states = env.store.reader().unwrap().file_states(&worktree).unwrap();
+    states.retain(|(k, _)| k.first() == Some(&b'd'));
+    let mut batch = cas::WriteBatch::new();
+    for i in 0..states.len() {
+        let (key, _) = &states[i];
+        let (_, value) = &states[(i + 1) % states.len()];
+        batch.set_file_state(&worktree, key, Some(value.clone()));
+    }
+    env.store.write(&batch).unwrap();
+    let s = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+    assert_eq!(s.tree, first.tree);
+}

@@ -1,0 +1,458 @@
+//! Per-directory state: the cache that lets a snapshot skip unchanged directories.
+//!
+//! For every directory in scope the store keeps its stamp (mtime, ctime, inode, device and
+//! when that stat was taken), a fingerprint of the ignore files that govern it, and its
+//! in-scope listing: subdirectories, skipped entries, and per file the [`FileState`] of the
+//! stat cache. Creating, deleting or renaming an entry changes a directory's mtime, so a
+//! directory whose stamp still matches (and is not racy) lists the same names, and needs no
+//! `readdir` and no ignore matching: only its files are `lstat`ed. A changed ignore file
+//! invalidates its directory and everything below it.
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use crate::state::{FileState, RACY_MARGIN};
+
+/// Bumped on any change to the encoding below.
+const VERSION: u8 = 3;
+/// Bytes of the BLAKE3 checksum that ends every record.
+const CHECKSUM_LEN: usize = 8;
+
+fn checksum(body: &[u8]) -> [u8; CHECKSUM_LEN] {
+    let mut out = [0u8; CHECKSUM_LEN];
+    out.copy_from_slice(&blake3::hash(body).as_bytes()[..CHECKSUM_LEN]);
+    out
+}
+/// Ignore files read in each directory, in mask-bit order.
+pub(crate) const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
+
+/// A directory's stat, and when it was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct DirStamp {
+    pub mtime_ns: i64,
+    pub ctime_ns: i64,
+    pub ino: u64,
+    pub dev: u64,
+    pub verified_ns: i64,
+}
+
+fn ns(secs: i64, nsec: i64) -> i64 {
+    secs.saturating_mul(1_000_000_000).saturating_add(nsec)
+}
+
+impl DirStamp {
+    pub fn of(meta: &std::fs::Metadata, verified_ns: i64) -> DirStamp {
+        DirStamp {
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+            ino: meta.ino(),
+            dev: meta.dev(),
+            verified_ns,
+        }
+    }
+
+    /// Same directory, no entry created, deleted or renamed since, and not racy.
+    pub fn still_valid(&self, meta: &std::fs::Metadata) -> bool {
+        let margin = i64::try_from(RACY_MARGIN.as_nanos()).unwrap_or(i64::MAX);
+        let racy = self.mtime_ns.max(self.ctime_ns) >= self.verified_ns.saturating_sub(margin);
+        !racy
+            && meta.is_dir()
+            && self.mtime_ns == ns(meta.mtime(), meta.mtime_nsec())
+            && self.ctime_ns == ns(meta.ctime(), meta.ctime_nsec())
+            && self.ino == meta.ino()
+            && self.dev == meta.dev()
+    }
+}
+
+/// The ignore files present in a directory (bit per [`IGNORE_FILES`] entry) and a hash of
+/// their stats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct IgnoreStamp {
+    pub mask: u8,
+    pub hash: u64,
+}
+
+impl IgnoreStamp {
+    /// Stats the ignore files of `dir`. With `only`, stats just those bits (the files seen
+    /// last time: a new one would have changed the directory's mtime).
+    pub fn of(dir: &Path, only: Option<u8>) -> IgnoreStamp {
+        let mut hasher = blake3::Hasher::new();
+        let mut mask = 0u8;
+        for (bit, name) in IGNORE_FILES.iter().enumerate() {
+            let bit = 1u8 << bit;
+            if only.is_some_and(|m| m & bit == 0) {
+                continue;
+            }
+            if let Ok(m) = dir.join(name).symlink_metadata() {
+                mask |= bit;
+                for v in [m.size(), m.ino(), m.dev()] {
+                    hasher.update(&v.to_le_bytes());
+                }
+                for v in [ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec())] {
+                    hasher.update(&v.to_le_bytes());
+                }
+            }
+        }
+        let digest = hasher.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest.as_bytes()[..8]);
+        IgnoreStamp {
+            mask,
+            hash: u64::from_le_bytes(first),
+        }
+    }
+}
+
+/// One entry of a directory listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Child {
+    File(FileState),
+    Dir,
+    Skipped(String),
+}
+
+/// A directory as the last capture saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DirState {
+    pub stamp: DirStamp,
+    pub ignore: IgnoreStamp,
+    /// Sorted by name.
+    pub children: Vec<(Vec<u8>, Child)>,
+    /// The tree this directory's files made last time, and its size; reused while nothing
+    /// below it changes.
+    pub tree: Option<(cas::TreeId, u64)>,
+}
+
+impl DirState {
+    pub fn file(&self, name: &[u8]) -> Option<&FileState> {
+        let i = self
+            .children
+            .binary_search_by(|(n, _)| n.as_slice().cmp(name))
+            .ok()?;
+        match &self.children[i].1 {
+            Child::File(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.children.len() * 110);
+        out.push(VERSION);
+        for v in [self.stamp.mtime_ns, self.stamp.ctime_ns] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&self.stamp.ino.to_le_bytes());
+        out.extend_from_slice(&self.stamp.dev.to_le_bytes());
+        out.extend_from_slice(&self.stamp.verified_ns.to_le_bytes());
+        out.push(self.ignore.mask);
+        out.extend_from_slice(&self.ignore.hash.to_le_bytes());
+        match &self.tree {
+            Some((id, size)) => {
+                out.push(1);
+                out.extend_from_slice(id.as_bytes());
+                out.extend_from_slice(&size.to_le_bytes());
+            }
+            None => out.push(0),
+        }
+        out.extend_from_slice(
+            &u32::try_from(self.children.len())
+                .unwrap_or(u32::MAX)
+                .to_le_bytes(),
+        );
+        for (name, child) in &self.children {
+            let tag = match child {
+                Child::File(_) => 1u8,
+                Child::Dir => 2,
+                Child::Skipped(_) => 3,
+            };
+            out.push(tag);
+            out.extend_from_slice(&u16::try_from(name.len()).unwrap_or(u16::MAX).to_le_bytes());
+            out.extend_from_slice(name);
+            match child {
+                Child::File(s) => out.extend_from_slice(&s.encode()),
+                Child::Dir => {}
+                Child::Skipped(reason) => {
+                    out.extend_from_slice(
+                        &u16::try_from(reason.len())
+                            .unwrap_or(u16::MAX)
+                            .to_le_bytes(),
+                    );
+                    out.extend_from_slice(reason.as_bytes());
+                }
+            }
+        }
+        let sum = checksum(&out);
+        out.extend_from_slice(&sum);
+        out
+    }
+
+    /// `None` for anything this version does not read, or that fails its checksum: the
+    /// directory is then walked and its files read again. A damaged cache costs time, never
+    /// correctness.
+    pub fn decode(bytes: &[u8]) -> Option<DirState> {
+        let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(CHECKSUM_LEN)?)?;
+        if checksum(body) != sum {
+            return None;
+        }
+        let mut r = body;
+        let mut take = |n: usize| -> Option<&[u8]> {
+            if r.len() < n {
+                return None;
+            }
+            let (head, tail) = r.split_at(n);
+            r = tail;
+            Some(head)
+        };
+        if take(1)?[0] != VERSION {
+            return None;
+        }
+        let i64_ = |b: &[u8]| b.try_into().ok().map(i64::from_le_bytes);
+        let u64_ = |b: &[u8]| b.try_into().ok().map(u64::from_le_bytes);
+        let stamp = DirStamp {
+            mtime_ns: i64_(take(8)?)?,
+            ctime_ns: i64_(take(8)?)?,
+            ino: u64_(take(8)?)?,
+            dev: u64_(take(8)?)?,
+            verified_ns: i64_(take(8)?)?,
+        };
+        let ignore = IgnoreStamp {
+            mask: take(1)?[0],
+            hash: u64_(take(8)?)?,
+        };
+        let tree = match take(1)?[0] {
+            0 => None,
+            1 => {
+                let id = cas::TreeId::from_bytes(take(32)?.try_into().ok()?);
+                Some((id, u64_(take(8)?)?))
+            }
+            _ => return None,
+        };
+        let count = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
+        let mut children = Vec::with_capacity(count.min(1 << 16));
+        for _ in 0..count {
+            let tag = take(1)?[0];
+            let len = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
+            let name = take(len)?.to_vec();
+            let child = match tag {
+                1 => Child::File(FileState::decode(take(crate::state::ENCODED_LEN)?)?),
+                2 => Child::Dir,
+                3 => {
+                    let len = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
+                    Child::Skipped(String::from_utf8(take(len)?.to_vec()).ok()?)
+                }
+                _ => return None,
+            };
+            children.push((name, child));
+        }
+        if !r.is_empty() {
+            return None;
+        }
+        Some(DirState {
+            stamp,
+            ignore,
+            children,
+            tree,
+        })
+    }
+}
+
+/// The store key of a directory: `d` then its path with `/` as NUL, so keys sort in tree
+/// order. The root is `d`.
+pub(crate) fn dir_key(path: &[u8]) -> Vec<u8> {
+    let mut key = Vec::with_capacity(path.len() + 1);
+    key.push(b'd');
+    key.extend(path.iter().map(|&b| if b == b'/' { 0 } else { b }));
+    key
+}
+
+/// The store key of the fingerprint of ignore rules from outside the tree.
+pub(crate) const GLOBAL_KEY: &[u8] = b"g";
+
+/// The cache of a worktree as loaded from the store.
+#[derive(Default)]
+pub(crate) struct Cache {
+    /// Directory path (`/`-separated, root = empty) → state.
+    pub dirs: HashMap<Vec<u8>, DirState>,
+    pub global: Option<u64>,
+}
+
+impl Cache {
+    pub fn load(
+        reader: &cas::Reader,
+        root: &camino::Utf8Path,
+    ) -> Result<Cache, cas::StorageFailure> {
+        let mut cache = Cache::default();
+        for (key, value) in reader.file_states(root)? {
+            match key.split_first() {
+                Some((b'd', rest)) => {
+                    if let Some(state) = DirState::decode(&value) {
+                        let path = rest
+                            .iter()
+                            .map(|&b| if b == 0 { b'/' } else { b })
+                            .collect();
+                        cache.dirs.insert(path, state);
+                    }
+                }
+                Some((b'g', [])) => {
+                    cache.global = value.as_slice().try_into().ok().map(u64::from_le_bytes)
+                }
+                _ => {}
+            }
+        }
+        Ok(cache)
+    }
+}
+
+/// A fingerprint of the ignore rules that come from outside the tree: the repository's
+/// `.git/info/exclude`, git's global config files, the global excludes file they name, and
+/// the environment that locates them. A change re-walks everything.
+pub(crate) fn global_stamp(root: &Path) -> u64 {
+    let mut hasher = blake3::Hasher::new();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let mut files = vec![root.join(".git/info/exclude")];
+    let configs: Vec<std::path::PathBuf> = home
+        .iter()
+        .map(|h| h.join(".gitconfig"))
+        .chain(xdg.iter().map(|x| x.join("git/config")))
+        .collect();
+    for config in &configs {
+        files.push(config.clone());
+        if let Ok(text) = std::fs::read_to_string(config) {
+            for line in text.lines() {
+                let line = line.trim();
+                if let Some((key, value)) = line.split_once('=')
+                    && key.trim().eq_ignore_ascii_case("excludesfile")
+                {
+                    let value = value.trim().trim_matches('"');
+                    let path = match (value.strip_prefix("~/"), &home) {
+                        (Some(rest), Some(h)) => h.join(rest),
+                        _ => std::path::PathBuf::from(value),
+                    };
+                    files.push(path);
+                }
+            }
+        }
+    }
+    files.extend(xdg.iter().map(|x| x.join("git/ignore")));
+    for f in &files {
+        hasher.update(f.as_os_str().as_encoded_bytes());
+        if let Ok(m) = f.metadata() {
+            for v in [m.size(), m.ino(), m.dev()] {
+                hasher.update(&v.to_le_bytes());
+            }
+            for v in [ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec())] {
+                hasher.update(&v.to_le_bytes());
+            }
+        }
+    }
+    let digest = hasher.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest.as_bytes()[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// Records files just written by cairn itself (checkout, rollback) in `dirs`: each file's
+/// state goes into its directory's listing, and the directory is marked unverified, so the
+/// next scan lists it again (keeping scope exactly the walker's) but reads none of these
+/// files. Returns the directories changed.
+pub(crate) fn record_written<'a>(
+    dirs: &mut HashMap<Vec<u8>, DirState>,
+    written: impl IntoIterator<Item = (&'a [u8], Option<FileState>)>,
+) -> Vec<Vec<u8>> {
+    let mut touched = std::collections::BTreeSet::new();
+    for (path, state) in written {
+        let (parent, name) = crate::scan::split_parent(path);
+        let dir = dirs.entry(parent.to_vec()).or_insert_with(|| DirState {
+            stamp: DirStamp {
+                mtime_ns: 0,
+                ctime_ns: 0,
+                ino: 0,
+                dev: 0,
+                verified_ns: 0,
+            },
+            ignore: IgnoreStamp::default(),
+            children: Vec::new(),
+            tree: None,
+        });
+        dir.stamp.verified_ns = 0;
+        dir.tree = None;
+        let at = dir
+            .children
+            .binary_search_by(|(n, _)| n.as_slice().cmp(name));
+        match (at, state) {
+            (Ok(i), Some(s)) => dir.children[i].1 = Child::File(s),
+            (Err(i), Some(s)) => dir.children.insert(i, (name.to_vec(), Child::File(s))),
+            (Ok(i), None) => {
+                dir.children.remove(i);
+            }
+            (Err(_), None) => {}
+        }
+        touched.insert(parent.to_vec());
+        // Every directory above holds a different tree now.
+        let mut up = parent;
+        while !up.is_empty() {
+            up = crate::scan::split_parent(up).0;
+            if let Some(d) = dirs.get_mut(up) {
+                d.tree = None;
+                touched.insert(up.to_vec());
+            }
+        }
+    }
+    touched.into_iter().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dir_states_round_trip() {
+        let file = FileState {
+            size: 3,
+            mtime_ns: 1,
+            ctime_ns: 2,
+            ino: 3,
+            dev: 4,
+            mode: 0o100644,
+            blob: cas::BlobId::of(b"abc"),
+            verified_ns: 5,
+        };
+        let state = DirState {
+            stamp: DirStamp {
+                mtime_ns: 1,
+                ctime_ns: 2,
+                ino: 3,
+                dev: 4,
+                verified_ns: 5,
+            },
+            ignore: IgnoreStamp {
+                mask: 0b101,
+                hash: 42,
+            },
+            tree: Some((cas::TreeId::from_bytes([7; 32]), 9)),
+            children: vec![
+                (b"a".to_vec(), Child::File(file)),
+                (b"d".to_vec(), Child::Dir),
+                (b"p".to_vec(), Child::Skipped("fifo".into())),
+            ],
+        };
+        assert_eq!(DirState::decode(&state.encode()), Some(state.clone()));
+        assert_eq!(DirState::decode(&state.encode()[..20]), None);
+        let mut flipped = state.encode();
+        flipped[30] ^= 1;
+        assert_eq!(
+            DirState::decode(&flipped),
+            None,
+            "a damaged record is not trusted"
+        );
+        let mut longer = state.encode();
+        longer.push(0);
+        assert_eq!(DirState::decode(&longer), None);
+        assert_eq!(dir_key(b"a/b"), b"da\0b");
+        assert!(dir_key(b"a/b") < dir_key(b"a-b"), "keys sort in tree order");
+    }
+}
