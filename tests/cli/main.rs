@@ -3,3 +3,4 @@
 
 mod store_commands;
 mod support;
+mod worktree_commands;

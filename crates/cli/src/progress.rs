@@ -1,11 +1,14 @@
-//! A progress bar on stderr, only when stderr is a terminal.
+//! A progress bar on stderr (files and bytes), only when stderr is a terminal.
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 pub struct Bar {
     bar: Option<ProgressBar>,
+    files: AtomicU64,
+    total_files: AtomicU64,
 }
 
 impl Bar {
@@ -13,29 +16,43 @@ impl Bar {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
             let style = ProgressStyle::with_template(
-                "{msg:>10} [{bar:30}] {pos}/{len} files {per_sec} {elapsed}",
+                "{prefix:>9} [{bar:30}] {msg} files, {binary_bytes}/{binary_total_bytes} ({binary_bytes_per_sec}, {eta})",
             )
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
             bar.set_style(style);
             bar
         });
-        Bar { bar }
+        Bar {
+            bar,
+            files: AtomicU64::new(0),
+            total_files: AtomicU64::new(0),
+        }
     }
 }
 
 impl fs_manager::Progress for Bar {
-    fn start(&self, what: &str, files: u64, _bytes: u64) {
+    fn start(&self, what: &str, files: u64, bytes: u64) {
         if let Some(b) = &self.bar {
             b.reset();
-            b.set_message(what.to_owned());
-            b.set_length(files);
+            b.set_prefix(what.to_owned());
+            b.set_length(bytes);
+            self.files.store(0, Ordering::Relaxed);
+            self.total_files.store(files, Ordering::Relaxed);
+            b.set_message(format!("0/{files}"));
         }
     }
 
-    fn advance(&self, files: u64, _bytes: u64) {
+    fn advance(&self, files: u64, bytes: u64) {
         if let Some(b) = &self.bar {
-            b.inc(files);
+            let done = self.files.fetch_add(files, Ordering::Relaxed) + files;
+            b.inc(bytes);
+            if done.is_multiple_of(256) {
+                b.set_message(format!(
+                    "{done}/{}",
+                    self.total_files.load(Ordering::Relaxed)
+                ));
+            }
         }
     }
 

@@ -209,7 +209,8 @@ fn capture_once(
             ..record.clone()
         },
     };
-    if dry_run {
+    // Nothing new and the cache still true: no transaction, no fsync.
+    if dry_run || (!changed && use_cache && cache_updates.is_empty()) {
         return Ok(captured);
     }
 

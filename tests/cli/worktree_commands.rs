@@ -1,0 +1,385 @@
+use std::os::unix::fs::PermissionsExt;
+
+use crate::support::{Env, stderr, stdout};
+
+fn write(root: &camino::Utf8Path, files: &[(&str, &str)]) {
+    for (name, content) in files {
+        let p = root.join(name);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, content).unwrap();
+    }
+}
+
+fn git(dir: &camino::Utf8Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@example.com",
+            "-C",
+            dir.as_str(),
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn onboard_snapshot_log_and_labels() {
+    let env = Env::new();
+    let src = env.path().join("proj");
+    write(
+        &src,
+        &[
+            ("a.txt", "1"),
+            ("dir/b.txt", "2"),
+            (".gitignore", "*.log\n"),
+            ("x.log", "ignored"),
+        ],
+    );
+    let (code, v) = env.json(&["onboard", src.as_str(), "-m", "start", "--label", "task=42"]);
+    assert_eq!(code, 0, "{v}");
+    for field in ["snapshot", "tree", "files", "bytes", "skipped", "source"] {
+        assert!(v.get(field).is_some(), "missing {field}: {v}");
+    }
+    assert_eq!(v["files"], 3);
+    assert_eq!(v["bytes"], 8);
+    assert_eq!(v["source"], serde_json::Value::Null, "not a git repository");
+    let first = v["snapshot"].as_str().unwrap().to_owned();
+
+    let (code, v) = env.json(&["snapshot", src.as_str()]);
+    assert_eq!(code, 0);
+    assert_eq!(v["changed"], false);
+    assert_eq!(v["snapshot"], first.as_str());
+
+    write(&src, &[("a.txt", "changed"), ("new.txt", "3")]);
+    std::fs::remove_file(src.join("dir/b.txt")).unwrap();
+    let (code, v) = env.json(&[
+        "snapshot",
+        src.as_str(),
+        "-m",
+        "turn 1",
+        "--label",
+        "turn=1",
+        "--label",
+        "task=42",
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (
+            v["changed"].as_bool(),
+            v["added"].as_u64(),
+            v["modified"].as_u64(),
+            v["removed"].as_u64()
+        ),
+        (Some(true), Some(1), Some(1), Some(1))
+    );
+    assert_eq!(v["parent"], first.as_str());
+
+    let (_, log) = env.json(&["log", src.as_str()]);
+    let snaps = log["snapshots"].as_array().unwrap();
+    assert_eq!(snaps.len(), 2);
+    assert_eq!(snaps[0]["labels"], serde_json::json!(["task=42", "turn=1"]));
+    assert_eq!(snaps[0]["message"], "turn 1");
+    // From inside the worktree, no argument needed.
+    let out = env
+        .command()
+        .current_dir(src.as_str())
+        .args(["--store", env.store().as_str(), "--json", "log", "-n", "1"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["snapshots"].as_array().unwrap().len(), 1);
+
+    let (code, v) = env.json(&["snapshot", src.as_str(), "--label", "bad label"]);
+    assert_eq!(
+        (code, v["error"]["code"].as_str()),
+        (2, Some("invalid_label"))
+    );
+}
+
+#[test]
+fn onboard_records_the_git_commit_and_dirtiness() {
+    let env = Env::new();
+    let repo = env.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    git(&repo, &["init", "-q"]);
+    write(&repo, &[("f", "committed")]);
+    git(&repo, &["add", "f"]);
+    git(&repo, &["commit", "-qm", "c"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]).trim().to_owned();
+    let (_, v) = env.json(&["onboard", repo.as_str()]);
+    assert_eq!(
+        v["source"],
+        serde_json::json!({ "git_commit": head, "dirty": false })
+    );
+    // git's own files stay out of the snapshot.
+    let out = env.cairn(&["show", v["snapshot"].as_str().unwrap()]);
+    assert!(!stdout(&out).contains(".git"), "{}", stdout(&out));
+    write(&repo, &[("f", "edited, not committed")]);
+    let (_, v) = env.json(&["onboard", repo.as_str()]);
+    assert_eq!(v["source"]["dirty"], true);
+    let f = env.cairn(&["show", &format!("{}:f", v["snapshot"].as_str().unwrap())]);
+    assert_eq!(
+        f.stdout, b"edited, not committed",
+        "working files are the truth"
+    );
+}
+
+#[test]
+fn global_excludes_are_honoured() {
+    let env = Env::new();
+    let config = env.path().join("config");
+    write(&config, &[("git/ignore", "*.secret-build\n")]);
+    let src = env.path().join("w");
+    write(
+        &src,
+        &[("keep.txt", "k"), ("out.secret-build", "excluded globally")],
+    );
+    let out = env
+        .command()
+        .env("XDG_CONFIG_HOME", config.as_str())
+        .args([
+            "--store",
+            env.store().as_str(),
+            "--json",
+            "onboard",
+            src.as_str(),
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"], 1, "{v}");
+}
+
+#[test]
+fn checkout_refuses_a_non_empty_destination_and_hydrates_an_empty_one() {
+    let env = Env::new();
+    let src = env.path().join("src");
+    write(&src, &[("a", "1"), ("bin/run", "#!/bin/sh\n")]);
+    std::fs::set_permissions(src.join("bin/run"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("a", src.join("link")).unwrap();
+    let snap = env.json(&["onboard", src.as_str()]).1["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let busy = env.path().join("busy");
+    write(&busy, &[("mine", "do not touch")]);
+    let (code, v) = env.json(&["checkout", &snap[..8], busy.as_str()]);
+    assert_eq!((code, v["error"]["code"].as_str()), (2, Some("not_empty")));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(busy.as_str())
+    );
+    assert_eq!(std::fs::read_dir(&busy).unwrap().count(), 1);
+    assert_eq!(
+        std::fs::read_to_string(busy.join("mine")).unwrap(),
+        "do not touch"
+    );
+
+    let dest = env.path().join("agent-1");
+    let (code, v) = env.json(&["checkout", &snap[..8], dest.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["snapshot"], snap.as_str());
+    assert_eq!(v["files"], 3);
+    assert_eq!(v["worktree"], dest.as_str());
+    assert_eq!(
+        std::fs::read_link(dest.join("link")).unwrap().to_str(),
+        Some("a")
+    );
+    assert_ne!(
+        std::fs::metadata(dest.join("bin/run"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o100,
+        0
+    );
+
+    let (code, v) = env.json(&["checkout", "0000000000", env.path().join("x").as_str()]);
+    assert_eq!((code, v["error"]["code"].as_str()), (2, Some("unknown_id")));
+    assert!(!env.path().join("x").exists());
+
+    let (_, v) = env.json(&["worktree", "list"]);
+    assert_eq!(v["worktrees"].as_array().unwrap().len(), 2);
+    let (code, _) = env.json(&["worktree", "remove", dest.as_str()]);
+    assert_eq!(code, 0);
+    assert!(
+        dest.join("a").exists(),
+        "remove forgets, it does not delete"
+    );
+    let (code, v) = env.json(&["worktree", "remove", dest.as_str()]);
+    assert_eq!(
+        (code, v["error"]["code"].as_str()),
+        (2, Some("not_a_worktree"))
+    );
+}
+
+#[test]
+fn rollback_whole_per_path_and_dry_run() {
+    let env = Env::new();
+    let src = env.path().join("w");
+    write(&src, &[("a", "1"), ("b", "2"), ("d/c", "3")]);
+    let snap = env.json(&["onboard", src.as_str()]).1["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    write(&src, &[("a", "edited"), ("b", "edited"), ("new", "n")]);
+
+    let (code, v) = env.json(&["rollback", src.as_str(), &snap, "--dry-run"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["written"], serde_json::json!(["a", "b"]));
+    assert_eq!(v["deleted"], serde_json::json!(["new"]));
+    assert_eq!(
+        std::fs::read_to_string(src.join("a")).unwrap(),
+        "edited",
+        "dry run changes nothing"
+    );
+
+    let (code, v) = env.json(&[
+        "rollback",
+        src.as_str(),
+        &snap,
+        "--",
+        "a",
+        src.join("new").as_str(),
+    ]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["written"], serde_json::json!(["a"]));
+    assert_eq!(v["deleted"], serde_json::json!(["new"]));
+    assert_eq!(std::fs::read_to_string(src.join("a")).unwrap(), "1");
+    assert_eq!(std::fs::read_to_string(src.join("b")).unwrap(), "edited");
+
+    let (code, v) = env.json(&["rollback", src.as_str(), &snap, "--", "/etc/passwd"]);
+    assert_eq!(
+        (code, v["error"]["code"].as_str()),
+        (2, Some("invalid_path"))
+    );
+    let (code, v) = env.json(&["rollback", src.as_str(), &snap, "--", "../x"]);
+    assert_eq!(
+        (code, v["error"]["code"].as_str()),
+        (2, Some("invalid_path"))
+    );
+
+    let (code, v) = env.json(&["rollback", src.as_str(), &snap]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(std::fs::read_to_string(src.join("b")).unwrap(), "2");
+    let human = stdout(&env.cairn(&["rollback", src.as_str(), &snap]));
+    assert!(human.contains("0 written, 0 deleted"), "{human}");
+}
+
+#[test]
+fn bad_input_names_the_path_and_changes_nothing() {
+    let env = Env::new();
+    let missing = env.path().join("no-such-dir");
+    let (code, v) = env.json(&["onboard", missing.as_str()]);
+    assert_eq!(code, 2);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(missing.as_str())
+    );
+    let plain = env.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let (code, v) = env.json(&["snapshot", plain.as_str()]);
+    assert_eq!(
+        (code, v["error"]["code"].as_str()),
+        (2, Some("not_a_worktree"))
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(plain.as_str())
+    );
+    write(&plain, &[("f", "x")]);
+    env.json(&["onboard", plain.as_str()]);
+    let (code, v) = env.json(&["rollback", plain.as_str(), "deadbeef00"]);
+    assert_eq!((code, v["error"]["code"].as_str()), (2, Some("unknown_id")));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("deadbeef00")
+    );
+    assert_eq!(std::fs::read_to_string(plain.join("f")).unwrap(), "x");
+    let out = env.cairn(&["onboard", missing.as_str()]);
+    assert!(stderr(&out).contains(missing.as_str()));
+}
+
+/// Run as an unprivileged user (root reads everything), an unreadable file stops the
+/// onboard with an error naming it, and nothing becomes visible in the store.
+#[test]
+fn an_unreadable_file_is_an_error_naming_it() {
+    let env = Env::new();
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let src = env.path().join("w");
+    write(&src, &[("ok.txt", "fine"), ("secret.txt", "no access")]);
+    std::fs::set_permissions(&src, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(
+        src.join("secret.txt"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+    let is_root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .unwrap()
+        .stdout
+        .starts_with(b"0\n");
+    let run = |args: &[&str]| {
+        let mut cmd = if is_root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                env!("CARGO_BIN_EXE_cairn"),
+            ]);
+            c
+        } else {
+            std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+        };
+        cmd.current_dir(env.path())
+            .env("HOME", env.path().as_str())
+            .args(["--store", env.store().as_str(), "--json"])
+            .args(args);
+        cmd.output().unwrap()
+    };
+    assert_eq!(run(&["init", env.store().as_str()]).status.code(), Some(0));
+    let out = run(&["onboard", src.as_str()]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(src.join("secret.txt").as_str()) && message.contains("ermission denied"),
+        "{message}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&run(&["worktree", "list"]).stdout).unwrap();
+    assert_eq!(v["worktrees"], serde_json::json!([]), "nothing registered");
+    let v: serde_json::Value = serde_json::from_slice(&run(&["gc", "--dry-run"]).stdout).unwrap();
+    assert!(
+        v["removed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["kind"] == "blob"),
+        "no snapshot or tree was recorded: {v}"
+    );
+}
