@@ -1,6 +1,7 @@
 //! End-to-end tests of the `cairn` binary: exit codes, JSON shapes and messages as
 //! `shared/SPEC.md` fixes them.
 
+mod diff_commands;
 mod store_commands;
 mod support;
 mod worktree_commands;

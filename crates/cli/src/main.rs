@@ -94,6 +94,36 @@ enum Command {
         #[command(subcommand)]
         action: commands::worktrees::WorktreeAction,
     },
+    /// Compare two snapshots or worktrees (a path means its live files).
+    Diff {
+        /// A snapshot (ref name or id prefix) or a worktree path.
+        a: String,
+        /// A snapshot (ref name or id prefix) or a worktree path.
+        b: String,
+        /// Per-file counts and a summary, as git prints them.
+        #[arg(long, conflicts_with = "name_status")]
+        stat: bool,
+        /// One line per file: status letter and path.
+        #[arg(long)]
+        name_status: bool,
+        /// Lines of context around each change.
+        #[arg(short = 'U', long = "unified", value_name = "N", default_value_t = 3)]
+        context: u32,
+        /// Exit 1 if anything differs.
+        #[arg(long)]
+        exit_code: bool,
+        /// Only these paths (relative to the tree root; a directory means all below it).
+        #[arg(last = true)]
+        paths: Vec<std::ffi::OsString>,
+    },
+    /// Changes in a worktree since its head snapshot.
+    Status {
+        /// The worktree (default: the one holding the current directory).
+        worktree: Option<Utf8PathBuf>,
+        /// One status line: `[checkpoint: N files changed]`.
+        #[arg(long)]
+        short: bool,
+    },
     /// Print a file's bytes or a tree listing: SNAP, SNAP:PATH, or any object id.
     Show {
         /// A snapshot (ref name or id prefix), optionally `:PATH`, or a tree or blob id.
@@ -176,6 +206,35 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
             paths,
         } => commands::worktrees::rollback(ctx, &worktree, &snapshot, dry_run, &paths),
         Command::Worktree { action } => commands::worktrees::worktree(ctx, action),
+        Command::Diff {
+            a,
+            b,
+            stat,
+            name_status,
+            context,
+            exit_code,
+            paths,
+        } => {
+            let format = if stat {
+                commands::diff::Format::Stat
+            } else if name_status {
+                commands::diff::Format::NameStatus
+            } else {
+                commands::diff::Format::Patch
+            };
+            let args = commands::diff::DiffArgs {
+                a: &a,
+                b: &b,
+                format,
+                context,
+                exit_code,
+                paths: &paths,
+            };
+            commands::diff::run(ctx, &args)
+        }
+        Command::Status { worktree, short } => {
+            commands::diff::status(ctx, worktree.as_deref(), short)
+        }
         Command::Show { object } => commands::show::run(ctx, &object),
         Command::Log { target, max_count } => commands::log::run(ctx, target.as_deref(), max_count),
         Command::Ref { action } => commands::refs::run(ctx, action),
@@ -192,7 +251,12 @@ fn finish(ctx: &Ctx, report: Report) -> ExitCode {
         }
         output::write_stdout(format!("{json}\n").as_bytes());
     } else {
-        output::write_stdout(report.human.as_bytes());
+        output::write_stdout(
+            report
+                .human_bytes
+                .as_deref()
+                .unwrap_or(report.human.as_bytes()),
+        );
         if let Some(message) = &report.refusal {
             eprintln!("cairn: {message}");
         }

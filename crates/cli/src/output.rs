@@ -10,6 +10,8 @@ pub struct Report {
     pub human: String,
     /// Exit 1 with this message (a refusal or negative answer).
     pub refusal: Option<String>,
+    /// When set, printed instead of `human`.
+    pub human_bytes: Option<Vec<u8>>,
 }
 
 impl Report {
@@ -19,11 +21,18 @@ impl Report {
             json,
             human: human.into(),
             refusal: None,
+            human_bytes: None,
         }
     }
 
     pub fn refused(mut self, message: impl Into<String>) -> Report {
         self.refusal = Some(message.into());
+        self
+    }
+
+    /// Human output that is raw bytes (file contents, patches of non-UTF-8 files).
+    pub fn with_bytes(mut self, bytes: Vec<u8>) -> Report {
+        self.human_bytes = Some(bytes);
         self
     }
 }
@@ -34,37 +43,7 @@ pub fn write_stdout(bytes: &[u8]) {
     let _ = out.write_all(bytes).and_then(|()| out.flush());
 }
 
-/// A path or name as git prints it with `core.quotePath=true`: unchanged when it holds only
-/// printable ASCII other than `"` and `\`, else in double quotes with C escapes and octal
-/// for other bytes.
-pub fn quote_path(name: &[u8]) -> String {
-    let plain = name
-        .iter()
-        .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
-    if plain {
-        // Only printable ASCII: valid UTF-8.
-        return String::from_utf8_lossy(name).into_owned();
-    }
-    let mut out = String::with_capacity(name.len() + 8);
-    out.push('"');
-    for &b in name {
-        match b {
-            b'\x07' => out.push_str("\\a"),
-            b'\x08' => out.push_str("\\b"),
-            b'\t' => out.push_str("\\t"),
-            b'\n' => out.push_str("\\n"),
-            b'\x0b' => out.push_str("\\v"),
-            b'\x0c' => out.push_str("\\f"),
-            b'\r' => out.push_str("\\r"),
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            0x20..=0x7e => out.push(char::from(b)),
-            _ => out.push_str(&format!("\\{b:03o}")),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use diff::quote_path;
 
 /// A path for JSON: as it is when valid UTF-8, else in the quoted form.
 pub fn json_path(name: &[u8]) -> String {

@@ -26,6 +26,9 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
+pub mod stat;
+pub mod text;
+
 use std::collections::HashMap;
 
 use cas::{EntryKind, ObjectId, ObjectKind, ReadError, Reader, Tree, TreeId};
@@ -176,4 +179,165 @@ fn walk(
         prefix.truncate(len);
     }
     Ok(())
+}
+
+/// How a path changed, as git's `--name-status` letters it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Status {
+    /// `A`: a file where there was none.
+    Added,
+    /// `D`: a file gone.
+    Deleted,
+    /// `M`: other content or executable bit.
+    Modified,
+    /// `T`: a file became a symlink or the other way round.
+    TypeChanged,
+    /// `R100`: the same content under another path.
+    Renamed,
+}
+
+impl Status {
+    /// The letter git prints.
+    pub fn letter(self) -> &'static str {
+        match self {
+            Status::Added => "A",
+            Status::Deleted => "D",
+            Status::Modified => "M",
+            Status::TypeChanged => "T",
+            Status::Renamed => "R100",
+        }
+    }
+}
+
+/// One changed path, classified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileDiff {
+    /// What happened.
+    pub status: Status,
+    /// The path before (absent for additions).
+    pub old_path: Option<Vec<u8>>,
+    /// The path after (absent for deletions).
+    pub new_path: Option<Vec<u8>>,
+    /// The entry before.
+    pub old: Option<FileEntry>,
+    /// The entry after.
+    pub new: Option<FileEntry>,
+}
+
+impl FileDiff {
+    /// The path to sort and filter by: the new path, else the old one.
+    pub fn path(&self) -> &[u8] {
+        self.new_path
+            .as_deref()
+            .or(self.old_path.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// True if only the executable bit changed.
+    pub fn is_mode_only(&self) -> bool {
+        matches!((self.old, self.new), (Some(a), Some(b)) if a.id == b.id && a.kind != b.kind
+            && a.kind != cas::EntryKind::Symlink && b.kind != cas::EntryKind::Symlink)
+    }
+}
+
+/// Classifies `changes`: a removed and an added file with the same content and kind are an
+/// exact rename (each file pairs at most once); a file that became a symlink or back is a
+/// type change. The result is sorted by path, as git prints it.
+pub fn classify(changes: Vec<Change>) -> Vec<FileDiff> {
+    let mut out = Vec::with_capacity(changes.len());
+    let mut removed: HashMap<(ObjectId, EntryKind), Vec<usize>> = HashMap::new();
+    let mut added = Vec::new();
+    for change in changes {
+        match (change.old, change.new) {
+            (Some(old), None) => {
+                removed
+                    .entry((old.id, old.kind))
+                    .or_default()
+                    .push(out.len());
+                out.push(Some(FileDiff {
+                    status: Status::Deleted,
+                    old_path: Some(change.path),
+                    new_path: None,
+                    old: Some(old),
+                    new: None,
+                }));
+            }
+            (None, Some(new)) => added.push((change.path, new)),
+            (Some(old), Some(new)) => {
+                let symlink = |k: EntryKind| k == EntryKind::Symlink;
+                let status = if symlink(old.kind) != symlink(new.kind) {
+                    Status::TypeChanged
+                } else {
+                    Status::Modified
+                };
+                out.push(Some(FileDiff {
+                    status,
+                    old_path: Some(change.path.clone()),
+                    new_path: Some(change.path),
+                    old: Some(old),
+                    new: Some(new),
+                }));
+            }
+            (None, None) => {}
+        }
+    }
+    for (path, new) in added {
+        let source = removed.get_mut(&(new.id, new.kind)).and_then(|v| {
+            if v.is_empty() {
+                None
+            } else {
+                Some(v.remove(0))
+            }
+        });
+        match source.and_then(|i| out[i].take()) {
+            Some(gone) => out.push(Some(FileDiff {
+                status: Status::Renamed,
+                old_path: gone.old_path,
+                new_path: Some(path),
+                old: gone.old,
+                new: Some(new),
+            })),
+            None => out.push(Some(FileDiff {
+                status: Status::Added,
+                old_path: None,
+                new_path: Some(path),
+                old: None,
+                new: Some(new),
+            })),
+        }
+    }
+    let mut out: Vec<FileDiff> = out.into_iter().flatten().collect();
+    out.sort_by(|a, b| a.path().cmp(b.path()));
+    out
+}
+
+/// A path as git prints it with `core.quotePath=true`: unchanged when it holds only
+/// printable ASCII other than `"` and `\`, else in double quotes with C escapes and
+/// octal for other bytes.
+pub fn quote_path(name: &[u8]) -> String {
+    let plain = name
+        .iter()
+        .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+    if plain {
+        return String::from_utf8_lossy(name).into_owned();
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    out.push('"');
+    for &b in name {
+        match b {
+            b'\x07' => out.push_str("\\a"),
+            b'\x08' => out.push_str("\\b"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            b'\x0b' => out.push_str("\\v"),
+            b'\x0c' => out.push_str("\\f"),
+            b'\r' => out.push_str("\\r"),
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            0x20..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out.push('"');
+    out
 }

@@ -335,3 +335,42 @@ pub fn snapshot(
         read_files: c.read_files,
     })
 }
+
+/// A worktree's live state, captured without writing anything to the store.
+#[derive(Debug, Clone)]
+pub struct LiveState {
+    /// The worktree root.
+    pub root: Utf8PathBuf,
+    /// Its head snapshot.
+    pub head: Option<SnapshotId>,
+    /// The tree of its files now.
+    pub tree: TreeId,
+    /// Trees of that state the store may not hold (look here first, then in the store).
+    pub trees: HashMap<TreeId, Tree>,
+    /// Paths left out, with reasons.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Captures the worktree holding `path` as it is now, storing nothing: for `diff` and
+/// `status`. File contents not in the store are to be read from the worktree itself.
+pub fn live_state(
+    store: &Store,
+    path: &Utf8Path,
+    options: &CaptureOptions<'_>,
+) -> Result<LiveState, CaptureError> {
+    let reader = store.reader()?;
+    let record = worktree::find(&reader, path)?.ok_or_else(|| CaptureError::NotAWorktree {
+        path: path.to_owned(),
+    })?;
+    drop(reader);
+    let head = record.head;
+    let root = record.root.clone();
+    let c = capture(store, record, "status", None, options, true)?;
+    Ok(LiveState {
+        root,
+        head,
+        tree: c.tree,
+        trees: c.trees,
+        skipped: c.skipped,
+    })
+}

@@ -40,7 +40,8 @@ mod state;
 mod worktree;
 
 pub use capture::{
-    CaptureOptions, OnboardOptions, OnboardOutcome, SnapshotOutcome, onboard, snapshot,
+    CaptureOptions, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome, live_state,
+    onboard, snapshot,
 };
 pub use checkout::{CheckoutOptions, CheckoutOutcome, checkout};
 pub use error::{CaptureError, CheckoutError, RollbackError, ScanError, WorktreeError};

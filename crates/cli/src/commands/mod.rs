@@ -1,5 +1,6 @@
 //! One module per command group.
 
+pub mod diff;
 pub mod init;
 pub mod log;
 pub mod maintenance;
