@@ -2,6 +2,7 @@
 //! `shared/SPEC.md` fixes them.
 
 mod diff_commands;
+mod human_output;
 mod store_commands;
 mod support;
 mod worktree_commands;

@@ -137,6 +137,9 @@ enum Command {
         /// Show at most N snapshots.
         #[arg(short = 'n', long = "max-count", value_name = "N")]
         max_count: Option<usize>,
+        /// Each snapshot's change summary against its first parent.
+        #[arg(long)]
+        stat: bool,
     },
     /// Named pointers that keep snapshots alive for gc.
     Ref {
@@ -236,7 +239,11 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
             commands::diff::status(ctx, worktree.as_deref(), short)
         }
         Command::Show { object } => commands::show::run(ctx, &object),
-        Command::Log { target, max_count } => commands::log::run(ctx, target.as_deref(), max_count),
+        Command::Log {
+            target,
+            max_count,
+            stat,
+        } => commands::log::run(ctx, target.as_deref(), max_count, stat),
         Command::Ref { action } => commands::refs::run(ctx, action),
         Command::Fsck => commands::maintenance::fsck(ctx),
         Command::Gc { dry_run } => commands::maintenance::gc(ctx, dry_run),

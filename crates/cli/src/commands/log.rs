@@ -1,12 +1,18 @@
 use camino::Utf8Path;
 use cas::{Reader, Snapshot, SnapshotId};
 
+use crate::commands::diff::{Side, compare, json, stat_text};
 use crate::context::{Ctx, absolute, current_dir};
 use crate::error::CliError;
 use crate::output::Report;
 
-/// `cairn log [WORKTREE|SNAP] [-n N]`.
-pub fn run(ctx: &Ctx, target: Option<&str>, limit: Option<usize>) -> Result<Report, CliError> {
+/// `cairn log [WORKTREE|SNAP] [-n N] [--stat]`.
+pub fn run(
+    ctx: &Ctx,
+    target: Option<&str>,
+    limit: Option<usize>,
+    stat: bool,
+) -> Result<Report, CliError> {
     let store = ctx.open_existing()?;
     let reader = store.reader()?;
     let start = match target {
@@ -24,7 +30,7 @@ pub fn run(ctx: &Ctx, target: Option<&str>, limit: Option<usize>) -> Result<Repo
     let mut items = Vec::new();
     for (id, snap) in &history {
         human.push_str(&render(*id, snap));
-        items.push(serde_json::json!({
+        let mut item = serde_json::json!({
             "id": id,
             "tree": snap.tree,
             "parents": snap.parents,
@@ -32,7 +38,27 @@ pub fn run(ctx: &Ctx, target: Option<&str>, limit: Option<usize>) -> Result<Repo
             "labels": snap.labels.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
             "created": snap.created.to_string(),
             "source": snap.source,
-        }));
+        });
+        if stat {
+            // Against the first parent; a root snapshot against the empty tree.
+            let empty = cas::Tree::default();
+            let parent_tree = match snap.parents.first() {
+                Some(p) => reader.snapshot(*p)?.tree,
+                None => empty.id(),
+            };
+            let side = |tree| Side {
+                tree,
+                memory: [(empty.id(), empty.clone())].into(),
+                root: None,
+            };
+            let changes = compare(&reader, &side(parent_tree), &side(snap.tree), &[], false)?;
+            human.push_str(&stat_text(&changes));
+            human.push('\n');
+            if let Some(obj) = item.as_object_mut() {
+                obj.insert("stat".into(), json(&changes));
+            }
+        }
+        items.push(item);
     }
     Ok(Report::new(
         serde_json::json!({ "snapshots": items }),
