@@ -250,13 +250,20 @@ fn main() {
         "`git reset --hard && git clean -fd`",
         0.25,
     );
+    let mut ten_pairs = Vec::new();
     for round in 0..pairs {
         touch_files(&c_src, &tracked, round, 10);
         touch_files(&g_src, &tracked, round, 10);
+        let mut pair = (String::new(), String::new());
         ten.cairn.push(time(|| {
             let v = cairn(&store, &["snapshot", c_src.to_str().unwrap()]);
             assert_eq!(v["modified"], 10, "{v}");
+            pair = (
+                v["parent"].as_str().unwrap().to_owned(),
+                v["snapshot"].as_str().unwrap().to_owned(),
+            );
         }));
+        ten_pairs.push(pair);
         ten.other.push(time(|| {
             git(&g_src, &["add", "-A"]);
             git(&g_src, &["commit", "-qm", "ten"]);
@@ -275,6 +282,64 @@ fn main() {
         rollback.other.push(time(|| {
             git(&g_src, &["reset", "-q", "--hard"]);
             git(&g_src, &["clean", "-qfd"]);
+        }));
+    }
+
+    // Diff of two snapshots 10 files apart, and status of an unchanged worktree.
+    let mut diff_ten = Row::new(
+        "diff --name-status of snapshots 10 files apart",
+        "`git diff --raw` of the commits",
+        1.0,
+    );
+    let mut status = Row::new("status, nothing changed", "`git status`", 0.25);
+    for (a, b) in &ten_pairs {
+        diff_ten.cairn.push(time(|| {
+            let out = run(Command::new(CAIRN).arg("--store").arg(&store).args([
+                "diff",
+                "--name-status",
+                a,
+                b,
+            ]));
+            assert_eq!(out.lines().count(), 10, "{out}");
+        }));
+        diff_ten.other.push(time(|| {
+            git(&g_src, &["diff", "--raw", "HEAD~1", "HEAD"]);
+        }));
+        status.cairn.push(time(|| {
+            let v = cairn(&store, &["status", c_src.to_str().unwrap()]);
+            assert_eq!(v["stats"]["files"], 0, "{v}");
+        }));
+        status.other.push(time(|| {
+            git(&g_src, &["status"]);
+        }));
+    }
+
+    // diff --stat of two snapshots 1,000 files apart.
+    touch_files(&c_src, &tracked, 1000, 1000);
+    touch_files(&g_src, &tracked, 1000, 1000);
+    let v = cairn(&store, &["snapshot", c_src.to_str().unwrap()]);
+    let (thousand_a, thousand_b) = (
+        v["parent"].as_str().unwrap().to_owned(),
+        v["snapshot"].as_str().unwrap().to_owned(),
+    );
+    git(&g_src, &["add", "-A"]);
+    git(&g_src, &["commit", "-qm", "thousand"]);
+    let mut stat_thousand = Row::new(
+        "diff --stat of snapshots 1,000 files apart",
+        "`git diff --stat` of the commits",
+        1.0,
+    );
+    for _ in 0..pairs {
+        stat_thousand.cairn.push(time(|| {
+            run(Command::new(CAIRN).arg("--store").arg(&store).args([
+                "diff",
+                "--stat",
+                &thousand_a,
+                &thousand_b,
+            ]));
+        }));
+        stat_thousand.other.push(time(|| {
+            git(&g_src, &["diff", "--stat", "HEAD~1", "HEAD"]);
         }));
     }
 
@@ -386,7 +451,17 @@ fn main() {
     println!();
     println!("| operation | cairn | peer | peer time | ratio | target |");
     println!("|---|---|---|---|---|---|");
-    for row in [&onboard, &unchanged, &ten, &vs_cp, &vs_wt, &rollback] {
+    for row in [
+        &onboard,
+        &unchanged,
+        &ten,
+        &vs_cp,
+        &vs_wt,
+        &rollback,
+        &diff_ten,
+        &status,
+        &stat_thousand,
+    ] {
         row.print();
     }
     let ratio = store_bytes as f64 / git_bytes as f64;

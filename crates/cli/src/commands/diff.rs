@@ -108,14 +108,25 @@ pub struct Counted {
     new_bytes: Vec<u8>,
 }
 
+/// How much of each changed file `compare` reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Paths and entries only (`--name-status`).
+    Names,
+    /// Line counts too.
+    Counts,
+    /// Counts, and the bytes kept for a patch.
+    Bytes,
+}
+
 /// Everything that differs between two sides, filtered by `paths` (tree paths; a
-/// directory names everything below it), with line counts.
+/// directory names everything below it), read as deep as `depth` says.
 pub fn compare(
     reader: &Reader,
     a: &Side,
     b: &Side,
     paths: &[Vec<u8>],
-    keep_bytes: bool,
+    depth: Depth,
 ) -> Result<Vec<Counted>, CliError> {
     let mut memory = a.memory.clone();
     memory.extend(b.memory.iter().map(|(k, v)| (*k, v.clone())));
@@ -137,6 +148,18 @@ pub fn compare(
         if !hit {
             continue;
         }
+        if depth == Depth::Names {
+            let none = Vec::new;
+            out.push(Counted {
+                diff: d,
+                insertions: 0,
+                deletions: 0,
+                binary: false,
+                old_bytes: none(),
+                new_bytes: none(),
+            });
+            continue;
+        }
         let old_bytes = match (&d.old, &d.old_path) {
             (Some(e), Some(p)) => content(reader, a, p, e)?,
             _ => Vec::new(),
@@ -152,7 +175,7 @@ pub fn compare(
             let ld = LineDiff::new(&old_bytes, &new_bytes);
             (ld.insertions(), ld.deletions())
         };
-        let (old_bytes, new_bytes) = if keep_bytes {
+        let (old_bytes, new_bytes) = if depth == Depth::Bytes {
             (old_bytes, new_bytes)
         } else {
             (Vec::new(), Vec::new())
@@ -437,7 +460,12 @@ pub fn run(ctx: &Ctx, args: &DiffArgs<'_>) -> Result<Report, CliError> {
         &a,
         &b,
         &paths,
-        args.format == Format::Patch && !ctx.json,
+        match args.format {
+            _ if ctx.json => Depth::Counts,
+            Format::NameStatus => Depth::Names,
+            Format::Stat => Depth::Counts,
+            Format::Patch => Depth::Bytes,
+        },
     )?;
     let human = match args.format {
         Format::NameStatus => name_status(&changes).into_bytes(),
@@ -494,7 +522,7 @@ pub fn status(ctx: &Ctx, worktree: Option<&Utf8Path>, short: bool) -> Result<Rep
         memory: live.trees,
         root: Some(live.root.clone()),
     };
-    let changes = compare(&reader, &base, &now, &[], false)?;
+    let changes = compare(&reader, &base, &now, &[], Depth::Counts)?;
     let n = changes.len();
     let human = if short {
         format!(

@@ -1,7 +1,7 @@
 use camino::Utf8Path;
 use cas::{Reader, Snapshot, SnapshotId};
 
-use crate::commands::diff::{Side, compare, json, stat_text};
+use crate::commands::diff::{Depth, Side, compare, json, stat_text};
 use crate::context::{Ctx, absolute, current_dir};
 use crate::error::CliError;
 use crate::output::Report;
@@ -51,7 +51,13 @@ pub fn run(
                 memory: [(empty.id(), empty.clone())].into(),
                 root: None,
             };
-            let changes = compare(&reader, &side(parent_tree), &side(snap.tree), &[], false)?;
+            let changes = compare(
+                &reader,
+                &side(parent_tree),
+                &side(snap.tree),
+                &[],
+                Depth::Counts,
+            )?;
             human.push_str(&stat_text(&changes));
             human.push('\n');
             if let Some(obj) = item.as_object_mut() {
