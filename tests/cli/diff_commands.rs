@@ -6,30 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use camino::Utf8Path;
 
-use crate::support::{Env, stdout};
-
-fn git(dir: &Utf8Path, args: &[&str]) -> Vec<u8> {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "-c",
-            "core.autocrlf=false",
-            "-C",
-            dir.as_str(),
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
+use crate::support::{Env, git, stdout};
 
 fn put(root: &Utf8Path, name: &[u8], content: &[u8]) {
     let p = root.as_std_path().join(OsStr::from_bytes(name));

@@ -2,33 +2,16 @@ use std::os::unix::fs::PermissionsExt;
 
 use crate::support::{Env, stderr, stdout};
 
+fn git(dir: &camino::Utf8Path, args: &[&str]) -> String {
+    String::from_utf8(crate::support::git(dir, args)).unwrap()
+}
+
 fn write(root: &camino::Utf8Path, files: &[(&str, &str)]) {
     for (name, content) in files {
         let p = root.join(name);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, content).unwrap();
     }
-}
-
-fn git(dir: &camino::Utf8Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@example.com",
-            "-C",
-            dir.as_str(),
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]

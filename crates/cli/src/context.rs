@@ -96,3 +96,50 @@ pub fn absolute(cwd: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
     }
     out
 }
+
+/// Tree paths from `-- PATH…` arguments: relative to the worktree root as given, or
+/// absolute inside `root`; `.` components dropped, `..` refused.
+pub fn tree_paths(
+    root: Option<&Utf8Path>,
+    raw: &[std::ffi::OsString],
+) -> Result<Vec<Vec<u8>>, CliError> {
+    use std::os::unix::ffi::OsStrExt;
+    let quote = diff::quote_path;
+    let mut out = Vec::new();
+    for p in raw {
+        let bytes = p.as_bytes();
+        let rel = match (bytes.starts_with(b"/"), root) {
+            (true, Some(root)) => match bytes.strip_prefix(root.as_str().as_bytes()) {
+                Some(rest) if rest.is_empty() || rest.starts_with(b"/") => rest,
+                _ => {
+                    return Err(CliError::usage(
+                        "invalid_path",
+                        format!("{}: outside the worktree {root}", quote(bytes)),
+                    ));
+                }
+            },
+            (true, None) => {
+                return Err(CliError::usage(
+                    "invalid_path",
+                    format!("{}: an absolute path needs a worktree", quote(bytes)),
+                ));
+            }
+            (false, _) => bytes,
+        };
+        let mut parts = Vec::new();
+        for c in rel.split(|&b| b == b'/') {
+            match c {
+                b"" | b"." => {}
+                b".." => {
+                    return Err(CliError::usage(
+                        "invalid_path",
+                        format!("{}: '..' is not allowed", quote(bytes)),
+                    ));
+                }
+                c => parts.push(c),
+            }
+        }
+        out.push(parts.join(&b'/'));
+    }
+    Ok(out)
+}

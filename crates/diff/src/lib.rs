@@ -181,6 +181,13 @@ fn walk(
     Ok(())
 }
 
+/// True if `path` is `filter` or lies below it; an empty filter holds everything.
+pub fn path_is_under(path: &[u8], filter: &[u8]) -> bool {
+    filter.is_empty()
+        || path == filter
+        || (path.starts_with(filter) && path.get(filter.len()) == Some(&b'/'))
+}
+
 /// How a path changed, as git's `--name-status` letters it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Status {

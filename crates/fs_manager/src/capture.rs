@@ -287,6 +287,13 @@ pub fn onboard(
     })
 }
 
+/// The registered worktree holding `path`.
+fn registered(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, CaptureError> {
+    worktree::find(&store.reader()?, path)?.ok_or_else(|| CaptureError::NotAWorktree {
+        path: path.to_owned(),
+    })
+}
+
 /// Snapshots the worktree that holds `path`: a new snapshot whose parent is the head, or,
 /// if nothing in scope changed, nothing new (`changed: false`).
 pub fn snapshot(
@@ -294,11 +301,7 @@ pub fn snapshot(
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let reader = store.reader()?;
-    let record = worktree::find(&reader, path)?.ok_or_else(|| CaptureError::NotAWorktree {
-        path: path.to_owned(),
-    })?;
-    drop(reader);
+    let record = registered(store, path)?;
     let parent = record.head;
     let source = Source {
         path: record.root.clone(),
@@ -358,11 +361,7 @@ pub fn live_state(
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<LiveState, CaptureError> {
-    let reader = store.reader()?;
-    let record = worktree::find(&reader, path)?.ok_or_else(|| CaptureError::NotAWorktree {
-        path: path.to_owned(),
-    })?;
-    drop(reader);
+    let record = registered(store, path)?;
     let head = record.head;
     let root = record.root.clone();
     let c = capture(store, record, "status", None, options, true)?;

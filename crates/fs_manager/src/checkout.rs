@@ -175,7 +175,7 @@ fn hydrate(
     // Directories first, parents before children (files are in tree order).
     let mut last_dir: &[u8] = &[];
     for f in files {
-        let dir = f.path.rsplit_once_slash().0;
+        let dir = crate::scan::split_parent(&f.path).0;
         if dir != last_dir {
             fsops::ensure_dir(root, dir).map_err(failure)?;
             last_dir = dir;
@@ -213,19 +213,6 @@ fn clean_up(root: &Utf8Path, created: bool) {
             } else {
                 std::fs::remove_file(&p)
             };
-        }
-    }
-}
-
-trait SplitSlash {
-    fn rsplit_once_slash(&self) -> (&[u8], &[u8]);
-}
-
-impl SplitSlash for Vec<u8> {
-    fn rsplit_once_slash(&self) -> (&[u8], &[u8]) {
-        match self.iter().rposition(|&b| b == b'/') {
-            Some(i) => (&self[..i], &self[i + 1..]),
-            None => (&[], self),
         }
     }
 }

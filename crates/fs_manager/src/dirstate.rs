@@ -9,10 +9,9 @@
 //! invalidates its directory and everything below it.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use crate::state::{FileState, RACY_MARGIN};
+use crate::state::{FileState, RACY_MARGIN, Stat};
 
 /// Bumped on any change to the encoding below.
 const VERSION: u8 = 3;
@@ -37,17 +36,31 @@ pub(crate) struct DirStamp {
     pub verified_ns: i64,
 }
 
-fn ns(secs: i64, nsec: i64) -> i64 {
-    secs.saturating_mul(1_000_000_000).saturating_add(nsec)
+/// Feeds the identifying stat fields of `meta` to `hasher`.
+fn hash_stat(hasher: &mut blake3::Hasher, meta: &std::fs::Metadata) {
+    let st = Stat::from_std(meta);
+    for v in [st.size, st.ino, st.dev] {
+        hasher.update(&v.to_le_bytes());
+    }
+    for v in [st.mtime_ns, st.ctime_ns] {
+        hasher.update(&v.to_le_bytes());
+    }
+}
+
+fn first_u64(hasher: &blake3::Hasher) -> u64 {
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hasher.finalize().as_bytes()[..8]);
+    u64::from_le_bytes(first)
 }
 
 impl DirStamp {
     pub fn of(meta: &std::fs::Metadata, verified_ns: i64) -> DirStamp {
+        let st = Stat::from_std(meta);
         DirStamp {
-            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
-            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
-            ino: meta.ino(),
-            dev: meta.dev(),
+            mtime_ns: st.mtime_ns,
+            ctime_ns: st.ctime_ns,
+            ino: st.ino,
+            dev: st.dev,
             verified_ns,
         }
     }
@@ -56,12 +69,11 @@ impl DirStamp {
     pub fn still_valid(&self, meta: &std::fs::Metadata) -> bool {
         let margin = i64::try_from(RACY_MARGIN.as_nanos()).unwrap_or(i64::MAX);
         let racy = self.mtime_ns.max(self.ctime_ns) >= self.verified_ns.saturating_sub(margin);
+        let st = Stat::from_std(meta);
         !racy
             && meta.is_dir()
-            && self.mtime_ns == ns(meta.mtime(), meta.mtime_nsec())
-            && self.ctime_ns == ns(meta.ctime(), meta.ctime_nsec())
-            && self.ino == meta.ino()
-            && self.dev == meta.dev()
+            && (self.mtime_ns, self.ctime_ns, self.ino, self.dev)
+                == (st.mtime_ns, st.ctime_ns, st.ino, st.dev)
     }
 }
 
@@ -86,20 +98,12 @@ impl IgnoreStamp {
             }
             if let Ok(m) = dir.join(name).symlink_metadata() {
                 mask |= bit;
-                for v in [m.size(), m.ino(), m.dev()] {
-                    hasher.update(&v.to_le_bytes());
-                }
-                for v in [ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec())] {
-                    hasher.update(&v.to_le_bytes());
-                }
+                hash_stat(&mut hasher, &m);
             }
         }
-        let digest = hasher.finalize();
-        let mut first = [0u8; 8];
-        first.copy_from_slice(&digest.as_bytes()[..8]);
         IgnoreStamp {
             mask,
-            hash: u64::from_le_bytes(first),
+            hash: first_u64(&hasher),
         }
     }
 }
@@ -341,18 +345,10 @@ pub(crate) fn global_stamp(root: &Path) -> u64 {
     for f in &files {
         hasher.update(f.as_os_str().as_encoded_bytes());
         if let Ok(m) = f.metadata() {
-            for v in [m.size(), m.ino(), m.dev()] {
-                hasher.update(&v.to_le_bytes());
-            }
-            for v in [ns(m.mtime(), m.mtime_nsec()), ns(m.ctime(), m.ctime_nsec())] {
-                hasher.update(&v.to_le_bytes());
-            }
+            hash_stat(&mut hasher, &m);
         }
     }
-    let digest = hasher.finalize();
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest.as_bytes()[..8]);
-    u64::from_le_bytes(first)
+    first_u64(&hasher)
 }
 
 /// Records files just written by cairn itself (checkout, rollback) in `dirs`: each file's

@@ -12,7 +12,11 @@ use cas::{BlobId, EntryKind, Reader};
 
 /// `root` joined with a tree path.
 pub(crate) fn join(root: &Path, rel: &[u8]) -> PathBuf {
-    root.join(OsStr::from_bytes(rel))
+    if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(OsStr::from_bytes(rel))
+    }
 }
 
 fn mode_of(kind: EntryKind) -> u32 {

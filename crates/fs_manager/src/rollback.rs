@@ -68,10 +68,7 @@ fn failure(e: WriteFailure) -> RollbackError {
 }
 
 fn matches(path: &[u8], filters: &[Vec<u8>]) -> bool {
-    filters.is_empty()
-        || filters.iter().any(|f| {
-            path == f.as_slice() || (path.starts_with(f) && path.get(f.len()) == Some(&b'/'))
-        })
+    filters.is_empty() || filters.iter().any(|f| diff::path_is_under(path, f))
 }
 
 /// True if `path` names a file or directory in the tree.

@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp};
 use crate::error::ScanError;
+use crate::fsops::join;
 use crate::progress::Progress;
 use crate::state::{FileState, Stat, now_ns};
 
@@ -73,14 +74,6 @@ pub(crate) fn split_parent(p: &[u8]) -> (&[u8], &[u8]) {
     match p.iter().rposition(|&b| b == b'/') {
         Some(i) => (&p[..i], &p[i + 1..]),
         None => (&[], p),
-    }
-}
-
-fn join(root: &Path, rel: &[u8]) -> PathBuf {
-    if rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(std::ffi::OsStr::from_bytes(rel))
     }
 }
 

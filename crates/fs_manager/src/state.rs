@@ -75,7 +75,7 @@ pub struct FileState {
     pub verified_ns: i64,
 }
 
-fn ns(secs: i64, nsec: i64) -> i64 {
+pub(crate) fn ns(secs: i64, nsec: i64) -> i64 {
     secs.saturating_mul(1_000_000_000).saturating_add(nsec)
 }
 

@@ -342,3 +342,73 @@ fn file_states_round_trip_per_worktree() {
         "other worktrees keep theirs"
     );
 }
+
+/// The child of the next test: stores blobs, printing each id once the call returned,
+/// then waits to be killed.
+#[test]
+fn durable_writer_process() {
+    let Ok(root) = std::env::var("CAS_TEST_DURABLE") else {
+        return;
+    };
+    let store = Store::open(
+        Utf8Path::new(&root),
+        &OpenOptions {
+            create: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for i in 0..40u64 {
+        let id = store.put_blob(&noise(i, 3000 + i as usize * 100)).unwrap();
+        writeln!(out, "{id}").unwrap();
+        out.flush().unwrap();
+    }
+    std::thread::sleep(Duration::from_secs(120));
+}
+
+#[test]
+fn ids_survive_a_kill_right_after_they_are_handed_out() {
+    use std::io::BufRead;
+    let t = temp_store();
+    drop(t.store);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "store::durable_writer_process",
+            "--nocapture",
+            "--quiet",
+        ])
+        .env("CAS_TEST_DURABLE", t.root.as_str())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let ids: Vec<BlobId> = stdout
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| l.trim().parse().ok())
+        .take(40)
+        .collect();
+    child.kill().unwrap(); // SIGKILL: no destructors, no clean shutdown
+    child.wait().unwrap();
+    assert_eq!(ids.len(), 40);
+    let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
+    let r = store.reader().unwrap();
+    for (i, id) in ids.iter().enumerate() {
+        assert_eq!(
+            r.blob(*id).unwrap(),
+            noise(i as u64, 3000 + i * 100),
+            "blob {i}"
+        );
+    }
+    drop(r);
+    assert!(
+        store
+            .fsck(&FsckOptions::default())
+            .unwrap()
+            .problems
+            .is_empty()
+    );
+}

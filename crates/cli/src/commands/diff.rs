@@ -135,12 +135,7 @@ pub fn compare(
         store: reader,
     };
     let changes = diff::tree_changes(&trees, Some(a.tree), Some(b.tree))?;
-    let under = |p: &[u8]| {
-        paths.is_empty()
-            || paths
-                .iter()
-                .any(|f| p == f.as_slice() || (p.starts_with(f) && p.get(f.len()) == Some(&b'/')))
-    };
+    let under = |p: &[u8]| paths.is_empty() || paths.iter().any(|f| diff::path_is_under(p, f));
     let mut out = Vec::new();
     for d in diff::classify(changes) {
         let hit =
@@ -382,44 +377,6 @@ fn colour() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Tree paths from `-- PATH…` (relative, as SPEC says; absolute ones must be inside `root`).
-fn filters(root: Option<&Utf8Path>, raw: &[std::ffi::OsString]) -> Result<Vec<Vec<u8>>, CliError> {
-    let mut out = Vec::new();
-    for p in raw {
-        let bytes = p.as_bytes();
-        let rel = match (bytes.starts_with(b"/"), root) {
-            (true, Some(root)) => match bytes.strip_prefix(root.as_str().as_bytes()) {
-                Some(rest) if rest.is_empty() || rest.starts_with(b"/") => rest,
-                _ => {
-                    return Err(CliError::usage(
-                        "invalid_path",
-                        format!("{}: outside the worktree {root}", quote_path(bytes)),
-                    ));
-                }
-            },
-            (true, None) => {
-                return Err(CliError::usage(
-                    "invalid_path",
-                    format!("{}: absolute paths need a worktree side", quote_path(bytes)),
-                ));
-            }
-            _ => bytes,
-        };
-        let parts: Vec<&[u8]> = rel
-            .split(|&b| b == b'/')
-            .filter(|c| !c.is_empty() && *c != b".")
-            .collect();
-        if parts.contains(&&b".."[..]) {
-            return Err(CliError::usage(
-                "invalid_path",
-                format!("{}: '..' is not allowed", quote_path(bytes)),
-            ));
-        }
-        out.push(parts.join(&b'/'));
-    }
-    Ok(out)
-}
-
 /// Options of `cairn diff`.
 pub struct DiffArgs<'a> {
     pub a: &'a str,
@@ -438,9 +395,7 @@ fn unmatched(paths: &[Vec<u8>], changes: &[Counted]) -> Vec<String> {
                 [c.diff.old_path.as_deref(), c.diff.new_path.as_deref()]
                     .into_iter()
                     .flatten()
-                    .any(|p| {
-                        p == f.as_slice() || (p.starts_with(f) && p.get(f.len()) == Some(&b'/'))
-                    })
+                    .any(|p| diff::path_is_under(p, f))
             })
         })
         .map(|f| quote_path(f))
@@ -454,7 +409,7 @@ pub fn run(ctx: &Ctx, args: &DiffArgs<'_>) -> Result<Report, CliError> {
     let a = side(&store, &reader, args.a)?;
     let b = side(&store, &reader, args.b)?;
     let root = a.root.as_deref().or(b.root.as_deref());
-    let paths = filters(root, args.paths)?;
+    let paths = crate::context::tree_paths(root, args.paths)?;
     let changes = compare(
         &reader,
         &a,

@@ -1,7 +1,6 @@
 //! `onboard`, `snapshot`, `checkout`, `rollback`, `worktree list|remove`.
 
 use std::collections::BTreeMap;
-use std::os::unix::ffi::OsStrExt;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Subcommand;
@@ -147,43 +146,6 @@ pub fn checkout(ctx: &Ctx, snap: &str, dest: &Utf8Path) -> Result<Report, CliErr
     Ok(Report::new(json, human))
 }
 
-/// Turns `-- PATH…` arguments into paths relative to the worktree root.
-fn relative_paths(root: &Utf8Path, raw: &[std::ffi::OsString]) -> Result<Vec<Vec<u8>>, CliError> {
-    let mut out = Vec::new();
-    for p in raw {
-        let bytes = p.as_bytes();
-        let rel: &[u8] = if bytes.starts_with(b"/") {
-            let root_bytes = root.as_str().as_bytes();
-            match bytes.strip_prefix(root_bytes) {
-                Some(rest) if rest.is_empty() || rest.starts_with(b"/") => rest,
-                _ => {
-                    return Err(CliError::usage(
-                        "invalid_path",
-                        format!("{}: outside the worktree {root}", quote_path(bytes)),
-                    ));
-                }
-            }
-        } else {
-            bytes
-        };
-        let mut parts = Vec::new();
-        for c in rel.split(|&b| b == b'/') {
-            match c {
-                b"" | b"." => {}
-                b".." => {
-                    return Err(CliError::usage(
-                        "invalid_path",
-                        format!("{}: '..' is not allowed", quote_path(bytes)),
-                    ));
-                }
-                c => parts.push(c),
-            }
-        }
-        out.push(parts.join(&b'/'));
-    }
-    Ok(out)
-}
-
 /// `cairn rollback WORKTREE SNAP [--dry-run] [-- PATH…]`.
 pub fn rollback(
     ctx: &Ctx,
@@ -203,7 +165,7 @@ pub fn rollback(
     })?;
     let target = reader.resolve_snapshot(snap)?;
     drop(reader);
-    let paths = relative_paths(&record.root, paths)?;
+    let paths = crate::context::tree_paths(Some(&record.root), paths)?;
     let bar = Bar::new();
     let options = RollbackOptions {
         paths: &paths,
