@@ -373,3 +373,50 @@ fn two_processes_write_to_one_store_at_once() {
         30
     );
 }
+
+#[test]
+fn read_only_commands_share_the_store_and_change_no_byte() {
+    let env = Env::new();
+    let s = env.commit(&[("a", b"1")], vec![], "m");
+    env.cairn(&["ref", "set", "main", &s.to_hex()]);
+    let db = env.store().join(cas::DATABASE_FILE);
+    let before = std::fs::read(&db).unwrap();
+    // Another reader holds the store: readers do not wait for each other.
+    let reader = Store::open(
+        &env.store(),
+        &OpenOptions {
+            read_only: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    for args in [
+        &["fsck"][..],
+        &["log", "main"],
+        &["show", "main"],
+        &["ref", "list"],
+        &["worktree", "list"],
+    ] {
+        let out = env
+            .command()
+            .env("CAIRN_LOCK_TIMEOUT", "0.2")
+            .args(["--store", env.store().as_str()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+    }
+    // A writer does wait for the reader.
+    let out = env
+        .command()
+        .env("CAIRN_LOCK_TIMEOUT", "0.2")
+        .args(["--store", env.store().as_str(), "ref", "set", "x", "main"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    drop(reader);
+    assert!(
+        std::fs::read(&db).unwrap() == before,
+        "read-only commands left the file as it was"
+    );
+}

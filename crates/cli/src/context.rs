@@ -44,9 +44,14 @@ impl Ctx {
     }
 
     fn open(&self, create: bool) -> Result<Store, CliError> {
+        self.open_with(create, false)
+    }
+
+    fn open_with(&self, create: bool, read_only: bool) -> Result<Store, CliError> {
         let path = self.store_path()?;
         let options = OpenOptions {
             create,
+            read_only,
             on_wait: Some(|root| {
                 eprintln!("cairn: waiting for store {root}: another process holds it");
             }),
@@ -55,7 +60,13 @@ impl Ctx {
         Ok(Store::open(&path, &options)?)
     }
 
-    /// Opens the store for a read-only command: a missing store is an error (exit 2).
+    /// Opens the store for a command that only reads: a missing store is an error (exit 2),
+    /// nothing in it changes, and other readers may hold it at the same time.
+    pub fn open_read_only(&self) -> Result<Store, CliError> {
+        self.open_with(false, true)
+    }
+
+    /// Opens an existing store for writing: a missing store is an error (exit 2).
     pub fn open_existing(&self) -> Result<Store, CliError> {
         self.open(false)
     }

@@ -146,6 +146,12 @@ pub enum WriteError {
         /// Its id.
         id: ObjectId,
     },
+    /// The store was opened read-only.
+    #[error("store {path} is open read-only")]
+    ReadOnly {
+        /// The store folder.
+        path: Utf8PathBuf,
+    },
     /// A record could not be encoded.
     #[error("encoding {what}: {reason}")]
     Encode {
@@ -211,6 +217,9 @@ pub enum RefError {
         /// The target.
         id: ObjectId,
     },
+    /// Writing failed otherwise.
+    #[error(transparent)]
+    Write(Box<WriteError>),
     /// The database failed.
     #[error(transparent)]
     Storage(#[from] StorageFailure),
@@ -251,6 +260,12 @@ pub enum RegistryError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MaintenanceError {
+    /// The store was opened read-only.
+    #[error("store {path} is open read-only")]
+    ReadOnly {
+        /// The store folder.
+        path: Utf8PathBuf,
+    },
     /// An object needed to decide reachability is damaged or missing.
     #[error("gc stopped, nothing removed: {0}")]
     Unsafe(#[source] ReadError),

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use rayon::prelude::*;
-use redb::{ReadableDatabase, ReadableTable};
+use redb::ReadableTable;
 
 use super::blob::Location;
 use super::error::{MaintenanceError, StorageResult};

@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use redb::{ReadableDatabase, ReadableTable};
+use redb::ReadableTable;
 
 use super::blob::{self, Location, LogWriter};
 use super::error::{MaintenanceError, StorageResult};
@@ -52,7 +52,13 @@ impl Store {
         };
         let live = self.mark()?;
 
-        let txn = self.db.begin_write().storage()?;
+        let txn = self
+            .writer()
+            .map_err(|_| MaintenanceError::ReadOnly {
+                path: self.root().to_owned(),
+            })?
+            .begin_write()
+            .storage()?;
         {
             let mut blobs = txn.open_table(BLOBS).storage()?;
             let mut trees = txn.open_table(TREES).storage()?;

@@ -73,6 +73,10 @@ pub struct OpenOptions {
     pub cache_bytes: usize,
     /// Called once if the store is busy and we start waiting for it.
     pub on_wait: Option<fn(&Utf8Path)>,
+    /// Open without the right to write: nothing in the file changes, and other read-only
+    /// openers may hold the store at the same time. Writes then fail with
+    /// [`WriteError::ReadOnly`].
+    pub read_only: bool,
 }
 
 impl Default for OpenOptions {
@@ -82,6 +86,7 @@ impl Default for OpenOptions {
             lock_timeout: Duration::from_secs(60),
             cache_bytes: 64 << 20,
             on_wait: None,
+            read_only: false,
         }
     }
 }
@@ -101,9 +106,25 @@ impl OpenOptions {
     }
 }
 
-/// An open store. One process holds it at a time; others wait (see [`OpenOptions`]).
+/// The database, opened for writing or read-only.
+enum Db {
+    Write(Database),
+    Read(redb::ReadOnlyDatabase),
+}
+
+impl Db {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Write(db) => db.begin_read(),
+            Db::Read(db) => db.begin_read(),
+        }
+    }
+}
+
+/// An open store. A writer holds it alone; read-only opens share it with each other;
+/// everyone else waits (see [`OpenOptions`]).
 pub struct Store {
-    db: Database,
+    db: Db,
     root: Utf8PathBuf,
     segment_bytes: u64,
 }
@@ -146,14 +167,20 @@ impl Store {
         root: &Utf8Path,
         db_path: &Utf8Path,
         options: &OpenOptions,
-    ) -> Result<Database, OpenError> {
+    ) -> Result<Db, OpenError> {
         let started = Instant::now();
         let mut announced = false;
         let mut pause = Duration::from_millis(5);
+        let mut read_only = options.read_only;
         loop {
             let mut builder = Database::builder();
             builder.set_cache_size(options.cache_bytes);
-            match builder.create(db_path) {
+            let opened = if read_only {
+                builder.open_read_only(db_path).map(Db::Read)
+            } else {
+                builder.create(db_path).map(Db::Write)
+            };
+            match opened {
                 Ok(db) => return Ok(db),
                 Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
                     let waited = started.elapsed();
@@ -173,6 +200,11 @@ impl Store {
                     std::thread::sleep(pause.min(options.lock_timeout.saturating_sub(waited)));
                     pause = (pause * 2).min(Duration::from_millis(100));
                 }
+                // A store left behind by a crash needs the repair that only a writer does.
+                Err(e) if read_only => {
+                    tracing::debug!(store = %root, "read-only open failed ({e}); opening to repair");
+                    read_only = false;
+                }
                 Err(e) => {
                     return Err(OpenError::Database {
                         path: db_path.to_owned(),
@@ -180,6 +212,15 @@ impl Store {
                     });
                 }
             }
+        }
+    }
+
+    fn writer(&self) -> Result<&Database, WriteError> {
+        match &self.db {
+            Db::Write(db) => Ok(db),
+            Db::Read(_) => Err(WriteError::ReadOnly {
+                path: self.root.clone(),
+            }),
         }
     }
 
@@ -214,7 +255,14 @@ impl Store {
                 expected: FORMAT_VERSION,
             }),
             None => {
-                let txn = self.db.begin_write().storage().map_err(db_err)?;
+                let Db::Write(db) = &self.db else {
+                    return Err(OpenError::UnsupportedFormat {
+                        path: self.root.clone(),
+                        found: 0,
+                        expected: FORMAT_VERSION,
+                    });
+                };
+                let txn = db.begin_write().storage().map_err(db_err)?;
                 {
                     let mut meta = txn.open_table(META).storage().map_err(db_err)?;
                     meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
@@ -268,7 +316,7 @@ impl Store {
     /// Writes everything in `batch` in one durable transaction: when this returns `Ok`, every
     /// id in the batch survives a crash. Objects already stored are skipped.
     pub fn write(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
-        let txn = self.db.begin_write().storage()?;
+        let txn = self.writer()?.begin_write().storage()?;
         let outcome = self.write_in(&txn, batch)?;
         txn.commit().storage()?;
         Ok(outcome)
@@ -506,16 +554,18 @@ impl Store {
         self.write(&batch).map_err(|e| match e {
             WriteError::Dangling { id, .. } => RefError::UnknownSnapshot { id },
             WriteError::Storage(s) => RefError::Storage(s),
-            other => RefError::Storage(StorageFailure::from(redb::Error::Corrupted(
-                other.to_string(),
-            ))),
+            other => RefError::Write(Box::new(other)),
         })?;
         Ok(())
     }
 
     /// Removes ref `name`, returning where it pointed.
     pub fn remove_ref(&self, name: &str) -> Result<SnapshotId, RefError> {
-        let txn = self.db.begin_write().storage()?;
+        let txn = self
+            .writer()
+            .map_err(|e| RefError::Write(Box::new(e)))?
+            .begin_write()
+            .storage()?;
         let old = {
             let mut refs = txn.open_table(REFS).storage()?;
             refs.remove(name)
@@ -533,7 +583,9 @@ impl Store {
 
     /// Shrinks the database file to what it holds. Slow on large stores; `gc` calls it.
     pub fn compact(&mut self) -> Result<(), StorageFailure> {
-        self.db.compact().storage()?;
+        if let Db::Write(db) = &mut self.db {
+            db.compact().storage()?;
+        }
         Ok(())
     }
 }

@@ -404,7 +404,7 @@ fn unmatched(paths: &[Vec<u8>], changes: &[Counted]) -> Vec<String> {
 
 /// `cairn diff A B [--stat|--name-status] [-U N] [--exit-code] [-- PATH…]`.
 pub fn run(ctx: &Ctx, args: &DiffArgs<'_>) -> Result<Report, CliError> {
-    let store = ctx.open_existing()?;
+    let store = ctx.open_read_only()?;
     let reader = store.reader()?;
     let a = side(&store, &reader, args.a)?;
     let b = side(&store, &reader, args.b)?;
@@ -453,7 +453,7 @@ pub fn run(ctx: &Ctx, args: &DiffArgs<'_>) -> Result<Report, CliError> {
 
 /// `cairn status [WORKTREE] [--short]`: changes since the head snapshot.
 pub fn status(ctx: &Ctx, worktree: Option<&Utf8Path>, short: bool) -> Result<Report, CliError> {
-    let store = ctx.open_existing()?;
+    let store = ctx.open_read_only()?;
     let path = match worktree {
         Some(p) => absolute(&current_dir()?, p),
         None => current_dir()?,

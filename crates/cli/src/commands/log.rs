@@ -13,7 +13,7 @@ pub fn run(
     limit: Option<usize>,
     stat: bool,
 ) -> Result<Report, CliError> {
-    let store = ctx.open_existing()?;
+    let store = ctx.open_read_only()?;
     let reader = store.reader()?;
     let start = match target {
         Some(t) if Utf8Path::new(t).is_dir() => {

@@ -6,7 +6,7 @@ use crate::output::Report;
 
 /// `cairn fsck`: exit 1 when anything is wrong, listing every problem.
 pub fn fsck(ctx: &Ctx) -> Result<Report, CliError> {
-    let store = ctx.open_existing()?;
+    let store = ctx.open_read_only()?;
     let out = store.fsck(&FsckOptions::default())?;
     let mut human: String = out.problems.iter().map(|p| format!("{p}\n")).collect();
     let summary = format!(

@@ -51,7 +51,7 @@ pub fn run(ctx: &Ctx, action: RefAction) -> Result<Report, CliError> {
             ))
         }
         RefAction::List => {
-            let store = ctx.open_existing()?;
+            let store = ctx.open_read_only()?;
             let refs: Vec<RefOut> = store
                 .reader()?
                 .refs()?

@@ -10,7 +10,7 @@ pub fn run(ctx: &Ctx, object: &str) -> Result<Report, CliError> {
         Some((s, p)) => (s, Some(p)),
         None => (object, None),
     };
-    let store = ctx.open_existing()?;
+    let store = ctx.open_read_only()?;
     let reader = store.reader()?;
     let (kind, id) = reader.resolve_object(spec)?;
     let tree = match kind {

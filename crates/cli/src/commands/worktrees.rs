@@ -218,7 +218,7 @@ pub enum WorktreeAction {
 pub fn worktree(ctx: &Ctx, action: WorktreeAction) -> Result<Report, CliError> {
     match action {
         WorktreeAction::List => {
-            let store = ctx.open_existing()?;
+            let store = ctx.open_read_only()?;
             let records = fs_manager::list_worktrees(&store)?;
             let mut human = String::new();
             let mut items = Vec::new();
