@@ -54,9 +54,6 @@ enum Command {
         /// A `key=value` label (repeatable).
         #[arg(long = "label", value_name = "K=V")]
         labels: Vec<String>,
-        /// Keep deny-pattern paths (secrets) in scope for this worktree.
-        #[arg(long)]
-        include_denied: bool,
     },
     /// New snapshot of a worktree, parent = its head.
     Snapshot {
@@ -192,8 +189,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
             src,
             message,
             labels,
-            include_denied,
-        } => commands::worktrees::onboard(ctx, &src, message.as_deref(), &labels, include_denied),
+        } => commands::worktrees::onboard(ctx, &src, message.as_deref(), &labels),
         Command::Snapshot {
             worktree,
             message,

@@ -45,8 +45,6 @@ impl Default for CaptureOptions<'_> {
 pub struct OnboardOptions<'a> {
     /// Message, labels, threads, progress.
     pub capture: CaptureOptions<'a>,
-    /// Keep deny-pattern paths in scope for this worktree.
-    pub include_denied: bool,
 }
 
 /// What [`onboard`] did.
@@ -260,7 +258,6 @@ pub fn onboard(
         root: root.clone(),
         kind: WorktreeKind::InPlace,
         head: None,
-        include_denied: options.include_denied,
         created: jiff::Timestamp::now(),
     });
     let source = Source {

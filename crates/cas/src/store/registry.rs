@@ -25,9 +25,6 @@ pub struct WorktreeRecord {
     pub kind: WorktreeKind,
     /// Its current snapshot.
     pub head: Option<SnapshotId>,
-    /// Whether deny-pattern paths are in scope for it.
-    #[serde(default)]
-    pub include_denied: bool,
     /// When it was registered.
     pub created: jiff::Timestamp,
 }
@@ -46,9 +43,6 @@ pub struct OpRecord {
     pub before: Option<SnapshotId>,
     /// The worktree's recorded state after.
     pub after: Option<SnapshotId>,
-    /// Other snapshots this entry keeps alive.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub keeps: Vec<SnapshotId>,
 }
 
 impl OpRecord {
@@ -60,17 +54,12 @@ impl OpRecord {
             op: op.to_owned(),
             before,
             after,
-            keeps: Vec::new(),
         }
     }
 
     /// Every snapshot the entry references.
     pub fn snapshots(&self) -> impl Iterator<Item = SnapshotId> + '_ {
-        self.before
-            .iter()
-            .chain(self.after.iter())
-            .chain(self.keeps.iter())
-            .copied()
+        self.before.iter().chain(self.after.iter()).copied()
     }
 }
 

@@ -39,13 +39,12 @@ fn path_arg(p: &Utf8Path) -> Result<Utf8PathBuf, CliError> {
     Ok(absolute(&current_dir()?, p))
 }
 
-/// `cairn onboard SRC [-m MSG] [--label K=V]… [--include-denied]`.
+/// `cairn onboard SRC [-m MSG] [--label K=V]…`.
 pub fn onboard(
     ctx: &Ctx,
     src: &Utf8Path,
     message: Option<&str>,
     raw_labels: &[String],
-    include_denied: bool,
 ) -> Result<Report, CliError> {
     let labels = labels(raw_labels)?;
     let store = ctx.open_or_create()?;
@@ -58,7 +57,6 @@ pub fn onboard(
             progress: &bar,
             ..CaptureOptions::default()
         },
-        include_denied,
     };
     let out = fs_manager::onboard(&store, &path_arg(src)?, &options)?;
     let source = out

@@ -184,7 +184,6 @@ fn sequential_and_parallel_walks_give_the_same_tree() {
                 threads: 1,
                 ..Default::default()
             },
-            ..Default::default()
         },
     )
     .unwrap();
@@ -197,7 +196,6 @@ fn sequential_and_parallel_walks_give_the_same_tree() {
                 threads: 4,
                 ..Default::default()
             },
-            ..Default::default()
         },
     )
     .unwrap();
