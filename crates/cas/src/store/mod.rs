@@ -200,9 +200,10 @@ impl Store {
                     std::thread::sleep(pause.min(options.lock_timeout.saturating_sub(waited)));
                     pause = (pause * 2).min(Duration::from_millis(100));
                 }
-                // A store left behind by a crash needs the repair that only a writer does.
-                Err(e) if read_only => {
-                    tracing::debug!(store = %root, "read-only open failed ({e}); opening to repair");
+                // A store left behind by a crash needs the repair that only a writer does;
+                // any other failure is reported as it is, with the file untouched.
+                Err(redb::DatabaseError::RepairAborted) if read_only => {
+                    tracing::info!(store = %root, "store was not closed cleanly; repairing it");
                     read_only = false;
                 }
                 Err(e) => {

@@ -411,3 +411,38 @@ fn ids_survive_a_kill_right_after_they_are_handed_out() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_read_only_open_repairs_a_store_left_by_a_crash() {
+    use std::io::BufRead;
+    let t = temp_store();
+    drop(t.store);
+    // A writer killed mid-life leaves the file not cleanly closed.
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "store::durable_writer_process",
+            "--nocapture",
+            "--quiet",
+        ])
+        .env("CAS_TEST_DURABLE", t.root.as_str())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first: BlobId = std::io::BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.trim().parse().ok())
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let store = Store::open(
+        &t.root,
+        &OpenOptions {
+            read_only: true,
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(store.reader().unwrap().blob(first).unwrap(), noise(0, 3000));
+}
