@@ -15,7 +15,7 @@ pub const TREE_CONTEXT: &str = "cairn 2026-11-22 tree v1";
 /// BLAKE3 key-derivation context for snapshot ids (format version 1).
 pub const SNAPSHOT_CONTEXT: &str = "cairn 2026-11-22 snapshot v1";
 /// The longest entry name, in bytes.
-pub const MAX_NAME_LEN: usize = 255;
+pub const MAX_NAME_LEN: usize = path_policy::MAX_NAME_LEN;
 
 /// What a tree entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -137,29 +137,15 @@ pub enum ObjectError {
     },
 }
 
-/// Checks the structural rules for an entry name: not empty, at most 255 bytes, not `.` or `..`,
-/// no `/`, no NUL or other control byte (below 0x20, or 0x7f).
+/// Checks an entry name against the tree-name rules of [`path_policy::check_name`]: not
+/// empty, `.` or `..`, no `/`, NUL or control byte, at most 255 bytes, and no spelling of
+/// `.git`. Every tree is checked when built and again when decoded, so a stored or received
+/// tree can never name a path cairn would refuse.
 pub fn validate_name(name: &[u8]) -> Result<(), ObjectError> {
-    let reason = if name.is_empty() {
-        Some("empty name")
-    } else if name.len() > MAX_NAME_LEN {
-        Some("longer than 255 bytes")
-    } else if name == b"." || name == b".." {
-        Some("'.' and '..' are not names")
-    } else if name.contains(&b'/') {
-        Some("contains '/'")
-    } else if name.iter().any(|&b| b < 0x20 || b == 0x7f) {
-        Some("contains a control character")
-    } else {
-        None
-    };
-    match reason {
-        Some(reason) => Err(ObjectError::InvalidName {
-            name: lossy(name),
-            reason,
-        }),
-        None => Ok(()),
-    }
+    path_policy::check_name(name).map_err(|e| ObjectError::InvalidName {
+        name: lossy(name),
+        reason: e.reason(),
+    })
 }
 
 fn lossy(name: &[u8]) -> String {

@@ -154,6 +154,7 @@ impl From<fs_manager::CaptureError> for CliError {
                 CliError::usage("invalid_path", message)
             }
             E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
+            E::Deny(_) => CliError::usage("invalid_config", message),
             E::Scan(e) => e.into(),
             E::Store(e) => e.into(),
             _ => CliError::store("io", message),
@@ -184,6 +185,7 @@ impl From<fs_manager::RollbackError> for CliError {
             E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
             E::NoSuchPath { .. } => CliError::usage("invalid_path", message),
             E::Blocked { .. } => CliError::usage("blocked", message),
+            E::Deny(_) => CliError::usage("invalid_config", message),
             E::Capture(e) => e.into(),
             E::Store(e) => e.into(),
             _ => CliError::store("io", message),

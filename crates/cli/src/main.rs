@@ -54,6 +54,9 @@ enum Command {
         /// A `key=value` label (repeatable).
         #[arg(long = "label", value_name = "K=V")]
         labels: Vec<String>,
+        /// Keep deny-pattern paths (secrets such as .env, *.pem) in scope for this worktree.
+        #[arg(long)]
+        include_denied: bool,
     },
     /// New snapshot of a worktree, parent = its head.
     Snapshot {
@@ -189,7 +192,8 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
             src,
             message,
             labels,
-        } => commands::worktrees::onboard(ctx, &src, message.as_deref(), &labels),
+            include_denied,
+        } => commands::worktrees::onboard(ctx, &src, message.as_deref(), &labels, include_denied),
         Command::Snapshot {
             worktree,
             message,

@@ -45,6 +45,8 @@ impl Default for CaptureOptions<'_> {
 pub struct OnboardOptions<'a> {
     /// Message, labels, threads, progress.
     pub capture: CaptureOptions<'a>,
+    /// Keep deny-pattern paths (secrets) in scope for this worktree.
+    pub include_denied: bool,
 }
 
 /// What [`onboard`] did.
@@ -165,7 +167,9 @@ fn capture_once(
     tracing::debug!(elapsed = ?started.elapsed(), dirs = cache.dirs.len(), "cache loaded");
 
     let store_dir = worktree::store_dir(store);
+    let deny = deny_list(store, &record)?;
     let scan_options = ScanOptions {
+        deny: &deny,
         threads: options.threads,
         store_root: store_dir.as_deref(),
         dry_run,
@@ -254,10 +258,16 @@ pub fn onboard(
         })
     });
     let existing = store.reader()?.worktree(&root)?;
+    // The latest onboard decides whether secrets are in scope.
+    let existing = existing.map(|r| WorktreeRecord {
+        include_denied: options.include_denied,
+        ..r
+    });
     let record = existing.unwrap_or_else(|| WorktreeRecord {
         root: root.clone(),
         kind: WorktreeKind::InPlace,
         head: None,
+        include_denied: options.include_denied,
         created: jiff::Timestamp::now(),
     });
     let source = Source {
@@ -282,6 +292,22 @@ pub fn onboard(
         skipped: c.skipped,
         source: git_source,
     })
+}
+
+/// The deny list in force for a worktree: none if it was onboarded with
+/// `--include-denied`, else the built-in patterns, the store's `deny` file and the
+/// worktree's `.cairndeny`.
+pub(crate) fn deny_list(
+    store: &Store,
+    record: &WorktreeRecord,
+) -> Result<path_policy::DenyList, CaptureError> {
+    if record.include_denied {
+        return Ok(path_policy::DenyList::nothing());
+    }
+    Ok(path_policy::DenyList::load(
+        store.root().as_std_path(),
+        record.root.as_std_path(),
+    )?)
 }
 
 /// The registered worktree holding `path`.

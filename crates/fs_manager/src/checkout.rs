@@ -128,6 +128,7 @@ pub fn checkout(
         root: root.clone(),
         kind: WorktreeKind::Isolated,
         head: Some(snapshot),
+        include_denied: previous.as_ref().is_some_and(|p| p.include_denied),
         created: time,
     };
     batch.clear_file_states(&root);

@@ -308,11 +308,15 @@ impl Cache {
     }
 }
 
-/// A fingerprint of the ignore rules that come from outside the tree: the repository's
-/// `.git/info/exclude`, git's global config files, the global excludes file they name, and
-/// the environment that locates them. A change re-walks everything.
-pub(crate) fn global_stamp(root: &Path) -> u64 {
+/// A fingerprint of the scope rules that come from outside the tree: the deny patterns, the
+/// repository's `.git/info/exclude`, git's global config files, the global excludes file
+/// they name, and the environment that locates them. A change re-walks everything.
+pub(crate) fn global_stamp(root: &Path, deny: &[String]) -> u64 {
     let mut hasher = blake3::Hasher::new();
+    for pattern in deny {
+        hasher.update(pattern.as_bytes());
+        hasher.update(b"\n");
+    }
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let xdg = std::env::var_os("XDG_CONFIG_HOME")
         .map(std::path::PathBuf::from)

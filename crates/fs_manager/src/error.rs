@@ -52,6 +52,9 @@ pub enum CaptureError {
     /// Reading the files failed.
     #[error(transparent)]
     Scan(#[from] ScanError),
+    /// The deny-pattern configuration is unreadable or invalid.
+    #[error(transparent)]
+    Deny(#[from] path_policy::DenyError),
     /// Asking git about the directory failed.
     #[error(transparent)]
     Git(#[from] merge_back::GitStateError),
@@ -127,6 +130,9 @@ pub enum RollbackError {
     /// Capturing the live state first failed.
     #[error(transparent)]
     Capture(#[from] CaptureError),
+    /// The deny-pattern configuration is unreadable or invalid.
+    #[error(transparent)]
+    Deny(#[from] path_policy::DenyError),
     /// Writing failed.
     #[error("{}: {source}", path.display())]
     Io {

@@ -54,6 +54,8 @@ pub struct RollbackOutcome {
     pub written: Vec<Vec<u8>>,
     /// Paths deleted, in tree order.
     pub deleted: Vec<Vec<u8>>,
+    /// Paths of the target left alone (secrets outside scope), with reasons.
+    pub skipped: Vec<crate::Skipped>,
 }
 
 fn failure(e: WriteFailure) -> RollbackError {
@@ -149,10 +151,24 @@ pub fn rollback(
             });
         }
     }
+    // Secrets are outside scope: a target that holds one does not bring it back here.
+    let deny = crate::capture::deny_list(store, &captured.record)?;
+    let mut skipped = Vec::new();
     let changes: Vec<diff::Change> =
         diff::tree_changes(&trees, Some(captured.tree), Some(target_tree))?
             .into_iter()
             .filter(|c| matches(&c.path, options.paths))
+            .filter(|c| match deny.denied(&c.path, false) {
+                Some(pattern) => {
+                    let reason = format!("denied by pattern {pattern}");
+                    skipped.push(crate::Skipped {
+                        path: c.path.clone(),
+                        reason,
+                    });
+                    false
+                }
+                None => true,
+            })
             .collect();
     let deleted: Vec<Vec<u8>> = changes
         .iter()
@@ -174,6 +190,7 @@ pub fn rollback(
             captured: captured.snapshot,
             written,
             deleted,
+            skipped,
         });
     }
 
@@ -266,6 +283,7 @@ pub fn rollback(
         captured: captured.snapshot,
         written,
         deleted,
+        skipped,
     })
 }
 

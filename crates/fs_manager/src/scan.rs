@@ -100,6 +100,8 @@ pub(crate) struct ScanOptions<'a> {
     pub store_root: Option<&'a Path>,
     /// Hash only; store nothing.
     pub dry_run: bool,
+    /// Secrets: out of scope.
+    pub deny: &'a path_policy::DenyList,
     pub progress: &'a dyn Progress,
 }
 
@@ -233,7 +235,7 @@ pub(crate) fn scan(
     options: &ScanOptions<'_>,
 ) -> Result<Scan, ScanError> {
     let root_path = root.as_std_path();
-    let global = dirstate::global_stamp(root_path);
+    let global = dirstate::global_stamp(root_path, options.deny.patterns());
     let reuse = cache.global == Some(global);
     let t = std::time::Instant::now();
     let skip = if reuse {
@@ -558,6 +560,7 @@ fn walk(
     let (refused_f, read_f, pruned_f) = (refused.clone(), read_dirs.clone(), pruned.clone());
     let filter_root = root.to_path_buf();
     let skip = std::sync::Arc::new(skip.clone());
+    let deny = options.deny.clone();
     builder.filter_entry(move |e| {
         if e.file_name() == ".git" || store_root.as_deref().is_some_and(|s| e.path() == s) {
             return false;
@@ -582,7 +585,17 @@ fn walk(
             }
             return false;
         }
-        if e.file_type().is_some_and(|t| t.is_dir()) {
+        let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+        if let Some(pattern) = deny.denied(&rel, is_dir) {
+            if let Ok(mut list) = refused_f.lock() {
+                list.push(Skipped {
+                    path: rel,
+                    reason: format!("denied by pattern {pattern}"),
+                });
+            }
+            return false;
+        }
+        if is_dir {
             if skip.contains(&rel) {
                 if let Ok(mut list) = pruned_f.lock() {
                     list.push(rel);

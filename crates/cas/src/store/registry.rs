@@ -25,6 +25,9 @@ pub struct WorktreeRecord {
     pub kind: WorktreeKind,
     /// Its current snapshot.
     pub head: Option<SnapshotId>,
+    /// Whether deny-pattern paths (secrets) are in scope for it.
+    #[serde(default)]
+    pub include_denied: bool,
     /// When it was registered.
     pub created: jiff::Timestamp,
 }

@@ -100,6 +100,7 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
         root: root.to_owned(),
         kind: WorktreeKind::Isolated,
         head: Some(by_head),
+        include_denied: false,
         created: jiff::Timestamp::now(),
     });
     batch.append_op(

@@ -234,3 +234,31 @@ proptest! {
         let _ = Snapshot::decode(&bytes);
     }
 }
+
+#[test]
+fn trees_naming_git_are_refused_when_built_and_when_received() {
+    let entry = |name: &[u8]| TreeEntry {
+        name: name.to_vec(),
+        kind: EntryKind::File,
+        id: BlobId::of(b"x").into(),
+        size: 1,
+    };
+    for name in [
+        &b".git"[..],
+        b".GIT",
+        b"git~1",
+        b".git.",
+        b".git::$INDEX_ALLOCATION",
+    ] {
+        assert!(Tree::new(vec![entry(name)]).is_err(), "{name:?}");
+    }
+    // A received encoding naming .GIT does not decode.
+    let mut bytes = Tree::new(vec![entry(b".gXT")]).unwrap().encode();
+    let at = bytes.windows(4).position(|w| w == b".gXT").unwrap();
+    bytes[at + 2] = b'I';
+    bytes[at + 1] = b'G';
+    assert!(matches!(
+        Tree::decode(&bytes),
+        Err(ObjectError::InvalidName { .. })
+    ));
+}

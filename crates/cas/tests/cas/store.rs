@@ -246,6 +246,7 @@ fn registry_and_op_log_round_trip() {
         root: root.to_owned(),
         kind: WorktreeKind::Isolated,
         head: Some(a),
+        include_denied: false,
         created: jiff::Timestamp::now(),
     });
     batch.append_op(root, OpRecord::new("checkout", None, Some(a)));

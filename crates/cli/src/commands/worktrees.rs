@@ -39,12 +39,13 @@ fn path_arg(p: &Utf8Path) -> Result<Utf8PathBuf, CliError> {
     Ok(absolute(&current_dir()?, p))
 }
 
-/// `cairn onboard SRC [-m MSG] [--label K=V]…`.
+/// `cairn onboard SRC [-m MSG] [--label K=V]… [--include-denied]`.
 pub fn onboard(
     ctx: &Ctx,
     src: &Utf8Path,
     message: Option<&str>,
     raw_labels: &[String],
+    include_denied: bool,
 ) -> Result<Report, CliError> {
     let labels = labels(raw_labels)?;
     let store = ctx.open_or_create()?;
@@ -57,6 +58,7 @@ pub fn onboard(
             progress: &bar,
             ..CaptureOptions::default()
         },
+        include_denied,
     };
     let out = fs_manager::onboard(&store, &path_arg(src)?, &options)?;
     let source = out
@@ -178,6 +180,7 @@ pub fn rollback(
         "captured": out.captured,
         "written": list(&out.written),
         "deleted": list(&out.deleted),
+        "skipped": skipped_json(&out.skipped),
         "dry_run": dry_run,
     });
     let mut human = String::new();

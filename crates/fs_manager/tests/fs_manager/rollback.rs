@@ -255,3 +255,52 @@ fn rollback_on_a_checked_out_worktree_and_bad_input() {
     assert!(matches!(err, RollbackError::NotAWorktree { .. }), "{err}");
     let _ = root;
 }
+
+#[test]
+fn rollback_never_writes_or_deletes_a_secret() {
+    let env = Env::new();
+    // A snapshot that holds a secret, taken from a worktree that opted in.
+    let source = env.path("source");
+    write_tree(
+        &source,
+        &[("app.txt", file("v2")), (".env", file("THEIRS"))],
+    );
+    let with_secret = fs_manager::onboard(
+        &env.store,
+        &source,
+        &OnboardOptions {
+            include_denied: true,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .snapshot;
+    let root = env.path("w");
+    write_tree(
+        &root,
+        &[
+            ("app.txt", file("v1")),
+            (".env", file("MINE")),
+            ("key.pem", file("MINE TOO")),
+        ],
+    );
+    fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let out =
+        fs_manager::rollback(&env.store, &root, with_secret, &RollbackOptions::default()).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("app.txt")).unwrap(), "v2");
+    assert_eq!(
+        std::fs::read_to_string(root.join(".env")).unwrap(),
+        "MINE",
+        "not overwritten"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("key.pem")).unwrap(),
+        "MINE TOO",
+        "not deleted"
+    );
+    assert_eq!(out.skipped.len(), 1);
+    assert_eq!(out.skipped[0].path, b".env");
+    assert!(
+        !out.written.contains(&b".env".to_vec()) && !out.deleted.contains(&b"key.pem".to_vec())
+    );
+}

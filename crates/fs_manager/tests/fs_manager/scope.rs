@@ -184,6 +184,7 @@ fn sequential_and_parallel_walks_give_the_same_tree() {
                 threads: 1,
                 ..Default::default()
             },
+            ..Default::default()
         },
     )
     .unwrap();
@@ -196,6 +197,7 @@ fn sequential_and_parallel_walks_give_the_same_tree() {
                 threads: 4,
                 ..Default::default()
             },
+            ..Default::default()
         },
     )
     .unwrap();
@@ -353,4 +355,111 @@ fn a_damaged_cache_never_changes_what_is_captured() {
     env.store.write(&batch).unwrap();
     let s = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
     assert_eq!(s.tree, first.tree);
+}
+
+#[test]
+fn secrets_stay_out_of_scope_unless_a_worktree_opts_in() {
+    let env = Env::new();
+    let root = env.path("w");
+    write_tree(
+        &root,
+        &[
+            ("src/main.rs", file("fn main() {}")),
+            (".env", file("TOKEN=1")),
+            ("app/.env.local", file("TOKEN=2")),
+            ("certs/server.pem", file("-----BEGIN")),
+            ("home/.ssh/config", file("Host *")),
+            ("id_rsa", file("private")),
+            (".env.example", file("TOKEN=")),
+            ("db/app.sqlite", file("rows")),
+            (".cairndeny", file("*.sqlite\n!.env.example\n")),
+        ],
+    );
+    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    assert_eq!(
+        keys(&snapshot_files(&env.store, out.snapshot)),
+        [".cairndeny", ".env.example", "src/main.rs"]
+    );
+    let skipped: Vec<(String, String)> = out
+        .skipped
+        .iter()
+        .map(|s| {
+            (
+                String::from_utf8_lossy(&s.path).into_owned(),
+                s.reason.clone(),
+            )
+        })
+        .collect();
+    for (path, pattern) in [
+        (".env", ".env"),
+        ("app/.env.local", ".env.*"),
+        ("certs/server.pem", "*.pem"),
+        ("home/.ssh", ".ssh/"),
+        ("id_rsa", "id_rsa*"),
+        ("db/app.sqlite", "*.sqlite"),
+    ] {
+        assert!(
+            skipped.contains(&(path.to_owned(), format!("denied by pattern {pattern}"))),
+            "{path}: {skipped:?}"
+        );
+    }
+    // The secrets never reached the store.
+    assert!(
+        !env.store
+            .reader()
+            .unwrap()
+            .has_blob(cas::BlobId::of(b"TOKEN=1"))
+            .unwrap()
+    );
+
+    let other = Env::new();
+    let all = fs_manager::onboard(
+        &other.store,
+        &root,
+        &OnboardOptions {
+            include_denied: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(snapshot_files(&other.store, all.snapshot).contains_key(b".env".as_slice()));
+
+    // Changing the worktree's deny file changes the scope of the next snapshot.
+    std::fs::write(root.join(".cairndeny"), "*.sqlite\n!.env.example\n*.rs\n").unwrap();
+    settle();
+    let s = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+    assert_eq!(
+        keys(&snapshot_files(&env.store, s.snapshot)),
+        [".cairndeny", ".env.example"]
+    );
+}
+
+#[test]
+fn names_that_spell_git_are_skipped_and_reported() {
+    let env = Env::new();
+    let root = env.path("w");
+    write_tree(
+        &root,
+        &[
+            ("ok.txt", file("ok")),
+            (".GIT/config", file("[core]")),
+            ("sub/git~1", file("x")),
+            ("sub/.git.", file("y")),
+        ],
+    );
+    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    assert_eq!(keys(&snapshot_files(&env.store, out.snapshot)), ["ok.txt"]);
+    let reported: Vec<String> = out
+        .skipped
+        .iter()
+        .map(|s| String::from_utf8_lossy(&s.path).into_owned())
+        .collect();
+    assert_eq!(reported, [".GIT", "sub/.git.", "sub/git~1"]);
+    assert!(
+        out.skipped
+            .iter()
+            .all(|s| s.reason.contains("spelling of .git")),
+        "{:?}",
+        out.skipped
+    );
 }

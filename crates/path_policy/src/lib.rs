@@ -1,0 +1,33 @@
+//! `path_policy`: the boundary of a worktree.
+//!
+//! Two questions, answered the same way everywhere cairn reads or writes a tree:
+//!
+//! - [`check_name`]: may a tree hold an entry with this name? Not empty, `.`, `..`, a name
+//!   with `/`, NUL or another control byte, longer than 255 bytes, or any spelling of `.git`
+//!   that some file system would resolve to `.git` (case, trailing dots and spaces, the 8.3
+//!   short name `git~1`, HFS+ ignorable code points, NTFS streams). Windows device names and
+//!   `\ < > : " | ? *` are fine on Linux and accepted. [`check_path`] adds the limits of a
+//!   whole path (4096 bytes, 2048 levels).
+//! - [`DenyList`]: which paths are secrets, outside every scope unless a worktree opts in:
+//!   gitignore-syntax patterns, by default `.ssh/`, `.env`, `.env.*`, `*.pem`, `*.key`,
+//!   `id_rsa*`, `id_ed25519*`, `.git/`.
+//!
+//! ```
+//! use path_policy::{check_name, DenyList};
+//!
+//! assert!(check_name(b"aux.c").is_ok());
+//! assert!(check_name(b".GIT").is_err());
+//! assert!(check_name(b"git~1").is_err());
+//!
+//! let deny = DenyList::new(&[], &[]).unwrap();
+//! assert_eq!(deny.denied(b"config/.env", false), Some(".env"));
+//! assert_eq!(deny.denied(b"src/main.rs", false), None);
+//! ```
+#![deny(unsafe_code, clippy::unwrap_used)]
+#![warn(missing_docs)]
+
+mod deny;
+mod name;
+
+pub use deny::{DEFAULT_DENY, DenyError, DenyList};
+pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
