@@ -124,6 +124,34 @@ enum Command {
         #[arg(long)]
         short: bool,
     },
+    /// Run a command confined to a worktree (Landlock): it may write only there and in a
+    /// private temporary directory; secrets it touches are put back.
+    Run {
+        /// The worktree.
+        worktree: Utf8PathBuf,
+        /// Write nowhere but the private temporary directory (for verifiers).
+        #[arg(long)]
+        read_only: bool,
+        /// Allow TCP bind and connect.
+        #[arg(long)]
+        network: bool,
+        /// Also allow writing beneath PATH (repeatable).
+        #[arg(long = "allow-write", value_name = "PATH")]
+        allow_write: Vec<Utf8PathBuf>,
+        /// Run unconfined (where Landlock is missing).
+        #[arg(long)]
+        no_sandbox: bool,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+    #[command(name = "__sandbox-exec", hide = true)]
+    SandboxExec {
+        policy: String,
+        scratch: std::path::PathBuf,
+        #[arg(last = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// Print a file's bytes or a tree listing: SNAP, SNAP:PATH, or any object id.
     Show {
         /// A snapshot (ref name or id prefix), optionally `:PATH`, or a tree or blob id.
@@ -238,6 +266,29 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
         Command::Status { worktree, short } => {
             commands::diff::status(ctx, worktree.as_deref(), short)
         }
+        Command::Run {
+            worktree,
+            read_only,
+            network,
+            allow_write,
+            no_sandbox,
+            command,
+        } => {
+            let args = commands::run::RunArgs {
+                worktree: &worktree,
+                read_only,
+                network,
+                allow_write: &allow_write,
+                no_sandbox,
+                command: &command,
+            };
+            commands::run::run(ctx, &args)
+        }
+        Command::SandboxExec {
+            policy,
+            scratch,
+            command,
+        } => commands::run::sandbox_exec(&policy, &scratch, &command),
         Command::Show { object } => commands::show::run(ctx, &object),
         Command::Log {
             target,
@@ -267,6 +318,9 @@ fn finish(ctx: &Ctx, report: Report) -> ExitCode {
         if let Some(message) = &report.refusal {
             eprintln!("cairn: {message}");
         }
+    }
+    if let Some(code) = report.exit {
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     if report.refusal.is_some() {
         ExitCode::from(1)

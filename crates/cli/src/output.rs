@@ -12,6 +12,8 @@ pub struct Report {
     pub refusal: Option<String>,
     /// When set, printed instead of `human`.
     pub human_bytes: Option<Vec<u8>>,
+    /// A non-zero exit status to pass on (`cairn run` exits with its command's).
+    pub exit: Option<i32>,
 }
 
 impl Report {
@@ -22,11 +24,18 @@ impl Report {
             human: human.into(),
             refusal: None,
             human_bytes: None,
+            exit: None,
         }
     }
 
     pub fn refused(mut self, message: impl Into<String>) -> Report {
         self.refusal = Some(message.into());
+        self
+    }
+
+    /// Exit with `code` if it is not zero.
+    pub fn with_exit(mut self, code: i32) -> Report {
+        self.exit = (code != 0).then_some(code);
         self
     }
 

@@ -28,6 +28,8 @@
 
 mod deny;
 mod name;
+mod sandbox;
 
 pub use deny::{DEFAULT_DENY, DenyError, DenyList};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
+pub use sandbox::{SandboxError, SandboxPolicy, enforce};

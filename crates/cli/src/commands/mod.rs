@@ -5,5 +5,6 @@ pub mod init;
 pub mod log;
 pub mod maintenance;
 pub mod refs;
+pub mod run;
 pub mod show;
 pub mod worktrees;

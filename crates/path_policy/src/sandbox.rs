@@ -1,0 +1,134 @@
+//! What a sandboxed command may do, and enforcing it with Landlock.
+
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
+    path_beneath_rules,
+};
+
+/// What a command run by `cairn run` may do. Serializable, so pipelines can pass it around.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum SandboxPolicy {
+    /// Read anything, write nothing (but the private temporary directory).
+    ReadOnly,
+    /// Write only beneath the writable roots (and the private temporary directory).
+    WorkspaceWrite {
+        /// Directories (or files) the command may change.
+        writable_roots: Vec<PathBuf>,
+        /// Paths below a writable root meant to stay read-only (see [`enforce`]).
+        #[serde(default)]
+        read_only_subpaths: Vec<PathBuf>,
+        /// Whether TCP bind and connect are allowed.
+        #[serde(default)]
+        network: bool,
+    },
+    /// No sandbox at all.
+    DangerFullAccess,
+}
+
+impl SandboxPolicy {
+    /// The value of `CAIRN_SANDBOX` for the command.
+    pub fn label(&self) -> &'static str {
+        match self {
+            SandboxPolicy::ReadOnly => "read-only",
+            SandboxPolicy::WorkspaceWrite { .. } => "workspace-write",
+            SandboxPolicy::DangerFullAccess => "danger-full-access",
+        }
+    }
+
+    /// Whether the command may use the network.
+    pub fn network(&self) -> bool {
+        match self {
+            SandboxPolicy::ReadOnly => false,
+            SandboxPolicy::WorkspaceWrite { network, .. } => *network,
+            SandboxPolicy::DangerFullAccess => true,
+        }
+    }
+}
+
+/// Enforcing a policy failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// The kernel does not enforce Landlock (or not the features the policy needs).
+    #[error(
+        "Landlock is not available on this kernel, so the command cannot be confined (pass --no-sandbox to run it unconfined)"
+    )]
+    Unavailable,
+    /// Building or applying the ruleset failed.
+    #[error("Landlock: {0}")]
+    Ruleset(String),
+}
+
+/// Confines the calling thread, and every program it executes from now on, to `policy`:
+/// reading is allowed everywhere; writing only beneath the policy's writable roots,
+/// `scratch` (a private temporary directory) and the terminal and null devices; TCP bind
+/// and connect only if the policy allows the network.
+///
+/// Landlock rules only add rights beneath a directory, so a `read_only_subpath` below a
+/// writable root cannot be carved out: such subpaths are not protected by this function.
+pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<(), SandboxError> {
+    let writable: Vec<PathBuf> = match policy {
+        SandboxPolicy::DangerFullAccess => return Ok(()),
+        SandboxPolicy::ReadOnly => Vec::new(),
+        SandboxPolicy::WorkspaceWrite { writable_roots, .. } => writable_roots.clone(),
+    };
+    let abi = ABI::V5;
+    let err = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());
+    let mut ruleset = Ruleset::default()
+        .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?;
+    if !policy.network() {
+        ruleset = ruleset
+            .handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)
+            .map_err(err)?;
+    }
+    let devices: Vec<&Path> = ["/dev/null", "/dev/zero", "/dev/tty", "/dev/full"]
+        .into_iter()
+        .map(Path::new)
+        .filter(|p| p.exists())
+        .collect();
+    let status = ruleset
+        .create()
+        .map_err(err)?
+        .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(
+            writable.iter().map(PathBuf::as_path).chain([scratch]),
+            AccessFs::from_all(abi),
+        ))
+        .map_err(err)?
+        .add_rules(path_beneath_rules(
+            devices,
+            AccessFs::from_read(abi) | AccessFs::WriteFile,
+        ))
+        .map_err(err)?
+        .restrict_self()
+        .map_err(err)?;
+    match status.ruleset {
+        RulesetStatus::NotEnforced => Err(SandboxError::Unavailable),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_round_trip_through_json() {
+        let p = SandboxPolicy::WorkspaceWrite {
+            writable_roots: vec!["/work/agent".into()],
+            read_only_subpaths: vec!["/work/agent/.git".into()],
+            network: false,
+        };
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(json.contains("\"mode\":\"workspace-write\""), "{json}");
+        assert_eq!(serde_json::from_str::<SandboxPolicy>(&json).unwrap(), p);
+        let ro: SandboxPolicy = serde_json::from_str(r#"{"mode":"read-only"}"#).unwrap();
+        assert_eq!(ro, SandboxPolicy::ReadOnly);
+        assert_eq!(ro.label(), "read-only");
+    }
+}

@@ -1,0 +1,177 @@
+//! `cairn run` under real Landlock.
+
+use crate::support::{Env, stderr};
+
+fn setup(env: &Env) -> camino::Utf8PathBuf {
+    let w = env.path().join("w");
+    std::fs::create_dir_all(&w).unwrap();
+    std::fs::write(w.join("a.txt"), "before\n").unwrap();
+    std::fs::write(w.join(".env"), "TOKEN=mine\n").unwrap();
+    std::fs::write(w.join("old.key"), "KEY\n").unwrap();
+    std::fs::write(env.path().join("outside.txt"), "canary\n").unwrap();
+    assert_eq!(env.json(&["onboard", w.as_str()]).0, 0);
+    w
+}
+
+fn run(env: &Env, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    env.json(&all)
+}
+
+#[test]
+fn writes_outside_the_worktree_fail_and_change_nothing() {
+    let env = Env::new();
+    let w = setup(&env);
+    let outside = env.path().join("outside.txt");
+    let script = format!("echo inside > a.txt && echo pwned > {outside}");
+    let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", &script]);
+    assert_ne!(code, 0, "{v}");
+    assert_eq!(
+        v["exit_code"], code,
+        "cairn exits with the command's status: {v}"
+    );
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "canary\n");
+    assert_eq!(
+        std::fs::read_to_string(w.join("a.txt")).unwrap(),
+        "inside\n"
+    );
+    // What it did inside was snapshotted.
+    let snap = v["snapshot"].as_str().unwrap();
+    let shown = env.cairn(&["show", &format!("{snap}:a.txt")]);
+    assert_eq!(shown.stdout, b"inside\n");
+}
+
+#[test]
+fn secrets_the_command_touches_are_put_back_and_reported() {
+    let env = Env::new();
+    let w = setup(&env);
+    let (code, v) = run(
+        &env,
+        &[
+            w.as_str(),
+            "--",
+            "sh",
+            "-c",
+            "echo TOKEN=stolen > .env; echo new > made.pem; rm old.key; env",
+        ],
+    );
+    assert_eq!(code, 1, "{v}");
+    let mut got: Vec<(String, String)> = v["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["path"].as_str().unwrap().to_owned(),
+                x["change"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            (".env".into(), "modified".into()),
+            ("made.pem".into(), "created".into()),
+            ("old.key".into(), "deleted".into())
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join(".env")).unwrap(),
+        "TOKEN=mine\n"
+    );
+    assert!(!w.join("made.pem").exists());
+    assert_eq!(std::fs::read_to_string(w.join("old.key")).unwrap(), "KEY\n");
+    assert!(v["message"].as_str().unwrap().contains("denied"));
+}
+
+#[test]
+fn the_environment_says_it_is_sandboxed_and_read_only_means_read_only() {
+    let env = Env::new();
+    let w = setup(&env);
+    let out = env.cairn(&[
+        "run",
+        w.as_str(),
+        "--",
+        "sh",
+        "-c",
+        "echo \"$CAIRN_SANDBOX $CAIRN_SANDBOX_NETWORK_DISABLED\"",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "workspace-write 1\n",
+        "{}",
+        stderr(&out)
+    );
+    let (code, _) = run(
+        &env,
+        &[
+            w.as_str(),
+            "--read-only",
+            "--",
+            "sh",
+            "-c",
+            "echo x > a.txt",
+        ],
+    );
+    assert_ne!(code, 0);
+    assert_eq!(
+        std::fs::read_to_string(w.join("a.txt")).unwrap(),
+        "before\n"
+    );
+    let (code, v) = run(
+        &env,
+        &[
+            w.as_str(),
+            "--read-only",
+            "--",
+            "sh",
+            "-c",
+            "echo scratch > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"",
+        ],
+    );
+    assert_eq!(code, 0, "the private temp dir is writable: {v}");
+    let extra = env.path().join("extra");
+    std::fs::create_dir_all(&extra).unwrap();
+    let script = format!("echo allowed > {extra}/f");
+    let (code, v) = run(
+        &env,
+        &[
+            w.as_str(),
+            "--allow-write",
+            extra.as_str(),
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        std::fs::read_to_string(extra.join("f")).unwrap(),
+        "allowed\n"
+    );
+}
+
+#[test]
+fn loopback_connections_need_network() {
+    let env = Env::new();
+    let w = setup(&env);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accept = std::thread::spawn(move || {
+        // Accept whatever arrives; the test ends after the second run.
+        listener.set_nonblocking(false).unwrap();
+        let _ = listener.accept();
+    });
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+    let (code, _) = run(&env, &[w.as_str(), "--", "bash", "-c", &connect]);
+    assert_ne!(code, 0, "no network without --network");
+    let (code, v) = run(
+        &env,
+        &[w.as_str(), "--network", "--", "bash", "-c", &connect],
+    );
+    assert_eq!(code, 0, "{v}");
+    accept.join().unwrap();
+}
