@@ -1,7 +1,5 @@
 //! `checkout`: hydrate a snapshot into a new or empty directory, in parallel.
 
-use std::path::Path;
-
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, OpRecord, SnapshotId, Store, WorktreeKind, WorktreeRecord, WriteBatch};
 use rayon::prelude::*;
@@ -166,7 +164,8 @@ fn hydrate(
     files: &[crate::scan::FileRecord],
     progress: &dyn Progress,
 ) -> Result<Vec<(Vec<u8>, FileState)>, CheckoutError> {
-    let root: &Path = root.as_std_path();
+    let root = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
+    let root = &root;
     progress.start(
         "checkout",
         files.len() as u64,
@@ -181,22 +180,42 @@ fn hydrate(
             last_dir = dir;
         }
     }
-    // Regular files in parallel, symlinks last.
-    let (links, regular): (Vec<_>, Vec<_>) =
-        files.iter().partition(|f| f.kind == EntryKind::Symlink);
+    // Regular files in parallel, one directory handle per directory; symlinks last.
+    let mut by_dir: std::collections::BTreeMap<&[u8], Vec<&crate::scan::FileRecord>> =
+        Default::default();
+    for f in files.iter().filter(|f| f.kind != EntryKind::Symlink) {
+        by_dir
+            .entry(crate::scan::split_parent(&f.path).0)
+            .or_default()
+            .push(f);
+    }
     let reader = store.reader()?;
-    let mut states: Vec<(Vec<u8>, FileState)> = regular
+    let groups: Vec<(&[u8], Vec<&crate::scan::FileRecord>)> = by_dir.into_iter().collect();
+    let mut states: Vec<(Vec<u8>, FileState)> = groups
         .par_iter()
-        .map(|f| {
-            let meta = fsops::create(root, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
-            progress.advance(1, f.size);
-            Ok((f.path.clone(), FileState::from_metadata(&meta, f.blob, 0)))
+        .map(|(dir_rel, group)| {
+            let dir = root.open_dir(dir_rel).map_err(|e| failure(e.into()))?;
+            group
+                .par_iter()
+                .map(|f| {
+                    let st = fsops::create(root, &dir, &f.path, f.kind, f.blob, &reader)
+                        .map_err(failure)?;
+                    progress.advance(1, f.size);
+                    Ok((f.path.clone(), FileState::from_stat(&st, f.blob, 0)))
+                })
+                .collect::<Result<Vec<_>, CheckoutError>>()
         })
-        .collect::<Result<_, CheckoutError>>()?;
-    for f in links {
-        let meta = fsops::create(root, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
+        .collect::<Result<Vec<Vec<_>>, CheckoutError>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    for f in files.iter().filter(|f| f.kind == EntryKind::Symlink) {
+        let dir = root
+            .open_dir(crate::scan::split_parent(&f.path).0)
+            .map_err(|e| failure(e.into()))?;
+        let st = fsops::create(root, &dir, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
         progress.advance(1, f.size);
-        states.push((f.path.clone(), FileState::from_metadata(&meta, f.blob, 0)));
+        states.push((f.path.clone(), FileState::from_stat(&st, f.blob, 0)));
     }
     progress.finish();
     Ok(states)

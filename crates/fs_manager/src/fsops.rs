@@ -1,14 +1,20 @@
-//! The only code that writes into worktrees. It never writes through a symlink: files are
-//! created with `O_EXCL` or as a temporary file renamed over the target (which replaces a
-//! link instead of following it), and leading directories are checked with `lstat`.
+//! The only code that writes into worktrees. Every operation opens its directory through
+//! [`path_policy::Root`] (beneath the root, no symlink on the way) and acts on a name inside
+//! that handle: files are created with `O_EXCL | O_NOFOLLOW`, or written under a temporary
+//! name and renamed over the target (which replaces a link instead of following it).
 
 use std::ffi::OsStr;
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use cas::{BlobId, EntryKind, Reader};
+use path_policy::{BeneathError, Root};
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::state::Stat;
 
 /// `root` joined with a tree path.
 pub(crate) fn join(root: &Path, rel: &[u8]) -> PathBuf {
@@ -19,12 +25,17 @@ pub(crate) fn join(root: &Path, rel: &[u8]) -> PathBuf {
     }
 }
 
-fn mode_of(kind: EntryKind) -> u32 {
-    if kind == EntryKind::Executable {
+fn mode_of(kind: EntryKind) -> Mode {
+    Mode::from_raw_mode(if kind == EntryKind::Executable {
         0o777
     } else {
         0o666
-    }
+    })
+}
+
+fn split(rel: &[u8]) -> (&[u8], &OsStr) {
+    let (dir, name) = crate::scan::split_parent(rel);
+    (dir, OsStr::from_bytes(name))
 }
 
 /// Failure to materialize one path.
@@ -32,144 +43,163 @@ fn mode_of(kind: EntryKind) -> u32 {
 pub(crate) enum WriteFailure {
     Io(PathBuf, std::io::Error),
     Store(cas::ReadError),
-    /// A non-directory stands where a directory must be.
+    /// Something that is not a directory (or a link) stands where a directory must be.
     Blocked(PathBuf, &'static str),
 }
 
-impl WriteFailure {
-    fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WriteFailure + '_ {
-        move |e| WriteFailure::Io(path.to_owned(), e)
+impl From<BeneathError> for WriteFailure {
+    fn from(e: BeneathError) -> Self {
+        match e {
+            BeneathError::Refused { path, reason } => WriteFailure::Blocked(path, reason),
+            BeneathError::Io { path, source } => WriteFailure::Io(path, source),
+            other => WriteFailure::Io(PathBuf::new(), std::io::Error::other(other.to_string())),
+        }
     }
 }
 
-/// Creates the directories of `rel_dir` under `root` that are missing. Each existing
-/// component must be a real directory: a symlink or file there is refused, never followed.
-pub(crate) fn ensure_dir(root: &Path, rel_dir: &[u8]) -> Result<(), WriteFailure> {
-    let mut path = root.to_path_buf();
-    for component in rel_dir.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
-        path.push(OsStr::from_bytes(component));
-        match path.symlink_metadata() {
-            Ok(m) if m.is_dir() => {}
-            Ok(m) if m.file_type().is_symlink() => {
-                return Err(WriteFailure::Blocked(
-                    path,
-                    "a symlink stands where a directory must be",
-                ));
-            }
-            Ok(_) => {
-                return Err(WriteFailure::Blocked(
-                    path,
-                    "a file stands where a directory must be",
-                ));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir(&path).map_err(WriteFailure::io(&path))?;
-            }
-            Err(e) => return Err(WriteFailure::Io(path, e)),
-        }
-    }
+/// Creates the directories of `rel_dir` that are missing; a symlink or file in the way is
+/// refused, never followed.
+pub(crate) fn ensure_dir(root: &Root, rel_dir: &[u8]) -> Result<(), WriteFailure> {
+    root.create_dir_all(rel_dir)?;
     Ok(())
 }
 
-fn write_content(
-    file: &mut std::fs::File,
-    reader: &Reader,
-    blob: BlobId,
-) -> Result<(), cas::ReadError> {
-    let mut out = std::io::BufWriter::with_capacity(256 << 10, file);
+fn stat_at(root: &Root, dir: &OwnedFd, name: &OsStr, rel: &[u8]) -> Result<Stat, WriteFailure> {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .map(|st| Stat::from_rustix(&st))
+        .map_err(|e| WriteFailure::Io(root.display(rel), e.into()))
+}
+
+fn write_blob(file: OwnedFd, reader: &Reader, blob: BlobId) -> Result<(), cas::ReadError> {
+    let mut out = std::io::BufWriter::with_capacity(256 << 10, std::fs::File::from(file));
     reader.write_blob_to(blob, &mut out)?;
     out.flush().map_err(|source| cas::ReadError::Sink {
         id: blob.into(),
         source,
-    })?;
-    Ok(())
+    })
 }
 
-/// Writes a new file or symlink where nothing exists yet (`O_EXCL`: an existing path or
-/// link makes it fail). Returns its metadata.
+/// Writes a new file or symlink where nothing exists yet, in `dir` (the handle of `rel`'s
+/// directory, from [`Root::open_dir`]). Returns its stat.
 pub(crate) fn create(
-    root: &Path,
+    root: &Root,
+    dir: &OwnedFd,
     rel: &[u8],
     kind: EntryKind,
     blob: BlobId,
     reader: &Reader,
-) -> Result<std::fs::Metadata, WriteFailure> {
-    let path = join(root, rel);
+) -> Result<Stat, WriteFailure> {
+    let (_, name) = split(rel);
+    let io = |e: Errno| WriteFailure::Io(root.display(rel), e.into());
     if kind == EntryKind::Symlink {
         let target = reader.blob(blob).map_err(WriteFailure::Store)?;
-        std::os::unix::fs::symlink(OsStr::from_bytes(&target), &path)
-            .map_err(WriteFailure::io(&path))?;
-        return path.symlink_metadata().map_err(WriteFailure::io(&path));
+        rustix::fs::symlinkat(OsStr::from_bytes(&target), dir, name).map_err(io)?;
+        return stat_at(root, dir, name, rel);
     }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode_of(kind))
-        .open(&path)
-        .map_err(WriteFailure::io(&path))?;
-    if let Err(e) = write_content(&mut file, reader, blob) {
-        drop(file);
-        let _ = std::fs::remove_file(&path);
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let fd = rustix::fs::openat(dir, name, flags, mode_of(kind)).map_err(io)?;
+    if let Err(e) = write_blob(fd, reader, blob) {
+        let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
         return Err(WriteFailure::Store(e));
     }
-    file.metadata().map_err(WriteFailure::io(&path))
+    stat_at(root, dir, name, rel)
+}
+
+fn temp_name(name: &OsStr, attempt: u32) -> std::ffi::OsString {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut t = std::ffi::OsString::from(format!(".cairn-{}-{n}-{attempt}-", std::process::id()));
+    t.push(name);
+    t
 }
 
 /// Replaces whatever file or symlink is at `rel` (or nothing) with the blob, atomically:
 /// written beside it under a temporary name, then renamed over it.
 pub(crate) fn replace(
-    root: &Path,
+    root: &Root,
     rel: &[u8],
     kind: EntryKind,
     blob: BlobId,
     reader: &Reader,
-) -> Result<std::fs::Metadata, WriteFailure> {
-    let path = join(root, rel);
-    let parent = path.parent().unwrap_or(root).to_path_buf();
-    if kind == EntryKind::Symlink {
-        let target = reader.blob(blob).map_err(WriteFailure::Store)?;
-        let temp = temp_name(&parent);
-        std::os::unix::fs::symlink(OsStr::from_bytes(&target), &temp)
-            .map_err(WriteFailure::io(&temp))?;
-        if let Err(e) = std::fs::rename(&temp, &path) {
-            let _ = std::fs::remove_file(&temp);
-            return Err(WriteFailure::Io(path, e));
+) -> Result<Stat, WriteFailure> {
+    let (dir_rel, name) = split(rel);
+    let dir = root.open_dir(dir_rel)?;
+    let io = |e: Errno| WriteFailure::Io(root.display(rel), e.into());
+    let target = (kind == EntryKind::Symlink)
+        .then(|| reader.blob(blob))
+        .transpose()
+        .map_err(WriteFailure::Store)?;
+    // A fresh name beside the target: a symlink, or an empty file to fill.
+    let mut attempt = 0;
+    let (temp, file) = loop {
+        let temp = temp_name(name, attempt);
+        let made = match &target {
+            Some(t) => {
+                rustix::fs::symlinkat(OsStr::from_bytes(t), &dir, temp.as_os_str()).map(|()| None)
+            }
+            None => {
+                let flags = OFlags::WRONLY
+                    | OFlags::CREATE
+                    | OFlags::EXCL
+                    | OFlags::NOFOLLOW
+                    | OFlags::CLOEXEC;
+                rustix::fs::openat(&dir, temp.as_os_str(), flags, mode_of(kind)).map(Some)
+            }
+        };
+        match made {
+            Ok(file) => break (temp, file),
+            Err(Errno::EXIST) if attempt < 8 => attempt += 1,
+            Err(e) => return Err(io(e)),
         }
-        return path.symlink_metadata().map_err(WriteFailure::io(&path));
+    };
+    if let Some(file) = file
+        && let Err(e) = write_blob(file, reader, blob)
+    {
+        let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
+        return Err(WriteFailure::Store(e));
     }
-    let mut temp = tempfile::Builder::new()
-        .prefix(".cairn-")
-        .permissions(std::fs::Permissions::from_mode(mode_of(kind)))
-        .tempfile_in(&parent)
-        .map_err(WriteFailure::io(&parent))?;
-    write_content(temp.as_file_mut(), reader, blob).map_err(WriteFailure::Store)?;
-    temp.persist(&path)
-        .map_err(|e| WriteFailure::Io(path.clone(), e.error))?;
-    path.symlink_metadata().map_err(WriteFailure::io(&path))
+    if let Err(e) = rustix::fs::renameat(&dir, temp.as_os_str(), &dir, name) {
+        let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
+        return Err(io(e));
+    }
+    stat_at(root, &dir, name, rel)
 }
 
-fn temp_name(dir: &Path) -> PathBuf {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    dir.join(format!(".cairn-link-{}-{n}", std::process::id()))
+/// Removes the empty directory at `rel`, if a directory is there.
+pub(crate) fn remove_empty_dir(root: &Root, rel: &[u8]) -> Result<(), WriteFailure> {
+    let (dir_rel, name) = split(rel);
+    let dir = root.open_dir(dir_rel)?;
+    match rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR) {
+        // Removed, or nothing there, or a file (replaced by the rename that follows).
+        Ok(()) | Err(Errno::NOENT | Errno::NOTDIR) => Ok(()),
+        Err(e) => Err(WriteFailure::Io(root.display(rel), e.into())),
+    }
 }
 
 /// Removes the file or symlink at `rel` (never what a symlink points to); then removes
-/// the directories above it that became empty, up to `root`. A missing path is fine.
-pub(crate) fn remove(root: &Path, rel: &[u8]) -> Result<(), WriteFailure> {
-    let path = join(root, rel);
-    match std::fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(WriteFailure::Io(path, e)),
+/// the directories above it that became empty. A missing path is fine.
+pub(crate) fn remove(root: &Root, rel: &[u8]) -> Result<(), WriteFailure> {
+    let (dir_rel, name) = split(rel);
+    let dir = match root.open_dir(dir_rel) {
+        Ok(d) => d,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => {}
+        Err(e) => return Err(WriteFailure::Io(root.display(rel), e.into())),
     }
-    let mut dir = path.parent().map(Path::to_path_buf);
-    while let Some(d) = dir {
-        if d == root || !d.starts_with(root) || std::fs::remove_dir(&d).is_err() {
+    let mut up = dir_rel;
+    while !up.is_empty() {
+        let (parent, leaf) = split(up);
+        let Ok(parent_fd) = root.open_dir(parent) else {
+            break;
+        };
+        if rustix::fs::unlinkat(&parent_fd, leaf, AtFlags::REMOVEDIR).is_err() {
             break;
         }
-        dir = d.parent().map(Path::to_path_buf);
+        up = parent;
     }
     Ok(())
 }

@@ -194,20 +194,20 @@ pub fn rollback(
         });
     }
 
+    // From here on every change goes through handles opened beneath the root.
+    let handle = path_policy::Root::open(root_path).map_err(|e| failure(e.into()))?;
+    let root_handle = &handle;
     // Deepest first, so directories empty out before their parents are looked at.
     let mut order = deleted.clone();
     order.sort_by(|a, b| tree_order(b, a));
     for p in &order {
-        fsops::remove(root_path, p).map_err(failure)?;
+        fsops::remove(root_handle, p).map_err(failure)?;
     }
     for (p, _) in &writes {
         let (dir, _) = crate::scan::split_parent(p);
-        fsops::ensure_dir(root_path, dir).map_err(failure)?;
-        let full = fsops::join(root_path, p);
-        if full.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-            std::fs::remove_dir(&full)
-                .map_err(|source| RollbackError::Io { path: full, source })?;
-        }
+        fsops::ensure_dir(root_handle, dir).map_err(failure)?;
+        // A directory the target has a file in place of was emptied above.
+        fsops::remove_empty_dir(root_handle, p).map_err(failure)?;
     }
     let (links, files): (Vec<_>, Vec<_>) = writes
         .iter()
@@ -216,20 +216,14 @@ pub fn rollback(
         .par_iter()
         .map(|(p, e)| {
             let meta =
-                fsops::replace(root_path, p, e.kind, e.id.as_blob(), &reader).map_err(failure)?;
-            Ok((
-                p.clone(),
-                FileState::from_metadata(&meta, e.id.as_blob(), 0),
-            ))
+                fsops::replace(root_handle, p, e.kind, e.id.as_blob(), &reader).map_err(failure)?;
+            Ok((p.clone(), FileState::from_stat(&meta, e.id.as_blob(), 0)))
         })
         .collect::<Result<_, RollbackError>>()?;
     for (p, e) in links {
         let meta =
-            fsops::replace(root_path, p, e.kind, e.id.as_blob(), &reader).map_err(failure)?;
-        states.push((
-            p.clone(),
-            FileState::from_metadata(&meta, e.id.as_blob(), 0),
-        ));
+            fsops::replace(root_handle, p, e.kind, e.id.as_blob(), &reader).map_err(failure)?;
+        states.push((p.clone(), FileState::from_stat(&meta, e.id.as_blob(), 0)));
     }
     drop(reader);
 

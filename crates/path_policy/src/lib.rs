@@ -26,10 +26,12 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
+mod beneath;
 mod deny;
 mod name;
 mod sandbox;
 
+pub use beneath::{BeneathError, Root, is_path_safe};
 pub use deny::{DEFAULT_DENY, DenyError, DenyList};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
 pub use sandbox::{SandboxError, SandboxPolicy, enforce};
