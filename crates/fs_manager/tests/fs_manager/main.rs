@@ -2,6 +2,7 @@
 
 mod capture;
 mod checkout;
+mod hostile;
 mod rollback;
 mod scope;
 mod support;
