@@ -175,3 +175,45 @@ fn loopback_connections_need_network() {
     assert_eq!(code, 0, "{v}");
     accept.join().unwrap();
 }
+
+#[test]
+fn git_stays_read_only_while_the_worktree_is_writable() {
+    let env = Env::new();
+    let w = setup(&env);
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(w.as_str())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    assert!(git(&["init", "-q"]).status.success());
+    let head = std::fs::read(w.join(".git/HEAD")).unwrap();
+    let (code, v) = run(
+        &env,
+        &[
+            w.as_str(),
+            "--",
+            "sh",
+            "-c",
+            "echo evil > .git/HEAD; echo $? > status; echo new > brand-new.txt",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        std::fs::read(w.join(".git/HEAD")).unwrap(),
+        head,
+        ".git is read-only"
+    );
+    assert_ne!(
+        std::fs::read_to_string(w.join("status")).unwrap().trim(),
+        "0",
+        "the write to .git failed"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("brand-new.txt")).unwrap(),
+        "new\n",
+        "new files anywhere else are fine"
+    );
+}

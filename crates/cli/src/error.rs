@@ -168,7 +168,7 @@ impl From<fs_manager::CheckoutError> for CliError {
         let message = e.to_string();
         match e {
             E::NotEmpty { .. } => CliError::usage("not_empty", message),
-            E::NotADirectory { .. } | E::InsideStore { .. } => {
+            E::NotADirectory { .. } | E::InsideStore { .. } | E::Refused { .. } => {
                 CliError::usage("invalid_path", message)
             }
             E::Store(e) => e.into(),

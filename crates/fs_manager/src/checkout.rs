@@ -60,6 +60,17 @@ pub fn checkout(
     let reader = store.reader()?;
     let snap = reader.snapshot(snapshot)?;
     let files = crate::build::flatten(&reader, snap.tree)?;
+    // Names were checked when the trees were decoded; whole paths are checked here, before
+    // anything is written.
+    for f in &files {
+        if let Err(e) = path_policy::check_path(&f.path) {
+            let path = dest.join(String::from_utf8_lossy(&f.path).as_ref());
+            return Err(CheckoutError::Refused {
+                path,
+                reason: e.reason(),
+            });
+        }
+    }
     let previous = reader.worktree(dest)?;
 
     let created = match dest.symlink_metadata() {

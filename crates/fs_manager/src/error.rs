@@ -80,6 +80,14 @@ pub enum CheckoutError {
         /// The destination.
         path: Utf8PathBuf,
     },
+    /// A path of the snapshot breaks the path rules (too long, too deep).
+    #[error("{path}: refused: {reason}")]
+    Refused {
+        /// The path, under the destination.
+        path: Utf8PathBuf,
+        /// The rule.
+        reason: &'static str,
+    },
     /// The destination is inside the store's folder.
     #[error("{path}: destination is inside the store {store}")]
     InsideStore {

@@ -60,6 +60,58 @@ pub enum SandboxError {
     /// Building or applying the ruleset failed.
     #[error("Landlock: {0}")]
     Ruleset(String),
+    /// A read-only subpath could not be made read-only (no private mount namespace).
+    #[error("cannot make {} read-only: {reason}", path.display())]
+    ReadOnly {
+        /// The subpath.
+        path: PathBuf,
+        /// What failed.
+        reason: String,
+    },
+}
+
+/// Makes each existing path read-only for this process and what it executes: a private mount
+/// namespace (inside a user namespace when not root), then a read-only bind mount of the
+/// path over itself. Must run while the process has a single thread.
+fn protect(paths: &[PathBuf]) -> Result<(), SandboxError> {
+    use rustix::mount::{MountFlags, MountPropagationFlags};
+    let paths: Vec<&PathBuf> = paths.iter().filter(|p| p.exists()).collect();
+    let Some(first) = paths.first() else {
+        return Ok(());
+    };
+    let fail = |path: &Path, what: &str, e: &dyn std::fmt::Display| SandboxError::ReadOnly {
+        path: path.to_owned(),
+        reason: format!("{what}: {e}"),
+    };
+    let uid = rustix::process::getuid();
+    let gid = rustix::process::getgid();
+    let mut flags = rustix::thread::UnshareFlags::NEWNS;
+    if !uid.is_root() {
+        flags |= rustix::thread::UnshareFlags::NEWUSER;
+    }
+    // `unshare` is deprecated only for `UnshareFlags::FILES`, which is not used here.
+    #[allow(deprecated)]
+    rustix::thread::unshare(flags).map_err(|e| fail(first, "unshare", &e))?;
+    if !uid.is_root() {
+        let (u, g) = (uid.as_raw(), gid.as_raw());
+        std::fs::write("/proc/self/setgroups", "deny").map_err(|e| fail(first, "setgroups", &e))?;
+        std::fs::write("/proc/self/uid_map", format!("{u} {u} 1"))
+            .map_err(|e| fail(first, "uid_map", &e))?;
+        std::fs::write("/proc/self/gid_map", format!("{g} {g} 1"))
+            .map_err(|e| fail(first, "gid_map", &e))?;
+    }
+    rustix::mount::mount_change(
+        "/",
+        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
+    )
+    .map_err(|e| fail(first, "private mounts", &e))?;
+    for path in paths {
+        rustix::mount::mount_bind(path.as_path(), path.as_path())
+            .map_err(|e| fail(path, "bind mount", &e))?;
+        rustix::mount::mount_remount(path.as_path(), MountFlags::BIND | MountFlags::RDONLY, "")
+            .map_err(|e| fail(path, "read-only remount", &e))?;
+    }
+    Ok(())
 }
 
 /// Confines the calling thread, and every program it executes from now on, to `policy`:
@@ -67,13 +119,21 @@ pub enum SandboxError {
 /// `scratch` (a private temporary directory) and the terminal and null devices; TCP bind
 /// and connect only if the policy allows the network.
 ///
-/// Landlock rules only add rights beneath a directory, so a `read_only_subpath` below a
-/// writable root cannot be carved out: such subpaths are not protected by this function.
+/// Landlock only adds rights beneath a directory, so `read_only_subpaths` below a writable
+/// root are made read-only first by bind-mounting each over itself read-only in a private
+/// mount namespace ([`protect`]); this must run while the process has a single thread.
 pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<(), SandboxError> {
     let writable: Vec<PathBuf> = match policy {
         SandboxPolicy::DangerFullAccess => return Ok(()),
         SandboxPolicy::ReadOnly => Vec::new(),
-        SandboxPolicy::WorkspaceWrite { writable_roots, .. } => writable_roots.clone(),
+        SandboxPolicy::WorkspaceWrite {
+            writable_roots,
+            read_only_subpaths,
+            ..
+        } => {
+            protect(read_only_subpaths)?;
+            writable_roots.clone()
+        }
     };
     let abi = ABI::V5;
     let err = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());

@@ -103,10 +103,11 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     let cwd = current_dir()?;
     let worktree = absolute(&cwd, args.worktree);
     // Look around while holding the store, then let go of it while the command runs.
-    let (root, before) = {
+    let (root, before, store_dir) = {
         let store = ctx.open_existing()?;
         let live = fs_manager::live_state(&store, &worktree, &CaptureOptions::default())?;
-        (live.root, denied(&live.skipped))
+        let store_dir = std::fs::canonicalize(store.root()).ok();
+        (live.root, denied(&live.skipped), store_dir)
     };
     let backup = tempfile::Builder::new()
         .prefix("cairn-run-secrets-")
@@ -135,7 +136,7 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
         );
         SandboxPolicy::WorkspaceWrite {
             writable_roots,
-            read_only_subpaths: vec![root.join(".git").into_std_path_buf()],
+            read_only_subpaths: protected(&root, store_dir.as_deref()),
             network: args.network,
         }
     };
@@ -168,7 +169,9 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     if exit_code == SANDBOX_UNAVAILABLE {
         return Err(CliError::usage(
             "sandbox_unavailable",
-            "Landlock is not available on this kernel; pass --no-sandbox to run the command unconfined",
+            format!(
+                "{root}: the command could not be confined (Landlock or a private mount namespace is unavailable) and was not run; pass --no-sandbox to run it unconfined"
+            ),
         ));
     }
 
@@ -245,7 +248,19 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     Ok(report)
 }
 
-/// Exit code of the helper when Landlock cannot confine it.
+/// What stays read-only inside a writable worktree: its `.git` (a directory, or the file of
+/// a linked worktree) and the store's folder if it lives there.
+fn protected(root: &Utf8Path, store_dir: Option<&Path>) -> Vec<PathBuf> {
+    let mut out = vec![root.join(".git").into_std_path_buf()];
+    out.extend(
+        store_dir
+            .filter(|s| s.starts_with(root.as_std_path()))
+            .map(Path::to_path_buf),
+    );
+    out
+}
+
+/// Exit code of the helper when it cannot confine the command.
 pub const SANDBOX_UNAVAILABLE: i32 = 231;
 
 /// The hidden helper: confine this process to the policy, then become the command.
@@ -262,7 +277,9 @@ pub fn sandbox_exec(policy_json: &str, scratch: &Path, command: &[std::ffi::OsSt
         Ok(()) => {}
         Err(path_policy::SandboxError::Unavailable) => std::process::exit(SANDBOX_UNAVAILABLE),
         Err(e) => {
-            eprintln!("cairn: {e}");
+            eprintln!(
+                "cairn: {e}; the command was not run (pass --no-sandbox to run it unconfined)"
+            );
             std::process::exit(SANDBOX_UNAVAILABLE);
         }
     }

@@ -335,3 +335,47 @@ fn crafted_trees_are_refused_and_nothing_is_written() {
         assert_eq!(disk(&outside, &[]), before, "{label}: the outside changed");
     }
 }
+
+#[test]
+fn a_path_deeper_than_the_rules_allow_is_refused_cleanly() {
+    let env = Env::new();
+    let mut batch = WriteBatch::new();
+    let blob = batch.add_blob(PreparedBlob::new(b"deep"));
+    let mut entry = TreeEntry {
+        name: b"leaf".to_vec(),
+        kind: EntryKind::File,
+        id: blob.into(),
+        size: 4,
+    };
+    for _ in 0..2100 {
+        let tree = Tree::new(vec![entry]).unwrap();
+        let id = batch.add_tree(tree);
+        entry = TreeEntry {
+            name: b"d".to_vec(),
+            kind: EntryKind::Tree,
+            id: id.into(),
+            size: 4,
+        };
+    }
+    let root = batch.add_tree(Tree::new(vec![entry]).unwrap());
+    let snap = batch.add_snapshot(Snapshot {
+        tree: root,
+        parents: vec![],
+        created: jiff::Timestamp::now(),
+        message: "deep".into(),
+        labels: Default::default(),
+        source: None,
+    });
+    env.store.write(&batch).unwrap();
+    let dest = env.path("dest");
+    let err =
+        fs_manager::checkout(&env.store, snap, &dest, &CheckoutOptions::default()).unwrap_err();
+    assert!(
+        err.to_string().contains("longer than 4096 bytes") || err.to_string().contains("deeper"),
+        "{err}"
+    );
+    assert!(
+        !dest.exists() || std::fs::read_dir(&dest).unwrap().count() == 0,
+        "nothing was written"
+    );
+}
