@@ -96,67 +96,73 @@ pub struct Change {
 
 /// Every file-level difference between `old` and `new` (`None` = the empty tree), in tree
 /// order. A path that is a file on one side and a directory on the other shows as the file
-/// removed (or added) plus every file below the directory added (or removed).
+/// removed (or added) plus every file below the directory added (or removed). Only subtrees
+/// whose ids differ are read. Iterative, so no tree is deep enough to exhaust the stack.
 pub fn tree_changes(
     source: &(impl TreeSource + ?Sized),
     old: Option<TreeId>,
     new: Option<TreeId>,
 ) -> Result<Vec<Change>, ReadError> {
-    let mut out = Vec::new();
-    let mut prefix = Vec::new();
-    walk(source, old, new, &mut prefix, &mut out)?;
-    Ok(out)
-}
-
-fn load(source: &(impl TreeSource + ?Sized), id: Option<TreeId>) -> Result<Tree, ReadError> {
-    match id {
+    struct Frame {
+        a: Tree,
+        b: Tree,
+        i: usize,
+        j: usize,
+        prefix_len: usize,
+    }
+    let load = |id: Option<TreeId>| match id {
         Some(id) => source.tree(id),
         None => Ok(Tree::default()),
-    }
-}
-
-fn walk(
-    source: &(impl TreeSource + ?Sized),
-    old: Option<TreeId>,
-    new: Option<TreeId>,
-    prefix: &mut Vec<u8>,
-    out: &mut Vec<Change>,
-) -> Result<(), ReadError> {
+    };
+    let mut out = Vec::new();
     if old == new {
-        return Ok(());
+        return Ok(out);
     }
-    let (a, b) = (load(source, old)?, load(source, new)?);
-    let (a, b) = (a.entries(), b.entries());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        let order = match (a.get(i), b.get(j)) {
+    let mut prefix: Vec<u8> = Vec::new();
+    let mut stack = vec![Frame {
+        a: load(old)?,
+        b: load(new)?,
+        i: 0,
+        j: 0,
+        prefix_len: 0,
+    }];
+    while let Some(frame) = stack.last_mut() {
+        let (a, b) = (frame.a.entries(), frame.b.entries());
+        if frame.i >= a.len() && frame.j >= b.len() {
+            let len = frame.prefix_len;
+            stack.pop();
+            prefix.truncate(len);
+            continue;
+        }
+        let order = match (a.get(frame.i), b.get(frame.j)) {
             (Some(x), Some(y)) => x.name.cmp(&y.name),
             (Some(_), None) => std::cmp::Ordering::Less,
             _ => std::cmp::Ordering::Greater,
         };
         let (left, right) = match order {
             std::cmp::Ordering::Less => {
-                i += 1;
-                (Some(&a[i - 1]), None)
+                frame.i += 1;
+                (a.get(frame.i - 1).cloned(), None)
             }
             std::cmp::Ordering::Greater => {
-                j += 1;
-                (None, Some(&b[j - 1]))
+                frame.j += 1;
+                (None, b.get(frame.j - 1).cloned())
             }
             std::cmp::Ordering::Equal => {
-                i += 1;
-                j += 1;
-                (Some(&a[i - 1]), Some(&b[j - 1]))
+                frame.i += 1;
+                frame.j += 1;
+                (a.get(frame.i - 1).cloned(), b.get(frame.j - 1).cloned())
             }
         };
-        let Some(name) = left.or(right).map(|e| &e.name) else {
+        let Some(name) = left.as_ref().or(right.as_ref()).map(|e| e.name.clone()) else {
             continue;
         };
-        let len = prefix.len();
+        let len = frame.prefix_len;
+        prefix.truncate(len);
         if len > 0 {
             prefix.push(b'/');
         }
-        prefix.extend_from_slice(name);
+        prefix.extend_from_slice(&name);
         let file = |e: &cas::TreeEntry| {
             e.kind.is_blob().then_some(FileEntry {
                 kind: e.kind,
@@ -164,7 +170,7 @@ fn walk(
                 size: e.size,
             })
         };
-        let (old_file, new_file) = (left.and_then(file), right.and_then(file));
+        let (old_file, new_file) = (left.as_ref().and_then(file), right.as_ref().and_then(file));
         if (old_file.is_some() || new_file.is_some()) && old_file != new_file {
             out.push(Change {
                 path: prefix.clone(),
@@ -173,12 +179,18 @@ fn walk(
             });
         }
         let (old_tree, new_tree) = (left.and_then(|e| e.tree()), right.and_then(|e| e.tree()));
-        if old_tree.is_some() || new_tree.is_some() {
-            walk(source, old_tree, new_tree, prefix, out)?;
+        if (old_tree.is_some() || new_tree.is_some()) && old_tree != new_tree {
+            let child = Frame {
+                a: load(old_tree)?,
+                b: load(new_tree)?,
+                i: 0,
+                j: 0,
+                prefix_len: prefix.len(),
+            };
+            stack.push(child);
         }
-        prefix.truncate(len);
     }
-    Ok(())
+    Ok(out)
 }
 
 /// True if `path` is `filter` or lies below it; an empty filter holds everything.

@@ -95,40 +95,35 @@ fn build(
     Ok((id, size))
 }
 
-/// Every file of a stored tree, in tree order.
+/// Every file of a stored tree, in tree order. Iterative, so no tree is deep enough to
+/// exhaust the stack.
 pub(crate) fn flatten(
     source: &dyn diff::TreeSource,
     root: TreeId,
 ) -> Result<Vec<FileRecord>, cas::ReadError> {
     let mut out = Vec::new();
-    let mut prefix = Vec::new();
-    flatten_into(source, root, &mut prefix, &mut out)?;
-    Ok(out)
-}
-
-fn flatten_into(
-    source: &dyn diff::TreeSource,
-    id: TreeId,
-    prefix: &mut Vec<u8>,
-    out: &mut Vec<FileRecord>,
-) -> Result<(), cas::ReadError> {
-    let tree = source.tree(id)?;
-    for e in tree.entries() {
-        let len = prefix.len();
-        if len > 0 {
-            prefix.push(b'/');
+    let mut stack: Vec<(Vec<u8>, TreeId)> = vec![(Vec::new(), root)];
+    while let Some((prefix, id)) = stack.pop() {
+        let tree = source.tree(id)?;
+        let mut subtrees = Vec::new();
+        for e in tree.entries() {
+            let mut path = prefix.clone();
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(&e.name);
+            match e.tree() {
+                Some(sub) => subtrees.push((path, sub)),
+                None => out.push(FileRecord {
+                    path,
+                    kind: e.kind,
+                    blob: e.id.as_blob(),
+                    size: e.size,
+                }),
+            }
         }
-        prefix.extend_from_slice(&e.name);
-        match e.tree() {
-            Some(sub) => flatten_into(source, sub, prefix, out)?,
-            None => out.push(FileRecord {
-                path: prefix.clone(),
-                kind: e.kind,
-                blob: e.id.as_blob(),
-                size: e.size,
-            }),
-        }
-        prefix.truncate(len);
+        stack.extend(subtrees.into_iter().rev());
     }
-    Ok(())
+    out.sort_by(|a, b| crate::scan::tree_order(&a.path, &b.path));
+    Ok(out)
 }

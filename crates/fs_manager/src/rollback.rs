@@ -181,6 +181,14 @@ pub fn rollback(
         .collect();
     writes.sort_by(|a, b| tree_order(&a.0, &b.0));
     let root_path = root.as_std_path();
+    for (p, _) in &writes {
+        if let Err(e) = path_policy::check_path(p) {
+            return Err(RollbackError::Blocked {
+                path: fsops::join(root_path, p),
+                reason: e.reason().to_owned(),
+            });
+        }
+    }
     check_obstacles(root_path, &deleted, &writes)?;
     let written: Vec<Vec<u8>> = writes.iter().map(|(p, _)| p.clone()).collect();
     if options.dry_run {

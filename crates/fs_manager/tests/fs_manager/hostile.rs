@@ -378,4 +378,11 @@ fn a_path_deeper_than_the_rules_allow_is_refused_cleanly() {
         !dest.exists() || std::fs::read_dir(&dest).unwrap().count() == 0,
         "nothing was written"
     );
+    // Rolling a worktree back to it is refused the same way, before anything changes.
+    let w = env.path("w");
+    write_tree(&w, &[("a", file("1"))]);
+    fs_manager::onboard(&env.store, &w, &OnboardOptions::default()).unwrap();
+    let err = fs_manager::rollback(&env.store, &w, snap, &RollbackOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("longer than 4096 bytes"), "{err}");
+    assert_eq!(disk(&w, &[]), [(b"a".to_vec(), file("1"))].into());
 }
