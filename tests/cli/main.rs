@@ -3,6 +3,7 @@
 
 mod diff_commands;
 mod human_output;
+mod import_commands;
 mod run_commands;
 mod store_commands;
 mod support;

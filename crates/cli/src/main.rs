@@ -57,6 +57,9 @@ enum Command {
         /// Keep deny-pattern paths (secrets such as .env, *.pem) in scope for this worktree.
         #[arg(long)]
         include_denied: bool,
+        /// Import the tree of this git commit of SRC instead (registers no worktree).
+        #[arg(long, value_name = "REV")]
+        git: Option<String>,
     },
     /// New snapshot of a worktree, parent = its head.
     Snapshot {
@@ -221,6 +224,21 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
             message,
             labels,
             include_denied,
+            git: Some(rev),
+        } => commands::worktrees::import(
+            ctx,
+            &src,
+            &rev,
+            message.as_deref(),
+            &labels,
+            include_denied,
+        ),
+        Command::Onboard {
+            src,
+            message,
+            labels,
+            include_denied,
+            git: None,
         } => commands::worktrees::onboard(ctx, &src, message.as_deref(), &labels, include_denied),
         Command::Snapshot {
             worktree,

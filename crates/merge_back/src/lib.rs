@@ -1,8 +1,9 @@
 //! `merge_back`: the one crate that knows git, through gitoxide.
 //!
-//! Today it answers where a directory's git repository stands: the commit `HEAD` points at
-//! and whether tracked files differ from it. Import, export and the three-way merge into the
-//! user's repository build on this crate.
+//! It answers where a directory's git repository stands (the commit `HEAD` points at and
+//! whether tracked files differ from it) and imports a commit's tree as a snapshot
+//! ([`import`]). Export and the three-way merge into the user's repository build on this
+//! crate.
 //!
 //! ```no_run
 //! let state = merge_back::git_state(camino::Utf8Path::new("/path/to/repo"))?;
@@ -13,6 +14,10 @@
 //! ```
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
+
+mod import;
+
+pub use import::{ImportError, ImportOutcome, import};
 
 use camino::{Utf8Path, Utf8PathBuf};
 

@@ -83,6 +83,64 @@ pub fn onboard(
     Ok(Report::new(json, human))
 }
 
+/// `cairn onboard SRC --git REV`: the tree of a commit as a snapshot.
+pub fn import(
+    ctx: &Ctx,
+    src: &Utf8Path,
+    rev: &str,
+    message: Option<&str>,
+    raw_labels: &[String],
+    include_denied: bool,
+) -> Result<Report, CliError> {
+    let labels = labels(raw_labels)?;
+    let repo = path_arg(src)?;
+    let repo = std::fs::canonicalize(&repo)
+        .ok()
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+        .ok_or_else(|| CliError::usage("invalid_path", format!("{repo}: no such directory")))?;
+    let store = ctx.open_or_create()?;
+    let message = message
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("import of {rev}"));
+    let deny = if include_denied {
+        path_policy::DenyList::nothing()
+    } else {
+        path_policy::DenyList::load(store.root().as_std_path(), repo.as_std_path())
+            .map_err(|e| CliError::usage("invalid_config", e.to_string()))?
+    };
+    let out = merge_back::import(&store, &repo, rev, &message, &labels, &deny).map_err(|e| {
+        let text = e.to_string();
+        match e {
+            merge_back::ImportError::Store(e) => e.into(),
+            merge_back::ImportError::Git { .. } => CliError::store("git", text),
+            _ => CliError::usage("invalid_input", text),
+        }
+    })?;
+    let skipped: Vec<_> = out
+        .skipped
+        .iter()
+        .map(|(p, r)| serde_json::json!({ "path": json_path(p), "reason": r }))
+        .collect();
+    let json = serde_json::json!({
+        "snapshot": out.snapshot,
+        "tree": out.tree,
+        "files": out.files,
+        "bytes": out.bytes,
+        "skipped": skipped,
+        "source": { "git_commit": out.commit, "dirty": false },
+    });
+    let mut human: String = out
+        .skipped
+        .iter()
+        .map(|(p, r)| format!("skipped {}: {r}\n", quote_path(p)))
+        .collect();
+    human.push_str(&format!(
+        "imported {} of {repo} ({} files, {} bytes)\nsnapshot {}\n",
+        out.commit, out.files, out.bytes, out.snapshot
+    ));
+    Ok(Report::new(json, human))
+}
+
 /// `cairn snapshot WORKTREE [-m MSG] [--label K=V]…`.
 pub fn snapshot(
     ctx: &Ctx,
