@@ -15,8 +15,10 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
+mod export;
 mod import;
 
+pub use export::{ExportError, ExportOutcome, export};
 pub use import::{ImportError, ImportOutcome, import};
 
 use camino::{Utf8Path, Utf8PathBuf};

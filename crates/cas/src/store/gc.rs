@@ -6,7 +6,7 @@ use redb::ReadableTable;
 
 use super::blob::{self, Location, LogWriter};
 use super::error::{MaintenanceError, StorageResult};
-use super::tables::{BLOBS, LOG_END_KEY, META, OPLOG, SEGMENTS, SNAPSHOTS, TREES};
+use super::tables::{BLOBS, GIT_OIDS, LOG_END_KEY, META, OPLOG, SEGMENTS, SNAPSHOTS, TREES};
 use super::{ObjectKind, Reader, Store};
 use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
 
@@ -108,6 +108,15 @@ impl Store {
                     snapshots.remove(k).storage()?;
                 }
                 drop((trees, snapshots));
+                let mut git_oids = txn.open_table(GIT_OIDS).storage()?;
+                for k in dead_blobs
+                    .iter()
+                    .map(|b| *b.as_bytes())
+                    .chain(dead_trees.iter().copied())
+                {
+                    git_oids.remove(&k).storage()?;
+                }
+                drop(git_oids);
                 self.reclaim_segments(&txn, &mut blobs)?;
             }
         }

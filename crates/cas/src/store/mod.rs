@@ -310,6 +310,11 @@ impl Store {
             worktrees: txn.open_table(WORKTREES).storage()?,
             oplog: txn.open_table(OPLOG).storage()?,
             file_states: txn.open_table(FILE_STATES).storage()?,
+            git_oids: match txn.open_table(GIT_OIDS) {
+                Ok(t) => Some(t),
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(e.into()),
+            },
             segment_bytes: self.segment_bytes,
         })
     }
@@ -472,6 +477,12 @@ impl Store {
                     |_, _| false,
                 )
                 .storage()?;
+        }
+        if !batch.git_oids.is_empty() {
+            let mut map = txn.open_table(GIT_OIDS).storage()?;
+            for (id, oid) in &batch.git_oids {
+                map.insert(id.as_bytes(), oid.as_slice()).storage()?;
+            }
         }
         for (root, path, state) in &batch.file_states {
             match state {
@@ -760,6 +771,7 @@ pub struct WriteBatch {
     ops: Vec<(Utf8PathBuf, OpRecord)>,
     cleared_states: Vec<Utf8PathBuf>,
     file_states: Vec<(Utf8PathBuf, Vec<u8>, Option<Vec<u8>>)>,
+    git_oids: Vec<(ObjectId, Vec<u8>)>,
 }
 
 impl WriteBatch {
@@ -820,6 +832,11 @@ impl WriteBatch {
             .push((root.to_owned(), path.to_vec(), state));
     }
 
+    /// Records that `id` is `git_oid` in git repositories.
+    pub fn map_git_oid(&mut self, id: ObjectId, git_oid: &[u8]) {
+        self.git_oids.push((id, git_oid.to_vec()));
+    }
+
     /// Compressed bytes the batch's blobs would add.
     pub fn stored_bytes(&self) -> u64 {
         self.blobs.iter().map(PreparedBlob::stored_bytes).sum()
@@ -836,6 +853,7 @@ impl WriteBatch {
             && self.ops.is_empty()
             && self.cleared_states.is_empty()
             && self.file_states.is_empty()
+            && self.git_oids.is_empty()
     }
 }
 
@@ -852,6 +870,8 @@ pub struct Reader {
     worktrees: ReadOnlyTable<&'static str, &'static [u8]>,
     oplog: ReadOnlyTable<(&'static str, u64), &'static [u8]>,
     file_states: ReadOnlyTable<(&'static str, &'static [u8]), &'static [u8]>,
+    /// Absent in stores that never exported.
+    git_oids: Option<ReadOnlyTable<[u8; 32], &'static [u8]>>,
     segment_bytes: u64,
 }
 
@@ -1135,6 +1155,17 @@ impl Reader {
             out.push((k.value().1.to_vec(), v.value().to_vec()));
         }
         Ok(out)
+    }
+
+    /// The git id recorded for `id` by an earlier export, if any.
+    pub fn git_oid(&self, id: ObjectId) -> Result<Option<Vec<u8>>, StorageFailure> {
+        let Some(map) = &self.git_oids else {
+            return Ok(None);
+        };
+        Ok(map
+            .get(id.as_bytes())
+            .storage()?
+            .map(|v| v.value().to_vec()))
     }
 
     /// A worktree's op log, oldest first.

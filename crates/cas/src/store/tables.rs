@@ -24,6 +24,10 @@ pub(crate) const OPLOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::n
 pub(crate) const FILE_STATES: TableDefinition<(&str, &[u8]), &[u8]> =
     TableDefinition::new("file_states");
 
+/// Object id → the id of the same object in a git (SHA-1) repository, so exports skip what
+/// was exported before. Stores created before this table existed gain it on their next write.
+pub(crate) const GIT_OIDS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("git_oids");
+
 pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
 pub(crate) const SEGMENT_BYTES_KEY: &str = "segment_bytes";
 pub(crate) const LOG_END_KEY: &str = "log_end";

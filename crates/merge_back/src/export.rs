@@ -1,0 +1,175 @@
+//! Writing a snapshot's tree into a git object database.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{EntryKind, ObjectId, Store, Tree, TreeId, WriteBatch};
+
+/// What [`export`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportOutcome {
+    /// The git tree of the snapshot's root, as hex.
+    pub tree: String,
+    /// Objects read from the store and handed to git.
+    pub written: u64,
+    /// Objects known from an earlier export and present in the repository.
+    pub reused: u64,
+}
+
+/// Exporting failed; the repository holds at most some unreferenced objects.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The path is not a git repository.
+    #[error("{path}: not a git repository ({message})")]
+    NotARepository {
+        /// The path given.
+        path: Utf8PathBuf,
+        /// What gitoxide said.
+        message: String,
+    },
+    /// Writing to the repository failed.
+    #[error("{path}: {message}")]
+    Git {
+        /// The repository.
+        path: Utf8PathBuf,
+        /// What gitoxide said.
+        message: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+fn mode(kind: EntryKind) -> gix::objs::tree::EntryMode {
+    use gix::objs::tree::EntryKind as G;
+    match kind {
+        EntryKind::File => G::Blob,
+        EntryKind::Executable => G::BlobExecutable,
+        EntryKind::Symlink => G::Link,
+        EntryKind::Tree => G::Tree,
+    }
+    .into()
+}
+
+/// One tree being exported: its entries and the git entries made so far.
+struct Frame {
+    id: TreeId,
+    tree: Tree,
+    next: usize,
+    made: Vec<gix::objs::tree::Entry>,
+}
+
+/// Writes the tree `root` (with every blob and subtree below it) into the object database
+/// of the repository at `repo_path`, and returns the git tree id. Objects an earlier export
+/// recorded (BLAKE3 → git id, kept in the store) and that the repository has are neither read
+/// nor hashed again, so re-exporting a similar tree costs what changed.
+pub fn export(
+    store: &Store,
+    repo_path: &Utf8Path,
+    root: TreeId,
+) -> Result<ExportOutcome, ExportError> {
+    let repo = gix::open(repo_path.as_std_path()).map_err(|e| ExportError::NotARepository {
+        path: repo_path.to_owned(),
+        message: e.to_string(),
+    })?;
+    let git_err = |e: &dyn std::fmt::Display| ExportError::Git {
+        path: repo_path.to_owned(),
+        message: e.to_string(),
+    };
+    let reader = store
+        .reader()
+        .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+    let known = |id: ObjectId| -> Result<Option<gix::ObjectId>, ExportError> {
+        let mapped = reader
+            .git_oid(id)
+            .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+        Ok(mapped
+            .and_then(|raw| gix::ObjectId::try_from(raw.as_slice()).ok())
+            .filter(|oid| repo.has_object(oid)))
+    };
+    let mut outcome = ExportOutcome {
+        tree: String::new(),
+        written: 0,
+        reused: 0,
+    };
+    if let Some(oid) = known(root.into())? {
+        outcome.reused += 1;
+        outcome.tree = oid.to_string();
+        return Ok(outcome);
+    }
+    let mut map = WriteBatch::new();
+    let tree = reader.tree(root).map_err(cas::Error::from)?;
+    let mut stack = vec![Frame {
+        id: root,
+        tree,
+        next: 0,
+        made: Vec::new(),
+    }];
+    let root_oid = loop {
+        let Some(frame) = stack.last_mut() else {
+            return Err(git_err(&"empty export stack"));
+        };
+        if frame.next == frame.tree.entries().len() {
+            let Some(mut done) = stack.pop() else {
+                return Err(git_err(&"empty export stack"));
+            };
+            done.made.sort();
+            let oid = repo
+                .write_object(gix::objs::Tree { entries: done.made })
+                .map_err(|e| git_err(&e))?
+                .detach();
+            outcome.written += 1;
+            map.map_git_oid(done.id.into(), oid.as_bytes());
+            let name = stack
+                .last()
+                .and_then(|parent| parent.tree.entries().get(parent.next - 1))
+                .map(|e| e.name.clone());
+            match (stack.last_mut(), name) {
+                (Some(parent), Some(name)) => {
+                    parent.made.push(gix::objs::tree::Entry {
+                        mode: mode(EntryKind::Tree),
+                        filename: name.into(),
+                        oid,
+                    });
+                }
+                _ => break oid,
+            }
+            continue;
+        }
+        let entry = frame.tree.entries()[frame.next].clone();
+        frame.next += 1;
+        let oid = match known(entry.id)? {
+            Some(oid) => {
+                outcome.reused += 1;
+                oid
+            }
+            None if entry.kind == EntryKind::Tree => {
+                let tree = reader.tree(entry.id.as_tree()).map_err(cas::Error::from)?;
+                stack.push(Frame {
+                    id: entry.id.as_tree(),
+                    tree,
+                    next: 0,
+                    made: Vec::new(),
+                });
+                continue;
+            }
+            None => {
+                let bytes = reader.blob(entry.id.as_blob()).map_err(cas::Error::from)?;
+                let oid = repo.write_blob(&bytes).map_err(|e| git_err(&e))?.detach();
+                outcome.written += 1;
+                map.map_git_oid(entry.id, oid.as_bytes());
+                oid
+            }
+        };
+        if let Some(frame) = stack.last_mut() {
+            frame.made.push(gix::objs::tree::Entry {
+                mode: mode(entry.kind),
+                filename: entry.name.clone().into(),
+                oid,
+            });
+        }
+    };
+    drop(reader);
+    store.write(&map).map_err(cas::Error::from)?;
+    outcome.tree = root_oid.to_string();
+    Ok(outcome)
+}
