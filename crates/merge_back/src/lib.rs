@@ -17,9 +17,11 @@
 
 mod export;
 mod import;
+mod merge;
 
 pub use export::{ExportError, ExportOutcome, export};
 pub use import::{ImportError, ImportOutcome, import};
+pub use merge::{ConflictKind, MergeConflict, MergeError, TreeMerge, merge_trees};
 
 use camino::{Utf8Path, Utf8PathBuf};
 

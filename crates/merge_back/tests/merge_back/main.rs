@@ -103,3 +103,197 @@ fn export_reproduces_git_tree_ids_and_reuses_what_it_exported() {
     let err = merge_back::export(&store, &dir.join("nowhere"), second.tree).unwrap_err();
     assert!(err.to_string().contains("nowhere"), "{err}");
 }
+
+type Side = fn(&Utf8Path);
+
+/// A repository with `base` committed, then branch `ours` and branch `theirs` changing it.
+fn three_way(dir: &Utf8Path, base: Side, ours: Side, theirs: Side) -> (Utf8PathBuf, [String; 3]) {
+    let r = dir.join("r");
+    std::fs::create_dir_all(&r).unwrap();
+    git(&r, &["init", "-q", "-b", "main"]);
+    base(&r);
+    git(&r, &["add", "-A"]);
+    git(&r, &["commit", "-qm", "base"]);
+    git(&r, &["checkout", "-qb", "ours"]);
+    ours(&r);
+    git(&r, &["add", "-A"]);
+    git(&r, &["commit", "-qm", "ours", "--allow-empty"]);
+    git(&r, &["checkout", "-q", "main"]);
+    git(&r, &["checkout", "-qb", "theirs"]);
+    theirs(&r);
+    git(&r, &["add", "-A"]);
+    git(&r, &["commit", "-qm", "theirs", "--allow-empty"]);
+    let tree = |rev: &str| git(&r, &["rev-parse", &format!("{rev}^{{tree}}")]);
+    (r.clone(), [tree("main"), tree("ours"), tree("theirs")])
+}
+
+fn write(r: &Utf8Path, name: &str, content: &[u8]) {
+    std::fs::create_dir_all(r.join(name).parent().unwrap()).unwrap();
+    std::fs::write(r.join(name), content).unwrap();
+}
+
+const TEXT: &[u8] = b"one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\n";
+
+#[test]
+fn clean_merges_match_git_exactly() {
+    let cases: Vec<(&str, Side, Side, Side)> = vec![
+        (
+            "non-overlapping edits",
+            |r| write(r, "f", TEXT),
+            |r| write(r, "f", &TEXT.to_vec().replace_first(b"one", b"ONE")),
+            |r| write(r, "f", &TEXT.to_vec().replace_first(b"eight", b"EIGHT")),
+        ),
+        (
+            "exec bit on one side, content on the other",
+            |r| write(r, "run.sh", b"#!/bin/sh\necho a\n"),
+            |r| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(r.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+                    .unwrap();
+            },
+            |r| write(r, "run.sh", b"#!/bin/sh\necho b\n"),
+        ),
+        (
+            "symlink retarget",
+            |r| {
+                write(r, "a", b"a\n");
+                write(r, "b", b"b\n");
+                std::os::unix::fs::symlink("a", r.join("link")).unwrap();
+            },
+            |r| {
+                std::fs::remove_file(r.join("link")).unwrap();
+                std::os::unix::fs::symlink("b", r.join("link")).unwrap();
+            },
+            |r| write(r, "other", b"x\n"),
+        ),
+        (
+            "rename on one side, edit on the other",
+            |r| write(r, "old.txt", TEXT),
+            |r| {
+                std::fs::rename(r.join("old.txt"), r.join("new.txt")).unwrap();
+            },
+            |r| write(r, "old.txt", &TEXT.to_vec().replace_first(b"four", b"FOUR")),
+        ),
+    ];
+    for (name, base, ours, theirs) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(dir.path()).unwrap();
+        let (r, [b, o, t]) = three_way(dir, base, ours, theirs);
+        let merged = merge_back::merge_trees(&r, &b, &o, &t).unwrap();
+        assert_eq!(merged.conflicts, vec![], "{name}");
+        let expected = git(&r, &["merge-tree", "--write-tree", "ours", "theirs"]);
+        assert_eq!(
+            merged.tree.as_deref(),
+            Some(expected.lines().next().unwrap()),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn conflicts_are_reported_by_kind_and_path() {
+    use merge_back::ConflictKind as K;
+    let cases: Vec<(&str, Side, Side, Side, &str, K)> = vec![
+        (
+            "same line",
+            |r| write(r, "f", TEXT),
+            |r| write(r, "f", &TEXT.to_vec().replace_first(b"two", b"TWO")),
+            |r| write(r, "f", &TEXT.to_vec().replace_first(b"two", b"2")),
+            "f",
+            K::Content,
+        ),
+        (
+            "modify/delete",
+            |r| write(r, "f", TEXT),
+            |r| write(r, "f", &TEXT.to_vec().replace_first(b"two", b"TWO")),
+            |r| std::fs::remove_file(r.join("f")).unwrap(),
+            "f",
+            K::ModifyDelete,
+        ),
+        (
+            "add/add",
+            |r| write(r, "keep", b"k\n"),
+            |r| write(r, "new", b"ours\n"),
+            |r| write(r, "new", b"theirs\n"),
+            "new",
+            K::AddAdd,
+        ),
+        (
+            "binary",
+            |r| write(r, "img.bin", b"\0\x01base"),
+            |r| write(r, "img.bin", b"\0\x01ours"),
+            |r| write(r, "img.bin", b"\0\x01theirs"),
+            "img.bin",
+            K::Binary,
+        ),
+        (
+            "file against directory",
+            |r| write(r, "keep", b"k\n"),
+            |r| write(r, "x", b"a file\n"),
+            |r| write(r, "x/inside", b"a directory\n"),
+            "x",
+            K::Type,
+        ),
+    ];
+    for (name, base, ours, theirs, path, kind) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = Utf8Path::from_path(dir.path()).unwrap();
+        let (r, [b, o, t]) = three_way(dir, base, ours, theirs);
+        let before = (
+            git(&r, &["rev-parse", "HEAD"]),
+            git(&r, &["status", "--porcelain"]),
+        );
+        let merged = merge_back::merge_trees(&r, &b, &o, &t).unwrap();
+        assert_eq!(merged.tree, None, "{name}");
+        assert!(
+            merged
+                .conflicts
+                .iter()
+                .any(|c| c.path.starts_with(path.as_bytes()) && c.kind == kind),
+            "{name}: {:?}",
+            merged.conflicts
+        );
+        // Git agrees there is a conflict there.
+        let out = std::process::Command::new("git")
+            .args([
+                "-C",
+                r.as_str(),
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "ours",
+                "theirs",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{name}: git sees a conflict too"
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains(path),
+            "{name}"
+        );
+        // Nothing in the repository moved.
+        assert_eq!(
+            (
+                git(&r, &["rev-parse", "HEAD"]),
+                git(&r, &["status", "--porcelain"])
+            ),
+            before,
+            "{name}"
+        );
+    }
+}
+
+trait ReplaceFirst {
+    fn replace_first(&self, from: &[u8], to: &[u8]) -> Vec<u8>;
+}
+
+impl ReplaceFirst for Vec<u8> {
+    fn replace_first(&self, from: &[u8], to: &[u8]) -> Vec<u8> {
+        let at = self.windows(from.len()).position(|w| w == from).unwrap();
+        [&self[..at], to, &self[at + from.len()..]].concat()
+    }
+}
