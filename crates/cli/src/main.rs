@@ -92,6 +92,27 @@ enum Command {
         #[arg(last = true)]
         paths: Vec<std::ffi::OsString>,
     },
+    /// Three-way merge a snapshot into the git repository it was onboarded from, as a
+    /// commit on a new branch; with conflicts, report them and change nothing.
+    Merge {
+        /// The snapshot (ref name or id prefix).
+        snapshot: String,
+        /// The git repository.
+        #[arg(long, value_name = "REPO")]
+        into: Utf8PathBuf,
+        /// The common ancestor (default: the nearest ancestor onboarded from REPO).
+        #[arg(long, value_name = "SNAP")]
+        base: Option<String>,
+        /// The branch to create (default cairn/<first 12 hex of SNAP>).
+        #[arg(long, value_name = "B")]
+        branch: Option<String>,
+        /// Merge into the current branch, index and working tree (not implemented yet).
+        #[arg(long)]
+        checkout: bool,
+        /// Commit message (default: the snapshot's).
+        #[arg(short, long)]
+        message: Option<String>,
+    },
     /// The worktree registry.
     Worktree {
         #[command(subcommand)]
@@ -254,6 +275,22 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
             dry_run,
             paths,
         } => commands::worktrees::rollback(ctx, &worktree, &snapshot, dry_run, &paths),
+        Command::Merge {
+            snapshot,
+            into,
+            base,
+            branch,
+            checkout,
+            message,
+        } => commands::merge::merge(
+            ctx,
+            &snapshot,
+            &into,
+            base.as_deref(),
+            branch.as_deref(),
+            checkout,
+            message.as_deref(),
+        ),
         Command::Worktree { action } => commands::worktrees::worktree(ctx, action),
         Command::Diff {
             a,

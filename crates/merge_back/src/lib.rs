@@ -2,8 +2,9 @@
 //!
 //! It answers where a directory's git repository stands (the commit `HEAD` points at and
 //! whether tracked files differ from it) and imports a commit's tree as a snapshot
-//! ([`import`]). Export and the three-way merge into the user's repository build on this
-//! crate.
+//! ([`import`]), writes a snapshot's tree into the repository ([`export`]), merges trees with
+//! git's rules ([`merge_trees`]) and brings a snapshot back as a commit on a branch
+//! ([`merge_snapshot`]).
 //!
 //! ```no_run
 //! let state = merge_back::git_state(camino::Utf8Path::new("/path/to/repo"))?;
@@ -18,10 +19,12 @@
 mod export;
 mod import;
 mod merge;
+mod merge_snapshot;
 
 pub use export::{ExportError, ExportOutcome, export};
 pub use import::{ImportError, ImportOutcome, import};
 pub use merge::{ConflictKind, MergeConflict, MergeError, TreeMerge, merge_trees};
+pub use merge_snapshot::{MergeOptions, MergeOutcome, MergeSnapshotError, merge_snapshot};
 
 use camino::{Utf8Path, Utf8PathBuf};
 

@@ -35,7 +35,7 @@ fn skipped_human(skipped: &[Skipped]) -> String {
         .collect()
 }
 
-fn path_arg(p: &Utf8Path) -> Result<Utf8PathBuf, CliError> {
+pub(crate) fn path_arg(p: &Utf8Path) -> Result<Utf8PathBuf, CliError> {
     Ok(absolute(&current_dir()?, p))
 }
 

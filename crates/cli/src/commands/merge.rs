@@ -1,0 +1,103 @@
+//! `cairn merge`: bring a snapshot back into the git repository it came from.
+
+use camino::Utf8Path;
+use merge_back::{MergeOptions, MergeSnapshotError};
+
+use crate::commands::worktrees::path_arg;
+use crate::context::Ctx;
+use crate::error::CliError;
+use crate::output::{Report, json_path, quote_path};
+
+/// `cairn merge SNAP --into REPO [--base SNAP] [--branch B] [-m MSG]`.
+pub fn merge(
+    ctx: &Ctx,
+    snap: &str,
+    into: &Utf8Path,
+    base: Option<&str>,
+    branch: Option<&str>,
+    checkout: bool,
+    message: Option<&str>,
+) -> Result<Report, CliError> {
+    if checkout {
+        return Err(CliError::usage(
+            "unsupported",
+            format!("{into}: merge --checkout is not implemented yet; merge to a branch instead"),
+        ));
+    }
+    let repo = path_arg(into)?;
+    let repo = std::fs::canonicalize(&repo)
+        .ok()
+        .and_then(|p| camino::Utf8PathBuf::from_path_buf(p).ok())
+        .ok_or_else(|| CliError::usage("invalid_path", format!("{repo}: no such directory")))?;
+    let store = ctx.open_existing()?;
+    let (snapshot, base) = {
+        let reader = store.reader()?;
+        let snapshot = reader.resolve_snapshot(snap)?;
+        let base = base.map(|b| reader.resolve_snapshot(b)).transpose()?;
+        (snapshot, base)
+    };
+    let options = MergeOptions {
+        repo: &repo,
+        snapshot,
+        base,
+        branch,
+        message,
+    };
+    let out = merge_back::merge_snapshot(&store, &options).map_err(|e| {
+        let text = e.to_string();
+        match e {
+            MergeSnapshotError::Store(e) => e.into(),
+            MergeSnapshotError::Export(merge_back::ExportError::Store(e)) => e.into(),
+            MergeSnapshotError::Git { .. }
+            | MergeSnapshotError::Export(_)
+            | MergeSnapshotError::Merge(merge_back::MergeError::Git { .. }) => {
+                CliError::store("git", text)
+            }
+            MergeSnapshotError::BranchExists { .. } => CliError::usage("branch_exists", text),
+            MergeSnapshotError::InProgress { .. } => CliError::usage("repository_busy", text),
+            MergeSnapshotError::NoBase { .. } => CliError::usage("no_base", text),
+            _ => CliError::usage("invalid_input", text),
+        }
+    })?;
+    let conflicts: Vec<_> = out
+        .conflicts
+        .iter()
+        .map(|c| serde_json::json!({ "path": json_path(&c.path), "kind": c.kind }))
+        .collect();
+    let (commit, branch) = match &out.commit {
+        Some((c, b)) => (Some(c.as_str()), Some(b.as_str())),
+        None => (None, None),
+    };
+    let json = serde_json::json!({
+        "merged": out.commit.is_some(),
+        "commit": commit,
+        "branch": branch,
+        "base": out.base,
+        "conflicts": conflicts,
+        "dirty": Vec::<String>::new(),
+    });
+    match (commit, branch) {
+        (Some(commit), Some(branch)) => Ok(Report::new(
+            json,
+            format!("merged {snapshot} into {repo}: branch {branch} at {commit}\n"),
+        )),
+        _ => {
+            let human: String = out
+                .conflicts
+                .iter()
+                .map(|c| {
+                    let kind = serde_json::to_value(c.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    format!("CONFLICT ({kind}): {}\n", quote_path(&c.path))
+                })
+                .collect();
+            let message = format!(
+                "{repo}: merging snapshot {snapshot} conflicts in {} path(s); the repository is unchanged",
+                out.conflicts.len()
+            );
+            Ok(Report::new(json, human).refused(message))
+        }
+    }
+}

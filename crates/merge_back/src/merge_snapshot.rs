@@ -1,0 +1,281 @@
+//! Bringing a snapshot into the git repository it was onboarded from, as a commit on a branch.
+
+use std::collections::{HashSet, VecDeque};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{SnapshotId, Store};
+
+use crate::{ExportError, MergeConflict, MergeError, export, merge_trees};
+
+/// What to merge, and where the result goes.
+#[derive(Debug, Clone)]
+pub struct MergeOptions<'a> {
+    /// The git repository (the top of its work tree).
+    pub repo: &'a Utf8Path,
+    /// The snapshot to bring in.
+    pub snapshot: SnapshotId,
+    /// The common ancestor; default: the nearest ancestor of `snapshot` (itself included)
+    /// onboarded from `repo` while it was a git repository.
+    pub base: Option<SnapshotId>,
+    /// The branch to create (without `refs/heads/`); default `cairn/<first 12 hex of snapshot>`.
+    pub branch: Option<&'a str>,
+    /// The commit message; default: the snapshot's message, or a line naming it.
+    pub message: Option<&'a str>,
+}
+
+/// What [`merge_snapshot`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeOutcome {
+    /// The base snapshot used.
+    pub base: SnapshotId,
+    /// The new commit (its parent is `HEAD`) and the branch that now points at it; `None`
+    /// when conflicts stopped the merge and nothing in the repository changed.
+    pub commit: Option<(String, String)>,
+    /// The unresolved paths.
+    pub conflicts: Vec<MergeConflict>,
+}
+
+/// The merge could not be attempted; the repository's refs, index and files are untouched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MergeSnapshotError {
+    /// The path is not a git repository.
+    #[error("{path}: not a git repository ({message})")]
+    NotARepository {
+        /// The path given.
+        path: Utf8PathBuf,
+        /// What gitoxide said.
+        message: String,
+    },
+    /// `HEAD` has no commit yet.
+    #[error("{path}: HEAD has no commit to merge into")]
+    UnbornHead {
+        /// The repository.
+        path: Utf8PathBuf,
+    },
+    /// A merge, rebase, cherry-pick or similar is under way.
+    #[error("{path}: a {state} is in progress; finish or abort it first")]
+    InProgress {
+        /// The repository.
+        path: Utf8PathBuf,
+        /// What git is in the middle of.
+        state: String,
+    },
+    /// No ancestor of the snapshot was onboarded from this repository.
+    #[error(
+        "snapshot {snapshot}: no ancestor was onboarded from git repository {path}; pass --base"
+    )]
+    NoBase {
+        /// The snapshot.
+        snapshot: SnapshotId,
+        /// The repository.
+        path: Utf8PathBuf,
+    },
+    /// The branch name is not a valid git reference name.
+    #[error("{branch}: not a valid branch name ({message})")]
+    InvalidBranch {
+        /// The name given.
+        branch: String,
+        /// What gitoxide said.
+        message: String,
+    },
+    /// The branch already exists; cairn does not move existing branches.
+    #[error("{path}: branch {branch} already exists; pass another --branch")]
+    BranchExists {
+        /// The repository.
+        path: Utf8PathBuf,
+        /// The branch.
+        branch: String,
+    },
+    /// Exporting a snapshot into the repository failed.
+    #[error(transparent)]
+    Export(#[from] ExportError),
+    /// The three-way merge failed.
+    #[error(transparent)]
+    Merge(#[from] MergeError),
+    /// Reading or writing the repository failed.
+    #[error("{path}: {message}")]
+    Git {
+        /// The repository.
+        path: Utf8PathBuf,
+        /// What gitoxide said.
+        message: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+/// The nearest ancestor of `start` (itself included, breadth first) onboarded or imported
+/// from the git repository at `repo`.
+fn find_base(
+    store: &Store,
+    repo: &Utf8Path,
+    start: SnapshotId,
+) -> Result<Option<SnapshotId>, cas::Error> {
+    let reader = store
+        .reader()
+        .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+    let mut queue = VecDeque::from([start]);
+    let mut seen = HashSet::from([start]);
+    while let Some(id) = queue.pop_front() {
+        let snapshot = reader.snapshot(id)?;
+        if snapshot
+            .source
+            .as_ref()
+            .is_some_and(|s| s.path == repo && s.git.is_some())
+        {
+            return Ok(Some(id));
+        }
+        for parent in snapshot.parents {
+            if seen.insert(parent) {
+                queue.push_back(parent);
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Three-way merges `options.snapshot` into the repository's `HEAD`: base and snapshot trees
+/// are exported into the repository, merged against `HEAD`'s tree with git's rules, and a
+/// clean result becomes a commit (parent `HEAD`, trailer `Cairn-Snapshot: <id>`) on a new
+/// branch. `HEAD`, the index and the working files are never touched; with conflicts no ref
+/// changes either (only unreferenced objects are left, for git's gc).
+pub fn merge_snapshot(
+    store: &Store,
+    options: &MergeOptions<'_>,
+) -> Result<MergeOutcome, MergeSnapshotError> {
+    let path = options.repo;
+    let git_err = |e: &dyn std::fmt::Display| MergeSnapshotError::Git {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    let repo = gix::open(path.as_std_path()).map_err(|e| MergeSnapshotError::NotARepository {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    if let Some(state) = repo.state() {
+        return Err(MergeSnapshotError::InProgress {
+            path: path.to_owned(),
+            state: format!("{state:?}").to_lowercase(),
+        });
+    }
+    let head = repo
+        .head_commit()
+        .map_err(|_| MergeSnapshotError::UnbornHead {
+            path: path.to_owned(),
+        })?;
+    let head_id = head.id;
+    let ours = head.tree_id().map_err(|e| git_err(&e))?.detach();
+
+    let hex = options.snapshot.to_string();
+    let branch = match options.branch {
+        Some(b) => b.to_owned(),
+        None => format!("cairn/{}", &hex[..12.min(hex.len())]),
+    };
+    let refname: gix::refs::FullName = format!("refs/heads/{branch}").try_into().map_err(
+        |e: gix::validate::reference::name::Error| MergeSnapshotError::InvalidBranch {
+            branch: branch.clone(),
+            message: e.to_string(),
+        },
+    )?;
+    if repo
+        .try_find_reference(refname.as_ref())
+        .map_err(|e| git_err(&e))?
+        .is_some()
+    {
+        return Err(MergeSnapshotError::BranchExists {
+            path: path.to_owned(),
+            branch,
+        });
+    }
+
+    let base = match options.base {
+        Some(b) => b,
+        None => {
+            find_base(store, path, options.snapshot)?.ok_or_else(|| MergeSnapshotError::NoBase {
+                snapshot: options.snapshot,
+                path: path.to_owned(),
+            })?
+        }
+    };
+    let (base_tree, theirs_tree) = {
+        let reader = store
+            .reader()
+            .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+        let base_tree = reader.snapshot(base).map_err(cas::Error::from)?.tree;
+        let theirs = reader
+            .snapshot(options.snapshot)
+            .map_err(cas::Error::from)?;
+        (base_tree, theirs)
+    };
+    let base_git = export(store, path, base_tree)?.tree;
+    let theirs_git = export(store, path, theirs_tree.tree)?.tree;
+    let merged = merge_trees(path, &base_git, &ours.to_string(), &theirs_git)?;
+    let Some(tree) = merged.tree else {
+        return Ok(MergeOutcome {
+            base,
+            commit: None,
+            conflicts: merged.conflicts,
+        });
+    };
+
+    let subject = match options.message {
+        Some(m) => m.trim_end().to_owned(),
+        None if !theirs_tree.message.trim().is_empty() => theirs_tree.message.trim_end().to_owned(),
+        None => format!("cairn: merge snapshot {}", &hex[..12.min(hex.len())]),
+    };
+    let message = format!("{subject}\n\nCairn-Snapshot: {hex}\n");
+    let tree = gix::ObjectId::from_hex(tree.as_bytes()).map_err(|e| git_err(&e))?;
+    let committer = signature(&repo, false);
+    let commit = gix::objs::Commit {
+        message: message.into(),
+        tree,
+        author: signature(&repo, true),
+        committer: committer.clone(),
+        encoding: None,
+        parents: [head_id].into_iter().collect(),
+        extra_headers: Vec::new(),
+    };
+    let commit_id = repo
+        .write_object(&commit)
+        .map_err(|e| git_err(&e))?
+        .detach();
+    let edit = gix::refs::transaction::RefEdit::update(
+        refname,
+        commit_id,
+        gix::refs::transaction::PreviousValue::MustNotExist,
+        format!("cairn merge: snapshot {hex}"),
+    );
+    let mut time = gix::date::parse::TimeBuf::default();
+    repo.edit_references_as([edit], Some(committer.to_ref(&mut time)))
+        .map_err(|e| git_err(&e))?;
+    Ok(MergeOutcome {
+        base,
+        commit: Some((commit_id.to_string(), branch)),
+        conflicts: Vec::new(),
+    })
+}
+
+/// The configured author or committer, else a fallback naming cairn (a merge must not fail
+/// for want of `user.name`).
+fn signature(repo: &gix::Repository, author: bool) -> gix::actor::Signature {
+    let configured = if author {
+        repo.author()
+    } else {
+        repo.committer()
+    };
+    let now = gix::date::Time::now_local_or_utc();
+    match configured.and_then(Result::ok) {
+        Some(s) => gix::actor::Signature {
+            name: s.name.into(),
+            email: s.email.into(),
+            time: s.time().unwrap_or(now),
+        },
+        None => gix::actor::Signature {
+            name: "cairn".into(),
+            email: "cairn@localhost".into(),
+            time: now,
+        },
+    }
+}
