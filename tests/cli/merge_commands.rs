@@ -95,12 +95,15 @@ fn a_clean_merge_commits_on_a_new_branch_and_touches_nothing_else() {
 
     // Only the new branch appeared; HEAD, index and working files are as they were.
     let after = repo_state(&repo);
-    let mut expected_refs = before.0.clone();
-    expected_refs.push('\n');
-    expected_refs.push_str(&format!("{commit} commit\trefs/heads/{branch}"));
-    let mut refs: Vec<&str> = expected_refs.lines().collect();
-    refs.sort();
-    assert_eq!(after.0, refs.join("\n"));
+    let sorted = |refs: &str| {
+        let mut lines: Vec<String> = refs.lines().map(str::to_owned).collect();
+        lines.sort();
+        lines
+    };
+    let mut expected_refs = sorted(&before.0);
+    expected_refs.push(format!("{commit} commit\trefs/heads/{branch}"));
+    expected_refs.sort();
+    assert_eq!(sorted(&after.0), expected_refs);
     assert_eq!(
         (&after.1, &after.2, &after.3),
         (&before.1, &before.2, &before.3)
@@ -227,4 +230,187 @@ fn merges_that_cannot_start_exit_2_naming_what_is_wrong() {
         "{}",
         stderr(&out)
     );
+}
+
+/// Every file below `dir` with its bytes (a symlink as its target), `.git` included: what a
+/// byte comparison of the repository sees.
+fn bytes_below(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Vec<u8>)> {
+    let mut all = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = Utf8PathBuf::from_path_buf(entry.unwrap().path()).unwrap();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                all.push((path, target.into_os_string().into_encoded_bytes()));
+            } else if meta.is_dir() {
+                // New loose objects are allowed; nothing else may change.
+                if path.ends_with(".git/objects") {
+                    continue;
+                }
+                stack.push(path);
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                let mut bytes = std::fs::read(&path).unwrap();
+                bytes.extend_from_slice(&meta.permissions().mode().to_le_bytes());
+                all.push((path, bytes));
+            }
+        }
+    }
+    all.sort();
+    all
+}
+
+type Edit = fn(&Utf8Path);
+
+/// The merge case matrix: a user edit committed to the repository, an agent edit
+/// snapshotted in its worktree, and the conflicts git reports (empty: clean).
+#[test]
+fn the_merge_matrix_agrees_with_git_merge_tree() {
+    use std::os::unix::fs::PermissionsExt;
+    fn write(path: Utf8PathBuf, bytes: &[u8]) {
+        std::fs::write(path, bytes).unwrap();
+    }
+    let cases: Vec<(&str, Edit, Edit, serde_json::Value)> = vec![
+        (
+            "non-overlapping edits",
+            |d| write(d.join("b.txt"), b"b by the user\n"),
+            |d| write(d.join("c.txt"), b"c by the agent\n"),
+            serde_json::json!([]),
+        ),
+        (
+            "exec bit on one side, content on the other",
+            |d| {
+                std::fs::set_permissions(d.join("b.txt"), std::fs::Permissions::from_mode(0o755))
+                    .unwrap()
+            },
+            |d| write(d.join("c.txt"), b"c by the agent\n"),
+            serde_json::json!([]),
+        ),
+        (
+            "symlink retarget",
+            |d| write(d.join("c.txt"), b"c by the user\n"),
+            |d| {
+                std::fs::remove_file(d.join("link")).unwrap();
+                std::os::unix::fs::symlink("c.txt", d.join("link")).unwrap();
+            },
+            serde_json::json!([]),
+        ),
+        (
+            "rename on one side, edit on the other",
+            |d| {
+                write(
+                    d.join("src/a.rs"),
+                    b"fn a() {}\nfn shared() {}\nfn user() {}\n",
+                )
+            },
+            |d| std::fs::rename(d.join("src/a.rs"), d.join("src/renamed.rs")).unwrap(),
+            serde_json::json!([]),
+        ),
+        (
+            "same line",
+            |d| write(d.join("b.txt"), b"user\n"),
+            |d| write(d.join("b.txt"), b"agent\n"),
+            serde_json::json!([{ "path": "b.txt", "kind": "content" }]),
+        ),
+        (
+            "binary on both sides",
+            |d| write(d.join("blob.bin"), b"\0user"),
+            |d| write(d.join("blob.bin"), b"\0agent"),
+            serde_json::json!([{ "path": "blob.bin", "kind": "binary" }]),
+        ),
+        (
+            "file against directory",
+            |d| write(d.join("c.txt"), b"c by the user\n"),
+            |d| {
+                std::fs::remove_file(d.join("c.txt")).unwrap();
+                std::fs::create_dir(d.join("c.txt")).unwrap();
+                write(d.join("c.txt/inner"), b"x\n");
+            },
+            serde_json::json!([{ "path": "c.txt", "kind": "type" }]),
+        ),
+    ];
+    for (name, user, agent_edit, expected) in cases {
+        let env = Env::new();
+        let (repo, agent, _) = setup(&env);
+        // Not in `setup`'s first commit: a symlink and a binary file, committed, then onboarded.
+        std::os::unix::fs::symlink("b.txt", repo.join("link")).unwrap();
+        write(repo.join("blob.bin"), b"\0base");
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", "more"]);
+        let (code, v) = env.json(&["onboard", repo.as_str()]);
+        assert_eq!(code, 0, "{v}");
+        let base = v["snapshot"].as_str().unwrap().to_owned();
+        std::fs::remove_dir_all(&agent).unwrap();
+        let (code, v) = env.json(&["checkout", &base, agent.as_str()]);
+        assert_eq!(code, 0, "{name}: {v}");
+
+        // The same agent edit as a git commit in a clone, for git's own merge.
+        let clone = env.path().join("clone");
+        git(env.path(), &["clone", "-q", repo.as_str(), clone.as_str()]);
+        agent_edit(&clone);
+        git(&clone, &["add", "-A"]);
+        git(&clone, &["commit", "-qm", "agent"]);
+        agent_edit(&agent);
+        let snap = snapshot(&env, &agent, name);
+        user(&repo);
+        git(&repo, &["add", "-A"]);
+        git(&repo, &["commit", "-qm", "user"]);
+        git(&clone, &["fetch", "-q", "origin", "main:user"]);
+        let git_merge = std::process::Command::new("git")
+            .args([
+                "-C",
+                clone.as_str(),
+                "merge-tree",
+                "--write-tree",
+                "user",
+                "HEAD",
+            ])
+            .output()
+            .unwrap();
+        let git_tree = String::from_utf8(git_merge.stdout).unwrap();
+        let git_tree = git_tree.lines().next().unwrap().to_owned();
+
+        let before = bytes_below(&repo);
+        let (code, v) = env.json(&["merge", &snap, "--into", repo.as_str()]);
+        assert_eq!(v["conflicts"], expected, "{name}: {v}");
+        if expected == serde_json::json!([]) {
+            assert_eq!(code, 0, "{name}: {v}");
+            assert!(git_merge.status.success(), "{name}: git found conflicts");
+            let commit = v["commit"].as_str().unwrap();
+            let tree = text(git(&repo, &["rev-parse", &format!("{commit}^{{tree}}")]));
+            assert_eq!(tree, git_tree, "{name}: not git's merge");
+            git(&repo, &["fsck", "--strict"]);
+        } else {
+            assert_eq!(code, 1, "{name}: {v}");
+            assert_eq!(
+                git_merge.status.code(),
+                Some(1),
+                "{name}: git merged cleanly"
+            );
+            assert!(
+                bytes_below(&repo) == before,
+                "{name}: the repository changed"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_detached_head_gets_a_branch_whose_parent_is_that_commit() {
+    let env = Env::new();
+    let (repo, agent, _) = setup(&env);
+    std::fs::write(agent.join("b.txt"), "agent\n").unwrap();
+    let snap = snapshot(&env, &agent, "agent");
+    let head = text(git(&repo, &["rev-parse", "HEAD"]));
+    git(&repo, &["checkout", "-q", "--detach"]);
+    let (code, v) = env.json(&["merge", &snap, "--into", repo.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let commit = v["commit"].as_str().unwrap();
+    assert_eq!(
+        text(git(&repo, &["rev-parse", &format!("{commit}^")])),
+        head
+    );
+    assert_eq!(text(git(&repo, &["rev-parse", "HEAD"])), head);
 }
