@@ -414,3 +414,105 @@ fn a_detached_head_gets_a_branch_whose_parent_is_that_commit() {
     );
     assert_eq!(text(git(&repo, &["rev-parse", "HEAD"])), head);
 }
+
+fn agent_work(agent: &Utf8Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(
+        agent.join("src/a.rs"),
+        "fn a() { todo() }\nfn shared() {}\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(agent.join("src/new/deep")).unwrap();
+    std::fs::write(agent.join("src/new/deep/x.rs"), "fn x() {}\n").unwrap();
+    std::fs::remove_file(agent.join("gone.txt")).unwrap();
+    std::fs::set_permissions(agent.join("b.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn checkout_moves_branch_index_and_files_together_keeping_unrelated_edits() {
+    let env = Env::new();
+    let (repo, agent, _) = setup(&env);
+    agent_work(&agent);
+    let snap = snapshot(&env, &agent, "agent: implement a");
+    let head = text(git(&repo, &["rev-parse", "HEAD"]));
+    // The same merge to a branch first: --checkout must commit the same tree.
+    let (code, v) = env.json(&["merge", &snap, "--into", repo.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let branch_tree = text(git(
+        &repo,
+        &[
+            "rev-parse",
+            &format!("{}^{{tree}}", v["commit"].as_str().unwrap()),
+        ],
+    ));
+    // The user's uncommitted edit and untracked file are nowhere the merge goes.
+    std::fs::write(repo.join("c.txt"), "c, uncommitted\n").unwrap();
+    std::fs::write(repo.join("notes.txt"), "untracked\n").unwrap();
+
+    let (code, v) = env.json(&["merge", &snap, "--into", repo.as_str(), "--checkout"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["merged"], true);
+    assert_eq!(v["branch"], "main");
+    assert_eq!(v["dirty"], serde_json::json!([]));
+    let commit = v["commit"].as_str().unwrap();
+    assert_eq!(text(git(&repo, &["rev-parse", "HEAD"])), commit);
+    assert_eq!(text(git(&repo, &["rev-parse", "main"])), commit);
+    assert_eq!(text(git(&repo, &["rev-parse", "HEAD^"])), head);
+    assert_eq!(text(git(&repo, &["rev-parse", "HEAD^{tree}"])), branch_tree);
+    let body = text(git(&repo, &["log", "-1", "--format=%B"]));
+    assert!(body.ends_with(&format!("Cairn-Snapshot: {snap}")), "{body}");
+    // Index and files are the commit, apart from the user's own changes.
+    let status = text(git(&repo, &["status", "--porcelain"]));
+    assert_eq!(status, "M c.txt\n?? notes.txt");
+    assert_eq!(text(git(&repo, &["diff", "--cached", "--name-only"])), "");
+    assert_eq!(
+        std::fs::read_to_string(repo.join("src/new/deep/x.rs")).unwrap(),
+        "fn x() {}\n"
+    );
+    assert!(!repo.join("gone.txt").exists());
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(repo.join("b.txt"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111);
+    assert_eq!(
+        std::fs::read_to_string(repo.join("c.txt")).unwrap(),
+        "c, uncommitted\n"
+    );
+    git(&repo, &["fsck", "--strict"]);
+    // A fresh clone of the result: nothing left unstaged once the user's edits are gone.
+    git(&repo, &["checkout", "-q", "c.txt"]);
+    std::fs::remove_file(repo.join("notes.txt")).unwrap();
+    assert_eq!(text(git(&repo, &["status", "--porcelain"])), "");
+}
+
+#[test]
+fn checkout_over_dirty_paths_writes_nothing_and_lists_them() {
+    let env = Env::new();
+    let (repo, agent, _) = setup(&env);
+    agent_work(&agent);
+    let snap = snapshot(&env, &agent, "agent");
+    // An uncommitted edit where the agent edited, a staged one where it deleted, and an
+    // untracked file where it adds.
+    std::fs::write(repo.join("src/a.rs"), "fn a() { user() }\nfn shared() {}\n").unwrap();
+    std::fs::write(repo.join("gone.txt"), "staged by the user\n").unwrap();
+    git(&repo, &["add", "gone.txt"]);
+    std::fs::create_dir_all(repo.join("src/new/deep")).unwrap();
+    std::fs::write(repo.join("src/new/deep/x.rs"), "the user's own\n").unwrap();
+    let before = bytes_below(&repo);
+
+    let (code, v) = env.json(&["merge", &snap, "--into", repo.as_str(), "--checkout"]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["merged"], false);
+    assert_eq!(v["commit"], serde_json::Value::Null);
+    assert_eq!(
+        v["dirty"],
+        serde_json::json!(["gone.txt", "src/a.rs", "src/new/deep/x.rs"])
+    );
+    assert!(
+        v["message"].as_str().unwrap().contains("uncommitted"),
+        "{v}"
+    );
+    assert!(bytes_below(&repo) == before, "the repository changed");
+}

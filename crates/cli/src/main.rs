@@ -93,7 +93,8 @@ enum Command {
         paths: Vec<std::ffi::OsString>,
     },
     /// Three-way merge a snapshot into the git repository it was onboarded from, as a
-    /// commit on a new branch; with conflicts, report them and change nothing.
+    /// commit on a new branch (or, with --checkout, the current one); with conflicts, report
+    /// them and change nothing.
     Merge {
         /// The snapshot (ref name or id prefix).
         snapshot: String,
@@ -106,7 +107,8 @@ enum Command {
         /// The branch to create (default cairn/<first 12 hex of SNAP>).
         #[arg(long, value_name = "B")]
         branch: Option<String>,
-        /// Merge into the current branch, index and working tree (not implemented yet).
+        /// Commit to the current branch and move index and working tree with it, if every
+        /// path that changes is clean.
         #[arg(long)]
         checkout: bool,
         /// Commit message (default: the snapshot's).

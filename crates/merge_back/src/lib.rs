@@ -20,6 +20,7 @@ mod export;
 mod import;
 mod merge;
 mod merge_snapshot;
+mod worktree;
 
 pub use export::{ExportError, ExportOutcome, export};
 pub use import::{ImportError, ImportOutcome, import};

@@ -5,7 +5,9 @@ use std::collections::{HashSet, VecDeque};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, Store};
 
-use crate::{ExportError, MergeConflict, MergeError, export, merge_trees};
+use gix::refs::transaction::{PreviousValue, RefEdit};
+
+use crate::{ExportError, MergeConflict, MergeError, export, merge_trees, worktree};
 
 /// What to merge, and where the result goes.
 #[derive(Debug, Clone)]
@@ -21,6 +23,9 @@ pub struct MergeOptions<'a> {
     pub branch: Option<&'a str>,
     /// The commit message; default: the snapshot's message, or a line naming it.
     pub message: Option<&'a str>,
+    /// Commit to the checked-out branch (or detached `HEAD`) and move the index and working
+    /// files with it, if every path that changes is clean there; `branch` is then unused.
+    pub checkout: bool,
 }
 
 /// What [`merge_snapshot`] did.
@@ -28,11 +33,15 @@ pub struct MergeOptions<'a> {
 pub struct MergeOutcome {
     /// The base snapshot used.
     pub base: SnapshotId,
-    /// The new commit (its parent is `HEAD`) and the branch that now points at it; `None`
-    /// when conflicts stopped the merge and nothing in the repository changed.
+    /// The new commit (its parent is `HEAD`) and the branch that now points at it (`HEAD`
+    /// when detached); `None` when conflicts or dirty paths stopped the merge and nothing in
+    /// the repository changed.
     pub commit: Option<(String, String)>,
     /// The unresolved paths.
     pub conflicts: Vec<MergeConflict>,
+    /// With `checkout`: the paths the merge must change that have uncommitted changes (or
+    /// untracked files in the way).
+    pub dirty: Vec<Vec<u8>>,
 }
 
 /// The merge could not be attempted; the repository's refs, index and files are untouched.
@@ -104,6 +113,16 @@ pub enum MergeSnapshotError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
+    /// Moving the index and working files failed part way; `HEAD` was not moved.
+    #[error("{path}: checking out the merge failed, HEAD left at {head} ({message})")]
+    Checkout {
+        /// The repository.
+        path: Utf8PathBuf,
+        /// Where `HEAD` still points.
+        head: String,
+        /// What failed.
+        message: String,
+    },
 }
 
 /// The nearest ancestor of `start` (itself included, breadth first) onboarded or imported
@@ -139,8 +158,10 @@ fn find_base(
 /// Three-way merges `options.snapshot` into the repository's `HEAD`: base and snapshot trees
 /// are exported into the repository, merged against `HEAD`'s tree with git's rules, and a
 /// clean result becomes a commit (parent `HEAD`, trailer `Cairn-Snapshot: <id>`) on a new
-/// branch. `HEAD`, the index and the working files are never touched; with conflicts no ref
-/// changes either (only unreferenced objects are left, for git's gc).
+/// branch, leaving `HEAD`, the index and the working files alone. With `checkout` the commit
+/// goes to `HEAD` instead, after the working files and index entries of every changed path
+/// (all of which must be clean) have been moved to it. With conflicts or dirty paths nothing
+/// changes but unreferenced objects, which git's gc collects.
 pub fn merge_snapshot(
     store: &Store,
     options: &MergeOptions<'_>,
@@ -169,26 +190,11 @@ pub fn merge_snapshot(
     let ours = head.tree_id().map_err(|e| git_err(&e))?.detach();
 
     let hex = options.snapshot.to_string();
-    let branch = match options.branch {
-        Some(b) => b.to_owned(),
-        None => format!("cairn/{}", &hex[..12.min(hex.len())]),
+    let target = if options.checkout {
+        Target::Head(Box::new(checkout_state(&repo, path)?))
+    } else {
+        Target::Branch(new_branch(&repo, path, options.branch, &hex)?)
     };
-    let refname: gix::refs::FullName = format!("refs/heads/{branch}").try_into().map_err(
-        |e: gix::validate::reference::name::Error| MergeSnapshotError::InvalidBranch {
-            branch: branch.clone(),
-            message: e.to_string(),
-        },
-    )?;
-    if repo
-        .try_find_reference(refname.as_ref())
-        .map_err(|e| git_err(&e))?
-        .is_some()
-    {
-        return Err(MergeSnapshotError::BranchExists {
-            path: path.to_owned(),
-            branch,
-        });
-    }
 
     let base = match options.base {
         Some(b) => b,
@@ -217,7 +223,26 @@ pub fn merge_snapshot(
             base,
             commit: None,
             conflicts: merged.conflicts,
+            dirty: Vec::new(),
         });
+    };
+    let tree = gix::ObjectId::from_hex(tree.as_bytes()).map_err(|e| git_err(&e))?;
+    let plan = match &target {
+        Target::Head(state) => {
+            let (workdir, index, _) = &**state;
+            let changes = worktree::changes(&repo, ours, tree).map_err(|e| git_err(&e))?;
+            let dirty = worktree::dirty(workdir, index, &changes).map_err(|e| git_err(&e))?;
+            if !dirty.is_empty() {
+                return Ok(MergeOutcome {
+                    base,
+                    commit: None,
+                    conflicts: Vec::new(),
+                    dirty: dirty.into_iter().map(Vec::from).collect(),
+                });
+            }
+            Some(changes)
+        }
+        Target::Branch(_) => None,
     };
 
     let subject = match options.message {
@@ -226,7 +251,6 @@ pub fn merge_snapshot(
         None => format!("cairn: merge snapshot {}", &hex[..12.min(hex.len())]),
     };
     let message = format!("{subject}\n\nCairn-Snapshot: {hex}\n");
-    let tree = gix::ObjectId::from_hex(tree.as_bytes()).map_err(|e| git_err(&e))?;
     let committer = signature(&repo, false);
     let commit = gix::objs::Commit {
         message: message.into(),
@@ -241,12 +265,32 @@ pub fn merge_snapshot(
         .write_object(&commit)
         .map_err(|e| git_err(&e))?
         .detach();
-    let edit = gix::refs::transaction::RefEdit::update(
+    let (refname, expected, branch) = match target {
+        Target::Branch((refname, branch)) => (refname, PreviousValue::MustNotExist, branch),
+        Target::Head(state) => {
+            let (workdir, index, branch) = *state;
+            let changes = plan.unwrap_or_default();
+            worktree::apply(&repo, &workdir, index, &changes).map_err(|e| {
+                MergeSnapshotError::Checkout {
+                    path: path.to_owned(),
+                    head: head_id.to_string(),
+                    message: e.to_string(),
+                }
+            })?;
+            let head: gix::refs::FullName = "HEAD"
+                .try_into()
+                .map_err(|e: gix::validate::reference::name::Error| git_err(&e))?;
+            let expected = PreviousValue::MustExistAndMatch(gix::refs::Target::Object(head_id));
+            (head, expected, branch)
+        }
+    };
+    let mut edit = RefEdit::update(
         refname,
         commit_id,
-        gix::refs::transaction::PreviousValue::MustNotExist,
+        expected,
         format!("cairn merge: snapshot {hex}"),
     );
+    edit.deref = true;
     let mut time = gix::date::parse::TimeBuf::default();
     repo.edit_references_as([edit], Some(committer.to_ref(&mut time)))
         .map_err(|e| git_err(&e))?;
@@ -254,7 +298,76 @@ pub fn merge_snapshot(
         base,
         commit: Some((commit_id.to_string(), branch)),
         conflicts: Vec::new(),
+        dirty: Vec::new(),
     })
+}
+
+/// Where a clean merge's commit goes.
+enum Target {
+    /// A new branch: its full and short name.
+    Branch((gix::refs::FullName, String)),
+    /// `HEAD`, with the work tree, its index and the checked-out branch's short name.
+    Head(Box<(std::path::PathBuf, gix::index::File, String)>),
+}
+
+/// The full and short name of the branch to create, refused if it exists.
+fn new_branch(
+    repo: &gix::Repository,
+    path: &Utf8Path,
+    branch: Option<&str>,
+    hex: &str,
+) -> Result<(gix::refs::FullName, String), MergeSnapshotError> {
+    let branch = match branch {
+        Some(b) => b.to_owned(),
+        None => format!("cairn/{}", &hex[..12.min(hex.len())]),
+    };
+    let refname: gix::refs::FullName = format!("refs/heads/{branch}").try_into().map_err(
+        |e: gix::validate::reference::name::Error| MergeSnapshotError::InvalidBranch {
+            branch: branch.clone(),
+            message: e.to_string(),
+        },
+    )?;
+    let exists = repo
+        .try_find_reference(refname.as_ref())
+        .map_err(|e| MergeSnapshotError::Git {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?
+        .is_some();
+    if exists {
+        return Err(MergeSnapshotError::BranchExists {
+            path: path.to_owned(),
+            branch,
+        });
+    }
+    Ok((refname, branch))
+}
+
+/// The work tree, its index and the checked-out branch, for `--checkout`.
+fn checkout_state(
+    repo: &gix::Repository,
+    path: &Utf8Path,
+) -> Result<(std::path::PathBuf, gix::index::File, String), MergeSnapshotError> {
+    let git_err = |message: String| MergeSnapshotError::Git {
+        path: path.to_owned(),
+        message,
+    };
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| git_err("a bare repository has no working tree to check out into".into()))?
+        .to_owned();
+    let index = repo.index_or_empty().map_err(|e| git_err(e.to_string()))?;
+    let index: gix::index::File = (**index).clone();
+    if index.link().is_some() || index.is_sparse() {
+        return Err(git_err(
+            "a split or sparse index is not supported by merge --checkout".into(),
+        ));
+    }
+    let branch = match repo.head_name().map_err(|e| git_err(e.to_string()))? {
+        Some(name) => name.shorten().to_string(),
+        None => "HEAD".to_owned(),
+    };
+    Ok((workdir, index, branch))
 }
 
 /// The configured author or committer, else a fallback naming cairn (a merge must not fail

@@ -8,7 +8,7 @@ use crate::context::Ctx;
 use crate::error::CliError;
 use crate::output::{Report, json_path, quote_path};
 
-/// `cairn merge SNAP --into REPO [--base SNAP] [--branch B] [-m MSG]`.
+/// `cairn merge SNAP --into REPO [--base SNAP] [--branch B] [--checkout] [-m MSG]`.
 pub fn merge(
     ctx: &Ctx,
     snap: &str,
@@ -18,12 +18,6 @@ pub fn merge(
     checkout: bool,
     message: Option<&str>,
 ) -> Result<Report, CliError> {
-    if checkout {
-        return Err(CliError::usage(
-            "unsupported",
-            format!("{into}: merge --checkout is not implemented yet; merge to a branch instead"),
-        ));
-    }
     let repo = path_arg(into)?;
     let repo = std::fs::canonicalize(&repo)
         .ok()
@@ -42,6 +36,7 @@ pub fn merge(
         base,
         branch,
         message,
+        checkout,
     };
     let out = merge_back::merge_snapshot(&store, &options).map_err(|e| {
         let text = e.to_string();
@@ -49,6 +44,7 @@ pub fn merge(
             MergeSnapshotError::Store(e) => e.into(),
             MergeSnapshotError::Export(merge_back::ExportError::Store(e)) => e.into(),
             MergeSnapshotError::Git { .. }
+            | MergeSnapshotError::Checkout { .. }
             | MergeSnapshotError::Export(_)
             | MergeSnapshotError::Merge(merge_back::MergeError::Git { .. }) => {
                 CliError::store("git", text)
@@ -74,13 +70,25 @@ pub fn merge(
         "branch": branch,
         "base": out.base,
         "conflicts": conflicts,
-        "dirty": Vec::<String>::new(),
+        "dirty": out.dirty.iter().map(|p| json_path(p)).collect::<Vec<_>>(),
     });
     match (commit, branch) {
         (Some(commit), Some(branch)) => Ok(Report::new(
             json,
             format!("merged {snapshot} into {repo}: branch {branch} at {commit}\n"),
         )),
+        _ if !out.dirty.is_empty() => {
+            let human: String = out
+                .dirty
+                .iter()
+                .map(|p| format!("dirty: {}\n", quote_path(p)))
+                .collect();
+            let message = format!(
+                "{repo}: {} path(s) the merge must change have uncommitted changes; nothing was written",
+                out.dirty.len()
+            );
+            Ok(Report::new(json, human).refused(message))
+        }
         _ => {
             let human: String = out
                 .conflicts

@@ -1,0 +1,255 @@
+//! Moving a repository's index and working files from `HEAD`'s tree to a merge result, only
+//! where both are clean.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::objs::tree::EntryKind;
+
+/// A file-level entry of a tree: blob (or link) id and kind.
+type Entry = (gix::ObjectId, EntryKind);
+
+/// One path the checkout must change: its entry in `HEAD`'s tree and in the result.
+pub(crate) struct Change {
+    path: BString,
+    old: Option<Entry>,
+    new: Option<Entry>,
+}
+
+pub(crate) type Fail = Box<dyn std::error::Error + Send + Sync>;
+
+/// Every non-tree entry below `tree`, by full path.
+fn flatten(repo: &gix::Repository, tree: gix::ObjectId) -> Result<BTreeMap<BString, Entry>, Fail> {
+    let mut recorder = gix::traverse::tree::Recorder::default();
+    repo.find_tree(tree)?
+        .traverse()
+        .breadthfirst(&mut recorder)?;
+    Ok(recorder
+        .records
+        .into_iter()
+        .filter(|e| !e.mode.is_tree())
+        .map(|e| (e.filepath, (e.oid, e.mode.kind())))
+        .collect())
+}
+
+/// The paths whose entries differ between `old` and `new`.
+pub(crate) fn changes(
+    repo: &gix::Repository,
+    old: gix::ObjectId,
+    new: gix::ObjectId,
+) -> Result<Vec<Change>, Fail> {
+    let old = flatten(repo, old)?;
+    let mut new = flatten(repo, new)?;
+    let mut out = Vec::new();
+    for (path, entry) in old {
+        let after = new.remove(&path);
+        if after != Some(entry) {
+            out.push(Change {
+                path,
+                old: Some(entry),
+                new: after,
+            });
+        }
+    }
+    out.extend(new.into_iter().map(|(path, entry)| Change {
+        path,
+        old: None,
+        new: Some(entry),
+    }));
+    Ok(out)
+}
+
+fn full(workdir: &Path, rel: &BStr) -> Result<PathBuf, Fail> {
+    Ok(workdir.join(rel.to_path()?))
+}
+
+/// True if every existing leading directory of `rel` is a real directory (no symlink, no
+/// file), so writing `rel` stays inside `workdir`.
+fn reachable(workdir: &Path, rel: &BStr) -> bool {
+    let mut at = workdir.to_path_buf();
+    let parts: Vec<&[u8]> = rel.split(|&b| b == b'/').collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        at.push(OsStr::from_bytes(part));
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return false,
+            Err(_) => return true,
+        }
+    }
+    true
+}
+
+/// What the working file at `path` is, as a tree entry; `None` if nothing is there.
+fn on_disk(path: &Path) -> Result<Option<Entry>, Fail> {
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let (bytes, kind) = if meta.is_symlink() {
+        let target = std::fs::read_link(path)?;
+        (
+            target.into_os_string().into_encoded_bytes(),
+            EntryKind::Link,
+        )
+    } else if meta.is_file() {
+        let kind = if meta.permissions().mode() & 0o111 != 0 {
+            EntryKind::BlobExecutable
+        } else {
+            EntryKind::Blob
+        };
+        (std::fs::read(path)?, kind)
+    } else {
+        // A directory (or something stranger) where the tree has a file.
+        return Ok(Some((
+            gix::ObjectId::null(gix::hash::Kind::Sha1),
+            EntryKind::Tree,
+        )));
+    };
+    let id = gix::objs::compute_hash(gix::hash::Kind::Sha1, gix::objs::Kind::Blob, &bytes)?;
+    Ok(Some((id, kind)))
+}
+
+/// The changed paths whose index entry or working file differs from `HEAD`'s entry: a
+/// checkout would overwrite or lose what is there. A submodule that changes is listed too:
+/// cairn does not check out submodules.
+pub(crate) fn dirty(
+    workdir: &Path,
+    index: &gix::index::File,
+    changes: &[Change],
+) -> Result<Vec<BString>, Fail> {
+    let mut dirty = Vec::new();
+    for change in changes {
+        let path = change.path.as_bstr();
+        let staged = index
+            .entry_by_path(path)
+            .map(|e| (e.id, e.mode.to_tree_entry_mode().map(|m| m.kind())));
+        let staged_ok = match (staged, change.old) {
+            (None, None) => true,
+            (Some((id, Some(kind))), Some((old_id, old_kind))) => id == old_id && kind == old_kind,
+            _ => false,
+        };
+        let submodule = [change.old, change.new]
+            .iter()
+            .any(|e| matches!(e, Some((_, EntryKind::Commit))));
+        let clean = staged_ok
+            && !submodule
+            && reachable(workdir, path)
+            && on_disk(&full(workdir, path)?)? == change.old;
+        if !clean {
+            dirty.push(change.path.clone());
+        }
+    }
+    dirty.sort();
+    Ok(dirty)
+}
+
+/// Removes `rel` and then each parent directory left empty.
+fn remove(workdir: &Path, rel: &BStr) -> Result<(), Fail> {
+    let path = full(workdir, rel)?;
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("{}: {e}", path.display()).into()),
+    }
+    let mut dir = path.parent();
+    while let Some(d) = dir.filter(|d| *d != workdir) {
+        if std::fs::remove_dir(d).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(())
+}
+
+/// Writes the blob `id` at `rel` as `kind`, atomically (a temporary file renamed over it).
+fn write(
+    repo: &gix::Repository,
+    workdir: &Path,
+    rel: &BStr,
+    (id, kind): Entry,
+) -> Result<(), Fail> {
+    let path = full(workdir, rel)?;
+    let dir = path.parent().unwrap_or(workdir);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let blob = repo.find_blob(id)?;
+    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    if kind == EntryKind::Link {
+        let temp = tempfile::Builder::new()
+            .prefix(".cairn-merge")
+            .make_in(dir, |p| {
+                std::os::unix::fs::symlink(OsStr::from_bytes(&blob.data), p)
+            })
+            .map_err(|e| fail(&e))?;
+        std::fs::rename(temp.path(), &path).map_err(|e| fail(&e))?;
+        std::mem::forget(temp);
+        return Ok(());
+    }
+    let mut temp = tempfile::Builder::new()
+        .prefix(".cairn-merge")
+        .tempfile_in(dir)
+        .map_err(|e| fail(&e))?;
+    temp.write_all(&blob.data).map_err(|e| fail(&e))?;
+    let mode = if kind == EntryKind::BlobExecutable {
+        0o755
+    } else {
+        0o644
+    };
+    temp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(|e| fail(&e))?;
+    temp.persist(&path).map_err(|e| fail(&e.error))?;
+    Ok(())
+}
+
+/// Applies `changes` to the working files, then to the index (entries replaced with fresh
+/// stat data; the tree cache dropped, as it no longer describes the index).
+pub(crate) fn apply(
+    repo: &gix::Repository,
+    workdir: &Path,
+    mut index: gix::index::File,
+    changes: &[Change],
+) -> Result<(), Fail> {
+    for change in changes.iter().filter(|c| c.new.is_none()) {
+        remove(workdir, change.path.as_bstr())?;
+    }
+    for change in changes {
+        if let Some(entry) = change.new {
+            write(repo, workdir, change.path.as_bstr(), entry)?;
+        }
+    }
+    let changed: std::collections::HashSet<&BStr> =
+        changes.iter().map(|c| c.path.as_bstr()).collect();
+    index.remove_entries(|_, path, _| changed.contains(path));
+    for change in changes {
+        let Some((id, kind)) = change.new else {
+            continue;
+        };
+        let path = full(workdir, change.path.as_bstr())?;
+        let meta = gix::index::fs::Metadata::from_path_no_follow(&path)?;
+        let stat = gix::index::entry::Stat::from_fs(&meta)?;
+        let mode = match kind {
+            EntryKind::BlobExecutable => gix::index::entry::Mode::FILE_EXECUTABLE,
+            EntryKind::Link => gix::index::entry::Mode::SYMLINK,
+            EntryKind::Commit => gix::index::entry::Mode::COMMIT,
+            _ => gix::index::entry::Mode::FILE,
+        };
+        index.dangerously_push_entry(
+            stat,
+            id,
+            gix::index::entry::Flags::empty(),
+            mode,
+            change.path.as_bstr(),
+        );
+    }
+    index.sort_entries();
+    index.remove_tree();
+    index.remove_resolve_undo();
+    index.write(gix::index::write::Options::default())?;
+    Ok(())
+}
