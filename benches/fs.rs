@@ -4,7 +4,7 @@
 //! `../shared/bench/linux-corpus.sh`; `CAIRN_BENCH_CORPUS=synthetic` uses a small generated
 //! tree for a quick run, and `CAIRN_BENCH_CORPUS=/some/dir` any directory. Each row is the
 //! median of `CAIRN_BENCH_PAIRS` (default 3) cairn/peer pairs run alternately; the ratio is
-//! cairn's median over the peer's.
+//! cairn's median over the peer's. `CAIRN_BENCH_ONLY=merge` runs only the merge rows.
 #![allow(missing_docs)]
 
 #[path = "harness/mod.rs"]
@@ -195,6 +195,16 @@ fn main() {
         run(Command::new("cp").arg("-a").arg(&src).arg(d));
     }
     let store = work.join("store");
+
+    let merge_rows = merge(&src, work, pairs);
+    if std::env::var("CAIRN_BENCH_ONLY").as_deref() == Ok("merge") {
+        println!("| operation | cairn | peer | peer time | ratio | target |");
+        println!("|---|---|---|---|---|---|");
+        for row in &merge_rows {
+            row.print();
+        }
+        return;
+    }
 
     // Onboard vs git init + add + commit.
     let mut onboard = Row::new("onboard", "`git init && git add -A && git commit`", 0.25);
@@ -467,7 +477,10 @@ fn main() {
         &diff_ten,
         &status,
         &stat_thousand,
-    ] {
+    ]
+    .into_iter()
+    .chain(&merge_rows)
+    {
         row.print();
     }
     let ratio = store_bytes as f64 / git_bytes as f64;
@@ -489,6 +502,103 @@ fn main() {
     println!(
         "round trip: {checked} files identical in bytes, exec bit and link target; nothing else in the checkout"
     );
+}
+
+/// `cairn merge` of a snapshot 10 files away from the onboarded repository, against
+/// committing the same 10 changes with git in a copy of that repository; and the first merge
+/// into a fresh store (every blob exported once) against `git add -A && git commit` of the
+/// whole tree.
+fn merge(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
+    let (repo, peer, agent) = (
+        work.join("m-repo"),
+        work.join("m-peer"),
+        work.join("m-agent"),
+    );
+    run(Command::new("cp").arg("-a").arg(src).arg(&repo));
+    git(&repo, &["init", "-q"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "base"]);
+    run(Command::new("cp").arg("-a").arg(&repo).arg(&peer));
+    let tracked: Vec<String> = git(&repo, &["ls-files"])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let mut first = Row::new(
+        "first merge into a fresh store (every blob hashed for the map)",
+        "`git add -A && git commit` of the whole tree",
+        1.0,
+    );
+    let mut warm = Row::new(
+        "merge of a snapshot 10 files past the last merged one, warm map",
+        "`git add -A && git commit` of the 10 changes",
+        1.0,
+    );
+    for round in 0..pairs {
+        let store = work.join(format!("m-store-{round}"));
+        let _ = std::fs::remove_dir_all(&agent);
+        let base = cairn(&store, &["onboard", repo.to_str().unwrap()])["snapshot"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        cairn(&store, &["checkout", &base, agent.to_str().unwrap()]);
+        touch_files(&agent, &tracked, round, 10);
+        let snap = cairn(&store, &["snapshot", agent.to_str().unwrap()])["snapshot"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        first.cairn.push(time(|| {
+            let v = cairn(
+                &store,
+                &[
+                    "merge",
+                    &snap,
+                    "--into",
+                    repo.to_str().unwrap(),
+                    "--branch",
+                    &format!("first-{round}"),
+                ],
+            );
+            assert_eq!(v["merged"], true, "{v}");
+        }));
+        let _ = std::fs::remove_dir_all(peer.join(".git"));
+        first.other.push(time(|| {
+            git(&peer, &["init", "-q"]);
+            git(&peer, &["add", "-A"]);
+            git(&peer, &["commit", "-qm", "all"]);
+        }));
+        // Ten more changes on the same store: the map knows every unchanged blob.
+        touch_files(&agent, &tracked, round + 50, 10);
+        let snap = cairn(&store, &["snapshot", agent.to_str().unwrap()])["snapshot"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        touch_files(&peer, &tracked, round + 50, 10);
+        warm.cairn.push(time(|| {
+            let v = cairn(
+                &store,
+                &[
+                    "merge",
+                    &snap,
+                    "--into",
+                    repo.to_str().unwrap(),
+                    "--branch",
+                    &format!("warm-{round}"),
+                ],
+            );
+            assert_eq!(v["merged"], true, "{v}");
+        }));
+        warm.other.push(time(|| {
+            git(&peer, &["add", "-A"]);
+            git(&peer, &["commit", "-qm", "ten"]);
+        }));
+        let changed = git(
+            &repo,
+            &["diff", "--name-only", "HEAD", &format!("warm-{round}")],
+        );
+        assert_eq!(changed.lines().count(), 20, "{changed}");
+    }
+    vec![first, warm]
 }
 
 /// The checkout must hold exactly what git tracks, less what cairn reported as out of

@@ -153,6 +153,7 @@ fn conflicts_are_reported_by_kind_and_leave_the_repository_exactly_as_it_was() {
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-qm", "user"]);
     let before = repo_state(&repo);
+    let bytes = bytes_below(&repo);
 
     let (code, v) = env.json(&["merge", &snap, "--into", repo.as_str()]);
     assert_eq!(code, 1, "{v}");
@@ -172,10 +173,7 @@ fn conflicts_are_reported_by_kind_and_leave_the_repository_exactly_as_it_was() {
         "{v}"
     );
     assert_eq!(repo_state(&repo), before);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("src/a.rs")).unwrap(),
-        "fn a() {}\nfn shared() { user() }\n"
-    );
+    assert!(bytes_below(&repo) == bytes, "the repository changed");
 }
 
 #[test]
@@ -198,6 +196,15 @@ fn merges_that_cannot_start_exit_2_naming_what_is_wrong() {
     );
     let (code, v) = env.json(&["merge", &stray, "--into", repo.as_str(), "--base", &base]);
     assert_eq!(code, 0, "{v}");
+
+    // An unknown snapshot, a missing repository.
+    let out = env.cairn(&["merge", "abcdef123456", "--into", repo.as_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("abcdef123456"), "{}", stderr(&out));
+    let missing = env.path().join("missing");
+    let out = env.cairn(&["merge", &snap, "--into", missing.as_str()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains(missing.as_str()), "{}", stderr(&out));
 
     // Not a repository.
     let out = env.cairn(&["merge", &snap, "--into", agent.as_str()]);
