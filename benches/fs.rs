@@ -81,6 +81,15 @@ fn peak_rss(args: &[&str], dir: &Path) -> f64 {
     kb / 1024.0
 }
 
+/// The paths git tracks in the repository at `dir`.
+fn tracked_files(dir: &Path) -> Vec<String> {
+    git(dir, &["ls-files"])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Bytes a tree occupies on disk (allocated blocks), like `du -s`.
 fn disk_usage(p: &Path) -> u64 {
     let meta = p.symlink_metadata().unwrap();
@@ -229,11 +238,7 @@ fn main() {
             git(&g_src, &["commit", "-qm", "onboard"]);
         }));
     }
-    let tracked: Vec<String> = git(&g_src, &["ls-files"])
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let tracked = tracked_files(&g_src);
     let store_bytes = disk_usage(&store);
     let git_bytes = disk_usage(&g_src.join(".git"));
     let store_file = std::fs::metadata(store.join("store.redb")).unwrap().len();
@@ -519,11 +524,7 @@ fn merge(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
     git(&repo, &["add", "-A"]);
     git(&repo, &["commit", "-qm", "base"]);
     run(Command::new("cp").arg("-a").arg(&repo).arg(&peer));
-    let tracked: Vec<String> = git(&repo, &["ls-files"])
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect();
+    let tracked = tracked_files(&repo);
     let mut first = Row::new(
         "first merge into a fresh store (every blob hashed for the map)",
         "`git add -A && git commit` of the whole tree",

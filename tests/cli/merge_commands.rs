@@ -433,6 +433,7 @@ fn agent_work(agent: &Utf8Path) {
     std::fs::write(agent.join("src/new/deep/x.rs"), "fn x() {}\n").unwrap();
     std::fs::remove_file(agent.join("gone.txt")).unwrap();
     std::fs::set_permissions(agent.join("b.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("a.rs", agent.join("src/link")).unwrap();
 }
 
 #[test]
@@ -477,6 +478,10 @@ fn checkout_moves_branch_index_and_files_together_keeping_unrelated_edits() {
         "fn x() {}\n"
     );
     assert!(!repo.join("gone.txt").exists());
+    assert_eq!(
+        std::fs::read_link(repo.join("src/link")).unwrap(),
+        std::path::Path::new("a.rs")
+    );
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(repo.join("b.txt"))
         .unwrap()

@@ -186,8 +186,7 @@ fn write(
                 std::os::unix::fs::symlink(OsStr::from_bytes(&blob.data), p)
             })
             .map_err(|e| fail(&e))?;
-        std::fs::rename(temp.path(), &path).map_err(|e| fail(&e))?;
-        std::mem::forget(temp);
+        temp.persist(&path).map_err(|e| fail(&e.error))?;
         return Ok(());
     }
     let mut temp = tempfile::Builder::new()
