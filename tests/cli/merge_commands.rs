@@ -322,6 +322,12 @@ fn the_merge_matrix_agrees_with_git_merge_tree() {
             serde_json::json!([{ "path": "b.txt", "kind": "content" }]),
         ),
         (
+            "renamed differently on each side",
+            |d| std::fs::rename(d.join("c.txt"), d.join("c-user.txt")).unwrap(),
+            |d| std::fs::rename(d.join("c.txt"), d.join("c-agent.txt")).unwrap(),
+            serde_json::json!([{ "path": "c-user.txt", "kind": "rename" }]),
+        ),
+        (
             "binary on both sides",
             |d| write(d.join("blob.bin"), b"\0user"),
             |d| write(d.join("blob.bin"), b"\0agent"),
