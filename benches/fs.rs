@@ -535,6 +535,11 @@ fn merge(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
         "`git add -A && git commit` of the 10 changes",
         1.0,
     );
+    let merge_to = |store: &Path, snap: &str, branch: &str| {
+        let into = repo.to_str().unwrap();
+        let v = cairn(store, &["merge", snap, "--into", into, "--branch", branch]);
+        assert_eq!(v["merged"], true, "{v}");
+    };
     for round in 0..pairs {
         let store = work.join(format!("m-store-{round}"));
         let _ = std::fs::remove_dir_all(&agent);
@@ -548,20 +553,9 @@ fn merge(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
             .as_str()
             .unwrap()
             .to_owned();
-        first.cairn.push(time(|| {
-            let v = cairn(
-                &store,
-                &[
-                    "merge",
-                    &snap,
-                    "--into",
-                    repo.to_str().unwrap(),
-                    "--branch",
-                    &format!("first-{round}"),
-                ],
-            );
-            assert_eq!(v["merged"], true, "{v}");
-        }));
+        first
+            .cairn
+            .push(time(|| merge_to(&store, &snap, &format!("first-{round}"))));
         let _ = std::fs::remove_dir_all(peer.join(".git"));
         first.other.push(time(|| {
             git(&peer, &["init", "-q"]);
@@ -575,20 +569,8 @@ fn merge(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
             .unwrap()
             .to_owned();
         touch_files(&peer, &tracked, round + 50, 10);
-        warm.cairn.push(time(|| {
-            let v = cairn(
-                &store,
-                &[
-                    "merge",
-                    &snap,
-                    "--into",
-                    repo.to_str().unwrap(),
-                    "--branch",
-                    &format!("warm-{round}"),
-                ],
-            );
-            assert_eq!(v["merged"], true, "{v}");
-        }));
+        warm.cairn
+            .push(time(|| merge_to(&store, &snap, &format!("warm-{round}"))));
         warm.other.push(time(|| {
             git(&peer, &["add", "-A"]);
             git(&peer, &["commit", "-qm", "ten"]);

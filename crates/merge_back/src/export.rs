@@ -71,6 +71,16 @@ pub fn export(
         path: repo_path.to_owned(),
         message: e.to_string(),
     })?;
+    export_into(store, &repo, repo_path, root)
+}
+
+/// [`export`] into an open repository (`repo_path` names it in errors).
+pub(crate) fn export_into(
+    store: &Store,
+    repo: &gix::Repository,
+    repo_path: &Utf8Path,
+    root: TreeId,
+) -> Result<ExportOutcome, ExportError> {
     let git_err = |e: &dyn std::fmt::Display| ExportError::Git {
         path: repo_path.to_owned(),
         message: e.to_string(),

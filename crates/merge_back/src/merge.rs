@@ -85,6 +85,17 @@ pub fn merge_trees(
         path: repo_path.to_owned(),
         message: e.to_string(),
     })?;
+    merge_trees_in(&repo, repo_path, base, ours, theirs)
+}
+
+/// [`merge_trees`] in an open repository (`repo_path` names it in errors).
+pub(crate) fn merge_trees_in(
+    repo: &gix::Repository,
+    repo_path: &Utf8Path,
+    base: &str,
+    ours: &str,
+    theirs: &str,
+) -> Result<TreeMerge, MergeError> {
     let git_err = |e: &dyn std::fmt::Display| MergeError::Git {
         path: repo_path.to_owned(),
         message: e.to_string(),
@@ -125,8 +136,8 @@ pub fn merge_trees(
                 R::SourceLocationAffectedByRename { .. }
                 | R::OursModifiedTheirsRenamedAndChangedThenRename { .. },
             ) => ConflictKind::Rename,
-            _ if is_binary(&repo, ours_entry.map(|e| e.id))
-                || is_binary(&repo, theirs_entry.map(|e| e.id)) =>
+            _ if is_binary(repo, ours_entry.map(|e| e.id))
+                || is_binary(repo, theirs_entry.map(|e| e.id)) =>
             {
                 ConflictKind::Binary
             }

@@ -7,7 +7,9 @@ use cas::{SnapshotId, Store};
 
 use gix::refs::transaction::{PreviousValue, RefEdit};
 
-use crate::{ExportError, MergeConflict, MergeError, export, merge_trees, worktree};
+use crate::export::export_into;
+use crate::merge::merge_trees_in;
+use crate::{ExportError, MergeConflict, MergeError, worktree};
 
 /// What to merge, and where the result goes.
 #[derive(Debug, Clone)]
@@ -215,9 +217,9 @@ pub fn merge_snapshot(
             .map_err(cas::Error::from)?;
         (base_tree, theirs)
     };
-    let base_git = export(store, path, base_tree)?.tree;
-    let theirs_git = export(store, path, theirs_tree.tree)?.tree;
-    let merged = merge_trees(path, &base_git, &ours.to_string(), &theirs_git)?;
+    let base_git = export_into(store, &repo, path, base_tree)?.tree;
+    let theirs_git = export_into(store, &repo, path, theirs_tree.tree)?.tree;
+    let merged = merge_trees_in(&repo, path, &base_git, &ours.to_string(), &theirs_git)?;
     let Some(tree) = merged.tree else {
         return Ok(MergeOutcome {
             base,
