@@ -5,6 +5,7 @@ mod diff_commands;
 mod human_output;
 mod import_commands;
 mod merge_commands;
+mod reversible_commands;
 mod run_commands;
 mod store_commands;
 mod support;

@@ -155,6 +155,7 @@ impl From<fs_manager::CaptureError> for CliError {
             }
             E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
             E::Deny(_) => CliError::usage("invalid_config", message),
+            E::Interrupted(_) => CliError::store("interrupted", message),
             E::Scan(e) => e.into(),
             E::Store(e) => e.into(),
             _ => CliError::store("io", message),
@@ -168,6 +169,7 @@ impl From<fs_manager::CheckoutError> for CliError {
         let message = e.to_string();
         match e {
             E::NotEmpty { .. } => CliError::usage("not_empty", message),
+            E::Interrupted(_) => CliError::store("interrupted", message),
             E::NotADirectory { .. } | E::InsideStore { .. } | E::Refused { .. } => {
                 CliError::usage("invalid_path", message)
             }
@@ -187,6 +189,53 @@ impl From<fs_manager::RollbackError> for CliError {
             E::Blocked { .. } => CliError::usage("blocked", message),
             E::Deny(_) => CliError::usage("invalid_config", message),
             E::Capture(e) => e.into(),
+            E::Store(e) => e.into(),
+            E::Unfinished { .. } => CliError::store("interrupted", message),
+            _ => CliError::store("io", message),
+        }
+    }
+}
+
+impl From<fs_manager::TaskError> for CliError {
+    fn from(e: fs_manager::TaskError) -> Self {
+        use fs_manager::TaskError as E;
+        let message = e.to_string();
+        match e {
+            E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
+            E::InvalidName { .. } => CliError::usage("invalid_name", message),
+            E::NoCheckpoint { .. } => CliError::usage("no_checkpoint", message),
+            E::NoTask { .. } => CliError::usage("no_task", message),
+            E::NoChanges { .. } => CliError::usage("invalid_path", message),
+            E::Capture(e) => e.into(),
+            E::Rollback(e) => e.into(),
+            E::Store(e) => e.into(),
+            _ => CliError::store("io", message),
+        }
+    }
+}
+
+impl From<fs_manager::UndoError> for CliError {
+    fn from(e: fs_manager::UndoError) -> Self {
+        use fs_manager::UndoError as E;
+        let message = e.to_string();
+        match e {
+            E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
+            E::Interrupted(_) => CliError::store("interrupted", message),
+            E::Write { cause, interrupted } if !interrupted => (*cause).into(),
+            E::Write { .. } => CliError::store("interrupted", message),
+            E::Store(e) => e.into(),
+            _ => CliError::store("io", message),
+        }
+    }
+}
+
+impl From<fs_manager::RecoverError> for CliError {
+    fn from(e: fs_manager::RecoverError) -> Self {
+        use fs_manager::RecoverError as E;
+        let message = e.to_string();
+        match e {
+            E::Missing { .. } => CliError::usage("invalid_path", message),
+            E::Blocked { .. } => CliError::usage("blocked", message),
             E::Store(e) => e.into(),
             _ => CliError::store("io", message),
         }

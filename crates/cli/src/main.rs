@@ -60,6 +60,10 @@ enum Command {
         /// Import the tree of this git commit of SRC instead (registers no worktree).
         #[arg(long, value_name = "REV")]
         git: Option<String>,
+        /// Leave files larger than this many bytes out of this worktree's captures (each
+        /// one is reported in `skipped`).
+        #[arg(long, value_name = "BYTES")]
+        max_file_size: Option<u64>,
     },
     /// New snapshot of a worktree, parent = its head.
     Snapshot {
@@ -207,6 +211,80 @@ enum Command {
         /// Report what would be removed; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// First drop op-log entries older than DAYS days.
+        #[arg(long, value_name = "DAYS")]
+        prune_ops: Option<u32>,
+    },
+    /// Snapshot with a name on the worktree's checkpoint stack (onboards DIR in place if it
+    /// is not a worktree yet; nothing git owns is touched). The first one starts a task.
+    Checkpoint {
+        /// The directory (default: the current one).
+        dir: Option<Utf8PathBuf>,
+        /// A name for it, usable wherever a snapshot is expected in this worktree.
+        #[arg(long)]
+        name: Option<String>,
+        /// Snapshot message.
+        #[arg(short, long)]
+        message: Option<String>,
+        /// Leave files larger than this many bytes out of this worktree's captures.
+        #[arg(long, value_name = "BYTES")]
+        max_file_size: Option<u64>,
+    },
+    /// Roll the worktree back to a checkpoint (default: the latest); later ones stay.
+    Rewind {
+        /// The worktree (default: the one holding the current directory).
+        dir: Option<Utf8PathBuf>,
+        /// A checkpoint name, ref name or id prefix.
+        #[arg(long, value_name = "SNAP")]
+        to: Option<String>,
+        /// List what would change; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Revert the newest change set not yet undone, if its files are as it left them.
+    Undo {
+        /// The worktree (default: the one holding the current directory).
+        dir: Option<Utf8PathBuf>,
+    },
+    /// Re-apply the newest undone change set, if its files are as the undo left them.
+    Redo {
+        /// The worktree (default: the one holding the current directory).
+        dir: Option<Utf8PathBuf>,
+    },
+    /// The worktree's operation log.
+    Op {
+        #[command(subcommand)]
+        action: commands::reversible::OpAction,
+    },
+    /// The task's changes against its baseline.
+    Review {
+        /// The worktree (default: the one holding the current directory).
+        dir: Option<Utf8PathBuf>,
+    },
+    /// Keep the task's changes (only under the given paths, if any; else the task ends).
+    Accept {
+        /// The worktree (default: the one holding the current directory).
+        dir: Option<Utf8PathBuf>,
+        /// Paths relative to the worktree root.
+        #[arg(last = true)]
+        paths: Vec<std::ffi::OsString>,
+    },
+    /// Put the task's changes back to its baseline (only under the given paths, if any;
+    /// else the task ends). `cairn undo` brings them back.
+    Discard {
+        /// The worktree (default: the one holding the current directory).
+        dir: Option<Utf8PathBuf>,
+        /// Do not ask before discarding everything.
+        #[arg(long)]
+        yes: bool,
+        /// Paths relative to the worktree root.
+        #[arg(last = true)]
+        paths: Vec<std::ffi::OsString>,
+    },
+    /// Finish an operation that was interrupted (nothing to do: exit 0).
+    Recover {
+        /// The worktree (default: the one holding the current directory).
+        dir: Option<Utf8PathBuf>,
     },
 }
 
@@ -248,6 +326,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
             labels,
             include_denied,
             git: Some(rev),
+            ..
         } => commands::worktrees::import(
             ctx,
             &src,
@@ -262,7 +341,15 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
             labels,
             include_denied,
             git: None,
-        } => commands::worktrees::onboard(ctx, &src, message.as_deref(), &labels, include_denied),
+            max_file_size,
+        } => commands::worktrees::onboard(
+            ctx,
+            &src,
+            message.as_deref(),
+            &labels,
+            include_denied,
+            max_file_size,
+        ),
         Command::Snapshot {
             worktree,
             message,
@@ -354,7 +441,31 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
         } => commands::log::run(ctx, target.as_deref(), max_count, stat),
         Command::Ref { action } => commands::refs::run(ctx, action),
         Command::Fsck => commands::maintenance::fsck(ctx),
-        Command::Gc { dry_run } => commands::maintenance::gc(ctx, dry_run),
+        Command::Gc { dry_run, prune_ops } => commands::maintenance::gc(ctx, dry_run, prune_ops),
+        Command::Checkpoint {
+            dir,
+            name,
+            message,
+            max_file_size,
+        } => commands::reversible::checkpoint(
+            ctx,
+            dir.as_deref(),
+            name.as_deref(),
+            message.as_deref(),
+            max_file_size,
+        ),
+        Command::Rewind { dir, to, dry_run } => {
+            commands::reversible::rewind(ctx, dir.as_deref(), to.as_deref(), dry_run)
+        }
+        Command::Undo { dir } => commands::reversible::undo(ctx, dir.as_deref(), false),
+        Command::Redo { dir } => commands::reversible::undo(ctx, dir.as_deref(), true),
+        Command::Op { action } => commands::reversible::op(ctx, action),
+        Command::Review { dir } => commands::reversible::review(ctx, dir.as_deref()),
+        Command::Accept { dir, paths } => commands::reversible::accept(ctx, dir.as_deref(), &paths),
+        Command::Discard { dir, yes, paths } => {
+            commands::reversible::discard(ctx, dir.as_deref(), yes, &paths)
+        }
+        Command::Recover { dir } => commands::reversible::recover(ctx, dir.as_deref()),
     }
 }
 
@@ -372,8 +483,10 @@ fn finish(ctx: &Ctx, report: Report) -> ExitCode {
                 .as_deref()
                 .unwrap_or(report.human.as_bytes()),
         );
-        if let Some(message) = &report.refusal {
-            eprintln!("cairn: {message}");
+        match &report.refusal {
+            Some(message) if report.verbatim => eprintln!("{message}"),
+            Some(message) => eprintln!("cairn: {message}"),
+            None => {}
         }
     }
     if let Some(code) = report.exit {

@@ -14,6 +14,8 @@ pub struct Report {
     pub human_bytes: Option<Vec<u8>>,
     /// A non-zero exit status to pass on (`cairn run` exits with its command's).
     pub exit: Option<i32>,
+    /// Print the refusal exactly as it is, without the `cairn: ` prefix.
+    pub verbatim: bool,
 }
 
 impl Report {
@@ -25,11 +27,19 @@ impl Report {
             refusal: None,
             human_bytes: None,
             exit: None,
+            verbatim: false,
         }
     }
 
     pub fn refused(mut self, message: impl Into<String>) -> Report {
         self.refusal = Some(message.into());
+        self
+    }
+
+    /// A refusal whose message is fixed by the contract, printed exactly as given.
+    pub fn refused_verbatim(mut self, message: impl Into<String>) -> Report {
+        self.refusal = Some(message.into());
+        self.verbatim = true;
         self
     }
 

@@ -127,3 +127,37 @@ pub(crate) fn flatten(
     out.sort_by(|a, b| crate::scan::tree_order(&a.path, &b.path));
     Ok(out)
 }
+
+/// `base` with the files at the given paths replaced (`Some`) or removed (`None`): the
+/// trees of the result, to store.
+pub(crate) fn patch(
+    source: &dyn diff::TreeSource,
+    base: TreeId,
+    changes: &[(Vec<u8>, Option<diff::FileEntry>)],
+) -> Result<Built, cas::Error> {
+    let mut files: std::collections::BTreeMap<Vec<u8>, FileRecord> = flatten(source, base)?
+        .into_iter()
+        .map(|f| (f.path.clone(), f))
+        .collect();
+    for (path, entry) in changes {
+        match entry {
+            Some(e) => {
+                files.insert(
+                    path.clone(),
+                    FileRecord {
+                        path: path.clone(),
+                        kind: e.kind,
+                        blob: e.id.as_blob(),
+                        size: e.size,
+                    },
+                );
+            }
+            None => {
+                files.remove(path);
+            }
+        }
+    }
+    let mut files: Vec<FileRecord> = files.into_values().collect();
+    files.sort_by(|a, b| crate::scan::tree_order(&a.path, &b.path));
+    Ok(build_trees(&files, &Reuse::new())?)
+}

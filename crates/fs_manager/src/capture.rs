@@ -8,7 +8,7 @@ use cas::{
     WriteBatch,
 };
 
-use crate::dirstate::{Cache, DirState};
+use crate::dirstate::Cache;
 use crate::error::CaptureError;
 use crate::progress::{Progress, Silent};
 use crate::scan::{self, ScanOptions, Skipped};
@@ -47,6 +47,9 @@ pub struct OnboardOptions<'a> {
     pub capture: CaptureOptions<'a>,
     /// Keep deny-pattern paths (secrets) in scope for this worktree.
     pub include_denied: bool,
+    /// Leave files larger than this out of this worktree's captures (and report them);
+    /// `None` keeps the worktree's earlier setting (no cap for a new one).
+    pub max_file_size: Option<u64>,
 }
 
 /// What [`onboard`] did.
@@ -110,8 +113,6 @@ pub(crate) struct Captured {
     pub bytes: u64,
     pub skipped: Vec<Skipped>,
     pub read_files: u64,
-    /// The per-directory cache as of this capture.
-    pub dirs: HashMap<Vec<u8>, DirState>,
     pub record: WorktreeRecord,
 }
 
@@ -125,24 +126,46 @@ pub(crate) fn capture(
     options: &CaptureOptions<'_>,
     dry_run: bool,
 ) -> Result<Captured, CaptureError> {
-    match capture_once(
-        store,
-        record.clone(),
-        op,
-        source.clone(),
-        options,
-        dry_run,
-        true,
-    ) {
+    capture_with(store, record, op, source, options, dry_run, None)
+}
+
+/// Edits the registry record in the same transaction as a capture, given the captured head.
+pub(crate) type RecordEdit<'a> = &'a dyn Fn(&mut WorktreeRecord, SnapshotId);
+
+/// [`capture`], with `edit` applied to the stored record (which is then always written, and
+/// `op` logged even if nothing changed).
+pub(crate) fn capture_with(
+    store: &Store,
+    record: WorktreeRecord,
+    op: &str,
+    source: Option<Source>,
+    options: &CaptureOptions<'_>,
+    dry_run: bool,
+    edit: Option<RecordEdit<'_>>,
+) -> Result<Captured, CaptureError> {
+    let once = |use_cache| {
+        capture_once(
+            store,
+            record.clone(),
+            op,
+            source.clone(),
+            options,
+            dry_run,
+            use_cache,
+            edit,
+        )
+    };
+    match once(true) {
         // The cache names a blob or tree that is no longer stored: distrust it, read everything.
         Err(CaptureError::Store(cas::Error::Write(cas::WriteError::Dangling { kind, id }))) => {
             tracing::warn!(worktree = %record.root, "stat cache names a missing {kind} {id}; re-reading every file");
-            capture_once(store, record, op, source, options, dry_run, false)
+            once(false)
         }
         other => other,
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn capture_once(
     store: &Store,
     record: WorktreeRecord,
@@ -151,9 +174,15 @@ fn capture_once(
     options: &CaptureOptions<'_>,
     dry_run: bool,
     use_cache: bool,
+    edit: Option<RecordEdit<'_>>,
 ) -> Result<Captured, CaptureError> {
     let started = std::time::Instant::now();
     let reader = store.reader()?;
+    match crate::journal::ensure_clear(&reader, &record.root) {
+        Ok(()) => {}
+        Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
+        Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
+    }
     let cache = if use_cache {
         Cache::load(&reader, &record.root)?
     } else {
@@ -172,6 +201,7 @@ fn capture_once(
         deny: &deny,
         threads: options.threads,
         store_root: store_dir.as_deref(),
+        max_file_size: record.max_file_size,
         dry_run,
         progress: options.progress,
     };
@@ -195,7 +225,7 @@ fn capture_once(
         Some(s) => Some(s.id()),
         None => record.head,
     };
-    let captured = Captured {
+    let mut captured = Captured {
         tree,
         trees,
         // An unchanged capture has a head: `changed` is false only when the head's tree matches.
@@ -205,14 +235,16 @@ fn capture_once(
         bytes: scanned.bytes,
         skipped: scanned.skipped,
         read_files: scanned.read_files,
-        dirs: scanned.dirs,
         record: WorktreeRecord {
             head: new_head,
             ..record.clone()
         },
     };
+    if let (Some(edit), Some(head)) = (edit, new_head) {
+        edit(&mut captured.record, head);
+    }
     // Nothing new and the cache still true: no transaction, no fsync.
-    if dry_run || (!changed && use_cache && cache_updates.is_empty()) {
+    if dry_run || (!changed && use_cache && cache_updates.is_empty() && edit.is_none()) {
         return Ok(captured);
     }
 
@@ -222,6 +254,8 @@ fn capture_once(
             batch.add_tree(t.clone());
         }
         batch.add_snapshot(snap);
+    }
+    if changed || edit.is_some() {
         batch.append_op(&record.root, OpRecord::new(op, record.head, new_head));
     }
     if !use_cache {
@@ -261,14 +295,13 @@ pub fn onboard(
     // The latest onboard decides whether secrets are in scope.
     let existing = existing.map(|r| WorktreeRecord {
         include_denied: options.include_denied,
+        max_file_size: options.max_file_size.or(r.max_file_size),
         ..r
     });
     let record = existing.unwrap_or_else(|| WorktreeRecord {
-        root: root.clone(),
-        kind: WorktreeKind::InPlace,
-        head: None,
         include_denied: options.include_denied,
-        created: jiff::Timestamp::now(),
+        max_file_size: options.max_file_size,
+        ..WorktreeRecord::new(root.clone(), WorktreeKind::InPlace)
     });
     let source = Source {
         path: root.clone(),
@@ -311,7 +344,7 @@ pub(crate) fn deny_list(
 }
 
 /// The registered worktree holding `path`.
-fn registered(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, CaptureError> {
+pub(crate) fn registered(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, CaptureError> {
     worktree::find(&store.reader()?, path)?.ok_or_else(|| CaptureError::NotAWorktree {
         path: path.to_owned(),
     })
@@ -324,13 +357,34 @@ pub fn snapshot(
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let record = registered(store, path)?;
+    snapshot_as(store, registered(store, path)?, "snapshot", options, None)
+}
+
+/// Records a change made to the worktree holding `path` by something other than cairn
+/// (`merge --checkout` into an onboarded repository): a snapshot logged as `op`.
+pub fn record_change(
+    store: &Store,
+    path: &Utf8Path,
+    op: &str,
+    options: &CaptureOptions<'_>,
+) -> Result<SnapshotOutcome, CaptureError> {
+    snapshot_as(store, registered(store, path)?, op, options, None)
+}
+
+/// A snapshot of `record`'s worktree logged as `op`, with `edit` applied to the record.
+pub(crate) fn snapshot_as(
+    store: &Store,
+    record: WorktreeRecord,
+    op: &str,
+    options: &CaptureOptions<'_>,
+    edit: Option<RecordEdit<'_>>,
+) -> Result<SnapshotOutcome, CaptureError> {
     let parent = record.head;
     let source = Source {
         path: record.root.clone(),
         git: None,
     };
-    let c = capture(store, record, "snapshot", Some(source), options, false)?;
+    let c = capture_with(store, record, op, Some(source), options, false, edit)?;
     let (mut added, mut modified, mut removed) = (0, 0, 0);
     if c.changed {
         let reader = store.reader()?;

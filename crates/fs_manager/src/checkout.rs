@@ -40,6 +40,7 @@ fn failure(e: WriteFailure) -> CheckoutError {
     match e {
         WriteFailure::Io(path, source) => CheckoutError::Io { path, source },
         WriteFailure::Store(e) => CheckoutError::Store(e.into()),
+        WriteFailure::Record(e) => CheckoutError::Store(e),
         WriteFailure::Blocked(path, reason) => CheckoutError::Io {
             path,
             source: std::io::Error::other(reason),
@@ -72,6 +73,21 @@ pub fn checkout(
         }
     }
     let previous = reader.worktree(dest)?;
+    for path in [
+        Some(dest.to_owned()),
+        std::fs::canonicalize(dest)
+            .ok()
+            .and_then(|p| Utf8PathBuf::from_path_buf(p).ok()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        match crate::journal::ensure_clear(&reader, &path) {
+            Ok(()) => {}
+            Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
+            Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
+        }
+    }
 
     let created = match dest.symlink_metadata() {
         Ok(m) if !m.is_dir() => {
@@ -117,29 +133,48 @@ pub fn checkout(
         });
     }
 
-    let result = hydrate(store, &root, &files, options.progress);
-    let mut states = match result {
-        Ok(states) => states,
-        Err(e) => {
-            clean_up(&root, created);
-            return Err(e);
-        }
+    let time = jiff::Timestamp::now();
+    let record = WorktreeRecord {
+        head: Some(snapshot),
+        include_denied: previous.as_ref().is_some_and(|p| p.include_denied),
+        max_file_size: previous.as_ref().and_then(|p| p.max_file_size),
+        created: time,
+        ..WorktreeRecord::new(root.clone(), WorktreeKind::Isolated)
     };
+    let entry = OpRecord::new("checkout", previous.and_then(|p| p.head), Some(snapshot));
+    // A crash from here on leaves the journal: `recover` finishes the hydration.
+    let journal = crate::journal::Journal {
+        op: "checkout".into(),
+        pid: std::process::id(),
+        staging: None,
+        target: snap.tree,
+        paths: None,
+        record: record.clone(),
+        entry: Some(entry.clone()),
+        started: time,
+    };
+    let mut batch = WriteBatch::new();
+    batch.set_journal(&root, Some(journal.encode().map_err(failure)?));
+    if let Err(e) = store.write(&batch) {
+        clean_up(&root, created);
+        return Err(e.into());
+    }
+    let forget = |e: CheckoutError| {
+        clean_up(&root, created);
+        let mut batch = WriteBatch::new();
+        batch.set_journal(&root, None);
+        let _ = store.write(&batch);
+        e
+    };
+
+    let mut states = hydrate(store, &root, &files, options.progress).map_err(forget)?;
     // Nothing else writes into a worktree while it is checked out, so every entry is as good
     // as verified now; files written within the racy margin of now are read once more.
     let verified = now_ns();
     for (_, state) in &mut states {
         state.verified_ns = verified;
     }
-    let time = jiff::Timestamp::now();
     let mut batch = WriteBatch::new();
-    let record = WorktreeRecord {
-        root: root.clone(),
-        kind: WorktreeKind::Isolated,
-        head: Some(snapshot),
-        include_denied: previous.as_ref().is_some_and(|p| p.include_denied),
-        created: time,
-    };
     batch.clear_file_states(&root);
     let mut dirs = std::collections::HashMap::new();
     let touched = dirstate::record_written(
@@ -152,15 +187,10 @@ pub fn checkout(
         }
     }
     batch.put_worktree(record);
-    batch.append_op(
-        &root,
-        OpRecord::new("checkout", previous.and_then(|p| p.head), Some(snapshot)),
-    );
+    batch.append_op(&root, entry);
+    batch.set_journal(&root, None);
     drop(reader);
-    if let Err(e) = store.write(&batch) {
-        clean_up(&root, created);
-        return Err(e.into());
-    }
+    store.write(&batch).map_err(|e| forget(e.into()))?;
     Ok(CheckoutOutcome {
         worktree: root,
         snapshot,

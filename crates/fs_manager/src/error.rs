@@ -58,6 +58,9 @@ pub enum CaptureError {
     /// Asking git about the directory failed.
     #[error(transparent)]
     Git(#[from] merge_back::GitStateError),
+    /// An earlier operation on the worktree was interrupted.
+    #[error(transparent)]
+    Interrupted(#[from] crate::journal::Interrupted),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
@@ -88,6 +91,9 @@ pub enum CheckoutError {
         /// The rule.
         reason: &'static str,
     },
+    /// An earlier checkout into the destination was interrupted.
+    #[error(transparent)]
+    Interrupted(#[from] crate::journal::Interrupted),
     /// The destination is inside the store's folder.
     #[error("{path}: destination is inside the store {store}")]
     InsideStore {
@@ -138,6 +144,12 @@ pub enum RollbackError {
     /// Capturing the live state first failed.
     #[error(transparent)]
     Capture(#[from] CaptureError),
+    /// Files had started to change when this failed; `cairn recover` finishes the step.
+    #[error("{cause}; the worktree is part way: run `cairn recover` to finish")]
+    Unfinished {
+        /// What failed.
+        cause: Box<RollbackError>,
+    },
     /// The deny-pattern configuration is unreadable or invalid.
     #[error(transparent)]
     Deny(#[from] path_policy::DenyError),
@@ -149,6 +161,133 @@ pub enum RollbackError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+/// `recover` failed; the journal stays, so it can run again.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecoverError {
+    /// The path does not exist or is not a directory.
+    #[error("{path}: no such directory")]
+    Missing {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
+    /// Writing failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Something outside cairn's scope stands where a file must go.
+    #[error("{}: {reason}", path.display())]
+    Blocked {
+        /// The obstacle.
+        path: std::path::PathBuf,
+        /// What it is.
+        reason: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+/// `undo` or `redo` failed. A refusal (files changed since) is not an error: see
+/// [`crate::UndoOutcome::refused`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum UndoError {
+    /// The path is not inside a registered worktree.
+    #[error("{path} is not a registered worktree")]
+    NotAWorktree {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
+    /// Every change set is undone already, or none was recorded.
+    #[error("No edits have been applied to any file with this session.")]
+    NothingToUndo {
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
+    /// Nothing was undone since the last change.
+    #[error("worktree {root}: nothing to redo")]
+    NothingToRedo {
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
+    /// An earlier operation on the worktree was interrupted.
+    #[error(transparent)]
+    Interrupted(#[from] crate::journal::Interrupted),
+    /// Reading a file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Writing the files failed; if `interrupted`, `cairn recover` finishes the step.
+    #[error("{cause}{}", if *interrupted { "; the worktree is part way: run `cairn recover` to finish" } else { "" })]
+    Write {
+        /// What failed.
+        cause: Box<RollbackError>,
+        /// Whether files had started to change.
+        interrupted: bool,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
+
+/// `checkpoint`, `rewind`, `accept` or `discard` failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskError {
+    /// The path is not inside a registered worktree.
+    #[error("{path} is not a registered worktree")]
+    NotAWorktree {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
+    /// The checkpoint name breaks the naming rules.
+    #[error("invalid checkpoint name {name:?}: {reason}")]
+    InvalidName {
+        /// The name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// `rewind` without `--to` on a worktree with no checkpoint.
+    #[error("worktree {root} has no checkpoint to rewind to (take one with `cairn checkpoint`)")]
+    NoCheckpoint {
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
+    /// `review`, `accept` or `discard` with no task under way.
+    #[error("worktree {root} has no task under way (a checkpoint starts one)")]
+    NoTask {
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
+    /// A path given to `accept` has no changes against the baseline.
+    #[error("{path}: no changes against the task's baseline in {root}")]
+    NoChanges {
+        /// The path as given.
+        path: String,
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
+    /// Capturing failed.
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// Restoring files failed.
+    #[error(transparent)]
+    Rollback(#[from] RollbackError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
@@ -183,5 +322,8 @@ store_errors!(
     CheckoutError,
     RollbackError,
     WorktreeError,
-    ScanError
+    ScanError,
+    RecoverError,
+    UndoError,
+    TaskError
 );

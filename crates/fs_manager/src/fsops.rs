@@ -43,6 +43,8 @@ fn split(rel: &[u8]) -> (&[u8], &OsStr) {
 pub(crate) enum WriteFailure {
     Io(PathBuf, std::io::Error),
     Store(cas::ReadError),
+    /// Recording in the store failed.
+    Record(cas::Error),
     /// Something that is not a directory (or a link) stands where a directory must be.
     Blocked(PathBuf, &'static str),
 }

@@ -33,21 +33,33 @@ mod checkout;
 mod dirstate;
 mod error;
 mod fsops;
+mod journal;
 mod progress;
 mod rollback;
 mod scan;
 mod state;
+mod task;
+mod undo;
 mod worktree;
 
 pub use capture::{
     CaptureOptions, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome, live_state,
-    onboard, snapshot,
+    onboard, record_change, snapshot,
 };
 pub use checkout::{CheckoutOptions, CheckoutOutcome, checkout};
-pub use error::{CaptureError, CheckoutError, RollbackError, ScanError, WorktreeError};
+pub use error::{
+    CaptureError, CheckoutError, RecoverError, RollbackError, ScanError, TaskError, UndoError,
+    WorktreeError,
+};
+pub use journal::{Interrupted, RecoverOutcome, recover};
 pub use progress::{Progress, Silent};
 pub use rollback::{RollbackOptions, RollbackOutcome, rollback};
 pub use scan::{FileRecord, Skipped};
+pub use task::{
+    AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome, accept, checkpoint,
+    discard, rewind,
+};
+pub use undo::{Refusal, UndoOutcome, UndoStacks, redo, undo, undo_stacks};
 pub use worktree::{find as find_worktree, list as list_worktrees, remove as remove_worktree};
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.

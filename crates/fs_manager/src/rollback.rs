@@ -5,16 +5,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{EntryKind, OpRecord, SnapshotId, Source, Store, TreeId, WriteBatch};
-use rayon::prelude::*;
+use cas::{OpRecord, SnapshotId, Source, Store, TreeId, WriteBatch};
 
 use crate::capture::{self, CaptureOptions};
-use crate::dirstate;
 use crate::error::RollbackError;
 use crate::fsops::{self, WriteFailure};
+use crate::journal::{self, Plan};
 use crate::progress::{Progress, Silent};
 use crate::scan::tree_order;
-use crate::state::FileState;
 
 /// Options of [`rollback`].
 #[derive(Clone, Copy)]
@@ -58,10 +56,11 @@ pub struct RollbackOutcome {
     pub skipped: Vec<crate::Skipped>,
 }
 
-fn failure(e: WriteFailure) -> RollbackError {
+pub(crate) fn failure(e: WriteFailure) -> RollbackError {
     match e {
         WriteFailure::Io(path, source) => RollbackError::Io { path, source },
         WriteFailure::Store(e) => RollbackError::Store(e.into()),
+        WriteFailure::Record(e) => RollbackError::Store(e),
         WriteFailure::Blocked(path, reason) => RollbackError::Blocked {
             path,
             reason: reason.to_owned(),
@@ -109,6 +108,19 @@ pub fn rollback(
     target: SnapshotId,
     options: &RollbackOptions<'_>,
 ) -> Result<RollbackOutcome, RollbackError> {
+    restore(store, path, target, options, "rollback", &|_| {})
+}
+
+/// [`rollback`], recorded in the op log as `op`, with `edit` applied to the worktree's
+/// registry record in the same step.
+pub(crate) fn restore(
+    store: &Store,
+    path: &Utf8Path,
+    target: SnapshotId,
+    options: &RollbackOptions<'_>,
+    op: &str,
+    edit: &dyn Fn(&mut cas::WorktreeRecord),
+) -> Result<RollbackOutcome, RollbackError> {
     let reader = store.reader()?;
     let record =
         crate::worktree::find(&reader, path)?.ok_or_else(|| RollbackError::NotAWorktree {
@@ -118,7 +130,7 @@ pub fn rollback(
     drop(reader);
     let root = record.root.clone();
 
-    let message = format!("live state before rollback to {}", target.short(12));
+    let message = format!("live state before {op} to {}", target.short(12));
     let capture_options = CaptureOptions {
         message: &message,
         threads: options.threads,
@@ -170,18 +182,9 @@ pub fn rollback(
                 None => true,
             })
             .collect();
-    let deleted: Vec<Vec<u8>> = changes
-        .iter()
-        .filter(|c| c.new.is_none())
-        .map(|c| c.path.clone())
-        .collect();
-    let mut writes: Vec<(Vec<u8>, diff::FileEntry)> = changes
-        .iter()
-        .filter_map(|c| c.new.map(|n| (c.path.clone(), n)))
-        .collect();
-    writes.sort_by(|a, b| tree_order(&a.0, &b.0));
+    let plan = Plan::from_changes(&changes);
     let root_path = root.as_std_path();
-    for (p, _) in &writes {
+    for (p, _) in &plan.writes {
         if let Err(e) = path_policy::check_path(p) {
             return Err(RollbackError::Blocked {
                 path: fsops::join(root_path, p),
@@ -189,8 +192,10 @@ pub fn rollback(
             });
         }
     }
-    check_obstacles(root_path, &deleted, &writes)?;
-    let written: Vec<Vec<u8>> = writes.iter().map(|(p, _)| p.clone()).collect();
+    check_obstacles(root_path, &plan.deleted, &plan.writes)?;
+    let written: Vec<Vec<u8>> = plan.writes.iter().map(|(p, _)| p.clone()).collect();
+    let mut deleted = plan.deleted.clone();
+    deleted.sort_by(|a, b| tree_order(a, b));
     if options.dry_run {
         return Ok(RollbackOutcome {
             root,
@@ -202,86 +207,45 @@ pub fn rollback(
         });
     }
 
-    // From here on every change goes through handles opened beneath the root.
-    let handle = path_policy::Root::open(root_path).map_err(|e| failure(e.into()))?;
-    let root_handle = &handle;
-    // Deepest first, so directories empty out before their parents are looked at.
-    let mut order = deleted.clone();
-    order.sort_by(|a, b| tree_order(b, a));
-    for p in &order {
-        fsops::remove(root_handle, p).map_err(failure)?;
-    }
-    for (p, _) in &writes {
-        let (dir, _) = crate::scan::split_parent(p);
-        fsops::ensure_dir(root_handle, dir).map_err(failure)?;
-        // A directory the target has a file in place of was emptied above.
-        fsops::remove_empty_dir(root_handle, p).map_err(failure)?;
-    }
-    let (links, files): (Vec<_>, Vec<_>) = writes
-        .iter()
-        .partition(|(_, e)| e.kind == EntryKind::Symlink);
-    let mut states: Vec<(Vec<u8>, FileState)> = files
-        .par_iter()
-        .map(|(p, e)| {
-            let meta =
-                fsops::replace(root_handle, p, e.kind, e.id.as_blob(), &reader).map_err(failure)?;
-            Ok((p.clone(), FileState::from_stat(&meta, e.id.as_blob(), 0)))
-        })
-        .collect::<Result<_, RollbackError>>()?;
-    for (p, e) in links {
-        let meta =
-            fsops::replace(root_handle, p, e.kind, e.id.as_blob(), &reader).map_err(failure)?;
-        states.push((p.clone(), FileState::from_stat(&meta, e.id.as_blob(), 0)));
-    }
-    drop(reader);
-
-    let mut batch = WriteBatch::new();
-    let verified = crate::state::now_ns();
-    for (_, s) in &mut states {
-        s.verified_ns = verified;
-    }
-    let mut dirs = captured.dirs.clone();
-    let changes = states
-        .iter()
-        .map(|(p, s)| (p.as_slice(), Some(*s)))
-        .chain(deleted.iter().map(|p| (p.as_slice(), None)));
-    for dir in dirstate::record_written(&mut dirs, changes) {
-        if let Some(state) = dirs.get(&dir) {
-            batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state.encode()));
-        }
-    }
     let mut record = captured.record.clone();
-    let snapshot = if options.paths.is_empty() {
-        record.head = Some(target);
-        batch.append_op(
-            &root,
-            OpRecord::new("rollback", Some(captured.snapshot), Some(target)),
-        );
-        batch.put_worktree(record);
-        store.write(&batch)?;
+    edit(&mut record);
+    let head = if options.paths.is_empty() {
         target
     } else {
-        store.write(&batch)?;
-        // The result mixes both states: record it as a snapshot of what is now on disk.
+        // The result mixes both states: record it as a snapshot of its own.
+        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
+            changes.iter().map(|c| (c.path.clone(), c.new)).collect();
+        let built = crate::build::patch(&reader, captured.tree, &patched)?;
         let names: Vec<String> = options
             .paths
             .iter()
             .map(|p| String::from_utf8_lossy(p).into_owned())
             .collect();
-        let message = format!("rollback of {} to {}", names.join(", "), target.short(12));
-        let after = CaptureOptions {
-            message: &message,
-            ..capture_options
-        };
-        let source = Some(Source {
-            path: root.clone(),
-            git: None,
+        let mut batch = WriteBatch::new();
+        for t in built.trees.into_values() {
+            batch.add_tree(t);
+        }
+        let id = batch.add_snapshot(cas::Snapshot {
+            tree: built.root,
+            parents: vec![captured.snapshot],
+            created: jiff::Timestamp::now(),
+            message: format!("{op} of {} to {}", names.join(", "), target.short(12)),
+            labels: Default::default(),
+            source: Some(Source {
+                path: root.clone(),
+                git: None,
+            }),
         });
-        capture::capture(store, record, "rollback", source, &after, false)?.snapshot
+        store.write(&batch)?;
+        id
     };
+    drop(reader);
+    record.head = Some(head);
+    let entry = OpRecord::new(op, Some(captured.snapshot), Some(head));
+    journal::apply(store, op, target_tree, &plan, record, Some(entry)).map_err(applied)?;
     Ok(RollbackOutcome {
         root,
-        snapshot,
+        snapshot: head,
         captured: captured.snapshot,
         written,
         deleted,
@@ -289,10 +253,22 @@ pub fn rollback(
     })
 }
 
+pub(crate) fn applied(e: journal::ApplyFailure) -> RollbackError {
+    let interrupted = e.interrupted;
+    let error = failure(e.cause);
+    if interrupted {
+        RollbackError::Unfinished {
+            cause: Box::new(error),
+        }
+    } else {
+        error
+    }
+}
+
 /// Refuses, before anything changes, if something outside scope stands in the way: a
 /// symlink or file (ignored, so not captured) where a directory must be, or a directory
 /// that must become a file but holds files outside scope.
-fn check_obstacles(
+pub(crate) fn check_obstacles(
     root: &Path,
     deleted: &[Vec<u8>],
     writes: &[(Vec<u8>, diff::FileEntry)],

@@ -92,6 +92,17 @@ fn special_name(meta: &Metadata) -> &'static str {
     }
 }
 
+/// Why a file is left out under the size cap, if it is.
+fn oversize(stat: &Stat, kind: cas::EntryKind, cap: Option<u64>) -> Option<String> {
+    let cap = cap?;
+    (kind != cas::EntryKind::Symlink && stat.size > cap).then(|| {
+        format!(
+            "larger than the size cap ({} bytes > {cap} bytes)",
+            stat.size
+        )
+    })
+}
+
 /// Knobs of a scan.
 pub(crate) struct ScanOptions<'a> {
     /// 1 walks sequentially; 0 picks a thread count.
@@ -102,6 +113,8 @@ pub(crate) struct ScanOptions<'a> {
     pub dry_run: bool,
     /// Secrets: out of scope.
     pub deny: &'a path_policy::DenyList,
+    /// Files larger than this are left out (and reported).
+    pub max_file_size: Option<u64>,
     pub progress: &'a dyn Progress,
 }
 
@@ -235,7 +248,9 @@ pub(crate) fn scan(
     options: &ScanOptions<'_>,
 ) -> Result<Scan, ScanError> {
     let root_path = root.as_std_path();
-    let global = dirstate::global_stamp(root_path, options.deny.patterns());
+    let mut rules = options.deny.patterns().to_vec();
+    rules.extend(options.max_file_size.map(|n| format!("max-file-size {n}")));
+    let global = dirstate::global_stamp(root_path, &rules);
     let reuse = cache.global == Some(global);
     let t = std::time::Instant::now();
     let skip = if reuse {
@@ -296,7 +311,7 @@ pub(crate) fn scan(
     }
     let listed: Vec<Listing> = unchanged
         .par_iter()
-        .map(|dir| stat_listing(root_path, dir, &cache.dirs[*dir]))
+        .map(|dir| stat_listing(root_path, dir, &cache.dirs[*dir], options.max_file_size))
         .collect();
     let mut vanished: Vec<Vec<u8>> = Vec::new();
     for (files, skips, gone) in listed {
@@ -471,6 +486,7 @@ fn stat_listing(
     root: &Path,
     dir: &[u8],
     state: &DirState,
+    max_file_size: Option<u64>,
 ) -> (Vec<Walked>, Vec<Skipped>, Vec<Vec<u8>>) {
     let mut files = Vec::with_capacity(state.children.len());
     let mut skipped = Vec::new();
@@ -505,12 +521,15 @@ fn stat_listing(
                     })
                     .map(|st| Stat::from_rustix(&st));
                 match stat.and_then(|st| st.kind().map(|k| (st, k))) {
-                    Some((stat, kind)) => files.push(Walked {
-                        path,
-                        stat,
-                        kind,
-                        cached: Some(*cached),
-                    }),
+                    Some((stat, kind)) => match oversize(&stat, kind, max_file_size) {
+                        Some(reason) => skipped.push(Skipped { path, reason }),
+                        None => files.push(Walked {
+                            path,
+                            stat,
+                            kind,
+                            cached: Some(*cached),
+                        }),
+                    },
                     None => gone.push(path),
                 }
             }
@@ -615,6 +634,7 @@ fn walk(
         true
     });
     let root_path = root.to_path_buf();
+    let max_file_size = options.max_file_size;
     let classify = move |result: Result<ignore::DirEntry, ignore::Error>| -> Option<Found> {
         let entry = match result {
             Ok(e) => e,
@@ -641,6 +661,12 @@ fn walk(
             }
         };
         let stat = Stat::from_std(&meta);
+        if let Some(reason) = stat
+            .kind()
+            .and_then(|kind| oversize(&stat, kind, max_file_size))
+        {
+            return Some(Found::Skip(Skipped { path: rel, reason }));
+        }
         match stat.kind() {
             Some(kind) => Some(Found::File(Walked {
                 path: rel,

@@ -266,6 +266,14 @@ pub enum MaintenanceError {
         /// The store folder.
         path: Utf8PathBuf,
     },
+    /// An operation on a worktree's files was interrupted; what it needs must not go.
+    #[error(
+        "gc stopped, nothing removed: an interrupted operation on worktree {root} must be finished first (run `cairn recover {root}`)"
+    )]
+    Interrupted {
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
     /// An object needed to decide reachability is damaged or missing.
     #[error("gc stopped, nothing removed: {0}")]
     Unsafe(#[source] ReadError),

@@ -231,14 +231,14 @@ impl Store {
             Ok(records) => {
                 for wt in records {
                     out.references += 1;
-                    if let Some(head) = wt.head
-                        && !reader.has_snapshot(head)?
-                    {
-                        out.problems.push(problem(
-                            "worktree",
-                            &wt.root,
-                            format!("head {head} is missing"),
-                        ));
+                    for id in wt.snapshots() {
+                        if !reader.has_snapshot(id)? {
+                            out.problems.push(problem(
+                                "worktree",
+                                &wt.root,
+                                format!("snapshot {id} (head, checkpoint or baseline) is missing"),
+                            ));
+                        }
                     }
                 }
             }

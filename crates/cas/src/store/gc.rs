@@ -15,6 +15,8 @@ use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
 pub struct GcOptions {
     /// Report what would be removed, change nothing.
     pub dry_run: bool,
+    /// First drop op-log entries older than this (they then keep nothing alive).
+    pub prune_ops_before: Option<jiff::Timestamp>,
 }
 
 /// What `gc` removed (or would remove, on a dry run).
@@ -24,6 +26,8 @@ pub struct GcOutcome {
     pub removed: Vec<(ObjectKind, ObjectId)>,
     /// Stored bytes of those objects.
     pub bytes_freed: u64,
+    /// Op-log entries dropped by `prune_ops_before`.
+    pub ops_pruned: u64,
     /// Size of the database file before.
     pub file_bytes_before: u64,
     /// Size of the database file after (equal to before on a dry run).
@@ -50,7 +54,8 @@ impl Store {
             file_bytes_before: file_len(),
             ..GcOutcome::default()
         };
-        let live = self.mark()?;
+        let (live, pruned_ops) = self.mark(options.prune_ops_before)?;
+        outcome.ops_pruned = pruned_ops.len() as u64;
 
         let txn = self
             .writer()
@@ -117,6 +122,11 @@ impl Store {
                     git_oids.remove(&k).storage()?;
                 }
                 drop(git_oids);
+                let mut oplog = txn.open_table(OPLOG).storage()?;
+                for (root, seq) in &pruned_ops {
+                    oplog.remove((root.as_str(), *seq)).storage()?;
+                }
+                drop(oplog);
                 self.reclaim_segments(&txn, &mut blobs)?;
             }
         }
@@ -131,16 +141,24 @@ impl Store {
         Ok(outcome)
     }
 
-    fn mark(&self) -> Result<Live, MaintenanceError> {
+    /// What is reachable, and the op-log entries older than `prune_before` (left out).
+    fn mark(
+        &self,
+        prune_before: Option<jiff::Timestamp>,
+    ) -> Result<(Live, Vec<(String, u64)>), MaintenanceError> {
         let reader = self.reader()?;
+        if let Some(root) = reader.journaled_worktrees()?.into_iter().next() {
+            return Err(MaintenanceError::Interrupted { root });
+        }
         let mut live = Live::default();
         let mut pending: Vec<SnapshotId> = reader.refs()?.into_iter().map(|(_, id)| id).collect();
         for wt in reader
             .worktrees()
             .map_err(|e| MaintenanceError::Unsafe(registry_read(e)))?
         {
-            pending.extend(wt.head);
+            pending.extend(wt.snapshots());
         }
+        let mut pruned = Vec::new();
         {
             let txn = self.db.begin_read().storage()?;
             let oplog = txn.open_table(OPLOG).storage()?;
@@ -149,6 +167,10 @@ impl Store {
                 let root = camino::Utf8Path::new(k.value().0);
                 let op = super::registry::decode_op(root, v.value())
                     .map_err(|e| MaintenanceError::Unsafe(registry_read(e)))?;
+                if prune_before.is_some_and(|t| op.time < t) {
+                    pruned.push((k.value().0.to_owned(), k.value().1));
+                    continue;
+                }
                 pending.extend(op.snapshots());
             }
         }
@@ -174,7 +196,7 @@ impl Store {
                 }
             }
         }
-        Ok(live)
+        Ok((live, pruned))
     }
 
     /// Deletes segments no live blob uses and relocates blobs out of segments that are less

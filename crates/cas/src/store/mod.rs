@@ -22,7 +22,7 @@ pub use error::{
 };
 pub use fsck::{FsckOptions, FsckOutcome, Problem};
 pub use gc::{GcOptions, GcOutcome};
-pub use registry::{OpRecord, WorktreeKind, WorktreeRecord};
+pub use registry::{Checkpoint, OpRecord, Task, WorktreeKind, WorktreeRecord};
 
 use blob::{Body, Codec, Location, LogWriter};
 use error::StorageResult;
@@ -315,6 +315,11 @@ impl Store {
                 Err(redb::TableError::TableDoesNotExist(_)) => None,
                 Err(e) => return Err(e.into()),
             },
+            journals: match txn.open_table(JOURNALS) {
+                Ok(t) => Some(t),
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(e.into()),
+            },
             segment_bytes: self.segment_bytes,
         })
     }
@@ -429,8 +434,8 @@ impl Store {
         }
         let mut worktrees = txn.open_table(WORKTREES).storage()?;
         for record in &batch.worktrees {
-            if let Some(head) = &record.head {
-                snapshot_present(head)?;
+            for id in record.snapshots() {
+                snapshot_present(&id)?;
             }
             let json = serde_json::to_vec(record).map_err(|e| WriteError::Encode {
                 what: format!("worktree record {}", record.root),
@@ -477,6 +482,19 @@ impl Store {
                     |_, _| false,
                 )
                 .storage()?;
+        }
+        if !batch.journals.is_empty() {
+            let mut journals = txn.open_table(JOURNALS).storage()?;
+            for (root, journal) in &batch.journals {
+                match journal {
+                    Some(j) => {
+                        journals.insert(root.as_str(), j.as_slice()).storage()?;
+                    }
+                    None => {
+                        journals.remove(root.as_str()).storage()?;
+                    }
+                }
+            }
         }
         if !batch.git_oids.is_empty() {
             let mut map = txn.open_table(GIT_OIDS).storage()?;
@@ -772,6 +790,7 @@ pub struct WriteBatch {
     cleared_states: Vec<Utf8PathBuf>,
     file_states: Vec<(Utf8PathBuf, Vec<u8>, Option<Vec<u8>>)>,
     git_oids: Vec<(ObjectId, Vec<u8>)>,
+    journals: Vec<(Utf8PathBuf, Option<Vec<u8>>)>,
 }
 
 impl WriteBatch {
@@ -832,6 +851,11 @@ impl WriteBatch {
             .push((root.to_owned(), path.to_vec(), state));
     }
 
+    /// Sets (`Some`) or clears (`None`) the intent journal of worktree `root`.
+    pub fn set_journal(&mut self, root: &Utf8Path, journal: Option<Vec<u8>>) {
+        self.journals.push((root.to_owned(), journal));
+    }
+
     /// Records that `id` is `git_oid` in git repositories.
     pub fn map_git_oid(&mut self, id: ObjectId, git_oid: &[u8]) {
         self.git_oids.push((id, git_oid.to_vec()));
@@ -854,6 +878,7 @@ impl WriteBatch {
             && self.cleared_states.is_empty()
             && self.file_states.is_empty()
             && self.git_oids.is_empty()
+            && self.journals.is_empty()
     }
 }
 
@@ -872,6 +897,8 @@ pub struct Reader {
     file_states: ReadOnlyTable<(&'static str, &'static [u8]), &'static [u8]>,
     /// Absent in stores that never exported.
     git_oids: Option<ReadOnlyTable<[u8; 32], &'static [u8]>>,
+    /// Absent in stores that never journaled.
+    journals: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
     segment_bytes: u64,
 }
 
@@ -1157,6 +1184,19 @@ impl Reader {
         Ok(out)
     }
 
+    /// One file state of worktree `root`.
+    pub fn file_state(
+        &self,
+        root: &Utf8Path,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StorageFailure> {
+        Ok(self
+            .file_states
+            .get((root.as_str(), key))
+            .storage()?
+            .map(|v| v.value().to_vec()))
+    }
+
     /// The git id recorded for `id` by an earlier export, if any.
     pub fn git_oid(&self, id: ObjectId) -> Result<Option<Vec<u8>>, StorageFailure> {
         let Some(map) = &self.git_oids else {
@@ -1166,6 +1206,29 @@ impl Reader {
             .get(id.as_bytes())
             .storage()?
             .map(|v| v.value().to_vec()))
+    }
+
+    /// The intent journal of an unfinished operation on worktree `root`, if any.
+    pub fn journal(&self, root: &Utf8Path) -> Result<Option<Vec<u8>>, StorageFailure> {
+        let Some(journals) = &self.journals else {
+            return Ok(None);
+        };
+        Ok(journals
+            .get(root.as_str())
+            .storage()?
+            .map(|v| v.value().to_vec()))
+    }
+
+    /// Every worktree with an unfinished operation.
+    pub fn journaled_worktrees(&self) -> Result<Vec<Utf8PathBuf>, StorageFailure> {
+        let Some(journals) = &self.journals else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for item in journals.iter().storage()? {
+            out.push(Utf8PathBuf::from(item.storage()?.0.value()));
+        }
+        Ok(out)
     }
 
     /// A worktree's op log, oldest first.

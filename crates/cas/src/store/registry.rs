@@ -30,6 +30,70 @@ pub struct WorktreeRecord {
     pub include_denied: bool,
     /// When it was registered.
     pub created: jiff::Timestamp,
+    /// Its checkpoints, oldest first; names are unique.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Checkpoint>,
+    /// The task under way, if a checkpoint started one that was not yet accepted or
+    /// discarded as a whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+    /// Files larger than this many bytes are left out of captures (and reported); no cap if
+    /// `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_size: Option<u64>,
+}
+
+impl WorktreeRecord {
+    /// A new record with no head, checkpoints or task.
+    pub fn new(root: Utf8PathBuf, kind: WorktreeKind) -> WorktreeRecord {
+        WorktreeRecord {
+            root,
+            kind,
+            head: None,
+            include_denied: false,
+            created: jiff::Timestamp::now(),
+            checkpoints: Vec::new(),
+            task: None,
+            max_file_size: None,
+        }
+    }
+
+    /// Every snapshot the record keeps alive: head, checkpoints, task baseline.
+    pub fn snapshots(&self) -> impl Iterator<Item = SnapshotId> + '_ {
+        self.head
+            .iter()
+            .copied()
+            .chain(self.checkpoints.iter().map(|c| c.snapshot))
+            .chain(self.task.iter().map(|t| t.baseline))
+    }
+
+    /// The checkpoint called `name`.
+    pub fn checkpoint(&self, name: &str) -> Option<&Checkpoint> {
+        self.checkpoints
+            .iter()
+            .find(|c| c.name.as_deref() == Some(name))
+    }
+}
+
+/// One checkpoint of a worktree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Checkpoint {
+    /// Its name, if it was given one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The snapshot it recorded.
+    pub snapshot: SnapshotId,
+    /// When it was taken.
+    pub created: jiff::Timestamp,
+}
+
+/// A task: what `review`, `accept` and `discard` compare against.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Task {
+    /// The first checkpoint, with accepted paths moved forward.
+    pub baseline: SnapshotId,
+    /// When its first checkpoint was taken.
+    pub started: jiff::Timestamp,
 }
 
 /// One entry of a worktree's op log.
@@ -46,6 +110,12 @@ pub struct OpRecord {
     pub before: Option<SnapshotId>,
     /// The worktree's recorded state after.
     pub after: Option<SnapshotId>,
+    /// For an `undo`: the entry whose change it reverted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<u64>,
+    /// For a `redo`: the entry whose change it re-applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redoes: Option<u64>,
 }
 
 impl OpRecord {
@@ -57,7 +127,14 @@ impl OpRecord {
             op: op.to_owned(),
             before,
             after,
+            undoes: None,
+            redoes: None,
         }
+    }
+
+    /// True if the entry changed the worktree's recorded state.
+    pub fn is_change(&self) -> bool {
+        self.before != self.after
     }
 
     /// Every snapshot the entry references.

@@ -28,6 +28,10 @@ pub(crate) const FILE_STATES: TableDefinition<(&str, &[u8]), &[u8]> =
 /// was exported before. Stores created before this table existed gain it on their next write.
 pub(crate) const GIT_OIDS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("git_oids");
 
+/// Worktree root → the intent journal of an operation on its files that has not finished
+/// (opaque to the store, owned by the worktree manager). Created on first use.
+pub(crate) const JOURNALS: TableDefinition<&str, &[u8]> = TableDefinition::new("journals");
+
 pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
 pub(crate) const SEGMENT_BYTES_KEY: &str = "segment_bytes";
 pub(crate) const LOG_END_KEY: &str = "log_end";

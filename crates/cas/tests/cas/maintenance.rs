@@ -91,17 +91,25 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
     );
     let by_head = commit(&t.store, &[("h", b"by head")], vec![], "head");
     let by_op = commit(&t.store, &[("o", b"by op")], vec![], "op");
+    let by_checkpoint = commit(&t.store, &[("c", b"by checkpoint")], vec![], "checkpoint");
+    let by_baseline = commit(&t.store, &[("b", b"by baseline")], vec![], "baseline");
     let garbage_blob = noise(5, 300_000);
     let garbage = commit(&t.store, &[("g", &garbage_blob)], vec![by_ref], "garbage");
     t.store.set_ref("main", by_ref).unwrap();
     let root = Utf8Path::new("/w");
     let mut batch = WriteBatch::new();
     batch.put_worktree(WorktreeRecord {
-        root: root.to_owned(),
-        kind: WorktreeKind::Isolated,
         head: Some(by_head),
-        include_denied: false,
-        created: jiff::Timestamp::now(),
+        checkpoints: vec![Checkpoint {
+            name: Some("cp".into()),
+            snapshot: by_checkpoint,
+            created: jiff::Timestamp::now(),
+        }],
+        task: Some(Task {
+            baseline: by_baseline,
+            started: jiff::Timestamp::now(),
+        }),
+        ..WorktreeRecord::new(root.to_owned(), WorktreeKind::Isolated)
     });
     batch.append_op(
         Utf8Path::new("/old"),
@@ -109,7 +117,13 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
     );
     t.store.write(&batch).unwrap();
 
-    let dry = t.store.gc(&GcOptions { dry_run: true }).unwrap();
+    let dry = t
+        .store
+        .gc(&GcOptions {
+            dry_run: true,
+            ..GcOptions::default()
+        })
+        .unwrap();
     let removed: Vec<_> = dry.removed.iter().map(|(_, id)| *id).collect();
     assert!(removed.contains(&garbage.into()));
     assert!(removed.contains(&BlobId::of(&garbage_blob).into()));
@@ -129,7 +143,7 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
     let r = t.store.reader().unwrap();
     assert!(!r.has_snapshot(garbage).unwrap());
     assert!(!r.has_blob(BlobId::of(&garbage_blob)).unwrap());
-    for s in [base, by_ref, by_head, by_op] {
+    for s in [base, by_ref, by_head, by_op, by_checkpoint, by_baseline] {
         assert!(r.has_snapshot(s).unwrap(), "{s} is reachable");
     }
     assert_eq!(r.blob(BlobId::of(b"by ref")).unwrap(), b"by ref");
@@ -141,6 +155,59 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
             .problems
             .is_empty()
     );
+}
+
+#[test]
+fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
+    let mut t = temp_store();
+    let old = commit(&t.store, &[("o", b"old")], vec![], "old");
+    let recent = commit(&t.store, &[("r", b"recent")], vec![], "recent");
+    let root = Utf8Path::new("/w");
+    let mut batch = WriteBatch::new();
+    let mut aged = OpRecord::new("snapshot", None, Some(old));
+    aged.time = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24 * 40);
+    batch.append_op(root, aged);
+    batch.append_op(root, OpRecord::new("snapshot", Some(old), Some(recent)));
+    t.store.write(&batch).unwrap();
+
+    let cutoff = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24 * 30);
+    let dry = t
+        .store
+        .gc(&GcOptions {
+            dry_run: true,
+            prune_ops_before: Some(cutoff),
+        })
+        .unwrap();
+    assert_eq!(dry.ops_pruned, 1);
+    assert_eq!(t.store.reader().unwrap().ops(root).unwrap().len(), 2);
+    // The recent entry still names `old` as its before state, so `old` stays.
+    let out = t
+        .store
+        .gc(&GcOptions {
+            dry_run: false,
+            prune_ops_before: Some(cutoff),
+        })
+        .unwrap();
+    assert_eq!(out.ops_pruned, 1);
+    let r = t.store.reader().unwrap();
+    let ops = r.ops(root).unwrap();
+    assert_eq!(ops.len(), 1);
+    assert_eq!(ops[0].after, Some(recent));
+    assert!(r.has_snapshot(old).unwrap());
+    drop(r);
+
+    // Pruning every entry frees what only the log kept.
+    let out = t
+        .store
+        .gc(&GcOptions {
+            dry_run: false,
+            prune_ops_before: Some(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1)),
+        })
+        .unwrap();
+    assert_eq!(out.ops_pruned, 1);
+    let r = t.store.reader().unwrap();
+    assert!(!r.has_snapshot(old).unwrap());
+    assert!(!r.has_snapshot(recent).unwrap());
 }
 
 #[test]

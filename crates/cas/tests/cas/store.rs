@@ -243,11 +243,8 @@ fn registry_and_op_log_round_trip() {
     let root = Utf8Path::new("/work/agent-1");
     let mut batch = WriteBatch::new();
     batch.put_worktree(WorktreeRecord {
-        root: root.to_owned(),
-        kind: WorktreeKind::Isolated,
         head: Some(a),
-        include_denied: false,
-        created: jiff::Timestamp::now(),
+        ..WorktreeRecord::new(root.to_owned(), WorktreeKind::Isolated)
     });
     batch.append_op(root, OpRecord::new("checkout", None, Some(a)));
     batch.append_op(root, OpRecord::new("snapshot", Some(a), Some(a)));

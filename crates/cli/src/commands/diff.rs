@@ -230,7 +230,7 @@ fn name_status(changes: &[Counted]) -> String {
     out
 }
 
-fn patch(changes: &[Counted], context: u32, palette: &Palette) -> Vec<u8> {
+pub fn patch(changes: &[Counted], context: u32, palette: &Palette) -> Vec<u8> {
     let mut out = Vec::new();
     let (m, r) = (palette.meta, palette.reset);
     for c in changes {
@@ -373,7 +373,7 @@ fn totals(changes: &[Counted]) -> (u64, u64) {
         .fold((0, 0), |(i, d), c| (i + c.insertions, d + c.deletions))
 }
 
-fn colour() -> bool {
+pub fn colour() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 

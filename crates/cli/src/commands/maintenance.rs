@@ -32,10 +32,16 @@ pub fn fsck(ctx: &Ctx) -> Result<Report, CliError> {
     }
 }
 
-/// `cairn gc [--dry-run]`.
-pub fn gc(ctx: &Ctx, dry_run: bool) -> Result<Report, CliError> {
+/// `cairn gc [--dry-run] [--prune-ops DAYS]`.
+pub fn gc(ctx: &Ctx, dry_run: bool, prune_ops_days: Option<u32>) -> Result<Report, CliError> {
+    let prune_ops_before = prune_ops_days.map(|days| {
+        jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24 * i64::from(days))
+    });
     let mut store = ctx.open_existing()?;
-    let out = store.gc(&GcOptions { dry_run })?;
+    let out = store.gc(&GcOptions {
+        dry_run,
+        prune_ops_before,
+    })?;
     let count = |k: ObjectKind| out.removed.iter().filter(|(kind, _)| *kind == k).count();
     let verb = if dry_run { "would remove" } else { "removed" };
     let mut human = format!(
@@ -46,6 +52,13 @@ pub fn gc(ctx: &Ctx, dry_run: bool) -> Result<Report, CliError> {
         count(ObjectKind::Blob),
         out.bytes_freed,
     );
+    if prune_ops_before.is_some() {
+        human.push_str(&format!(
+            "{} {} op-log entries\n",
+            if dry_run { "would prune" } else { "pruned" },
+            out.ops_pruned
+        ));
+    }
     if !dry_run {
         human.push_str(&format!(
             "store file {} -> {} bytes\n",
@@ -60,6 +73,7 @@ pub fn gc(ctx: &Ctx, dry_run: bool) -> Result<Report, CliError> {
     let json = serde_json::json!({
         "removed": removed,
         "bytes_freed": out.bytes_freed,
+        "ops_pruned": out.ops_pruned,
         "dry_run": dry_run,
         "file_bytes_before": out.file_bytes_before,
         "file_bytes_after": out.file_bytes_after,

@@ -55,6 +55,19 @@ pub fn merge(
             _ => CliError::usage("invalid_input", text),
         }
     })?;
+    // The merge changed an onboarded repository's files: record that in its op log.
+    let mut recorded = None;
+    if checkout && out.commit.is_some() {
+        let registered = fs_manager::find_worktree(&store.reader()?, &repo)?;
+        if registered.is_some_and(|r| r.root == repo) {
+            let message = format!("merge of {}", snapshot.short(12));
+            let capture = fs_manager::CaptureOptions {
+                message: &message,
+                ..fs_manager::CaptureOptions::default()
+            };
+            recorded = Some(fs_manager::record_change(&store, &repo, "merge", &capture)?.snapshot);
+        }
+    }
     let conflicts: Vec<_> = out
         .conflicts
         .iter()
@@ -71,6 +84,7 @@ pub fn merge(
         "base": out.base,
         "conflicts": conflicts,
         "dirty": out.dirty.iter().map(|p| json_path(p)).collect::<Vec<_>>(),
+        "worktree_snapshot": recorded,
     });
     match (commit, branch) {
         (Some(commit), Some(branch)) => Ok(Report::new(

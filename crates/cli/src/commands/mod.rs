@@ -6,6 +6,7 @@ pub mod log;
 pub mod maintenance;
 pub mod merge;
 pub mod refs;
+pub mod reversible;
 pub mod run;
 pub mod show;
 pub mod worktrees;

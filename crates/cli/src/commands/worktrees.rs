@@ -21,7 +21,7 @@ fn labels(raw: &[String]) -> Result<BTreeMap<String, String>, CliError> {
     Ok(out)
 }
 
-fn skipped_json(skipped: &[Skipped]) -> serde_json::Value {
+pub fn skipped_json(skipped: &[Skipped]) -> serde_json::Value {
     skipped
         .iter()
         .map(|s| serde_json::json!({ "path": json_path(&s.path), "reason": s.reason }))
@@ -46,6 +46,7 @@ pub fn onboard(
     message: Option<&str>,
     raw_labels: &[String],
     include_denied: bool,
+    max_file_size: Option<u64>,
 ) -> Result<Report, CliError> {
     let labels = labels(raw_labels)?;
     let store = ctx.open_or_create()?;
@@ -59,6 +60,7 @@ pub fn onboard(
             ..CaptureOptions::default()
         },
         include_denied,
+        max_file_size,
     };
     let out = fs_manager::onboard(&store, &path_arg(src)?, &options)?;
     let source = out
@@ -221,7 +223,7 @@ pub fn rollback(
             format!("{worktree} is not a registered worktree"),
         )
     })?;
-    let target = reader.resolve_snapshot(snap)?;
+    let target = crate::commands::reversible::resolve_in(&reader, &record, snap)?;
     drop(reader);
     let paths = crate::context::tree_paths(Some(&record.root), paths)?;
     let bar = Bar::new();
@@ -232,8 +234,14 @@ pub fn rollback(
         ..RollbackOptions::default()
     };
     let out = fs_manager::rollback(&store, &record.root, target, &options)?;
+    Ok(rollback_report(&out, dry_run, "rollback"))
+}
+
+/// The report of a `rollback`, `rewind` (or their dry runs).
+pub fn rollback_report(out: &fs_manager::RollbackOutcome, dry_run: bool, verb: &str) -> Report {
     let list = |v: &[Vec<u8>]| v.iter().map(|p| json_path(p)).collect::<Vec<_>>();
     let json = serde_json::json!({
+        "worktree": out.root,
         "snapshot": out.snapshot,
         "captured": out.captured,
         "written": list(&out.written),
@@ -242,25 +250,30 @@ pub fn rollback(
         "dry_run": dry_run,
     });
     let mut human = String::new();
-    let verb = if dry_run { "would " } else { "" };
+    let would = if dry_run { "would " } else { "" };
     for p in &out.written {
-        human.push_str(&format!("{verb}write  {}\n", quote_path(p)));
+        human.push_str(&format!("{would}write  {}\n", quote_path(p)));
     }
     for p in &out.deleted {
-        human.push_str(&format!("{verb}delete {}\n", quote_path(p)));
+        human.push_str(&format!("{would}delete {}\n", quote_path(p)));
     }
+    let done = if verb == "rewind" {
+        "rewound"
+    } else {
+        "rolled back"
+    };
     human.push_str(&format!(
         "{} {}: {} written, {} deleted\n",
         if dry_run {
-            "dry run of rollback to"
+            format!("dry run of {verb} to")
         } else {
-            "rolled back to"
+            format!("{done} to")
         },
-        target.short(12),
+        out.snapshot.short(12),
         out.written.len(),
         out.deleted.len()
     ));
-    Ok(Report::new(json, human))
+    Report::new(json, human)
 }
 
 #[derive(Subcommand, Debug)]

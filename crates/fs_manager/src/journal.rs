@@ -1,0 +1,494 @@
+//! Changing many files as one step. Before the first file changes, an intent journal goes
+//! into the store: the tree the changed paths must end up as, and the registry record and
+//! op-log entry to commit afterwards. New contents are first written into a staging folder
+//! at the worktree root (an I/O error there changes nothing), then renamed into place. If
+//! the process dies part way, the journal stays; every command on the worktree refuses
+//! until [`recover`] finishes the step.
+
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{OpRecord, Reader, Store, TreeId, WorktreeRecord, WriteBatch};
+use rayon::prelude::*;
+use rustix::fs::AtFlags;
+use rustix::io::Errno;
+
+use crate::dirstate::{self, DirState};
+use crate::error::RecoverError;
+use crate::fsops::{self, WriteFailure};
+use crate::scan::{split_parent, tree_order};
+use crate::state::{FileState, now_ns};
+
+/// What the store holds while a step is under way.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Journal {
+    /// The command (`rewind`, `undo`, `checkout`, ...).
+    pub op: String,
+    /// The process that ran it: its temporary names start `.cairn-<pid>-`.
+    pub pid: u32,
+    /// The staging folder at the worktree root, if one was made.
+    pub staging: Option<String>,
+    /// What the paths must end up as.
+    pub target: TreeId,
+    /// The paths that change; `None`: every file of `target` (a checkout).
+    pub paths: Option<Vec<Vec<u8>>>,
+    /// The registry record once done.
+    pub record: WorktreeRecord,
+    /// The op-log entry once done.
+    pub entry: Option<OpRecord>,
+    /// When it started.
+    pub started: jiff::Timestamp,
+}
+
+impl Journal {
+    pub(crate) fn encode(&self) -> Result<Vec<u8>, WriteFailure> {
+        serde_json::to_vec(self).map_err(|e| {
+            WriteFailure::Record(cas::Error::Write(cas::WriteError::Encode {
+                what: format!("intent journal for {}", self.record.root),
+                reason: e.to_string(),
+            }))
+        })
+    }
+
+    fn decode(root: &Utf8Path, bytes: &[u8]) -> Result<Journal, cas::RegistryError> {
+        serde_json::from_slice(bytes).map_err(|e| cas::RegistryError::Corrupt {
+            root: root.to_owned(),
+            reason: format!("intent journal: {e}"),
+        })
+    }
+}
+
+/// An operation on this worktree was interrupted and must be recovered first.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "worktree {root}: an interrupted {op} (started {started}) left it half done; run `cairn recover {root}` to finish it"
+)]
+pub struct Interrupted {
+    /// The worktree.
+    pub root: Utf8PathBuf,
+    /// The command that was interrupted.
+    pub op: String,
+    /// When it started.
+    pub started: jiff::Timestamp,
+}
+
+/// Refuses if an interrupted step of worktree `root` awaits recovery.
+pub(crate) fn ensure_clear(reader: &Reader, root: &Utf8Path) -> Result<(), JournalCheck> {
+    match reader.journal(root)? {
+        None => Ok(()),
+        Some(bytes) => {
+            let j = Journal::decode(root, &bytes)?;
+            Err(JournalCheck::Interrupted(Interrupted {
+                root: root.to_owned(),
+                op: j.op,
+                started: j.started,
+            }))
+        }
+    }
+}
+
+/// Why [`ensure_clear`] refused.
+#[derive(Debug)]
+pub(crate) enum JournalCheck {
+    Interrupted(Interrupted),
+    Store(cas::Error),
+}
+
+impl From<cas::StorageFailure> for JournalCheck {
+    fn from(e: cas::StorageFailure) -> Self {
+        JournalCheck::Store(cas::ReadError::from(e).into())
+    }
+}
+
+impl From<cas::RegistryError> for JournalCheck {
+    fn from(e: cas::RegistryError) -> Self {
+        JournalCheck::Store(e.into())
+    }
+}
+
+/// The file-level changes of one step.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Plan {
+    /// Files and symlinks to remove.
+    pub deleted: Vec<Vec<u8>>,
+    /// Files and symlinks to write.
+    pub writes: Vec<(Vec<u8>, diff::FileEntry)>,
+}
+
+impl Plan {
+    /// The plan that turns the `old` side of `changes` into the `new` side.
+    pub fn from_changes(changes: &[diff::Change]) -> Plan {
+        let mut plan = Plan::default();
+        for c in changes {
+            match c.new {
+                Some(n) => plan.writes.push((c.path.clone(), n)),
+                None => plan.deleted.push(c.path.clone()),
+            }
+        }
+        plan.writes.sort_by(|a, b| tree_order(&a.0, &b.0));
+        plan
+    }
+
+    pub fn paths(&self) -> Vec<Vec<u8>> {
+        let mut all: Vec<Vec<u8>> = self
+            .deleted
+            .iter()
+            .cloned()
+            .chain(self.writes.iter().map(|(p, _)| p.clone()))
+            .collect();
+        all.sort_by(|a, b| tree_order(a, b));
+        all
+    }
+}
+
+/// Applying a step failed. Unless `interrupted` is set, nothing changed on disk.
+#[derive(Debug)]
+pub(crate) struct ApplyFailure {
+    pub cause: WriteFailure,
+    /// Set when files had started to change: the journal stays for `recover`.
+    pub interrupted: bool,
+}
+
+fn staging_name() -> String {
+    format!(".cairn-staging-{}-{}", std::process::id(), now_ns())
+}
+
+/// Makes `plan` happen in worktree `record.root` and records `record` and `entry`, as one
+/// step that [`recover`] finishes if the process dies part way. `target` is the tree the
+/// changed paths end up as. Every object the record and entry name must be stored already.
+pub(crate) fn apply(
+    store: &Store,
+    op: &str,
+    target: TreeId,
+    plan: &Plan,
+    record: WorktreeRecord,
+    entry: Option<OpRecord>,
+) -> Result<(), ApplyFailure> {
+    let root = record.root.clone();
+    let fail = |cause: WriteFailure| ApplyFailure {
+        cause,
+        interrupted: false,
+    };
+    let store_failure = WriteFailure::Record;
+    let handle =
+        path_policy::Root::open(root.as_std_path()).map_err(|e| fail(WriteFailure::from(e)))?;
+    let staging = (!plan.writes.is_empty()).then(staging_name);
+    let journal = Journal {
+        op: op.to_owned(),
+        pid: std::process::id(),
+        staging: staging.clone(),
+        target,
+        paths: Some(plan.paths()),
+        record: record.clone(),
+        entry: entry.clone(),
+        started: jiff::Timestamp::now(),
+    };
+    let mut batch = WriteBatch::new();
+    batch.set_journal(&root, Some(journal.encode().map_err(fail)?));
+    store
+        .write(&batch)
+        .map_err(|e| fail(store_failure(e.into())))?;
+    let forget_journal = || {
+        let mut batch = WriteBatch::new();
+        batch.set_journal(&root, None);
+        let _ = store.write(&batch);
+    };
+
+    // 1. Stage every new content. Nothing visible has changed yet.
+    let reader = store
+        .reader()
+        .map_err(|e| fail(store_failure(cas::ReadError::from(e).into())))?;
+    let staged = match &staging {
+        None => Ok(None),
+        Some(name) => stage(&handle, name, &plan.writes, &reader).map(Some),
+    };
+    let staged = match staged {
+        Ok(s) => s,
+        Err(cause) => {
+            if let Some(name) = &staging {
+                remove_staging(&root, name);
+            }
+            forget_journal();
+            return Err(fail(cause));
+        }
+    };
+
+    // 2. Swap: deletions deepest first, then renames in tree order.
+    let interrupted = |cause| ApplyFailure {
+        cause,
+        interrupted: true,
+    };
+    let mut order = plan.deleted.clone();
+    order.sort_by(|a, b| tree_order(b, a));
+    for p in &order {
+        fsops::remove(&handle, p).map_err(interrupted)?;
+    }
+    let mut states = Vec::with_capacity(plan.writes.len());
+    if let (Some(staging_fd), Some(name)) = (&staged, &staging) {
+        for (i, (p, e)) in plan.writes.iter().enumerate() {
+            let (dir_rel, leaf) = split_parent(p);
+            fsops::ensure_dir(&handle, dir_rel).map_err(interrupted)?;
+            fsops::remove_empty_dir(&handle, p).map_err(interrupted)?;
+            let dir = handle
+                .open_dir(dir_rel)
+                .map_err(|e| interrupted(e.into()))?;
+            let staged_name = i.to_string();
+            let leaf = OsStr::from_bytes(leaf);
+            let stat = match rustix::fs::renameat(staging_fd, staged_name.as_str(), &dir, leaf) {
+                Ok(()) => rustix::fs::statat(&dir, leaf, AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| crate::state::Stat::from_rustix(&st))
+                    .map_err(|e| interrupted(WriteFailure::Io(handle.display(p), e.into())))?,
+                // Another file system below the root: write it in place instead.
+                Err(Errno::XDEV) => fsops::replace(&handle, p, e.kind, e.id.as_blob(), &reader)
+                    .map_err(interrupted)?,
+                Err(e) => {
+                    return Err(interrupted(WriteFailure::Io(handle.display(p), e.into())));
+                }
+            };
+            states.push((p.clone(), FileState::from_stat(&stat, e.id.as_blob(), 0)));
+        }
+        remove_staging(&root, name);
+    }
+
+    // 3. Record the result, the stat cache of what was written, and drop the journal.
+    let mut batch = WriteBatch::new();
+    let verified = now_ns();
+    for (_, s) in &mut states {
+        s.verified_ns = verified;
+    }
+    let changes = states
+        .iter()
+        .map(|(p, s)| (p.as_slice(), Some(*s)))
+        .chain(plan.deleted.iter().map(|p| (p.as_slice(), None)));
+    let mut dirs = load_dirs(&reader, &root, &plan.paths())
+        .map_err(|e| interrupted(store_failure(cas::ReadError::from(e).into())))?;
+    for dir in dirstate::record_written(&mut dirs, changes) {
+        if let Some(state) = dirs.get(&dir) {
+            batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state.encode()));
+        }
+    }
+    drop(reader);
+    batch.put_worktree(record);
+    if let Some(entry) = entry {
+        batch.append_op(&root, entry);
+    }
+    batch.set_journal(&root, None);
+    store
+        .write(&batch)
+        .map_err(|e| interrupted(store_failure(e.into())))?;
+    Ok(())
+}
+
+/// The cached states of every directory holding or above one of `paths`.
+fn load_dirs(
+    reader: &Reader,
+    root: &Utf8Path,
+    paths: &[Vec<u8>],
+) -> Result<HashMap<Vec<u8>, DirState>, cas::StorageFailure> {
+    let mut wanted: BTreeSet<&[u8]> = BTreeSet::new();
+    for p in paths {
+        let mut up = split_parent(p).0;
+        loop {
+            if !wanted.insert(up) || up.is_empty() {
+                break;
+            }
+            up = split_parent(up).0;
+        }
+    }
+    wanted.insert(b"");
+    let mut dirs = HashMap::new();
+    for dir in wanted {
+        if let Some(bytes) = reader.file_state(root, &dirstate::dir_key(dir))?
+            && let Some(state) = DirState::decode(&bytes)
+        {
+            dirs.insert(dir.to_vec(), state);
+        }
+    }
+    Ok(dirs)
+}
+
+/// Writes each new content into the staging folder `name` as `0`, `1`, ...
+fn stage(
+    root: &path_policy::Root,
+    name: &str,
+    writes: &[(Vec<u8>, diff::FileEntry)],
+    reader: &Reader,
+) -> Result<std::os::fd::OwnedFd, WriteFailure> {
+    let fd = root.create_dir_all(name.as_bytes())?;
+    writes.par_iter().enumerate().try_for_each(|(i, (_, e))| {
+        let rel = format!("{name}/{i}");
+        fsops::create(root, &fd, rel.as_bytes(), e.kind, e.id.as_blob(), reader).map(|_| ())
+    })?;
+    Ok(fd)
+}
+
+fn remove_staging(root: &Utf8Path, name: &str) {
+    let _ = std::fs::remove_dir_all(root.join(name));
+}
+
+/// What [`recover`] did.
+#[derive(Debug, Clone)]
+pub struct RecoverOutcome {
+    /// The worktree root.
+    pub root: Utf8PathBuf,
+    /// The command that was interrupted and is now finished; `None` if nothing was.
+    pub op: Option<String>,
+    /// Paths made equal to the operation's result.
+    pub paths: u64,
+}
+
+impl From<WriteFailure> for RecoverError {
+    fn from(e: WriteFailure) -> Self {
+        match e {
+            WriteFailure::Io(path, source) => RecoverError::Io { path, source },
+            WriteFailure::Store(e) => RecoverError::Store(e.into()),
+            WriteFailure::Record(e) => RecoverError::Store(e),
+            WriteFailure::Blocked(path, reason) => RecoverError::Blocked {
+                path,
+                reason: reason.to_owned(),
+            },
+        }
+    }
+}
+
+/// Finishes the interrupted operation of the worktree at or above `path`: every path it
+/// was changing is made equal to its result, its temporary files are removed, and its
+/// record and op-log entry are committed. With nothing interrupted it does nothing.
+pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, RecoverError> {
+    let canonical = std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+        .unwrap_or_else(|| path.to_owned());
+    let reader = store.reader()?;
+    let mut found = None;
+    for dir in canonical.ancestors().chain(path.ancestors()) {
+        if let Some(bytes) = reader.journal(dir)? {
+            found = Some((dir.to_owned(), bytes));
+            break;
+        }
+    }
+    let Some((root, bytes)) = found else {
+        let root = crate::worktree::find(&reader, path)?
+            .map(|r| r.root)
+            .unwrap_or(canonical);
+        return Ok(RecoverOutcome {
+            root,
+            op: None,
+            paths: 0,
+        });
+    };
+    let journal = Journal::decode(&root, &bytes)?;
+    if !root.is_dir() {
+        return Err(RecoverError::Missing { path: root });
+    }
+    let handle = path_policy::Root::open(root.as_std_path()).map_err(WriteFailure::from)?;
+    let entries: Vec<(Vec<u8>, Option<diff::FileEntry>)> = match &journal.paths {
+        None => crate::build::flatten(&reader, journal.target)?
+            .into_iter()
+            .map(|f| {
+                let entry = diff::FileEntry {
+                    kind: f.kind,
+                    id: f.blob.into(),
+                    size: f.size,
+                };
+                (f.path, Some(entry))
+            })
+            .collect(),
+        Some(paths) => paths
+            .iter()
+            .map(|p| Ok((p.clone(), lookup(&reader, journal.target, p)?)))
+            .collect::<Result<_, cas::ReadError>>()?,
+    };
+    let mut removals: Vec<&Vec<u8>> = entries
+        .iter()
+        .filter(|(_, e)| e.is_none())
+        .map(|(p, _)| p)
+        .collect();
+    removals.sort_by(|a, b| tree_order(b, a));
+    for p in removals {
+        fsops::remove(&handle, p)?;
+    }
+    for (p, e) in &entries {
+        let Some(e) = e else { continue };
+        let (dir, _) = split_parent(p);
+        fsops::ensure_dir(&handle, dir)?;
+        fsops::remove_empty_dir(&handle, p)?;
+        fsops::replace(&handle, p, e.kind, e.id.as_blob(), &reader)?;
+    }
+    if let Some(name) = &journal.staging {
+        remove_staging(&root, name);
+    }
+    remove_temporaries(&handle, journal.pid, &entries);
+    drop(reader);
+
+    let mut batch = WriteBatch::new();
+    batch.put_worktree(journal.record.clone());
+    if let Some(entry) = journal.entry.clone() {
+        batch.append_op(&root, entry);
+    }
+    // What the cache said about these paths is stale: read everything next time.
+    batch.clear_file_states(&root);
+    batch.set_journal(&root, None);
+    store.write(&batch)?;
+    Ok(RecoverOutcome {
+        root,
+        op: Some(journal.op),
+        paths: entries.len() as u64,
+    })
+}
+
+/// Removes the interrupted process's temporary files (`.cairn-<pid>-…`) beside `entries`.
+fn remove_temporaries(
+    root: &path_policy::Root,
+    pid: u32,
+    entries: &[(Vec<u8>, Option<diff::FileEntry>)],
+) {
+    let prefix = format!(".cairn-{pid}-");
+    let dirs: BTreeSet<&[u8]> = entries.iter().map(|(p, _)| split_parent(p).0).collect();
+    for dir in dirs {
+        let Ok(fd) = root.open_dir(dir) else { continue };
+        let Ok(mut listing) = rustix::fs::Dir::read_from(&fd) else {
+            continue;
+        };
+        let mut stale = Vec::new();
+        while let Some(Ok(entry)) = listing.next() {
+            if entry.file_name().to_bytes().starts_with(prefix.as_bytes()) {
+                stale.push(entry.file_name().to_owned());
+            }
+        }
+        for name in stale {
+            let _ = rustix::fs::unlinkat(&fd, name.as_c_str(), AtFlags::empty());
+        }
+    }
+}
+
+/// What `tree` holds at `path`: a file entry, or `None` (absent or a directory).
+pub(crate) fn lookup(
+    source: &dyn diff::TreeSource,
+    tree: TreeId,
+    path: &[u8],
+) -> Result<Option<diff::FileEntry>, cas::ReadError> {
+    let mut current = tree;
+    let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    for (i, name) in parts.iter().enumerate() {
+        let t = source.tree(current)?;
+        let Some(e) = t.get(name) else {
+            return Ok(None);
+        };
+        match e.tree() {
+            Some(sub) if i + 1 < parts.len() => current = sub,
+            Some(_) => return Ok(None),
+            None if i + 1 == parts.len() => {
+                return Ok(Some(diff::FileEntry {
+                    kind: e.kind,
+                    id: e.id,
+                    size: e.size,
+                }));
+            }
+            None => return Ok(None),
+        }
+    }
+    Ok(None)
+}

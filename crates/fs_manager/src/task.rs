@@ -1,0 +1,280 @@
+//! Checkpoints and tasks: `checkpoint`, `rewind`, `accept`, `discard`.
+//!
+//! A worktree's first checkpoint starts a task; its baseline is that checkpoint, moved
+//! forward path by path as changes are accepted. `accept` or `discard` without paths ends
+//! the task, and the next checkpoint starts a new one.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{Checkpoint, OpRecord, SnapshotId, Source, Store, Task, WorktreeRecord, WriteBatch};
+
+use crate::capture::{self, CaptureOptions, OnboardOptions, SnapshotOutcome};
+use crate::error::TaskError;
+use crate::rollback::{RollbackOptions, RollbackOutcome};
+
+/// Unnamed checkpoints kept per worktree; older ones drop off the stack (their snapshots
+/// stay in the op log). Named ones are kept until the name is reused.
+pub const UNNAMED_CHECKPOINTS: usize = 256;
+
+/// Options of [`checkpoint`].
+#[derive(Clone, Copy, Default)]
+pub struct CheckpointOptions<'a> {
+    /// The checkpoint's name; reusing a name moves it here.
+    pub name: Option<&'a str>,
+    /// Message, labels, threads, progress.
+    pub capture: CaptureOptions<'a>,
+    /// Leave files above this size out of the worktree's captures from now on.
+    pub max_file_size: Option<u64>,
+}
+
+/// What [`checkpoint`] did.
+#[derive(Debug, Clone)]
+pub struct CheckpointOutcome {
+    /// The snapshot taken (the head, if nothing changed).
+    pub snapshot: SnapshotOutcome,
+    /// The checkpoint's name.
+    pub name: Option<String>,
+    /// Whether the directory was onboarded in place by this checkpoint.
+    pub onboarded: bool,
+    /// Whether this checkpoint started a task.
+    pub task_started: bool,
+}
+
+/// Snapshots the worktree holding `dir` and pushes the result onto its checkpoint stack;
+/// a directory that is not a worktree yet is onboarded in place first (nothing git owns
+/// is touched). The first checkpoint of a task is its baseline.
+pub fn checkpoint(
+    store: &Store,
+    dir: &Utf8Path,
+    options: &CheckpointOptions<'_>,
+) -> Result<CheckpointOutcome, TaskError> {
+    if let Some(name) = options.name {
+        cas::validate_ref_name(name).map_err(|e| TaskError::InvalidName {
+            name: name.to_owned(),
+            reason: e.to_string(),
+        })?;
+    }
+    let existing = crate::worktree::find(&store.reader()?, dir)?;
+    let onboarded = existing.is_none();
+    let mut record = match existing {
+        Some(r) => r,
+        None => {
+            let onboard = OnboardOptions {
+                capture: options.capture,
+                include_denied: false,
+                max_file_size: options.max_file_size,
+            };
+            let out = capture::onboard(store, dir, &onboard)?;
+            capture::registered(store, &out.root)?
+        }
+    };
+    if options.max_file_size.is_some() {
+        record.max_file_size = options.max_file_size;
+    }
+    let task_started = record.task.is_none();
+    let name = options.name.map(str::to_owned);
+    let created = jiff::Timestamp::now();
+    let edit = |r: &mut WorktreeRecord, head: SnapshotId| {
+        if let Some(n) = &name {
+            r.checkpoints.retain(|c| c.name.as_ref() != Some(n));
+        }
+        r.checkpoints.push(Checkpoint {
+            name: name.clone(),
+            snapshot: head,
+            created,
+        });
+        let unnamed = r.checkpoints.iter().filter(|c| c.name.is_none()).count();
+        if unnamed > UNNAMED_CHECKPOINTS {
+            let mut extra = unnamed - UNNAMED_CHECKPOINTS;
+            r.checkpoints.retain(|c| {
+                let drop = extra > 0 && c.name.is_none();
+                extra -= usize::from(drop);
+                !drop
+            });
+        }
+        if r.task.is_none() {
+            r.task = Some(Task {
+                baseline: head,
+                started: created,
+            });
+        }
+    };
+    let snapshot =
+        capture::snapshot_as(store, record, "checkpoint", &options.capture, Some(&edit))?;
+    Ok(CheckpointOutcome {
+        snapshot,
+        name,
+        onboarded,
+        task_started,
+    })
+}
+
+/// Makes the worktree holding `path` equal checkpoint `to` (default: the latest). The live
+/// state is captured first, and later checkpoints stay, so a rewind can be undone or
+/// rewound forward.
+pub fn rewind(
+    store: &Store,
+    path: &Utf8Path,
+    to: Option<SnapshotId>,
+    options: &RollbackOptions<'_>,
+) -> Result<RollbackOutcome, TaskError> {
+    let record = worktree(store, path)?;
+    let target = match to {
+        Some(t) => t,
+        None => {
+            record
+                .checkpoints
+                .last()
+                .ok_or_else(|| TaskError::NoCheckpoint {
+                    root: record.root.clone(),
+                })?
+                .snapshot
+        }
+    };
+    Ok(crate::rollback::restore(
+        store,
+        &record.root,
+        target,
+        options,
+        "rewind",
+        &|_| {},
+    )?)
+}
+
+/// What [`accept`] did.
+#[derive(Debug, Clone)]
+pub struct AcceptOutcome {
+    /// The worktree root.
+    pub root: Utf8PathBuf,
+    /// Paths whose changes were kept, in tree order.
+    pub accepted: Vec<Vec<u8>>,
+    /// The task's baseline now; `None` once the task ended.
+    pub baseline: Option<SnapshotId>,
+}
+
+/// Keeps the task's changes: under `paths` (the baseline moves forward for them), or all
+/// of them, which ends the task. The live state is captured first.
+pub fn accept(
+    store: &Store,
+    path: &Utf8Path,
+    paths: &[Vec<u8>],
+    options: &CaptureOptions<'_>,
+) -> Result<AcceptOutcome, TaskError> {
+    let record = worktree(store, path)?;
+    let root = record.root.clone();
+    let task = record
+        .task
+        .clone()
+        .ok_or_else(|| TaskError::NoTask { root: root.clone() })?;
+    let live = capture::snapshot_as(store, record, "capture", options, None)?;
+    let reader = store.reader()?;
+    let baseline_tree = reader.snapshot(task.baseline)?.tree;
+    let changes: Vec<diff::Change> =
+        diff::tree_changes(&reader, Some(baseline_tree), Some(live.tree))?
+            .into_iter()
+            .filter(|c| paths.is_empty() || paths.iter().any(|f| diff::path_is_under(&c.path, f)))
+            .collect();
+    if let Some(p) = paths
+        .iter()
+        .find(|f| !changes.iter().any(|c| diff::path_is_under(&c.path, f)))
+    {
+        return Err(TaskError::NoChanges {
+            path: String::from_utf8_lossy(p).into_owned(),
+            root,
+        });
+    }
+    let mut record = capture::registered(store, &root)?;
+    let mut batch = WriteBatch::new();
+    let baseline = if paths.is_empty() {
+        record.task = None;
+        None
+    } else {
+        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
+            changes.iter().map(|c| (c.path.clone(), c.new)).collect();
+        let built = crate::build::patch(&reader, baseline_tree, &patched)?;
+        for t in built.trees.into_values() {
+            batch.add_tree(t);
+        }
+        let names: Vec<String> = paths
+            .iter()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect();
+        let id = batch.add_snapshot(cas::Snapshot {
+            tree: built.root,
+            parents: vec![task.baseline],
+            created: jiff::Timestamp::now(),
+            message: format!("baseline with {} accepted", names.join(", ")),
+            labels: Default::default(),
+            source: Some(Source {
+                path: root.clone(),
+                git: None,
+            }),
+        });
+        record.task = Some(Task {
+            baseline: id,
+            ..task
+        });
+        Some(id)
+    };
+    drop(reader);
+    batch.append_op(&root, OpRecord::new("accept", record.head, record.head));
+    batch.put_worktree(record);
+    store.write(&batch)?;
+    Ok(AcceptOutcome {
+        root,
+        accepted: changes.into_iter().map(|c| c.path).collect(),
+        baseline,
+    })
+}
+
+/// What [`discard`] did.
+#[derive(Debug, Clone)]
+pub struct DiscardOutcome {
+    /// The restore that did it.
+    pub restored: RollbackOutcome,
+    /// Paths put back to the baseline, in tree order.
+    pub discarded: Vec<Vec<u8>>,
+}
+
+/// Throws away the task's changes: under `options.paths` (restored to the baseline), or
+/// all of them, which ends the task. The live state is captured first, so `undo` brings
+/// the changes back.
+pub fn discard(
+    store: &Store,
+    path: &Utf8Path,
+    options: &RollbackOptions<'_>,
+) -> Result<DiscardOutcome, TaskError> {
+    let record = worktree(store, path)?;
+    let task = record.task.clone().ok_or_else(|| TaskError::NoTask {
+        root: record.root.clone(),
+    })?;
+    let ends = options.paths.is_empty();
+    let restored = crate::rollback::restore(
+        store,
+        &record.root,
+        task.baseline,
+        options,
+        "discard",
+        &|r| {
+            if ends {
+                r.task = None;
+            }
+        },
+    )?;
+    let mut discarded: Vec<Vec<u8>> = restored
+        .written
+        .iter()
+        .chain(&restored.deleted)
+        .cloned()
+        .collect();
+    discarded.sort_by(|a, b| crate::scan::tree_order(a, b));
+    Ok(DiscardOutcome {
+        restored,
+        discarded,
+    })
+}
+
+fn worktree(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, TaskError> {
+    crate::worktree::find(&store.reader()?, path)?.ok_or_else(|| TaskError::NotAWorktree {
+        path: path.to_owned(),
+    })
+}

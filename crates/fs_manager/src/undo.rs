@@ -1,0 +1,401 @@
+//! `undo` and `redo`: revert or re-apply one change set of a worktree's op log, only if
+//! every file it touches still holds what the change left there.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{BlobId, EntryKind, OpRecord, SnapshotId, Source, Store, TreeId, WriteBatch};
+use rayon::prelude::*;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::error::UndoError;
+use crate::journal::{self, Plan};
+use crate::state::Stat;
+
+/// A file that stops an undo or redo, and why (`hash mismatch`, `missing`,
+/// `is a directory`, ...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// Path from the worktree root.
+    pub path: Vec<u8>,
+    /// Why.
+    pub reason: String,
+}
+
+/// What [`undo`] or [`redo`] did; with refusals, nothing changed.
+#[derive(Debug, Clone)]
+pub struct UndoOutcome {
+    /// The worktree root.
+    pub root: Utf8PathBuf,
+    /// The op-log entry whose change was reverted or re-applied.
+    pub change: u64,
+    /// Paths written or removed, in tree order (empty when refused).
+    pub paths: Vec<Vec<u8>>,
+    /// Why it refused, per file; empty on success.
+    pub refused: Vec<Refusal>,
+    /// The worktree's head afterwards.
+    pub snapshot: Option<SnapshotId>,
+}
+
+/// Which change sets can be undone and redone, from the op log.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct UndoStacks {
+    /// Entries (by `seq`) whose change can be undone, newest last.
+    pub undo: Vec<u64>,
+    /// Undone entries that can be redone, newest last.
+    pub redo: Vec<u64>,
+}
+
+/// Replays the op log: a change set pushes onto the undo stack and clears the redo stack;
+/// `undo` moves its entry to the redo stack, `redo` moves it back. A worktree's first
+/// capture (no state before) is not undoable.
+pub fn undo_stacks(ops: &[OpRecord]) -> UndoStacks {
+    let mut s = UndoStacks::default();
+    for op in ops {
+        if let Some(seq) = op.undoes {
+            s.undo.retain(|&x| x != seq);
+            s.redo.push(seq);
+        } else if let Some(seq) = op.redoes {
+            s.redo.retain(|&x| x != seq);
+            s.undo.push(seq);
+        } else if op.is_change() {
+            s.redo.clear();
+            if op.before.is_some() {
+                s.undo.push(op.seq);
+            }
+        }
+    }
+    s
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Undo,
+    Redo,
+}
+
+/// Reverts the newest change set of the worktree holding `path` that is not undone yet.
+pub fn undo(store: &Store, path: &Utf8Path) -> Result<UndoOutcome, UndoError> {
+    step(store, path, Direction::Undo)
+}
+
+/// Re-applies the newest undone change set of the worktree holding `path`.
+pub fn redo(store: &Store, path: &Utf8Path) -> Result<UndoOutcome, UndoError> {
+    step(store, path, Direction::Redo)
+}
+
+fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutcome, UndoError> {
+    let reader = store.reader()?;
+    let record = crate::worktree::find(&reader, path)?.ok_or_else(|| UndoError::NotAWorktree {
+        path: path.to_owned(),
+    })?;
+    let root = record.root.clone();
+    match journal::ensure_clear(&reader, &root) {
+        Ok(()) => {}
+        Err(journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
+        Err(journal::JournalCheck::Store(e)) => return Err(e.into()),
+    }
+    let ops = reader.ops(&root)?;
+    let stacks = undo_stacks(&ops);
+    let stack = match direction {
+        Direction::Undo => &stacks.undo,
+        Direction::Redo => &stacks.redo,
+    };
+    let Some(&seq) = stack.last() else {
+        return Err(match direction {
+            Direction::Undo => UndoError::NothingToUndo { root },
+            Direction::Redo => UndoError::NothingToRedo { root },
+        });
+    };
+    let change = ops
+        .iter()
+        .find(|o| o.seq == seq)
+        .ok_or_else(|| UndoError::NothingToUndo { root: root.clone() })?;
+    let (Some(before), Some(after)) = (change.before, change.after) else {
+        return Err(UndoError::NothingToUndo { root });
+    };
+    // Undo goes from the change's result back to its start; redo the other way.
+    let (from, to) = match direction {
+        Direction::Undo => (after, before),
+        Direction::Redo => (before, after),
+    };
+    let from_tree = reader.snapshot(from)?.tree;
+    let to_tree = reader.snapshot(to)?.tree;
+    let changes = diff::tree_changes(&reader, Some(from_tree), Some(to_tree))?;
+    let paths: Vec<Vec<u8>> = changes.iter().map(|c| c.path.clone()).collect();
+
+    let handle = path_policy::Root::open(root.as_std_path()).map_err(|e| UndoError::Io {
+        path: root.as_std_path().to_owned(),
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    let mut refused: Vec<Refusal> = changes
+        .par_iter()
+        .map(|c| check(&handle, &reader, from_tree, c))
+        .collect::<Result<Vec<Option<Refusal>>, UndoError>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let plan = Plan::from_changes(&changes);
+    if refused.is_empty()
+        && let Err(crate::error::RollbackError::Blocked { path: p, reason }) =
+            crate::rollback::check_obstacles(root.as_std_path(), &plan.deleted, &plan.writes)
+    {
+        let rel = p
+            .strip_prefix(root.as_std_path())
+            .map(|r| r.as_os_str().as_bytes().to_vec())
+            .unwrap_or_else(|_| p.as_os_str().as_bytes().to_vec());
+        refused.push(Refusal { path: rel, reason });
+    }
+    if !refused.is_empty() {
+        return Ok(UndoOutcome {
+            root,
+            change: seq,
+            paths: Vec::new(),
+            refused,
+            snapshot: record.head,
+        });
+    }
+
+    // The head after: the change's other end if the head was this end, else the head with
+    // these paths set as the change had them.
+    let head_tree = match record.head {
+        Some(h) => Some(reader.snapshot(h)?.tree),
+        None => None,
+    };
+    let new_head = if head_tree == Some(from_tree) {
+        to
+    } else {
+        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
+            changes.iter().map(|c| (c.path.clone(), c.new)).collect();
+        let base = head_tree.unwrap_or(from_tree);
+        let built = crate::build::patch(&reader, base, &patched)?;
+        let mut batch = WriteBatch::new();
+        for t in built.trees.into_values() {
+            batch.add_tree(t);
+        }
+        let verb = if direction == Direction::Undo {
+            "undo"
+        } else {
+            "redo"
+        };
+        let id = batch.add_snapshot(cas::Snapshot {
+            tree: built.root,
+            parents: record.head.into_iter().collect(),
+            created: jiff::Timestamp::now(),
+            message: format!("{verb} of op {seq}"),
+            labels: Default::default(),
+            source: Some(Source {
+                path: root.clone(),
+                git: None,
+            }),
+        });
+        store.write(&batch)?;
+        id
+    };
+    drop(reader);
+
+    let op = match direction {
+        Direction::Undo => "undo",
+        Direction::Redo => "redo",
+    };
+    let mut entry = OpRecord::new(op, record.head, Some(new_head));
+    match direction {
+        Direction::Undo => entry.undoes = Some(seq),
+        Direction::Redo => entry.redoes = Some(seq),
+    }
+    let mut after = record;
+    after.head = Some(new_head);
+    journal::apply(store, op, to_tree, &plan, after, Some(entry)).map_err(|e| {
+        let interrupted = e.interrupted;
+        let cause = crate::rollback::failure(e.cause);
+        UndoError::Write {
+            cause: Box::new(cause),
+            interrupted,
+        }
+    })?;
+    Ok(UndoOutcome {
+        root,
+        change: seq,
+        paths,
+        refused: Vec::new(),
+        snapshot: Some(new_head),
+    })
+}
+
+/// Whether the file at `c.path` still holds what the `old` side of the change says (absent
+/// if it has none; a directory of `old_tree` counts as absent).
+fn check(
+    root: &path_policy::Root,
+    reader: &cas::Reader,
+    old_tree: TreeId,
+    c: &diff::Change,
+) -> Result<Option<Refusal>, UndoError> {
+    let refuse = |reason: &str| {
+        Ok(Some(Refusal {
+            path: c.path.clone(),
+            reason: reason.to_owned(),
+        }))
+    };
+    let (dir_rel, name) = crate::scan::split_parent(&c.path);
+    let name = OsStr::from_bytes(name);
+    let dir = match root.open_dir(dir_rel) {
+        Ok(d) => Some(d),
+        Err(e) if e.is_not_found() => None,
+        Err(path_policy::BeneathError::Refused { reason, .. }) => return refuse(reason),
+        Err(e) => {
+            return Err(UndoError::Io {
+                path: root.display(&c.path),
+                source: std::io::Error::other(e.to_string()),
+            });
+        }
+    };
+    let stat = match &dir {
+        None => None,
+        Some(d) => match rustix::fs::statat(d, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Some(Stat::from_rustix(&st)),
+            Err(Errno::NOENT) => None,
+            Err(e) => {
+                return Err(UndoError::Io {
+                    path: root.display(&c.path),
+                    source: e.into(),
+                });
+            }
+        },
+    };
+    let Some(expected) = c.old else {
+        // The change left no file here: still nothing (or the directory it made) is fine.
+        return match stat {
+            None => Ok(None),
+            Some(st) if st.kind().is_none() => {
+                if is_dir_in(reader, old_tree, &c.path)? {
+                    Ok(None)
+                } else {
+                    refuse("is a directory")
+                }
+            }
+            Some(_) => refuse("exists (the change removed it)"),
+        };
+    };
+    let (Some(st), Some(dir)) = (stat, dir) else {
+        return refuse("missing");
+    };
+    let Some(kind) = st.kind() else {
+        return refuse(if st.mode & 0o170000 == 0o040000 {
+            "is a directory"
+        } else {
+            "not a regular file or symlink"
+        });
+    };
+    if (kind == EntryKind::Symlink) != (expected.kind == EntryKind::Symlink) {
+        return refuse("hash mismatch");
+    }
+    if st.size != expected.size {
+        return refuse("hash mismatch");
+    }
+    let io = |e: std::io::Error| UndoError::Io {
+        path: root.display(&c.path),
+        source: e,
+    };
+    let id = if kind == EntryKind::Symlink {
+        let target = rustix::fs::readlinkat(&dir, name, Vec::new()).map_err(|e| io(e.into()))?;
+        BlobId::of(target.as_bytes())
+    } else {
+        let fd = rustix::fs::openat(
+            &dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| io(e.into()))?;
+        let mut hasher = blake3::Hasher::new();
+        let mut file = std::fs::File::from(fd);
+        let mut buf = vec![0u8; 256 << 10];
+        loop {
+            let n = file.read(&mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+        }
+        BlobId::from_bytes(*hasher.finalize().as_bytes())
+    };
+    if id != expected.id.as_blob() {
+        return refuse("hash mismatch");
+    }
+    if kind != expected.kind {
+        return refuse("mode changed");
+    }
+    Ok(None)
+}
+
+fn is_dir_in(reader: &cas::Reader, tree: TreeId, path: &[u8]) -> Result<bool, cas::ReadError> {
+    let mut current = tree;
+    for name in path.split(|&b| b == b'/') {
+        let t = diff::TreeSource::tree(reader, current)?;
+        match t.get(name).and_then(|e| e.tree()) {
+            Some(sub) => current = sub,
+            None => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(n: u8) -> Option<SnapshotId> {
+        Some(SnapshotId::from_bytes([n; 32]))
+    }
+
+    fn op(seq: u64, name: &str, before: Option<SnapshotId>, after: Option<SnapshotId>) -> OpRecord {
+        OpRecord {
+            seq,
+            ..OpRecord::new(name, before, after)
+        }
+    }
+
+    #[test]
+    fn undo_and_redo_stacks_follow_the_log() {
+        let mut log = vec![
+            op(1, "checkout", None, snap(1)),
+            op(2, "snapshot", snap(1), snap(2)),
+            op(3, "snapshot", snap(2), snap(3)),
+            op(4, "snapshot", snap(3), snap(3)),
+        ];
+        assert_eq!(
+            undo_stacks(&log).undo,
+            vec![2, 3],
+            "first capture and no-ops excluded"
+        );
+        let mut u = op(5, "undo", snap(3), snap(2));
+        u.undoes = Some(3);
+        log.push(u);
+        assert_eq!(
+            undo_stacks(&log),
+            UndoStacks {
+                undo: vec![2],
+                redo: vec![3]
+            }
+        );
+        let mut r = op(6, "redo", snap(2), snap(3));
+        r.redoes = Some(3);
+        log.push(r);
+        assert_eq!(undo_stacks(&log).undo, vec![2, 3]);
+        let mut u = op(7, "undo", snap(3), snap(2));
+        u.undoes = Some(3);
+        log.push(u);
+        log.push(op(8, "snapshot", snap(2), snap(4)));
+        assert_eq!(
+            undo_stacks(&log),
+            UndoStacks {
+                undo: vec![2, 8],
+                redo: vec![]
+            },
+            "a new change set clears the redo stack"
+        );
+    }
+}
