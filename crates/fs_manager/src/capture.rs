@@ -345,9 +345,20 @@ pub(crate) fn deny_list(
 
 /// The registered worktree holding `path`.
 pub(crate) fn registered(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, CaptureError> {
-    worktree::find(&store.reader()?, path)?.ok_or_else(|| CaptureError::NotAWorktree {
-        path: path.to_owned(),
-    })
+    let reader = store.reader()?;
+    match worktree::find(&reader, path)? {
+        Some(record) => Ok(record),
+        None => {
+            match crate::journal::pending_at(&reader, path) {
+                Ok(()) => {}
+                Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
+                Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
+            }
+            Err(CaptureError::NotAWorktree {
+                path: path.to_owned(),
+            })
+        }
+    }
 }
 
 /// Snapshots the worktree that holds `path`: a new snapshot whose parent is the head, or,

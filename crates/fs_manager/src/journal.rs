@@ -89,6 +89,21 @@ pub(crate) fn ensure_clear(reader: &Reader, root: &Utf8Path) -> Result<(), Journ
     }
 }
 
+/// The interrupted step pending at `path` or a folder above it, registered or not (an
+/// interrupted checkout registers its destination only when finished).
+pub(crate) fn pending_at(reader: &Reader, path: &Utf8Path) -> Result<(), JournalCheck> {
+    let canonical = std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok());
+    for dir in path
+        .ancestors()
+        .chain(canonical.iter().flat_map(|c| c.ancestors()))
+    {
+        ensure_clear(reader, dir)?;
+    }
+    Ok(())
+}
+
 /// Why [`ensure_clear`] refused.
 #[derive(Debug)]
 pub(crate) enum JournalCheck {
