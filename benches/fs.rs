@@ -4,7 +4,7 @@
 //! `../shared/bench/linux-corpus.sh`; `CAIRN_BENCH_CORPUS=synthetic` uses a small generated
 //! tree for a quick run, and `CAIRN_BENCH_CORPUS=/some/dir` any directory. Each row is the
 //! median of `CAIRN_BENCH_PAIRS` (default 3) cairn/peer pairs run alternately; the ratio is
-//! cairn's median over the peer's. `CAIRN_BENCH_ONLY=merge` runs only the merge rows.
+//! cairn's median over the peer's. `CAIRN_BENCH_ONLY=merge` (or `reversible`) runs only those rows.
 #![allow(missing_docs)]
 
 #[path = "harness/mod.rs"]
@@ -205,11 +205,21 @@ fn main() {
     }
     let store = work.join("store");
 
-    let merge_rows = merge(&src, work, pairs);
-    if std::env::var("CAIRN_BENCH_ONLY").as_deref() == Ok("merge") {
+    let only = std::env::var("CAIRN_BENCH_ONLY").ok();
+    let reversible_rows = if only.as_deref().is_none_or(|o| o == "reversible") {
+        reversible(&src, work, pairs)
+    } else {
+        Vec::new()
+    };
+    let merge_rows = if only.as_deref().is_none_or(|o| o == "merge") {
+        merge(&src, work, pairs)
+    } else {
+        Vec::new()
+    };
+    if only.is_some() {
         println!("| operation | cairn | peer | peer time | ratio | target |");
         println!("|---|---|---|---|---|---|");
-        for row in &merge_rows {
+        for row in reversible_rows.iter().chain(&merge_rows) {
             row.print();
         }
         return;
@@ -484,6 +494,7 @@ fn main() {
         &stat_thousand,
     ]
     .into_iter()
+    .chain(&reversible_rows)
     .chain(&merge_rows)
     {
         row.print();
@@ -507,6 +518,78 @@ fn main() {
     println!(
         "round trip: {checked} files identical in bytes, exec bit and link target; nothing else in the checkout"
     );
+}
+
+/// Checkpoint, rewind and undo of 10 changed files, each against the git command a
+/// harness would use for it, in twin copies of the tree.
+fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
+    let (c_dir, g_dir, store) = (
+        work.join("r-cairn"),
+        work.join("r-git"),
+        work.join("r-store"),
+    );
+    for d in [&c_dir, &g_dir] {
+        run(Command::new("cp").arg("-a").arg(src).arg(d));
+    }
+    let c = c_dir.to_str().unwrap();
+    cairn(&store, &["checkpoint", c, "--name", "start"]);
+    git(&g_dir, &["init", "-q"]);
+    git(&g_dir, &["add", "-A"]);
+    git(&g_dir, &["commit", "-qm", "start"]);
+    let tracked = tracked_files(&g_dir);
+
+    let mut checkpoint = Row::new(
+        "checkpoint after 10 files changed",
+        "`git add -A && git commit`",
+        0.25,
+    );
+    let mut rewind = Row::new(
+        "rewind of 10 changed files",
+        "`git reset --hard && git clean -fd`",
+        0.25,
+    );
+    let mut undo = Row::new(
+        "undo of a 10-file change",
+        "`git reset --hard HEAD~1`",
+        0.25,
+    );
+    for round in 0..pairs {
+        touch_files(&c_dir, &tracked, round, 10);
+        touch_files(&g_dir, &tracked, round, 10);
+        checkpoint.cairn.push(time(|| {
+            let v = cairn(&store, &["checkpoint", c]);
+            assert_eq!(v["modified"], 10, "{v}");
+        }));
+        checkpoint.other.push(time(|| {
+            git(&g_dir, &["add", "-A"]);
+            git(&g_dir, &["commit", "-qm", "checkpoint"]);
+        }));
+
+        touch_files(&c_dir, &tracked, round + 100, 10);
+        touch_files(&g_dir, &tracked, round + 100, 10);
+        rewind.cairn.push(time(|| {
+            let v = cairn(&store, &["rewind", c]);
+            assert_eq!(v["written"].as_array().unwrap().len(), 10, "{v}");
+        }));
+        rewind.other.push(time(|| {
+            git(&g_dir, &["reset", "-q", "--hard"]);
+            git(&g_dir, &["clean", "-qfd"]);
+        }));
+
+        // A tool call changed 10 files and the harness recorded it; then undo it.
+        touch_files(&c_dir, &tracked, round + 200, 10);
+        touch_files(&g_dir, &tracked, round + 200, 10);
+        cairn(&store, &["snapshot", c]);
+        git(&g_dir, &["commit", "-qam", "tool call"]);
+        undo.cairn.push(time(|| {
+            let v = cairn(&store, &["undo", c]);
+            assert_eq!(v["reverted"].as_array().unwrap().len(), 10, "{v}");
+        }));
+        undo.other.push(time(|| {
+            git(&g_dir, &["reset", "-q", "--hard", "HEAD~1"]);
+        }));
+    }
+    vec![checkpoint, rewind, undo]
 }
 
 /// `cairn merge` of a snapshot 10 files away from the onboarded repository, against

@@ -223,6 +223,20 @@ fn rewind_by_name_or_latest_with_dry_run_and_forward_again() {
     ok(&env.cairn(&["rewind", dir.as_str(), "--to", "one"]));
     assert_eq!(files(&dir), v4);
 
+    // Inside the worktree, checkpoint names work wherever a snapshot is expected.
+    let inside = |args: &[&str]| {
+        let mut cmd = env.command();
+        cmd.current_dir(&dir)
+            .arg("--store")
+            .arg(env.store().as_str())
+            .args(args);
+        cmd.output().unwrap()
+    };
+    let out = inside(&["diff", "--name-status", "two", "one"]);
+    assert_eq!(ok(&out), "M\tf\n");
+    let out = inside(&["show", "two:g"]);
+    assert_eq!(ok(&out), "new in v2\n");
+
     let (code, err) = env.json(&["rewind", dir.as_str(), "--to", "nope"]);
     assert_eq!(code, 2);
     assert!(

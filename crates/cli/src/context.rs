@@ -154,3 +154,29 @@ pub fn tree_paths(
     }
     Ok(out)
 }
+
+/// A snapshot spec where no worktree is named: a checkpoint name of the worktree holding
+/// the current directory, else a ref name or unique id prefix (SPEC.md's order).
+pub fn resolve_snapshot(reader: &cas::Reader, spec: &str) -> Result<cas::SnapshotId, CliError> {
+    let record = match current_dir() {
+        Ok(cwd) => fs_manager::find_worktree(reader, &cwd)?,
+        Err(_) => None,
+    };
+    match record.as_ref().and_then(|r| r.checkpoint(spec)) {
+        Some(c) => Ok(c.snapshot),
+        None => Ok(reader.resolve_snapshot(spec)?),
+    }
+}
+
+/// A snapshot spec in the context of a worktree: its checkpoint name, else a ref name or
+/// unique id prefix.
+pub fn resolve_in(
+    reader: &cas::Reader,
+    record: &cas::WorktreeRecord,
+    spec: &str,
+) -> Result<cas::SnapshotId, CliError> {
+    match record.checkpoint(spec) {
+        Some(c) => Ok(c.snapshot),
+        None => Ok(reader.resolve_snapshot(spec)?),
+    }
+}

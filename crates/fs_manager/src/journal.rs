@@ -396,7 +396,22 @@ pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, Recover
     };
     let journal = Journal::decode(&root, &bytes)?;
     if !root.is_dir() {
-        return Err(RecoverError::Missing { path: root });
+        // The folder is gone, and with it what was half written: record the step as done
+        // (a later checkout re-hydrates a registered worktree's missing folder).
+        drop(reader);
+        let mut batch = WriteBatch::new();
+        batch.put_worktree(journal.record.clone());
+        if let Some(entry) = journal.entry.clone() {
+            batch.append_op(&root, entry);
+        }
+        batch.clear_file_states(&root);
+        batch.set_journal(&root, None);
+        store.write(&batch)?;
+        return Ok(RecoverOutcome {
+            root,
+            op: Some(journal.op),
+            paths: 0,
+        });
     }
     let handle = path_policy::Root::open(root.as_std_path()).map_err(WriteFailure::from)?;
     let entries: Vec<(Vec<u8>, Option<diff::FileEntry>)> = match &journal.paths {

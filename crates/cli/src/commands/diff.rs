@@ -44,7 +44,7 @@ pub fn side(store: &Store, reader: &Reader, spec: &str) -> Result<Side, CliError
             root: Some(live.root),
         });
     }
-    let id = reader.resolve_snapshot(spec)?;
+    let id = crate::context::resolve_snapshot(reader, spec)?;
     Ok(Side {
         tree: reader.snapshot(id)?.tree,
         memory: HashMap::new(),

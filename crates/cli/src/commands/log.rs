@@ -19,7 +19,7 @@ pub fn run(
         Some(t) if Utf8Path::new(t).is_dir() => {
             worktree_head(&reader, &absolute(&current_dir()?, Utf8Path::new(t)), true)?
         }
-        Some(t) => Some(reader.resolve_snapshot(t)?),
+        Some(t) => Some(crate::context::resolve_snapshot(&reader, t)?),
         None => worktree_head(&reader, &current_dir()?, false)?,
     };
     let history = match start {

@@ -26,8 +26,10 @@ pub fn merge(
     let store = ctx.open_existing()?;
     let (snapshot, base) = {
         let reader = store.reader()?;
-        let snapshot = reader.resolve_snapshot(snap)?;
-        let base = base.map(|b| reader.resolve_snapshot(b)).transpose()?;
+        let snapshot = crate::context::resolve_snapshot(&reader, snap)?;
+        let base = base
+            .map(|b| crate::context::resolve_snapshot(&reader, b))
+            .transpose()?;
         (snapshot, base)
     };
     let options = MergeOptions {

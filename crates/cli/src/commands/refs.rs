@@ -33,7 +33,7 @@ pub fn run(ctx: &Ctx, action: RefAction) -> Result<Report, CliError> {
         RefAction::Set { name, snapshot } => {
             cas::validate_ref_name(&name)?;
             let store = ctx.open_or_create()?;
-            let id = store.reader()?.resolve_snapshot(&snapshot)?;
+            let id = crate::context::resolve_snapshot(&store.reader()?, &snapshot)?;
             store.set_ref(&name, id)?;
             let human = format!("{name} -> {id}\n");
             Ok(Report::new(

@@ -11,7 +11,7 @@ use fs_manager::{CaptureOptions, CheckpointOptions, RollbackOptions};
 
 use crate::commands::diff::{self as diffcmd, Depth, Side};
 use crate::commands::worktrees::{path_arg, rollback_report, skipped_json};
-use crate::context::{Ctx, current_dir};
+use crate::context::{Ctx, current_dir, resolve_in};
 use crate::error::CliError;
 use crate::output::{Report, json_path, quote_path};
 use crate::progress::Bar;
@@ -30,19 +30,6 @@ fn registered(reader: &Reader, dir: &Utf8Path) -> Result<WorktreeRecord, CliErro
             format!("{dir} is not a registered worktree"),
         )
     })
-}
-
-/// A snapshot named in the context of a worktree: its checkpoint name, else a ref name or
-/// unique id prefix.
-pub fn resolve_in(
-    reader: &Reader,
-    record: &WorktreeRecord,
-    spec: &str,
-) -> Result<SnapshotId, CliError> {
-    match record.checkpoint(spec) {
-        Some(c) => Ok(c.snapshot),
-        None => Ok(reader.resolve_snapshot(spec)?),
-    }
 }
 
 fn paths_json(paths: &[Vec<u8>]) -> Vec<String> {

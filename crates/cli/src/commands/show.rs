@@ -12,7 +12,16 @@ pub fn run(ctx: &Ctx, object: &str) -> Result<Report, CliError> {
     };
     let store = ctx.open_read_only()?;
     let reader = store.reader()?;
-    let (kind, id) = reader.resolve_object(spec)?;
+    // A checkpoint name of the current worktree comes first, as everywhere.
+    let checkpoint = match crate::context::current_dir() {
+        Ok(cwd) => fs_manager::find_worktree(&reader, &cwd)?
+            .and_then(|r| r.checkpoint(spec).map(|c| c.snapshot)),
+        Err(_) => None,
+    };
+    let (kind, id) = match checkpoint {
+        Some(s) => (ObjectKind::Snapshot, s.into()),
+        None => reader.resolve_object(spec)?,
+    };
     let tree = match kind {
         ObjectKind::Snapshot => reader.snapshot(id.as_snapshot())?.tree,
         ObjectKind::Tree => id.as_tree(),

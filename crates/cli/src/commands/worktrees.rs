@@ -185,7 +185,7 @@ pub fn snapshot(
 /// `cairn checkout SNAP DEST`.
 pub fn checkout(ctx: &Ctx, snap: &str, dest: &Utf8Path) -> Result<Report, CliError> {
     let store = ctx.open_existing()?;
-    let id = store.reader()?.resolve_snapshot(snap)?;
+    let id = crate::context::resolve_snapshot(&store.reader()?, snap)?;
     let bar = Bar::new();
     let out = fs_manager::checkout(
         &store,
@@ -223,7 +223,7 @@ pub fn rollback(
             format!("{worktree} is not a registered worktree"),
         )
     })?;
-    let target = crate::commands::reversible::resolve_in(&reader, &record, snap)?;
+    let target = crate::context::resolve_in(&reader, &record, snap)?;
     drop(reader);
     let paths = crate::context::tree_paths(Some(&record.root), paths)?;
     let bar = Bar::new();
