@@ -5,6 +5,7 @@ mod crash_recovery;
 mod diff_commands;
 mod human_output;
 mod import_commands;
+mod mcp_client;
 mod merge_commands;
 mod reversible_commands;
 mod run_commands;

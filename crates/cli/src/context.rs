@@ -1,6 +1,8 @@
 //! What every command needs: output mode and the store, found as SPEC.md says.
 
 use camino::{Utf8Path, Utf8PathBuf};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
 use cas::{OpenOptions, Store};
 
 use crate::error::CliError;
@@ -8,11 +10,93 @@ use crate::error::CliError;
 pub struct Ctx {
     pub json: bool,
     store_flag: Option<Utf8PathBuf>,
+    /// Set inside `cairn serve`: the store it holds open, shared by every request.
+    shared: Option<SharedStore>,
+}
+
+/// A store held open by this process for many commands (`cairn serve`).
+#[derive(Clone)]
+pub struct SharedStore {
+    /// Its folder, as discovery resolves it.
+    pub path: Utf8PathBuf,
+    pub store: Arc<RwLock<Store>>,
+}
+
+/// An open store: opened for this command, or shared with others (`cairn serve`).
+pub enum StoreRef<'a> {
+    Owned(Store),
+    Shared(RwLockReadGuard<'a, Store>),
+}
+
+impl std::ops::Deref for StoreRef<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        match self {
+            StoreRef::Owned(s) => s,
+            StoreRef::Shared(g) => g,
+        }
+    }
+}
+
+/// An open store no other command uses meanwhile (`gc`).
+pub enum StoreMut<'a> {
+    Owned(Store),
+    Exclusive(RwLockWriteGuard<'a, Store>),
+}
+
+impl std::ops::Deref for StoreMut<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        match self {
+            StoreMut::Owned(s) => s,
+            StoreMut::Exclusive(g) => g,
+        }
+    }
+}
+
+impl std::ops::DerefMut for StoreMut<'_> {
+    fn deref_mut(&mut self) -> &mut Store {
+        match self {
+            StoreMut::Owned(s) => s,
+            StoreMut::Exclusive(g) => g,
+        }
+    }
 }
 
 impl Ctx {
     pub fn new(json: bool, store_flag: Option<Utf8PathBuf>) -> Ctx {
-        Ctx { json, store_flag }
+        Ctx {
+            json,
+            store_flag,
+            shared: None,
+        }
+    }
+
+    /// A context whose commands use `shared` instead of opening a store.
+    pub fn serving(json: bool, store_flag: Option<Utf8PathBuf>, shared: SharedStore) -> Ctx {
+        Ctx {
+            json,
+            store_flag,
+            shared: Some(shared),
+        }
+    }
+
+    /// The shared store, if the resolved store is the one this process serves.
+    fn shared_for(&self) -> Result<Option<&SharedStore>, CliError> {
+        let Some(shared) = &self.shared else {
+            return Ok(None);
+        };
+        let path = self.store_path()?;
+        if path != shared.path {
+            return Err(CliError::usage(
+                "wrong_store",
+                format!(
+                    "this server holds store {}; the request names {path}",
+                    shared.path
+                ),
+            ));
+        }
+        Ok(Some(shared))
     }
 
     /// `--store` / `$CAIRN_STORE`, else the nearest `.cairn/` in the current directory or its
@@ -43,11 +127,20 @@ impl Ctx {
         Ok(data.join("cairn"))
     }
 
-    fn open(&self, create: bool) -> Result<Store, CliError> {
+    fn open(&self, create: bool) -> Result<StoreRef<'_>, CliError> {
         self.open_with(create, false)
     }
 
-    fn open_with(&self, create: bool, read_only: bool) -> Result<Store, CliError> {
+    fn open_with(&self, create: bool, read_only: bool) -> Result<StoreRef<'_>, CliError> {
+        if let Some(shared) = self.shared_for()? {
+            let guard = shared.store.read().map_err(|_| poisoned(&shared.path))?;
+            return Ok(StoreRef::Shared(guard));
+        }
+        Ok(StoreRef::Owned(self.open_direct(create, read_only)?))
+    }
+
+    /// Opens the store in this process, waiting while another process holds it.
+    pub fn open_direct(&self, create: bool, read_only: bool) -> Result<Store, CliError> {
         let path = self.store_path()?;
         let options = OpenOptions {
             create,
@@ -62,22 +155,56 @@ impl Ctx {
 
     /// Opens the store for a command that only reads: a missing store is an error (exit 2),
     /// nothing in it changes, and other readers may hold it at the same time.
-    pub fn open_read_only(&self) -> Result<Store, CliError> {
+    pub fn open_read_only(&self) -> Result<StoreRef<'_>, CliError> {
         self.open_with(false, true)
     }
 
     /// Opens an existing store for writing: a missing store is an error (exit 2).
-    pub fn open_existing(&self) -> Result<Store, CliError> {
+    pub fn open_existing(&self) -> Result<StoreRef<'_>, CliError> {
         self.open(false)
     }
 
     /// Opens the store for a writing command, creating it if missing.
-    pub fn open_or_create(&self) -> Result<Store, CliError> {
+    pub fn open_or_create(&self) -> Result<StoreRef<'_>, CliError> {
         self.open(true)
+    }
+
+    /// Opens an existing store for a command that must have it to itself (`gc`): inside
+    /// `cairn serve`, it waits until no other request uses it.
+    pub fn open_exclusive(&self) -> Result<StoreMut<'_>, CliError> {
+        if let Some(shared) = self.shared_for()? {
+            let guard = shared.store.write().map_err(|_| poisoned(&shared.path))?;
+            return Ok(StoreMut::Exclusive(guard));
+        }
+        Ok(StoreMut::Owned(self.open_direct(false, false)?))
     }
 }
 
+fn poisoned(path: &Utf8Path) -> CliError {
+    CliError::store(
+        "store",
+        format!("store {path}: an earlier request failed while holding it"),
+    )
+}
+
+thread_local! {
+    /// The directory a request came from, when this process serves others (`serve`, `mcp`).
+    static REQUEST_DIR: std::cell::RefCell<Option<Utf8PathBuf>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` with relative paths and store discovery resolved against `dir` instead of this
+/// process's current directory (a request from another process).
+pub fn with_request_dir<T>(dir: Utf8PathBuf, f: impl FnOnce() -> T) -> T {
+    REQUEST_DIR.with(|d| *d.borrow_mut() = Some(dir));
+    let out = f();
+    REQUEST_DIR.with(|d| *d.borrow_mut() = None);
+    out
+}
+
 pub fn current_dir() -> Result<Utf8PathBuf, CliError> {
+    if let Some(dir) = REQUEST_DIR.with(|d| d.borrow().clone()) {
+        return Ok(dir);
+    }
     let cwd = std::env::current_dir()
         .map_err(|e| CliError::store("io", format!("current directory: {e}")))?;
     Utf8PathBuf::from_path_buf(cwd).map_err(|p| {

@@ -15,8 +15,8 @@ use camino::Utf8PathBuf;
 use clap::{Parser, Subcommand};
 
 use context::Ctx;
-use error::{CliError, EXIT_USAGE};
-use output::Report;
+use error::CliError;
+use output::{Render, Report};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -286,6 +286,8 @@ enum Command {
         /// The worktree (default: the one holding the current directory).
         dir: Option<Utf8PathBuf>,
     },
+    /// A Model Context Protocol server on stdio exposing cairn's verbs as tools.
+    Mcp,
 }
 
 fn main() -> ExitCode {
@@ -310,11 +312,72 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
+    if let Command::Mcp = cli.command {
+        return match commands::mcp::run(cli.store) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => fail(false, &e),
+        };
+    }
     let ctx = Ctx::new(cli.json, cli.store);
     match run(&ctx, cli.command) {
         Ok(report) => finish(&ctx, report),
         Err(e) => fail(ctx.json, &e),
     }
+}
+
+/// Runs the command line `argv` (without the program name) as if from `cwd`, for another
+/// process (`cairn mcp` tools), and returns what it would print.
+pub(crate) fn dispatch(argv: &[String], cwd: Utf8PathBuf) -> output::Rendered {
+    execute(argv, cwd, None)
+}
+
+/// Runs `argv` in this process; with `shared`, on that open store instead of opening one.
+pub(crate) fn execute(
+    argv: &[String],
+    cwd: Utf8PathBuf,
+    shared: Option<context::SharedStore>,
+) -> output::Rendered {
+    let json_requested = argv.iter().any(|a| a == "--json");
+    let line = std::iter::once("cairn".to_owned()).chain(argv.iter().cloned());
+    let cli = match Cli::try_parse_from(line) {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            return output::Rendered {
+                stdout: e.render().to_string().into_bytes(),
+                ..output::Rendered::default()
+            };
+        }
+        Err(e) => {
+            let message = e.render().to_string();
+            let first = message.lines().next().unwrap_or("invalid usage");
+            return output::Rendered::error(
+                json_requested,
+                &CliError::usage("usage", first.trim_start_matches("error: ")),
+            );
+        }
+    };
+    if matches!(
+        cli.command,
+        Command::Mcp | Command::Run { .. } | Command::SandboxExec { .. }
+    ) {
+        return output::Rendered::error(
+            cli.json,
+            &CliError::usage(
+                "usage",
+                "this command runs only as its own process, not for another one",
+            ),
+        );
+    }
+    context::with_request_dir(cwd, || {
+        let ctx = match shared {
+            Some(s) => Ctx::serving(cli.json, cli.store, s),
+            None => Ctx::new(cli.json, cli.store),
+        };
+        match run(&ctx, cli.command) {
+            Ok(report) => output::Rendered::report(ctx.json, report),
+            Err(e) => output::Rendered::error(ctx.json, &e),
+        }
+    })
 }
 
 fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
@@ -466,45 +529,14 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
             commands::reversible::discard(ctx, dir.as_deref(), yes, &paths)
         }
         Command::Recover { dir } => commands::reversible::recover(ctx, dir.as_deref()),
+        Command::Mcp => Err(CliError::usage("usage", "cairn mcp runs on its own")),
     }
 }
 
 fn finish(ctx: &Ctx, report: Report) -> ExitCode {
-    if ctx.json {
-        let mut json = report.json;
-        if let (Some(message), Some(obj)) = (&report.refusal, json.as_object_mut()) {
-            obj.insert("message".into(), message.clone().into());
-        }
-        output::write_stdout(format!("{json}\n").as_bytes());
-    } else {
-        output::write_stdout(
-            report
-                .human_bytes
-                .as_deref()
-                .unwrap_or(report.human.as_bytes()),
-        );
-        match &report.refusal {
-            Some(message) if report.verbatim => eprintln!("{message}"),
-            Some(message) => eprintln!("cairn: {message}"),
-            None => {}
-        }
-    }
-    if let Some(code) = report.exit {
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
-    }
-    if report.refusal.is_some() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
+    output::Rendered::report(ctx.json, report).emit()
 }
 
 fn fail(json: bool, e: &CliError) -> ExitCode {
-    if json {
-        let obj = serde_json::json!({ "error": { "code": e.code, "message": e.message } });
-        output::write_stdout(format!("{obj}\n").as_bytes());
-    } else {
-        eprintln!("cairn: error: {}", e.message);
-    }
-    ExitCode::from(if e.exit == 0 { EXIT_USAGE } else { e.exit })
+    output::Rendered::error(json, e).emit()
 }

@@ -4,6 +4,8 @@ use std::io::Write;
 
 use serde::Serialize;
 
+use crate::error::CliError;
+
 /// A command's result: its JSON object and its human rendering.
 pub struct Report {
     pub json: serde_json::Value,
@@ -53,6 +55,70 @@ impl Report {
     pub fn with_bytes(mut self, bytes: Vec<u8>) -> Report {
         self.human_bytes = Some(bytes);
         self
+    }
+}
+
+/// What a command prints and its exit status, before it is printed: the same bytes whether
+/// the command ran here or in `cairn serve` for another process.
+pub use cairn_client::CommandOutput as Rendered;
+
+/// Rendering a command's outcome.
+pub trait Render: Sized {
+    fn report(json_mode: bool, report: Report) -> Self;
+    fn error(json_mode: bool, e: &CliError) -> Self;
+    fn emit(&self) -> std::process::ExitCode;
+}
+
+impl Render for Rendered {
+    fn report(json_mode: bool, report: Report) -> Rendered {
+        let mut out = Rendered::default();
+        if json_mode {
+            let mut json = report.json;
+            if let (Some(message), Some(obj)) = (&report.refusal, json.as_object_mut()) {
+                obj.insert("message".into(), message.clone().into());
+            }
+            out.stdout = format!("{json}\n").into_bytes();
+        } else {
+            out.stdout = report
+                .human_bytes
+                .unwrap_or_else(|| report.human.into_bytes());
+            match &report.refusal {
+                Some(message) if report.verbatim => out.stderr = format!("{message}\n"),
+                Some(message) => out.stderr = format!("cairn: {message}\n"),
+                None => {}
+            }
+        }
+        out.code = match report.exit {
+            Some(code) => u8::try_from(code).unwrap_or(1),
+            None if report.refusal.is_some() => 1,
+            None => 0,
+        };
+        out
+    }
+
+    fn error(json_mode: bool, e: &CliError) -> Rendered {
+        let mut out = Rendered::default();
+        if json_mode {
+            let obj = serde_json::json!({ "error": { "code": e.code, "message": e.message } });
+            out.stdout = format!("{obj}\n").into_bytes();
+        } else {
+            out.stderr = format!("cairn: error: {}\n", e.message);
+        }
+        out.code = if e.exit == 0 {
+            crate::error::EXIT_USAGE
+        } else {
+            e.exit
+        };
+        out
+    }
+
+    /// Prints it and returns the exit status.
+    fn emit(&self) -> std::process::ExitCode {
+        write_stdout(&self.stdout);
+        if !self.stderr.is_empty() {
+            eprint!("{}", self.stderr);
+        }
+        std::process::ExitCode::from(self.code)
     }
 }
 

@@ -34,9 +34,8 @@ pub enum Format {
 /// Resolves `spec`: an existing directory is a worktree's live files; anything else a
 /// snapshot (ref name or id prefix).
 pub fn side(store: &Store, reader: &Reader, spec: &str) -> Result<Side, CliError> {
-    let path = Utf8Path::new(spec);
+    let path = absolute(&current_dir()?, Utf8Path::new(spec));
     if path.is_dir() {
-        let path = absolute(&current_dir()?, path);
         let live = fs_manager::live_state(store, &path, &CaptureOptions::default())?;
         return Ok(Side {
             tree: live.tree,

@@ -16,7 +16,7 @@ pub fn run(
     let store = ctx.open_read_only()?;
     let reader = store.reader()?;
     let start = match target {
-        Some(t) if Utf8Path::new(t).is_dir() => {
+        Some(t) if absolute(&current_dir()?, Utf8Path::new(t)).is_dir() => {
             worktree_head(&reader, &absolute(&current_dir()?, Utf8Path::new(t)), true)?
         }
         Some(t) => Some(crate::context::resolve_snapshot(&reader, t)?),

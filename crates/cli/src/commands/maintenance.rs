@@ -37,7 +37,7 @@ pub fn gc(ctx: &Ctx, dry_run: bool, prune_ops_days: Option<u32>) -> Result<Repor
     let prune_ops_before = prune_ops_days.map(|days| {
         jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24 * i64::from(days))
     });
-    let mut store = ctx.open_existing()?;
+    let mut store = ctx.open_exclusive()?;
     let out = store.gc(&GcOptions {
         dry_run,
         prune_ops_before,

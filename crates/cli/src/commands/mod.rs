@@ -4,6 +4,7 @@ pub mod diff;
 pub mod init;
 pub mod log;
 pub mod maintenance;
+pub mod mcp;
 pub mod merge;
 pub mod refs;
 pub mod reversible;

@@ -1,0 +1,100 @@
+"""Drives `cairn mcp` with the official MCP Python SDK: list_tools, then a session of
+calls an agent would make. Usage: client.py CAIRN STORE WORKDIR. Exits non-zero on any
+mismatch."""
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp import ClientSession, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+CAIRN, STORE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+EXPECTED = {
+    "snapshot", "checkout", "rollback", "diff", "status", "undo", "redo",
+    "checkpoint", "rewind", "merge", "log", "review",
+}
+
+
+def text(result):
+    return "".join(c.text for c in result.content)
+
+
+async def call(session, name, args, ok=True):
+    result = await session.call_tool(name, args)
+    body = text(result)
+    assert result.is_error == (not ok), f"{name} {args}: is_error={result.is_error}: {body}"
+    return json.loads(body) if body.startswith("{") else body
+
+
+async def main():
+    wt = os.path.join(WORK, "agent")
+    os.makedirs(wt)
+    with open(os.path.join(wt, "main.py"), "w") as f:
+        f.write("print('v1')\n")
+    params = StdioServerParameters(command=CAIRN, args=["--store", STORE, "mcp"])
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert init.server_info.name == "cairn", init.server_info
+            tools = (await session.list_tools()).tools
+            names = {t.name for t in tools}
+            assert names == EXPECTED, names
+            for t in tools:
+                assert t.input_schema["type"] == "object", t
+            assert "worktree" in next(t for t in tools if t.name == "snapshot").input_schema["required"]
+
+            cp = await call(session, "checkpoint", {"dir": wt, "name": "start"})
+            assert cp["name"] == "start" and cp["onboarded"] is True, cp
+            with open(os.path.join(wt, "main.py"), "w") as f:
+                f.write("print('v2')\n")
+            with open(os.path.join(wt, "new.py"), "w") as f:
+                f.write("x = 1\n")
+            status = await call(session, "status", {"worktree": wt})
+            assert status["stats"]["files"] == 2, status
+            snap = await call(session, "snapshot", {"worktree": wt, "message": "turn 1"})
+            assert snap["changed"] is True and snap["added"] == 1 and snap["modified"] == 1, snap
+            diff = await call(session, "diff", {"a": cp["snapshot"], "b": snap["snapshot"]})
+            assert [a["path"] for a in diff["added"]] == ["new.py"], diff
+            assert [m["path"] for m in diff["modified"]] == ["main.py"], diff
+
+            undone = await call(session, "undo", {"worktree": wt})
+            assert sorted(undone["reverted"]) == ["main.py", "new.py"], undone
+            assert open(os.path.join(wt, "main.py")).read() == "print('v1')\n"
+            assert not os.path.exists(os.path.join(wt, "new.py"))
+            redone = await call(session, "redo", {"worktree": wt})
+            assert sorted(redone["reapplied"]) == ["main.py", "new.py"], redone
+
+            rewound = await call(session, "rewind", {"dir": wt, "to": "start"})
+            assert rewound["deleted"] == ["new.py"], rewound
+            review = await call(session, "review", {"dir": wt})
+            assert review["stats"]["files"] == 0, review
+
+            dest = os.path.join(WORK, "verifier")
+            co = await call(session, "checkout", {"snapshot": snap["snapshot"], "dest": dest})
+            assert co["files"] == 2, co
+            assert open(os.path.join(dest, "main.py")).read() == "print('v2')\n"
+            log = await call(session, "log", {"target": snap["snapshot"], "max_count": 5})
+            assert [s["id"] for s in log["snapshots"]] == [snap["snapshot"], cp["snapshot"]], log
+
+            # Refusals and errors come back as tool errors carrying cairn's message.
+            for _ in range(10):
+                r = await session.call_tool("undo", {"worktree": dest})
+                if r.is_error:
+                    break
+            body = json.loads(text(r))
+            assert body["message"] == "No edits have been applied to any file with this session.", body
+            bad = await call(session, "rollback", {"worktree": wt}, ok=False)
+            assert "snapshot" in bad, bad
+            missing = await call(session, "snapshot", {"worktree": os.path.join(WORK, "nope")}, ok=False)
+            assert missing["error"]["code"] in ("invalid_path", "not_a_worktree"), missing
+            try:
+                await session.call_tool("no_such_tool", {})
+                raise AssertionError("an unknown tool must be a protocol error")
+            except MCPError as e:
+                assert "no_such_tool" in e.error.message, e.error
+    print(json.dumps({"tools": sorted(names), "ok": True}))
+
+
+asyncio.run(main())
