@@ -9,6 +9,7 @@ mod mcp_client;
 mod merge_commands;
 mod reversible_commands;
 mod run_commands;
+mod serve_commands;
 mod store_commands;
 mod support;
 mod worktree_commands;

@@ -112,14 +112,6 @@ fn a_clean_merge_commits_on_a_new_branch_and_touches_nothing_else() {
         std::fs::read_to_string(repo.join("c.txt")).unwrap(),
         "c, uncommitted\n"
     );
-    // The onboarded repository's op log records the merge as a change set of its own.
-    let recorded = v["worktree_snapshot"]
-        .as_str()
-        .expect("recorded in the op log");
-    let (_, log) = env.json(&["op", "log", repo.as_str()]);
-    let newest = &log["ops"][0];
-    assert_eq!(newest["op"], "merge", "{log}");
-    assert_eq!(newest["after"], recorded);
 
     // The same branch again is refused, naming it; nothing changes.
     let out = env.cairn(&["merge", &snap, "--into", repo.as_str()]);
@@ -506,6 +498,14 @@ fn checkout_moves_branch_index_and_files_together_keeping_unrelated_edits() {
         std::fs::read_to_string(repo.join("c.txt")).unwrap(),
         "c, uncommitted\n"
     );
+    // The onboarded repository's op log records the merge as a change set of its own.
+    let recorded = v["worktree_snapshot"]
+        .as_str()
+        .expect("recorded in the op log");
+    let (_, log) = env.json(&["op", "log", repo.as_str()]);
+    let newest = &log["ops"][0];
+    assert_eq!(newest["op"], "merge", "{log}");
+    assert_eq!(newest["after"], recorded);
     git(&repo, &["fsck", "--strict"]);
     // A fresh clone of the result: nothing left unstaged once the user's edits are gone.
     git(&repo, &["checkout", "-q", "c.txt"]);

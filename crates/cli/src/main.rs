@@ -288,6 +288,13 @@ enum Command {
     },
     /// A Model Context Protocol server on stdio exposing cairn's verbs as tools.
     Mcp,
+    /// A foreground daemon that owns the store so many processes can use it at once; every
+    /// other command uses it while it runs. Stops on SIGTERM.
+    Serve {
+        /// The socket (default: `serve.sock` in the store folder).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<Utf8PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -318,16 +325,109 @@ fn main() -> ExitCode {
             Err(e) => fail(false, &e),
         };
     }
-    let ctx = Ctx::new(cli.json, cli.store);
+    let ctx = Ctx::new(cli.json, cli.store.clone());
+    if forwardable(&cli.command) {
+        match forward(&ctx, &cli) {
+            Ok(Some(out)) => return out.emit(),
+            Ok(None) => {}
+            Err(e) => return fail(ctx.json, &e),
+        }
+    }
     match run(&ctx, cli.command) {
         Ok(report) => finish(&ctx, report),
         Err(e) => fail(ctx.json, &e),
     }
 }
 
+/// Commands a running `cairn serve` runs for us; the rest run here (`run` executes the
+/// user's command in this process; `init` creates the store a server would open).
+fn forwardable(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Init { .. }
+            | Command::Run { .. }
+            | Command::SandboxExec { .. }
+            | Command::Mcp
+            | Command::Serve { .. }
+    )
+}
+
+/// `argv` naming `store` explicitly (the server resolves nothing from the caller's
+/// environment): any `--store` given is replaced.
+fn with_store(argv: &[String], store: &camino::Utf8Path) -> Vec<String> {
+    let mut out = vec!["--store".to_owned(), store.to_string()];
+    let mut args = argv.iter();
+    while let Some(a) = args.next() {
+        if a == "--" {
+            out.push(a.clone());
+            out.extend(args.by_ref().cloned());
+            break;
+        }
+        if a == "--store" {
+            args.next();
+        } else if !a.starts_with("--store=") {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+/// Runs this command line in the `cairn serve` holding the store, if one answers; `None`
+/// when there is none (the command then opens the store itself).
+fn forward(ctx: &Ctx, cli: &Cli) -> Result<Option<output::Rendered>, CliError> {
+    let store = ctx.store_path()?;
+    let socket = cairn_client::Client::socket_of(&store);
+    let client = match cairn_client::Client::connect(&socket) {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::debug!("not using a server: {e}");
+            return Ok(None);
+        }
+    };
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut argv = with_store(&argv, &store);
+    // Asking before discarding everything needs this terminal, not the server's.
+    if let Command::Discard {
+        yes: false,
+        paths,
+        dir,
+    } = &cli.command
+        && paths.is_empty()
+    {
+        let dir = match dir {
+            Some(d) => context::absolute(&context::current_dir()?, d),
+            None => context::current_dir()?,
+        };
+        commands::reversible::confirm(&dir)?;
+        argv.push("--yes".to_owned());
+    }
+    let request = cairn_client::CommandRequest {
+        argv,
+        cwd: context::current_dir()?,
+    };
+    client
+        .command(&request)
+        .map(Some)
+        .map_err(|e| CliError::store("server", e.to_string()))
+}
+
 /// Runs the command line `argv` (without the program name) as if from `cwd`, for another
 /// process (`cairn mcp` tools), and returns what it would print.
 pub(crate) fn dispatch(argv: &[String], cwd: Utf8PathBuf) -> output::Rendered {
+    let line = std::iter::once("cairn".to_owned()).chain(argv.iter().cloned());
+    if let Ok(cli) = Cli::try_parse_from(line) {
+        let ctx = Ctx::new(cli.json, cli.store.clone());
+        if let Ok(store) = context::with_request_dir(cwd.clone(), || ctx.store_path()) {
+            let socket = cairn_client::Client::socket_of(&store);
+            if let Ok(client) = cairn_client::Client::connect(&socket) {
+                let argv = with_store(argv, &store);
+                let request = cairn_client::CommandRequest { argv, cwd };
+                return client.command(&request).unwrap_or_else(|e| {
+                    output::Rendered::error(cli.json, &CliError::store("server", e.to_string()))
+                });
+            }
+        }
+    }
     execute(argv, cwd, None)
 }
 
@@ -356,10 +456,7 @@ pub(crate) fn execute(
             );
         }
     };
-    if matches!(
-        cli.command,
-        Command::Mcp | Command::Run { .. } | Command::SandboxExec { .. }
-    ) {
+    if !forwardable(&cli.command) {
         return output::Rendered::error(
             cli.json,
             &CliError::usage(
@@ -530,6 +627,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
         }
         Command::Recover { dir } => commands::reversible::recover(ctx, dir.as_deref()),
         Command::Mcp => Err(CliError::usage("usage", "cairn mcp runs on its own")),
+        Command::Serve { socket } => commands::serve::run(ctx, socket.as_deref()),
     }
 }
 

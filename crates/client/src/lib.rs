@@ -51,3 +51,217 @@ pub mod bytes {
         STANDARD.decode(text).map_err(serde::de::Error::custom)
     }
 }
+
+/// Which kind of object an id names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ObjectKind {
+    /// File content; its id is the BLAKE3 of the bytes.
+    Blob,
+    /// A directory listing in cairn's canonical encoding (`docs/format.md`).
+    Tree,
+    /// A snapshot (commit object) in cairn's canonical encoding.
+    Snapshot,
+}
+
+/// An object named by kind and id (64 hex digits).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub struct ObjectRef {
+    /// Its kind.
+    pub kind: ObjectKind,
+    /// Its id, lowercase hex.
+    pub id: String,
+}
+
+/// An object with its bytes: a blob's content, or a tree's or snapshot's canonical
+/// encoding. The server recomputes the id from the bytes and refuses a mismatch.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Object {
+    /// Its kind.
+    pub kind: ObjectKind,
+    /// Its id, lowercase hex.
+    pub id: String,
+    /// Its bytes (base64 on the wire).
+    #[serde(with = "bytes")]
+    pub data: Vec<u8>,
+}
+
+/// Talking to `cairn serve` failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// No server answers on the socket (none running, or a stale socket file).
+    #[error("no cairn server answers on {socket}: {reason}")]
+    Unavailable {
+        /// The socket path.
+        socket: Utf8PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The server went away during a request: the request may or may not have taken effect.
+    #[error(
+        "cairn server on {socket} went away during the request ({reason}); it may or may not have completed"
+    )]
+    Interrupted {
+        /// The socket path.
+        socket: Utf8PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The server answered with an error status.
+    #[error("cairn server on {socket} answered {status}: {body}")]
+    Status {
+        /// The socket path.
+        socket: Utf8PathBuf,
+        /// The HTTP status.
+        status: u16,
+        /// The response body.
+        body: String,
+    },
+}
+
+/// A blocking client of one `cairn serve`.
+pub struct Client {
+    http: reqwest::blocking::Client,
+    socket: Utf8PathBuf,
+}
+
+impl Client {
+    /// A client of the server listening on `socket`, if one answers there.
+    pub fn connect(socket: &camino::Utf8Path) -> Result<Client, ClientError> {
+        let unavailable = |reason: String| ClientError::Unavailable {
+            socket: socket.to_owned(),
+            reason,
+        };
+        if !socket.exists() {
+            return Err(unavailable("no socket file".into()));
+        }
+        let http = reqwest::blocking::Client::builder()
+            .unix_socket(socket.as_std_path())
+            .timeout(None)
+            .build()
+            .map_err(|e| unavailable(e.to_string()))?;
+        let client = Client {
+            http,
+            socket: socket.to_owned(),
+        };
+        client
+            .http
+            .get(client.url("/v1/health"))
+            .send()
+            .and_then(|r| r.error_for_status())
+            .map_err(|e| unavailable(e.to_string()))?;
+        Ok(client)
+    }
+
+    /// The socket of the server serving the store folder `store`.
+    pub fn socket_of(store: &camino::Utf8Path) -> Utf8PathBuf {
+        store.join(SOCKET_NAME)
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://cairn{path}")
+    }
+
+    fn post<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<(u16, T), ClientError> {
+        let response = self
+            .http
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .map_err(|e| ClientError::Interrupted {
+                socket: self.socket.clone(),
+                reason: e.to_string(),
+            })?;
+        let status = response.status().as_u16();
+        let text = response.text().map_err(|e| ClientError::Interrupted {
+            socket: self.socket.clone(),
+            reason: e.to_string(),
+        })?;
+        match serde_json::from_str(&text) {
+            Ok(v) => Ok((status, v)),
+            Err(_) => Err(ClientError::Status {
+                socket: self.socket.clone(),
+                status,
+                body: text,
+            }),
+        }
+    }
+
+    fn expect_ok<T>(
+        &self,
+        (status, v): (u16, T),
+        raw: impl Fn(&T) -> String,
+    ) -> Result<T, ClientError> {
+        if (200..300).contains(&status) {
+            Ok(v)
+        } else {
+            Err(ClientError::Status {
+                socket: self.socket.clone(),
+                status,
+                body: raw(&v),
+            })
+        }
+    }
+
+    /// Runs a command line on the server: exactly what the command would print here.
+    pub fn command(&self, request: &CommandRequest) -> Result<CommandOutput, ClientError> {
+        let reply = self.post::<serde_json::Value>("/v1/command", request)?;
+        let v = self.expect_ok(reply, |v| v.to_string())?;
+        serde_json::from_value(v.clone()).map_err(|_| ClientError::Status {
+            socket: self.socket.clone(),
+            status: 200,
+            body: v.to_string(),
+        })
+    }
+
+    /// Calls a verb (`snapshot`, `checkout`, `undo`, ...; see `docs/openapi.yaml`) with its
+    /// JSON arguments. Returns the HTTP status (200 success, 409 refusal, 400 bad input,
+    /// 500 store failure) and the command's JSON object.
+    pub fn call(
+        &self,
+        verb: &str,
+        args: &serde_json::Value,
+    ) -> Result<(u16, serde_json::Value), ClientError> {
+        self.post(&format!("/v1/{verb}"), args)
+    }
+
+    /// Which of `objects` the store lacks.
+    pub fn find_missing(&self, objects: &[ObjectRef]) -> Result<Vec<ObjectRef>, ClientError> {
+        let reply = self.post::<serde_json::Value>(
+            "/v1/objects/find_missing",
+            &serde_json::json!({ "objects": objects }),
+        )?;
+        let v = self.expect_ok(reply, |v| v.to_string())?;
+        Ok(serde_json::from_value(v["missing"].clone()).unwrap_or_default())
+    }
+
+    /// Stores `objects` (each verified by the server); returns how many were new.
+    pub fn put_objects(&self, objects: &[Object]) -> Result<u64, ClientError> {
+        let reply = self.post::<serde_json::Value>(
+            "/v1/objects/put",
+            &serde_json::json!({ "objects": objects }),
+        )?;
+        let v = self.expect_ok(reply, |v| v.to_string())?;
+        Ok(v["stored"].as_u64().unwrap_or(0))
+    }
+
+    /// The stored objects among `objects`, and the ids that are missing.
+    pub fn get_objects(
+        &self,
+        objects: &[ObjectRef],
+    ) -> Result<(Vec<Object>, Vec<ObjectRef>), ClientError> {
+        let reply = self.post::<serde_json::Value>(
+            "/v1/objects/get",
+            &serde_json::json!({ "objects": objects }),
+        )?;
+        let v = self.expect_ok(reply, |v| v.to_string())?;
+        let found = serde_json::from_value(v["objects"].clone()).unwrap_or_default();
+        let missing = serde_json::from_value(v["missing"].clone()).unwrap_or_default();
+        Ok((found, missing))
+    }
+}

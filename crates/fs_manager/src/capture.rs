@@ -291,6 +291,7 @@ pub fn onboard(
             dirty: g.dirty,
         })
     });
+    let _busy = crate::lock::lock(&root);
     let existing = store.reader()?.worktree(&root)?;
     // The latest onboard decides whether secrets are in scope.
     let existing = existing.map(|r| WorktreeRecord {
@@ -368,7 +369,15 @@ pub fn snapshot(
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    snapshot_as(store, registered(store, path)?, "snapshot", options, None)
+    let record = registered(store, path)?;
+    let _busy = crate::lock::lock(&record.root);
+    snapshot_as(
+        store,
+        registered(store, &record.root)?,
+        "snapshot",
+        options,
+        None,
+    )
 }
 
 /// Records a change made to the worktree holding `path` by something other than cairn
@@ -379,7 +388,9 @@ pub fn record_change(
     op: &str,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    snapshot_as(store, registered(store, path)?, op, options, None)
+    let record = registered(store, path)?;
+    let _busy = crate::lock::lock(&record.root);
+    snapshot_as(store, registered(store, &record.root)?, op, options, None)
 }
 
 /// A snapshot of `record`'s worktree logged as `op`, with `edit` applied to the record.

@@ -121,6 +121,7 @@ pub fn checkout(
         .ok_or_else(|| CheckoutError::NotADirectory {
             path: dest.to_owned(),
         })?;
+    let _busy = crate::lock::lock(&root);
     if let Some(store_dir) = crate::worktree::store_dir(store)
         && (root.as_std_path().starts_with(&store_dir) || store_dir.starts_with(root.as_std_path()))
     {

@@ -394,6 +394,7 @@ pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, Recover
             paths: 0,
         });
     };
+    let _busy = crate::lock::lock(&root);
     let journal = Journal::decode(&root, &bytes)?;
     if !root.is_dir() {
         // The folder is gone, and with it what was half written: record the step as done

@@ -34,6 +34,7 @@ mod dirstate;
 mod error;
 mod fsops;
 mod journal;
+mod lock;
 mod progress;
 mod rollback;
 mod scan;

@@ -121,11 +121,15 @@ pub(crate) fn restore(
     op: &str,
     edit: &dyn Fn(&mut cas::WorktreeRecord),
 ) -> Result<RollbackOutcome, RollbackError> {
-    let reader = store.reader()?;
-    let record =
-        crate::worktree::find(&reader, path)?.ok_or_else(|| RollbackError::NotAWorktree {
+    let record = crate::worktree::find(&store.reader()?, path)?.ok_or_else(|| {
+        RollbackError::NotAWorktree {
             path: path.to_owned(),
-        })?;
+        }
+    })?;
+    let _busy = crate::lock::lock(&record.root);
+    // Read again under the lock: another operation may have just finished.
+    let reader = store.reader()?;
+    let record = reader.worktree(&record.root)?.unwrap_or(record);
     let target_tree = reader.snapshot(target)?.tree;
     drop(reader);
     let root = record.root.clone();

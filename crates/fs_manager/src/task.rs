@@ -55,7 +55,7 @@ pub fn checkpoint(
     }
     let existing = crate::worktree::find(&store.reader()?, dir)?;
     let onboarded = existing.is_none();
-    let mut record = match existing {
+    let record = match existing {
         Some(r) => r,
         None => {
             let onboard = OnboardOptions {
@@ -67,6 +67,8 @@ pub fn checkpoint(
             capture::registered(store, &out.root)?
         }
     };
+    let _busy = crate::lock::lock(&record.root);
+    let mut record = capture::registered(store, &record.root)?;
     if options.max_file_size.is_some() {
         record.max_file_size = options.max_file_size;
     }
@@ -160,6 +162,8 @@ pub fn accept(
     options: &CaptureOptions<'_>,
 ) -> Result<AcceptOutcome, TaskError> {
     let record = worktree(store, path)?;
+    let _busy = crate::lock::lock(&record.root);
+    let record = worktree(store, &record.root)?;
     let root = record.root.clone();
     let task = record
         .task

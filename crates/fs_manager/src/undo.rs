@@ -88,10 +88,13 @@ pub fn redo(store: &Store, path: &Utf8Path) -> Result<UndoOutcome, UndoError> {
 }
 
 fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutcome, UndoError> {
+    let found =
+        crate::worktree::find(&store.reader()?, path)?.ok_or_else(|| UndoError::NotAWorktree {
+            path: path.to_owned(),
+        })?;
+    let _busy = crate::lock::lock(&found.root);
     let reader = store.reader()?;
-    let record = crate::worktree::find(&reader, path)?.ok_or_else(|| UndoError::NotAWorktree {
-        path: path.to_owned(),
-    })?;
+    let record = reader.worktree(&found.root)?.unwrap_or(found);
     let root = record.root.clone();
     match journal::ensure_clear(&reader, &root) {
         Ok(()) => {}

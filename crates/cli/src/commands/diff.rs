@@ -498,6 +498,10 @@ pub fn status(ctx: &Ctx, worktree: Option<&Utf8Path>, short: bool) -> Result<Rep
             "head".into(),
             serde_json::to_value(live.head).unwrap_or_default(),
         );
+        obj.insert(
+            "skipped".into(),
+            crate::commands::worktrees::skipped_json(&live.skipped),
+        );
     }
     Ok(Report::new(json, human))
 }

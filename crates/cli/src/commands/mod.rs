@@ -9,5 +9,7 @@ pub mod merge;
 pub mod refs;
 pub mod reversible;
 pub mod run;
+pub mod serve;
 pub mod show;
+pub mod verbs;
 pub mod worktrees;

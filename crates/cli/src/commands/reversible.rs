@@ -393,7 +393,7 @@ pub fn discard(
 }
 
 /// Asks on the terminal before throwing away every change; refuses without one.
-fn confirm(root: &Utf8Path) -> Result<(), CliError> {
+pub fn confirm(root: &Utf8Path) -> Result<(), CliError> {
     if !std::io::stdin().is_terminal() {
         return Err(CliError::usage(
             "confirmation_needed",

@@ -92,6 +92,117 @@ fn denied(skipped: &[fs_manager::Skipped]) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// A worktree's root, its denied paths now, and the store folder.
+type Look = (Utf8PathBuf, Vec<Vec<u8>>, Option<PathBuf>);
+
+/// Where `run` does its store work: in this process, or in the `cairn serve` that holds
+/// the store (the command itself always runs here, under this terminal).
+enum Steps<'a> {
+    Direct(&'a Ctx),
+    Server {
+        client: cairn_client::Client,
+        store: Utf8PathBuf,
+    },
+}
+
+impl<'a> Steps<'a> {
+    fn new(ctx: &'a Ctx) -> Result<Steps<'a>, CliError> {
+        let store = ctx.store_path()?;
+        Ok(
+            match cairn_client::Client::connect(&cairn_client::Client::socket_of(&store)) {
+                Ok(client) => Steps::Server { client, store },
+                Err(_) => Steps::Direct(ctx),
+            },
+        )
+    }
+
+    /// The worktree's root, its denied paths now, and the store folder.
+    fn look(&self, worktree: &Utf8Path) -> Result<Look, CliError> {
+        match self {
+            Steps::Direct(ctx) => {
+                let store = ctx.open_existing()?;
+                let live = fs_manager::live_state(&store, worktree, &CaptureOptions::default())?;
+                let store_dir = std::fs::canonicalize(store.root()).ok();
+                Ok((live.root, denied(&live.skipped), store_dir))
+            }
+            Steps::Server { store, .. } => {
+                let v = self.remote(&["status", worktree.as_str()])?;
+                let root = Utf8PathBuf::from(v["worktree"].as_str().unwrap_or_default());
+                Ok((root, denied_json(&v), std::fs::canonicalize(store).ok()))
+            }
+        }
+    }
+
+    /// Snapshots the worktree: the new head and the denied paths now.
+    fn snapshot(
+        &self,
+        root: &Utf8Path,
+        message: &str,
+    ) -> Result<(serde_json::Value, Vec<Vec<u8>>), CliError> {
+        match self {
+            Steps::Direct(ctx) => {
+                let store = ctx.open_existing()?;
+                let options = CaptureOptions {
+                    message,
+                    ..CaptureOptions::default()
+                };
+                let snap = fs_manager::snapshot(&store, root, &options)?;
+                Ok((serde_json::json!(snap.snapshot), denied(&snap.skipped)))
+            }
+            Steps::Server { .. } => {
+                let v = self.remote(&["snapshot", root.as_str(), "-m", message])?;
+                Ok((v["snapshot"].clone(), denied_json(&v)))
+            }
+        }
+    }
+
+    /// Runs a command in the server with `--json` and returns its object.
+    fn remote(&self, args: &[&str]) -> Result<serde_json::Value, CliError> {
+        let Steps::Server { client, store } = self else {
+            return Err(CliError::store("server", "no server"));
+        };
+        let mut argv = vec!["--store".to_owned(), store.to_string(), "--json".to_owned()];
+        argv.extend(args.iter().map(|a| (*a).to_owned()));
+        let request = cairn_client::CommandRequest {
+            argv,
+            cwd: current_dir()?,
+        };
+        let out = client
+            .command(&request)
+            .map_err(|e| CliError::store("server", e.to_string()))?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+            CliError::store("server", format!("unreadable answer from the server: {e}"))
+        })?;
+        if out.code != 0 {
+            let message = v["error"]["message"]
+                .as_str()
+                .unwrap_or("failed")
+                .to_owned();
+            return Err(CliError {
+                exit: out.code,
+                code: "server",
+                message,
+            });
+        }
+        Ok(v)
+    }
+}
+
+/// Denied paths from a `skipped` list in a command's JSON.
+fn denied_json(v: &serde_json::Value) -> Vec<Vec<u8>> {
+    v["skipped"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| {
+            s["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("denied by pattern"))
+        })
+        .filter_map(|s| s["path"].as_str().map(|p| p.as_bytes().to_vec()))
+        .collect()
+}
+
 /// `cairn run WORKTREE [--read-only] [--network] [--allow-write PATH]… [--no-sandbox] -- CMD…`.
 pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     if args.command.is_empty() {
@@ -102,13 +213,9 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     }
     let cwd = current_dir()?;
     let worktree = absolute(&cwd, args.worktree);
+    let steps = Steps::new(ctx)?;
     // Look around while holding the store, then let go of it while the command runs.
-    let (root, before, store_dir) = {
-        let store = ctx.open_existing()?;
-        let live = fs_manager::live_state(&store, &worktree, &CaptureOptions::default())?;
-        let store_dir = std::fs::canonicalize(store.root()).ok();
-        (live.root, denied(&live.skipped), store_dir)
-    };
+    let (root, before, store_dir) = steps.look(&worktree)?;
     let backup = tempfile::Builder::new()
         .prefix("cairn-run-secrets-")
         .tempdir()
@@ -176,7 +283,6 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     }
 
     // Snapshot what the command did, then put every secret back as it was.
-    let store = ctx.open_existing()?;
     let message = format!(
         "run: {}",
         args.command
@@ -185,15 +291,7 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let snap = fs_manager::snapshot(
-        &store,
-        &root,
-        &CaptureOptions {
-            message: &message,
-            ..CaptureOptions::default()
-        },
-    )?;
-    let after = denied(&snap.skipped);
+    let (snapshot, after) = steps.snapshot(&root, &message)?;
     let mut paths: Vec<&Vec<u8>> = before.iter().chain(after.iter()).collect();
     paths.sort();
     paths.dedup();
@@ -234,7 +332,7 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     let json = serde_json::json!({
         "exit_code": exit_code,
         "violations": violations,
-        "snapshot": snap.snapshot,
+        "snapshot": snapshot,
         "sandbox": policy.label(),
     });
     let report = Report::new(json, human).with_exit(exit_code);

@@ -77,8 +77,7 @@ fn show_blob(ctx: &Ctx, reader: &Reader, id: ObjectId, path: &str) -> Result<Rep
     }
     // Verified in full before a byte is printed.
     let bytes = reader.blob(id.as_blob())?;
-    crate::output::write_stdout(&bytes);
-    Ok(Report::new(serde_json::Value::Null, ""))
+    Ok(Report::new(serde_json::Value::Null, "").with_bytes(bytes))
 }
 
 fn kind_name(kind: EntryKind) -> &'static str {

@@ -1,0 +1,486 @@
+//! `cairn serve`: one process owns the store and runs everyone's commands, so agents no
+//! longer queue for the store's lock. HTTP/1.1 + JSON on a Unix socket in the store folder;
+//! peers of another uid are refused (SO_PEERCRED). Requests run at once on a thread pool:
+//! reads in parallel, operations on different worktrees in parallel, two on the same
+//! worktree one after the other; `gc` waits for the store to itself. SIGTERM (or SIGINT)
+//! stops accepting, lets running requests finish (what a request changes on disk is
+//! journaled, see `cairn recover`), removes the socket and exits.
+
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::serve::Listener;
+use axum::{Json, Router};
+use cairn_client::{CommandRequest, Object, ObjectKind, ObjectRef};
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{OpenOptions, Store, WriteBatch};
+use serde_json::{Value, json};
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::commands::verbs::{TOOLS, argv};
+use crate::context::{Ctx, SharedStore};
+use crate::error::CliError;
+use crate::output::Report;
+
+/// Largest request body accepted (a `put_objects` batch).
+pub const MAX_BODY: usize = 64 << 20;
+
+/// Accepts only peers running as our own uid.
+struct SameUid {
+    inner: UnixListener,
+    uid: u32,
+}
+
+impl Listener for SameUid {
+    type Io = UnixStream;
+    type Addr = u32;
+
+    async fn accept(&mut self) -> (UnixStream, u32) {
+        loop {
+            match self.inner.accept().await {
+                Ok((stream, _)) => match stream.peer_cred() {
+                    Ok(c) if c.uid() == self.uid => return (stream, c.uid()),
+                    Ok(c) => {
+                        tracing::warn!(uid = c.uid(), pid = ?c.pid(), "refused a peer of another uid");
+                    }
+                    Err(e) => tracing::warn!("peer credentials: {e}"),
+                },
+                Err(e) => {
+                    tracing::warn!("accept: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<u32> {
+        Ok(self.uid)
+    }
+}
+
+#[derive(Clone)]
+struct Served {
+    shared: SharedStore,
+}
+
+/// An error answer: status and `{"error": {"code", "message"}}`.
+struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({ "error": { "code": self.code, "message": self.message } });
+        (self.status, Json(body)).into_response()
+    }
+}
+
+fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError {
+        status,
+        code,
+        message: message.into(),
+    }
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            format!("request body: {e}"),
+        )
+    })
+}
+
+/// HTTP status for a command's exit status.
+fn status_of(code: u8) -> StatusCode {
+    match code {
+        0 => StatusCode::OK,
+        1 => StatusCode::CONFLICT,
+        2 => StatusCode::BAD_REQUEST,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+async fn run_blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("request failed: {e}"),
+        )
+    })
+}
+
+async fn health(State(s): State<Served>) -> Response {
+    Json(json!({ "store": s.shared.path, "pid": std::process::id() })).into_response()
+}
+
+/// `POST /v1/command`: any command line, answered with exactly what it prints.
+async fn command(State(s): State<Served>, body: Bytes) -> Response {
+    let request: CommandRequest = match parse(&body) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    if !request.cwd.is_absolute() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_path",
+            format!("cwd {} is not absolute", request.cwd),
+        )
+        .into_response();
+    }
+    let shared = s.shared.clone();
+    match run_blocking(move || crate::execute(&request.argv, request.cwd, Some(shared))).await {
+        Ok(out) => Json(out).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /v1/{verb}`: a verb with JSON arguments, answered with its JSON object.
+async fn verb(State(s): State<Served>, Path(name): Path<String>, body: Bytes) -> Response {
+    let Some(spec) = TOOLS.iter().find(|t| t.name == name) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "unknown_verb",
+            format!("no verb {name:?}"),
+        )
+        .into_response();
+    };
+    let mut args: serde_json::Map<String, Value> = if body.is_empty() {
+        serde_json::Map::new()
+    } else {
+        match parse(&body) {
+            Ok(a) => a,
+            Err(e) => return e.into_response(),
+        }
+    };
+    let cwd = match args.remove("cwd") {
+        None => Utf8PathBuf::from("/"),
+        Some(Value::String(c)) if Utf8Path::new(&c).is_absolute() => Utf8PathBuf::from(c),
+        Some(other) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "invalid_path",
+                format!("cwd must be an absolute path, not {other}"),
+            )
+            .into_response();
+        }
+    };
+    let mut line = match argv(spec, &args) {
+        Ok(l) => l,
+        Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", e).into_response(),
+    };
+    line.splice(0..0, ["--store".to_owned(), s.shared.path.to_string()]);
+    let shared = s.shared.clone();
+    let out = match run_blocking(move || crate::execute(&line, cwd, Some(shared))).await {
+        Ok(out) => out,
+        Err(e) => return e.into_response(),
+    };
+    let value: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        json!({ "error": { "code": "internal", "message": String::from_utf8_lossy(&out.stdout) } })
+    });
+    (status_of(out.code), Json(value)).into_response()
+}
+
+#[derive(serde::Deserialize)]
+struct Refs {
+    objects: Vec<ObjectRef>,
+}
+
+#[derive(serde::Deserialize)]
+struct Objects {
+    objects: Vec<Object>,
+}
+
+fn object_id(r: &ObjectRef) -> Result<cas::ObjectId, ApiError> {
+    r.id.parse::<cas::ObjectId>().map_err(|e| {
+        error(
+            StatusCode::BAD_REQUEST,
+            "invalid_id",
+            format!("{}: {e}", r.id),
+        )
+    })
+}
+
+fn present(reader: &cas::Reader, kind: ObjectKind, id: cas::ObjectId) -> Result<bool, String> {
+    let r = match kind {
+        ObjectKind::Blob => reader.has_blob(id.as_blob()),
+        ObjectKind::Tree => reader.has_tree(id.as_tree()),
+        ObjectKind::Snapshot => reader.has_snapshot(id.as_snapshot()),
+    };
+    r.map_err(|e| e.to_string())
+}
+
+/// `POST /v1/objects/find_missing`: which of these objects the store lacks.
+async fn find_missing(State(s): State<Served>, body: Bytes) -> Response {
+    let refs: Refs = match parse(&body) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let mut ids = Vec::new();
+    for r in &refs.objects {
+        match object_id(r) {
+            Ok(id) => ids.push((r.clone(), id)),
+            Err(e) => return e.into_response(),
+        }
+    }
+    let store = s.shared.store.clone();
+    let found = run_blocking(move || -> Result<Vec<ObjectRef>, String> {
+        let store = store.read().map_err(|_| "store lock poisoned".to_owned())?;
+        let reader = store.reader().map_err(|e| e.to_string())?;
+        let mut missing = Vec::new();
+        for (r, id) in ids {
+            if !present(&reader, r.kind, id)? {
+                missing.push(r);
+            }
+        }
+        Ok(missing)
+    })
+    .await;
+    match found {
+        Ok(Ok(missing)) => Json(json!({ "missing": missing })).into_response(),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "store", e).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /v1/objects/put`: verify every object (id from its bytes; trees and snapshots
+/// decoded under the tree rules; everything they reference present or in the batch), then
+/// store them in one transaction. Any failure stores nothing.
+async fn put_objects(State(s): State<Served>, body: Bytes) -> Response {
+    let objects: Objects = match parse(&body) {
+        Ok(o) => o,
+        Err(e) => return e.into_response(),
+    };
+    let mut batch = WriteBatch::new();
+    for o in objects.objects {
+        let claimed = match object_id(&ObjectRef {
+            kind: o.kind,
+            id: o.id.clone(),
+        }) {
+            Ok(id) => id,
+            Err(e) => return e.into_response(),
+        };
+        let actual: cas::ObjectId = match o.kind {
+            ObjectKind::Blob => batch.add_blob(cas::PreparedBlob::new(&o.data)).into(),
+            ObjectKind::Tree => match cas::Tree::decode(&o.data) {
+                Ok(t) => batch.add_tree(t).into(),
+                Err(e) => {
+                    return error(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_object",
+                        format!("tree {}: {e}", o.id),
+                    )
+                    .into_response();
+                }
+            },
+            ObjectKind::Snapshot => match cas::Snapshot::decode(&o.data) {
+                Ok(snap) => batch.add_snapshot(snap).into(),
+                Err(e) => {
+                    return error(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "invalid_object",
+                        format!("snapshot {}: {e}", o.id),
+                    )
+                    .into_response();
+                }
+            },
+        };
+        if actual != claimed {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "hash_mismatch",
+                format!("{:?} {}: its bytes hash to {actual}", o.kind, o.id),
+            )
+            .into_response();
+        }
+    }
+    let store = s.shared.store.clone();
+    let written = run_blocking(move || -> Result<u64, cas::WriteError> {
+        let store = store.read().map_err(|_| cas::WriteError::Encode {
+            what: "objects".into(),
+            reason: "store lock poisoned".into(),
+        })?;
+        let out = store.write(&batch)?;
+        Ok(out.blobs_written + out.trees_written + out.snapshots_written)
+    })
+    .await;
+    match written {
+        Ok(Ok(n)) => Json(json!({ "stored": n })).into_response(),
+        Ok(Err(e @ cas::WriteError::Dangling { .. })) => {
+            error(StatusCode::UNPROCESSABLE_ENTITY, "dangling", e.to_string()).into_response()
+        }
+        Ok(Err(e)) => {
+            error(StatusCode::INTERNAL_SERVER_ERROR, "store", e.to_string()).into_response()
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `POST /v1/objects/get`: the stored objects among these, and which are missing.
+async fn get_objects(State(s): State<Served>, body: Bytes) -> Response {
+    let refs: Refs = match parse(&body) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    let mut ids = Vec::new();
+    for r in &refs.objects {
+        match object_id(r) {
+            Ok(id) => ids.push((r.clone(), id)),
+            Err(e) => return e.into_response(),
+        }
+    }
+    let store = s.shared.store.clone();
+    let got = run_blocking(move || -> Result<(Vec<Object>, Vec<ObjectRef>), String> {
+        let store = store.read().map_err(|_| "store lock poisoned".to_owned())?;
+        let reader = store.reader().map_err(|e| e.to_string())?;
+        let (mut found, mut missing) = (Vec::new(), Vec::new());
+        for (r, id) in ids {
+            if !present(&reader, r.kind, id)? {
+                missing.push(r);
+                continue;
+            }
+            let data = match r.kind {
+                ObjectKind::Blob => reader.blob(id.as_blob()).map_err(|e| e.to_string())?,
+                ObjectKind::Tree => reader
+                    .tree(id.as_tree())
+                    .map_err(|e| e.to_string())?
+                    .encode(),
+                ObjectKind::Snapshot => reader
+                    .snapshot(id.as_snapshot())
+                    .map_err(|e| e.to_string())?
+                    .encode(),
+            };
+            found.push(Object {
+                kind: r.kind,
+                id: r.id,
+                data,
+            });
+        }
+        Ok((found, missing))
+    })
+    .await;
+    match got {
+        Ok(Ok((found, missing))) => {
+            Json(json!({ "objects": found, "missing": missing })).into_response()
+        }
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "store", e).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn router(served: Served) -> Router {
+    Router::new()
+        .route("/v1/health", get(health))
+        .route("/v1/command", post(command))
+        .route("/v1/objects/find_missing", post(find_missing))
+        .route("/v1/objects/put", post(put_objects))
+        .route("/v1/objects/get", post(get_objects))
+        .route("/v1/{verb}", post(verb))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(served)
+}
+
+/// Binds `socket` for our uid only: a stale socket file is replaced, anything else there is
+/// refused; the socket is made 0600.
+fn bind(socket: &Utf8Path) -> Result<UnixListener, CliError> {
+    match std::fs::symlink_metadata(socket) {
+        Ok(m) if m.file_type().is_socket() => {
+            std::fs::remove_file(socket).map_err(|e| {
+                CliError::store("io", format!("{socket}: removing a stale socket: {e}"))
+            })?;
+        }
+        Ok(_) => {
+            return Err(CliError::usage(
+                "invalid_path",
+                format!("{socket}: exists and is not a socket"),
+            ));
+        }
+        Err(_) => {}
+    }
+    let listener = UnixListener::bind(socket)
+        .map_err(|e| CliError::store("io", format!("{socket}: cannot listen: {e}")))?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+        .map_err(|e| CliError::store("io", format!("{socket}: {e}")))?;
+    Ok(listener)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    eprintln!("cairn serve: stopping; finishing running requests");
+}
+
+/// `cairn serve [--socket PATH]`: runs in the foreground until SIGTERM.
+pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, CliError> {
+    let path = ctx.store_path()?;
+    // Another process holding the store (a server, or a long command) is an error now,
+    // not a wait.
+    let options = OpenOptions {
+        create: false,
+        lock_timeout: Duration::ZERO,
+        ..OpenOptions::from_env()
+    };
+    let store = Store::open(&path, &options).map_err(|e| match e {
+        cas::OpenError::LockTimeout { .. } => CliError::usage(
+            "store_busy",
+            format!(
+                "store {path} is held by another process (a running `cairn serve`, or a command); stop it first"
+            ),
+        ),
+        other => other.into(),
+    })?;
+    let socket = socket
+        .map(|s| crate::context::absolute(&crate::context::current_dir().unwrap_or_default(), s))
+        .unwrap_or_else(|| cairn_client::Client::socket_of(&path));
+    let served = Served {
+        shared: SharedStore {
+            path: path.clone(),
+            store: Arc::new(RwLock::new(store)),
+        },
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::store("io", format!("starting the server: {e}")))?;
+    runtime.block_on(async {
+        let listener = SameUid {
+            inner: bind(&socket)?,
+            uid: rustix::process::geteuid().as_raw(),
+        };
+        eprintln!("cairn serve: store {path} on {socket}");
+        let app = router(served);
+        axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown_signal())
+            .await
+            .map_err(|e| CliError::store("io", format!("{socket}: {e}")))?;
+        Ok::<(), CliError>(())
+    })?;
+    let _ = std::fs::remove_file(&socket);
+    Ok(Report::new(
+        json!({ "store": path, "socket": socket }),
+        format!("cairn serve: stopped; store {path} closed\n"),
+    ))
+}

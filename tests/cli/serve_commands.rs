@@ -1,0 +1,390 @@
+//! `cairn serve`: commands give the same output through it, the HTTP API answers bad input
+//! with 4xx and changes nothing, objects are verified, peers of another uid are refused,
+//! and it stops cleanly.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cairn_client::{Client, Object, ObjectKind, ObjectRef};
+use camino::Utf8PathBuf;
+
+use crate::support::{Env, stderr, stdout};
+
+struct Server {
+    child: Child,
+    socket: Utf8PathBuf,
+}
+
+impl Server {
+    fn start(env: &Env) -> Server {
+        let child = env
+            .command()
+            .arg("--store")
+            .arg(env.store().as_str())
+            .arg("serve")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let socket = Client::socket_of(&env.store());
+        let started = Instant::now();
+        while Client::connect(&socket).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "cairn serve did not come up on {socket}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Server { child, socket }
+    }
+
+    fn client(&self) -> Client {
+        Client::connect(&self.socket).unwrap()
+    }
+
+    /// SIGTERM, then the exit status.
+    fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(sent.success());
+        let status = self.child.wait().unwrap();
+        std::mem::forget(self);
+        status
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `cairn` with a store lock timeout of zero: a command that did not go through the server
+/// would fail at once on the store the server holds.
+fn cairn(env: &Env, args: &[&str]) -> std::process::Output {
+    let mut cmd = env.command();
+    cmd.env("CAIRN_LOCK_TIMEOUT", "0")
+        .arg("--store")
+        .arg(env.store().as_str())
+        .args(args);
+    cmd.output().unwrap()
+}
+
+fn setup(env: &Env) -> (Utf8PathBuf, String, String) {
+    let wt = env.path().join("wt");
+    std::fs::create_dir_all(wt.join("src")).unwrap();
+    std::fs::write(wt.join("src/lib.rs"), "fn a() {}\n").unwrap();
+    std::fs::write(wt.join("README"), "hello\n").unwrap();
+    let out = cairn(
+        env,
+        &["--json", "checkpoint", wt.as_str(), "--name", "start"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let first: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    std::fs::write(wt.join("src/lib.rs"), "fn a() { changed }\n").unwrap();
+    let out = cairn(env, &["--json", "snapshot", wt.as_str()]);
+    let second: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        wt,
+        first["snapshot"].as_str().unwrap().to_owned(),
+        second["snapshot"].as_str().unwrap().to_owned(),
+    )
+}
+
+#[test]
+fn commands_print_the_same_through_the_server_and_change_the_store_there() {
+    let env = Env::new();
+    let (wt, a, b) = setup(&env);
+    let questions: Vec<Vec<String>> = vec![
+        vec!["log".into(), wt.to_string()],
+        vec!["--json".into(), "log".into(), wt.to_string()],
+        vec!["diff".into(), a.clone(), b.clone()],
+        vec!["diff".into(), "--stat".into(), "start".into(), b.clone()],
+        vec!["show".into(), format!("{b}:src/lib.rs")],
+        vec!["status".into(), "--short".into(), wt.to_string()],
+        vec!["--json".into(), "op".into(), "log".into(), wt.to_string()],
+        vec!["--json".into(), "show".into(), "nope-not-a-snapshot".into()],
+        vec!["checkout".into(), "ffffff".into(), "x".into()],
+        vec!["--json".into(), "fsck".into()],
+    ];
+    let ask = |q: &Vec<String>| {
+        let args: Vec<&str> = q.iter().map(String::as_str).collect();
+        let out = cairn(&env, &args);
+        (out.status.code(), stdout(&out), stderr(&out))
+    };
+    let direct: Vec<_> = questions.iter().map(ask).collect();
+
+    let server = Server::start(&env);
+    let served: Vec<_> = questions.iter().map(ask).collect();
+    for ((q, d), s) in questions.iter().zip(&direct).zip(&served) {
+        assert_eq!(d, s, "`cairn {}` differs through the server", q.join(" "));
+    }
+
+    // Mutations through the server: results, refusals and exit codes as without it.
+    std::fs::write(wt.join("new.txt"), "new\n").unwrap();
+    let out = cairn(&env, &["--json", "snapshot", wt.as_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let snap: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(snap["added"], 1);
+    std::fs::write(wt.join("new.txt"), "edited since\n").unwrap();
+    let out = cairn(&env, &["--json", "undo", wt.as_str()]);
+    assert_eq!(out.status.code(), Some(1));
+    let refused: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(refused["refused"][0]["reason"], "hash mismatch");
+    std::fs::write(wt.join("new.txt"), "new\n").unwrap();
+    let out = cairn(&env, &["undo", wt.as_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!wt.join("new.txt").exists());
+    let dest = env.path().join("verifier");
+    let out = cairn(&env, &["--json", "checkout", &b, dest.as_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(dest.join("src/lib.rs")).unwrap(),
+        "fn a() { changed }\n"
+    );
+    for _ in 0..3 {
+        let _ = cairn(&env, &["undo", dest.as_str()]);
+    }
+    let out = cairn(&env, &["undo", dest.as_str()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        "No edits have been applied to any file with this session.\n"
+    );
+    let out = cairn(&env, &["gc"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "gc through the server: {}",
+        stderr(&out)
+    );
+
+    // The same through the per-verb HTTP API.
+    let client = server.client();
+    let (status, v) = client
+        .call("status", &serde_json::json!({ "worktree": wt.as_str() }))
+        .unwrap();
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["stats"]["files"], 0);
+    let (status, v) = client
+        .call(
+            "rewind",
+            &serde_json::json!({ "dir": wt.as_str(), "to": "start" }),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("src/lib.rs")).unwrap(),
+        "fn a() {}\n"
+    );
+    let (status, v) = client
+        .call("undo", &serde_json::json!({ "worktree": dest.as_str() }))
+        .unwrap();
+    assert_eq!(status, 409, "a refusal is a conflict: {v}");
+    assert_eq!(
+        v["message"],
+        "No edits have been applied to any file with this session."
+    );
+    let (status, v) = client
+        .call(
+            "checkout",
+            &serde_json::json!({ "snapshot": "nope", "dest": "/tmp/x" }),
+        )
+        .unwrap();
+    assert_eq!(status, 400, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("nope"));
+    let (status, _) = client.call("fsck", &serde_json::json!({})).unwrap();
+    assert_eq!(status, 200);
+
+    // A second server on the same store is refused, clearly.
+    let out = cairn(&env, &["serve"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("held by another process"),
+        "{}",
+        stderr(&out)
+    );
+
+    let socket = server.socket.clone();
+    assert!(server.stop().success(), "SIGTERM stops it cleanly");
+    assert!(!socket.exists(), "the socket is removed");
+    // Without a server, commands open the store themselves again.
+    let out = cairn(&env, &["--json", "fsck"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_requests_get_4xx_and_leave_the_store_unchanged() {
+    let env = Env::new();
+    let (_, _, b) = setup(&env);
+    let server = Server::start(&env);
+    let http = reqwest::blocking::Client::builder()
+        .unix_socket(server.socket.as_std_path())
+        .build()
+        .unwrap();
+    let post = |path: &str, body: Vec<u8>| {
+        let r = http
+            .post(format!("http://cairn{path}"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .unwrap();
+        (r.status().as_u16(), r.text().unwrap())
+    };
+    let (status, body) = post("/v1/snapshot", b"{\"worktree\": ".to_vec());
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("invalid_json"), "{body}");
+    let (status, _) = post("/v1/command", b"[1, 2".to_vec());
+    assert_eq!(status, 400);
+    let (status, body) = post(
+        "/v1/snapshot",
+        br#"{"worktree": "/w", "bogus": 1}"#.to_vec(),
+    );
+    assert_eq!(status, 400, "{body}");
+    let (status, _) = post("/v1/no-such-verb", b"{}".to_vec());
+    assert_eq!(status, 404);
+    let oversize = vec![b' '; 65 << 20];
+    let (status, _) = post("/v1/objects/put", oversize);
+    assert_eq!(status, 413);
+
+    let client = server.client();
+    let blob = b"bytes sent by a remote agent\n".to_vec();
+    let blob_id = blake3::hash(&blob).to_hex().to_string();
+    let wrong = Object {
+        kind: ObjectKind::Blob,
+        id: blake3::hash(b"something else").to_hex().to_string(),
+        data: blob.clone(),
+    };
+    let err = client.put_objects(&[wrong]).unwrap_err().to_string();
+    assert!(
+        err.contains("422") && err.contains("hash_mismatch"),
+        "{err}"
+    );
+    let bad_tree = Object {
+        kind: ObjectKind::Tree,
+        id: blob_id.clone(),
+        data: b"not a tree".to_vec(),
+    };
+    let err = client.put_objects(&[bad_tree]).unwrap_err().to_string();
+    assert!(
+        err.contains("422") && err.contains("invalid_object"),
+        "{err}"
+    );
+    let blob_ref = ObjectRef {
+        kind: ObjectKind::Blob,
+        id: blob_id.clone(),
+    };
+    assert_eq!(
+        client
+            .find_missing(std::slice::from_ref(&blob_ref))
+            .unwrap(),
+        vec![blob_ref.clone()],
+        "nothing was stored"
+    );
+
+    // A snapshot the store has: its tree and a blob come back, verified by the client too.
+    let (status, snap) = client
+        .call("show", &serde_json::json!({ "object": b }))
+        .unwrap();
+    assert_eq!(status, 200, "{snap}");
+    let snap_ref = ObjectRef {
+        kind: ObjectKind::Snapshot,
+        id: b.clone(),
+    };
+    let (found, missing) = client
+        .get_objects(&[snap_ref.clone(), blob_ref.clone()])
+        .unwrap();
+    assert_eq!(missing, vec![blob_ref.clone()]);
+    assert_eq!(found.len(), 1);
+    // Round trip: the store takes back what it gave (nothing new), and a new blob.
+    assert_eq!(client.put_objects(&found).unwrap(), 0);
+    let good = Object {
+        kind: ObjectKind::Blob,
+        id: blob_id,
+        data: blob,
+    };
+    assert_eq!(client.put_objects(&[good]).unwrap(), 1);
+    assert!(
+        client
+            .find_missing(&[blob_ref, snap_ref])
+            .unwrap()
+            .is_empty()
+    );
+    let (status, fsck) = client.call("fsck", &serde_json::json!({})).unwrap();
+    assert_eq!(status, 200, "{fsck}");
+}
+
+#[test]
+fn peers_of_another_uid_are_refused() {
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .unwrap()
+        .stdout
+        .starts_with(b"0\n");
+    if !is_root {
+        eprintln!("skipped: needs root to connect as another uid");
+        return;
+    }
+    let env = Env::new();
+    let _ = setup(&env);
+    let server = Server::start(&env);
+    // Even with the socket file open to everyone, the peer check refuses other users.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&server.socket, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(env.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(env.store(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "curl"])
+        .args([
+            "-s",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "--unix-socket",
+        ])
+        .arg(server.socket.as_str())
+        .arg("http://cairn/v1/health")
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&out), "000", "no HTTP answer for uid 65534");
+    // Our own uid gets one.
+    assert!(Client::connect(&server.socket).is_ok());
+}
+
+#[test]
+fn run_does_its_store_work_through_the_server() {
+    let env = Env::new();
+    let w = env.path().join("w");
+    std::fs::create_dir_all(&w).unwrap();
+    std::fs::write(w.join("a.txt"), "before\n").unwrap();
+    std::fs::write(w.join(".env"), "TOKEN=mine\n").unwrap();
+    let out = cairn(&env, &["onboard", w.as_str()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let _server = Server::start(&env);
+    let out = cairn(
+        &env,
+        &[
+            "--json",
+            "run",
+            w.as_str(),
+            "--",
+            "sh",
+            "-c",
+            "echo after > a.txt; echo TOKEN=stolen > .env",
+        ],
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out)));
+    assert_eq!(out.status.code(), Some(1), "{v}");
+    assert_eq!(v["violations"][0]["path"], ".env", "{v}");
+    assert_eq!(
+        std::fs::read_to_string(w.join(".env")).unwrap(),
+        "TOKEN=mine\n"
+    );
+    let snap = v["snapshot"].as_str().unwrap();
+    let shown = cairn(&env, &["show", &format!("{snap}:a.txt")]);
+    assert_eq!(shown.stdout, b"after\n");
+}
