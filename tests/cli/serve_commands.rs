@@ -388,3 +388,41 @@ fn run_does_its_store_work_through_the_server() {
     let shown = cairn(&env, &["show", &format!("{snap}:a.txt")]);
     assert_eq!(shown.stdout, b"after\n");
 }
+
+#[test]
+fn long_commands_stream_progress_as_ndjson() {
+    let env = Env::new();
+    let src = env.path().join("big");
+    for i in 0..600 {
+        let p = src.join(format!("d{}/f{i}.txt", i % 20));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("file {i}\n").repeat(50)).unwrap();
+    }
+    let out = cairn(&env, &["--json", "onboard", src.as_str()]);
+    let snap: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let server = Server::start(&env);
+    let dest = env.path().join("co");
+    let request = cairn_client::CommandRequest {
+        argv: vec![
+            "--store".into(),
+            env.store().to_string(),
+            "--json".into(),
+            "checkout".into(),
+            snap["snapshot"].as_str().unwrap().into(),
+            dest.to_string(),
+        ],
+        cwd: env.path().to_owned(),
+    };
+    let mut events = Vec::new();
+    let out = server
+        .client()
+        .command_streaming(&request, |e| events.push(e.clone()))
+        .unwrap();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let first = events.first().expect("progress before the output");
+    assert_eq!((first.what.as_str(), first.total_files), ("checkout", 600));
+    let last = events.last().unwrap();
+    assert!(last.done && last.files == 600, "{last:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["files"], 600);
+}

@@ -377,12 +377,8 @@ fn with_store(argv: &[String], store: &camino::Utf8Path) -> Vec<String> {
 fn forward(ctx: &Ctx, cli: &Cli) -> Result<Option<output::Rendered>, CliError> {
     let store = ctx.store_path()?;
     let socket = cairn_client::Client::socket_of(&store);
-    let client = match cairn_client::Client::connect(&socket) {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::debug!("not using a server: {e}");
-            return Ok(None);
-        }
+    let Ok(client) = cairn_client::Client::new(&socket) else {
+        return Ok(None);
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut argv = with_store(&argv, &store);
@@ -405,10 +401,22 @@ fn forward(ctx: &Ctx, cli: &Cli) -> Result<Option<output::Rendered>, CliError> {
         argv,
         cwd: context::current_dir()?,
     };
-    client
-        .command(&request)
-        .map(Some)
-        .map_err(|e| CliError::store("server", e.to_string()))
+    // On a terminal, draw the server's progress here.
+    let reply = if std::io::IsTerminal::is_terminal(&std::io::stderr()) && !ctx.json {
+        let bar = progress::Bar::new();
+        client.command_streaming(&request, |e| bar.show(e))
+    } else {
+        client.command(&request)
+    };
+    match reply {
+        Ok(out) => Ok(Some(out)),
+        // A stale socket (the server was killed): open the store here instead.
+        Err(e @ cairn_client::ClientError::Unavailable { .. }) => {
+            tracing::debug!("not using a server: {e}");
+            Ok(None)
+        }
+        Err(e) => Err(CliError::store("server", e.to_string())),
+    }
 }
 
 /// Runs the command line `argv` (without the program name) as if from `cwd`, for another
@@ -419,12 +427,21 @@ pub(crate) fn dispatch(argv: &[String], cwd: Utf8PathBuf) -> output::Rendered {
         let ctx = Ctx::new(cli.json, cli.store.clone());
         if let Ok(store) = context::with_request_dir(cwd.clone(), || ctx.store_path()) {
             let socket = cairn_client::Client::socket_of(&store);
-            if let Ok(client) = cairn_client::Client::connect(&socket) {
-                let argv = with_store(argv, &store);
-                let request = cairn_client::CommandRequest { argv, cwd };
-                return client.command(&request).unwrap_or_else(|e| {
-                    output::Rendered::error(cli.json, &CliError::store("server", e.to_string()))
-                });
+            if let Ok(client) = cairn_client::Client::new(&socket) {
+                let request = cairn_client::CommandRequest {
+                    argv: with_store(argv, &store),
+                    cwd: cwd.clone(),
+                };
+                match client.command(&request) {
+                    Ok(out) => return out,
+                    Err(cairn_client::ClientError::Unavailable { .. }) => {}
+                    Err(e) => {
+                        return output::Rendered::error(
+                            cli.json,
+                            &CliError::store("server", e.to_string()),
+                        );
+                    }
+                }
             }
         }
     }

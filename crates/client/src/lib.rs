@@ -127,7 +127,32 @@ pub struct Client {
 }
 
 impl Client {
-    /// A client of the server listening on `socket`, if one answers there.
+    /// A client of the server listening on `socket`, if a socket file is there. No request
+    /// is made: a stale socket shows as [`ClientError::Unavailable`] on the first call, before
+    /// anything was sent.
+    pub fn new(socket: &camino::Utf8Path) -> Result<Client, ClientError> {
+        if !socket.exists() {
+            return Err(ClientError::Unavailable {
+                socket: socket.to_owned(),
+                reason: "no socket file".into(),
+            });
+        }
+        let http = reqwest::blocking::Client::builder()
+            .unix_socket(socket.as_std_path())
+            .timeout(None)
+            .build()
+            .map_err(|e| ClientError::Unavailable {
+                socket: socket.to_owned(),
+                reason: e.to_string(),
+            })?;
+        Ok(Client {
+            http,
+            socket: socket.to_owned(),
+        })
+    }
+
+    /// A client of the server listening on `socket`, if one answers there (checked with a
+    /// health request).
     pub fn connect(socket: &camino::Utf8Path) -> Result<Client, ClientError> {
         let unavailable = |reason: String| ClientError::Unavailable {
             socket: socket.to_owned(),
@@ -173,9 +198,19 @@ impl Client {
             .post(self.url(path))
             .json(body)
             .send()
-            .map_err(|e| ClientError::Interrupted {
-                socket: self.socket.clone(),
-                reason: e.to_string(),
+            .map_err(|e| {
+                // Refused at connect: nothing was sent, so the caller may go elsewhere.
+                if e.is_connect() {
+                    ClientError::Unavailable {
+                        socket: self.socket.clone(),
+                        reason: e.to_string(),
+                    }
+                } else {
+                    ClientError::Interrupted {
+                        socket: self.socket.clone(),
+                        reason: e.to_string(),
+                    }
+                }
             })?;
         let status = response.status().as_u16();
         let text = response.text().map_err(|e| ClientError::Interrupted {
@@ -263,5 +298,83 @@ impl Client {
         let found = serde_json::from_value(v["objects"].clone()).unwrap_or_default();
         let missing = serde_json::from_value(v["missing"].clone()).unwrap_or_default();
         Ok((found, missing))
+    }
+}
+
+/// Progress of a long command (checkout, onboard, rollback), streamed as NDJSON lines
+/// `{"progress": …}` before the final `{"output": …}` when a command request asks for
+/// `application/x-ndjson`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProgressEvent {
+    /// What is under way (`checkout`, `snapshot`, ...).
+    pub what: String,
+    /// Files done so far.
+    pub files: u64,
+    /// Files in all.
+    pub total_files: u64,
+    /// Bytes done so far.
+    pub bytes: u64,
+    /// Bytes in all.
+    pub total_bytes: u64,
+    /// True on the last event of this phase.
+    pub done: bool,
+}
+
+/// One line of a streamed command reply.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamLine {
+    /// Progress so far.
+    Progress(ProgressEvent),
+    /// The command's output; the last line.
+    Output(CommandOutput),
+}
+
+impl Client {
+    /// [`Client::command`], with progress events passed to `on_progress` as they arrive.
+    pub fn command_streaming(
+        &self,
+        request: &CommandRequest,
+        mut on_progress: impl FnMut(&ProgressEvent),
+    ) -> Result<CommandOutput, ClientError> {
+        use std::io::BufRead;
+        let gone = |reason: String| ClientError::Interrupted {
+            socket: self.socket.clone(),
+            reason,
+        };
+        let response = self
+            .http
+            .post(self.url("/v1/command"))
+            .header("accept", "application/x-ndjson")
+            .json(request)
+            .send()
+            .map_err(|e| {
+                if e.is_connect() {
+                    ClientError::Unavailable {
+                        socket: self.socket.clone(),
+                        reason: e.to_string(),
+                    }
+                } else {
+                    gone(e.to_string())
+                }
+            })?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            let body = response.text().unwrap_or_default();
+            return Err(ClientError::Status {
+                socket: self.socket.clone(),
+                status,
+                body,
+            });
+        }
+        for line in std::io::BufReader::new(response).lines() {
+            let line = line.map_err(|e| gone(e.to_string()))?;
+            match serde_json::from_str::<StreamLine>(&line) {
+                Ok(StreamLine::Progress(p)) => on_progress(&p),
+                Ok(StreamLine::Output(out)) => return Ok(out),
+                Err(e) => return Err(gone(format!("unreadable line {line:?}: {e}"))),
+            }
+        }
+        Err(gone("the reply ended before the command's output".into()))
     }
 }

@@ -12,12 +12,12 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::Listener;
 use axum::{Json, Router};
-use cairn_client::{CommandRequest, Object, ObjectKind, ObjectRef};
+use cairn_client::{CommandRequest, Object, ObjectKind, ObjectRef, StreamLine};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpenOptions, Store, WriteBatch};
 use serde_json::{Value, json};
@@ -127,8 +127,9 @@ async fn health(State(s): State<Served>) -> Response {
     Json(json!({ "store": s.shared.path, "pid": std::process::id() })).into_response()
 }
 
-/// `POST /v1/command`: any command line, answered with exactly what it prints.
-async fn command(State(s): State<Served>, body: Bytes) -> Response {
+/// `POST /v1/command`: any command line, answered with exactly what it prints; with
+/// `Accept: application/x-ndjson`, progress lines first.
+async fn command(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Response {
     let request: CommandRequest = match parse(&body) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
@@ -142,10 +143,43 @@ async fn command(State(s): State<Served>, body: Bytes) -> Response {
         .into_response();
     }
     let shared = s.shared.clone();
+    let streaming = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/x-ndjson"));
+    if streaming {
+        return stream_command(request, shared);
+    }
     match run_blocking(move || crate::execute(&request.argv, request.cwd, Some(shared))).await {
         Ok(out) => Json(out).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+/// Runs the command with its progress sent as NDJSON lines, then its output.
+fn stream_command(request: CommandRequest, shared: SharedStore) -> Response {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<StreamLine>();
+    let progress = tx.clone();
+    let sink: crate::progress::Sink = Arc::new(move |e| {
+        let _ = progress.send(StreamLine::Progress(e.clone()));
+    });
+    tokio::task::spawn_blocking(move || {
+        let out = crate::progress::with_sink(sink, || {
+            crate::execute(&request.argv, request.cwd, Some(shared))
+        });
+        let _ = tx.send(StreamLine::Output(out));
+    });
+    let lines = futures_util::stream::unfold(rx, |mut rx| async move {
+        let line = rx.recv().await?;
+        let mut text = serde_json::to_vec(&line).unwrap_or_default();
+        text.push(b'\n');
+        Some((Ok::<_, std::convert::Infallible>(text), rx))
+    });
+    (
+        [(header::CONTENT_TYPE, "application/x-ndjson")],
+        axum::body::Body::from_stream(lines),
+    )
+        .into_response()
 }
 
 /// `POST /v1/{verb}`: a verb with JSON arguments, answered with its JSON object.
