@@ -344,6 +344,22 @@ mod tests {
     }
 
     #[test]
+    fn the_openapi_file_documents_every_verb() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/openapi.yaml"
+        ))
+        .expect("docs/openapi.yaml");
+        for t in TOOLS {
+            assert!(
+                doc.contains(&format!("\n  /v1/{}:\n", t.name)),
+                "docs/openapi.yaml lacks /v1/{}",
+                t.name
+            );
+        }
+    }
+
+    #[test]
     fn every_tool_is_a_real_command() {
         use clap::CommandFactory;
         let cli = crate::Cli::command();
