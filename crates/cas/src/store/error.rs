@@ -152,6 +152,13 @@ pub enum WriteError {
         /// The store folder.
         path: Utf8PathBuf,
     },
+    /// The transaction this batch was committed in (with others) failed; nothing of it
+    /// was stored.
+    #[error("committing the write failed, nothing was stored: {reason}")]
+    Commit {
+        /// Why.
+        reason: String,
+    },
     /// A record could not be encoded.
     #[error("encoding {what}: {reason}")]
     Encode {

@@ -5,6 +5,7 @@ mod blob;
 mod error;
 mod fsck;
 mod gc;
+mod group;
 mod registry;
 mod tables;
 
@@ -127,6 +128,7 @@ pub struct Store {
     db: Db,
     root: Utf8PathBuf,
     segment_bytes: u64,
+    group: group::Group,
 }
 
 impl std::fmt::Debug for Store {
@@ -158,6 +160,7 @@ impl Store {
             db,
             root: root.to_owned(),
             segment_bytes: 0,
+            group: group::Group::default(),
         };
         store.segment_bytes = store.prepare(options.create)?;
         Ok(store)
@@ -326,11 +329,14 @@ impl Store {
 
     /// Writes everything in `batch` in one durable transaction: when this returns `Ok`, every
     /// id in the batch survives a crash. Objects already stored are skipped.
+    ///
+    /// Threads writing at the same time share one transaction (group commit); each batch is
+    /// still applied whole or not at all.
     pub fn write(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
-        let txn = self.writer()?.begin_write().storage()?;
-        let outcome = self.write_in(&txn, batch)?;
-        txn.commit().storage()?;
-        Ok(outcome)
+        if batch.stored_bytes() > group::GROUP_MAX_BYTES {
+            return self.write_alone(batch);
+        }
+        self.write_grouped(batch)
     }
 
     fn write_in(
@@ -778,7 +784,7 @@ pub struct WriteOutcome {
 }
 
 /// Objects and registry updates written together by [`Store::write`], atomically.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct WriteBatch {
     blobs: Vec<PreparedBlob>,
     trees: Vec<(TreeId, Tree)>,
