@@ -130,9 +130,9 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let socket = store.join("serve.sock");
+        let socket = camino::Utf8PathBuf::from_path_buf(store.join("serve.sock")).unwrap();
         let t = Instant::now();
-        while !socket.exists() {
+        while cairn_client::Client::connect(&socket).is_err() {
             assert!(
                 t.elapsed() < Duration::from_secs(30),
                 "server did not start"
@@ -202,8 +202,9 @@ fn run(label: &'static str, root: &Path, served: bool, kill_after: Option<Durati
         None => {}
     }
     let tally = Arc::into_inner(tally).unwrap().into_inner().unwrap();
-    // Every id handed out is there (a fresh process opens the store: after the fault run,
-    // this is the restart).
+    // Every id handed out is there. After the fault run this goes through a restarted
+    // server.
+    let restarted = kill_after.map(|_| Server::start(&store));
     let mut missing = 0;
     for chunk in tally.snapshots.chunks(200) {
         for id in chunk {
@@ -214,6 +215,9 @@ fn run(label: &'static str, root: &Path, served: bool, kill_after: Option<Durati
         }
     }
     let fsck_clean = cairn(&store, &["fsck"]).status.success();
+    if let Some(s) = restarted {
+        s.stop();
+    }
     Run {
         label,
         wall,
@@ -291,7 +295,7 @@ fn main() {
     }
     println!();
     println!(
-        "server killed with SIGKILL after {:.1} s: {} requests ended with the clear 'server went away' error, {} other failures; {} acknowledged snapshot ids, {} missing after restart; fsck {}",
+        "server killed with SIGKILL after {:.1} s: {} requests ended with the clear 'server went away' error, {} other failures; {} acknowledged snapshot ids, {} missing through the restarted server; fsck {}",
         kill_at.as_secs_f64(),
         fault.tally.server_gone,
         fault.tally.failed.len(),

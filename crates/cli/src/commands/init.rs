@@ -16,6 +16,13 @@ pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, CliError> {
         ));
     }
     let existed = path.join(cas::DATABASE_FILE).is_file();
+    // A server holds it: it exists, and opening it here would only wait for the server.
+    if existed && cairn_client::Client::connect(&cairn_client::Client::socket_of(&path)).is_ok() {
+        return Ok(Report::new(
+            serde_json::json!({ "store": path }),
+            format!("cairn store already exists in {path} (served by cairn serve)\n"),
+        ));
+    }
     let options = OpenOptions {
         create: true,
         ..OpenOptions::from_env()
