@@ -426,3 +426,32 @@ fn long_commands_stream_progress_as_ndjson() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["files"], 600);
 }
+
+#[test]
+fn a_socket_elsewhere_is_found_through_the_store_folder() {
+    let env = Env::new();
+    let (wt, _, _) = setup(&env);
+    let socket = env.path().join("elsewhere.sock");
+    let mut child = env
+        .command()
+        .arg("--store")
+        .arg(env.store().as_str())
+        .args(["serve", "--socket", socket.as_str()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while Client::connect(&Client::socket_of(&env.store())).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(20), "no server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(socket.exists());
+    // The store is held by the server, and the lock timeout is zero: this went through it.
+    let out = cairn(&env, &["--json", "status", wt.as_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(child.wait().unwrap().success());
+    assert!(!socket.exists() && !Client::socket_of(&env.store()).exists());
+}

@@ -380,7 +380,21 @@ fn forward(ctx: &Ctx, cli: &Cli) -> Result<Option<output::Rendered>, CliError> {
     let Ok(client) = cairn_client::Client::new(&socket) else {
         return Ok(None);
     };
-    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let mut argv = Vec::new();
+    for a in std::env::args_os().skip(1) {
+        match a.into_string() {
+            Ok(a) => argv.push(a),
+            Err(a) => {
+                return Err(CliError::usage(
+                    "invalid_path",
+                    format!(
+                        "{}: an argument that is not UTF-8 cannot be sent to the cairn serve holding {store}",
+                        a.to_string_lossy()
+                    ),
+                ));
+            }
+        }
+    }
     let mut argv = with_store(&argv, &store);
     // Asking before discarding everything needs this terminal, not the server's.
     if let Command::Discard {

@@ -499,11 +499,24 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, CliError> {
         .enable_all()
         .build()
         .map_err(|e| CliError::store("io", format!("starting the server: {e}")))?;
+    // Clients look for `serve.sock` in the store folder: point it at a socket elsewhere.
+    let default = cairn_client::Client::socket_of(&path);
+    let pointer = (socket != default).then_some(default);
     runtime.block_on(async {
         let listener = SameUid {
             inner: bind(&socket)?,
             uid: rustix::process::geteuid().as_raw(),
         };
+        if let Some(pointer) = &pointer {
+            if std::fs::symlink_metadata(pointer)
+                .is_ok_and(|m| m.file_type().is_symlink() || m.file_type().is_socket())
+            {
+                let _ = std::fs::remove_file(pointer);
+            }
+            std::os::unix::fs::symlink(&socket, pointer).map_err(|e| {
+                CliError::store("io", format!("{pointer}: linking to {socket}: {e}"))
+            })?;
+        }
         eprintln!("cairn serve: store {path} on {socket}");
         let app = router(served);
         axum::serve(listener, app)
@@ -513,6 +526,9 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, CliError> {
         Ok::<(), CliError>(())
     })?;
     let _ = std::fs::remove_file(&socket);
+    if let Some(pointer) = &pointer {
+        let _ = std::fs::remove_file(pointer);
+    }
     Ok(Report::new(
         json!({ "store": path, "socket": socket }),
         format!("cairn serve: stopped; store {path} closed\n"),
