@@ -507,3 +507,58 @@ fn recover_with_nothing_interrupted_is_a_no_op() {
     assert_eq!(code, 0);
     assert_eq!(out["recovered"], serde_json::Value::Null);
 }
+
+#[test]
+fn out_of_scope_files_are_never_overwritten_and_undo_still_works() {
+    let env = Env::new();
+    // A file captured while small, then over a size cap turned on later.
+    let dir = env.path().join("w");
+    write(&dir, "big.bin", "small\n");
+    write(&dir, "a.txt", "a\n");
+    ok(&env.cairn(&["checkpoint", dir.as_str(), "--name", "base"]));
+    ok(&env.cairn(&["checkpoint", dir.as_str(), "--max-file-size", "10"]));
+    let grown = "grown well past the cap\n".repeat(5);
+    write(&dir, "big.bin", &grown);
+    write(&dir, "a.txt", "changed\n");
+    let (code, out) = env.json(&["rewind", dir.as_str(), "--to", "base"]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(std::fs::read_to_string(dir.join("big.bin")).unwrap(), grown);
+    assert_eq!(std::fs::read_to_string(dir.join("a.txt")).unwrap(), "a\n");
+    let skipped = out["skipped"].as_array().unwrap();
+    assert!(
+        skipped.iter().any(|s| s["path"] == "big.bin"),
+        "reported: {out}"
+    );
+
+    // A rollback to a snapshot holding a secret skips it, and stays undoable.
+    let secret_src = env.path().join("with-secret");
+    write(&secret_src, ".env", "TOKEN=theirs\n");
+    write(&secret_src, "code.rs", "fn x() {}\n");
+    let (_, s) = env.json(&["onboard", secret_src.as_str(), "--include-denied"]);
+    let other = env.path().join("other");
+    write(&other, "code.rs", "fn mine() {}\n");
+    ok(&env.cairn(&["onboard", other.as_str()]));
+    let (code, rb) = env.json(&["rollback", other.as_str(), s["snapshot"].as_str().unwrap()]);
+    assert_eq!(code, 0, "{rb}");
+    assert!(!other.join(".env").exists(), "a secret never comes in");
+    let (code, undone) = env.json(&["undo", other.as_str()]);
+    assert_eq!(code, 0, "{undone}");
+    assert_eq!(
+        std::fs::read_to_string(other.join("code.rs")).unwrap(),
+        "fn mine() {}\n"
+    );
+}
+
+#[test]
+fn gc_refuses_an_impossible_prune_age_clearly() {
+    let env = Env::new();
+    ok(&env.cairn(&["init", env.store().as_str()]));
+    let (code, err) = env.json(&["gc", "--prune-ops", "4000000000"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--prune-ops")
+    );
+}

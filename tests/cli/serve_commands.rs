@@ -412,6 +412,7 @@ fn long_commands_stream_progress_as_ndjson() {
             dest.to_string(),
         ],
         cwd: env.path().to_owned(),
+        color: false,
     };
     let mut events = Vec::new();
     let out = server
@@ -454,4 +455,57 @@ fn a_socket_elsewhere_is_found_through_the_store_folder() {
     Command::new("kill").args(["-TERM", &pid]).status().unwrap();
     assert!(child.wait().unwrap().success());
     assert!(!socket.exists() && !Client::socket_of(&env.store()).exists());
+}
+
+#[test]
+fn requests_use_the_callers_terminal_settings_and_never_prompt_on_the_server() {
+    let env = Env::new();
+    let (wt, a, b) = setup(&env);
+    let server = Server::start(&env);
+    let client = server.client();
+    let diff = |color: bool| {
+        let request = cairn_client::CommandRequest {
+            argv: vec![
+                "--store".into(),
+                env.store().to_string(),
+                "diff".into(),
+                a.clone(),
+                b.clone(),
+            ],
+            cwd: env.path().to_owned(),
+            color,
+        };
+        client.command(&request).unwrap()
+    };
+    assert!(diff(true).stdout.contains(&0x1b), "colour for a terminal");
+    assert!(!diff(false).stdout.contains(&0x1b), "none when piped");
+
+    let request = cairn_client::CommandRequest {
+        argv: vec![
+            "--store".into(),
+            env.store().to_string(),
+            "--json".into(),
+            "discard".into(),
+            wt.to_string(),
+        ],
+        cwd: env.path().to_owned(),
+        color: false,
+    };
+    let out = client.command(&request).unwrap();
+    assert_eq!(out.code, 2, "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("confirmation_needed"));
+
+    // The same store reached through a symlink is the server's store.
+    let link = env.path().join("store-link");
+    std::os::unix::fs::symlink(env.store(), &link).unwrap();
+    let mut cmd = env.command();
+    cmd.env("CAIRN_LOCK_TIMEOUT", "0").args([
+        "--store",
+        link.as_str(),
+        "--json",
+        "status",
+        wt.as_str(),
+    ]);
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

@@ -87,7 +87,11 @@ impl Ctx {
             return Ok(None);
         };
         let path = self.store_path()?;
-        if path != shared.path {
+        let same = path == shared.path
+            || std::fs::canonicalize(&path)
+                .ok()
+                .is_some_and(|p| std::fs::canonicalize(&shared.path).ok() == Some(p));
+        if !same {
             return Err(CliError::usage(
                 "wrong_store",
                 format!(
@@ -133,7 +137,12 @@ impl Ctx {
 
     fn open_with(&self, create: bool, read_only: bool) -> Result<StoreRef<'_>, CliError> {
         if let Some(shared) = self.shared_for()? {
-            let guard = shared.store.read().map_err(|_| poisoned(&shared.path))?;
+            // A request that panicked holding it changed nothing half way (every write is a
+            // transaction), so the store is still good.
+            let guard = shared
+                .store
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             return Ok(StoreRef::Shared(guard));
         }
         Ok(StoreRef::Owned(self.open_direct(create, read_only)?))
@@ -173,32 +182,52 @@ impl Ctx {
     /// `cairn serve`, it waits until no other request uses it.
     pub fn open_exclusive(&self) -> Result<StoreMut<'_>, CliError> {
         if let Some(shared) = self.shared_for()? {
-            let guard = shared.store.write().map_err(|_| poisoned(&shared.path))?;
+            let guard = shared
+                .store
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             return Ok(StoreMut::Exclusive(guard));
         }
         Ok(StoreMut::Owned(self.open_direct(false, false)?))
     }
 }
 
-fn poisoned(path: &Utf8Path) -> CliError {
-    CliError::store(
-        "store",
-        format!("store {path}: an earlier request failed while holding it"),
-    )
-}
-
 thread_local! {
     /// The directory a request came from, when this process serves others (`serve`, `mcp`).
     static REQUEST_DIR: std::cell::RefCell<Option<Utf8PathBuf>> = const { std::cell::RefCell::new(None) };
+    /// Whether that caller's terminal wants colour.
+    static REQUEST_COLOR: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// [`with_request_dir`], with colour as the caller's terminal wants it.
+pub fn with_request<T>(dir: Utf8PathBuf, color: bool, f: impl FnOnce() -> T) -> T {
+    REQUEST_COLOR.with(|c| c.set(color));
+    with_request_dir(dir, f)
+}
+
+/// Colour for a request's output (false when not serving one).
+pub fn request_color() -> bool {
+    REQUEST_COLOR.with(std::cell::Cell::get)
 }
 
 /// Runs `f` with relative paths and store discovery resolved against `dir` instead of this
 /// process's current directory (a request from another process).
 pub fn with_request_dir<T>(dir: Utf8PathBuf, f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            REQUEST_DIR.with(|d| *d.borrow_mut() = None);
+        }
+    }
     REQUEST_DIR.with(|d| *d.borrow_mut() = Some(dir));
-    let out = f();
-    REQUEST_DIR.with(|d| *d.borrow_mut() = None);
-    out
+    let _reset = Reset;
+    f()
+}
+
+/// True while this thread runs a command for another process (`serve`, `mcp`): nothing may
+/// prompt or draw on this process's terminal.
+pub fn serving_request() -> bool {
+    REQUEST_DIR.with(|d| d.borrow().is_some())
 }
 
 pub fn current_dir() -> Result<Utf8PathBuf, CliError> {

@@ -414,6 +414,8 @@ fn forward(ctx: &Ctx, cli: &Cli) -> Result<Option<output::Rendered>, CliError> {
     let request = cairn_client::CommandRequest {
         argv,
         cwd: context::current_dir()?,
+        color: std::io::IsTerminal::is_terminal(&std::io::stdout())
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
     };
     // On a terminal, draw the server's progress here.
     let reply = if std::io::IsTerminal::is_terminal(&std::io::stderr()) && !ctx.json {
@@ -445,6 +447,7 @@ pub(crate) fn dispatch(argv: &[String], cwd: Utf8PathBuf) -> output::Rendered {
                 let request = cairn_client::CommandRequest {
                     argv: with_store(argv, &store),
                     cwd: cwd.clone(),
+                    color: false,
                 };
                 match client.command(&request) {
                     Ok(out) => return out,
@@ -459,13 +462,14 @@ pub(crate) fn dispatch(argv: &[String], cwd: Utf8PathBuf) -> output::Rendered {
             }
         }
     }
-    execute(argv, cwd, None)
+    execute(argv, cwd, false, None)
 }
 
 /// Runs `argv` in this process; with `shared`, on that open store instead of opening one.
 pub(crate) fn execute(
     argv: &[String],
     cwd: Utf8PathBuf,
+    color: bool,
     shared: Option<context::SharedStore>,
 ) -> output::Rendered {
     let json_requested = argv.iter().any(|a| a == "--json");
@@ -496,7 +500,7 @@ pub(crate) fn execute(
             ),
         );
     }
-    context::with_request_dir(cwd, || {
+    context::with_request(cwd, color, || {
         let ctx = match shared {
             Some(s) => Ctx::serving(cli.json, cli.store, s),
             None => Ctx::new(cli.json, cli.store),

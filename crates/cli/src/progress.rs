@@ -33,10 +33,15 @@ thread_local! {
 
 /// Runs `f` with the progress of the commands it runs sent to `sink` (no bar is drawn).
 pub fn with_sink<T>(sink: Sink, f: impl FnOnce() -> T) -> T {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SINK.with(|s| *s.borrow_mut() = None);
+        }
+    }
     SINK.with(|s| *s.borrow_mut() = Some(sink));
-    let out = f();
-    SINK.with(|s| *s.borrow_mut() = None);
-    out
+    let _reset = Reset;
+    f()
 }
 
 /// Events this far apart at most (and at the start and end of each phase).
@@ -84,8 +89,10 @@ impl Bar {
             bar
         });
         let sink = SINK.with(|s| s.borrow().clone());
+        // Serving another process: its progress goes to the sink, never to this terminal.
+        let here = sink.is_none() && !crate::context::serving_request();
         Bar {
-            bar: if sink.is_some() { None } else { bar },
+            bar: if here { bar } else { None },
             files: AtomicU64::new(0),
             total_files: AtomicU64::new(0),
             sink,

@@ -21,6 +21,9 @@ pub struct CommandRequest {
     pub argv: Vec<String>,
     /// The directory relative paths are resolved against.
     pub cwd: Utf8PathBuf,
+    /// Whether the caller's output is a terminal that wants colour.
+    #[serde(default)]
+    pub color: bool,
 }
 
 /// What a command printed and its exit status.
@@ -272,7 +275,20 @@ impl Client {
             &serde_json::json!({ "objects": objects }),
         )?;
         let v = self.expect_ok(reply, |v| v.to_string())?;
-        Ok(serde_json::from_value(v["missing"].clone()).unwrap_or_default())
+        self.field(&v, "missing")
+    }
+
+    /// A field of a reply, or an error quoting the reply.
+    fn field<T: serde::de::DeserializeOwned>(
+        &self,
+        v: &serde_json::Value,
+        name: &str,
+    ) -> Result<T, ClientError> {
+        serde_json::from_value(v[name].clone()).map_err(|e| ClientError::Status {
+            socket: self.socket.clone(),
+            status: 200,
+            body: format!("unexpected reply ({name}: {e}): {v}"),
+        })
     }
 
     /// Stores `objects` (each verified by the server); returns how many were new.
@@ -282,7 +298,7 @@ impl Client {
             &serde_json::json!({ "objects": objects }),
         )?;
         let v = self.expect_ok(reply, |v| v.to_string())?;
-        Ok(v["stored"].as_u64().unwrap_or(0))
+        self.field(&v, "stored")
     }
 
     /// The stored objects among `objects`, and the ids that are missing.
@@ -295,9 +311,7 @@ impl Client {
             &serde_json::json!({ "objects": objects }),
         )?;
         let v = self.expect_ok(reply, |v| v.to_string())?;
-        let found = serde_json::from_value(v["objects"].clone()).unwrap_or_default();
-        let missing = serde_json::from_value(v["missing"].clone()).unwrap_or_default();
-        Ok((found, missing))
+        Ok((self.field(&v, "objects")?, self.field(&v, "missing")?))
     }
 }
 

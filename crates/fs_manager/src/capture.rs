@@ -460,7 +460,10 @@ pub fn live_state(
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<LiveState, CaptureError> {
-    let record = registered(store, path)?;
+    let found = registered(store, path)?;
+    // Wait for an operation on it to finish rather than see it half done.
+    let _busy = crate::lock::lock(&found.root);
+    let record = registered(store, &found.root)?;
     let head = record.head;
     let root = record.root.clone();
     let c = capture(store, record, "status", None, options, true)?;

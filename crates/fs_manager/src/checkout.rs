@@ -72,6 +72,9 @@ pub fn checkout(
             });
         }
     }
+    // One checkout into a folder at a time: the emptiness check below must still hold when
+    // writing starts.
+    let _dest_busy = crate::lock::lock(dest);
     let previous = reader.worktree(dest)?;
     for path in [
         Some(dest.to_owned()),
@@ -121,7 +124,7 @@ pub fn checkout(
         .ok_or_else(|| CheckoutError::NotADirectory {
             path: dest.to_owned(),
         })?;
-    let _busy = crate::lock::lock(&root);
+    let _busy = (root != dest).then(|| crate::lock::lock(&root));
     if let Some(store_dir) = crate::worktree::store_dir(store)
         && (root.as_std_path().starts_with(&store_dir) || store_dir.starts_with(root.as_std_path()))
     {

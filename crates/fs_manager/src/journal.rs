@@ -99,7 +99,10 @@ pub(crate) fn pending_at(reader: &Reader, path: &Utf8Path) -> Result<(), Journal
         .ancestors()
         .chain(canonical.iter().flat_map(|c| c.ancestors()))
     {
-        ensure_clear(reader, dir)?;
+        // A step this process is running (a checkout under way) is not interrupted.
+        if !crate::lock::is_busy(dir) {
+            ensure_clear(reader, dir)?;
+        }
     }
     Ok(())
 }
@@ -205,10 +208,18 @@ pub(crate) fn apply(
     store
         .write(&batch)
         .map_err(|e| fail(store_failure(e.into())))?;
-    let forget_journal = || {
+    // Nothing changed on disk: drop the journal, or, if even that fails, leave it and say
+    // so (recover then finishes the step).
+    let forget_journal = |cause: WriteFailure| {
         let mut batch = WriteBatch::new();
         batch.set_journal(&root, None);
-        let _ = store.write(&batch);
+        match store.write(&batch) {
+            Ok(_) => fail(cause),
+            Err(_) => ApplyFailure {
+                cause,
+                interrupted: true,
+            },
+        }
     };
 
     // 1. Stage every new content. Nothing visible has changed yet.
@@ -225,8 +236,7 @@ pub(crate) fn apply(
             if let Some(name) = &staging {
                 remove_staging(&root, name);
             }
-            forget_journal();
-            return Err(fail(cause));
+            return Err(forget_journal(cause));
         }
     };
 
@@ -384,7 +394,7 @@ pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, Recover
             break;
         }
     }
-    let Some((root, bytes)) = found else {
+    let Some((root, _)) = found else {
         let root = crate::worktree::find(&reader, path)?
             .map(|r| r.root)
             .unwrap_or(canonical);
@@ -395,6 +405,16 @@ pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, Recover
         });
     };
     let _busy = crate::lock::lock(&root);
+    // Read again under the lock: the step may have been under way, and has finished now.
+    drop(reader);
+    let reader = store.reader()?;
+    let Some(bytes) = reader.journal(&root)? else {
+        return Ok(RecoverOutcome {
+            root,
+            op: None,
+            paths: 0,
+        });
+    };
     let journal = Journal::decode(&root, &bytes)?;
     if !root.is_dir() {
         // The folder is gone, and with it what was half written: record the step as done

@@ -28,6 +28,15 @@ pub(crate) fn lock(root: &Utf8Path) -> WorktreeLock {
     }
 }
 
+/// Whether an operation of this process holds `root` now (its journal, if any, belongs to
+/// a step under way, not an interrupted one).
+pub(crate) fn is_busy(root: &Utf8Path) -> bool {
+    BUSY.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .is_some_and(|set| set.contains(root))
+}
+
 impl Drop for WorktreeLock {
     fn drop(&mut self) {
         let mut busy = BUSY.lock().unwrap_or_else(PoisonError::into_inner);

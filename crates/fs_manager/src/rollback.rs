@@ -170,20 +170,30 @@ pub(crate) fn restore(
     // Secrets are outside scope: a target that holds one does not bring it back here.
     let deny = crate::capture::deny_list(store, &captured.record)?;
     let mut skipped = Vec::new();
+    // What the capture left out (over the size cap, special files) is out of scope too.
+    let out_of_scope: std::collections::HashMap<&[u8], &str> = captured
+        .skipped
+        .iter()
+        .map(|s| (s.path.as_slice(), s.reason.as_str()))
+        .collect();
     let changes: Vec<diff::Change> =
         diff::tree_changes(&trees, Some(captured.tree), Some(target_tree))?
             .into_iter()
             .filter(|c| matches(&c.path, options.paths))
-            .filter(|c| match deny.denied(&c.path, false) {
-                Some(pattern) => {
-                    let reason = format!("denied by pattern {pattern}");
-                    skipped.push(crate::Skipped {
-                        path: c.path.clone(),
-                        reason,
-                    });
-                    false
-                }
-                None => true,
+            .filter(|c| {
+                let reason = match (
+                    deny.denied(&c.path, false),
+                    out_of_scope.get(c.path.as_slice()),
+                ) {
+                    (Some(pattern), _) => format!("denied by pattern {pattern}"),
+                    (None, Some(reason)) => format!("out of scope: {reason}"),
+                    (None, None) => return true,
+                };
+                skipped.push(crate::Skipped {
+                    path: c.path.clone(),
+                    reason,
+                });
+                false
             })
             .collect();
     let plan = Plan::from_changes(&changes);
@@ -213,18 +223,23 @@ pub(crate) fn restore(
 
     let mut record = captured.record.clone();
     edit(&mut record);
-    let head = if options.paths.is_empty() {
+    let head = if options.paths.is_empty() && skipped.is_empty() {
         target
     } else {
-        // The result mixes both states: record it as a snapshot of its own.
+        // The result mixes both states (some paths, or all but those out of scope): record
+        // it as a snapshot of its own, so undo compares against what is really there.
         let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
             changes.iter().map(|c| (c.path.clone(), c.new)).collect();
         let built = crate::build::patch(&reader, captured.tree, &patched)?;
-        let names: Vec<String> = options
-            .paths
-            .iter()
-            .map(|p| String::from_utf8_lossy(p).into_owned())
-            .collect();
+        let names: Vec<String> = if options.paths.is_empty() {
+            vec!["everything in scope".to_owned()]
+        } else {
+            options
+                .paths
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect()
+        };
         let mut batch = WriteBatch::new();
         for t in built.trees.into_values() {
             batch.add_tree(t);

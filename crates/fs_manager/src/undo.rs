@@ -55,16 +55,24 @@ pub struct UndoStacks {
 pub fn undo_stacks(ops: &[OpRecord]) -> UndoStacks {
     let mut s = UndoStacks::default();
     for op in ops {
+        // An entry pruned from the log (`gc --prune-ops`) is on neither stack, and neither
+        // is what undid or redid it.
         if let Some(seq) = op.undoes {
-            s.undo.retain(|&x| x != seq);
-            s.redo.push(seq);
+            if s.undo.contains(&seq) {
+                s.undo.retain(|&x| x != seq);
+                s.redo.push(seq);
+            }
         } else if let Some(seq) = op.redoes {
-            s.redo.retain(|&x| x != seq);
-            s.undo.push(seq);
+            if s.redo.contains(&seq) {
+                s.redo.retain(|&x| x != seq);
+                s.undo.push(seq);
+            }
         } else if op.is_change() {
             s.redo.clear();
-            if op.before.is_some() {
-                s.undo.push(op.seq);
+            match op.before {
+                Some(_) => s.undo.push(op.seq),
+                // A first capture (a new registration): nothing before it can be undone.
+                None => s.undo.clear(),
             }
         }
     }
@@ -127,30 +135,47 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
     };
     let from_tree = reader.snapshot(from)?.tree;
     let to_tree = reader.snapshot(to)?.tree;
-    let changes = diff::tree_changes(&reader, Some(from_tree), Some(to_tree))?;
+    // Secrets are outside scope: never touched, whatever the change did to them.
+    let deny = crate::capture::deny_list(store, &record).map_err(|e| UndoError::Write {
+        cause: Box::new(e.into()),
+        interrupted: false,
+    })?;
+    let changes: Vec<diff::Change> = diff::tree_changes(&reader, Some(from_tree), Some(to_tree))?
+        .into_iter()
+        .filter(|c| deny.denied(&c.path, false).is_none())
+        .collect();
     let paths: Vec<Vec<u8>> = changes.iter().map(|c| c.path.clone()).collect();
 
     let handle = path_policy::Root::open(root.as_std_path()).map_err(|e| UndoError::Io {
         path: root.as_std_path().to_owned(),
         source: std::io::Error::other(e.to_string()),
     })?;
+    let cap = record.max_file_size;
     let mut refused: Vec<Refusal> = changes
         .par_iter()
-        .map(|c| check(&handle, &reader, from_tree, c))
+        .map(|c| check(&handle, &reader, from_tree, c, cap))
         .collect::<Result<Vec<Option<Refusal>>, UndoError>>()?
         .into_iter()
         .flatten()
         .collect();
     let plan = Plan::from_changes(&changes);
-    if refused.is_empty()
-        && let Err(crate::error::RollbackError::Blocked { path: p, reason }) =
-            crate::rollback::check_obstacles(root.as_std_path(), &plan.deleted, &plan.writes)
-    {
-        let rel = p
-            .strip_prefix(root.as_std_path())
-            .map(|r| r.as_os_str().as_bytes().to_vec())
-            .unwrap_or_else(|_| p.as_os_str().as_bytes().to_vec());
-        refused.push(Refusal { path: rel, reason });
+    if refused.is_empty() {
+        match crate::rollback::check_obstacles(root.as_std_path(), &plan.deleted, &plan.writes) {
+            Ok(()) => {}
+            Err(crate::error::RollbackError::Blocked { path: p, reason }) => {
+                let rel = p
+                    .strip_prefix(root.as_std_path())
+                    .map(|r| r.as_os_str().as_bytes().to_vec())
+                    .unwrap_or_else(|_| p.as_os_str().as_bytes().to_vec());
+                refused.push(Refusal { path: rel, reason });
+            }
+            Err(other) => {
+                return Err(UndoError::Write {
+                    cause: Box::new(other),
+                    interrupted: false,
+                });
+            }
+        }
     }
     if !refused.is_empty() {
         return Ok(UndoOutcome {
@@ -235,6 +260,7 @@ fn check(
     reader: &cas::Reader,
     old_tree: TreeId,
     c: &diff::Change,
+    cap: Option<u64>,
 ) -> Result<Option<Refusal>, UndoError> {
     let refuse = |reason: &str| {
         Ok(Some(Refusal {
@@ -292,6 +318,9 @@ fn check(
             "not a regular file or symlink"
         });
     };
+    if kind != EntryKind::Symlink && cap.is_some_and(|cap| st.size > cap) {
+        return refuse("larger than the size cap: out of scope");
+    }
     if (kind == EntryKind::Symlink) != (expected.kind == EntryKind::Symlink) {
         return refuse("hash mismatch");
     }
@@ -359,6 +388,28 @@ mod tests {
             seq,
             ..OpRecord::new(name, before, after)
         }
+    }
+
+    #[test]
+    fn pruned_entries_and_re_registration_leave_nothing_dangling() {
+        // Entry 2 was pruned; its undo (3) is still in the log.
+        let mut u = op(3, "undo", snap(2), snap(1));
+        u.undoes = Some(2);
+        let log = vec![u, op(4, "snapshot", snap(1), snap(5))];
+        assert_eq!(
+            undo_stacks(&log),
+            UndoStacks {
+                undo: vec![4],
+                redo: vec![]
+            }
+        );
+        // Removed and onboarded again: a first capture clears what came before.
+        let log = vec![
+            op(1, "onboard", None, snap(1)),
+            op(2, "snapshot", snap(1), snap(2)),
+            op(3, "onboard", None, snap(3)),
+        ];
+        assert_eq!(undo_stacks(&log), UndoStacks::default());
     }
 
     #[test]

@@ -44,6 +44,33 @@ impl Pending {
     }
 }
 
+/// Hands leadership back when a group is done (or its commit panicked).
+struct Leader<'a> {
+    group: &'a Group,
+    members: &'a [Arc<Pending>],
+}
+
+impl Drop for Leader<'_> {
+    fn drop(&mut self) {
+        for m in self.members {
+            let mut result = m.result.lock().unwrap_or_else(PoisonError::into_inner);
+            if result.is_none() {
+                *result = Some(Err(WriteError::Commit {
+                    reason: "the committing thread panicked".into(),
+                }));
+            }
+        }
+        let mut state = self
+            .group
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        state.leading = false;
+        state.transactions += 1;
+        self.group.done.notify_all();
+    }
+}
+
 impl Store {
     /// [`Store::write`] through the group: returns once `batch` is durable (or refused).
     pub(crate) fn write_grouped(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
@@ -62,11 +89,15 @@ impl Store {
                 state.leading = true;
                 let members = std::mem::take(&mut state.queue);
                 drop(state);
+                // Even if committing panics, the next writer must be able to lead and every
+                // member must get an answer.
+                let leader = Leader {
+                    group,
+                    members: &members,
+                };
                 self.commit_group(&members);
+                drop(leader);
                 state = group.state.lock().unwrap_or_else(PoisonError::into_inner);
-                state.leading = false;
-                state.transactions += 1;
-                group.done.notify_all();
                 continue;
             }
             state = group

@@ -373,6 +373,9 @@ fn totals(changes: &[Counted]) -> (u64, u64) {
 }
 
 pub fn colour() -> bool {
+    if crate::context::serving_request() {
+        return crate::context::request_color();
+    }
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 

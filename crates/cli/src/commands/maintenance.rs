@@ -34,9 +34,18 @@ pub fn fsck(ctx: &Ctx) -> Result<Report, CliError> {
 
 /// `cairn gc [--dry-run] [--prune-ops DAYS]`.
 pub fn gc(ctx: &Ctx, dry_run: bool, prune_ops_days: Option<u32>) -> Result<Report, CliError> {
-    let prune_ops_before = prune_ops_days.map(|days| {
-        jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24 * i64::from(days))
-    });
+    let prune_ops_before = prune_ops_days
+        .map(|days| {
+            jiff::Timestamp::now()
+                .checked_sub(jiff::SignedDuration::from_hours(24 * i64::from(days)))
+                .map_err(|_| {
+                    CliError::usage(
+                        "usage",
+                        format!("--prune-ops {days}: that many days ago is before any time cairn can represent"),
+                    )
+                })
+        })
+        .transpose()?;
     let mut store = ctx.open_exclusive()?;
     let out = store.gc(&GcOptions {
         dry_run,

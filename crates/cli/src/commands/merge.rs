@@ -32,6 +32,17 @@ pub fn merge(
             .transpose()?;
         (snapshot, base)
     };
+    // Merging into an onboarded repository's files: capture them first, so edits never
+    // snapshotted are kept and `undo` of the merge restores exactly them.
+    let registered = checkout
+        && fs_manager::find_worktree(&store.reader()?, &repo)?.is_some_and(|r| r.root == repo);
+    if registered {
+        let capture = fs_manager::CaptureOptions {
+            message: "live state before merge",
+            ..fs_manager::CaptureOptions::default()
+        };
+        fs_manager::record_change(&store, &repo, "capture", &capture)?;
+    }
     let options = MergeOptions {
         repo: &repo,
         snapshot,
@@ -59,9 +70,8 @@ pub fn merge(
     })?;
     // The merge changed an onboarded repository's files: record that in its op log.
     let mut recorded = None;
-    if checkout && out.commit.is_some() {
-        let registered = fs_manager::find_worktree(&store.reader()?, &repo)?;
-        if registered.is_some_and(|r| r.root == repo) {
+    if registered && out.commit.is_some() {
+        {
             let message = format!("merge of {}", snapshot.short(12));
             let capture = fs_manager::CaptureOptions {
                 message: &message,

@@ -394,7 +394,7 @@ pub fn discard(
 
 /// Asks on the terminal before throwing away every change; refuses without one.
 pub fn confirm(root: &Utf8Path) -> Result<(), CliError> {
-    if !std::io::stdin().is_terminal() {
+    if crate::context::serving_request() || !std::io::stdin().is_terminal() {
         return Err(CliError::usage(
             "confirmation_needed",
             format!("discarding every change in {root} needs --yes when not run from a terminal"),

@@ -166,6 +166,7 @@ impl<'a> Steps<'a> {
         let request = cairn_client::CommandRequest {
             argv,
             cwd: current_dir()?,
+            color: false,
         };
         let out = client
             .command(&request)

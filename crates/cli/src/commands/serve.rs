@@ -150,7 +150,11 @@ async fn command(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Re
     if streaming {
         return stream_command(request, shared);
     }
-    match run_blocking(move || crate::execute(&request.argv, request.cwd, Some(shared))).await {
+    match run_blocking(move || {
+        crate::execute(&request.argv, request.cwd, request.color, Some(shared))
+    })
+    .await
+    {
         Ok(out) => Json(out).into_response(),
         Err(e) => e.into_response(),
     }
@@ -165,7 +169,7 @@ fn stream_command(request: CommandRequest, shared: SharedStore) -> Response {
     });
     tokio::task::spawn_blocking(move || {
         let out = crate::progress::with_sink(sink, || {
-            crate::execute(&request.argv, request.cwd, Some(shared))
+            crate::execute(&request.argv, request.cwd, request.color, Some(shared))
         });
         let _ = tx.send(StreamLine::Output(out));
     });
@@ -218,7 +222,7 @@ async fn verb(State(s): State<Served>, Path(name): Path<String>, body: Bytes) ->
     };
     line.splice(0..0, ["--store".to_owned(), s.shared.path.to_string()]);
     let shared = s.shared.clone();
-    let out = match run_blocking(move || crate::execute(&line, cwd, Some(shared))).await {
+    let out = match run_blocking(move || crate::execute(&line, cwd, false, Some(shared))).await {
         Ok(out) => out,
         Err(e) => return e.into_response(),
     };

@@ -252,6 +252,10 @@ pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
     for (arg, _) in spec.args {
         match arg {
             Arg::Positional(name, optional) => match text(name)? {
+                // It would be read as an option.
+                Some(v) if v.starts_with('-') => {
+                    return Err(format!("{name} must not start with '-': {v:?}"));
+                }
                 Some(v) => out.push(v),
                 None if *optional => {}
                 None => return Err(format!("missing argument {name:?}")),
@@ -334,6 +338,10 @@ mod tests {
             panic!()
         };
         assert!(argv(spec("merge"), &missing).unwrap_err().contains("into"));
+        let Value::Object(flag) = json!({ "worktree": "--help" }) else {
+            panic!()
+        };
+        assert!(argv(spec("status"), &flag).unwrap_err().contains("--help"));
         let Value::Object(none) = json!({}) else {
             panic!()
         };
