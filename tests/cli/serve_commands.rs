@@ -509,3 +509,64 @@ fn requests_use_the_callers_terminal_settings_and_never_prompt_on_the_server() {
     let out = cmd.output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+#[test]
+fn a_long_checkout_does_not_hold_up_a_snapshot_of_another_worktree() {
+    let env = Env::new();
+    let (wt, _, _) = setup(&env);
+    let src = env.path().join("big");
+    for i in 0..4000 {
+        let p = src.join(format!("d{}/f{i}.txt", i % 40));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("file {i}\n").repeat(200)).unwrap();
+    }
+    let out = cairn(&env, &["--json", "onboard", src.as_str()]);
+    let snap: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let server = Server::start(&env);
+    let request = cairn_client::CommandRequest {
+        argv: vec![
+            "--store".into(),
+            env.store().to_string(),
+            "--json".into(),
+            "checkout".into(),
+            snap["snapshot"].as_str().unwrap().into(),
+            env.path().join("co").to_string(),
+        ],
+        cwd: env.path().to_owned(),
+        color: false,
+    };
+    std::fs::write(wt.join("during.txt"), "written while the checkout runs\n").unwrap();
+    let mut side = None;
+    let client = server.client();
+    let out = client
+        .command_streaming(&request, |_| {
+            if side.is_none() {
+                let (store, wt) = (env.store(), wt.clone());
+                let mut cmd = env.command();
+                side = Some(std::thread::spawn(move || {
+                    cmd.env("CAIRN_LOCK_TIMEOUT", "0").args([
+                        "--store",
+                        store.as_str(),
+                        "--json",
+                        "snapshot",
+                        wt.as_str(),
+                    ]);
+                    let out = cmd.output().unwrap();
+                    (Instant::now(), out)
+                }));
+            }
+        })
+        .unwrap();
+    let checkout_done = Instant::now();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (when, snap_out) = side
+        .expect("the snapshot ran during the checkout")
+        .join()
+        .unwrap();
+    assert_eq!(snap_out.status.code(), Some(0), "{}", stderr(&snap_out));
+    assert!(
+        when < checkout_done,
+        "the snapshot of another worktree finished {:?} after the checkout",
+        when - checkout_done
+    );
+}

@@ -111,16 +111,21 @@ fn status_of(code: u8) -> StatusCode {
     }
 }
 
+/// Runs `f` on a blocking thread with a parallel pool of its own: requests must not queue
+/// behind each other's parallel work (a checkout's hydration would otherwise hold up a
+/// snapshot of another worktree on the shared global pool).
 async fn run_blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("request failed: {e}"),
-        )
-    })
+    tokio::task::spawn_blocking(move || own_pool(f))
+        .await
+        .map_err(|e| {
+            error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                format!("request failed: {e}"),
+            )
+        })
 }
 
 async fn health(State(s): State<Served>) -> Response {
@@ -168,8 +173,10 @@ fn stream_command(request: CommandRequest, shared: SharedStore) -> Response {
         let _ = progress.send(StreamLine::Progress(e.clone()));
     });
     tokio::task::spawn_blocking(move || {
-        let out = crate::progress::with_sink(sink, || {
-            crate::execute(&request.argv, request.cwd, request.color, Some(shared))
+        let out = own_pool(|| {
+            crate::progress::with_sink(sink, || {
+                crate::execute(&request.argv, request.cwd, request.color, Some(shared))
+            })
         });
         let _ = tx.send(StreamLine::Output(out));
     });
@@ -184,6 +191,14 @@ fn stream_command(request: CommandRequest, shared: SharedStore) -> Response {
         axum::body::Body::from_stream(lines),
     )
         .into_response()
+}
+
+fn own_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    match rayon::ThreadPoolBuilder::new().build() {
+        Ok(pool) => pool.install(f),
+        // No threads to spare: share the global pool.
+        Err(_) => f(),
+    }
 }
 
 /// `POST /v1/{verb}`: a verb with JSON arguments, answered with its JSON object.
@@ -432,7 +447,7 @@ fn router(served: Served) -> Router {
 }
 
 /// Binds `socket` for our uid only: a stale socket file is replaced, anything else there is
-/// refused; the socket is made 0600.
+/// refused; the socket is made 0700 (owner only).
 fn bind(socket: &Utf8Path) -> Result<UnixListener, CliError> {
     match std::fs::symlink_metadata(socket) {
         Ok(m) if m.file_type().is_socket() => {
@@ -450,7 +465,7 @@ fn bind(socket: &Utf8Path) -> Result<UnixListener, CliError> {
     }
     let listener = UnixListener::bind(socket)
         .map_err(|e| CliError::store("io", format!("{socket}: cannot listen: {e}")))?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o700))
         .map_err(|e| CliError::store("io", format!("{socket}: {e}")))?;
     Ok(listener)
 }
