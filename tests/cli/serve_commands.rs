@@ -570,3 +570,122 @@ fn a_long_checkout_does_not_hold_up_a_snapshot_of_another_worktree() {
         when - checkout_done
     );
 }
+
+#[test]
+fn snapshots_through_the_watching_server_see_every_kind_of_change() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    let wt = env.path().join("wt");
+    for d in ["a", "a/deep", "b", "c"] {
+        std::fs::create_dir_all(wt.join(d)).unwrap();
+        std::fs::write(wt.join(d).join("f.txt"), format!("{d}\n")).unwrap();
+    }
+    let out = cairn(&env, &["onboard", wt.as_str()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let _server = Server::start(&env);
+    // What a full scan, in a store no server watches, says the tree is.
+    let reference = env.path().join("reference-store");
+    let truth = |step: &str| {
+        let copy = env.path().join(format!("copy-{step}"));
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(&wt)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let out = env
+            .command()
+            .args([
+                "--store",
+                reference.as_str(),
+                "--json",
+                "onboard",
+                copy.as_str(),
+            ])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["tree"].as_str().unwrap().to_owned()
+    };
+    let snap = || {
+        let out = cairn(&env, &["--json", "snapshot", wt.as_str()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["tree"].as_str().unwrap().to_owned()
+    };
+    // Twice unchanged: the watcher starts trusting directories.
+    assert_eq!(snap(), truth("start"));
+    assert_eq!(snap(), truth("start-again"));
+    let steps: Vec<(&str, Box<dyn Fn()>)> = vec![
+        (
+            "same size, new bytes",
+            Box::new(|| std::fs::write(wt.join("a/deep/f.txt"), "X\n").unwrap()),
+        ),
+        (
+            "chmod +x",
+            Box::new(|| {
+                std::fs::set_permissions(wt.join("b/f.txt"), std::fs::Permissions::from_mode(0o755))
+                    .unwrap()
+            }),
+        ),
+        (
+            "new nested directory",
+            Box::new(|| {
+                std::fs::create_dir_all(wt.join("c/new/er")).unwrap();
+                std::fs::write(wt.join("c/new/er/g.txt"), "g\n").unwrap();
+            }),
+        ),
+        (
+            "edit inside the new directory",
+            Box::new(|| std::fs::write(wt.join("c/new/er/g.txt"), "h\n").unwrap()),
+        ),
+        (
+            "rename a directory",
+            Box::new(|| std::fs::rename(wt.join("a"), wt.join("renamed")).unwrap()),
+        ),
+        (
+            "edit under the renamed directory",
+            Box::new(|| std::fs::write(wt.join("renamed/deep/f.txt"), "Y\n").unwrap()),
+        ),
+        (
+            "file becomes a symlink",
+            Box::new(|| {
+                std::fs::remove_file(wt.join("b/f.txt")).unwrap();
+                std::os::unix::fs::symlink("../c/f.txt", wt.join("b/f.txt")).unwrap();
+            }),
+        ),
+        (
+            "delete a directory",
+            Box::new(|| std::fs::remove_dir_all(wt.join("c/new")).unwrap()),
+        ),
+        (
+            "a shell appends",
+            Box::new(|| {
+                let ok = Command::new("sh")
+                    .arg("-c")
+                    .arg("echo more >> renamed/f.txt")
+                    .current_dir(&wt)
+                    .status()
+                    .unwrap();
+                assert!(ok.success());
+            }),
+        ),
+    ];
+    for (i, (name, change)) in steps.iter().enumerate() {
+        change();
+        let got = snap();
+        assert_eq!(got, truth(&i.to_string()), "after: {name}");
+        // And nothing is seen twice or missed on the next, quiet snapshot.
+        assert_eq!(snap(), got, "quiet after: {name}");
+    }
+    let (code, status) = {
+        let out = cairn(&env, &["--json", "status", wt.as_str()]);
+        (
+            out.status.code(),
+            serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap(),
+        )
+    };
+    assert_eq!(code, Some(0));
+    assert_eq!(status["stats"]["files"], 0, "{status}");
+}

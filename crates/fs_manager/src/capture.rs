@@ -1,6 +1,6 @@
 //! `onboard` and `snapshot`: capture a worktree's scope as a snapshot.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{
@@ -195,6 +195,17 @@ fn capture_once(
     drop(reader);
     tracing::debug!(elapsed = ?started.elapsed(), dirs = cache.dirs.len(), "cache loaded");
 
+    // With a watcher (`cairn serve`): directories where nothing happened are not checked.
+    let quiet = if use_cache {
+        crate::watch::quiet_dirs(&record.root, cache.dirs.keys())
+    } else {
+        None
+    };
+    let mut watching = WatchDone {
+        root: &record.root,
+        active: quiet.is_some(),
+        dirs: None,
+    };
     let store_dir = worktree::store_dir(store);
     let deny = deny_list(store, &record)?;
     let scan_options = ScanOptions {
@@ -202,10 +213,12 @@ fn capture_once(
         threads: options.threads,
         store_root: store_dir.as_deref(),
         max_file_size: record.max_file_size,
+        quiet: quiet.as_ref(),
         dry_run,
         progress: options.progress,
     };
     let mut scanned = scan::scan(store, &record.root, cache, &scan_options)?;
+    tracing::debug!(quiet = quiet.as_ref().map(HashSet::len), "watched");
     tracing::debug!(elapsed = ?started.elapsed(), files = scanned.files.len(), read = scanned.read_files, "scanned");
     let created = jiff::Timestamp::now();
     let built = crate::build::build_trees(&scanned.files, &scanned.reuse)?;
@@ -243,8 +256,16 @@ fn capture_once(
     if let (Some(edit), Some(head)) = (edit, new_head) {
         edit(&mut captured.record, head);
     }
+    let cached_dirs: Vec<Vec<u8>> = if watching.active {
+        scanned.dirs.keys().cloned().collect()
+    } else {
+        Vec::new()
+    };
     // Nothing new and the cache still true: no transaction, no fsync.
     if dry_run || (!changed && use_cache && cache_updates.is_empty() && edit.is_none()) {
+        if !dry_run {
+            watching.dirs = Some(cached_dirs);
+        }
         return Ok(captured);
     }
 
@@ -266,8 +287,26 @@ fn capture_once(
     }
     batch.put_worktree(captured.record.clone());
     store.write(&batch)?;
+    watching.dirs = Some(cached_dirs);
     tracing::debug!(elapsed = ?started.elapsed(), "written");
     Ok(captured)
+}
+
+/// Tells the watcher how a capture ended: its cache recorded (`dirs` set) or not.
+struct WatchDone<'a> {
+    root: &'a Utf8Path,
+    active: bool,
+    dirs: Option<Vec<Vec<u8>>>,
+}
+
+impl Drop for WatchDone<'_> {
+    fn drop(&mut self) {
+        if self.active {
+            let dirs = self.dirs.take();
+            let committed = dirs.is_some();
+            crate::watch::after_capture(self.root, committed, dirs.iter().flatten());
+        }
+    }
 }
 
 /// Snapshots the directory `src` (working files, uncommitted changes included) and

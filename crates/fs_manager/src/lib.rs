@@ -41,6 +41,7 @@ mod scan;
 mod state;
 mod task;
 mod undo;
+mod watch;
 mod worktree;
 
 pub use capture::{
@@ -61,6 +62,7 @@ pub use task::{
     discard, rewind,
 };
 pub use undo::{Refusal, UndoOutcome, UndoStacks, redo, undo, undo_stacks};
+pub use watch::enable as enable_watching;
 pub use worktree::{find as find_worktree, list as list_worktrees, remove as remove_worktree};
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.

@@ -100,6 +100,18 @@ impl FileState {
     }
 
     /// True if `st` shows the same file, unchanged, as this entry recorded.
+    /// The stat it was verified with.
+    pub fn stat(&self) -> Stat {
+        Stat {
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            ctime_ns: self.ctime_ns,
+            ino: self.ino,
+            dev: self.dev,
+            mode: self.mode,
+        }
+    }
+
     pub fn matches(&self, st: &Stat) -> bool {
         self.size == st.size
             && self.mtime_ns == st.mtime_ns

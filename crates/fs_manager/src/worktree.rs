@@ -72,6 +72,7 @@ pub fn remove(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, Worktree
     batch.remove_worktree(&record.root);
     batch.clear_file_states(&record.root);
     store.write(&batch)?;
+    crate::watch::forget(&record.root);
     Ok(record)
 }
 

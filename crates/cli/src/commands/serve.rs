@@ -508,6 +508,8 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, CliError> {
     let socket = socket
         .map(|s| crate::context::absolute(&crate::context::current_dir().unwrap_or_default(), s))
         .unwrap_or_else(|| cairn_client::Client::socket_of(&path));
+    // Captures made here watch their worktrees and skip what did not change.
+    fs_manager::enable_watching();
     let served = Served {
         shared: SharedStore {
             path: path.clone(),
