@@ -617,7 +617,8 @@ fn snapshots_through_the_watching_server_see_every_kind_of_change() {
     // Twice unchanged: the watcher starts trusting directories.
     assert_eq!(snap(), truth("start"));
     assert_eq!(snap(), truth("start-again"));
-    let steps: Vec<(&str, Box<dyn Fn()>)> = vec![
+    type Step<'a> = (&'a str, Box<dyn Fn() + 'a>);
+    let steps: Vec<Step> = vec![
         (
             "same size, new bytes",
             Box::new(|| std::fs::write(wt.join("a/deep/f.txt"), "X\n").unwrap()),
