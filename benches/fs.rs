@@ -4,7 +4,7 @@
 //! `../shared/bench/linux-corpus.sh`; `CAIRN_BENCH_CORPUS=synthetic` uses a small generated
 //! tree for a quick run, and `CAIRN_BENCH_CORPUS=/some/dir` any directory. Each row is the
 //! median of `CAIRN_BENCH_PAIRS` (default 3) cairn/peer pairs run alternately; the ratio is
-//! cairn's median over the peer's. `CAIRN_BENCH_ONLY=merge` (or `reversible`) runs only those rows.
+//! cairn's median over the peer's. `CAIRN_BENCH_ONLY=merge` (or `reversible`, or `served`) runs only those rows.
 #![allow(missing_docs)]
 
 #[path = "harness/mod.rs"]
@@ -199,15 +199,15 @@ fn main() {
         .unwrap();
     let work = work.path();
     eprintln!("corpus {}; work in {}", src.display(), work.display());
-    let (c_src, g_src) = (work.join("c-src"), work.join("g-src"));
-    for d in [&c_src, &g_src] {
-        run(Command::new("cp").arg("-a").arg(&src).arg(d));
-    }
-    let store = work.join("store");
 
     let only = std::env::var("CAIRN_BENCH_ONLY").ok();
     let reversible_rows = if only.as_deref().is_none_or(|o| o == "reversible") {
         reversible(&src, work, pairs)
+    } else {
+        Vec::new()
+    };
+    let served_rows = if only.as_deref().is_none_or(|o| o == "served") {
+        served(&src, work, pairs)
     } else {
         Vec::new()
     };
@@ -219,11 +219,16 @@ fn main() {
     if only.is_some() {
         println!("| operation | cairn | peer | peer time | ratio | target |");
         println!("|---|---|---|---|---|---|");
-        for row in reversible_rows.iter().chain(&merge_rows) {
+        for row in reversible_rows.iter().chain(&served_rows).chain(&merge_rows) {
             row.print();
         }
         return;
     }
+    let (c_src, g_src) = (work.join("c-src"), work.join("g-src"));
+    for d in [&c_src, &g_src] {
+        run(Command::new("cp").arg("-a").arg(&src).arg(d));
+    }
+    let store = work.join("store");
 
     // Onboard vs git init + add + commit.
     let mut onboard = Row::new("onboard", "`git init && git add -A && git commit`", 0.25);
@@ -495,6 +500,7 @@ fn main() {
     ]
     .into_iter()
     .chain(&reversible_rows)
+    .chain(&served_rows)
     .chain(&merge_rows)
     {
         row.print();
@@ -590,6 +596,135 @@ fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
         }));
     }
     vec![checkpoint, rewind, undo]
+}
+
+/// The same verbs with `cairn serve` running on the store (every command goes through it,
+/// and its watcher spares the `lstat` of directories where nothing happened), against the
+/// same git commands, in twin copies of the tree.
+fn served(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
+    let (c_dir, g_dir, store) = (work.join("s-cairn"), work.join("s-git"), work.join("s-store"));
+    for d in [&c_dir, &g_dir] {
+        run(Command::new("cp").arg("-a").arg(src).arg(d));
+    }
+    let c = c_dir.to_str().unwrap();
+    cairn(&store, &["checkpoint", c, "--name", "start"]);
+    git(&g_dir, &["init", "-q"]);
+    git(&g_dir, &["add", "-A"]);
+    git(&g_dir, &["commit", "-qm", "start"]);
+    let tracked = tracked_files(&g_dir);
+    let mut server = Command::new(CAIRN)
+        .arg("--store")
+        .arg(&store)
+        .arg("serve")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = camino::Utf8PathBuf::from_path_buf(store.join("serve.sock")).unwrap();
+    while cairn_client::Client::connect(&socket).is_err() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The first captures through the server set up its watches.
+    for _ in 0..2 {
+        cairn(&store, &["snapshot", c]);
+    }
+
+    let mut unchanged = Row::new(
+        "served: snapshot, nothing changed",
+        "`git add -A && git commit --allow-empty`",
+        0.25,
+    );
+    let mut ten = Row::new(
+        "served: snapshot after 10 files changed",
+        "`git add -A && git commit`",
+        0.25,
+    );
+    let mut status = Row::new("served: status, nothing changed", "`git status`", 0.25);
+    let mut checkpoint = Row::new(
+        "served: checkpoint after 10 files changed",
+        "`git add -A && git commit`",
+        0.25,
+    );
+    let mut rewind = Row::new(
+        "served: rewind of 10 changed files",
+        "`git reset --hard && git clean -fd`",
+        0.25,
+    );
+    let mut rollback = Row::new(
+        "served: rollback of 10 changed files",
+        "`git reset --hard && git clean -fd`",
+        0.25,
+    );
+    for round in 0..pairs {
+        unchanged.cairn.push(time(|| {
+            let v = cairn(&store, &["snapshot", c]);
+            assert_eq!(v["changed"], false, "{v}");
+        }));
+        unchanged.other.push(time(|| {
+            git(&g_dir, &["add", "-A"]);
+            git(&g_dir, &["commit", "-q", "--allow-empty", "-m", "x"]);
+        }));
+        status.cairn.push(time(|| {
+            let v = cairn(&store, &["status", c]);
+            assert_eq!(v["stats"]["files"], 0, "{v}");
+        }));
+        status.other.push(time(|| {
+            git(&g_dir, &["status", "--porcelain"]);
+        }));
+
+        touch_files(&c_dir, &tracked, round + 300, 10);
+        touch_files(&g_dir, &tracked, round + 300, 10);
+        ten.cairn.push(time(|| {
+            let v = cairn(&store, &["snapshot", c]);
+            assert_eq!(v["modified"], 10, "{v}");
+        }));
+        ten.other.push(time(|| {
+            git(&g_dir, &["add", "-A"]);
+            git(&g_dir, &["commit", "-qm", "ten"]);
+        }));
+
+        touch_files(&c_dir, &tracked, round + 400, 10);
+        touch_files(&g_dir, &tracked, round + 400, 10);
+        checkpoint.cairn.push(time(|| {
+            let v = cairn(&store, &["checkpoint", c]);
+            assert_eq!(v["modified"], 10, "{v}");
+        }));
+        checkpoint.other.push(time(|| {
+            git(&g_dir, &["add", "-A"]);
+            git(&g_dir, &["commit", "-qm", "checkpoint"]);
+        }));
+
+        touch_files(&c_dir, &tracked, round + 500, 10);
+        touch_files(&g_dir, &tracked, round + 500, 10);
+        rewind.cairn.push(time(|| {
+            let v = cairn(&store, &["rewind", c]);
+            assert_eq!(v["written"].as_array().unwrap().len(), 10, "{v}");
+        }));
+        rewind.other.push(time(|| {
+            git(&g_dir, &["reset", "-q", "--hard"]);
+            git(&g_dir, &["clean", "-qfd"]);
+        }));
+
+        let head = cairn(&store, &["log", c, "-n", "1"])["snapshots"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        touch_files(&c_dir, &tracked, round + 600, 10);
+        touch_files(&g_dir, &tracked, round + 600, 10);
+        rollback.cairn.push(time(|| {
+            let v = cairn(&store, &["rollback", c, &head]);
+            assert_eq!(v["written"].as_array().unwrap().len(), 10, "{v}");
+        }));
+        rollback.other.push(time(|| {
+            git(&g_dir, &["reset", "-q", "--hard"]);
+            git(&g_dir, &["clean", "-qfd"]);
+        }));
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status();
+    let _ = server.wait();
+    vec![unchanged, ten, status, checkpoint, rewind, rollback]
 }
 
 /// `cairn merge` of a snapshot 10 files away from the onboarded repository, against
