@@ -219,7 +219,11 @@ fn main() {
     if only.is_some() {
         println!("| operation | cairn | peer | peer time | ratio | target |");
         println!("|---|---|---|---|---|---|");
-        for row in reversible_rows.iter().chain(&served_rows).chain(&merge_rows) {
+        for row in reversible_rows
+            .iter()
+            .chain(&served_rows)
+            .chain(&merge_rows)
+        {
             row.print();
         }
         return;
@@ -602,7 +606,11 @@ fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
 /// and its watcher spares the `lstat` of directories where nothing happened), against the
 /// same git commands, in twin copies of the tree.
 fn served(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
-    let (c_dir, g_dir, store) = (work.join("s-cairn"), work.join("s-git"), work.join("s-store"));
+    let (c_dir, g_dir, store) = (
+        work.join("s-cairn"),
+        work.join("s-git"),
+        work.join("s-store"),
+    );
     for d in [&c_dir, &g_dir] {
         run(Command::new("cp").arg("-a").arg(src).arg(d));
     }
