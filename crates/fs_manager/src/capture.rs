@@ -219,7 +219,7 @@ fn capture_once(
     };
     let mut scanned = scan::scan(store, &record.root, cache, &scan_options)?;
     tracing::debug!(quiet = quiet.as_ref().map(HashSet::len), "watched");
-    tracing::debug!(elapsed = ?started.elapsed(), files = scanned.files.len(), read = scanned.read_files, "scanned");
+    tracing::debug!(elapsed = ?started.elapsed(), files = scanned.file_count, read = scanned.read_files, "scanned");
     let created = jiff::Timestamp::now();
     let built = crate::build::build_trees(&scanned.files, &scanned.reuse)?;
     let (tree, trees) = (built.root, built.trees);
@@ -244,7 +244,7 @@ fn capture_once(
         // An unchanged capture has a head: `changed` is false only when the head's tree matches.
         snapshot: new_head.unwrap_or_else(|| SnapshotId::from_bytes([0; 32])),
         changed,
-        files: scanned.files.len() as u64,
+        files: scanned.file_count,
         bytes: scanned.bytes,
         skipped: scanned.skipped,
         read_files: scanned.read_files,

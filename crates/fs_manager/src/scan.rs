@@ -127,6 +127,8 @@ pub(crate) struct Scan {
     pub skipped: Vec<Skipped>,
     /// Files whose content was read (the rest came from the stat cache).
     pub read_files: u64,
+    /// Files in scope (`files` may leave out subtrees taken whole from the cache).
+    pub file_count: u64,
     pub bytes: u64,
     /// The new per-directory state, by directory path.
     pub dirs: HashMap<Vec<u8>, DirState>,
@@ -138,6 +140,47 @@ pub(crate) struct Scan {
 }
 
 impl Scan {
+    /// The state the cache describes, unchanged: its root tree whole, nothing read.
+    fn as_cached(cache: Cache, tree: cas::TreeId, size: u64) -> Scan {
+        let (mut file_count, mut bytes) = (0, 0);
+        let mut skipped = Vec::new();
+        for (dir, state) in &cache.dirs {
+            for (name, child) in &state.children {
+                match child {
+                    Child::File(f) => {
+                        file_count += 1;
+                        bytes += f.size;
+                    }
+                    Child::Skipped(reason) => {
+                        let mut path = dir.clone();
+                        if !dir.is_empty() {
+                            path.push(b'/');
+                        }
+                        path.extend_from_slice(name);
+                        skipped.push(Skipped {
+                            path,
+                            reason: reason.clone(),
+                        });
+                    }
+                    Child::Dir => {}
+                }
+            }
+        }
+        skipped.sort_by(|a, b| tree_order(&a.path, &b.path));
+        Scan {
+            files: Vec::new(),
+            skipped,
+            read_files: 0,
+            file_count,
+            bytes,
+            dirs: cache.dirs,
+            reuse: HashMap::from([(Vec::new(), (tree, size))]),
+            dirty: HashSet::new(),
+            stale: Vec::new(),
+            global: None,
+        }
+    }
+
     /// Records the trees built for the scanned state (every directory not reused) and
     /// returns the cache's store updates: keys as [`dirstate::dir_key`], `None` to forget.
     pub fn cache_updates(
@@ -257,6 +300,14 @@ pub(crate) fn scan(
     rules.extend(options.max_file_size.map(|n| format!("max-file-size {n}")));
     let global = dirstate::global_stamp(root_path, &rules);
     let reuse = cache.global == Some(global);
+    // A watcher saw nothing happen anywhere since the cache was verified: it is the state.
+    if reuse
+        && let Some(quiet) = options.quiet
+        && let Some((tree, size)) = cache.dirs.get(&Vec::new()).and_then(|d| d.tree)
+        && cache.dirs.keys().all(|d| quiet.contains(d))
+    {
+        return Ok(Scan::as_cached(cache, tree, size));
+    }
     let t = std::time::Instant::now();
     let skip = if reuse {
         prunable(root_path, &cache, options.quiet)
@@ -479,6 +530,7 @@ pub(crate) fn scan(
         }
     }
     Ok(Scan {
+        file_count: files.len() as u64,
         files,
         skipped,
         read_files: hashed.read_files,
