@@ -664,6 +664,18 @@ fn served(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
         0.25,
     );
     for round in 0..pairs {
+        touch_files(&c_dir, &tracked, round + 300, 10);
+        touch_files(&g_dir, &tracked, round + 300, 10);
+        ten.cairn.push(time(|| {
+            let v = cairn(&store, &["snapshot", c]);
+            assert_eq!(v["modified"], 10, "{v}");
+        }));
+        ten.other.push(time(|| {
+            git(&g_dir, &["add", "-A"]);
+            git(&g_dir, &["commit", "-qm", "ten"]);
+        }));
+
+        // Nothing changed since that snapshot (the next tool call wrote nothing).
         unchanged.cairn.push(time(|| {
             let v = cairn(&store, &["snapshot", c]);
             assert_eq!(v["changed"], false, "{v}");
@@ -678,17 +690,6 @@ fn served(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
         }));
         status.other.push(time(|| {
             git(&g_dir, &["status", "--porcelain"]);
-        }));
-
-        touch_files(&c_dir, &tracked, round + 300, 10);
-        touch_files(&g_dir, &tracked, round + 300, 10);
-        ten.cairn.push(time(|| {
-            let v = cairn(&store, &["snapshot", c]);
-            assert_eq!(v["modified"], 10, "{v}");
-        }));
-        ten.other.push(time(|| {
-            git(&g_dir, &["add", "-A"]);
-            git(&g_dir, &["commit", "-qm", "ten"]);
         }));
 
         touch_files(&c_dir, &tracked, round + 400, 10);
