@@ -365,7 +365,22 @@ pub(crate) fn scan(
             unchanged.push(k);
         }
     }
-    let listed: Vec<Listing> = unchanged
+    // Subtrees where every directory is quiet and keeps its tree are taken whole: one of
+    // their files stands in for all (so the tree build meets the subtree and reuses its
+    // tree), the others are only counted.
+    let mut frozen = match options.quiet {
+        Some(quiet) => Frozen::find(&cache, quiet, &unchanged),
+        None => Frozen::default(),
+    };
+    let stand_ins: HashSet<Vec<u8>> = frozen.stand_ins.iter().map(|w| w.path.clone()).collect();
+    walked.append(&mut frozen.stand_ins);
+    skipped.append(&mut frozen.skipped);
+    let unchanged_listed: Vec<&Vec<u8>> = unchanged
+        .iter()
+        .filter(|d| !frozen.dirs.contains(d.as_slice()))
+        .copied()
+        .collect();
+    let listed: Vec<Listing> = unchanged_listed
         .par_iter()
         .map(|dir| {
             let quiet = options.quiet.is_some_and(|q| q.contains(*dir));
@@ -517,7 +532,17 @@ pub(crate) fn scan(
     tracing::debug!(elapsed = ?t.elapsed(), dirty = dirty.len(), reused = reuse_trees.len(), "state assembled");
 
     let mut files = Vec::with_capacity(walked.len());
-    let mut bytes = 0;
+    let mut bytes: u64 = 0;
+    // Stand-ins are counted with their subtrees, in `frozen`.
+    let (mut stand_in_files, mut stand_in_bytes) = (0u64, 0u64);
+    for (w, result) in walked.iter().zip(&hashed.results) {
+        if let Some(c) = result
+            && stand_ins.contains(&w.path)
+        {
+            stand_in_files += 1;
+            stand_in_bytes += c.size;
+        }
+    }
     for (w, result) in walked.into_iter().zip(hashed.results) {
         if let Some(c) = result {
             bytes += c.size;
@@ -530,17 +555,104 @@ pub(crate) fn scan(
         }
     }
     Ok(Scan {
-        file_count: files.len() as u64,
+        file_count: files.len() as u64 - stand_in_files + frozen.files,
         files,
         skipped,
         read_files: hashed.read_files,
-        bytes,
+        bytes: bytes - stand_in_bytes + frozen.bytes,
         dirs,
         reuse: reuse_trees,
         dirty,
         stale,
         global: (!reuse).then_some(global),
     })
+}
+
+/// Subtrees a watcher vouches for entirely (every directory quiet, every tree cached).
+#[derive(Default)]
+struct Frozen {
+    /// Every directory inside them.
+    dirs: HashSet<Vec<u8>>,
+    /// One cached file per subtree, standing in for it.
+    stand_ins: Vec<Walked>,
+    /// Their skipped entries, as cached.
+    skipped: Vec<Skipped>,
+    /// Files and bytes in them, stand-ins included.
+    files: u64,
+    bytes: u64,
+}
+
+impl Frozen {
+    fn find(cache: &Cache, quiet: &HashSet<Vec<u8>>, unchanged: &[&Vec<u8>]) -> Frozen {
+        // Not frozen: a directory that is not quiet or has no tree, and all above it.
+        let mut thawed: HashSet<&[u8]> = HashSet::new();
+        for (dir, state) in &cache.dirs {
+            if quiet.contains(dir) && state.tree.is_some() {
+                continue;
+            }
+            let mut p: &[u8] = dir;
+            while thawed.insert(p) && !p.is_empty() {
+                p = split_parent(p).0;
+            }
+        }
+        let mut out = Frozen::default();
+        // `unchanged` is in tree order: a subtree's directories follow its root.
+        let mut current_root: Option<&[u8]> = None;
+        let mut has_stand_in = false;
+        for dir in unchanged {
+            let dir = dir.as_slice();
+            if thawed.contains(dir) || !cache.dirs.contains_key(dir) {
+                continue;
+            }
+            let parent_thawed = dir.is_empty() || thawed.contains(split_parent(dir).0);
+            let in_current = current_root.is_some_and(|r| {
+                r.is_empty() || (dir.starts_with(r) && dir.get(r.len()) == Some(&b'/'))
+            });
+            if !in_current {
+                if !parent_thawed {
+                    // Its parent is frozen but was not met first: leave it to the listing.
+                    continue;
+                }
+                current_root = Some(dir);
+                has_stand_in = false;
+            }
+            out.dirs.insert(dir.to_vec());
+            let Some(state) = cache.dirs.get(dir) else {
+                continue;
+            };
+            for (name, child) in &state.children {
+                let mut path = dir.to_vec();
+                if !dir.is_empty() {
+                    path.push(b'/');
+                }
+                path.extend_from_slice(name);
+                match child {
+                    Child::File(f) => {
+                        let Some(kind) = f.stat().kind() else {
+                            continue;
+                        };
+                        out.files += 1;
+                        out.bytes += f.size;
+                        if !has_stand_in {
+                            has_stand_in = true;
+                            out.stand_ins.push(Walked {
+                                path,
+                                stat: f.stat(),
+                                kind,
+                                cached: Some(*f),
+                            });
+                        }
+                    }
+                    Child::Skipped(reason) => out.skipped.push(Skipped {
+                        path,
+                        reason: reason.clone(),
+                    }),
+                    Child::Dir => {}
+                }
+            }
+        }
+        out
+    }
 }
 
 /// An unchanged directory's files, skipped entries, and files no longer there.
