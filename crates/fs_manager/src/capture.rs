@@ -205,6 +205,7 @@ fn capture_once(
         root: &record.root,
         active: quiet.is_some(),
         dirs: None,
+        succeeded: false,
     };
     let store_dir = worktree::store_dir(store);
     let deny = deny_list(store, &record)?;
@@ -266,6 +267,7 @@ fn capture_once(
         if !dry_run {
             watching.dirs = Some(cached_dirs);
         }
+        watching.succeeded = true;
         return Ok(captured);
     }
 
@@ -288,23 +290,30 @@ fn capture_once(
     batch.put_worktree(captured.record.clone());
     store.write(&batch)?;
     watching.dirs = Some(cached_dirs);
+    watching.succeeded = true;
     tracing::debug!(elapsed = ?started.elapsed(), "written");
     Ok(captured)
 }
 
-/// Tells the watcher how a capture ended: its cache recorded (`dirs` set) or not.
+/// Tells the watcher how a capture ended: its cache recorded (`dirs` set), succeeded
+/// without recording, or failed.
 struct WatchDone<'a> {
     root: &'a Utf8Path,
     active: bool,
     dirs: Option<Vec<Vec<u8>>>,
+    succeeded: bool,
 }
 
 impl Drop for WatchDone<'_> {
     fn drop(&mut self) {
         if self.active {
             let dirs = self.dirs.take();
-            let committed = dirs.is_some();
-            crate::watch::after_capture(self.root, committed, dirs.iter().flatten());
+            let ended = match (&dirs, self.succeeded) {
+                (Some(_), true) => crate::watch::Ended::Committed,
+                (None, true) => crate::watch::Ended::Unrecorded,
+                _ => crate::watch::Ended::Failed,
+            };
+            crate::watch::after_capture(self.root, ended, dirs.iter().flatten());
         }
     }
 }

@@ -533,14 +533,26 @@ pub(crate) fn scan(
 
     let mut files = Vec::with_capacity(walked.len());
     let mut bytes: u64 = 0;
-    // Stand-ins are counted with their subtrees, in `frozen`.
+    // Stand-ins are counted with their subtrees, in `frozen`. One that was read again
+    // would make its subtree's tree from itself alone: never let that through.
     let (mut stand_in_files, mut stand_in_bytes) = (0u64, 0u64);
     for (w, result) in walked.iter().zip(&hashed.results) {
-        if let Some(c) = result
-            && stand_ins.contains(&w.path)
-        {
-            stand_in_files += 1;
-            stand_in_bytes += c.size;
+        if !stand_ins.contains(&w.path) {
+            continue;
+        }
+        match result {
+            Some(c) if c.state == w.cached => {
+                stand_in_files += 1;
+                stand_in_bytes += c.size;
+            }
+            _ => {
+                return Err(ScanError::Io {
+                    path: join(root_path, &w.path),
+                    source: std::io::Error::other(
+                        "changed although the watcher saw nothing happen; snapshot again",
+                    ),
+                });
+            }
         }
     }
     for (w, result) in walked.into_iter().zip(hashed.results) {
@@ -584,10 +596,16 @@ struct Frozen {
 
 impl Frozen {
     fn find(cache: &Cache, quiet: &HashSet<Vec<u8>>, unchanged: &[&Vec<u8>]) -> Frozen {
-        // Not frozen: a directory that is not quiet or has no tree, and all above it.
+        // Not frozen: a directory that is not quiet, has no tree or holds a file the next
+        // capture reads again anyway (racy), and all above it. (A stand-in that is read
+        // again would rebuild its subtree from itself alone.)
         let mut thawed: HashSet<&[u8]> = HashSet::new();
         for (dir, state) in &cache.dirs {
-            if quiet.contains(dir) && state.tree.is_some() {
+            let racy = state
+                .children
+                .iter()
+                .any(|(_, c)| matches!(c, Child::File(f) if f.is_racy()));
+            if quiet.contains(dir) && state.tree.is_some() && !racy {
                 continue;
             }
             let mut p: &[u8] = dir;

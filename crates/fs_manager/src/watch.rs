@@ -133,12 +133,22 @@ pub(crate) fn quiet_dirs<'a>(
     Some(quiet)
 }
 
-/// At the end of a capture of `root`. If it recorded its cache (`committed`), watching
-/// follows the cache's directories (new watches count as dirty once: what happened before
-/// they existed was not seen); if not, what it took stays dirty.
+/// How a capture ended.
+pub(crate) enum Ended {
+    /// Its cache is recorded.
+    Committed,
+    /// It succeeded without recording (a dry run for `status` or `diff`).
+    Unrecorded,
+    /// It failed: trust nothing next time.
+    Failed,
+}
+
+/// At the end of a capture of `root`. If it recorded its cache, watching follows the
+/// cache's directories (new watches count as dirty once: what happened before they existed
+/// was not seen); if not, what it took stays dirty.
 pub(crate) fn after_capture<'a>(
     root: &Utf8Path,
-    committed: bool,
+    ended: Ended,
     dirs: impl Iterator<Item = &'a Vec<u8>>,
 ) {
     let mut guard = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
@@ -146,9 +156,17 @@ pub(crate) fn after_capture<'a>(
         return;
     };
     let taken = std::mem::take(&mut watch.taken);
-    if !committed {
-        watch.dirty.extend(taken);
-        return;
+    match ended {
+        Ended::Committed => {}
+        Ended::Unrecorded => {
+            watch.dirty.extend(taken);
+            return;
+        }
+        Ended::Failed => {
+            watch.dirty.extend(taken);
+            watch.lost = true;
+            return;
+        }
     }
     watch.lost = false;
     let wanted: HashSet<&Vec<u8>> = dirs.collect();
