@@ -42,6 +42,12 @@ fn git(dir: &Path, args: &[&str]) -> String {
             "user.email=bench@example.com",
             "-c",
             "core.autocrlf=false",
+            // No detached `git gc --auto` left running into the next step (it broke a
+            // `.git` the merge rows delete and re-create).
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "maintenance.auto=false",
         ])
         .args(args)
         .current_dir(dir))
