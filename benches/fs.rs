@@ -536,23 +536,31 @@ fn main() {
     );
 }
 
-/// Checkpoint, rewind and undo of 10 changed files, each against the git command a
-/// harness would use for it, in twin copies of the tree.
-fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
-    let (c_dir, g_dir, store) = (
-        work.join("r-cairn"),
-        work.join("r-git"),
-        work.join("r-store"),
-    );
+/// Two copies of the tree: `<prefix>-cairn` taken by a first checkpoint into
+/// `<prefix>-store`, `<prefix>-git` committed as a git repository; and git's file list.
+fn twins(src: &Path, work: &Path, prefix: &str) -> (PathBuf, PathBuf, PathBuf, Vec<String>) {
+    let c_dir = work.join(format!("{prefix}-cairn"));
+    let g_dir = work.join(format!("{prefix}-git"));
+    let store = work.join(format!("{prefix}-store"));
     for d in [&c_dir, &g_dir] {
         run(Command::new("cp").arg("-a").arg(src).arg(d));
     }
-    let c = c_dir.to_str().unwrap();
-    cairn(&store, &["checkpoint", c, "--name", "start"]);
+    cairn(
+        &store,
+        &["checkpoint", c_dir.to_str().unwrap(), "--name", "start"],
+    );
     git(&g_dir, &["init", "-q"]);
     git(&g_dir, &["add", "-A"]);
     git(&g_dir, &["commit", "-qm", "start"]);
     let tracked = tracked_files(&g_dir);
+    (c_dir, g_dir, store, tracked)
+}
+
+/// Checkpoint, rewind and undo of 10 changed files, each against the git command a
+/// harness would use for it, in twin copies of the tree.
+fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
+    let (c_dir, g_dir, store, tracked) = twins(src, work, "r");
+    let c = c_dir.to_str().unwrap();
 
     let mut checkpoint = Row::new(
         "checkpoint after 10 files changed",
@@ -612,20 +620,8 @@ fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
 /// and its watcher spares the `lstat` of directories where nothing happened), against the
 /// same git commands, in twin copies of the tree.
 fn served(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
-    let (c_dir, g_dir, store) = (
-        work.join("s-cairn"),
-        work.join("s-git"),
-        work.join("s-store"),
-    );
-    for d in [&c_dir, &g_dir] {
-        run(Command::new("cp").arg("-a").arg(src).arg(d));
-    }
+    let (c_dir, g_dir, store, tracked) = twins(src, work, "s");
     let c = c_dir.to_str().unwrap();
-    cairn(&store, &["checkpoint", c, "--name", "start"]);
-    git(&g_dir, &["init", "-q"]);
-    git(&g_dir, &["add", "-A"]);
-    git(&g_dir, &["commit", "-qm", "start"]);
-    let tracked = tracked_files(&g_dir);
     let mut server = Command::new(CAIRN)
         .arg("--store")
         .arg(&store)

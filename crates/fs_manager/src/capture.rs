@@ -410,6 +410,18 @@ pub(crate) fn registered(store: &Store, path: &Utf8Path) -> Result<WorktreeRecor
     }
 }
 
+/// The registered worktree holding `path`, held for one operation: its record is read
+/// again once the lock is ours (another operation may just have changed it).
+pub(crate) fn locked(
+    store: &Store,
+    path: &Utf8Path,
+) -> Result<(crate::lock::WorktreeLock, WorktreeRecord), CaptureError> {
+    let found = registered(store, path)?;
+    let busy = crate::lock::lock(&found.root);
+    let record = registered(store, &found.root)?;
+    Ok((busy, record))
+}
+
 /// Snapshots the worktree that holds `path`: a new snapshot whose parent is the head, or,
 /// if nothing in scope changed, nothing new (`changed: false`).
 pub fn snapshot(
@@ -417,15 +429,8 @@ pub fn snapshot(
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let record = registered(store, path)?;
-    let _busy = crate::lock::lock(&record.root);
-    snapshot_as(
-        store,
-        registered(store, &record.root)?,
-        "snapshot",
-        options,
-        None,
-    )
+    let (_busy, record) = locked(store, path)?;
+    snapshot_as(store, record, "snapshot", options, None)
 }
 
 /// Records a change made to the worktree holding `path` by something other than cairn
@@ -436,9 +441,8 @@ pub fn record_change(
     op: &str,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let record = registered(store, path)?;
-    let _busy = crate::lock::lock(&record.root);
-    snapshot_as(store, registered(store, &record.root)?, op, options, None)
+    let (_busy, record) = locked(store, path)?;
+    snapshot_as(store, record, op, options, None)
 }
 
 /// A snapshot of `record`'s worktree logged as `op`, with `edit` applied to the record.
@@ -508,10 +512,8 @@ pub fn live_state(
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<LiveState, CaptureError> {
-    let found = registered(store, path)?;
     // Wait for an operation on it to finish rather than see it half done.
-    let _busy = crate::lock::lock(&found.root);
-    let record = registered(store, &found.root)?;
+    let (_busy, record) = locked(store, path)?;
     let head = record.head;
     let root = record.root.clone();
     let c = capture(store, record, "status", None, options, true)?;

@@ -267,6 +267,23 @@ fn object_id(r: &ObjectRef) -> Result<cas::ObjectId, ApiError> {
     })
 }
 
+/// The objects a request names, with their parsed ids.
+fn refs_with_ids(body: &Bytes) -> Result<Vec<(ObjectRef, cas::ObjectId)>, ApiError> {
+    let refs: Refs = parse(body)?;
+    refs.objects
+        .into_iter()
+        .map(|r| object_id(&r).map(|id| (r, id)))
+        .collect()
+}
+
+/// The shared store for reading. A request that panicked holding it changed nothing half
+/// way (every write is a transaction), so a poisoned lock is still good.
+fn read_store(store: &RwLock<Store>) -> std::sync::RwLockReadGuard<'_, Store> {
+    store
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn present(reader: &cas::Reader, kind: ObjectKind, id: cas::ObjectId) -> Result<bool, String> {
     let r = match kind {
         ObjectKind::Blob => reader.has_blob(id.as_blob()),
@@ -278,20 +295,13 @@ fn present(reader: &cas::Reader, kind: ObjectKind, id: cas::ObjectId) -> Result<
 
 /// `POST /v1/objects/find_missing`: which of these objects the store lacks.
 async fn find_missing(State(s): State<Served>, body: Bytes) -> Response {
-    let refs: Refs = match parse(&body) {
-        Ok(r) => r,
+    let ids = match refs_with_ids(&body) {
+        Ok(ids) => ids,
         Err(e) => return e.into_response(),
     };
-    let mut ids = Vec::new();
-    for r in &refs.objects {
-        match object_id(r) {
-            Ok(id) => ids.push((r.clone(), id)),
-            Err(e) => return e.into_response(),
-        }
-    }
     let store = s.shared.store.clone();
     let found = run_blocking(move || -> Result<Vec<ObjectRef>, String> {
-        let store = store.read().map_err(|_| "store lock poisoned".to_owned())?;
+        let store = read_store(&store);
         let reader = store.reader().map_err(|e| e.to_string())?;
         let mut missing = Vec::new();
         for (r, id) in ids {
@@ -362,11 +372,7 @@ async fn put_objects(State(s): State<Served>, body: Bytes) -> Response {
     }
     let store = s.shared.store.clone();
     let written = run_blocking(move || -> Result<u64, cas::WriteError> {
-        let store = store.read().map_err(|_| cas::WriteError::Encode {
-            what: "objects".into(),
-            reason: "store lock poisoned".into(),
-        })?;
-        let out = store.write(&batch)?;
+        let out = read_store(&store).write(&batch)?;
         Ok(out.blobs_written + out.trees_written + out.snapshots_written)
     })
     .await;
@@ -384,20 +390,13 @@ async fn put_objects(State(s): State<Served>, body: Bytes) -> Response {
 
 /// `POST /v1/objects/get`: the stored objects among these, and which are missing.
 async fn get_objects(State(s): State<Served>, body: Bytes) -> Response {
-    let refs: Refs = match parse(&body) {
-        Ok(r) => r,
+    let ids = match refs_with_ids(&body) {
+        Ok(ids) => ids,
         Err(e) => return e.into_response(),
     };
-    let mut ids = Vec::new();
-    for r in &refs.objects {
-        match object_id(r) {
-            Ok(id) => ids.push((r.clone(), id)),
-            Err(e) => return e.into_response(),
-        }
-    }
     let store = s.shared.store.clone();
     let got = run_blocking(move || -> Result<(Vec<Object>, Vec<ObjectRef>), String> {
-        let store = store.read().map_err(|_| "store lock poisoned".to_owned())?;
+        let store = read_store(&store);
         let reader = store.reader().map_err(|e| e.to_string())?;
         let (mut found, mut missing) = (Vec::new(), Vec::new());
         for (r, id) in ids {
