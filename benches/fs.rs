@@ -556,6 +556,42 @@ fn twins(src: &Path, work: &Path, prefix: &str) -> (PathBuf, PathBuf, PathBuf, V
     (c_dir, g_dir, store, tracked)
 }
 
+/// The two copies `twins` made, for timing the same step on both.
+struct Twin<'a> {
+    c_dir: &'a Path,
+    g_dir: &'a Path,
+    store: &'a Path,
+    tracked: &'a [String],
+}
+
+impl Twin<'_> {
+    /// Changes 10 files in both and times a checkpoint against `git add -A && git commit`;
+    /// then changes 10 more and times a rewind against `git reset --hard && git clean -fd`.
+    fn checkpoint_then_rewind(&self, round: usize, checkpoint: &mut Row, rewind: &mut Row) {
+        let c = self.c_dir.to_str().unwrap();
+        touch_files(self.c_dir, self.tracked, round, 10);
+        touch_files(self.g_dir, self.tracked, round, 10);
+        checkpoint.cairn.push(time(|| {
+            let v = cairn(self.store, &["checkpoint", c]);
+            assert_eq!(v["modified"], 10, "{v}");
+        }));
+        checkpoint.other.push(time(|| {
+            git(self.g_dir, &["add", "-A"]);
+            git(self.g_dir, &["commit", "-qm", "checkpoint"]);
+        }));
+        touch_files(self.c_dir, self.tracked, round + 100, 10);
+        touch_files(self.g_dir, self.tracked, round + 100, 10);
+        rewind.cairn.push(time(|| {
+            let v = cairn(self.store, &["rewind", c]);
+            assert_eq!(v["written"].as_array().unwrap().len(), 10, "{v}");
+        }));
+        rewind.other.push(time(|| {
+            git(self.g_dir, &["reset", "-q", "--hard"]);
+            git(self.g_dir, &["clean", "-qfd"]);
+        }));
+    }
+}
+
 /// Checkpoint, rewind and undo of 10 changed files, each against the git command a
 /// harness would use for it, in twin copies of the tree.
 fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
@@ -578,27 +614,13 @@ fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
         0.25,
     );
     for round in 0..pairs {
-        touch_files(&c_dir, &tracked, round, 10);
-        touch_files(&g_dir, &tracked, round, 10);
-        checkpoint.cairn.push(time(|| {
-            let v = cairn(&store, &["checkpoint", c]);
-            assert_eq!(v["modified"], 10, "{v}");
-        }));
-        checkpoint.other.push(time(|| {
-            git(&g_dir, &["add", "-A"]);
-            git(&g_dir, &["commit", "-qm", "checkpoint"]);
-        }));
-
-        touch_files(&c_dir, &tracked, round + 100, 10);
-        touch_files(&g_dir, &tracked, round + 100, 10);
-        rewind.cairn.push(time(|| {
-            let v = cairn(&store, &["rewind", c]);
-            assert_eq!(v["written"].as_array().unwrap().len(), 10, "{v}");
-        }));
-        rewind.other.push(time(|| {
-            git(&g_dir, &["reset", "-q", "--hard"]);
-            git(&g_dir, &["clean", "-qfd"]);
-        }));
+        let twin = Twin {
+            c_dir: &c_dir,
+            g_dir: &g_dir,
+            store: &store,
+            tracked: &tracked,
+        };
+        twin.checkpoint_then_rewind(round, &mut checkpoint, &mut rewind);
 
         // A tool call changed 10 files and the harness recorded it; then undo it.
         touch_files(&c_dir, &tracked, round + 200, 10);
@@ -694,27 +716,13 @@ fn served(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
             git(&g_dir, &["status", "--porcelain"]);
         }));
 
-        touch_files(&c_dir, &tracked, round + 400, 10);
-        touch_files(&g_dir, &tracked, round + 400, 10);
-        checkpoint.cairn.push(time(|| {
-            let v = cairn(&store, &["checkpoint", c]);
-            assert_eq!(v["modified"], 10, "{v}");
-        }));
-        checkpoint.other.push(time(|| {
-            git(&g_dir, &["add", "-A"]);
-            git(&g_dir, &["commit", "-qm", "checkpoint"]);
-        }));
-
-        touch_files(&c_dir, &tracked, round + 500, 10);
-        touch_files(&g_dir, &tracked, round + 500, 10);
-        rewind.cairn.push(time(|| {
-            let v = cairn(&store, &["rewind", c]);
-            assert_eq!(v["written"].as_array().unwrap().len(), 10, "{v}");
-        }));
-        rewind.other.push(time(|| {
-            git(&g_dir, &["reset", "-q", "--hard"]);
-            git(&g_dir, &["clean", "-qfd"]);
-        }));
+        let twin = Twin {
+            c_dir: &c_dir,
+            g_dir: &g_dir,
+            store: &store,
+            tracked: &tracked,
+        };
+        twin.checkpoint_then_rewind(round + 400, &mut checkpoint, &mut rewind);
 
         let head = cairn(&store, &["log", c, "-n", "1"])["snapshots"][0]["id"]
             .as_str()

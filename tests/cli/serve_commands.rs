@@ -71,6 +71,19 @@ fn cairn(env: &Env, args: &[&str]) -> std::process::Output {
     cmd.output().unwrap()
 }
 
+/// Onboards a generated tree of `files` files in `dirs` directories, each line repeated
+/// `lines` times; returns onboard's JSON.
+fn onboard_many(env: &Env, files: usize, dirs: usize, lines: usize) -> serde_json::Value {
+    let src = env.path().join("big");
+    for i in 0..files {
+        let p = src.join(format!("d{}/f{i}.txt", i % dirs));
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, format!("file {i}\n").repeat(lines)).unwrap();
+    }
+    let out = cairn(env, &["--json", "onboard", src.as_str()]);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn setup(env: &Env) -> (Utf8PathBuf, String, String) {
     let wt = env.path().join("wt");
     std::fs::create_dir_all(wt.join("src")).unwrap();
@@ -392,14 +405,7 @@ fn run_does_its_store_work_through_the_server() {
 #[test]
 fn long_commands_stream_progress_as_ndjson() {
     let env = Env::new();
-    let src = env.path().join("big");
-    for i in 0..600 {
-        let p = src.join(format!("d{}/f{i}.txt", i % 20));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, format!("file {i}\n").repeat(50)).unwrap();
-    }
-    let out = cairn(&env, &["--json", "onboard", src.as_str()]);
-    let snap: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let snap = onboard_many(&env, 600, 20, 50);
     let server = Server::start(&env);
     let dest = env.path().join("co");
     let request = cairn_client::CommandRequest {
@@ -514,14 +520,7 @@ fn requests_use_the_callers_terminal_settings_and_never_prompt_on_the_server() {
 fn a_long_checkout_does_not_hold_up_a_snapshot_of_another_worktree() {
     let env = Env::new();
     let (wt, _, _) = setup(&env);
-    let src = env.path().join("big");
-    for i in 0..4000 {
-        let p = src.join(format!("d{}/f{i}.txt", i % 40));
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, format!("file {i}\n").repeat(200)).unwrap();
-    }
-    let out = cairn(&env, &["--json", "onboard", src.as_str()]);
-    let snap: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let snap = onboard_many(&env, 4000, 40, 200);
     let server = Server::start(&env);
     let request = cairn_client::CommandRequest {
         argv: vec![
