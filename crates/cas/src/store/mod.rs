@@ -8,6 +8,7 @@ mod gc;
 mod group;
 mod registry;
 mod tables;
+mod versions;
 
 use std::collections::{BTreeSet, BinaryHeap, HashSet};
 use std::io::Write;
@@ -129,6 +130,7 @@ pub struct Store {
     root: Utf8PathBuf,
     segment_bytes: u64,
     group: group::Group,
+    versions: versions::Versions,
 }
 
 impl std::fmt::Debug for Store {
@@ -161,6 +163,7 @@ impl Store {
             root: root.to_owned(),
             segment_bytes: 0,
             group: group::Group::default(),
+            versions: versions::Versions::default(),
         };
         store.segment_bytes = store.prepare(options.create)?;
         Ok(store)
@@ -333,10 +336,24 @@ impl Store {
     /// Threads writing at the same time share one transaction (group commit); each batch is
     /// still applied whole or not at all.
     pub fn write(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
-        if batch.stored_bytes() > group::GROUP_MAX_BYTES {
-            return self.write_alone(batch);
-        }
-        self.write_grouped(batch)
+        let result = if batch.stored_bytes() > group::GROUP_MAX_BYTES {
+            self.write_alone(batch)
+        } else {
+            self.write_grouped(batch)
+        };
+        // Committed or not (a failed commit may have landed), what was known is stale.
+        let version = self.versions.bump(batch.file_state_roots());
+        result.map(|outcome| WriteOutcome {
+            file_states_version: version,
+            ..outcome
+        })
+    }
+
+    /// The version of worktree `root`'s file states in this store: it changes with every
+    /// write that touches them (see [`WriteOutcome::file_states_version`]). A copy of them
+    /// read or written at version `v` is still what the store holds while this returns `v`.
+    pub fn file_states_version(&self, root: &Utf8Path) -> u64 {
+        self.versions.of(root)
     }
 
     fn write_in(
@@ -781,6 +798,9 @@ pub struct WriteOutcome {
     pub snapshots_written: u64,
     /// Sequence numbers given to the batch's op-log entries, in order.
     pub op_seqs: Vec<u64>,
+    /// The version the batch gave the file states it touched (0 if none), as
+    /// [`Store::file_states_version`] reports it until they are written again.
+    pub file_states_version: u64,
 }
 
 /// Objects and registry updates written together by [`Store::write`], atomically.
@@ -865,6 +885,14 @@ impl WriteBatch {
     /// Records that `id` is `git_oid` in git repositories.
     pub fn map_git_oid(&mut self, id: ObjectId, git_oid: &[u8]) {
         self.git_oids.push((id, git_oid.to_vec()));
+    }
+
+    /// The worktrees whose file states the batch changes.
+    fn file_state_roots(&self) -> impl Iterator<Item = &Utf8PathBuf> {
+        self.cleared_states
+            .iter()
+            .chain(&self.removed_worktrees)
+            .chain(self.file_states.iter().map(|(root, _, _)| root))
     }
 
     /// Compressed bytes the batch's blobs would add.
@@ -1201,6 +1229,43 @@ impl Reader {
             .get((root.as_str(), key))
             .storage()?
             .map(|v| v.value().to_vec()))
+    }
+
+    /// Refuses, with the error [`Store::write`] would give, a batch whose trees or
+    /// snapshots name an object that neither the batch nor the store holds: for writers
+    /// that commit a batch later, with more added to it.
+    pub fn check_references(&self, batch: &WriteBatch) -> Result<(), WriteError> {
+        let blobs: HashSet<BlobId> = batch.blobs.iter().map(|b| b.id).collect();
+        let trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
+        let snapshots: HashSet<SnapshotId> = batch.snapshots.iter().map(|(id, _)| *id).collect();
+        let dangling = |kind, id| Err(WriteError::Dangling { kind, id });
+        for (id, tree) in &batch.trees {
+            if self.has_tree(*id)? {
+                continue;
+            }
+            for entry in tree.entries() {
+                match (entry.blob(), entry.tree()) {
+                    (Some(b), _) if !blobs.contains(&b) && !self.has_blob(b)? => {
+                        return dangling(ObjectKind::Blob, entry.id);
+                    }
+                    (_, Some(t)) if !trees.contains(&t) && !self.has_tree(t)? => {
+                        return dangling(ObjectKind::Tree, entry.id);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for (_, snap) in &batch.snapshots {
+            if !trees.contains(&snap.tree) && !self.has_tree(snap.tree)? {
+                return dangling(ObjectKind::Tree, snap.tree.into());
+            }
+            for p in &snap.parents {
+                if !snapshots.contains(p) && !self.has_snapshot(*p)? {
+                    return dangling(ObjectKind::Snapshot, (*p).into());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The git id recorded for `id` by an earlier export, if any.

@@ -340,6 +340,57 @@ fn file_states_round_trip_per_worktree() {
     );
 }
 
+#[test]
+fn file_states_version_follows_writes_to_that_worktree() {
+    let t = temp_store();
+    let (a, b) = (Utf8Path::new("/w/a"), Utf8Path::new("/w/b"));
+    let (a0, b0) = (
+        t.store.file_states_version(a),
+        t.store.file_states_version(b),
+    );
+    let mut batch = WriteBatch::new();
+    batch.set_file_state(a, b"x", Some(vec![1]));
+    let written = t.store.write(&batch).unwrap().file_states_version;
+    assert_ne!(written, a0);
+    assert_eq!(t.store.file_states_version(a), written);
+    assert_eq!(t.store.file_states_version(b), b0, "b was not written");
+
+    // Writes that touch no file states leave every version alone.
+    let snap = commit(&t.store, &[("f", b"x")], vec![], "s");
+    let mut batch = WriteBatch::new();
+    batch.set_ref("r", snap);
+    assert_eq!(t.store.write(&batch).unwrap().file_states_version, 0);
+    assert_eq!(t.store.file_states_version(a), written);
+
+    for change in [
+        |batch: &mut WriteBatch, a: &Utf8Path| batch.clear_file_states(a),
+        |batch: &mut WriteBatch, a: &Utf8Path| batch.remove_worktree(a),
+        |batch: &mut WriteBatch, a: &Utf8Path| batch.set_file_state(a, b"x", None),
+    ] {
+        let before = t.store.file_states_version(a);
+        let mut batch = WriteBatch::new();
+        change(&mut batch, a);
+        t.store.write(&batch).unwrap();
+        assert_ne!(t.store.file_states_version(a), before);
+    }
+
+    // A refused write may still have changed what was known: a new version too.
+    let before = t.store.file_states_version(a);
+    let mut batch = WriteBatch::new();
+    batch.set_file_state(a, b"x", Some(vec![2]));
+    batch.set_ref("dangling", SnapshotId::from_bytes([7; 32]));
+    assert!(t.store.write(&batch).is_err());
+    assert_ne!(t.store.file_states_version(a), before);
+
+    // Another store (or the same one opened again) never reports a version seen here.
+    let other = temp_store();
+    assert_ne!(
+        other.store.file_states_version(a),
+        t.store.file_states_version(a)
+    );
+    assert_ne!(other.store.file_states_version(b), b0);
+}
+
 /// The child of the next test: stores blobs, printing each id once the call returned,
 /// then waits to be killed.
 #[test]

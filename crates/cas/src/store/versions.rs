@@ -1,0 +1,52 @@
+//! Versions of each worktree's file states, for callers that keep a copy of them in memory
+//! (a long-running process reusing its directory cache between captures). Every committed
+//! or failed write that touches a worktree's file states gives it a new version; numbers
+//! are unique across every store opened in this process, so a copy taken from one store
+//! never passes for another's.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+fn next() -> u64 {
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+pub(crate) struct Versions {
+    /// The version of every worktree this store has not written file states for.
+    opened: u64,
+    written: Mutex<HashMap<Utf8PathBuf, u64>>,
+}
+
+impl Default for Versions {
+    fn default() -> Self {
+        Versions {
+            opened: next(),
+            written: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl Versions {
+    pub(crate) fn of(&self, root: &Utf8Path) -> u64 {
+        let written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        written.get(root).copied().unwrap_or(self.opened)
+    }
+
+    /// Gives each of `roots` a new version; returns it (0 if `roots` is empty).
+    pub(crate) fn bump<'a>(&self, roots: impl Iterator<Item = &'a Utf8PathBuf>) -> u64 {
+        let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut version = 0;
+        for root in roots {
+            if version == 0 {
+                version = next();
+            }
+            written.insert(root.clone(), version);
+        }
+        version
+    }
+}
