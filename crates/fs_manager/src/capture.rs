@@ -102,6 +102,18 @@ pub struct SnapshotOutcome {
     pub read_files: u64,
 }
 
+/// How a capture records what it found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recording {
+    /// Store nothing: `status`, `diff`, dry runs.
+    DryRun,
+    /// Store it before returning.
+    Now,
+    /// Hand its writes back as [`Captured::pending`], for the caller to commit in one
+    /// transaction with its own (rollback's intent journal).
+    Deferred,
+}
+
 /// A captured state, before or after it is recorded.
 pub(crate) struct Captured {
     pub tree: TreeId,
@@ -114,9 +126,48 @@ pub(crate) struct Captured {
     pub skipped: Vec<Skipped>,
     pub read_files: u64,
     pub record: WorktreeRecord,
+    /// With [`Recording::Deferred`]: what is left to store, if anything.
+    pub pending: Option<Pending>,
 }
 
-/// Captures `record`'s worktree. Unless `dry_run`, stores it: a new snapshot (parent: the
+/// Writes to commit together: a capture's, not committed yet, and whatever its caller adds.
+/// Dropping it stores nothing.
+#[derive(Default)]
+pub(crate) struct Pending {
+    batch: WriteBatch,
+    capture: Option<PendingCapture>,
+}
+
+/// What a deferred capture does once its writes are committed.
+struct PendingCapture {
+    root: Utf8PathBuf,
+    /// The stat cache as the store holds it then.
+    cache: Cache,
+    watching: WatchDone,
+}
+
+impl Pending {
+    /// The writes, for the caller to add its own to.
+    pub fn batch(&mut self) -> &mut WriteBatch {
+        &mut self.batch
+    }
+
+    /// Stores the batch (if it holds anything) in one transaction: every id in it survives
+    /// a crash once this returns.
+    pub fn commit(self, store: &Store) -> Result<cas::WriteOutcome, cas::WriteError> {
+        if self.batch.is_empty() {
+            return Ok(cas::WriteOutcome::default());
+        }
+        let outcome = store.write(&self.batch)?;
+        if let Some(c) = self.capture {
+            c.watching.committed(&c.cache);
+            c.cache.keep(&c.root, outcome.file_states_version);
+        }
+        Ok(outcome)
+    }
+}
+
+/// Captures `record`'s worktree. Unless a dry run, stores it: a new snapshot (parent: the
 /// head) when the tree changed, the refreshed stat cache, the head, and `op` in the op log.
 pub(crate) fn capture(
     store: &Store,
@@ -124,9 +175,9 @@ pub(crate) fn capture(
     op: &str,
     source: Option<Source>,
     options: &CaptureOptions<'_>,
-    dry_run: bool,
+    recording: Recording,
 ) -> Result<Captured, CaptureError> {
-    capture_with(store, record, op, source, options, dry_run, None)
+    capture_with(store, record, op, source, options, recording, None)
 }
 
 /// Edits the registry record in the same transaction as a capture, given the captured head.
@@ -140,7 +191,7 @@ pub(crate) fn capture_with(
     op: &str,
     source: Option<Source>,
     options: &CaptureOptions<'_>,
-    dry_run: bool,
+    recording: Recording,
     edit: Option<RecordEdit<'_>>,
 ) -> Result<Captured, CaptureError> {
     let once = |use_cache| {
@@ -150,7 +201,7 @@ pub(crate) fn capture_with(
             op,
             source.clone(),
             options,
-            dry_run,
+            recording,
             use_cache,
             edit,
         )
@@ -172,11 +223,12 @@ fn capture_once(
     op: &str,
     source: Option<Source>,
     options: &CaptureOptions<'_>,
-    dry_run: bool,
+    recording: Recording,
     use_cache: bool,
     edit: Option<RecordEdit<'_>>,
 ) -> Result<Captured, CaptureError> {
     let started = std::time::Instant::now();
+    let dry_run = recording == Recording::DryRun;
     let reader = store.reader()?;
     match crate::journal::ensure_clear(&reader, &record.root) {
         Ok(()) => {}
@@ -184,15 +236,15 @@ fn capture_once(
         Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
     }
     let cache = if use_cache {
-        Cache::load(&reader, &record.root)?
+        Cache::take_or_load(store, &reader, &record.root)?
     } else {
         Cache::default()
     };
+    let cache_version = store.file_states_version(&record.root);
     let head_tree = match record.head {
         Some(h) => Some(reader.snapshot(h)?.tree),
         None => None,
     };
-    drop(reader);
     tracing::debug!(elapsed = ?started.elapsed(), dirs = cache.dirs.len(), "cache loaded");
 
     // With a watcher (`cairn serve`): directories where nothing happened are not checked.
@@ -201,11 +253,10 @@ fn capture_once(
     } else {
         None
     };
-    let mut watching = WatchDone {
-        root: &record.root,
+    let watching = WatchDone {
+        root: record.root.clone(),
         active: quiet.is_some(),
-        dirs: None,
-        succeeded: false,
+        ended: crate::watch::Ended::Failed,
     };
     let store_dir = worktree::store_dir(store);
     let deny = deny_list(store, &record)?;
@@ -225,6 +276,7 @@ fn capture_once(
     let built = crate::build::build_trees(&scanned.files, &scanned.reuse)?;
     let (tree, trees) = (built.root, built.trees);
     let cache_updates = scanned.cache_updates(&built.dirs);
+    let cache = scanned.take_cache();
     tracing::debug!(elapsed = ?started.elapsed(), trees = trees.len(), "trees built");
     let changed = head_tree != Some(tree);
     let new_snapshot = changed.then(|| cas::Snapshot {
@@ -247,31 +299,38 @@ fn capture_once(
         changed,
         files: scanned.file_count,
         bytes: scanned.bytes,
-        skipped: scanned.skipped,
+        skipped: std::mem::take(&mut scanned.skipped),
         read_files: scanned.read_files,
         record: WorktreeRecord {
             head: new_head,
             ..record.clone()
         },
+        pending: None,
     };
     if let (Some(edit), Some(head)) = (edit, new_head) {
         edit(&mut captured.record, head);
     }
-    let cached_dirs: Vec<Vec<u8>> = if watching.active {
-        scanned.dirs.keys().cloned().collect()
-    } else {
-        Vec::new()
-    };
-    // Nothing new and the cache still true: no transaction, no fsync.
-    if dry_run || (!changed && use_cache && cache_updates.is_empty() && edit.is_none()) {
-        if !dry_run {
-            watching.dirs = Some(cached_dirs);
+    if dry_run {
+        // The cache kept stands only if this capture found nothing to change in it.
+        if use_cache && cache_updates.is_empty() {
+            cache.keep(&record.root, cache_version);
         }
-        watching.succeeded = true;
+        watching.unrecorded();
+        return Ok(captured);
+    }
+    // Nothing new and the cache still true: no transaction, no fsync.
+    if !changed
+        && use_cache
+        && cache_updates.is_empty()
+        && edit.is_none()
+        && scanned.unstored.is_empty()
+    {
+        watching.committed(&cache);
+        cache.keep(&record.root, cache_version);
         return Ok(captured);
     }
 
-    let mut batch = WriteBatch::new();
+    let mut batch = std::mem::take(&mut scanned.unstored);
     if let Some(snap) = new_snapshot {
         for t in captured.trees.values() {
             batch.add_tree(t.clone());
@@ -288,32 +347,53 @@ fn capture_once(
         batch.set_file_state(&record.root, &key, value);
     }
     batch.put_worktree(captured.record.clone());
-    store.write(&batch)?;
-    watching.dirs = Some(cached_dirs);
-    watching.succeeded = true;
-    tracing::debug!(elapsed = ?started.elapsed(), "written");
+    let pending = Pending {
+        batch,
+        capture: Some(PendingCapture {
+            root: record.root.clone(),
+            cache,
+            watching,
+        }),
+    };
+    if recording == Recording::Deferred {
+        // Refused now rather than when the caller commits: a cache naming a missing object
+        // is retried above without the cache.
+        store.reader()?.check_references(&pending.batch)?;
+        captured.pending = Some(pending);
+    } else {
+        pending.commit(store)?;
+        tracing::debug!(elapsed = ?started.elapsed(), "written");
+    }
     Ok(captured)
 }
 
-/// Tells the watcher how a capture ended: its cache recorded (`dirs` set), succeeded
-/// without recording, or failed.
-struct WatchDone<'a> {
-    root: &'a Utf8Path,
+/// Tells the watcher how a capture ended (failed, unless told otherwise).
+struct WatchDone {
+    root: Utf8PathBuf,
     active: bool,
-    dirs: Option<Vec<Vec<u8>>>,
-    succeeded: bool,
+    ended: crate::watch::Ended,
 }
 
-impl Drop for WatchDone<'_> {
+impl WatchDone {
+    /// The capture's cache is what the store holds now.
+    fn committed(mut self, cache: &Cache) {
+        if self.active {
+            let dirs = cache.dirs.keys();
+            crate::watch::after_capture(&self.root, crate::watch::Ended::Committed, dirs);
+            self.active = false;
+        }
+    }
+
+    /// The capture succeeded without recording anything.
+    fn unrecorded(mut self) {
+        self.ended = crate::watch::Ended::Unrecorded;
+    }
+}
+
+impl Drop for WatchDone {
     fn drop(&mut self) {
         if self.active {
-            let dirs = self.dirs.take();
-            let ended = match (&dirs, self.succeeded) {
-                (Some(_), true) => crate::watch::Ended::Committed,
-                (None, true) => crate::watch::Ended::Unrecorded,
-                _ => crate::watch::Ended::Failed,
-            };
-            crate::watch::after_capture(self.root, ended, dirs.iter().flatten());
+            crate::watch::after_capture(&self.root, self.ended, std::iter::empty());
         }
     }
 }
@@ -362,7 +442,7 @@ pub fn onboard(
         "onboard",
         Some(source),
         &options.capture,
-        false,
+        Recording::Now,
     )?;
     Ok(OnboardOutcome {
         root,
@@ -458,7 +538,15 @@ pub(crate) fn snapshot_as(
         path: record.root.clone(),
         git: None,
     };
-    let c = capture_with(store, record, op, Some(source), options, false, edit)?;
+    let c = capture_with(
+        store,
+        record,
+        op,
+        Some(source),
+        options,
+        Recording::Now,
+        edit,
+    )?;
     let (mut added, mut modified, mut removed) = (0, 0, 0);
     if c.changed {
         let reader = store.reader()?;
@@ -516,7 +604,7 @@ pub fn live_state(
     let (_busy, record) = locked(store, path)?;
     let head = record.head;
     let root = record.root.clone();
-    let c = capture(store, record, "status", None, options, true)?;
+    let c = capture(store, record, "status", None, options, Recording::DryRun)?;
     Ok(LiveState {
         root,
         head,

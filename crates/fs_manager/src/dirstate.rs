@@ -10,6 +10,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 use crate::state::{FileState, RACY_MARGIN, Stat};
 
@@ -274,7 +275,7 @@ pub(crate) fn dir_key(path: &[u8]) -> Vec<u8> {
 pub(crate) const GLOBAL_KEY: &[u8] = b"g";
 
 /// The cache of a worktree as loaded from the store.
-#[derive(Default)]
+#[derive(Default, Debug, PartialEq)]
 pub(crate) struct Cache {
     /// Directory path (`/`-separated, root = empty) → state.
     pub dirs: HashMap<Vec<u8>, DirState>,
@@ -306,6 +307,63 @@ impl Cache {
         }
         Ok(cache)
     }
+
+    /// The cache of `root` as the store holds it: the copy the last operation on it in this
+    /// process kept, if the store has not written its file states since, else loaded.
+    pub fn take_or_load(
+        store: &cas::Store,
+        reader: &cas::Reader,
+        root: &camino::Utf8Path,
+    ) -> Result<Cache, cas::StorageFailure> {
+        match Cache::take_kept(store, root) {
+            Some(cache) => Ok(cache),
+            None => Cache::load(reader, root),
+        }
+    }
+
+    /// The copy of `root`'s cache kept by the last operation on it, if the store has not
+    /// written its file states since.
+    pub fn take_kept(store: &cas::Store, root: &camino::Utf8Path) -> Option<Cache> {
+        let kept = KEPT
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(root)?;
+        (kept.version == store.file_states_version(root)).then_some(kept.cache)
+    }
+
+    /// Keeps this cache in memory for the next operation on `root`: it must be exactly what
+    /// the store holds at file-states `version`.
+    pub fn keep(self, root: &camino::Utf8Path, version: u64) {
+        let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+        if kept.len() >= KEPT_WORKTREES
+            && !kept.contains_key(root)
+            && let Some(oldest) = kept
+                .iter()
+                .min_by_key(|(_, k)| k.version)
+                .map(|(r, _)| r.clone())
+        {
+            kept.remove(&oldest);
+        }
+        kept.insert(
+            root.to_owned(),
+            Kept {
+                version,
+                cache: self,
+            },
+        );
+    }
+}
+
+/// Caches kept between operations, by worktree root: loading one from the store costs
+/// about 15 ms for the Linux tree, a good part of a capture that a watcher made cheap.
+static KEPT: LazyLock<Mutex<HashMap<camino::Utf8PathBuf, Kept>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// At most this many are kept (the least recently written goes first).
+const KEPT_WORKTREES: usize = 64;
+
+struct Kept {
+    version: u64,
+    cache: Cache,
 }
 
 /// A fingerprint of the scope rules that come from outside the tree: the deny patterns, the
@@ -408,6 +466,80 @@ pub(crate) fn record_written<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cache an operation keeps in memory must be exactly what the store holds, after
+    /// every kind of operation that writes it; and it is not used once something else wrote.
+    #[test]
+    fn kept_cache_equals_the_stored_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
+        let store = cas::Store::open(
+            &base.join("store"),
+            &cas::OpenOptions {
+                create: true,
+                ..cas::OpenOptions::default()
+            },
+        )
+        .expect("store");
+        let wt = base.join("wt");
+        for (path, body) in [
+            ("a.txt", "a"),
+            ("src/lib.rs", "lib"),
+            ("src/deep/x.rs", "x"),
+            (".gitignore", "*.log\n"),
+            ("junk.log", "ignored"),
+        ] {
+            let p = wt.join(path);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, body).expect("write");
+        }
+        let root = crate::onboard(&store, &wt, &crate::OnboardOptions::default())
+            .expect("onboard")
+            .root;
+        let first = crate::find_worktree(&store.reader().expect("reader"), &root)
+            .expect("find")
+            .and_then(|r| r.head)
+            .expect("head");
+        let same_as_stored = |step: &str| {
+            let kept =
+                Cache::take_kept(&store, &root).unwrap_or_else(|| panic!("{step}: nothing kept"));
+            let loaded = Cache::load(&store.reader().expect("reader"), &root).expect("load");
+            assert_eq!(kept, loaded, "{step}");
+            kept.keep(&root, store.file_states_version(&root));
+        };
+        same_as_stored("onboard");
+
+        // Past the racy margin, so the next captures trust (and keep) cached states.
+        std::thread::sleep(crate::RACY_MARGIN * 2);
+        std::fs::write(wt.join("src/lib.rs"), "lib 2").expect("write");
+        std::fs::write(wt.join("src/new.rs"), "new").expect("write");
+        std::fs::remove_file(wt.join("src/deep/x.rs")).expect("rm");
+        crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("snapshot");
+        same_as_stored("snapshot");
+        // Files written within the racy margin are read again (and their states updated)
+        // by each capture: past it, an unchanged snapshot verifies them for good.
+        std::thread::sleep(crate::RACY_MARGIN * 2);
+        crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("snapshot");
+        same_as_stored("unchanged snapshot");
+        crate::live_state(&store, &root, &crate::CaptureOptions::default()).expect("status");
+        same_as_stored("status");
+
+        std::fs::write(wt.join("a.txt"), "a 2").expect("write");
+        crate::rollback(&store, &root, first, &crate::RollbackOptions::default())
+            .expect("rollback");
+        same_as_stored("rollback");
+        crate::checkpoint(&store, &root, &crate::CheckpointOptions::default()).expect("checkpoint");
+        std::fs::write(wt.join("src/lib.rs"), "lib 3").expect("write");
+        crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("snapshot");
+        crate::undo(&store, &root).expect("undo");
+        same_as_stored("undo");
+
+        // Another write to the worktree's file states: the kept copy no longer counts.
+        let mut batch = cas::WriteBatch::new();
+        batch.set_file_state(&root, b"dx", None);
+        store.write(&batch).expect("write");
+        assert!(Cache::take_kept(&store, &root).is_none());
+    }
 
     #[test]
     fn dir_states_round_trip() {

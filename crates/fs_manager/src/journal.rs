@@ -15,7 +15,8 @@ use rayon::prelude::*;
 use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
-use crate::dirstate::{self, DirState};
+use crate::capture::Pending;
+use crate::dirstate::{self, Cache, DirState};
 use crate::error::RecoverError;
 use crate::fsops::{self, WriteFailure};
 use crate::scan::{split_parent, tree_order};
@@ -175,7 +176,8 @@ fn staging_name() -> String {
 
 /// Makes `plan` happen in worktree `record.root` and records `record` and `entry`, as one
 /// step that [`recover`] finishes if the process dies part way. `target` is the tree the
-/// changed paths end up as. Every object the record and entry name must be stored already.
+/// changed paths end up as. `first` is committed with the intent journal; every object the
+/// record and entry name must be stored already or be in it.
 pub(crate) fn apply(
     store: &Store,
     op: &str,
@@ -183,6 +185,7 @@ pub(crate) fn apply(
     plan: &Plan,
     record: WorktreeRecord,
     entry: Option<OpRecord>,
+    mut first: Pending,
 ) -> Result<(), ApplyFailure> {
     let root = record.root.clone();
     let fail = |cause: WriteFailure| ApplyFailure {
@@ -190,8 +193,6 @@ pub(crate) fn apply(
         interrupted: false,
     };
     let store_failure = WriteFailure::Record;
-    let handle =
-        path_policy::Root::open(root.as_std_path()).map_err(|e| fail(WriteFailure::from(e)))?;
     let staging = (!plan.writes.is_empty()).then(staging_name);
     let journal = Journal {
         op: op.to_owned(),
@@ -203,10 +204,11 @@ pub(crate) fn apply(
         entry: entry.clone(),
         started: jiff::Timestamp::now(),
     };
-    let mut batch = WriteBatch::new();
-    batch.set_journal(&root, Some(journal.encode().map_err(fail)?));
-    store
-        .write(&batch)
+    first
+        .batch()
+        .set_journal(&root, Some(journal.encode().map_err(fail)?));
+    first
+        .commit(store)
         .map_err(|e| fail(store_failure(e.into())))?;
     // Nothing changed on disk: drop the journal, or, if even that fails, leave it and say
     // so (recover then finishes the step).
@@ -220,6 +222,11 @@ pub(crate) fn apply(
                 interrupted: true,
             },
         }
+    };
+
+    let handle = match path_policy::Root::open(root.as_std_path()) {
+        Ok(handle) => handle,
+        Err(e) => return Err(forget_journal(WriteFailure::from(e))),
     };
 
     // 1. Stage every new content. Nothing visible has changed yet.
@@ -287,8 +294,13 @@ pub(crate) fn apply(
         .iter()
         .map(|(p, s)| (p.as_slice(), Some(*s)))
         .chain(plan.deleted.iter().map(|p| (p.as_slice(), None)));
-    let mut dirs = load_dirs(&reader, &root, &plan.paths())
-        .map_err(|e| interrupted(store_failure(cas::ReadError::from(e).into())))?;
+    // The whole cache if this process kept it (and keeps it again), else what changes.
+    let mut kept = Cache::take_kept(store, &root);
+    let mut dirs = match kept.as_mut() {
+        Some(cache) => std::mem::take(&mut cache.dirs),
+        None => load_dirs(&reader, &root, &plan.paths())
+            .map_err(|e| interrupted(store_failure(cas::ReadError::from(e).into())))?,
+    };
     for dir in dirstate::record_written(&mut dirs, changes) {
         if let Some(state) = dirs.get(&dir) {
             batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state.encode()));
@@ -300,9 +312,13 @@ pub(crate) fn apply(
         batch.append_op(&root, entry);
     }
     batch.set_journal(&root, None);
-    store
+    let outcome = store
         .write(&batch)
         .map_err(|e| interrupted(store_failure(e.into())))?;
+    if let Some(mut cache) = kept {
+        cache.dirs = dirs;
+        cache.keep(&root, outcome.file_states_version);
+    }
     Ok(())
 }
 

@@ -5,9 +5,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{OpRecord, SnapshotId, Source, Store, TreeId, WriteBatch};
+use cas::{OpRecord, SnapshotId, Source, Store, TreeId};
 
-use crate::capture::{self, CaptureOptions};
+use crate::capture::{self, CaptureOptions, Captured, Recording};
 use crate::error::RollbackError;
 use crate::fsops::{self, WriteFailure};
 use crate::journal::{self, Plan};
@@ -145,15 +145,120 @@ pub(crate) fn restore(
         path: root.clone(),
         git: None,
     });
-    let captured = capture::capture(
+    // The live state is stored with the intent journal, in one transaction.
+    let recording = if options.dry_run {
+        Recording::DryRun
+    } else {
+        Recording::Deferred
+    };
+    let mut captured = capture::capture(
         store,
         record,
         "capture",
         source,
         &capture_options,
-        options.dry_run,
+        recording,
     )?;
+    let mut first = captured.pending.take().unwrap_or_default();
+    let planned = match plan(store, &captured, target, target_tree, options) {
+        Ok(planned) => planned,
+        Err(e) => {
+            // Refused before anything changed: the live state is still worth keeping.
+            first.commit(store)?;
+            return Err(e);
+        }
+    };
+    let Planned {
+        plan,
+        changes,
+        skipped,
+    } = planned;
+    let written: Vec<Vec<u8>> = plan.writes.iter().map(|(p, _)| p.clone()).collect();
+    let mut deleted = plan.deleted.clone();
+    deleted.sort_by(|a, b| tree_order(a, b));
+    if options.dry_run {
+        return Ok(RollbackOutcome {
+            root,
+            snapshot: target,
+            captured: captured.snapshot,
+            written,
+            deleted,
+            skipped,
+        });
+    }
 
+    let mut record = captured.record.clone();
+    edit(&mut record);
+    let head = if options.paths.is_empty() && skipped.is_empty() {
+        target
+    } else {
+        // The result mixes both states (some paths, or all but those out of scope): record
+        // it as a snapshot of its own, so undo compares against what is really there.
+        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
+            changes.iter().map(|c| (c.path.clone(), c.new)).collect();
+        let reader = store.reader()?;
+        let trees = diff::Overlay {
+            memory: &captured.trees,
+            store: &reader,
+        };
+        let built = crate::build::patch(&trees, captured.tree, &patched)?;
+        let names: Vec<String> = if options.paths.is_empty() {
+            vec!["everything in scope".to_owned()]
+        } else {
+            options
+                .paths
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect()
+        };
+        let batch = first.batch();
+        for t in built.trees.into_values() {
+            batch.add_tree(t);
+        }
+        batch.add_snapshot(cas::Snapshot {
+            tree: built.root,
+            parents: vec![captured.snapshot],
+            created: jiff::Timestamp::now(),
+            message: format!("{op} of {} to {}", names.join(", "), target.short(12)),
+            labels: Default::default(),
+            source: Some(Source {
+                path: root.clone(),
+                git: None,
+            }),
+        })
+    };
+    record.head = Some(head);
+    let entry = OpRecord::new(op, Some(captured.snapshot), Some(head));
+    journal::apply(store, op, target_tree, &plan, record, Some(entry), first).map_err(applied)?;
+    Ok(RollbackOutcome {
+        root,
+        snapshot: head,
+        captured: captured.snapshot,
+        written,
+        deleted,
+        skipped,
+    })
+}
+
+/// What a restore changes, once checked.
+struct Planned {
+    plan: Plan,
+    /// The changes the plan makes, in tree order.
+    changes: Vec<diff::Change>,
+    /// Paths of the target left alone, with reasons.
+    skipped: Vec<crate::Skipped>,
+}
+
+/// The file changes that make `captured` equal `target` (in `options.paths`), checked:
+/// every named path exists on one side, no name is refused, nothing out of scope is in the
+/// way.
+fn plan(
+    store: &Store,
+    captured: &Captured,
+    target: SnapshotId,
+    target_tree: TreeId,
+    options: &RollbackOptions<'_>,
+) -> Result<Planned, RollbackError> {
     let reader = store.reader()?;
     let trees = diff::Overlay {
         memory: &captured.trees,
@@ -197,7 +302,7 @@ pub(crate) fn restore(
             })
             .collect();
     let plan = Plan::from_changes(&changes);
-    let root_path = root.as_std_path();
+    let root_path = captured.record.root.as_std_path();
     for (p, _) in &plan.writes {
         if let Err(e) = path_policy::check_path(p) {
             return Err(RollbackError::Blocked {
@@ -207,67 +312,9 @@ pub(crate) fn restore(
         }
     }
     check_obstacles(root_path, &plan.deleted, &plan.writes)?;
-    let written: Vec<Vec<u8>> = plan.writes.iter().map(|(p, _)| p.clone()).collect();
-    let mut deleted = plan.deleted.clone();
-    deleted.sort_by(|a, b| tree_order(a, b));
-    if options.dry_run {
-        return Ok(RollbackOutcome {
-            root,
-            snapshot: target,
-            captured: captured.snapshot,
-            written,
-            deleted,
-            skipped,
-        });
-    }
-
-    let mut record = captured.record.clone();
-    edit(&mut record);
-    let head = if options.paths.is_empty() && skipped.is_empty() {
-        target
-    } else {
-        // The result mixes both states (some paths, or all but those out of scope): record
-        // it as a snapshot of its own, so undo compares against what is really there.
-        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
-            changes.iter().map(|c| (c.path.clone(), c.new)).collect();
-        let built = crate::build::patch(&reader, captured.tree, &patched)?;
-        let names: Vec<String> = if options.paths.is_empty() {
-            vec!["everything in scope".to_owned()]
-        } else {
-            options
-                .paths
-                .iter()
-                .map(|p| String::from_utf8_lossy(p).into_owned())
-                .collect()
-        };
-        let mut batch = WriteBatch::new();
-        for t in built.trees.into_values() {
-            batch.add_tree(t);
-        }
-        let id = batch.add_snapshot(cas::Snapshot {
-            tree: built.root,
-            parents: vec![captured.snapshot],
-            created: jiff::Timestamp::now(),
-            message: format!("{op} of {} to {}", names.join(", "), target.short(12)),
-            labels: Default::default(),
-            source: Some(Source {
-                path: root.clone(),
-                git: None,
-            }),
-        });
-        store.write(&batch)?;
-        id
-    };
-    drop(reader);
-    record.head = Some(head);
-    let entry = OpRecord::new(op, Some(captured.snapshot), Some(head));
-    journal::apply(store, op, target_tree, &plan, record, Some(entry)).map_err(applied)?;
-    Ok(RollbackOutcome {
-        root,
-        snapshot: head,
-        captured: captured.snapshot,
-        written,
-        deleted,
+    Ok(Planned {
+        plan,
+        changes,
         skipped,
     })
 }

@@ -127,6 +127,9 @@ pub(crate) struct Scan {
     pub skipped: Vec<Skipped>,
     /// Files whose content was read (the rest came from the stat cache).
     pub read_files: u64,
+    /// New blobs the files hold that are not stored yet: the capture stores them with
+    /// its snapshot, in one transaction.
+    pub unstored: WriteBatch,
     /// Files in scope (`files` may leave out subtrees taken whole from the cache).
     pub file_count: u64,
     pub bytes: u64,
@@ -136,12 +139,15 @@ pub(crate) struct Scan {
     pub reuse: HashMap<Vec<u8>, (cas::TreeId, u64)>,
     dirty: HashSet<Vec<u8>>,
     stale: Vec<Vec<u8>>,
-    global: Option<u64>,
+    /// The fingerprint of the rules from outside the tree, and whether the cache had
+    /// another one.
+    global: u64,
+    global_changed: bool,
 }
 
 impl Scan {
     /// The state the cache describes, unchanged: its root tree whole, nothing read.
-    fn as_cached(cache: Cache, tree: cas::TreeId, size: u64) -> Scan {
+    fn as_cached(cache: Cache, global: u64, tree: cas::TreeId, size: u64) -> Scan {
         let (mut file_count, mut bytes) = (0, 0);
         let mut skipped = Vec::new();
         for (dir, state) in &cache.dirs {
@@ -171,13 +177,15 @@ impl Scan {
             files: Vec::new(),
             skipped,
             read_files: 0,
+            unstored: WriteBatch::new(),
             file_count,
             bytes,
             dirs: cache.dirs,
             reuse: HashMap::from([(Vec::new(), (tree, size))]),
             dirty: HashSet::new(),
             stale: Vec::new(),
-            global: None,
+            global,
+            global_changed: false,
         }
     }
 
@@ -204,13 +212,21 @@ impl Scan {
         for path in &self.stale {
             updates.push((dirstate::dir_key(path), None));
         }
-        if let Some(global) = self.global {
+        if self.global_changed {
             updates.push((
                 dirstate::GLOBAL_KEY.to_vec(),
-                Some(global.to_le_bytes().to_vec()),
+                Some(self.global.to_le_bytes().to_vec()),
             ));
         }
         updates
+    }
+
+    /// The cache as [`Scan::cache_updates`] leaves it in the store (call that first).
+    pub fn take_cache(&mut self) -> Cache {
+        Cache {
+            dirs: std::mem::take(&mut self.dirs),
+            global: Some(self.global),
+        }
     }
 }
 
@@ -306,7 +322,7 @@ pub(crate) fn scan(
         && let Some((tree, size)) = cache.dirs.get(&Vec::new()).and_then(|d| d.tree)
         && cache.dirs.keys().all(|d| quiet.contains(d))
     {
-        return Ok(Scan::as_cached(cache, tree, size));
+        return Ok(Scan::as_cached(cache, global, tree, size));
     }
     let t = std::time::Instant::now();
     let skip = if reuse {
@@ -571,12 +587,14 @@ pub(crate) fn scan(
         files,
         skipped,
         read_files: hashed.read_files,
+        unstored: hashed.unstored,
         bytes: bytes - stand_in_bytes + frozen.bytes,
         dirs,
         reuse: reuse_trees,
         dirty,
         stale,
-        global: (!reuse).then_some(global),
+        global,
+        global_changed: !reuse,
     })
 }
 
@@ -638,12 +656,15 @@ impl Frozen {
             let Some(state) = cache.dirs.get(dir) else {
                 continue;
             };
-            for (name, child) in &state.children {
+            let path = |name: &[u8]| {
                 let mut path = dir.to_vec();
                 if !dir.is_empty() {
                     path.push(b'/');
                 }
                 path.extend_from_slice(name);
+                path
+            };
+            for (name, child) in &state.children {
                 match child {
                     Child::File(f) => {
                         let Some(kind) = f.stat().kind() else {
@@ -654,7 +675,7 @@ impl Frozen {
                         if !has_stand_in {
                             has_stand_in = true;
                             out.stand_ins.push(Walked {
-                                path,
+                                path: path(name),
                                 stat: f.stat(),
                                 kind,
                                 cached: Some(*f),
@@ -662,7 +683,7 @@ impl Frozen {
                         }
                     }
                     Child::Skipped(reason) => out.skipped.push(Skipped {
-                        path,
+                        path: path(name),
                         reason: reason.clone(),
                     }),
                     Child::Dir => {}
@@ -991,6 +1012,8 @@ struct Hashed {
     /// Per walked file; `None` if it vanished or changed type while being read.
     results: Vec<Option<Content>>,
     read_files: u64,
+    /// New blobs read but not stored yet.
+    unstored: WriteBatch,
 }
 
 /// Reads, hashes and (unless `dry_run`) stores every file the cache cannot vouch for.
@@ -1041,7 +1064,11 @@ fn hash_walked(
     if !group.is_empty() {
         groups.push(group);
     }
-    for group in groups {
+    // Every group but the last is stored as it is read; the last, usually the only one,
+    // goes into the capture's own transaction.
+    let mut unstored = WriteBatch::new();
+    let last = groups.len().saturating_sub(1);
+    for (g, group) in groups.into_iter().enumerate() {
         let read: Vec<(usize, Result<SmallRead, ScanError>)> = group
             .par_iter()
             .map_init(
@@ -1068,7 +1095,12 @@ fn hash_walked(
                 results[i] = Some(content);
             }
         }
-        if !dry_run && !batch.is_empty() {
+        if dry_run || batch.is_empty() {
+            continue;
+        }
+        if g == last {
+            unstored = batch;
+        } else {
             store
                 .write(&batch)
                 .map_err(|e| ScanError::Store(e.into()))?;
@@ -1083,6 +1115,7 @@ fn hash_walked(
     Ok(Hashed {
         results,
         read_files,
+        unstored,
     })
 }
 

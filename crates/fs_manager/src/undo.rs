@@ -6,11 +6,12 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{BlobId, EntryKind, OpRecord, SnapshotId, Source, Store, TreeId, WriteBatch};
+use cas::{BlobId, EntryKind, OpRecord, SnapshotId, Source, Store, TreeId};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
+use crate::capture::Pending;
 use crate::error::UndoError;
 use crate::journal::{self, Plan};
 use crate::state::Stat;
@@ -193,6 +194,8 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
         Some(h) => Some(reader.snapshot(h)?.tree),
         None => None,
     };
+    // A patched head goes into the store with the intent journal.
+    let mut first = Pending::default();
     let new_head = if head_tree == Some(from_tree) {
         to
     } else {
@@ -200,7 +203,7 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
             changes.iter().map(|c| (c.path.clone(), c.new)).collect();
         let base = head_tree.unwrap_or(from_tree);
         let built = crate::build::patch(&reader, base, &patched)?;
-        let mut batch = WriteBatch::new();
+        let batch = first.batch();
         for t in built.trees.into_values() {
             batch.add_tree(t);
         }
@@ -209,7 +212,7 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
         } else {
             "redo"
         };
-        let id = batch.add_snapshot(cas::Snapshot {
+        batch.add_snapshot(cas::Snapshot {
             tree: built.root,
             parents: record.head.into_iter().collect(),
             created: jiff::Timestamp::now(),
@@ -219,9 +222,7 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
                 path: root.clone(),
                 git: None,
             }),
-        });
-        store.write(&batch)?;
-        id
+        })
     };
     drop(reader);
 
@@ -236,7 +237,7 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
     }
     let mut after = record;
     after.head = Some(new_head);
-    journal::apply(store, op, to_tree, &plan, after, Some(entry)).map_err(|e| {
+    journal::apply(store, op, to_tree, &plan, after, Some(entry), first).map_err(|e| {
         let interrupted = e.interrupted;
         let cause = crate::rollback::failure(e.cause);
         UndoError::Write {

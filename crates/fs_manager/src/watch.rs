@@ -134,6 +134,7 @@ pub(crate) fn quiet_dirs<'a>(
 }
 
 /// How a capture ended.
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Ended {
     /// Its cache is recorded.
     Committed,
