@@ -590,13 +590,29 @@ impl Twin<'_> {
             git(self.g_dir, &["clean", "-qfd"]);
         }));
     }
+
+    /// A tool call changes 10 files in both and the harness records it (a snapshot, a
+    /// commit); times undoing it against `git reset --hard HEAD~1`.
+    fn snapshot_then_undo(&self, round: usize, undo: &mut Row) {
+        let c = self.c_dir.to_str().unwrap();
+        touch_files(self.c_dir, self.tracked, round, 10);
+        touch_files(self.g_dir, self.tracked, round, 10);
+        cairn(self.store, &["snapshot", c]);
+        git(self.g_dir, &["commit", "-qam", "tool call"]);
+        undo.cairn.push(time(|| {
+            let v = cairn(self.store, &["undo", c]);
+            assert_eq!(v["reverted"].as_array().unwrap().len(), 10, "{v}");
+        }));
+        undo.other.push(time(|| {
+            git(self.g_dir, &["reset", "-q", "--hard", "HEAD~1"]);
+        }));
+    }
 }
 
 /// Checkpoint, rewind and undo of 10 changed files, each against the git command a
 /// harness would use for it, in twin copies of the tree.
 fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
     let (c_dir, g_dir, store, tracked) = twins(src, work, "r");
-    let c = c_dir.to_str().unwrap();
 
     let mut checkpoint = Row::new(
         "checkpoint after 10 files changed",
@@ -621,19 +637,7 @@ fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
             tracked: &tracked,
         };
         twin.checkpoint_then_rewind(round, &mut checkpoint, &mut rewind);
-
-        // A tool call changed 10 files and the harness recorded it; then undo it.
-        touch_files(&c_dir, &tracked, round + 200, 10);
-        touch_files(&g_dir, &tracked, round + 200, 10);
-        cairn(&store, &["snapshot", c]);
-        git(&g_dir, &["commit", "-qam", "tool call"]);
-        undo.cairn.push(time(|| {
-            let v = cairn(&store, &["undo", c]);
-            assert_eq!(v["reverted"].as_array().unwrap().len(), 10, "{v}");
-        }));
-        undo.other.push(time(|| {
-            git(&g_dir, &["reset", "-q", "--hard", "HEAD~1"]);
-        }));
+        twin.snapshot_then_undo(round + 200, &mut undo);
     }
     vec![checkpoint, rewind, undo]
 }
@@ -687,6 +691,11 @@ fn served(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
         "`git reset --hard && git clean -fd`",
         0.25,
     );
+    let mut undo = Row::new(
+        "served: undo of a 10-file change",
+        "`git reset --hard HEAD~1`",
+        0.25,
+    );
     for round in 0..pairs {
         touch_files(&c_dir, &tracked, round + 300, 10);
         touch_files(&g_dir, &tracked, round + 300, 10);
@@ -738,12 +747,13 @@ fn served(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
             git(&g_dir, &["reset", "-q", "--hard"]);
             git(&g_dir, &["clean", "-qfd"]);
         }));
+        twin.snapshot_then_undo(round + 700, &mut undo);
     }
     let _ = Command::new("kill")
         .args(["-TERM", &server.id().to_string()])
         .status();
     let _ = server.wait();
-    vec![unchanged, ten, status, checkpoint, rewind, rollback]
+    vec![unchanged, ten, status, checkpoint, rewind, rollback, undo]
 }
 
 /// `cairn merge` of a snapshot 10 files away from the onboarded repository, against
