@@ -541,6 +541,72 @@ mod tests {
         assert!(Cache::take_kept(&store, &root).is_none());
     }
 
+    /// A stat cache that names a blob the store does not hold costs a re-read of every
+    /// file, never a failed or wrong capture: in a snapshot, and in a rollback, whose
+    /// capture commits later, with its intent journal.
+    #[test]
+    fn a_cache_naming_a_missing_blob_is_read_past() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
+        let store = cas::Store::open(
+            &base.join("store"),
+            &cas::OpenOptions {
+                create: true,
+                ..cas::OpenOptions::default()
+            },
+        )
+        .expect("store");
+        let wt = base.join("wt");
+        std::fs::create_dir_all(&wt).expect("mkdir");
+        std::fs::write(wt.join("a.txt"), "a").expect("write");
+        std::fs::write(wt.join("b.txt"), "b").expect("write");
+        let root = crate::onboard(&store, &wt, &crate::OnboardOptions::default())
+            .expect("onboard")
+            .root;
+        let first = crate::find_worktree(&store.reader().expect("reader"), &root)
+            .expect("find")
+            .and_then(|r| r.head)
+            .expect("head");
+        let a_blob = cas::BlobId::of(b"a");
+        let damage = || {
+            // Past the racy margin, so the cached states are trusted.
+            std::thread::sleep(crate::RACY_MARGIN * 2);
+            crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("verify");
+            let mut cache = Cache::load(&store.reader().expect("reader"), &root).expect("load");
+            let top = cache.dirs.get_mut(&Vec::new()).expect("root dir");
+            for (name, child) in &mut top.children {
+                if let (b"a.txt", Child::File(state)) = (name.as_slice(), child) {
+                    state.blob = cas::BlobId::of(b"never stored");
+                }
+            }
+            let mut batch = cas::WriteBatch::new();
+            batch.set_file_state(&root, &dir_key(b""), Some(top.encode()));
+            store.write(&batch).expect("write");
+        };
+        let a_in = |snapshot: cas::SnapshotId| {
+            let reader = store.reader().expect("reader");
+            let tree = reader.tree(reader.snapshot(snapshot).expect("snapshot").tree);
+            tree.expect("tree").get(b"a.txt").expect("a.txt").blob()
+        };
+
+        damage();
+        std::fs::write(wt.join("b.txt"), "b 2").expect("write");
+        let snap = crate::snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot past the damage");
+        assert!(snap.changed);
+        assert_eq!(a_in(snap.snapshot), Some(a_blob));
+
+        damage();
+        std::fs::write(wt.join("b.txt"), "b 3").expect("write");
+        let rolled = crate::rollback(&store, &root, first, &crate::RollbackOptions::default())
+            .expect("rollback past the damage");
+        assert_eq!(a_in(rolled.captured), Some(a_blob));
+        assert_eq!(
+            std::fs::read_to_string(wt.join("b.txt")).expect("read"),
+            "b"
+        );
+    }
+
     #[test]
     fn dir_states_round_trip() {
         let file = FileState {
