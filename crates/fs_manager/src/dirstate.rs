@@ -327,43 +327,86 @@ impl Cache {
         let kept = KEPT
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .remove(root)?;
+            .take(root)?;
         (kept.version == store.file_states_version(root)).then_some(kept.cache)
     }
 
     /// Keeps this cache in memory for the next operation on `root`: it must be exactly what
     /// the store holds at file-states `version`.
     pub fn keep(self, root: &camino::Utf8Path, version: u64) {
-        let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-        if kept.len() >= KEPT_WORKTREES
-            && !kept.contains_key(root)
-            && let Some(oldest) = kept
-                .iter()
-                .min_by_key(|(_, k)| k.version)
-                .map(|(r, _)| r.clone())
-        {
-            kept.remove(&oldest);
-        }
-        kept.insert(
-            root.to_owned(),
-            Kept {
-                version,
-                cache: self,
-            },
-        );
+        KEPT.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(root, version, self);
+    }
+
+    fn entries(&self) -> usize {
+        self.dirs.values().map(|d| d.children.len() + 1).sum()
     }
 }
 
 /// Caches kept between operations, by worktree root: loading one from the store costs
 /// about 15 ms for the Linux tree, a good part of a capture that a watcher made cheap.
-static KEPT: LazyLock<Mutex<HashMap<camino::Utf8PathBuf, Kept>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
-/// At most this many are kept (the least recently written goes first).
-const KEPT_WORKTREES: usize = 64;
+static KEPT: LazyLock<Mutex<KeptCaches>> =
+    LazyLock::new(|| Mutex::new(KeptCaches::new(KEPT_ENTRIES)));
+/// At most this many directory entries are kept in all (about 130 bytes each: some 13 Linux
+/// trees).
+const KEPT_ENTRIES: usize = 1 << 20;
+
+struct KeptCaches {
+    /// Entries kept at most, in all.
+    limit: usize,
+    by_root: HashMap<camino::Utf8PathBuf, Kept>,
+}
 
 struct Kept {
     version: u64,
+    entries: usize,
     cache: Cache,
+}
+
+impl KeptCaches {
+    fn new(limit: usize) -> KeptCaches {
+        KeptCaches {
+            limit,
+            by_root: HashMap::new(),
+        }
+    }
+
+    fn take(&mut self, root: &camino::Utf8Path) -> Option<Kept> {
+        self.by_root.remove(root)
+    }
+
+    /// Keeps `cache`, dropping the least recently written ones while the total is over the
+    /// limit (and not keeping it at all if it alone is).
+    fn insert(&mut self, root: &camino::Utf8Path, version: u64, cache: Cache) {
+        self.by_root.remove(root);
+        let entries = cache.entries();
+        if entries > self.limit {
+            return;
+        }
+        let mut total: usize = self.by_root.values().map(|k| k.entries).sum::<usize>() + entries;
+        while total > self.limit {
+            let Some(oldest) = self
+                .by_root
+                .iter()
+                .min_by_key(|(_, k)| k.version)
+                .map(|(r, _)| r.clone())
+            else {
+                break;
+            };
+            if let Some(k) = self.by_root.remove(&oldest) {
+                total -= k.entries;
+            }
+        }
+        self.by_root.insert(
+            root.to_owned(),
+            Kept {
+                version,
+                entries,
+                cache,
+            },
+        );
+    }
 }
 
 /// A fingerprint of the scope rules that come from outside the tree: the deny patterns, the
@@ -605,6 +648,45 @@ mod tests {
             std::fs::read_to_string(wt.join("b.txt")).expect("read"),
             "b"
         );
+    }
+
+    #[test]
+    fn kept_caches_stay_within_their_limit() {
+        let cache = |files: usize| Cache {
+            dirs: HashMap::from([(
+                Vec::new(),
+                DirState {
+                    stamp: DirStamp {
+                        mtime_ns: 0,
+                        ctime_ns: 0,
+                        ino: 0,
+                        dev: 0,
+                        verified_ns: 0,
+                    },
+                    ignore: IgnoreStamp::default(),
+                    children: (0..files)
+                        .map(|i| (i.to_string().into_bytes(), Child::Dir))
+                        .collect(),
+                    tree: None,
+                },
+            )]),
+            global: None,
+        };
+        let root = |name: &str| camino::Utf8PathBuf::from(format!("/w/{name}"));
+        let mut kept = KeptCaches::new(10);
+        kept.insert(&root("a"), 1, cache(3)); // 4 entries
+        kept.insert(&root("b"), 2, cache(3));
+        kept.insert(&root("a"), 3, cache(4)); // replaces a's: 4 + 5
+        assert_eq!(kept.by_root.len(), 2);
+        kept.insert(&root("c"), 4, cache(0)); // 10 in all: fits
+        assert_eq!(kept.by_root.len(), 3);
+        kept.insert(&root("d"), 5, cache(1)); // b, the least recently written, goes
+        assert!(kept.take(&root("b")).is_none());
+        assert_eq!(kept.take(&root("a")).map(|k| k.version), Some(3));
+        kept.insert(&root("e"), 6, cache(20)); // larger than the limit alone: not kept
+        assert!(kept.take(&root("e")).is_none());
+        assert!(kept.take(&root("c")).is_some());
+        assert!(kept.take(&root("d")).is_some());
     }
 
     #[test]
