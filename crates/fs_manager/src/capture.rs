@@ -245,6 +245,7 @@ fn capture_once(
         Some(h) => Some(reader.snapshot(h)?.tree),
         None => None,
     };
+    drop(reader);
     tracing::debug!(elapsed = ?started.elapsed(), dirs = cache.dirs.len(), "cache loaded");
 
     // With a watcher (`cairn serve`): directories where nothing happened are not checked.
