@@ -336,22 +336,23 @@ impl Store {
     /// Threads writing at the same time share one transaction (group commit); each batch is
     /// still applied whole or not at all.
     pub fn write(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
+        // New versions before and after: a version read while the commit is under way
+        // is never current afterwards, and a failed commit (which may have landed) makes
+        // what was known stale too.
+        self.versions.bump(batch.file_state_roots());
         let result = if batch.stored_bytes() > group::GROUP_MAX_BYTES {
             self.write_alone(batch)
         } else {
             self.write_grouped(batch)
         };
-        // Committed or not (a failed commit may have landed), what was known is stale.
-        let version = self.versions.bump(batch.file_state_roots());
-        result.map(|outcome| WriteOutcome {
-            file_states_version: version,
-            ..outcome
-        })
+        self.versions.bump(batch.file_state_roots());
+        result
     }
 
-    /// The version of worktree `root`'s file states in this store: it changes with every
-    /// write that touches them (see [`WriteOutcome::file_states_version`]). A copy of them
-    /// read or written at version `v` is still what the store holds while this returns `v`.
+    /// The version of worktree `root`'s file states in this store: every write that
+    /// touches them changes it. A copy of them read, or written, while this returned `v`
+    /// is still what the store holds while it returns `v`, provided whoever writes a
+    /// worktree's file states holds that worktree (as `fs_manager`'s operations do).
     pub fn file_states_version(&self, root: &Utf8Path) -> u64 {
         self.versions.of(root)
     }
@@ -798,9 +799,6 @@ pub struct WriteOutcome {
     pub snapshots_written: u64,
     /// Sequence numbers given to the batch's op-log entries, in order.
     pub op_seqs: Vec<u64>,
-    /// The version the batch gave the file states it touched (0 if none), as
-    /// [`Store::file_states_version`] reports it until they are written again.
-    pub file_states_version: u64,
 }
 
 /// Objects and registry updates written together by [`Store::write`], atomically.
@@ -1231,9 +1229,10 @@ impl Reader {
             .map(|v| v.value().to_vec()))
     }
 
-    /// Refuses, with the error [`Store::write`] would give, a batch whose trees or
-    /// snapshots name an object that neither the batch nor the store holds: for writers
-    /// that commit a batch later, with more added to it.
+    /// Refuses a batch whose trees or snapshots name an object that neither the batch nor
+    /// the store holds (the [`WriteError::Dangling`] that [`Store::write`] would give for
+    /// them): for writers that commit a batch later, with more added to it. Refs, registry
+    /// records and the parts of chunked blobs are not checked here.
     pub fn check_references(&self, batch: &WriteBatch) -> Result<(), WriteError> {
         let blobs: HashSet<BlobId> = batch.blobs.iter().map(|b| b.id).collect();
         let trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();

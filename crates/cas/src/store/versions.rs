@@ -1,8 +1,7 @@
 //! Versions of each worktree's file states, for callers that keep a copy of them in memory
-//! (a long-running process reusing its directory cache between captures). Every committed
-//! or failed write that touches a worktree's file states gives it a new version; numbers
-//! are unique across every store opened in this process, so a copy taken from one store
-//! never passes for another's.
+//! (a long-running process reusing its directory cache between captures). Every write that
+//! touches a worktree's file states gives it new versions; numbers are unique across every
+//! store opened in this process, so a copy taken from one store never passes for another's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -37,16 +36,11 @@ impl Versions {
         written.get(root).copied().unwrap_or(self.opened)
     }
 
-    /// Gives each of `roots` a new version; returns it (0 if `roots` is empty).
-    pub(crate) fn bump<'a>(&self, roots: impl Iterator<Item = &'a Utf8PathBuf>) -> u64 {
+    /// Gives each of `roots` a new version.
+    pub(crate) fn bump<'a>(&self, roots: impl Iterator<Item = &'a Utf8PathBuf>) {
         let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut version = 0;
         for root in roots {
-            if version == 0 {
-                version = next();
-            }
-            written.insert(root.clone(), version);
+            written.insert(root.clone(), next());
         }
-        version
     }
 }
