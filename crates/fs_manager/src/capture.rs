@@ -147,23 +147,33 @@ struct PendingCapture {
 }
 
 impl Pending {
-    /// The writes, for the caller to add its own to.
-    pub fn batch(&mut self) -> &mut WriteBatch {
-        &mut self.batch
+    /// Adds a tree to store with the rest.
+    pub fn add_tree(&mut self, tree: Tree) -> TreeId {
+        self.batch.add_tree(tree)
     }
 
-    /// Stores the batch (if it holds anything) in one transaction: every id in it survives
-    /// a crash once this returns.
-    pub fn commit(self, store: &Store) -> Result<cas::WriteOutcome, cas::WriteError> {
+    /// Adds a snapshot to store with the rest.
+    pub fn add_snapshot(&mut self, snapshot: cas::Snapshot) -> SnapshotId {
+        self.batch.add_snapshot(snapshot)
+    }
+
+    /// Sets worktree `root`'s intent journal with the rest.
+    pub fn set_journal(&mut self, root: &Utf8Path, journal: Vec<u8>) {
+        self.batch.set_journal(root, Some(journal));
+    }
+
+    /// Stores everything (if there is anything) in one transaction: every id in it
+    /// survives a crash once this returns.
+    pub fn commit(self, store: &Store) -> Result<(), cas::WriteError> {
         if self.batch.is_empty() {
-            return Ok(cas::WriteOutcome::default());
+            return Ok(());
         }
-        let outcome = store.write(&self.batch)?;
+        store.write(&self.batch)?;
         if let Some(c) = self.capture {
             c.watching.committed(&c.cache);
-            c.cache.keep(&c.root, outcome.file_states_version);
+            c.cache.keep(store, &c.root);
         }
-        Ok(outcome)
+        Ok(())
     }
 }
 
@@ -229,6 +239,9 @@ fn capture_once(
 ) -> Result<Captured, CaptureError> {
     let started = std::time::Instant::now();
     let dry_run = recording == Recording::DryRun;
+    // Before the reader: a write landing in between makes the cache read look stale,
+    // never the other way round.
+    let cache_version = store.file_states_version(&record.root);
     let reader = store.reader()?;
     match crate::journal::ensure_clear(&reader, &record.root) {
         Ok(()) => {}
@@ -236,11 +249,10 @@ fn capture_once(
         Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
     }
     let cache = if use_cache {
-        Cache::take_or_load(store, &reader, &record.root)?
+        Cache::take_or_load(store, &reader, &record.root, cache_version)?
     } else {
         Cache::default()
     };
-    let cache_version = store.file_states_version(&record.root);
     let head_tree = match record.head {
         Some(h) => Some(reader.snapshot(h)?.tree),
         None => None,
@@ -276,8 +288,7 @@ fn capture_once(
     let created = jiff::Timestamp::now();
     let built = crate::build::build_trees(&scanned.files, &scanned.reuse)?;
     let (tree, trees) = (built.root, built.trees);
-    let cache_updates = scanned.cache_updates(&built.dirs);
-    let cache = scanned.take_cache();
+    let (cache_updates, cache) = scanned.settle_cache(&built.dirs);
     tracing::debug!(elapsed = ?started.elapsed(), trees = trees.len(), "trees built");
     let changed = head_tree != Some(tree);
     let new_snapshot = changed.then(|| cas::Snapshot {
@@ -314,7 +325,7 @@ fn capture_once(
     if dry_run {
         // The cache kept stands only if this capture found nothing to change in it.
         if use_cache && cache_updates.is_empty() {
-            cache.keep(&record.root, cache_version);
+            cache.keep(store, &record.root);
         }
         watching.unrecorded();
         return Ok(captured);
@@ -327,7 +338,7 @@ fn capture_once(
         && scanned.unstored.is_empty()
     {
         watching.committed(&cache);
-        cache.keep(&record.root, cache_version);
+        cache.keep(store, &record.root);
         return Ok(captured);
     }
 
@@ -375,6 +386,8 @@ struct WatchDone {
     ended: crate::watch::Ended,
 }
 
+// Both consume the guard: its `Drop` then reports nothing more (`committed`) or the
+// outcome set here (`unrecorded`).
 impl WatchDone {
     /// The capture's cache is what the store holds now.
     fn committed(mut self, cache: &Cache) {

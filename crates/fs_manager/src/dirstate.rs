@@ -275,7 +275,8 @@ pub(crate) fn dir_key(path: &[u8]) -> Vec<u8> {
 pub(crate) const GLOBAL_KEY: &[u8] = b"g";
 
 /// The cache of a worktree as loaded from the store.
-#[derive(Default, Debug, PartialEq)]
+#[derive(Default, Debug)]
+#[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct Cache {
     /// Directory path (`/`-separated, root = empty) → state.
     pub dirs: HashMap<Vec<u8>, DirState>,
@@ -308,16 +309,18 @@ impl Cache {
         Ok(cache)
     }
 
-    /// The cache of `root` as the store holds it: the copy the last operation on it in this
-    /// process kept, if the store has not written its file states since, else loaded.
+    /// The cache of `root` as the store holds it at file-states `version` (read before
+    /// `reader` was opened): the copy the last operation on it in this process kept, if it
+    /// is of that version, else loaded.
     pub fn take_or_load(
         store: &cas::Store,
         reader: &cas::Reader,
         root: &camino::Utf8Path,
+        version: u64,
     ) -> Result<Cache, cas::StorageFailure> {
         match Cache::take_kept(store, root) {
-            Some(cache) => Ok(cache),
-            None => Cache::load(reader, root),
+            Some(kept) if store.file_states_version(root) == version => Ok(kept),
+            _ => Cache::load(reader, root),
         }
     }
 
@@ -331,12 +334,26 @@ impl Cache {
         (kept.version == store.file_states_version(root)).then_some(kept.cache)
     }
 
-    /// Keeps this cache in memory for the next operation on `root`: it must be exactly what
-    /// the store holds at file-states `version`.
-    pub fn keep(self, root: &camino::Utf8Path, version: u64) {
-        KEPT.lock()
+    /// Keeps this cache in memory for the next operation on `root`. The caller holds the
+    /// worktree and has just read it from, or written it to, the store: it is what the
+    /// store holds at the version it has now.
+    pub fn keep(self, store: &cas::Store, root: &camino::Utf8Path) {
+        let version = store.file_states_version(root);
+        let dropped = KEPT
+            .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .insert(root, version, self);
+        // Large caches are freed outside the lock.
+        drop(dropped);
+    }
+
+    /// Forgets the copy kept for `root` (the worktree is gone).
+    pub fn forget_kept(root: &camino::Utf8Path) {
+        let dropped = KEPT
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(root);
+        drop(dropped);
     }
 
     fn entries(&self) -> usize {
@@ -376,13 +393,14 @@ impl KeptCaches {
         self.by_root.remove(root)
     }
 
-    /// Keeps `cache`, dropping the least recently written ones while the total is over the
-    /// limit (and not keeping it at all if it alone is).
-    fn insert(&mut self, root: &camino::Utf8Path, version: u64, cache: Cache) {
-        self.by_root.remove(root);
+    /// Keeps `cache`, letting go of the least recently written ones while the total is
+    /// over the limit (and of `cache` itself if it alone is). Returns what it let go of.
+    fn insert(&mut self, root: &camino::Utf8Path, version: u64, cache: Cache) -> Vec<Cache> {
+        let mut dropped: Vec<Cache> = self.take(root).map(|k| k.cache).into_iter().collect();
         let entries = cache.entries();
         if entries > self.limit {
-            return;
+            dropped.push(cache);
+            return dropped;
         }
         let mut total: usize = self.by_root.values().map(|k| k.entries).sum::<usize>() + entries;
         while total > self.limit {
@@ -396,6 +414,7 @@ impl KeptCaches {
             };
             if let Some(k) = self.by_root.remove(&oldest) {
                 total -= k.entries;
+                dropped.push(k.cache);
             }
         }
         self.by_root.insert(
@@ -406,6 +425,7 @@ impl KeptCaches {
                 cache,
             },
         );
+        dropped
     }
 }
 
@@ -548,7 +568,7 @@ mod tests {
                 Cache::take_kept(&store, &root).unwrap_or_else(|| panic!("{step}: nothing kept"));
             let loaded = Cache::load(&store.reader().expect("reader"), &root).expect("load");
             assert_eq!(kept, loaded, "{step}");
-            kept.keep(&root, store.file_states_version(&root));
+            kept.keep(&store, &root);
         };
         same_as_stored("onboard");
 
@@ -674,16 +694,19 @@ mod tests {
         };
         let root = |name: &str| camino::Utf8PathBuf::from(format!("/w/{name}"));
         let mut kept = KeptCaches::new(10);
-        kept.insert(&root("a"), 1, cache(3)); // 4 entries
-        kept.insert(&root("b"), 2, cache(3));
-        kept.insert(&root("a"), 3, cache(4)); // replaces a's: 4 + 5
+        assert!(kept.insert(&root("a"), 1, cache(3)).is_empty()); // 4 entries
+        assert!(kept.insert(&root("b"), 2, cache(3)).is_empty());
+        // Replaces a's: 4 + 5.
+        assert_eq!(kept.insert(&root("a"), 3, cache(4)).len(), 1);
         assert_eq!(kept.by_root.len(), 2);
-        kept.insert(&root("c"), 4, cache(0)); // 10 in all: fits
+        assert!(kept.insert(&root("c"), 4, cache(0)).is_empty()); // 10 in all: fits
         assert_eq!(kept.by_root.len(), 3);
-        kept.insert(&root("d"), 5, cache(1)); // b, the least recently written, goes
+        // b, the least recently written, goes.
+        assert_eq!(kept.insert(&root("d"), 5, cache(1)).len(), 1);
         assert!(kept.take(&root("b")).is_none());
         assert_eq!(kept.take(&root("a")).map(|k| k.version), Some(3));
-        kept.insert(&root("e"), 6, cache(20)); // larger than the limit alone: not kept
+        // Larger than the limit alone: not kept.
+        assert_eq!(kept.insert(&root("e"), 6, cache(20)).len(), 1);
         assert!(kept.take(&root("e")).is_none());
         assert!(kept.take(&root("c")).is_some());
         assert!(kept.take(&root("d")).is_some());

@@ -204,9 +204,14 @@ pub(crate) fn apply(
         entry: entry.clone(),
         started: jiff::Timestamp::now(),
     };
-    first
-        .batch()
-        .set_journal(&root, Some(journal.encode().map_err(fail)?));
+    match journal.encode() {
+        Ok(encoded) => first.set_journal(&root, encoded),
+        Err(e) => {
+            // Whatever came first (a live capture) is still worth keeping.
+            let _ = first.commit(store);
+            return Err(fail(e));
+        }
+    }
     first
         .commit(store)
         .map_err(|e| fail(store_failure(e.into())))?;
@@ -312,12 +317,12 @@ pub(crate) fn apply(
         batch.append_op(&root, entry);
     }
     batch.set_journal(&root, None);
-    let outcome = store
+    store
         .write(&batch)
         .map_err(|e| interrupted(store_failure(e.into())))?;
     if let Some(mut cache) = kept {
         cache.dirs = dirs;
-        cache.keep(&root, outcome.file_states_version);
+        cache.keep(store, &root);
     }
     Ok(())
 }

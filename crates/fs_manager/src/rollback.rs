@@ -7,7 +7,7 @@ use std::path::Path;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpRecord, SnapshotId, Source, Store, TreeId};
 
-use crate::capture::{self, CaptureOptions, Captured, Recording};
+use crate::capture::{self, CaptureOptions, Captured, Pending, Recording};
 use crate::error::RollbackError;
 use crate::fsops::{self, WriteFailure};
 use crate::journal::{self, Plan};
@@ -160,104 +160,76 @@ pub(crate) fn restore(
         recording,
     )?;
     let mut first = captured.pending.take().unwrap_or_default();
-    let planned = match plan(store, &captured, target, target_tree, options) {
+    let planned = match plan(
+        store,
+        &captured,
+        target,
+        target_tree,
+        options,
+        op,
+        &mut first,
+    ) {
         Ok(planned) => planned,
         Err(e) => {
             // Refused before anything changed: the live state is still worth keeping.
-            first.commit(store)?;
+            if let Err(stored) = first.commit(store) {
+                tracing::warn!("{op} refused ({e}); the live state was not stored either");
+                return Err(stored.into());
+            }
             return Err(e);
         }
     };
-    let Planned {
-        plan,
-        changes,
-        skipped,
-    } = planned;
-    let written: Vec<Vec<u8>> = plan.writes.iter().map(|(p, _)| p.clone()).collect();
-    let mut deleted = plan.deleted.clone();
+    let written: Vec<Vec<u8>> = planned.plan.writes.iter().map(|(p, _)| p.clone()).collect();
+    let mut deleted = planned.plan.deleted.clone();
     deleted.sort_by(|a, b| tree_order(a, b));
-    if options.dry_run {
-        return Ok(RollbackOutcome {
-            root,
-            snapshot: target,
-            captured: captured.snapshot,
-            written,
-            deleted,
-            skipped,
-        });
-    }
-
-    let mut record = captured.record.clone();
-    edit(&mut record);
-    let head = if options.paths.is_empty() && skipped.is_empty() {
-        target
-    } else {
-        // The result mixes both states (some paths, or all but those out of scope): record
-        // it as a snapshot of its own, so undo compares against what is really there.
-        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
-            changes.iter().map(|c| (c.path.clone(), c.new)).collect();
-        let reader = store.reader()?;
-        let trees = diff::Overlay {
-            memory: &captured.trees,
-            store: &reader,
-        };
-        let built = crate::build::patch(&trees, captured.tree, &patched)?;
-        let names: Vec<String> = if options.paths.is_empty() {
-            vec!["everything in scope".to_owned()]
-        } else {
-            options
-                .paths
-                .iter()
-                .map(|p| String::from_utf8_lossy(p).into_owned())
-                .collect()
-        };
-        let batch = first.batch();
-        for t in built.trees.into_values() {
-            batch.add_tree(t);
-        }
-        batch.add_snapshot(cas::Snapshot {
-            tree: built.root,
-            parents: vec![captured.snapshot],
-            created: jiff::Timestamp::now(),
-            message: format!("{op} of {} to {}", names.join(", "), target.short(12)),
-            labels: Default::default(),
-            source: Some(Source {
-                path: root.clone(),
-                git: None,
-            }),
-        })
-    };
-    record.head = Some(head);
-    let entry = OpRecord::new(op, Some(captured.snapshot), Some(head));
-    journal::apply(store, op, target_tree, &plan, record, Some(entry), first).map_err(applied)?;
-    Ok(RollbackOutcome {
+    let outcome = RollbackOutcome {
         root,
-        snapshot: head,
+        snapshot: planned.head,
         captured: captured.snapshot,
         written,
         deleted,
-        skipped,
-    })
+        skipped: planned.skipped,
+    };
+    if options.dry_run {
+        return Ok(outcome);
+    }
+    let mut record = captured.record;
+    edit(&mut record);
+    record.head = Some(planned.head);
+    let entry = OpRecord::new(op, Some(captured.snapshot), Some(planned.head));
+    journal::apply(
+        store,
+        op,
+        target_tree,
+        &planned.plan,
+        record,
+        Some(entry),
+        first,
+    )
+    .map_err(applied)?;
+    Ok(outcome)
 }
 
 /// What a restore changes, once checked.
 struct Planned {
     plan: Plan,
-    /// The changes the plan makes, in tree order.
-    changes: Vec<diff::Change>,
     /// Paths of the target left alone, with reasons.
     skipped: Vec<crate::Skipped>,
+    /// The worktree's head afterwards.
+    head: SnapshotId,
 }
 
 /// The file changes that make `captured` equal `target` (in `options.paths`), checked:
 /// every named path exists on one side, no name is refused, nothing out of scope is in the
-/// way.
+/// way. Unless a dry run, a head that mixes both states goes into `first`.
 fn plan(
     store: &Store,
     captured: &Captured,
     target: SnapshotId,
     target_tree: TreeId,
     options: &RollbackOptions<'_>,
+    op: &str,
+    first: &mut Pending,
 ) -> Result<Planned, RollbackError> {
     let reader = store.reader()?;
     let trees = diff::Overlay {
@@ -302,20 +274,53 @@ fn plan(
             })
             .collect();
     let plan = Plan::from_changes(&changes);
-    let root_path = captured.record.root.as_std_path();
+    let root = &captured.record.root;
     for (p, _) in &plan.writes {
         if let Err(e) = path_policy::check_path(p) {
             return Err(RollbackError::Blocked {
-                path: fsops::join(root_path, p),
+                path: fsops::join(root.as_std_path(), p),
                 reason: e.reason().to_owned(),
             });
         }
     }
-    check_obstacles(root_path, &plan.deleted, &plan.writes)?;
+    check_obstacles(root.as_std_path(), &plan.deleted, &plan.writes)?;
+
+    let head = if (options.paths.is_empty() && skipped.is_empty()) || options.dry_run {
+        target
+    } else {
+        // The result mixes both states (some paths, or all but those out of scope): record
+        // it as a snapshot of its own, so undo compares against what is really there.
+        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
+            changes.iter().map(|c| (c.path.clone(), c.new)).collect();
+        let built = crate::build::patch(&trees, captured.tree, &patched)?;
+        let names: Vec<String> = if options.paths.is_empty() {
+            vec!["everything in scope".to_owned()]
+        } else {
+            options
+                .paths
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect()
+        };
+        for t in built.trees.into_values() {
+            first.add_tree(t);
+        }
+        first.add_snapshot(cas::Snapshot {
+            tree: built.root,
+            parents: vec![captured.snapshot],
+            created: jiff::Timestamp::now(),
+            message: format!("{op} of {} to {}", names.join(", "), target.short(12)),
+            labels: Default::default(),
+            source: Some(Source {
+                path: root.clone(),
+                git: None,
+            }),
+        })
+    };
     Ok(Planned {
         plan,
-        changes,
         skipped,
+        head,
     })
 }
 

@@ -120,6 +120,9 @@ pub(crate) struct ScanOptions<'a> {
     pub progress: &'a dyn Progress,
 }
 
+/// A stat-cache record to write (`Some`) or forget (`None`), by store key.
+pub(crate) type CacheUpdate = (Vec<u8>, Option<Vec<u8>>);
+
 /// What a scan found.
 pub(crate) struct Scan {
     /// Every file in scope, in tree order.
@@ -190,11 +193,12 @@ impl Scan {
     }
 
     /// Records the trees built for the scanned state (every directory not reused) and
-    /// returns the cache's store updates: keys as [`dirstate::dir_key`], `None` to forget.
-    pub fn cache_updates(
+    /// returns the cache's store updates (keys as [`dirstate::dir_key`], `None` to forget),
+    /// and the cache as the store holds it once they are written.
+    pub fn settle_cache(
         &mut self,
         built: &[(Vec<u8>, cas::TreeId, u64)],
-    ) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+    ) -> (Vec<CacheUpdate>, Cache) {
         for (path, id, size) in built {
             if let Some(dir) = self.dirs.get_mut(path)
                 && dir.tree != Some((*id, *size))
@@ -203,7 +207,7 @@ impl Scan {
                 self.dirty.insert(path.clone());
             }
         }
-        let mut updates: Vec<(Vec<u8>, Option<Vec<u8>>)> = Vec::new();
+        let mut updates: Vec<CacheUpdate> = Vec::new();
         for path in &self.dirty {
             if let Some(dir) = self.dirs.get(path) {
                 updates.push((dirstate::dir_key(path), Some(dir.encode())));
@@ -218,15 +222,11 @@ impl Scan {
                 Some(self.global.to_le_bytes().to_vec()),
             ));
         }
-        updates
-    }
-
-    /// The cache as [`Scan::cache_updates`] leaves it in the store (call that first).
-    pub fn take_cache(&mut self) -> Cache {
-        Cache {
+        let cache = Cache {
             dirs: std::mem::take(&mut self.dirs),
             global: Some(self.global),
-        }
+        };
+        (updates, cache)
     }
 }
 
@@ -302,8 +302,9 @@ fn prunable(root: &Path, cache: &Cache, quiet: Option<&HashSet<Vec<u8>>>) -> Has
     out
 }
 
-/// Scans the scope of `root` against `cache`, reading (and unless `dry_run`, storing) what
-/// the cache cannot vouch for. Files that vanish meanwhile are left out; files that change
+/// Scans the scope of `root` against `cache`, reading what the cache cannot vouch for and,
+/// unless `dry_run`, storing it (the last group of new blobs is left in [`Scan::unstored`]
+/// for the capture's own transaction). Files that vanish meanwhile are left out; files that change
 /// while read are re-read and, if they never hold still, captured as read but not cached.
 pub(crate) fn scan(
     store: &Store,
@@ -1016,7 +1017,8 @@ struct Hashed {
     unstored: WriteBatch,
 }
 
-/// Reads, hashes and (unless `dry_run`) stores every file the cache cannot vouch for.
+/// Reads and hashes every file the cache cannot vouch for; unless `dry_run`, stores the
+/// new blobs, all but the last group of them (returned unstored).
 fn hash_walked(
     store: &Store,
     root: &Path,

@@ -203,16 +203,15 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
             changes.iter().map(|c| (c.path.clone(), c.new)).collect();
         let base = head_tree.unwrap_or(from_tree);
         let built = crate::build::patch(&reader, base, &patched)?;
-        let batch = first.batch();
         for t in built.trees.into_values() {
-            batch.add_tree(t);
+            first.add_tree(t);
         }
         let verb = if direction == Direction::Undo {
             "undo"
         } else {
             "redo"
         };
-        batch.add_snapshot(cas::Snapshot {
+        first.add_snapshot(cas::Snapshot {
             tree: built.root,
             parents: record.head.into_iter().collect(),
             created: jiff::Timestamp::now(),

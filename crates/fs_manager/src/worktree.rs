@@ -68,11 +68,14 @@ pub fn remove(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, Worktree
             path: path.to_owned(),
         })?;
     drop(reader);
+    // Not while an operation on it is under way (it writes the same file states).
+    let _busy = crate::lock::lock(&record.root);
     let mut batch = WriteBatch::new();
     batch.remove_worktree(&record.root);
     batch.clear_file_states(&record.root);
     store.write(&batch)?;
     crate::watch::forget(&record.root);
+    crate::dirstate::Cache::forget_kept(&record.root);
     Ok(record)
 }
 
