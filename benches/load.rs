@@ -6,8 +6,9 @@
 //! out its own worktree from one snapshot of a generated corpus of `CAIRN_LOAD_FILES`
 //! (3,000) files, then runs `CAIRN_LOAD_CYCLES` (50) cycles of: edit 3 files, `snapshot`,
 //! `diff` against the base; every 10th cycle a `rollback` to the base or an `undo`. Every
-//! step is a `cairn` process, as an agent harness would run it. At the end every snapshot
-//! id an agent was given must be in the store and `fsck` must be clean.
+//! step is a `cairn` process, as an agent harness would run it; after a "server went away"
+//! error an agent runs `cairn recover` on its worktree. At the end every snapshot id an
+//! agent was given must be in the store and `fsck` must be clean.
 #![allow(missing_docs)]
 
 #[path = "harness/mod.rs"]
@@ -57,6 +58,8 @@ struct Tally {
     failed: Vec<String>,
     /// Clear errors from a server that went away mid-request (the fault run only).
     server_gone: usize,
+    /// Steps the server was killed in the middle of, finished by `cairn recover`.
+    recovered: Vec<String>,
     snapshots: Vec<String>,
 }
 
@@ -70,7 +73,29 @@ fn agent(store: &Path, base: &str, wt: &Path, cycles: usize, id: usize, tally: &
         let v = json(&out);
         if !ok_codes.contains(&code) {
             if code == 3 && v["error"]["code"] == "server" {
+                // What a harness does when cairn went away mid-request: finish whatever
+                // step it was in the middle of (nothing, if none), then carry on.
                 local.server_gone += 1;
+                let recover = || cairn(store, &["recover", wt.to_str().unwrap()]);
+                let mut out = recover();
+                // A server still dying may take the connection and drop it: try again.
+                for _ in 0..10 {
+                    if out.status.code() != Some(3) || json(&out)["error"]["code"] != "server" {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                    out = recover();
+                }
+                let r = json(&out);
+                match (out.status.code(), r["recovered"].as_str()) {
+                    (Some(0), Some(op)) => local.recovered.push(op.to_owned()),
+                    (Some(0), None) => {}
+                    (code, _) => local.failed.push(format!(
+                        "agent {id} recover after {name}: exit {code:?}: {}{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    )),
+                }
             } else {
                 local.failed.push(format!(
                     "agent {id} {name}: exit {code}: {}{}",
@@ -115,6 +140,7 @@ fn agent(store: &Path, base: &str, wt: &Path, cycles: usize, id: usize, tally: &
     }
     t.failed.extend(local.failed);
     t.server_gone += local.server_gone;
+    t.recovered.extend(local.recovered);
     t.snapshots.extend(local.snapshots);
 }
 
@@ -295,9 +321,11 @@ fn main() {
     }
     println!();
     println!(
-        "server killed with SIGKILL after {:.1} s: {} requests ended with the clear 'server went away' error, {} other failures; {} acknowledged snapshot ids, {} missing through the restarted server; fsck {}",
+        "server killed with SIGKILL after {:.1} s: {} requests ended with the clear 'server went away' error, and the agents' `cairn recover` finished {} interrupted step(s) {:?}; {} other failures; {} acknowledged snapshot ids, {} missing through the restarted server; fsck {}",
         kill_at.as_secs_f64(),
         fault.tally.server_gone,
+        fault.tally.recovered.len(),
+        fault.tally.recovered,
         fault.tally.failed.len(),
         fault.tally.snapshots.len(),
         fault.missing,

@@ -530,10 +530,17 @@ pub(crate) fn record_written<'a>(
 mod tests {
     use super::*;
 
-    /// The cache an operation keeps in memory must be exactly what the store holds, after
-    /// every kind of operation that writes it; and it is not used once something else wrote.
-    #[test]
-    fn kept_cache_equals_the_stored_one() {
+    /// A store and a worktree of `files` onboarded into it: (temp dir, store, worktree
+    /// folder, its root as registered, its first snapshot).
+    fn onboarded(
+        files: &[(&str, &str)],
+    ) -> (
+        tempfile::TempDir,
+        cas::Store,
+        camino::Utf8PathBuf,
+        camino::Utf8PathBuf,
+        cas::SnapshotId,
+    ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
         let store = cas::Store::open(
@@ -545,24 +552,27 @@ mod tests {
         )
         .expect("store");
         let wt = base.join("wt");
-        for (path, body) in [
+        for (path, body) in files {
+            let p = wt.join(path);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, body).expect("write");
+        }
+        let onboarded =
+            crate::onboard(&store, &wt, &crate::OnboardOptions::default()).expect("onboard");
+        (dir, store, wt, onboarded.root, onboarded.snapshot)
+    }
+
+    /// The cache an operation keeps in memory must be exactly what the store holds, after
+    /// every kind of operation that writes it; and it is not used once something else wrote.
+    #[test]
+    fn kept_cache_equals_the_stored_one() {
+        let (_dir, store, wt, root, first) = onboarded(&[
             ("a.txt", "a"),
             ("src/lib.rs", "lib"),
             ("src/deep/x.rs", "x"),
             (".gitignore", "*.log\n"),
             ("junk.log", "ignored"),
-        ] {
-            let p = wt.join(path);
-            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-            std::fs::write(&p, body).expect("write");
-        }
-        let root = crate::onboard(&store, &wt, &crate::OnboardOptions::default())
-            .expect("onboard")
-            .root;
-        let first = crate::find_worktree(&store.reader().expect("reader"), &root)
-            .expect("find")
-            .and_then(|r| r.head)
-            .expect("head");
+        ]);
         let same_as_stored = |step: &str| {
             let kept =
                 Cache::take_kept(&store, &root).unwrap_or_else(|| panic!("{step}: nothing kept"));
@@ -609,27 +619,7 @@ mod tests {
     /// capture commits later, with its intent journal.
     #[test]
     fn a_cache_naming_a_missing_blob_is_read_past() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
-        let store = cas::Store::open(
-            &base.join("store"),
-            &cas::OpenOptions {
-                create: true,
-                ..cas::OpenOptions::default()
-            },
-        )
-        .expect("store");
-        let wt = base.join("wt");
-        std::fs::create_dir_all(&wt).expect("mkdir");
-        std::fs::write(wt.join("a.txt"), "a").expect("write");
-        std::fs::write(wt.join("b.txt"), "b").expect("write");
-        let root = crate::onboard(&store, &wt, &crate::OnboardOptions::default())
-            .expect("onboard")
-            .root;
-        let first = crate::find_worktree(&store.reader().expect("reader"), &root)
-            .expect("find")
-            .and_then(|r| r.head)
-            .expect("head");
+        let (_dir, store, wt, root, first) = onboarded(&[("a.txt", "a"), ("b.txt", "b")]);
         let a_blob = cas::BlobId::of(b"a");
         let damage = || {
             // Past the racy margin, so the cached states are trusted.
