@@ -130,6 +130,22 @@ pub(crate) struct DirState {
 }
 
 impl DirState {
+    /// A directory known by no stat: an empty listing that no stamp matches.
+    pub fn unverified() -> DirState {
+        DirState {
+            stamp: DirStamp {
+                mtime_ns: 0,
+                ctime_ns: 0,
+                ino: 0,
+                dev: 0,
+                verified_ns: 0,
+            },
+            ignore: IgnoreStamp::default(),
+            children: Vec::new(),
+            tree: None,
+        }
+    }
+
     pub fn file(&self, name: &[u8]) -> Option<&FileState> {
         let i = self
             .children
@@ -487,18 +503,9 @@ pub(crate) fn record_written<'a>(
     let mut touched = std::collections::BTreeSet::new();
     for (path, state) in written {
         let (parent, name) = crate::scan::split_parent(path);
-        let dir = dirs.entry(parent.to_vec()).or_insert_with(|| DirState {
-            stamp: DirStamp {
-                mtime_ns: 0,
-                ctime_ns: 0,
-                ino: 0,
-                dev: 0,
-                verified_ns: 0,
-            },
-            ignore: IgnoreStamp::default(),
-            children: Vec::new(),
-            tree: None,
-        });
+        let dir = dirs
+            .entry(parent.to_vec())
+            .or_insert_with(DirState::unverified);
         dir.stamp.verified_ns = 0;
         dir.tree = None;
         let at = dir
@@ -666,18 +673,10 @@ mod tests {
             dirs: HashMap::from([(
                 Vec::new(),
                 DirState {
-                    stamp: DirStamp {
-                        mtime_ns: 0,
-                        ctime_ns: 0,
-                        ino: 0,
-                        dev: 0,
-                        verified_ns: 0,
-                    },
-                    ignore: IgnoreStamp::default(),
                     children: (0..files)
                         .map(|i| (i.to_string().into_bytes(), Child::Dir))
                         .collect(),
-                    tree: None,
+                    ..DirState::unverified()
                 },
             )]),
             global: None,
