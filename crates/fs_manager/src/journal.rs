@@ -193,6 +193,15 @@ pub(crate) fn apply(
         interrupted: false,
     };
     let store_failure = WriteFailure::Record;
+    // Refused before the journal: whatever came first (a live capture) is still kept.
+    let refuse = |first: Pending, cause: WriteFailure| {
+        let _ = first.commit(store);
+        fail(cause)
+    };
+    let handle = match path_policy::Root::open(root.as_std_path()) {
+        Ok(handle) => handle,
+        Err(e) => return Err(refuse(first, WriteFailure::from(e))),
+    };
     let staging = (!plan.writes.is_empty()).then(staging_name);
     let journal = Journal {
         op: op.to_owned(),
@@ -206,11 +215,7 @@ pub(crate) fn apply(
     };
     match journal.encode() {
         Ok(encoded) => first.set_journal(&root, encoded),
-        Err(e) => {
-            // Whatever came first (a live capture) is still worth keeping.
-            let _ = first.commit(store);
-            return Err(fail(e));
-        }
+        Err(e) => return Err(refuse(first, e)),
     }
     first
         .commit(store)
@@ -227,11 +232,6 @@ pub(crate) fn apply(
                 interrupted: true,
             },
         }
-    };
-
-    let handle = match path_policy::Root::open(root.as_std_path()) {
-        Ok(handle) => handle,
-        Err(e) => return Err(forget_journal(WriteFailure::from(e))),
     };
 
     // 1. Stage every new content. Nothing visible has changed yet.
@@ -441,14 +441,7 @@ pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, Recover
         // The folder is gone, and with it what was half written: record the step as done
         // (a later checkout re-hydrates a registered worktree's missing folder).
         drop(reader);
-        let mut batch = WriteBatch::new();
-        batch.put_worktree(journal.record.clone());
-        if let Some(entry) = journal.entry.clone() {
-            batch.append_op(&root, entry);
-        }
-        batch.clear_file_states(&root);
-        batch.set_journal(&root, None);
-        store.write(&batch)?;
+        store.write(&finished(&journal, &root))?;
         return Ok(RecoverOutcome {
             root,
             op: Some(journal.op),
@@ -494,21 +487,26 @@ pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, Recover
     }
     remove_temporaries(&handle, journal.pid, &entries);
     drop(reader);
-
-    let mut batch = WriteBatch::new();
-    batch.put_worktree(journal.record.clone());
-    if let Some(entry) = journal.entry.clone() {
-        batch.append_op(&root, entry);
-    }
-    // What the cache said about these paths is stale: read everything next time.
-    batch.clear_file_states(&root);
-    batch.set_journal(&root, None);
-    store.write(&batch)?;
+    store.write(&finished(&journal, &root))?;
     Ok(RecoverOutcome {
         root,
         op: Some(journal.op),
         paths: entries.len() as u64,
     })
+}
+
+/// The recovered step recorded as done: its registry record and op-log entry, the journal
+/// dropped, and the stat cache too (what it said about the step's paths is stale: the next
+/// capture reads everything).
+fn finished(journal: &Journal, root: &Utf8Path) -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    batch.put_worktree(journal.record.clone());
+    if let Some(entry) = journal.entry.clone() {
+        batch.append_op(root, entry);
+    }
+    batch.clear_file_states(root);
+    batch.set_journal(root, None);
+    batch
 }
 
 /// Removes the interrupted process's temporary files (`.cairn-<pid>-…`) beside `entries`.
