@@ -201,20 +201,7 @@ impl Client {
             .post(self.url(path))
             .json(body)
             .send()
-            .map_err(|e| {
-                // Refused at connect: nothing was sent, so the caller may go elsewhere.
-                if e.is_connect() {
-                    ClientError::Unavailable {
-                        socket: self.socket.clone(),
-                        reason: e.to_string(),
-                    }
-                } else {
-                    ClientError::Interrupted {
-                        socket: self.socket.clone(),
-                        reason: e.to_string(),
-                    }
-                }
-            })?;
+            .map_err(|e| self.send_failed(e))?;
         let status = response.status().as_u16();
         let text = response.text().map_err(|e| ClientError::Interrupted {
             socket: self.socket.clone(),
@@ -345,6 +332,17 @@ pub enum StreamLine {
 }
 
 impl Client {
+    /// A request that could not be sent whole. Refused at connect: nothing was sent, so
+    /// the caller may go elsewhere; otherwise it may or may not have been carried out.
+    fn send_failed(&self, e: reqwest::Error) -> ClientError {
+        let (socket, reason) = (self.socket.clone(), e.to_string());
+        if e.is_connect() {
+            ClientError::Unavailable { socket, reason }
+        } else {
+            ClientError::Interrupted { socket, reason }
+        }
+    }
+
     /// [`Client::command`], with progress events passed to `on_progress` as they arrive.
     pub fn command_streaming(
         &self,
@@ -362,16 +360,7 @@ impl Client {
             .header("accept", "application/x-ndjson")
             .json(request)
             .send()
-            .map_err(|e| {
-                if e.is_connect() {
-                    ClientError::Unavailable {
-                        socket: self.socket.clone(),
-                        reason: e.to_string(),
-                    }
-                } else {
-                    gone(e.to_string())
-                }
-            })?;
+            .map_err(|e| self.send_failed(e))?;
         let status = response.status().as_u16();
         if status != 200 {
             let body = response.text().unwrap_or_default();
