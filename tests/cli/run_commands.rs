@@ -217,3 +217,43 @@ fn git_stays_read_only_while_the_worktree_is_writable() {
         "new files anywhere else are fine"
     );
 }
+
+/// The put-back runs unconfined after the command: a symlink the command planted where a
+/// secret's directory was must not lead it outside the worktree.
+#[test]
+fn the_put_back_never_follows_a_planted_symlink() {
+    let env = Env::new();
+    let w = env.path().join("wt");
+    let out = env.path().join("out");
+    std::fs::create_dir_all(w.join("config")).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(w.join("config/.env"), "S=1\n").unwrap();
+    std::fs::write(w.join(".env"), "T=1\n").unwrap();
+    std::fs::write(out.join("canary"), "c\n").unwrap();
+    assert_eq!(env.json(&["onboard", w.as_str()]).0, 0);
+    let script = format!(
+        "rm -rf config && ln -s {out} config && rm .env && ln -s {out}/canary .env",
+        out = out
+    );
+    let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", &script]);
+    assert_eq!(code, 1, "{v}");
+    // Nothing outside was written or changed.
+    let names: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["canary"], "{v}");
+    assert_eq!(std::fs::read_to_string(out.join("canary")).unwrap(), "c\n");
+    // The secret beside the root is back as a file; the one behind the link is kept aside.
+    assert_eq!(std::fs::read_to_string(w.join(".env")).unwrap(), "T=1\n");
+    let violations = v["violations"].as_array().unwrap();
+    let blocked = violations
+        .iter()
+        .find(|x| x["path"] == "config/.env")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(blocked["change"], "deleted");
+    let kept = blocked["kept"].as_str().unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(std::fs::read_to_string(kept).unwrap(), "S=1\n");
+    assert!(v["message"].as_str().unwrap().contains(kept), "{v}");
+    std::fs::remove_dir_all(std::path::Path::new(kept).parent().unwrap()).unwrap();
+}

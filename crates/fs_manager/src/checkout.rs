@@ -3,6 +3,7 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, OpRecord, SnapshotId, Store, WorktreeKind, WorktreeRecord, WriteBatch};
 use rayon::prelude::*;
+use std::os::unix::ffi::OsStrExt;
 
 use crate::dirstate;
 use crate::error::CheckoutError;
@@ -266,17 +267,16 @@ fn hydrate(
     Ok(states)
 }
 
+/// Empties the root of a failed checkout through its handle (nothing beneath a symlink
+/// is touched), and removes it if checkout made it.
 fn clean_up(root: &Utf8Path, created: bool) {
+    let Ok(handle) = path_policy::Root::open(root.as_std_path()) else {
+        return;
+    };
+    for name in handle.names().unwrap_or_default() {
+        let _ = handle.remove_all(name.as_bytes());
+    }
     if created {
-        let _ = std::fs::remove_dir_all(root);
-    } else if let Ok(entries) = std::fs::read_dir(root) {
-        for e in entries.flatten() {
-            let p = e.path();
-            let _ = if p.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-                std::fs::remove_dir_all(&p)
-            } else {
-                std::fs::remove_file(&p)
-            };
-        }
+        let _ = std::fs::remove_dir(root);
     }
 }

@@ -246,7 +246,7 @@ pub(crate) fn apply(
         Ok(s) => s,
         Err(cause) => {
             if let Some(name) = &staging {
-                remove_staging(&root, name);
+                remove_staging(&handle, name);
             }
             return Err(forget_journal(cause));
         }
@@ -286,7 +286,7 @@ pub(crate) fn apply(
             };
             states.push((p.clone(), FileState::from_stat(&stat, e.id.as_blob(), 0)));
         }
-        remove_staging(&root, name);
+        remove_staging(&handle, name);
     }
 
     // 3. Record the result, the stat cache of what was written, and drop the journal.
@@ -370,8 +370,8 @@ fn stage(
     Ok(fd)
 }
 
-fn remove_staging(root: &Utf8Path, name: &str) {
-    let _ = std::fs::remove_dir_all(root.join(name));
+fn remove_staging(root: &path_policy::Root, name: &str) {
+    let _ = root.remove_all(name.as_bytes());
 }
 
 /// What [`recover`] did.
@@ -483,7 +483,7 @@ pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, Recover
         fsops::replace(&handle, p, e.kind, e.id.as_blob(), &reader)?;
     }
     if let Some(name) = &journal.staging {
-        remove_staging(&root, name);
+        remove_staging(&handle, name);
     }
     remove_temporaries(&handle, journal.pid, &entries);
     drop(reader);

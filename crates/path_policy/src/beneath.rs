@@ -12,7 +12,10 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags, ResolveFlags};
+use std::ffi::{CStr, OsString};
+use std::os::unix::ffi::OsStringExt;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
 /// A path was refused, or the file system failed.
@@ -153,6 +156,33 @@ impl Root {
         }
     }
 
+    /// Removes whatever is at `rel` (a directory with everything in it; a symlink itself,
+    /// never what it points to). A missing path, or one whose directory is missing, is fine.
+    pub fn remove_all(&self, rel: &[u8]) -> Result<(), BeneathError> {
+        self.check(rel)?;
+        let (dir, name) = match rel.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&rel[..i], &rel[i + 1..]),
+            None => (&[][..], rel),
+        };
+        if name.is_empty() {
+            return Err(BeneathError::Refused {
+                path: self.display(rel),
+                reason: "the root itself",
+            });
+        }
+        let fd = match self.open_dir(dir) {
+            Ok(fd) => fd,
+            Err(e) if e.is_not_found() => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        remove_at(&fd, OsStr::from_bytes(name), &self.display(rel))
+    }
+
+    /// The names directly in the root.
+    pub fn names(&self) -> Result<Vec<OsString>, BeneathError> {
+        names(&self.dir).map_err(io_err(self.path.clone()))
+    }
+
     fn walk(&self, rel: &[u8], create: bool) -> Result<OwnedFd, BeneathError> {
         let mut fd = rustix::fs::openat(&self.dir, ".", DIR_FLAGS, Mode::empty())
             .map_err(|e| self.map(rel, e))?;
@@ -172,6 +202,60 @@ impl Root {
             };
         }
         Ok(fd)
+    }
+}
+
+pub(crate) fn io_err(path: PathBuf) -> impl Fn(Errno) -> BeneathError {
+    move |e| BeneathError::Io {
+        path: path.clone(),
+        source: e.into(),
+    }
+}
+
+pub(crate) fn stat_at(dir: &OwnedFd, name: &OsStr) -> Result<Option<rustix::fs::Stat>, Errno> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => Ok(Some(st)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The names in a directory, `.` and `..` left out.
+pub(crate) fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Errno> {
+    let mut out = Vec::new();
+    for entry in rustix::fs::Dir::read_from(dir)? {
+        let entry = entry?;
+        let name: &CStr = entry.file_name();
+        let bytes = name.to_bytes();
+        if bytes != b"." && bytes != b".." {
+            out.push(OsString::from_vec(bytes.to_vec()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Removes `name` in `dir`, a directory with everything in it; a symlink is removed
+/// itself, never what it points to.
+pub(crate) fn remove_at(dir: &OwnedFd, name: &OsStr, path: &Path) -> Result<(), BeneathError> {
+    let io = io_err(path.to_owned());
+    let Some(st) = stat_at(dir, name).map_err(&io)? else {
+        return Ok(());
+    };
+    if FileType::from_raw_mode(st.st_mode) == FileType::Directory {
+        let sub = rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()).map_err(&io)?;
+        for child in names(&sub).map_err(&io)? {
+            remove_at(&sub, &child, &path.join(&child))?;
+        }
+        match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(io(e)),
+        }
+    } else {
+        match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(io(e)),
+        }
     }
 }
 

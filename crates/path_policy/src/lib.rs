@@ -29,9 +29,11 @@
 mod beneath;
 mod deny;
 mod name;
+mod putback;
 mod sandbox;
 
 pub use beneath::{BeneathError, Root, is_path_safe};
 pub use deny::{DEFAULT_DENY, DenyError, DenyList};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
+pub use putback::{Change, PutBack, SecretCopy};
 pub use sandbox::{SandboxError, SandboxPolicy, enforce};

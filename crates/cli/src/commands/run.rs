@@ -1,11 +1,10 @@
 //! `cairn run`: a command confined to its worktree, and secrets put back afterwards.
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use fs_manager::CaptureOptions;
-use path_policy::SandboxPolicy;
+use path_policy::{BeneathError, Root, SandboxPolicy, SecretCopy};
 
 use crate::context::{Ctx, absolute, current_dir};
 use crate::error::CliError;
@@ -25,63 +24,8 @@ fn io(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
     move |e| CliError::store("io", format!("{}: {e}", path.display()))
 }
 
-/// Copies a file, symlink or directory tree, keeping modes and link targets.
-fn copy_tree(from: &Path, to: &Path) -> Result<(), CliError> {
-    let meta = from.symlink_metadata().map_err(io(from))?;
-    if meta.file_type().is_symlink() {
-        std::os::unix::fs::symlink(std::fs::read_link(from).map_err(io(from))?, to)
-            .map_err(io(to))?;
-    } else if meta.is_dir() {
-        std::fs::create_dir_all(to).map_err(io(to))?;
-        for entry in std::fs::read_dir(from).map_err(io(from))? {
-            let entry = entry.map_err(io(from))?;
-            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
-        }
-        std::fs::set_permissions(to, meta.permissions()).map_err(io(to))?;
-    } else {
-        std::fs::copy(from, to).map_err(io(from))?;
-    }
-    Ok(())
-}
-
-/// Everything about a path that a change could alter: kind, mode, bytes, link target,
-/// recursively.
-fn fingerprint(path: &Path, out: &mut Vec<u8>) {
-    let Ok(meta) = path.symlink_metadata() else {
-        out.extend_from_slice(b"absent;");
-        return;
-    };
-    use std::os::unix::fs::MetadataExt;
-    out.extend_from_slice(format!("{:o};", meta.mode()).as_bytes());
-    if meta.file_type().is_symlink() {
-        out.extend_from_slice(
-            std::fs::read_link(path)
-                .unwrap_or_default()
-                .as_os_str()
-                .as_bytes(),
-        );
-    } else if meta.is_dir() {
-        let mut names: Vec<_> = std::fs::read_dir(path)
-            .map(|d| d.flatten().map(|e| e.file_name()).collect())
-            .unwrap_or_default();
-        names.sort();
-        for name in names {
-            out.extend_from_slice(name.as_bytes());
-            out.push(b'/');
-            fingerprint(&path.join(&name), out);
-        }
-    } else {
-        out.extend_from_slice(blake3::hash(&std::fs::read(path).unwrap_or_default()).as_bytes());
-    }
-    out.push(b';');
-}
-
-fn remove_any(path: &Path) -> Result<(), CliError> {
-    match path.symlink_metadata() {
-        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path).map_err(io(path)),
-        Ok(_) => std::fs::remove_file(path).map_err(io(path)),
-        Err(_) => Ok(()),
-    }
+fn beneath(e: BeneathError) -> CliError {
+    CliError::store("io", e.to_string())
 }
 
 fn denied(skipped: &[fs_manager::Skipped]) -> Vec<Vec<u8>> {
@@ -217,16 +161,8 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     let steps = Steps::new(ctx)?;
     // Look around while holding the store, then let go of it while the command runs.
     let (root, before, store_dir) = steps.look(&worktree)?;
-    let backup = tempfile::Builder::new()
-        .prefix("cairn-run-secrets-")
-        .tempdir()
-        .map_err(io(Path::new("/tmp")))?;
-    for (i, rel) in before.iter().enumerate() {
-        copy_tree(
-            &root.as_std_path().join(std::ffi::OsStr::from_bytes(rel)),
-            &backup.path().join(i.to_string()),
-        )?;
-    }
+    let boundary = Root::open(root.as_std_path()).map_err(beneath)?;
+    let secrets = SecretCopy::save(&boundary, &before).map_err(beneath)?;
     let scratch = tempfile::Builder::new()
         .prefix("cairn-run-tmp-")
         .tempdir()
@@ -293,42 +229,24 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
             .join(" ")
     );
     let (snapshot, after) = steps.snapshot(&root, &message)?;
-    let mut paths: Vec<&Vec<u8>> = before.iter().chain(after.iter()).collect();
-    paths.sort();
-    paths.dedup();
-    let mut violations = Vec::new();
-    for rel in paths {
-        let live = root.as_std_path().join(std::ffi::OsStr::from_bytes(rel));
-        let saved = before
-            .iter()
-            .position(|b| b == rel)
-            .map(|i| backup.path().join(i.to_string()));
-        let change = match &saved {
-            None => "created",
-            Some(_) if live.symlink_metadata().is_err() => "deleted",
-            Some(s) => {
-                let (mut a, mut b) = (Vec::new(), Vec::new());
-                fingerprint(s, &mut a);
-                fingerprint(&live, &mut b);
-                if a == b {
-                    continue;
-                }
-                "modified"
-            }
-        };
-        remove_any(&live)?;
-        if let Some(s) = &saved {
-            copy_tree(s, &live)?;
-        }
-        violations.push(serde_json::json!({ "path": json_path(rel), "change": change }));
-    }
+    let put_back = secrets.put_back(&boundary, &after).map_err(beneath)?;
     let mut human = String::new();
-    for v in &violations {
-        human.push_str(&format!(
-            "put back {} ({}; denied path)\n",
-            v["path"].as_str().unwrap_or_default(),
-            v["change"].as_str().unwrap_or_default()
-        ));
+    let mut violations = Vec::new();
+    for p in &put_back {
+        let path = json_path(&p.path);
+        let change = p.change.as_str();
+        let mut v = serde_json::json!({ "path": path, "change": change });
+        match &p.kept {
+            None => human.push_str(&format!("put back {path} ({change}; denied path)\n")),
+            Some(kept) => {
+                let kept = kept.display().to_string();
+                human.push_str(&format!(
+                    "could not put back {path} ({change}; denied path): something that is not a directory stands in its way; its saved copy is at {kept}\n"
+                ));
+                v["kept"] = kept.into();
+            }
+        }
+        violations.push(v);
     }
     let json = serde_json::json!({
         "exit_code": exit_code,
@@ -339,10 +257,20 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     let report = Report::new(json, human).with_exit(exit_code);
     if exit_code == 0 && !violations.is_empty() {
         let n = violations.len();
-        return Ok(report.refused(format!(
+        let mut message = format!(
             "the command changed {n} denied path{}; put back",
             if n == 1 { "" } else { "s" }
-        )));
+        );
+        for p in &put_back {
+            if let Some(kept) = &p.kept {
+                message.push_str(&format!(
+                    "; {} could not be put back (not a directory on its way), saved copy kept at {}",
+                    json_path(&p.path),
+                    kept.display()
+                ));
+            }
+        }
+        return Ok(report.refused(message));
     }
     Ok(report)
 }
