@@ -10,8 +10,17 @@
 //! a failed capture or a directory that cannot be watched only costs speed: nothing is
 //! trusted that was not watched.
 //!
-//! Not seen by inotify, so not covered: writes through a memory mapping, and writes to a
-//! file through a hard link that lives outside the worktree.
+//! Writes through a shared memory mapping raise no event at all, and a mapping outlives
+//! `close()`. So every file opened since watching began is *suspect* while it may still be
+//! open (more opens than read-only closes seen) and for good once it was closed after
+//! writing (or modified, or moved in from elsewhere): the directory holding it is never
+//! quiet, so its files are `lstat`'ed at every capture, as without a watcher. Opens and
+//! closes never make a directory dirty (a capture opens every directory it lists).
+//!
+//! Not covered: files opened before watching began (or before a queue overflow), two
+//! opens of one file that reach the queue back to back (inotify merges them, so one
+//! read-only close can look like the last: a writer's map is then trusted again until it
+//! closes), and writes to a file through a hard link that lives outside the worktree.
 
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
@@ -32,6 +41,38 @@ struct Watch {
     lost: bool,
     /// The set the capture under way took; back to `dirty` if it does not commit.
     taken: HashSet<Vec<u8>>,
+    /// Files opened since watching began that may still be open, or were written.
+    opened: HashMap<Vec<u8>, Opened>,
+    /// Directories moved in from outside the watch: everything below them is suspect.
+    moved_in: HashSet<Vec<u8>>,
+}
+
+/// What the queue said of one file's opens.
+#[derive(Debug, Default, Clone, Copy)]
+struct Opened {
+    opens: u32,
+    closes: u32,
+    /// Closed after writing, modified, or moved in: suspect for good.
+    written: bool,
+}
+
+impl Opened {
+    fn suspect(&self) -> bool {
+        self.written || self.opens > self.closes
+    }
+}
+
+fn child(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut path = dir.to_vec();
+    if !dir.is_empty() {
+        path.push(b'/');
+    }
+    path.extend_from_slice(name);
+    path
+}
+
+fn is_under(path: &[u8], top: &[u8]) -> bool {
+    top.is_empty() || path == top || (path.starts_with(top) && path.get(top.len()) == Some(&b'/'))
 }
 
 static WATCHES: Mutex<Option<HashMap<Utf8PathBuf, Watch>>> = Mutex::new(None);
@@ -42,7 +83,9 @@ pub fn enable() {
     w.get_or_insert_with(HashMap::new);
 }
 
-const MASK: WatchFlags = WatchFlags::MODIFY
+const MASK: WatchFlags = WatchFlags::OPEN
+    .union(WatchFlags::CLOSE_NOWRITE)
+    .union(WatchFlags::MODIFY)
     .union(WatchFlags::ATTRIB)
     .union(WatchFlags::CLOSE_WRITE)
     .union(WatchFlags::CREATE)
@@ -65,46 +108,170 @@ impl Watch {
             dirty: HashSet::new(),
             lost: true,
             taken: HashSet::new(),
+            opened: HashMap::new(),
+            moved_in: HashSet::new(),
         })
+    }
+
+    /// Keeps the open bookkeeping of one event on a child of `dir`; true if the event
+    /// changed nothing in the directory (an open or a read-only close).
+    fn note_open(&mut self, dir: &[u8], event: &Event, moves: &mut Moves) -> bool {
+        let flags = event.flags;
+        let Some(name) = event.name.as_deref() else {
+            // On the directory itself: a listing opens it.
+            return flags.intersects(ReadFlags::OPEN | ReadFlags::CLOSE_NOWRITE);
+        };
+        let path = child(dir, name);
+        let is_dir = flags.contains(ReadFlags::ISDIR);
+        if flags.intersects(ReadFlags::OPEN | ReadFlags::CLOSE_NOWRITE) {
+            if !is_dir {
+                let entry = self.opened.entry(path.clone()).or_default();
+                if flags.contains(ReadFlags::OPEN) {
+                    entry.opens = entry.opens.saturating_add(1);
+                } else {
+                    entry.closes = entry.closes.saturating_add(1);
+                }
+                if !entry.suspect() {
+                    self.opened.remove(&path);
+                }
+            }
+            return true;
+        }
+        if flags.intersects(ReadFlags::CLOSE_WRITE | ReadFlags::MODIFY) && !is_dir {
+            let entry = self.opened.entry(path).or_default();
+            entry.written = true;
+            if flags.contains(ReadFlags::CLOSE_WRITE) {
+                entry.closes = entry.closes.saturating_add(1);
+            }
+        } else if flags.contains(ReadFlags::MOVED_FROM) {
+            moves.from.insert(event.cookie, (path, is_dir));
+        } else if flags.contains(ReadFlags::MOVED_TO) {
+            match moves.from.remove(&event.cookie) {
+                Some((from, _)) => self.rename(&from, &path),
+                // From outside the watch: nothing is known of what has it open.
+                None if is_dir => {
+                    self.moved_in.insert(path);
+                }
+                None => self.opened.entry(path).or_default().written = true,
+            }
+        } else if flags.contains(ReadFlags::DELETE) && !is_dir {
+            self.opened.remove(&path);
+        }
+        false
+    }
+
+    /// Moves the bookkeeping of `from` (a file, or a directory and all below) to `to`.
+    fn rename(&mut self, from: &[u8], to: &[u8]) {
+        let moved: Vec<(Vec<u8>, Opened)> = self
+            .opened
+            .iter()
+            .filter(|(p, _)| is_under(p, from))
+            .map(|(p, o)| (p.clone(), *o))
+            .collect();
+        for (old, opened) in moved {
+            self.opened.remove(&old);
+            let mut new = to.to_vec();
+            new.extend_from_slice(&old[from.len()..]);
+            self.opened.insert(new, opened);
+        }
+        let subtrees: Vec<Vec<u8>> = self
+            .moved_in
+            .iter()
+            .filter(|p| is_under(p, from))
+            .cloned()
+            .collect();
+        for old in subtrees {
+            self.moved_in.remove(&old);
+            let mut new = to.to_vec();
+            new.extend_from_slice(&old[from.len()..]);
+            self.moved_in.insert(new);
+        }
+    }
+
+    /// True if `dir` holds a suspect file or lies in a subtree moved in from outside.
+    fn suspects(&self) -> impl Fn(&[u8]) -> bool + '_ {
+        let dirs: HashSet<&[u8]> = self
+            .opened
+            .iter()
+            .filter(|(_, o)| o.suspect())
+            .map(|(p, _)| crate::scan::split_parent(p).0)
+            .collect();
+        move |dir: &[u8]| dirs.contains(dir) || self.moved_in.iter().any(|top| is_under(dir, top))
     }
 
     /// Reads every queued event, marking the directories they happened in.
     fn drain(&mut self) {
-        let mut buf = [MaybeUninit::<u8>::uninit(); 64 << 10];
-        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
-        loop {
-            let event = match reader.next() {
-                Ok(e) => e,
-                Err(Errno::AGAIN) => break,
-                Err(Errno::INTR) => continue,
-                Err(_) => {
-                    self.lost = true;
-                    break;
-                }
-            };
-            let flags = event.events();
-            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+        let mut moves = Moves::default();
+        for event in self.read_queue() {
+            if event.flags.contains(ReadFlags::QUEUE_OVERFLOW) {
                 self.lost = true;
                 continue;
             }
-            let Some(dir) = self.by_wd.get(&event.wd()).cloned() else {
+            let Some(dir) = self.by_wd.get(&event.wd).cloned() else {
                 continue;
             };
-            if flags.intersects(ReadFlags::IGNORED | ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF)
+            if self.note_open(&dir, &event, &mut moves) {
+                continue;
+            }
+            if event
+                .flags
+                .intersects(ReadFlags::IGNORED | ReadFlags::DELETE_SELF | ReadFlags::MOVE_SELF)
             {
                 // Gone or moved: its path no longer names it. Forget the watch; the
                 // directory above changed too and is listed again.
-                if flags.contains(ReadFlags::MOVE_SELF) {
-                    let _ = inotify::remove_watch(&self.fd, event.wd());
+                if event.flags.contains(ReadFlags::MOVE_SELF) {
+                    let _ = inotify::remove_watch(&self.fd, event.wd);
                 }
-                self.by_wd.remove(&event.wd());
+                self.by_wd.remove(&event.wd);
                 self.by_dir.remove(&dir);
                 let parent = crate::scan::split_parent(&dir).0.to_vec();
                 self.dirty.insert(parent);
             }
             self.dirty.insert(dir);
         }
+        // Moved out of the watch: no longer in the tree.
+        for (path, _) in moves.from.into_values() {
+            self.opened.retain(|p, _| !is_under(p, &path));
+        }
     }
+
+    /// Every queued event; an unreadable queue counts as lost events.
+    fn read_queue(&mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        let mut buf = [MaybeUninit::<u8>::uninit(); 64 << 10];
+        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        loop {
+            match reader.next() {
+                Ok(e) => events.push(Event {
+                    wd: e.wd(),
+                    flags: e.events(),
+                    cookie: e.cookie(),
+                    name: e.file_name().map(|n| n.to_bytes().to_vec()),
+                }),
+                Err(Errno::AGAIN) => break,
+                Err(Errno::INTR) => continue,
+                Err(_) => {
+                    self.lost = true;
+                    break;
+                }
+            }
+        }
+        events
+    }
+}
+
+/// One inotify event, read off the queue.
+struct Event {
+    wd: i32,
+    flags: ReadFlags,
+    cookie: u32,
+    name: Option<Vec<u8>>,
+}
+
+/// Halves of renames seen in one drain, by cookie.
+#[derive(Default)]
+struct Moves {
+    from: HashMap<u32, (Vec<u8>, bool)>,
 }
 
 /// At the start of a capture of `root` (under its worktree lock): the cached directories
@@ -124,8 +291,9 @@ pub(crate) fn quiet_dirs<'a>(
     let quiet = if watch.lost {
         HashSet::new()
     } else {
+        let suspect = watch.suspects();
         cached
-            .filter(|d| watch.by_dir.contains_key(*d) && !dirty.contains(*d))
+            .filter(|d| watch.by_dir.contains_key(*d) && !dirty.contains(*d) && !suspect(d))
             .cloned()
             .collect()
     };

@@ -425,7 +425,7 @@ mod tests {
         std::fs::set_permissions(r.join("a.pem"), std::fs::Permissions::from_mode(0o777)).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &r.join("new.key"),
+            r.join("new.key"),
             FileType::Fifo,
             Mode::from_raw_mode(0o600),
             0,
