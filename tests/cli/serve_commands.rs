@@ -328,6 +328,46 @@ fn bad_requests_get_4xx_and_leave_the_store_unchanged() {
     assert_eq!(status, 200, "{fsck}");
 }
 
+/// A verb whose directory defaults to the caller's: with no `cwd` and no directory, the
+/// request is refused, never run on `/` (a `checkpoint {}` once onboarded the whole file
+/// system until the server ran out of memory).
+#[test]
+fn a_verb_without_a_directory_is_refused_not_run_on_the_root() {
+    let env = Env::new();
+    let (wt, _, _) = setup(&env);
+    let server = Server::start(&env);
+    let client = server.client();
+    let before = cairn(&env, &["--json", "worktree", "list"]);
+    for verb in [
+        "checkpoint",
+        "status",
+        "undo",
+        "redo",
+        "rewind",
+        "review",
+        "log",
+    ] {
+        let (status, v) = client.call(verb, &serde_json::json!({})).unwrap();
+        assert_eq!(status, 400, "{verb}: {v}");
+        assert_eq!(v["error"]["code"], "missing_argument", "{verb}: {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains("cwd"),
+            "{verb}: {v}"
+        );
+    }
+    // With the directory, or a cwd to take it from, the same verbs run.
+    let (status, v) = client
+        .call("status", &serde_json::json!({ "worktree": wt }))
+        .unwrap();
+    assert_eq!(status, 200, "{v}");
+    let (status, v) = client
+        .call("status", &serde_json::json!({ "cwd": wt }))
+        .unwrap();
+    assert_eq!(status, 200, "{v}");
+    let after = cairn(&env, &["--json", "worktree", "list"]);
+    assert_eq!(before.stdout, after.stdout, "no worktree was registered");
+}
+
 #[test]
 fn peers_of_another_uid_are_refused() {
     let is_root = Command::new("id")

@@ -220,7 +220,21 @@ async fn verb(State(s): State<Served>, Path(name): Path<String>, body: Bytes) ->
         }
     };
     let cwd = match args.remove("cwd") {
-        None => Utf8PathBuf::from("/"),
+        // No caller's directory to default to: a directory left out would mean `/`.
+        None => {
+            if let Some(name) = missing_directory(spec, &args) {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    "missing_argument",
+                    format!(
+                        "{verb}: give {name:?} (or a \"cwd\" to take it from)",
+                        verb = spec.name
+                    ),
+                )
+                .into_response();
+            }
+            Utf8PathBuf::from("/")
+        }
         Some(Value::String(c)) if Utf8Path::new(&c).is_absolute() => Utf8PathBuf::from(c),
         Some(other) => {
             return error(
@@ -245,6 +259,22 @@ async fn verb(State(s): State<Served>, Path(name): Path<String>, body: Bytes) ->
         json!({ "error": { "code": "internal", "message": String::from_utf8_lossy(&out.stdout) } })
     });
     (status_of(out.code), Json(value)).into_response()
+}
+
+/// The first optional positional argument (a directory that defaults to the caller's) that
+/// `args` leaves out.
+fn missing_directory(
+    spec: &crate::commands::verbs::ToolSpec,
+    args: &serde_json::Map<String, Value>,
+) -> Option<&'static str> {
+    spec.args.iter().find_map(|(arg, _)| match arg {
+        crate::commands::verbs::Arg::Positional(name, true)
+            if args.get(*name).is_none_or(Value::is_null) =>
+        {
+            Some(*name)
+        }
+        _ => None,
+    })
 }
 
 #[derive(serde::Deserialize)]
