@@ -366,3 +366,76 @@ fn an_unreadable_file_is_an_error_naming_it() {
         "no snapshot or tree was recorded: {v}"
     );
 }
+
+/// A registered root swapped for a symlink or another directory is refused before anything
+/// is read or recorded, until `worktree rebind` accepts the new directory.
+#[test]
+fn a_root_swapped_behind_cairns_back_is_refused_until_rebound() {
+    let env = Env::new();
+    let wt = env.path().join("wt");
+    let elsewhere = env.path().join("elsewhere");
+    write(&wt, &[("a.txt", "mine\n")]);
+    write(&elsewhere, &[("secret.txt", "not the worktree\n")]);
+    let (code, first) = env.json(&["onboard", wt.as_str()]);
+    assert_eq!(code, 0, "{first}");
+    let s1 = first["snapshot"].as_str().unwrap().to_owned();
+    // What the store holds: reachable snapshots, and what gc would drop (a capture stored
+    // but not referenced).
+    let log_len = || {
+        let (code, list) = env.json(&["worktree", "list"]);
+        assert_eq!(code, 0, "{list}");
+        let (code, gc) = env.json(&["gc", "--dry-run"]);
+        assert_eq!(code, 0, "{gc}");
+        (list, gc["removed"].clone(), gc["bytes_freed"].clone())
+    };
+    let ops = || stdout(&env.cairn(&["--json", "op", "log", wt.as_str()]));
+    let (snapshots, op_log) = (log_len(), ops());
+
+    std::fs::rename(&wt, env.path().join("wt.real")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &wt).unwrap();
+    let refused = |args: &[&str]| {
+        let (code, v) = env.json(args);
+        assert_eq!(code, 2, "{args:?}: {v}");
+        assert_eq!(v["error"]["code"], "worktree_moved", "{args:?}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(wt.as_str()), "{args:?}: {message}");
+        message.to_owned()
+    };
+    assert!(refused(&["snapshot", wt.as_str()]).contains("symlink"));
+    refused(&["rollback", wt.as_str(), &s1]);
+    refused(&["status", wt.as_str()]);
+    refused(&["checkpoint", wt.as_str()]);
+    refused(&["undo", wt.as_str()]);
+    // Nothing was captured of the directory behind the link, and nothing was written there.
+    assert_eq!(log_len(), snapshots);
+    assert_eq!(ops(), op_log);
+    assert_eq!(
+        std::fs::read_dir(&elsewhere).unwrap().count(),
+        1,
+        "nothing written behind the link"
+    );
+    // A symlink is never accepted as the root.
+    refused(&["worktree", "rebind", wt.as_str()]);
+
+    // Another directory in its place: refused, then accepted by rebind.
+    std::fs::remove_file(&wt).unwrap();
+    write(&wt, &[("a.txt", "restored from a backup\n")]);
+    let message = refused(&["snapshot", wt.as_str()]);
+    assert!(message.contains("cairn worktree rebind"), "{message}");
+    assert_eq!(log_len(), snapshots);
+    let (code, v) = env.json(&["worktree", "rebind", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let (code, v) = env.json(&["snapshot", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["changed"], true, "{v}");
+    assert_eq!(v["modified"], 1, "{v}");
+
+    // Checkout into the registered worktree's emptied folder records the new directory.
+    std::fs::remove_dir_all(&wt).unwrap();
+    let (code, v) = env.json(&["checkout", &s1, wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let (code, v) = env.json(&["snapshot", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["changed"], false, "{v}");
+    assert_eq!(env.json(&["fsck"]).0, 0);
+}

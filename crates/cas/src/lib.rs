@@ -53,11 +53,11 @@ pub use object::{
     TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
 };
 pub use store::{
-    CHUNK_BYTES, Checkpoint, DATABASE_FILE, Error, FORMAT_VERSION, FileStateEntry, FsckOptions,
-    FsckOutcome, GcOptions, GcOutcome, MaintenanceError, ObjectKind, OpRecord, OpenError,
-    OpenOptions, PreparedBlob, Problem, ReadError, Reader, RefError, RegistryError, ResolveError,
-    StorageFailure, Store, Task, WorktreeKind, WorktreeRecord, WriteBatch, WriteError,
-    WriteOutcome, validate_ref_name,
+    CHUNK_BYTES, Checkpoint, DATABASE_FILE, DirIdentity, Error, FORMAT_VERSION, FileStateEntry,
+    FsckOptions, FsckOutcome, GcOptions, GcOutcome, MaintenanceError, ObjectKind, OpRecord,
+    OpenError, OpenOptions, PreparedBlob, Problem, ReadError, Reader, RefError, RegistryError,
+    ResolveError, StorageFailure, Store, Task, WorktreeKind, WorktreeRecord, WriteBatch,
+    WriteError, WriteOutcome, validate_ref_name,
 };
 
 #[cfg(test)]

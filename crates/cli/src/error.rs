@@ -156,6 +156,7 @@ impl From<fs_manager::CaptureError> for CliError {
             E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
             E::Deny(_) => CliError::usage("invalid_config", message),
             E::Interrupted(_) => CliError::store("interrupted", message),
+            E::RootChanged(_) => CliError::usage("worktree_moved", message),
             E::Scan(e) => e.into(),
             E::Store(e) => e.into(),
             _ => CliError::store("io", message),
@@ -221,6 +222,7 @@ impl From<fs_manager::UndoError> for CliError {
         match e {
             E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
             E::Interrupted(_) => CliError::store("interrupted", message),
+            E::RootChanged(_) => CliError::usage("worktree_moved", message),
             E::Write { cause, interrupted } if !interrupted => (*cause).into(),
             E::Write { .. } => CliError::store("interrupted", message),
             E::Store(e) => e.into(),
@@ -236,6 +238,7 @@ impl From<fs_manager::RecoverError> for CliError {
         match e {
             E::Missing { .. } => CliError::usage("invalid_path", message),
             E::Blocked { .. } => CliError::usage("blocked", message),
+            E::RootChanged(_) => CliError::usage("worktree_moved", message),
             E::Store(e) => e.into(),
             _ => CliError::store("io", message),
         }
@@ -249,6 +252,8 @@ impl From<fs_manager::WorktreeError> for CliError {
             fs_manager::WorktreeError::NotAWorktree { .. } => {
                 CliError::usage("not_a_worktree", message)
             }
+            fs_manager::WorktreeError::Missing { .. } => CliError::usage("invalid_path", message),
+            fs_manager::WorktreeError::RootChanged(_) => CliError::usage("worktree_moved", message),
             fs_manager::WorktreeError::Store(e) => e.into(),
             _ => CliError::store("store", message),
         }

@@ -238,6 +238,8 @@ fn capture_once(
     edit: Option<RecordEdit<'_>>,
 ) -> Result<Captured, CaptureError> {
     let started = std::time::Instant::now();
+    let mut record = record;
+    worktree::verify_root(&mut record)?;
     let dry_run = recording == Recording::DryRun;
     // Before the reader: a write landing in between makes the cache read look stale,
     // never the other way round.

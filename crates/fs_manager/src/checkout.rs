@@ -144,6 +144,7 @@ pub fn checkout(
         include_denied: previous.as_ref().is_some_and(|p| p.include_denied),
         max_file_size: previous.as_ref().and_then(|p| p.max_file_size),
         created: time,
+        identity: crate::worktree::identity_of(&root),
         ..WorktreeRecord::new(root.clone(), WorktreeKind::Isolated)
     };
     let entry = OpRecord::new("checkout", previous.and_then(|p| p.head), Some(snapshot));

@@ -61,6 +61,9 @@ pub enum CaptureError {
     /// An earlier operation on the worktree was interrupted.
     #[error(transparent)]
     Interrupted(#[from] crate::journal::Interrupted),
+    /// The worktree's root is not the directory registered.
+    #[error(transparent)]
+    RootChanged(#[from] crate::worktree::RootChanged),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
@@ -192,6 +195,9 @@ pub enum RecoverError {
         /// What it is.
         reason: String,
     },
+    /// The worktree's root is not the directory registered.
+    #[error(transparent)]
+    RootChanged(#[from] crate::worktree::RootChanged),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
@@ -223,6 +229,9 @@ pub enum UndoError {
     /// An earlier operation on the worktree was interrupted.
     #[error(transparent)]
     Interrupted(#[from] crate::journal::Interrupted),
+    /// The worktree's root is not the directory registered.
+    #[error(transparent)]
+    RootChanged(#[from] crate::worktree::RootChanged),
     /// Reading a file failed.
     #[error("{}: {source}", path.display())]
     Io {
@@ -303,6 +312,15 @@ pub enum WorktreeError {
         /// The path given.
         path: Utf8PathBuf,
     },
+    /// The worktree's root directory does not exist.
+    #[error("{path}: no such directory")]
+    Missing {
+        /// The root.
+        path: Utf8PathBuf,
+    },
+    /// The worktree's root is a symlink or not a directory.
+    #[error(transparent)]
+    RootChanged(#[from] crate::worktree::RootChanged),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),

@@ -437,6 +437,8 @@ pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, Recover
         });
     };
     let journal = Journal::decode(&root, &bytes)?;
+    // Never finish a step in a directory swapped in since it began.
+    crate::worktree::verify_root(&mut journal.record.clone())?;
     if !root.is_dir() {
         // The folder is gone, and with it what was half written: record the step as done
         // (a later checkout re-hydrates a registered worktree's missing folder).

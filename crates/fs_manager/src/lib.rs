@@ -63,7 +63,10 @@ pub use task::{
 };
 pub use undo::{Refusal, UndoOutcome, UndoStacks, redo, undo, undo_stacks};
 pub use watch::enable as enable_watching;
-pub use worktree::{find as find_worktree, list as list_worktrees, remove as remove_worktree};
+pub use worktree::{
+    RootChanged, find as find_worktree, list as list_worktrees, rebind as rebind_worktree,
+    remove as remove_worktree,
+};
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.
 pub use state::RACY_MARGIN;

@@ -103,7 +103,8 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
         })?;
     let _busy = crate::lock::lock(&found.root);
     let reader = store.reader()?;
-    let record = reader.worktree(&found.root)?.unwrap_or(found);
+    let mut record = reader.worktree(&found.root)?.unwrap_or(found);
+    crate::worktree::verify_root(&mut record)?;
     let root = record.root.clone();
     match journal::ensure_clear(&reader, &root) {
         Ok(()) => {}

@@ -24,7 +24,7 @@ pub use error::{
 };
 pub use fsck::{FsckOptions, FsckOutcome, Problem};
 pub use gc::{GcOptions, GcOutcome};
-pub use registry::{Checkpoint, OpRecord, Task, WorktreeKind, WorktreeRecord};
+pub use registry::{Checkpoint, DirIdentity, OpRecord, Task, WorktreeKind, WorktreeRecord};
 
 use blob::{Body, Codec, Location, LogWriter};
 use error::StorageResult;

@@ -41,6 +41,19 @@ pub struct WorktreeRecord {
     /// `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_file_size: Option<u64>,
+    /// The root directory's identity when it was registered (or rebound): a root that is
+    /// now another directory, swapped in behind cairn's back, is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<DirIdentity>,
+}
+
+/// Which directory a path named: its device and inode numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DirIdentity {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
 }
 
 impl WorktreeRecord {
@@ -55,6 +68,7 @@ impl WorktreeRecord {
             checkpoints: Vec::new(),
             task: None,
             max_file_size: None,
+            identity: None,
         }
     }
 

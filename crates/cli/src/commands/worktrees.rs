@@ -1,4 +1,4 @@
-//! `onboard`, `snapshot`, `checkout`, `rollback`, `worktree list|remove`.
+//! `onboard`, `snapshot`, `checkout`, `rollback`, `worktree list|remove|rebind`.
 
 use std::collections::BTreeMap;
 
@@ -285,6 +285,12 @@ pub enum WorktreeAction {
         /// The worktree's root.
         path: Utf8PathBuf,
     },
+    /// Accept that a worktree's root is now another directory (moved, restored, replaced);
+    /// every file is read afresh at the next capture.
+    Rebind {
+        /// The worktree's root.
+        path: Utf8PathBuf,
+    },
 }
 
 pub fn worktree(ctx: &Ctx, action: WorktreeAction) -> Result<Report, CliError> {
@@ -312,6 +318,15 @@ pub fn worktree(ctx: &Ctx, action: WorktreeAction) -> Result<Report, CliError> {
             let store = ctx.open_existing()?;
             let record = fs_manager::remove_worktree(&store, &path_arg(&path)?)?;
             let human = format!("removed worktree {} (files left in place)\n", record.root);
+            Ok(Report::new(
+                serde_json::json!({ "worktrees": [{ "path": record.root, "head": record.head }] }),
+                human,
+            ))
+        }
+        WorktreeAction::Rebind { path } => {
+            let store = ctx.open_existing()?;
+            let record = fs_manager::rebind_worktree(&store, &path_arg(&path)?)?;
+            let human = format!("worktree {} is the directory there now\n", record.root);
             Ok(Report::new(
                 serde_json::json!({ "worktrees": [{ "path": record.root, "head": record.head }] }),
                 human,
