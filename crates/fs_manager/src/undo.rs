@@ -289,6 +289,13 @@ fn check(
             None
         }
         Err(path_policy::BeneathError::Refused { reason, .. }) => return refuse(reason),
+        // The error alone: its path is named once, in the quoted form.
+        Err(path_policy::BeneathError::Io { source, .. }) => {
+            return Err(UndoError::Io {
+                path: root.display(&c.path),
+                source,
+            });
+        }
         Err(e) => {
             return Err(UndoError::Io {
                 path: root.display(&c.path),
