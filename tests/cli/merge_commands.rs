@@ -239,9 +239,140 @@ fn merges_that_cannot_start_exit_2_naming_what_is_wrong() {
     );
 }
 
+/// `cairn merge --branch NAME` accepts exactly the names `git check-ref-format --branch`
+/// accepts; a refused one exits 2 naming it and leaves the repository byte-identical.
+#[test]
+fn branch_names_are_accepted_exactly_as_git_accepts_them() {
+    let env = Env::new();
+    let (repo, agent, _) = setup(&env);
+    std::fs::write(agent.join("b.txt"), "agent\n").unwrap();
+    let snap = snapshot(&env, &agent, "agent");
+    let names = [
+        "HEAD",
+        "-x",
+        "-",
+        "a..b",
+        "a.lock",
+        "a.lock/b",
+        "a b",
+        "a\tb",
+        "a~1",
+        "a^b",
+        "a:b",
+        "a\\b",
+        "a*b",
+        "a?b",
+        "a[b",
+        "@",
+        "@x",
+        "a@",
+        "a@{b",
+        "refs/heads/x?",
+        "",
+        "/a",
+        "a/",
+        "a//b",
+        ".a",
+        "a/.b",
+        "a.",
+        "a-",
+        "feature/x",
+        "x/HEAD",
+        "HEAD/x",
+        "refs/heads/x",
+        "caf\u{e9}",
+        "v1.2.3",
+        "_",
+    ];
+    let mut disagreements = Vec::new();
+    for name in names {
+        let git_accepts = std::process::Command::new("git")
+            .args(["-C", repo.as_str(), "check-ref-format", "--branch", name])
+            .output()
+            .unwrap()
+            .status
+            .success();
+        let before = every_byte_below(&repo);
+        // `--branch=NAME`, so that a name starting with `-` reaches cairn.
+        let flag = format!("--branch={name}");
+        let out = env.cairn(&["merge", &snap, "--into", repo.as_str(), &flag]);
+        let code = out.status.code();
+        match (git_accepts, code) {
+            (true, Some(0)) => {
+                let full = format!("refs/heads/{name}");
+                let check = std::process::Command::new("git")
+                    .args(["-C", repo.as_str(), "rev-parse", "--verify", "-q", &full])
+                    .output()
+                    .unwrap();
+                if !check.status.success() {
+                    disagreements.push(format!("{name:?}: no branch {full}"));
+                }
+                // Git is at ease with what was made: no warning on an ordinary command.
+                let head = std::process::Command::new("git")
+                    .args(["-C", repo.as_str(), "rev-parse", "HEAD"])
+                    .output()
+                    .unwrap();
+                if !head.status.success() || !head.stderr.is_empty() {
+                    disagreements.push(format!(
+                        "{name:?}: afterwards git says {}",
+                        String::from_utf8_lossy(&head.stderr).trim()
+                    ));
+                }
+            }
+            (false, Some(2)) => {
+                if !stderr(&out).contains(&format!("{name}:")) {
+                    disagreements.push(format!(
+                        "{name:?}: the error does not name it: {}",
+                        stderr(&out).trim()
+                    ));
+                }
+                if every_byte_below(&repo) != before {
+                    disagreements.push(format!("{name:?}: refused, but the repository changed"));
+                }
+            }
+            _ => disagreements.push(format!(
+                "{name:?}: git accepts: {git_accepts}, cairn exits {code:?}: {}",
+                stderr(&out).trim()
+            )),
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+
+    // A valid name that cannot coexist with a branch made above (`feature/x`, `x/HEAD`):
+    // git's refs are files and folders. Refused naming both, nothing written.
+    for (name, existing) in [
+        ("feature", "feature/x"),
+        ("x", "x/HEAD"),
+        ("HEAD/x/y", "HEAD/x"),
+    ] {
+        let before = every_byte_below(&repo);
+        let (code, v) = env.json(&["merge", &snap, "--into", repo.as_str(), "--branch", name]);
+        assert_eq!(code, 2, "{name}: {v}");
+        assert_eq!(v["error"]["code"], "branch_exists", "{v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("branch {name} ")) && message.contains(existing),
+            "{message}"
+        );
+        assert!(
+            every_byte_below(&repo) == before,
+            "{name}: the repository changed"
+        );
+    }
+}
+
 /// Every file below `dir` with its bytes (a symlink as its target), `.git` included: what a
 /// byte comparison of the repository sees.
 fn bytes_below(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Vec<u8>)> {
+    walk_bytes(dir, false)
+}
+
+/// [`bytes_below`], the object database included: not even an object was written.
+fn every_byte_below(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Vec<u8>)> {
+    walk_bytes(dir, true)
+}
+
+fn walk_bytes(dir: &Utf8Path, objects: bool) -> Vec<(Utf8PathBuf, Vec<u8>)> {
     let mut all = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
@@ -253,7 +384,7 @@ fn bytes_below(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Vec<u8>)> {
                 all.push((path, target.into_os_string().into_encoded_bytes()));
             } else if meta.is_dir() {
                 // New loose objects are allowed; nothing else may change.
-                if path.ends_with(".git/objects") {
+                if !objects && path.ends_with(".git/objects") {
                     continue;
                 }
                 stack.push(path);

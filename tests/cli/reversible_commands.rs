@@ -562,3 +562,28 @@ fn gc_refuses_an_impossible_prune_age_clearly() {
             .contains("--prune-ops")
     );
 }
+
+/// The case: a file became a directory of unsnapshotted work, a rollback put the
+/// file back, and undo must bring the work back (redo the file again).
+#[test]
+fn undo_brings_back_work_in_a_directory_where_a_file_was() {
+    let env = Env::new();
+    let wt = env.path().join("wt");
+    write(&wt, "a", "a\n");
+    let (code, v) = env.json(&["onboard", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let first = v["snapshot"].as_str().unwrap().to_owned();
+    std::fs::remove_file(wt.join("a")).unwrap();
+    write(&wt, "a/work.txt", "unsaved\n");
+    let with_work = files(&wt);
+    ok(&env.cairn(&["rollback", wt.as_str(), &first]));
+    assert_eq!(std::fs::read_to_string(wt.join("a")).unwrap(), "a\n");
+    let (code, v) = env.json(&["undo", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["refused"], serde_json::json!([]));
+    assert_eq!(files(&wt), with_work);
+    let (code, v) = env.json(&["redo", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(std::fs::read_to_string(wt.join("a")).unwrap(), "a\n");
+    assert_eq!(env.json(&["fsck"]).0, 0);
+}

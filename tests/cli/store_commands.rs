@@ -420,3 +420,92 @@ fn read_only_commands_share_the_store_and_change_no_byte() {
         "read-only commands left the file as it was"
     );
 }
+
+#[test]
+fn init_without_a_path_creates_the_store_that_store_or_cairn_store_names() {
+    let env = Env::new();
+    // --store, relative to the current directory.
+    let out = env
+        .command()
+        .args(["--json", "--store", "named", "init"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let named = env.path().join("named");
+    assert_eq!(v["store"], named.as_str());
+    assert!(named.join(cas::DATABASE_FILE).is_file());
+    // $CAIRN_STORE.
+    let from_env = env.path().join("from-env");
+    let out = env
+        .command()
+        .env("CAIRN_STORE", from_env.as_str())
+        .arg("init")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains(from_env.as_str()), "{}", stdout(&out));
+    assert!(from_env.join(cas::DATABASE_FILE).is_file());
+    // PATH wins over both.
+    let given = env.path().join("given");
+    let out = env
+        .command()
+        .env("CAIRN_STORE", from_env.as_str())
+        .args(["--store", "named", "init", given.as_str()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(given.join(cas::DATABASE_FILE).is_file());
+    assert!(
+        !env.path().join(".cairn").exists(),
+        "no ./.cairn when a store is named"
+    );
+}
+
+#[test]
+fn a_lock_timeout_that_is_not_a_number_of_seconds_exits_2_naming_it() {
+    let env = Env::new();
+    env.commit(&[("a", b"1")], vec![], "m");
+    for value in ["1e300", "NaN", "inf", "-inf", "-1", "abc", "1e20", "5s"] {
+        for args in [&["fsck"][..], &["init"], &["ref", "list"]] {
+            let out = env
+                .command()
+                .env("CAIRN_LOCK_TIMEOUT", value)
+                .args(["--store", env.store().as_str()])
+                .args(args)
+                .output()
+                .unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{value} {args:?}: {}",
+                stderr(&out)
+            );
+            let err = stderr(&out);
+            assert!(
+                err.contains("CAIRN_LOCK_TIMEOUT") && err.contains(value),
+                "{value}: {err}"
+            );
+        }
+        let out = env
+            .command()
+            .env("CAIRN_LOCK_TIMEOUT", value)
+            .args(["--json", "--store", env.store().as_str(), "fsck"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["error"]["code"], "invalid_env", "{v}");
+        assert!(v["error"]["message"].as_str().unwrap().contains(value));
+    }
+    // Valid values (and an empty one, as if unset) still work.
+    for value in ["0", "2.5", " 3 ", ""] {
+        let out = env
+            .command()
+            .env("CAIRN_LOCK_TIMEOUT", value)
+            .args(["--store", env.store().as_str(), "fsck"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{value:?}: {}", stderr(&out));
+    }
+}

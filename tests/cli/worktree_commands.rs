@@ -439,3 +439,122 @@ fn a_root_swapped_behind_cairns_back_is_refused_until_rebound() {
     assert_eq!(v["changed"], false, "{v}");
     assert_eq!(env.json(&["fsck"]).0, 0);
 }
+
+#[test]
+fn checkout_below_a_file_is_bad_input_naming_the_path() {
+    let env = Env::new();
+    let snap = env.commit(&[("a.txt", b"1")], vec![], "m").to_string();
+    std::fs::write(env.path().join("file"), "a file\n").unwrap();
+    std::os::unix::fs::symlink("file", env.path().join("link")).unwrap();
+    for dest in ["file/below", "file/below/deeper", "link/below"] {
+        let target = env.path().join(dest);
+        let out = env.cairn(&["checkout", &snap, target.as_str()]);
+        assert_eq!(out.status.code(), Some(2), "{dest}: {}", stderr(&out));
+        assert!(stderr(&out).contains(target.as_str()), "{}", stderr(&out));
+        let (code, v) = env.json(&["checkout", &snap, target.as_str()]);
+        assert_eq!(code, 2);
+        assert_eq!(v["error"]["code"], "invalid_path", "{v}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.path().join("file")).unwrap(),
+        "a file\n"
+    );
+    assert_eq!(
+        env.json(&["worktree", "list"]).1["worktrees"],
+        serde_json::json!([])
+    );
+}
+
+/// `cairn --store STORE [--json] args…` with arguments that may be any bytes.
+fn cairn_bytes(env: &Env, json: bool, args: &[&[u8]]) -> std::process::Output {
+    use std::os::unix::ffi::OsStrExt;
+    let mut cmd = env.command();
+    cmd.arg("--store").arg(env.store().as_str());
+    if json {
+        cmd.arg("--json");
+    }
+    cmd.args(args.iter().map(|a| std::ffi::OsStr::from_bytes(a)));
+    cmd.output().unwrap()
+}
+
+/// The message of a failed command, human or `--json`.
+fn error_message(out: &std::process::Output, json: bool) -> String {
+    if json {
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["error"]["message"].as_str().unwrap().to_owned()
+    } else {
+        stderr(out)
+    }
+}
+
+#[test]
+fn errors_name_a_non_utf8_path_in_the_quoted_form() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let root = env.path().join("w");
+    write(&root, &[("keep.txt", "k"), (".gitignore", "blocker\n")]);
+    let (code, v) = env.json(&["onboard", root.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let first = v["snapshot"].as_str().unwrap().to_owned();
+    let wt = root.as_str().as_bytes();
+    let name = |rest: &[u8]| [wt, b"/", rest].concat();
+    for json in [false, true] {
+        let cases: Vec<(Vec<Vec<u8>>, &str)> = vec![
+            // Worktree arguments: not a worktree, not a destination.
+            (vec![b"status".to_vec(), name(b"caf\xe9")], "caf\\351\""),
+            (vec![b"snapshot".to_vec(), name(b"caf\xe9")], "caf\\351\""),
+            (vec![b"undo".to_vec(), name(b"caf\xe9")], "caf\\351\""),
+            (
+                vec![
+                    b"checkout".to_vec(),
+                    first.as_bytes().to_vec(),
+                    name(b"caf\xe9"),
+                ],
+                "caf\\351\"",
+            ),
+            // A path after `--` that names nothing.
+            (
+                vec![
+                    b"rollback".to_vec(),
+                    wt.to_vec(),
+                    first.as_bytes().to_vec(),
+                    b"--".to_vec(),
+                    b"caf\xe9".to_vec(),
+                ],
+                "caf\\351\"",
+            ),
+        ];
+        for (args, quoted) in cases {
+            let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            let out = cairn_bytes(&env, json, &refs);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+            let message = error_message(&out, json);
+            assert!(message.contains(quoted), "{args:?}: {message}");
+            assert!(!message.contains('\u{fffd}'), "{args:?}: {message}");
+        }
+    }
+
+    // A rollback refused because an ignored non-UTF-8 file stands where the snapshot has a
+    // directory names that file quoted.
+    let at =
+        |rel: &[u8]| std::path::Path::new(root.as_str()).join(std::ffi::OsStr::from_bytes(rel));
+    std::fs::remove_file(root.join(".gitignore")).unwrap();
+    std::fs::create_dir_all(at(b"d\xe9")).unwrap();
+    std::fs::write(at(b"d\xe9/x"), "inside").unwrap();
+    let (code, v) = env.json(&["snapshot", root.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let with_dir = v["snapshot"].as_str().unwrap().to_owned();
+    let (code, v) = env.json(&["rollback", root.as_str(), &first]);
+    assert_eq!(code, 0, "{v}");
+    assert!(!at(b"d\xe9").exists());
+    std::fs::write(root.join(".gitignore"), "d*\n").unwrap();
+    std::fs::write(at(b"d\xe9"), "ignored, in the way").unwrap();
+    for json in [false, true] {
+        let out = cairn_bytes(&env, json, &[b"rollback", wt, with_dir.as_bytes()]);
+        let message = error_message(&out, json);
+        assert_eq!(out.status.code(), Some(2), "{message}");
+        assert!(message.contains("/d\\351\""), "{message}");
+        assert!(!message.contains('\u{fffd}'), "{message}");
+    }
+    assert_eq!(std::fs::read(at(b"d\xe9")).unwrap(), b"ignored, in the way");
+}

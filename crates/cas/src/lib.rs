@@ -54,10 +54,10 @@ pub use object::{
 };
 pub use store::{
     CHUNK_BYTES, Checkpoint, DATABASE_FILE, DirIdentity, Error, FORMAT_VERSION, FileStateEntry,
-    FsckOptions, FsckOutcome, GcOptions, GcOutcome, MaintenanceError, ObjectKind, OpRecord,
-    OpenError, OpenOptions, PreparedBlob, Problem, ReadError, Reader, RefError, RegistryError,
-    ResolveError, StorageFailure, Store, Task, WorktreeKind, WorktreeRecord, WriteBatch,
-    WriteError, WriteOutcome, validate_ref_name,
+    FsckOptions, FsckOutcome, GcOptions, GcOutcome, InvalidLockTimeout, LOCK_TIMEOUT_VAR,
+    MaintenanceError, ObjectKind, OpRecord, OpenError, OpenOptions, PreparedBlob, Problem,
+    ReadError, Reader, RefError, RegistryError, ResolveError, StorageFailure, Store, Task,
+    WorktreeKind, WorktreeRecord, WriteBatch, WriteError, WriteOutcome, validate_ref_name,
 };
 
 #[cfg(test)]

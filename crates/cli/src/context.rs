@@ -81,6 +81,11 @@ impl Ctx {
         }
     }
 
+    /// The store `--store` or `$CAIRN_STORE` names, as given.
+    pub fn named_store(&self) -> Option<&Utf8Path> {
+        self.store_flag.as_deref()
+    }
+
     /// The shared store, if the resolved store is the one this process serves.
     fn shared_for(&self) -> Result<Option<&SharedStore>, CliError> {
         let Some(shared) = &self.shared else {
@@ -239,7 +244,10 @@ pub fn current_dir() -> Result<Utf8PathBuf, CliError> {
     Utf8PathBuf::from_path_buf(cwd).map_err(|p| {
         CliError::usage(
             "invalid_path",
-            format!("{}: path is not valid UTF-8", p.display()),
+            format!(
+                "{}: path is not valid UTF-8",
+                crate::output::quote_path(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()))
+            ),
         )
     })
 }

@@ -48,6 +48,12 @@ impl From<OpenError> for CliError {
     }
 }
 
+impl From<cas::InvalidLockTimeout> for CliError {
+    fn from(e: cas::InvalidLockTimeout) -> Self {
+        CliError::usage("invalid_env", e.to_string())
+    }
+}
+
 impl From<ReadError> for CliError {
     fn from(e: ReadError) -> Self {
         let message = e.to_string();
@@ -171,9 +177,10 @@ impl From<fs_manager::CheckoutError> for CliError {
         match e {
             E::NotEmpty { .. } => CliError::usage("not_empty", message),
             E::Interrupted(_) => CliError::store("interrupted", message),
-            E::NotADirectory { .. } | E::InsideStore { .. } | E::Refused { .. } => {
-                CliError::usage("invalid_path", message)
-            }
+            E::NotADirectory { .. }
+            | E::UnderAFile { .. }
+            | E::InsideStore { .. }
+            | E::Refused { .. } => CliError::usage("invalid_path", message),
             E::Store(e) => e.into(),
             _ => CliError::store("io", message),
         }

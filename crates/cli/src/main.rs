@@ -38,7 +38,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Create a store (default ./.cairn).
+    /// Create a store: PATH, else the one --store or $CAIRN_STORE names, else ./.cairn.
     Init {
         /// The store folder to create.
         path: Option<Utf8PathBuf>,
@@ -307,6 +307,9 @@ fn main() -> ExitCode {
         .init();
 
     let json_requested = std::env::args_os().any(|a| a == "--json");
+    if let Some(e) = non_utf8_argument(std::env::args_os().skip(1)) {
+        return fail(json_requested, &e);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if json_requested && e.use_stderr() => {
@@ -319,6 +322,10 @@ fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
+    // Refused up front, whatever the command: every store this process opens would use it.
+    if let Err(e) = cas::OpenOptions::try_from_env() {
+        return fail(cli.json, &e.into());
+    }
     if let Command::Mcp = cli.command {
         return match commands::mcp::run(cli.store) {
             Ok(_) => ExitCode::SUCCESS,
@@ -337,6 +344,27 @@ fn main() -> ExitCode {
         Ok(report) => finish(&ctx, report),
         Err(e) => fail(ctx.json, &e),
     }
+}
+
+/// The first argument before `--` that is not UTF-8, refused naming it in SPEC.md's quoted
+/// form (clap would refuse it without saying which). Paths after `--` may be any bytes.
+fn non_utf8_argument(args: impl Iterator<Item = std::ffi::OsString>) -> Option<CliError> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut args = args.peekable();
+    // The sandbox helper's arguments are cairn's own, not the user's.
+    if args.peek().is_some_and(|a| a == "__sandbox-exec") {
+        return None;
+    }
+    let bad = args
+        .take_while(|a| a != "--")
+        .find(|a| a.to_str().is_none())?;
+    Some(CliError::usage(
+        "invalid_path",
+        format!(
+            "{}: not valid UTF-8 (cairn takes paths and names in UTF-8, except paths after `--`)",
+            output::quote_path(bad.as_bytes())
+        ),
+    ))
 }
 
 /// Commands a running `cairn serve` runs for us; the rest run here (`run` executes the
@@ -389,7 +417,7 @@ fn forward(ctx: &Ctx, cli: &Cli) -> Result<Option<output::Rendered>, CliError> {
                     "invalid_path",
                     format!(
                         "{}: an argument that is not UTF-8 cannot be sent to the cairn serve holding {store}",
-                        a.to_string_lossy()
+                        output::quote_path(std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str()))
                     ),
                 ));
             }

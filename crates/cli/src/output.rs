@@ -131,12 +131,7 @@ pub fn write_stdout(bytes: &[u8]) {
 pub use diff::quote_path;
 
 /// A path for JSON: as it is when valid UTF-8, else in the quoted form.
-pub fn json_path(name: &[u8]) -> String {
-    match std::str::from_utf8(name) {
-        Ok(s) => s.to_owned(),
-        Err(_) => quote_path(name),
-    }
-}
+pub use diff::path_text as json_path;
 
 #[cfg(test)]
 mod tests {

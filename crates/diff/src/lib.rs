@@ -330,6 +330,15 @@ pub fn classify(changes: Vec<Change>) -> Vec<FileDiff> {
     out
 }
 
+/// A path for JSON and messages: as it is when valid UTF-8, else in [`quote_path`]'s form
+/// (`"caf\351"`), never with replacement characters.
+pub fn path_text(name: &[u8]) -> String {
+    match std::str::from_utf8(name) {
+        Ok(s) => s.to_owned(),
+        Err(_) => quote_path(name),
+    }
+}
+
 /// A path as git prints it with `core.quotePath=true`: unchanged when it holds only
 /// printable ASCII other than `"` and `\`, else in double quotes with C escapes and
 /// octal for other bytes.

@@ -66,7 +66,7 @@ pub fn checkout(
     // anything is written.
     for f in &files {
         if let Err(e) = path_policy::check_path(&f.path) {
-            let path = dest.join(String::from_utf8_lossy(&f.path).as_ref());
+            let path = crate::fsops::join(dest.as_std_path(), &f.path);
             return Err(CheckoutError::Refused {
                 path,
                 reason: e.reason(),
@@ -112,6 +112,17 @@ pub fn checkout(
             false
         }
         Err(_) => {
+            // A file above it is bad input, not an I/O failure: say which.
+            if let Some(file) = dest
+                .ancestors()
+                .skip(1)
+                .find(|a| std::fs::metadata(a).is_ok_and(|m| !m.is_dir()))
+            {
+                return Err(CheckoutError::UnderAFile {
+                    path: dest.to_owned(),
+                    file: file.to_owned(),
+                });
+            }
             std::fs::create_dir_all(dest).map_err(|source| CheckoutError::Io {
                 path: dest.into(),
                 source,

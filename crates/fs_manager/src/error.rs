@@ -1,15 +1,22 @@
 //! One error enum per operation, each naming the path or id it failed on.
 
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 use camino::Utf8PathBuf;
+
+/// A path for a message: as it is when it is UTF-8, else quoted as git quotes paths
+/// (`"caf\351"`), never with replacement characters.
+pub(crate) fn shown(path: &Path) -> String {
+    diff::path_text(path.as_os_str().as_bytes())
+}
 
 /// Reading the worktree failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ScanError {
     /// A file or directory could not be read.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", shown(path))]
     Io {
         /// The path.
         path: PathBuf,
@@ -44,7 +51,7 @@ pub enum CaptureError {
         path: Utf8PathBuf,
     },
     /// A path that is not valid UTF-8 where cairn needs one (worktree roots).
-    #[error("{}: path is not valid UTF-8", path.display())]
+    #[error("{}: path is not valid UTF-8", shown(path))]
     NotUtf8 {
         /// The path.
         path: PathBuf,
@@ -86,11 +93,19 @@ pub enum CheckoutError {
         /// The destination.
         path: Utf8PathBuf,
     },
+    /// Something above the destination is a file (or a link to one), not a directory.
+    #[error("{path}: {file} is not a directory")]
+    UnderAFile {
+        /// The destination.
+        path: Utf8PathBuf,
+        /// The file above it.
+        file: Utf8PathBuf,
+    },
     /// A path of the snapshot breaks the path rules (too long, too deep).
-    #[error("{path}: refused: {reason}")]
+    #[error("{}: refused: {reason}", shown(path))]
     Refused {
         /// The path, under the destination.
-        path: Utf8PathBuf,
+        path: PathBuf,
         /// The rule.
         reason: &'static str,
     },
@@ -106,7 +121,7 @@ pub enum CheckoutError {
         store: Utf8PathBuf,
     },
     /// Writing failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", shown(path))]
     Io {
         /// The path.
         path: PathBuf,
@@ -137,7 +152,7 @@ pub enum RollbackError {
         snapshot: cas::SnapshotId,
     },
     /// Something outside cairn's scope stands where a file must go.
-    #[error("{}: {reason}", path.display())]
+    #[error("{}: {reason}", shown(path))]
     Blocked {
         /// The obstacle.
         path: PathBuf,
@@ -157,7 +172,7 @@ pub enum RollbackError {
     #[error(transparent)]
     Deny(#[from] path_policy::DenyError),
     /// Writing failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", shown(path))]
     Io {
         /// The path.
         path: PathBuf,
@@ -180,7 +195,7 @@ pub enum RecoverError {
         path: Utf8PathBuf,
     },
     /// Writing failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", shown(path))]
     Io {
         /// The path.
         path: std::path::PathBuf,
@@ -188,7 +203,7 @@ pub enum RecoverError {
         source: std::io::Error,
     },
     /// Something outside cairn's scope stands where a file must go.
-    #[error("{}: {reason}", path.display())]
+    #[error("{}: {reason}", shown(path))]
     Blocked {
         /// The obstacle.
         path: std::path::PathBuf,
@@ -233,7 +248,7 @@ pub enum UndoError {
     #[error(transparent)]
     RootChanged(#[from] crate::worktree::RootChanged),
     /// Reading a file failed.
-    #[error("{}: {source}", path.display())]
+    #[error("{}: {source}", shown(path))]
     Io {
         /// The path.
         path: PathBuf,

@@ -239,7 +239,7 @@ fn plan(
     for p in options.paths {
         if !exists(&trees, captured.tree, p)? && !exists(&trees, target_tree, p)? {
             return Err(RollbackError::NoSuchPath {
-                path: String::from_utf8_lossy(p).into_owned(),
+                path: diff::path_text(p),
                 snapshot: target,
             });
         }
@@ -296,11 +296,7 @@ fn plan(
         let names: Vec<String> = if options.paths.is_empty() {
             vec!["everything in scope".to_owned()]
         } else {
-            options
-                .paths
-                .iter()
-                .map(|p| String::from_utf8_lossy(p).into_owned())
-                .collect()
+            options.paths.iter().map(|p| diff::path_text(p)).collect()
         };
         for t in built.trees.into_values() {
             first.add_tree(t);
@@ -400,7 +396,7 @@ pub(crate) fn check_obstacles(
                             path: full,
                             reason: format!(
                                 "directory holds {}, outside cairn's scope",
-                                path.display()
+                                crate::error::shown(&path)
                             ),
                         });
                     }

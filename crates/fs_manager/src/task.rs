@@ -182,7 +182,7 @@ pub fn accept(
         .find(|f| !changes.iter().any(|c| diff::path_is_under(&c.path, f)))
     {
         return Err(TaskError::NoChanges {
-            path: String::from_utf8_lossy(p).into_owned(),
+            path: diff::path_text(p),
             root,
         });
     }
@@ -198,10 +198,7 @@ pub fn accept(
         for t in built.trees.into_values() {
             batch.add_tree(t);
         }
-        let names: Vec<String> = paths
-            .iter()
-            .map(|p| String::from_utf8_lossy(p).into_owned())
-            .collect();
+        let names: Vec<String> = paths.iter().map(|p| diff::path_text(p)).collect();
         let id = batch.add_snapshot(cas::Snapshot {
             tree: built.root,
             parents: vec![task.baseline],

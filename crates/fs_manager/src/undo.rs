@@ -1,6 +1,7 @@
 //! `undo` and `redo`: revert or re-apply one change set of a worktree's op log, only if
 //! every file it touches still holds what the change left there.
 
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -153,9 +154,15 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
         source: std::io::Error::other(e.to_string()),
     })?;
     let cap = record.max_file_size;
+    // Files and symlinks the change left (where the other side may have directories).
+    let left_files: HashSet<&[u8]> = changes
+        .iter()
+        .filter(|c| c.old.is_some())
+        .map(|c| c.path.as_slice())
+        .collect();
     let mut refused: Vec<Refusal> = changes
         .par_iter()
-        .map(|c| check(&handle, &reader, from_tree, c, cap))
+        .map(|c| check(&handle, &reader, from_tree, c, &left_files, cap))
         .collect::<Result<Vec<Option<Refusal>>, UndoError>>()?
         .into_iter()
         .flatten()
@@ -261,6 +268,7 @@ fn check(
     reader: &cas::Reader,
     old_tree: TreeId,
     c: &diff::Change,
+    left_files: &HashSet<&[u8]>,
     cap: Option<u64>,
 ) -> Result<Option<Refusal>, UndoError> {
     let refuse = |reason: &str| {
@@ -274,7 +282,21 @@ fn check(
     let dir = match root.open_dir(dir_rel) {
         Ok(d) => Some(d),
         Err(e) if e.is_not_found() => None,
+        // The change left a file or symlink where this path's directories go (a kind
+        // change): nothing is here, as the change left it; that file is checked on its own.
+        Err(path_policy::BeneathError::Refused { .. })
+            if c.old.is_none() && ancestors(&c.path).any(|a| left_files.contains(a)) =>
+        {
+            None
+        }
         Err(path_policy::BeneathError::Refused { reason, .. }) => return refuse(reason),
+        // The error alone: its path is named once, in the quoted form.
+        Err(path_policy::BeneathError::Io { source, .. }) => {
+            return Err(UndoError::Io {
+                path: root.display(&c.path),
+                source,
+            });
+        }
         Err(e) => {
             return Err(UndoError::Io {
                 path: root.display(&c.path),
@@ -362,6 +384,14 @@ fn check(
         return refuse("mode changed");
     }
     Ok(None)
+}
+
+/// The directories above `path`, nearest the root first.
+fn ancestors(path: &[u8]) -> impl Iterator<Item = &[u8]> {
+    path.iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'/')
+        .map(move |(i, _)| &path[..i])
 }
 
 fn is_dir_in(reader: &cas::Reader, tree: TreeId, path: &[u8]) -> Result<bool, cas::ReadError> {

@@ -98,6 +98,18 @@ pub enum MergeSnapshotError {
         /// The branch.
         branch: String,
     },
+    /// A branch exists whose name is a folder of the new one's, or the other way round.
+    #[error(
+        "{path}: branch {branch} cannot coexist with existing branch {existing}; pass another --branch"
+    )]
+    BranchConflict {
+        /// The repository.
+        path: Utf8PathBuf,
+        /// The branch asked for.
+        branch: String,
+        /// The branch in the way.
+        existing: String,
+    },
     /// Exporting a snapshot into the repository failed.
     #[error(transparent)]
     Export(#[from] ExportError),
@@ -323,23 +335,65 @@ fn new_branch(
         Some(b) => b.to_owned(),
         None => format!("cairn/{}", &hex[..12.min(hex.len())]),
     };
-    let refname: gix::refs::FullName = format!("refs/heads/{branch}").try_into().map_err(
-        |e: gix::validate::reference::name::Error| MergeSnapshotError::InvalidBranch {
-            branch: branch.clone(),
-            message: e.to_string(),
-        },
-    )?;
-    let exists = repo
+    let invalid = |message: String| MergeSnapshotError::InvalidBranch {
+        branch: branch.clone(),
+        message,
+    };
+    // As `git check-ref-format --branch`: a name git would read as an option is refused
+    // too, and `refs/heads/HEAD` (which makes git warn on every command) is reserved.
+    if branch.starts_with('-') {
+        return Err(invalid("a branch name cannot start with '-'".to_owned()));
+    }
+    let full = format!("refs/heads/{branch}");
+    gix::validate::reference::branch_name(full.as_bytes().into())
+        .map_err(|e| invalid(e.to_string()))?;
+    let refname: gix::refs::FullName = full
+        .try_into()
+        .map_err(|e: gix::validate::reference::name::Error| invalid(e.to_string()))?;
+    let git_err = |e: &dyn std::fmt::Display| MergeSnapshotError::Git {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    // Exactly this ref (a partial name would also find look-alikes elsewhere).
+    let find = |name: String| -> Result<bool, MergeSnapshotError> {
+        let name: gix::refs::FullName = name
+            .try_into()
+            .map_err(|e: gix::validate::reference::name::Error| invalid(e.to_string()))?;
+        repo.try_find_reference(name.as_ref())
+            .map(|r| r.is_some())
+            .map_err(|e| git_err(&e))
+    };
+    if repo
         .try_find_reference(refname.as_ref())
-        .map_err(|e| MergeSnapshotError::Git {
-            path: path.to_owned(),
-            message: e.to_string(),
-        })?
-        .is_some();
-    if exists {
+        .map_err(|e| git_err(&e))?
+        .is_some()
+    {
         return Err(MergeSnapshotError::BranchExists {
             path: path.to_owned(),
             branch,
+        });
+    }
+    // A branch `a` rules out `a/b` and the other way round: refs are files and folders.
+    let mut above = branch.as_str();
+    while let Some((parent, _)) = above.rsplit_once('/') {
+        if find(format!("refs/heads/{parent}"))? {
+            return Err(MergeSnapshotError::BranchConflict {
+                path: path.to_owned(),
+                branch: branch.clone(),
+                existing: parent.to_owned(),
+            });
+        }
+        above = parent;
+    }
+    let below = format!("refs/heads/{branch}/");
+    let platform = repo.references().map_err(|e| git_err(&e))?;
+    let mut nested = platform.prefixed(below.as_str()).map_err(|e| git_err(&e))?;
+    if let Some(existing) = nested.next() {
+        let existing = existing.map_err(|e| git_err(&e))?;
+        return Err(MergeSnapshotError::BranchConflict {
+            path: path.to_owned(),
+            branch: branch.clone(),
+            existing: existing.name().shorten().to_string(),
         });
     }
     Ok((refname, branch))

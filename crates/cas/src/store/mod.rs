@@ -93,18 +93,46 @@ impl Default for OpenOptions {
     }
 }
 
+/// The environment variable holding the lock timeout, in seconds.
+pub const LOCK_TIMEOUT_VAR: &str = "CAIRN_LOCK_TIMEOUT";
+
+/// `CAIRN_LOCK_TIMEOUT` is set to something that is not a number of seconds a
+/// [`Duration`] can hold (negative, NaN, infinite, too large, not a number).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{LOCK_TIMEOUT_VAR}={value:?}: not a number of seconds (0 or more)")]
+pub struct InvalidLockTimeout {
+    /// The value as set (lossily decoded if it is not UTF-8).
+    pub value: String,
+}
+
 impl OpenOptions {
-    /// Defaults, with `lock_timeout` taken from `CAIRN_LOCK_TIMEOUT` (seconds) when set.
+    /// Defaults, with `lock_timeout` taken from `CAIRN_LOCK_TIMEOUT` (seconds) when set and
+    /// valid; an invalid value is ignored (see [`OpenOptions::try_from_env`] to refuse it).
     pub fn from_env() -> OpenOptions {
+        OpenOptions::try_from_env().unwrap_or_default()
+    }
+
+    /// Defaults, with `lock_timeout` taken from `CAIRN_LOCK_TIMEOUT` (seconds) when set and
+    /// not empty; any other value is refused, naming it.
+    pub fn try_from_env() -> Result<OpenOptions, InvalidLockTimeout> {
         let mut opts = OpenOptions::default();
-        if let Some(secs) = std::env::var("CAIRN_LOCK_TIMEOUT")
-            .ok()
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-        {
-            opts.lock_timeout = Duration::from_secs_f64(secs);
+        let Some(raw) = std::env::var_os(LOCK_TIMEOUT_VAR) else {
+            return Ok(opts);
+        };
+        let value = raw.to_string_lossy();
+        if value.trim().is_empty() {
+            return Ok(opts);
         }
-        opts
+        let invalid = || InvalidLockTimeout {
+            value: value.clone().into_owned(),
+        };
+        let secs = raw
+            .to_str()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .ok_or_else(invalid)?;
+        // `try_from_secs_f64` refuses NaN, negatives and what overflows a Duration.
+        opts.lock_timeout = Duration::try_from_secs_f64(secs).map_err(|_| invalid())?;
+        Ok(opts)
     }
 }
 

@@ -1,14 +1,19 @@
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpenOptions, Store};
 
 use crate::context::{Ctx, absolute, current_dir};
 use crate::error::CliError;
 use crate::output::Report;
 
-/// `cairn init [PATH]`: create the store folder PATH (default `./.cairn`).
+/// `cairn init [PATH]`: create the store folder PATH, else the one `--store` or
+/// `$CAIRN_STORE` names, else `./.cairn`.
 pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, CliError> {
     let cwd = current_dir()?;
-    let path = absolute(&cwd, &path.unwrap_or_else(|| Utf8PathBuf::from(".cairn")));
+    let named = path
+        .as_deref()
+        .or(ctx.named_store())
+        .unwrap_or(Utf8Path::new(".cairn"));
+    let path = absolute(&cwd, named);
     if path.exists() && !path.is_dir() {
         return Err(CliError::usage(
             "invalid_path",
@@ -28,7 +33,6 @@ pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, CliError> {
         ..OpenOptions::from_env()
     };
     let store = Store::open(&path, &options)?;
-    let _ = ctx;
     let human = if existed {
         format!("cairn store already exists in {}\n", store.root())
     } else {

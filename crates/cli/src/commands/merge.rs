@@ -62,9 +62,12 @@ pub fn merge(
             | MergeSnapshotError::Merge(merge_back::MergeError::Git { .. }) => {
                 CliError::store("git", text)
             }
-            MergeSnapshotError::BranchExists { .. } => CliError::usage("branch_exists", text),
+            MergeSnapshotError::BranchExists { .. } | MergeSnapshotError::BranchConflict { .. } => {
+                CliError::usage("branch_exists", text)
+            }
             MergeSnapshotError::InProgress { .. } => CliError::usage("repository_busy", text),
             MergeSnapshotError::NoBase { .. } => CliError::usage("no_base", text),
+            MergeSnapshotError::InvalidBranch { .. } => CliError::usage("invalid_name", text),
             _ => CliError::usage("invalid_input", text),
         }
     })?;
