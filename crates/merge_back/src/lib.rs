@@ -18,12 +18,14 @@
 
 mod export;
 mod import;
+mod journal;
 mod merge;
 mod merge_snapshot;
 mod worktree;
 
 pub use export::{ExportError, ExportOutcome, export};
 pub use import::{ImportError, ImportOutcome, import};
+pub use journal::{RecoveredCheckout, recover_checkout};
 pub use merge::{ConflictKind, MergeConflict, MergeError, TreeMerge, merge_trees};
 pub use merge_snapshot::{MergeOptions, MergeOutcome, MergeSnapshotError, merge_snapshot};
 

@@ -127,8 +127,20 @@ pub enum MergeSnapshotError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
-    /// Moving the index and working files failed part way; `HEAD` was not moved.
-    #[error("{path}: checking out the merge failed, HEAD left at {head} ({message})")]
+    /// An earlier `merge --checkout` (or another cairn step) into this work tree was
+    /// interrupted; `cairn recover` finishes it.
+    #[error("{path}: {what} left it half done; run `cairn recover {path}` to finish it")]
+    Interrupted {
+        /// The work tree.
+        path: Utf8PathBuf,
+        /// What was interrupted.
+        what: String,
+    },
+    /// Moving the index and working files failed part way; `HEAD` was not moved. The step
+    /// is journaled: `cairn recover` finishes it.
+    #[error(
+        "{path}: checking out the merge failed, HEAD left at {head} ({message}); run `cairn recover {path}` to finish it"
+    )]
     Checkout {
         /// The repository.
         path: Utf8PathBuf,
@@ -205,7 +217,15 @@ pub fn merge_snapshot(
 
     let hex = options.snapshot.to_string();
     let target = if options.checkout {
-        Target::Head(Box::new(checkout_state(&repo, path)?))
+        let state = checkout_state(&repo, path)?;
+        let workdir = journal_key(&state.0, path)?;
+        if let Some(what) = crate::journal::pending(store, &workdir)? {
+            return Err(MergeSnapshotError::Interrupted {
+                path: workdir,
+                what,
+            });
+        }
+        Target::Head(Box::new(state))
     } else {
         Target::Branch(new_branch(&repo, path, options.branch, &hex)?)
     };
@@ -279,11 +299,24 @@ pub fn merge_snapshot(
         .write_object(&commit)
         .map_err(|e| git_err(&e))?
         .detach();
+    let mut finish = None;
     let (refname, expected, branch) = match target {
         Target::Branch((refname, branch)) => (refname, PreviousValue::MustNotExist, branch),
         Target::Head(state) => {
             let (workdir, index, branch) = *state;
             let changes = plan.unwrap_or_default();
+            let head_ref = match repo.head_name().map_err(|e| git_err(&e))? {
+                Some(name) => name.as_bstr().to_string(),
+                None => "HEAD".to_owned(),
+            };
+            let journal = crate::journal::CheckoutJournal::new(
+                journal_key(&workdir, path)?,
+                head_ref,
+                head_id,
+                commit_id,
+                &changes,
+            );
+            journal.begin(store)?;
             worktree::apply(&repo, &workdir, index, &changes).map_err(|e| {
                 MergeSnapshotError::Checkout {
                     path: path.to_owned(),
@@ -291,6 +324,7 @@ pub fn merge_snapshot(
                     message: e.to_string(),
                 }
             })?;
+            finish = Some(journal);
             let head: gix::refs::FullName = "HEAD"
                 .try_into()
                 .map_err(|e: gix::validate::reference::name::Error| git_err(&e))?;
@@ -308,6 +342,9 @@ pub fn merge_snapshot(
     let mut time = gix::date::parse::TimeBuf::default();
     repo.edit_references_as([edit], Some(committer.to_ref(&mut time)))
         .map_err(|e| git_err(&e))?;
+    if let Some(journal) = finish {
+        journal.end(store)?;
+    }
     Ok(MergeOutcome {
         base,
         commit: Some((commit_id.to_string(), branch)),
@@ -399,6 +436,20 @@ fn new_branch(
     Ok((refname, branch))
 }
 
+/// The work tree as the store's journal names it: canonical, UTF-8.
+fn journal_key(
+    workdir: &std::path::Path,
+    path: &Utf8Path,
+) -> Result<Utf8PathBuf, MergeSnapshotError> {
+    std::fs::canonicalize(workdir)
+        .ok()
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+        .ok_or_else(|| MergeSnapshotError::Git {
+            path: path.to_owned(),
+            message: format!("{}: work tree path is not valid UTF-8", workdir.display()),
+        })
+}
+
 /// The work tree, its index and the checked-out branch, for `--checkout`.
 fn checkout_state(
     repo: &gix::Repository,
@@ -428,7 +479,7 @@ fn checkout_state(
 
 /// The configured author or committer, else a fallback naming cairn (a merge must not fail
 /// for want of `user.name`).
-fn signature(repo: &gix::Repository, author: bool) -> gix::actor::Signature {
+pub(crate) fn signature(repo: &gix::Repository, author: bool) -> gix::actor::Signature {
     let configured = if author {
         repo.author()
     } else {

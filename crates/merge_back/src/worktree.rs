@@ -5,6 +5,10 @@ use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
+
+use path_policy::Root;
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
@@ -15,10 +19,11 @@ use gix::objs::tree::EntryKind;
 type Entry = (gix::ObjectId, EntryKind);
 
 /// One path the checkout must change: its entry in `HEAD`'s tree and in the result.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Change {
-    path: BString,
-    old: Option<Entry>,
-    new: Option<Entry>,
+    pub(crate) path: BString,
+    pub(crate) old: Option<Entry>,
+    pub(crate) new: Option<Entry>,
 }
 
 pub(crate) type Fail = Box<dyn std::error::Error + Send + Sync>;
@@ -149,77 +154,123 @@ pub(crate) fn dirty(
     Ok(dirty)
 }
 
-/// Removes `rel` and then each parent directory left empty.
-fn remove(workdir: &Path, rel: &BStr) -> Result<(), Fail> {
-    let path = full(workdir, rel)?;
-    match std::fs::remove_file(&path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("{}: {e}", path.display()).into()),
+/// `rel`'s directory and last name.
+fn split(rel: &BStr) -> (&[u8], &OsStr) {
+    match rel.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&rel[..i], OsStr::from_bytes(&rel[i + 1..])),
+        None => (&[][..], OsStr::from_bytes(rel)),
     }
-    let mut dir = path.parent();
-    while let Some(d) = dir.filter(|d| *d != workdir) {
-        if std::fs::remove_dir(d).is_err() {
+}
+
+/// Removes `rel` and then each parent directory left empty, through handles beneath the
+/// root (a symlink on the way is refused, never followed).
+fn remove(root: &Root, rel: &BStr) -> Result<(), Fail> {
+    let (dir_rel, name) = split(rel);
+    let dir = match root.open_dir(dir_rel) {
+        Ok(d) => d,
+        Err(e) if e.is_not_found() => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => {}
+        Err(e) => return Err(format!("{}: {e}", root.display(rel).display()).into()),
+    }
+    let mut up = dir_rel;
+    while !up.is_empty() {
+        let (parent, leaf) = split(up.as_bstr());
+        let Ok(parent_fd) = root.open_dir(parent) else {
+            break;
+        };
+        if rustix::fs::unlinkat(&parent_fd, leaf, AtFlags::REMOVEDIR).is_err() {
             break;
         }
-        dir = d.parent();
+        up = parent;
     }
     Ok(())
 }
 
-/// Writes the blob `id` at `rel` as `kind`, atomically (a temporary file renamed over it).
-fn write(
-    repo: &gix::Repository,
-    workdir: &Path,
-    rel: &BStr,
-    (id, kind): Entry,
-) -> Result<(), Fail> {
-    let path = full(workdir, rel)?;
-    let dir = path.parent().unwrap_or(workdir);
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+/// The prefix of every temporary name a checkout writes beside its target.
+pub(crate) const TEMP_PREFIX: &str = ".cairn-merge-";
+
+/// Writes the blob `id` at `rel` as `kind`, atomically (a temporary file beside it, renamed
+/// over it), in a directory opened beneath the root.
+fn write(repo: &gix::Repository, root: &Root, rel: &BStr, (id, kind): Entry) -> Result<(), Fail> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let (dir_rel, name) = split(rel);
+    let dir = root.create_dir_all(dir_rel)?;
     let blob = repo.find_blob(id)?;
-    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", root.display(rel).display());
+    let mut temp = std::ffi::OsString::from(format!(
+        "{TEMP_PREFIX}{}-{}-",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    temp.push(name);
     if kind == EntryKind::Link {
-        let temp = tempfile::Builder::new()
-            .prefix(".cairn-merge")
-            .make_in(dir, |p| {
-                std::os::unix::fs::symlink(OsStr::from_bytes(&blob.data), p)
-            })
-            .map_err(|e| fail(&e))?;
-        temp.persist(&path).map_err(|e| fail(&e.error))?;
-        return Ok(());
-    }
-    let mut temp = tempfile::Builder::new()
-        .prefix(".cairn-merge")
-        .tempfile_in(dir)
-        .map_err(|e| fail(&e))?;
-    temp.write_all(&blob.data).map_err(|e| fail(&e))?;
-    let mode = if kind == EntryKind::BlobExecutable {
-        0o755
+        rustix::fs::symlinkat(OsStr::from_bytes(&blob.data), &dir, &temp).map_err(|e| fail(&e))?;
     } else {
-        0o644
-    };
-    temp.as_file()
-        .set_permissions(std::fs::Permissions::from_mode(mode))
-        .map_err(|e| fail(&e))?;
-    temp.persist(&path).map_err(|e| fail(&e.error))?;
+        let mode = if kind == EntryKind::BlobExecutable {
+            0o755
+        } else {
+            0o644
+        };
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&dir, &temp, flags, Mode::from_raw_mode(mode))
+            .map_err(|e| fail(&e))?;
+        let mut file = std::fs::File::from(fd);
+        let written = file
+            .write_all(&blob.data)
+            .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(mode)));
+        if let Err(e) = written {
+            let _ = rustix::fs::unlinkat(&dir, &temp, AtFlags::empty());
+            return Err(fail(&e).into());
+        }
+    }
+    if let Err(e) = rustix::fs::renameat(&dir, &temp, &dir, name) {
+        let _ = rustix::fs::unlinkat(&dir, &temp, AtFlags::empty());
+        return Err(fail(&e).into());
+    }
     Ok(())
+}
+
+/// Removes the temporary files an interrupted checkout left beside the paths it changes.
+pub(crate) fn remove_temporaries(root: &Root, changes: &[Change]) {
+    let dirs: std::collections::BTreeSet<&[u8]> =
+        changes.iter().map(|c| split(c.path.as_bstr()).0).collect();
+    for dir_rel in dirs {
+        let Ok(dir) = root.open_dir(dir_rel) else {
+            continue;
+        };
+        let Ok(listing) = rustix::fs::Dir::read_from(&dir) else {
+            continue;
+        };
+        for entry in listing.flatten() {
+            let name = entry.file_name().to_bytes();
+            if name.starts_with(TEMP_PREFIX.as_bytes()) {
+                let _ = rustix::fs::unlinkat(&dir, OsStr::from_bytes(name), AtFlags::empty());
+            }
+        }
+    }
 }
 
 /// Applies `changes` to the working files, then to the index (entries replaced with fresh
-/// stat data; the tree cache dropped, as it no longer describes the index).
+/// stat data; the tree cache dropped, as it no longer describes the index). Running it
+/// again after an interruption finishes the same result.
 pub(crate) fn apply(
     repo: &gix::Repository,
     workdir: &Path,
     mut index: gix::index::File,
     changes: &[Change],
 ) -> Result<(), Fail> {
+    let root = Root::open(workdir)?;
     for change in changes.iter().filter(|c| c.new.is_none()) {
-        remove(workdir, change.path.as_bstr())?;
+        remove(&root, change.path.as_bstr())?;
     }
     for change in changes {
         if let Some(entry) = change.new {
-            write(repo, workdir, change.path.as_bstr(), entry)?;
+            write(repo, &root, change.path.as_bstr(), entry)?;
         }
     }
     let changed: std::collections::HashSet<&BStr> =

@@ -8,6 +8,29 @@ use crate::context::Ctx;
 use crate::error::CliError;
 use crate::output::{Report, json_path, quote_path};
 
+/// How a failed merge (or its recovery) exits.
+pub(crate) fn merge_error(e: MergeSnapshotError) -> CliError {
+    let text = e.to_string();
+    match e {
+        MergeSnapshotError::Store(e) => e.into(),
+        MergeSnapshotError::Export(merge_back::ExportError::Store(e)) => e.into(),
+        MergeSnapshotError::Git { .. }
+        | MergeSnapshotError::Checkout { .. }
+        | MergeSnapshotError::Export(_)
+        | MergeSnapshotError::Merge(merge_back::MergeError::Git { .. }) => {
+            CliError::store("git", text)
+        }
+        MergeSnapshotError::Interrupted { .. } => CliError::store("interrupted", text),
+        MergeSnapshotError::BranchExists { .. } | MergeSnapshotError::BranchConflict { .. } => {
+            CliError::usage("branch_exists", text)
+        }
+        MergeSnapshotError::InProgress { .. } => CliError::usage("repository_busy", text),
+        MergeSnapshotError::NoBase { .. } => CliError::usage("no_base", text),
+        MergeSnapshotError::InvalidBranch { .. } => CliError::usage("invalid_name", text),
+        _ => CliError::usage("invalid_input", text),
+    }
+}
+
 /// `cairn merge SNAP --into REPO [--base SNAP] [--branch B] [--checkout] [-m MSG]`.
 pub fn merge(
     ctx: &Ctx,
@@ -51,26 +74,7 @@ pub fn merge(
         message,
         checkout,
     };
-    let out = merge_back::merge_snapshot(&store, &options).map_err(|e| {
-        let text = e.to_string();
-        match e {
-            MergeSnapshotError::Store(e) => e.into(),
-            MergeSnapshotError::Export(merge_back::ExportError::Store(e)) => e.into(),
-            MergeSnapshotError::Git { .. }
-            | MergeSnapshotError::Checkout { .. }
-            | MergeSnapshotError::Export(_)
-            | MergeSnapshotError::Merge(merge_back::MergeError::Git { .. }) => {
-                CliError::store("git", text)
-            }
-            MergeSnapshotError::BranchExists { .. } | MergeSnapshotError::BranchConflict { .. } => {
-                CliError::usage("branch_exists", text)
-            }
-            MergeSnapshotError::InProgress { .. } => CliError::usage("repository_busy", text),
-            MergeSnapshotError::NoBase { .. } => CliError::usage("no_base", text),
-            MergeSnapshotError::InvalidBranch { .. } => CliError::usage("invalid_name", text),
-            _ => CliError::usage("invalid_input", text),
-        }
-    })?;
+    let out = merge_back::merge_snapshot(&store, &options).map_err(merge_error)?;
     // The merge changed an onboarded repository's files: record that in its op log.
     let mut recorded = None;
     if registered && out.commit.is_some() {

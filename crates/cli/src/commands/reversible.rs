@@ -421,6 +421,31 @@ pub fn confirm(root: &Utf8Path) -> Result<(), CliError> {
 pub fn recover(ctx: &Ctx, dir: Option<&Utf8Path>) -> Result<Report, CliError> {
     let dir = dir_arg(dir)?;
     let store = ctx.open_existing()?;
+    // A repository left half way by `merge --checkout` (registered as a worktree or not).
+    if let Some(done) =
+        merge_back::recover_checkout(&store, &dir).map_err(crate::commands::merge::merge_error)?
+    {
+        let onboarded = fs_manager::find_worktree(&store.reader()?, &done.workdir)?
+            .is_some_and(|r| r.root == done.workdir);
+        if onboarded {
+            let capture = fs_manager::CaptureOptions {
+                message: "merge, finished by recover",
+                ..fs_manager::CaptureOptions::default()
+            };
+            fs_manager::record_change(&store, &done.workdir, "merge", &capture)?;
+        }
+        let json = serde_json::json!({
+            "worktree": done.workdir,
+            "recovered": "merge --checkout",
+            "paths": done.paths,
+            "commit": done.commit,
+        });
+        let human = format!(
+            "finished the interrupted merge --checkout in {} ({} paths); HEAD is at {}\n",
+            done.workdir, done.paths, done.commit
+        );
+        return Ok(Report::new(json, human));
+    }
     let out = fs_manager::recover(&store, &dir)?;
     let json = serde_json::json!({
         "worktree": out.root,
