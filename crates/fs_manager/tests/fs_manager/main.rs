@@ -3,6 +3,7 @@
 mod capture;
 mod checkout;
 mod hostile;
+mod races;
 mod rollback;
 mod scope;
 mod support;
