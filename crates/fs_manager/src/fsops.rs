@@ -59,9 +59,22 @@ impl From<BeneathError> for WriteFailure {
     }
 }
 
+/// Every change to a worktree asks here first, so a test built with the `failpoints`
+/// feature can fail the Nth one (`worktree-write`) and check what recovery makes of it.
+/// Without the feature this is nothing.
+pub(crate) fn fault(root: &Root, rel: &[u8]) -> Result<(), WriteFailure> {
+    fail::fail_point!("worktree-write", |_| Err(WriteFailure::Io(
+        root.display(rel),
+        std::io::Error::other("injected I/O error")
+    )));
+    let _ = (root, rel);
+    Ok(())
+}
+
 /// Creates the directories of `rel_dir` that are missing; a symlink or file in the way is
 /// refused, never followed.
 pub(crate) fn ensure_dir(root: &Root, rel_dir: &[u8]) -> Result<(), WriteFailure> {
+    fault(root, rel_dir)?;
     root.create_dir_all(rel_dir)?;
     Ok(())
 }
@@ -93,6 +106,7 @@ pub(crate) fn create(
 ) -> Result<Stat, WriteFailure> {
     let (_, name) = split(rel);
     let io = |e: Errno| WriteFailure::Io(root.display(rel), e.into());
+    fault(root, rel)?;
     if kind == EntryKind::Symlink {
         let target = reader.blob(blob).map_err(WriteFailure::Store)?;
         rustix::fs::symlinkat(OsStr::from_bytes(&target), dir, name).map_err(io)?;
@@ -100,9 +114,11 @@ pub(crate) fn create(
     }
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, mode_of(kind)).map_err(io)?;
-    if let Err(e) = write_blob(fd, reader, blob) {
+    let written =
+        fault(root, rel).and_then(|()| write_blob(fd, reader, blob).map_err(WriteFailure::Store));
+    if let Err(e) = written {
         let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
-        return Err(WriteFailure::Store(e));
+        return Err(e);
     }
     stat_at(root, dir, name, rel)
 }
@@ -132,6 +148,7 @@ pub(crate) fn replace(
         .then(|| reader.blob(blob))
         .transpose()
         .map_err(WriteFailure::Store)?;
+    fault(root, rel)?;
     // A fresh name beside the target: a symlink, or an empty file to fill.
     let mut attempt = 0;
     let (temp, file) = loop {
@@ -161,9 +178,11 @@ pub(crate) fn replace(
         let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
         return Err(WriteFailure::Store(e));
     }
-    if let Err(e) = rustix::fs::renameat(&dir, temp.as_os_str(), &dir, name) {
+    let renamed = fault(root, rel)
+        .and_then(|()| rustix::fs::renameat(&dir, temp.as_os_str(), &dir, name).map_err(io));
+    if let Err(e) = renamed {
         let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
-        return Err(io(e));
+        return Err(e);
     }
     stat_at(root, &dir, name, rel)
 }
@@ -172,6 +191,7 @@ pub(crate) fn replace(
 pub(crate) fn remove_empty_dir(root: &Root, rel: &[u8]) -> Result<(), WriteFailure> {
     let (dir_rel, name) = split(rel);
     let dir = root.open_dir(dir_rel)?;
+    fault(root, rel)?;
     match rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR) {
         // Removed, or nothing there, or a file (replaced by the rename that follows).
         Ok(()) | Err(Errno::NOENT | Errno::NOTDIR) => Ok(()),
@@ -185,11 +205,17 @@ pub(crate) fn remove(root: &Root, rel: &[u8]) -> Result<(), WriteFailure> {
     let (dir_rel, name) = split(rel);
     let dir = match root.open_dir(dir_rel) {
         Ok(d) => d,
+        // No directory there, or a file or symlink where it was: nothing of `rel` beneath
+        // the root to remove.
         Err(e) if e.is_not_found() => return Ok(()),
+        Err(BeneathError::Refused { .. }) => return Ok(()),
         Err(e) => return Err(e.into()),
     };
+    fault(root, rel)?;
     match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
-        Ok(()) | Err(Errno::NOENT) => {}
+        // Gone, or already the directory a finished step puts there (recovering a step
+        // that turned this file into a directory meets its own work).
+        Ok(()) | Err(Errno::NOENT | Errno::ISDIR) => {}
         Err(e) => return Err(WriteFailure::Io(root.display(rel), e.into())),
     }
     let mut up = dir_rel;

@@ -284,6 +284,7 @@ pub(crate) fn apply(
                 .map_err(|e| interrupted(e.into()))?;
             let staged_name = i.to_string();
             let leaf = OsStr::from_bytes(leaf);
+            fsops::fault(&handle, p).map_err(interrupted)?;
             let stat = match rustix::fs::renameat(staging_fd, staged_name.as_str(), &dir, leaf) {
                 Ok(()) => rustix::fs::statat(&dir, leaf, AtFlags::SYMLINK_NOFOLLOW)
                     .map(|st| crate::state::Stat::from_rustix(&st))
