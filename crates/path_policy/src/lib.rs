@@ -29,9 +29,11 @@
 mod beneath;
 mod deny;
 mod name;
+mod rules_file;
 mod sandbox;
 
 pub use beneath::{BeneathError, Root, is_path_safe};
-pub use deny::{DEFAULT_DENY, DenyError, DenyList};
+pub use deny::{DEFAULT_DENY, DenyError, DenyList, WORKTREE_FILE};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
+pub use rules_file::{MAX_RULES_FILE, RulesFile, RulesRefusal, read_rules_file};
 pub use sandbox::{SandboxError, SandboxPolicy, enforce};
