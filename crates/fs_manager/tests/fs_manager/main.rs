@@ -6,3 +6,4 @@ mod hostile;
 mod rollback;
 mod scope;
 mod support;
+mod walk;
