@@ -528,6 +528,95 @@ fn the_file_system_root_is_refused() {
     assert!(fs_manager::list_worktrees(&env.store).unwrap().is_empty());
 }
 
+/// A snapshot holding a path within the tree limit but too long for the system under a
+/// long destination: written, it would be out of every capture's reach (the next snapshot
+/// would drop it). Checkout refuses, naming it, writing nothing; rollback and undo leave it
+/// out of scope and say so.
+#[test]
+fn paths_no_capture_could_reach_are_never_written() {
+    let env = Env::new();
+    let name = "d".repeat(200);
+    let src = env.path("src");
+    write_tree(&src, &[("a.txt", file("a"))]);
+    // 19 levels: a 3.8 KB path.
+    let deep = deep_dirs(&src, &name, 19);
+    let snap = fs_manager::onboard(&env.store, &src, &OnboardOptions::default())
+        .unwrap()
+        .snapshot;
+    assert!(snapshot_files(&env.store, snap).contains_key(deep.as_bytes()));
+    // A checkout where the path fits works.
+    let near = env.path("near");
+    fs_manager::checkout(
+        &env.store,
+        snap,
+        &near,
+        &fs_manager::CheckoutOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(read_deep(&near, &deep), b"deep");
+
+    let long = env.path(&format!("{}/{}", "r".repeat(200), "r".repeat(200)));
+    std::fs::create_dir_all(&long).unwrap();
+    let dest = long.join("dest");
+    let err = fs_manager::checkout(
+        &env.store,
+        snap,
+        &dest,
+        &fs_manager::CheckoutOptions::default(),
+    )
+    .unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains(dest.as_str()) && message.contains("path-too-long"),
+        "{message}"
+    );
+    assert!(!dest.exists(), "checkout left its destination behind");
+
+    let w = long.join("w");
+    write_tree(&w, &[("b.txt", file("b"))]);
+    fs_manager::onboard(&env.store, &w, &OnboardOptions::default()).unwrap();
+    let out = fs_manager::rollback(
+        &env.store,
+        &w,
+        snap,
+        &fs_manager::RollbackOptions::default(),
+    )
+    .unwrap();
+    assert!(
+        out.skipped
+            .iter()
+            .any(|s| s.path == deep.as_bytes() && s.reason == "out of scope: path-too-long"),
+        "{:?}",
+        out.skipped.iter().map(|s| &s.reason).collect::<Vec<_>>()
+    );
+    assert_eq!(keys(&disk(&w, &[])), ["a.txt"]);
+    // Its capture sees what is there; nothing is hidden beyond reach.
+    let snap = fs_manager::snapshot(&env.store, &w, &CaptureOptions::default()).unwrap();
+    assert!(!snap.changed);
+    assert!(snap.skipped.is_empty(), "{:?}", snap.skipped);
+}
+
+/// The content of the file at `rel` under `base`, read through directory descriptors.
+fn read_deep(base: &Utf8Path, rel: &str) -> Vec<u8> {
+    use rustix::fs::{Mode, OFlags};
+    let mut fd = rustix::fs::open(
+        base.as_std_path(),
+        OFlags::DIRECTORY | OFlags::RDONLY,
+        Mode::empty(),
+    )
+    .unwrap();
+    let (dirs, name) = rel.rsplit_once('/').unwrap();
+    for dir in dirs.split('/') {
+        fd = rustix::fs::openat(&fd, dir, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty())
+            .unwrap();
+    }
+    let f = rustix::fs::openat(&fd, name, OFlags::RDONLY, Mode::empty()).unwrap();
+    let mut buf = vec![0u8; 64];
+    let n = rustix::io::read(&f, &mut buf).unwrap();
+    buf.truncate(n);
+    buf
+}
+
 /// The walk reads the rules itself now: a linked worktree's `.git` file leads to the
 /// exclude file of its common git directory, which governs that directory only.
 #[test]
