@@ -558,3 +558,20 @@ fn errors_name_a_non_utf8_path_in_the_quoted_form() {
     }
     assert_eq!(std::fs::read(at(b"d\xe9")).unwrap(), b"ignored, in the way");
 }
+
+/// Onboarding `/` (or checkpointing it) would walk every file system there is: refused as
+/// bad input, naming it, before anything is read or registered.
+#[test]
+fn the_file_system_root_is_never_onboarded() {
+    let env = Env::new();
+    for args in [&["onboard", "/"][..], &["checkpoint", "/"]] {
+        let (code, v) = env.json(args);
+        assert_eq!(code, 2, "{args:?}: {v}");
+        assert_eq!(v["error"]["code"], "invalid_path", "{args:?}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("/: "), "{args:?}: {message}");
+    }
+    let (code, v) = env.json(&["worktree", "list"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["worktrees"], serde_json::json!([]), "{v}");
+}

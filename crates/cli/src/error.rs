@@ -146,6 +146,7 @@ impl From<fs_manager::ScanError> for CliError {
     fn from(e: fs_manager::ScanError) -> Self {
         match e {
             fs_manager::ScanError::Store(e) => e.into(),
+            fs_manager::ScanError::Refused { .. } => CliError::usage("invalid_path", e.to_string()),
             other => CliError::store("io", other.to_string()),
         }
     }

@@ -136,6 +136,20 @@ pub fn checkout(
         .ok_or_else(|| CheckoutError::NotADirectory {
             path: dest.to_owned(),
         })?;
+    // A path the system cannot take from `/` under this root would be written, and then
+    // out of every capture's reach.
+    if let Some(f) = files
+        .iter()
+        .find(|f| crate::rules::beyond_reach(root.as_std_path(), &f.path))
+    {
+        if created {
+            let _ = std::fs::remove_dir(&root);
+        }
+        return Err(CheckoutError::Refused {
+            path: crate::fsops::join(dest.as_std_path(), &f.path),
+            reason: "path-too-long: longer than the system takes from / under this destination",
+        });
+    }
     let _busy = (root != dest).then(|| crate::lock::lock(&root));
     if let Some(store_dir) = crate::worktree::store_dir(store)
         && (root.as_std_path().starts_with(&store_dir) || store_dir.starts_with(root.as_std_path()))

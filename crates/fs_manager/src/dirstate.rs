@@ -90,22 +90,36 @@ impl IgnoreStamp {
     /// Stats the ignore files of `dir`. With `only`, stats just those bits (the files seen
     /// last time: a new one would have changed the directory's mtime).
     pub fn of(dir: &Path, only: Option<u8>) -> IgnoreStamp {
+        IgnoreStamp::with_git_file(dir, only).0
+    }
+
+    /// [`IgnoreStamp::of`], and whether `dir` holds a `.git` that is not a directory (a
+    /// linked worktree's or a submodule's `.git` file), told by the same `lstat`s.
+    pub fn with_git_file(dir: &Path, only: Option<u8>) -> (IgnoreStamp, bool) {
         let mut hasher = blake3::Hasher::new();
         let mut mask = 0u8;
+        let mut git_file = false;
         for (bit, name) in IGNORE_FILES.iter().enumerate() {
             let bit = 1u8 << bit;
             if only.is_some_and(|m| m & bit == 0) {
                 continue;
             }
-            if let Ok(m) = dir.join(name).symlink_metadata() {
-                mask |= bit;
-                hash_stat(&mut hasher, &m);
+            match dir.join(name).symlink_metadata() {
+                Ok(m) => {
+                    mask |= bit;
+                    hash_stat(&mut hasher, &m);
+                }
+                Err(e) => {
+                    git_file |= name.starts_with(".git/")
+                        && e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error());
+                }
             }
         }
-        IgnoreStamp {
+        let stamp = IgnoreStamp {
             mask,
             hash: first_u64(&hasher),
-        }
+        };
+        (stamp, git_file)
     }
 }
 
@@ -446,45 +460,20 @@ impl KeptCaches {
 }
 
 /// A fingerprint of the scope rules that come from outside the tree: the deny patterns, the
-/// repository's `.git/info/exclude`, git's global config files, the global excludes file
-/// they name, and the environment that locates them. A change re-walks everything.
-pub(crate) fn global_stamp(root: &Path, deny: &[String]) -> u64 {
+/// repository's `.git/info/exclude`, and `sources`, the git config files consulted for the
+/// global excludes file and that file (see [`crate::rules::global`]), by path and stat. A
+/// change re-walks everything.
+pub(crate) fn global_stamp(root: &Path, deny: &[String], sources: &[std::path::PathBuf]) -> u64 {
     let mut hasher = blake3::Hasher::new();
     for pattern in deny {
         hasher.update(pattern.as_bytes());
         hasher.update(b"\n");
     }
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".config")));
-    let mut files = vec![root.join(".git/info/exclude")];
-    let configs: Vec<std::path::PathBuf> = home
-        .iter()
-        .map(|h| h.join(".gitconfig"))
-        .chain(xdg.iter().map(|x| x.join("git/config")))
-        .collect();
-    for config in &configs {
-        files.push(config.clone());
-        if let Ok(text) = std::fs::read_to_string(config) {
-            for line in text.lines() {
-                let line = line.trim();
-                if let Some((key, value)) = line.split_once('=')
-                    && key.trim().eq_ignore_ascii_case("excludesfile")
-                {
-                    let value = value.trim().trim_matches('"');
-                    let path = match (value.strip_prefix("~/"), &home) {
-                        (Some(rest), Some(h)) => h.join(rest),
-                        _ => std::path::PathBuf::from(value),
-                    };
-                    files.push(path);
-                }
-            }
-        }
-    }
-    files.extend(xdg.iter().map(|x| x.join("git/ignore")));
-    for f in &files {
+    let exclude = root.join(".git/info/exclude");
+    for f in std::iter::once(&exclude).chain(sources) {
         hasher.update(f.as_os_str().as_encoded_bytes());
+        hasher.update(b"\0");
+        // A stat, never an open: a FIFO here must not block.
         if let Ok(m) = f.metadata() {
             hash_stat(&mut hasher, &m);
         }

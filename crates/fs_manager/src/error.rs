@@ -23,6 +23,14 @@ pub enum ScanError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The directory can never be a worktree (the file-system root, a pseudo file system).
+    #[error("{}: {reason}", path.display())]
+    Refused {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),

@@ -37,6 +37,7 @@ mod journal;
 mod lock;
 mod progress;
 mod rollback;
+mod rules;
 mod scan;
 mod state;
 mod task;

@@ -264,6 +264,17 @@ fn plan(
                 ) {
                     (Some(pattern), _) => format!("denied by pattern {pattern}"),
                     (None, Some(reason)) => format!("out of scope: {reason}"),
+                    // Written, it would be out of every capture's reach. (A path over the
+                    // tree limit is refused below.)
+                    (None, None)
+                        if c.path.len() <= path_policy::MAX_PATH_LEN
+                            && crate::rules::beyond_reach(
+                                captured.record.root.as_std_path(),
+                                &c.path,
+                            ) =>
+                    {
+                        format!("out of scope: {}", crate::rules::PATH_TOO_LONG)
+                    }
                     (None, None) => return true,
                 };
                 skipped.push(crate::Skipped {

@@ -2,8 +2,9 @@
 //!
 //! A scan reuses the per-directory cache ([`crate::dirstate`]): directories whose stamp and
 //! ignore files are unchanged (and all their subdirectories too) are not read again; the
-//! `ignore` crate walks the rest, so what is in scope is always exactly what its walker
-//! says. Every file is `lstat`ed; only files whose stat differs from the cache are read.
+//! `ignore` crate's walker lists the rest and [`crate::rules`] says what of it is in scope.
+//! Every file is `lstat`ed; only files whose stat differs from the cache are read, and none
+//! further than its size says.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
@@ -11,7 +12,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 
 use camino::Utf8Path;
 use cas::{BlobId, EntryKind, PreparedBlob, Store, WriteBatch};
@@ -21,6 +22,7 @@ use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp};
 use crate::error::ScanError;
 use crate::fsops::join;
 use crate::progress::Progress;
+use crate::rules::{self, Rules};
 use crate::state::{FileState, Stat, now_ns};
 
 /// Files larger than this are streamed into the store chunk by chunk.
@@ -62,6 +64,16 @@ struct Walked {
 pub(crate) fn tree_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     let key = |c: &u8| if *c == b'/' { 0 } else { *c };
     a.iter().map(key).cmp(b.iter().map(key))
+}
+
+/// The directory whose listing records a skipped `path`, and its name there: its parent,
+/// but for an exclude file, the directory holding its `.git`.
+fn listing_slot(path: &[u8]) -> (&[u8], &[u8]) {
+    match path.strip_suffix(rules::EXCLUDE) {
+        Some(b"") => (b"", path),
+        Some(dir) if dir.ends_with(b"/") => (&dir[..dir.len() - 1], rules::EXCLUDE),
+        _ => split_parent(path),
+    }
 }
 
 fn tree_key(path: &[u8]) -> Vec<u8> {
@@ -302,6 +314,33 @@ fn prunable(root: &Path, cache: &Cache, quiet: Option<&HashSet<Vec<u8>>>) -> Has
     out
 }
 
+/// Refuses a root whose walk would take in every file system there is (`/`), or that is
+/// itself a pseudo file system.
+fn refuse_root(root: &Path) -> Result<(), ScanError> {
+    let refused = |reason: String| ScanError::Refused {
+        path: root.to_path_buf(),
+        reason,
+    };
+    if root.parent().is_none() {
+        return Err(refused(
+            "the file-system root cannot be a worktree (name a project directory)".to_owned(),
+        ));
+    }
+    let dev = root
+        .symlink_metadata()
+        .map_err(|source| ScanError::Io {
+            path: root.to_path_buf(),
+            source,
+        })?
+        .dev();
+    if let Some(fs) = rules::pseudo_filesystem(root, dev) {
+        return Err(refused(format!(
+            "on a pseudo file system ({fs}), which is never captured"
+        )));
+    }
+    Ok(())
+}
+
 /// Scans the scope of `root` against `cache`, reading what the cache cannot vouch for and,
 /// unless `dry_run`, storing it (the last group of new blobs is left in [`Scan::unstored`]
 /// for the capture's own transaction). Files that vanish meanwhile are left out; files that change
@@ -313,9 +352,17 @@ pub(crate) fn scan(
     options: &ScanOptions<'_>,
 ) -> Result<Scan, ScanError> {
     let root_path = root.as_std_path();
-    let mut rules = options.deny.patterns().to_vec();
-    rules.extend(options.max_file_size.map(|n| format!("max-file-size {n}")));
-    let global = dirstate::global_stamp(root_path, &rules);
+    refuse_root(root_path)?;
+    for (path, why) in options.deny.refused() {
+        tracing::warn!(
+            "{}: {why}; its deny patterns are not applied",
+            path.display()
+        );
+    }
+    let outside = rules::global();
+    let mut patterns = options.deny.patterns().to_vec();
+    patterns.extend(options.max_file_size.map(|n| format!("max-file-size {n}")));
+    let global = dirstate::global_stamp(root_path, &patterns, &outside.sources());
     let reuse = cache.global == Some(global);
     // A watcher saw nothing happen anywhere since the cache was verified: it is the state.
     if reuse
@@ -345,14 +392,19 @@ pub(crate) fn scan(
                 path: root_path.to_owned(),
                 source,
             })?;
+        let (root_ignore, root_git_file) = IgnoreStamp::with_git_file(root_path, None);
         read_dirs.insert(
             Vec::new(),
-            (
-                DirStamp::of(&root_meta, now_ns()),
-                IgnoreStamp::of(root_path, None),
-            ),
+            (DirStamp::of(&root_meta, now_ns()), root_ignore),
         );
-        let found = walk(root_path, options, &skip)?;
+        let found = walk(
+            root_path,
+            root_meta.dev(),
+            (root_ignore, root_git_file),
+            &outside.matcher(),
+            options,
+            &skip,
+        )?;
         walked = found.files;
         skipped = found.skipped;
         for (path, stamp, ignore) in found.read_dirs {
@@ -499,7 +551,7 @@ pub(crate) fn scan(
         })
         .collect();
     for s in &skipped {
-        let (parent, name) = split_parent(&s.path);
+        let (parent, name) = listing_slot(&s.path);
         if read_dirs.contains_key(parent) {
             additions.push((
                 parent.to_vec(),
@@ -798,33 +850,83 @@ struct Walk {
     pruned: Vec<Vec<u8>>,
 }
 
+/// What the walk knows of a directory it entered: the rules in force there and its device.
+#[derive(Clone)]
+struct Entered {
+    rules: Option<Arc<Rules>>,
+    dev: u64,
+}
+
+/// Directories entered so far, by path from the root: the walker lists a directory only
+/// after it passed the filter, so its entry is here before its children's.
+type EnteredDirs = RwLock<HashMap<Vec<u8>, Entered>>;
+
+/// What the walk knows of the directory holding `rel`: its own entry or, should it have
+/// none (its stat failed), its nearest ancestor's.
+fn entered_above(dirs: &EnteredDirs, rel: &[u8]) -> Option<Entered> {
+    let dirs = dirs.read().ok()?;
+    let mut dir = split_parent(rel).0;
+    loop {
+        if let Some(e) = dirs.get(dir) {
+            return Some(e.clone());
+        }
+        if dir.is_empty() {
+            return None;
+        }
+        dir = split_parent(dir).0;
+    }
+}
+
 /// Walks the scope of `root`: `.gitignore` and `.ignore` files inside it (git repo or not),
 /// `.git/info/exclude`, the global excludes file; never ignore files above the root,
-/// never `.git`, never the store's folder. Hidden files are included. Directories in
-/// `skip` are not entered (they are reported in `pruned`).
+/// never `.git`, never the store's folder, never a pseudo file system. Hidden files are
+/// included. Directories in `skip` are not entered (they are reported in `pruned`).
 fn walk(
     root: &Path,
+    root_dev: u64,
+    (root_ignore, root_git_file): (IgnoreStamp, bool),
+    global: &ignore::gitignore::Gitignore,
     options: &ScanOptions<'_>,
     skip: &HashSet<Vec<u8>>,
 ) -> Result<Walk, ScanError> {
     let mut builder = ignore::WalkBuilder::new(root);
+    // The walker reads no rules file itself (it would open a FIFO or follow a link to a
+    // device): the filter below applies the rules [`rules`] reads.
     builder
         .hidden(false)
         .parents(false)
-        .ignore(true)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(true)
+        .ignore(false)
+        .git_ignore(false)
+        .git_exclude(false)
+        .git_global(false)
         .require_git(false)
         .follow_links(false)
         .threads(options.threads);
     let store_root = options.store_root.map(Path::to_path_buf);
-    let refused = std::sync::Arc::new(Mutex::new(Vec::new()));
-    let read_dirs = std::sync::Arc::new(Mutex::new(Vec::new()));
-    let pruned = std::sync::Arc::new(Mutex::new(Vec::new()));
+    let refused = Arc::new(Mutex::new(Vec::new()));
+    let read_dirs = Arc::new(Mutex::new(Vec::new()));
+    let pruned = Arc::new(Mutex::new(Vec::new()));
     let (refused_f, read_f, pruned_f) = (refused.clone(), read_dirs.clone(), pruned.clone());
+    let global = Arc::new(global.clone());
+    let entered: Arc<EnteredDirs> = Arc::new(RwLock::new(HashMap::new()));
+    {
+        let (rules, problem) = rules::load(root, b"", (&root_ignore, root_git_file), None);
+        if let (Some(p), Ok(mut list)) = (problem, refused.lock()) {
+            list.push(p);
+        }
+        if let Ok(mut dirs) = entered.write() {
+            dirs.insert(
+                Vec::new(),
+                Entered {
+                    rules,
+                    dev: root_dev,
+                },
+            );
+        }
+    }
+    let entered_f = entered.clone();
     let filter_root = root.to_path_buf();
-    let skip = std::sync::Arc::new(skip.clone());
+    let skip = Arc::new(skip.clone());
     let deny = options.deny.clone();
     builder.filter_entry(move |e| {
         if e.file_name() == ".git" || store_root.as_deref().is_some_and(|s| e.path() == s) {
@@ -840,25 +942,37 @@ fn walk(
         else {
             return false;
         };
+        let refuse = |reason: String| {
+            if let Ok(mut list) = refused_f.lock() {
+                list.push(Skipped {
+                    path: rel.clone(),
+                    reason,
+                });
+            }
+            false
+        };
+        let parent = entered_above(&entered_f, &rel);
+        let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+        if rules::ignored(
+            parent.as_ref().and_then(|p| p.rules.as_ref()),
+            &global,
+            &rel,
+            is_dir,
+        ) {
+            return false;
+        }
         if let Err(err) = cas::validate_name(e.file_name().as_bytes()) {
             let reason = match err {
                 cas::ObjectError::InvalidName { reason, .. } => format!("invalid name: {reason}"),
                 other => other.to_string(),
             };
-            if let Ok(mut list) = refused_f.lock() {
-                list.push(Skipped { path: rel, reason });
-            }
-            return false;
+            return refuse(reason);
         }
-        let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+        if rules::too_long(&filter_root, &rel) {
+            return refuse(rules::PATH_TOO_LONG.to_owned());
+        }
         if let Some(pattern) = deny.denied(&rel, is_dir) {
-            if let Ok(mut list) = refused_f.lock() {
-                list.push(Skipped {
-                    path: rel,
-                    reason: format!("denied by pattern {pattern}"),
-                });
-            }
-            return false;
+            return refuse(format!("denied by pattern {pattern}"));
         }
         if is_dir {
             if skip.contains(&rel) {
@@ -869,18 +983,43 @@ fn walk(
             }
             // The stamp is taken before the walker lists the directory, so a change made
             // meanwhile shows as a different stamp next time.
-            if let Ok(meta) = e.path().symlink_metadata() {
-                let stamp = DirStamp::of(&meta, now_ns());
-                let ignore = IgnoreStamp::of(e.path(), None);
-                if let Ok(mut list) = read_f.lock() {
-                    list.push((rel, stamp, ignore));
-                }
+            let Ok(meta) = e.path().symlink_metadata() else {
+                return true;
+            };
+            let parent_dev = parent.as_ref().map_or(root_dev, |p| p.dev);
+            if meta.dev() != parent_dev && rules::pseudo_filesystem(e.path(), meta.dev()).is_some()
+            {
+                return refuse(rules::PSEUDO_FILESYSTEM.to_owned());
+            }
+            let stamp = DirStamp::of(&meta, now_ns());
+            let (ignore, git_file) = IgnoreStamp::with_git_file(e.path(), None);
+            let (rules, problem) = rules::load(
+                e.path(),
+                &rel,
+                (&ignore, git_file),
+                parent.as_ref().and_then(|p| p.rules.as_ref()),
+            );
+            if let (Some(p), Ok(mut list)) = (problem, refused_f.lock()) {
+                list.push(p);
+            }
+            if let Ok(mut dirs) = entered_f.write() {
+                dirs.insert(
+                    rel.clone(),
+                    Entered {
+                        rules,
+                        dev: meta.dev(),
+                    },
+                );
+            }
+            if let Ok(mut list) = read_f.lock() {
+                list.push((rel, stamp, ignore));
             }
         }
         true
     });
     let root_path = root.to_path_buf();
     let max_file_size = options.max_file_size;
+    let entered_c = entered.clone();
     let classify = move |result: Result<ignore::DirEntry, ignore::Error>| -> Option<Found> {
         let entry = match result {
             Ok(e) => e,
@@ -906,6 +1045,16 @@ fn walk(
                 }));
             }
         };
+        // A file mounted over one of the tree (a bind mount) may be a pseudo file system's.
+        let parent_dev = entered_above(&entered_c, &rel).map(|p| p.dev);
+        if parent_dev.is_some_and(|dev| dev != meta.dev())
+            && rules::pseudo_filesystem(entry.path(), meta.dev()).is_some()
+        {
+            return Some(Found::Skip(Skipped {
+                path: rel,
+                reason: rules::PSEUDO_FILESYSTEM.to_owned(),
+            }));
+        }
         let stat = Stat::from_std(&meta);
         if let Some(reason) = stat
             .kind()
@@ -921,6 +1070,13 @@ fn walk(
                 cached: None,
             })),
             None if meta.is_dir() => None,
+            None if rules::is_rules_file(&rel) => {
+                let reason = path_policy::RulesRefusal::NotRegular(special_name(&meta));
+                Some(Found::Skip(Skipped {
+                    path: rel,
+                    reason: reason.reason().to_owned(),
+                }))
+            }
             None => {
                 let reason = format!("{} (not a file, directory or symlink)", special_name(&meta));
                 Some(Found::Skip(Skipped { path: rel, reason }))
@@ -947,7 +1103,7 @@ fn walk(
         found.extend(rx);
     }
 
-    let take = |m: &std::sync::Arc<Mutex<Vec<_>>>| {
+    let take = |m: &Arc<Mutex<Vec<_>>>| {
         m.lock()
             .map(|mut l| std::mem::take(&mut *l))
             .unwrap_or_default()
@@ -984,6 +1140,16 @@ fn walk_error(root: &Path, e: ignore::Error) -> Option<Found> {
             return None;
         }
         let path = error_path(&e).unwrap_or_else(|| root.to_path_buf());
+        // Whatever the filter let through is short enough; should the system still find a
+        // path too long, it is left out like the others, never the end of the capture.
+        if io.raw_os_error() == Some(rustix::io::Errno::NAMETOOLONG.raw_os_error())
+            && let Ok(rel) = path.strip_prefix(root)
+        {
+            return Some(Found::Skip(Skipped {
+                path: rel.as_os_str().as_bytes().to_vec(),
+                reason: rules::PATH_TOO_LONG.to_owned(),
+            }));
+        }
         let source = std::io::Error::new(io.kind(), io.to_string());
         return Some(Found::Fail(ScanError::Io { path, source }));
     }
@@ -1069,6 +1235,9 @@ fn hash_walked(
     // Every group but the last is stored as it is read; the last, usually the only one,
     // goes into the capture's own transaction.
     let mut unstored = WriteBatch::new();
+    // Files larger now than the walk saw: streamed after the groups, so a group holds no
+    // more than the walk planned.
+    let mut grown = Vec::new();
     let last = groups.len().saturating_sub(1);
     for (g, group) in groups.into_iter().enumerate() {
         let read: Vec<(usize, Result<SmallRead, ScanError>)> = group
@@ -1090,11 +1259,15 @@ fn hash_walked(
             .collect();
         let mut batch = WriteBatch::new();
         for (i, r) in read {
-            if let Some((content, prepared)) = r? {
-                if let Some(p) = prepared {
-                    batch.add_blob(p);
+            match r? {
+                SmallRead::Read(content, prepared) => {
+                    if let Some(p) = prepared {
+                        batch.add_blob(p);
+                    }
+                    results[i] = Some(content);
                 }
-                results[i] = Some(content);
+                SmallRead::Grown => grown.push(i),
+                SmallRead::Gone => {}
             }
         }
         if dry_run || batch.is_empty() {
@@ -1108,10 +1281,13 @@ fn hash_walked(
                 .map_err(|e| ScanError::Store(e.into()))?;
         }
     }
-    for i in large {
+    for &i in &large {
         let w = &walked[i];
         results[i] = read_large(store, &join(root, &w.path), dry_run)?;
         progress.advance(1, w.stat.size);
+    }
+    for i in grown {
+        results[i] = read_large(store, &join(root, &walked[i].path), dry_run)?;
     }
     progress.finish();
     Ok(Hashed {
@@ -1130,14 +1306,36 @@ fn same_stat(a: &Metadata, b: &Metadata) -> bool {
         && a.ino() == b.ino()
 }
 
+/// Opens a file the walk saw as regular. Never blocks: a FIFO swapped in since the walk
+/// would otherwise hold the capture (and the store) until someone writes to it; callers
+/// check the descriptor is still a regular file.
 fn open_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
         .open(path)
 }
 
-type SmallRead = Option<(Content, Option<PreparedBlob>)>;
+/// How reading a small file went.
+// Moved once per file read: boxing the large variant would only add an allocation.
+#[allow(clippy::large_enum_variant)]
+enum SmallRead {
+    /// Vanished or changed type meanwhile.
+    Gone,
+    /// Its content (to store, unless stored already).
+    Read(Content, Option<PreparedBlob>),
+    /// Larger than the walk saw: to be streamed.
+    Grown,
+}
+
+/// Reads at most `limit` bytes of `file` into `buf`; true if the file holds more (it is
+/// growing, or lies about its size as a `/proc` file does). Memory never exceeds `limit`.
+fn read_at_most(file: &mut std::fs::File, limit: u64, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+    buf.clear();
+    file.take(limit).read_to_end(buf)?;
+    let mut probe = [0u8; 1];
+    Ok(file.read(&mut probe)? > 0)
+}
 
 fn read_small(
     w: &Walked,
@@ -1152,8 +1350,8 @@ fn read_small(
     if w.kind == EntryKind::Symlink {
         let target = match std::fs::read_link(abs) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SmallRead::Gone),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Ok(SmallRead::Gone),
             Err(e) => return Err(io(e)),
         };
         // Trust the walk's stat only if the link did not change around the read.
@@ -1170,7 +1368,7 @@ fn read_small(
             size: bytes.len() as u64,
             state,
         };
-        return Ok(Some((content, prepared)));
+        return Ok(SmallRead::Read(content, prepared));
     }
     let mut buf = Vec::new();
     let mut attempts = 0;
@@ -1178,22 +1376,24 @@ fn read_small(
         attempts += 1;
         let mut file = match open_nofollow(abs) {
             Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SmallRead::Gone),
             // Replaced by a symlink since the walk: it is captured next time.
             Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
-                return Ok(None);
+                return Ok(SmallRead::Gone);
             }
             Err(e) => return Err(io(e)),
         };
         let before = file.metadata().map_err(io)?;
         if !before.is_file() {
-            return Ok(None);
+            return Ok(SmallRead::Gone);
         }
-        buf.clear();
-        file.read_to_end(&mut buf).map_err(io)?;
+        if before.size() > w.stat.size {
+            return Ok(SmallRead::Grown);
+        }
+        let more = read_at_most(&mut file, before.size(), &mut buf).map_err(io)?;
         let after = file.metadata().map_err(io)?;
         let verified = now_ns();
-        if same_stat(&before, &after) && after.size() == buf.len() as u64 {
+        if !more && same_stat(&before, &after) && after.size() == buf.len() as u64 {
             break (after, Some(verified));
         }
         if attempts == 3 {
@@ -1207,7 +1407,7 @@ fn read_small(
     };
     let (blob, prepared) = prepare(&buf, dry_run, is_stored);
     let state = stable.map(|verified| FileState::from_metadata(&meta, blob, verified));
-    Ok(Some((
+    Ok(SmallRead::Read(
         Content {
             blob,
             kind,
@@ -1215,7 +1415,7 @@ fn read_small(
             state,
         },
         prepared,
-    )))
+    ))
 }
 
 fn prepare(
@@ -1238,11 +1438,20 @@ fn read_large(store: &Store, abs: &Path, dry_run: bool) -> Result<Option<Content
     let file = match open_nofollow(abs) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // Replaced by a symlink since the walk: it is captured next time.
+        Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+            return Ok(None);
+        }
         Err(e) => return Err(io(e)),
     };
     let before = file.metadata().map_err(io)?;
+    if !before.is_file() {
+        return Ok(None);
+    }
+    // No further than the size says: a file that keeps growing (or never ends) is read
+    // as it was when opened, and not cached.
     let mut counted = Counted {
-        inner: &file,
+        inner: (&file).take(before.size()),
         bytes: 0,
     };
     let blob = if dry_run {
@@ -1255,6 +1464,8 @@ fn read_large(store: &Store, abs: &Path, dry_run: bool) -> Result<Option<Content
             .map_err(|e| ScanError::Store(e.into()))?
     };
     let size = counted.bytes;
+    let mut probe = [0u8; 1];
+    let more = (&file).read(&mut probe).map_err(io)? > 0;
     let after = file.metadata().map_err(io)?;
     let verified = now_ns();
     let kind = if after.mode() & 0o100 != 0 {
@@ -1262,7 +1473,7 @@ fn read_large(store: &Store, abs: &Path, dry_run: bool) -> Result<Option<Content
     } else {
         EntryKind::File
     };
-    let stable = same_stat(&before, &after) && after.size() == size;
+    let stable = !more && same_stat(&before, &after) && after.size() == size;
     let state = stable.then(|| FileState::from_metadata(&after, blob, verified));
     Ok(Some(Content {
         blob,

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
+use crate::rules_file::{RulesFile, RulesRefusal, read_rules_file};
+
 /// The built-in patterns (gitignore syntax).
 pub const DEFAULT_DENY: &[&str] = &[
     ".ssh/",
@@ -54,6 +56,7 @@ pub enum DenyError {
 pub struct DenyList {
     matcher: Option<Gitignore>,
     patterns: Vec<String>,
+    refused: Vec<(PathBuf, RulesRefusal)>,
 }
 
 impl DenyList {
@@ -88,22 +91,43 @@ impl DenyList {
         Ok(DenyList {
             matcher: Some(matcher),
             patterns,
+            refused: Vec::new(),
         })
     }
 
-    /// Reads the store's `deny` file and the worktree's `.cairndeny`, if they exist.
+    /// Reads the store's `deny` file and the worktree's `.cairndeny`, if they exist. One
+    /// that is not a regular file (a FIFO, a device, a link to one) or is over
+    /// [`crate::MAX_RULES_FILE`] bytes is not read: see [`DenyList::refused`].
     pub fn load(store_dir: &Path, worktree_root: &Path) -> Result<DenyList, DenyError> {
-        let read = |path: PathBuf| -> Result<Vec<String>, DenyError> {
-            match std::fs::read_to_string(&path) {
-                Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        let mut refused = Vec::new();
+        let mut read = |path: PathBuf| -> Result<Vec<String>, DenyError> {
+            // Links are followed: a deny file kept elsewhere still protects.
+            match read_rules_file(&path, true) {
+                Ok(RulesFile::Read(bytes)) => match String::from_utf8(bytes) {
+                    Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
+                    Err(e) => Err(DenyError::Io {
+                        path,
+                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                    }),
+                },
+                Ok(RulesFile::Missing) => Ok(Vec::new()),
+                Ok(RulesFile::Refused(why)) => {
+                    refused.push((path, why));
+                    Ok(Vec::new())
+                }
                 Err(source) => Err(DenyError::Io { path, source }),
             }
         };
-        DenyList::new(
-            &read(store_dir.join(STORE_FILE))?,
-            &read(worktree_root.join(WORKTREE_FILE))?,
-        )
+        let store = read(store_dir.join(STORE_FILE))?;
+        let worktree = read(worktree_root.join(WORKTREE_FILE))?;
+        let mut list = DenyList::new(&store, &worktree)?;
+        list.refused = refused;
+        Ok(list)
+    }
+
+    /// The pattern files [`DenyList::load`] found but did not read, and why.
+    pub fn refused(&self) -> &[(PathBuf, RulesRefusal)] {
+        &self.refused
     }
 
     /// Denies nothing (a worktree onboarded with `--include-denied`).
@@ -111,6 +135,7 @@ impl DenyList {
         DenyList {
             matcher: None,
             patterns: Vec::new(),
+            refused: Vec::new(),
         }
     }
 

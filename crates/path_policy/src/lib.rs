@@ -30,10 +30,12 @@ mod beneath;
 mod deny;
 mod name;
 mod putback;
+mod rules_file;
 mod sandbox;
 
 pub use beneath::{BeneathError, Root, is_path_safe};
-pub use deny::{DEFAULT_DENY, DenyError, DenyList};
+pub use deny::{DEFAULT_DENY, DenyError, DenyList, WORKTREE_FILE};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
 pub use putback::{Change, PutBack, SecretCopy};
+pub use rules_file::{MAX_RULES_FILE, RulesFile, RulesRefusal, read_rules_file};
 pub use sandbox::{SandboxError, SandboxPolicy, enforce};

@@ -8,3 +8,4 @@ mod rollback;
 mod scope;
 mod support;
 mod undo;
+mod walk;
