@@ -1,6 +1,7 @@
 //! End-to-end tests of the `cairn` binary: exit codes, JSON shapes and messages as
 //! `shared/SPEC.md` fixes them.
 
+mod api_contract;
 mod crash_recovery;
 mod diff_commands;
 mod human_output;

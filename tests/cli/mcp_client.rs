@@ -4,42 +4,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::Env;
+use crate::support::{Env, python_venv};
 
 /// The MCP SDK version the test is written against.
 const MCP_SDK: &str = "mcp==2.3.0";
 
 fn python_with_mcp() -> PathBuf {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("mcp-venv");
-    let python = venv.join("bin/python");
-    let ready = venv.join(format!(".installed-{MCP_SDK}"));
-    if !ready.exists() {
-        let _ = std::fs::remove_dir_all(&venv);
-        let status = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&venv)
-            .status()
-            .expect("python3 is needed for the MCP client test");
-        assert!(status.success(), "python3 -m venv failed");
-        let out = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                MCP_SDK,
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pip install {MCP_SDK} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        std::fs::write(&ready, "").unwrap();
-    }
-    python
+    python_venv("mcp-venv", MCP_SDK)
 }
 
 #[test]

@@ -328,6 +328,92 @@ fn bad_requests_get_4xx_and_leave_the_store_unchanged() {
     assert_eq!(status, 200, "{fsck}");
 }
 
+/// Requests schemathesis generated from `docs/openapi.yaml` that the server answered with a
+/// 5xx or with what the file does not say: each now gets its documented answer.
+#[test]
+fn requests_the_contract_fuzzer_found_get_their_documented_answers() {
+    let env = Env::new();
+    let (wt, _, _) = setup(&env);
+    let server = Server::start(&env);
+    let client = server.client();
+    let cwd = env.path();
+    let call = |verb: &str, args: serde_json::Value| client.call(verb, &args).unwrap();
+    let code = |v: &serde_json::Value| v["error"]["code"].as_str().unwrap_or_default().to_owned();
+
+    // A NUL byte is bad input (no command line can hold one), not an I/O failure.
+    let (status, v) = call(
+        "checkout",
+        serde_json::json!({ "snapshot": "start", "dest": "x\u{0}", "cwd": cwd }),
+    );
+    assert_eq!((status, code(&v)), (400, "invalid_input".into()), "{v}");
+    let (status, v) = call(
+        "status",
+        serde_json::json!({ "worktree": "a\u{0}b", "cwd": cwd }),
+    );
+    assert_eq!((status, code(&v)), (400, "invalid_input".into()), "{v}");
+    let out = client
+        .command(&cairn_client::CommandRequest {
+            argv: vec!["--json".into(), "status".into(), "\u{0}".into()],
+            cwd: wt.clone(),
+            color: false,
+        })
+        .unwrap();
+    assert_eq!(out.code, 2, "{out:?}");
+
+    // A registered worktree whose directory is gone: 400 naming it, not 500.
+    let gone = env.path().join("gone");
+    std::fs::create_dir(&gone).unwrap();
+    std::fs::write(gone.join("f"), "x\n").unwrap();
+    let (status, v) = call("checkpoint", serde_json::json!({ "dir": gone }));
+    assert_eq!(status, 200, "{v}");
+    std::fs::remove_dir_all(&gone).unwrap();
+    for verb in ["snapshot", "status"] {
+        let (status, v) = call(verb, serde_json::json!({ "worktree": gone }));
+        assert_eq!(
+            (status, code(&v)),
+            (400, "invalid_path".into()),
+            "{verb}: {v}"
+        );
+    }
+
+    // Arguments are checked as the file types them.
+    for bad in [
+        serde_json::json!({ "target": wt, "max_count": 0 }),
+        serde_json::json!({ "target": wt, "max_count": -1 }),
+        serde_json::json!({ "target": wt, "max_count": "3" }),
+    ] {
+        let (status, v) = call("log", bad.clone());
+        assert_eq!(
+            (status, code(&v)),
+            (400, "invalid_arguments".into()),
+            "{bad}: {v}"
+        );
+    }
+    let (status, v) = call(
+        "snapshot",
+        serde_json::json!({ "worktree": wt, "message": 7 }),
+    );
+    assert_eq!((status, code(&v)), (400, "invalid_arguments".into()), "{v}");
+    // A count past u64 means "all"; a message may start with '-'.
+    let (status, v) = call(
+        "log",
+        serde_json::json!({ "target": wt, "max_count": 1e30 }),
+    );
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["snapshots"].as_array().unwrap().len(), 2, "{v}");
+    std::fs::write(wt.join("README"), "changed again\n").unwrap();
+    let (status, v) = call(
+        "snapshot",
+        serde_json::json!({ "worktree": wt, "message": "-m looks like a flag" }),
+    );
+    assert_eq!(status, 200, "{v}");
+    let (_, log) = call("log", serde_json::json!({ "target": wt, "max_count": 1 }));
+    assert_eq!(
+        log["snapshots"][0]["message"], "-m looks like a flag",
+        "{log}"
+    );
+}
+
 /// A verb whose directory defaults to the caller's: with no `cwd` and no directory, the
 /// request is refused, never run on `/` (a `checkpoint {}` once onboarded the whole file
 /// system until the server ran out of memory).

@@ -1,4 +1,5 @@
-use std::process::Output;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{
@@ -150,4 +151,43 @@ pub fn git(dir: &Utf8Path, args: &[&str]) -> Vec<u8> {
         String::from_utf8_lossy(&out.stderr)
     );
     out.stdout
+}
+
+/// A Python with `requirement` installed from PyPI: a virtualenv `name` under the target
+/// directory, made on first use and reused while the requirement is the same.
+pub fn python_venv(name: &str, requirement: &str) -> PathBuf {
+    let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let python = venv.join("bin/python");
+    let ready = venv.join(format!(".installed-{requirement}"));
+    if !ready.exists() {
+        let _ = std::fs::remove_dir_all(&venv);
+        let status = Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(&venv)
+            .status()
+            .unwrap_or_else(|e| panic!("python3 (with venv) is needed for {requirement}: {e}"));
+        assert!(
+            status.success(),
+            "python3 -m venv {} failed",
+            venv.display()
+        );
+        let out = Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                requirement,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pip install {requirement} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(&ready, "").unwrap();
+    }
+    python
 }

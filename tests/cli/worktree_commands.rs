@@ -440,6 +440,34 @@ fn a_root_swapped_behind_cairns_back_is_refused_until_rebound() {
     assert_eq!(env.json(&["fsck"]).0, 0);
 }
 
+/// A registered worktree whose directory is gone is the caller's mistake (exit 2 naming it,
+/// as SPEC has it for an invalid path), not a store or I/O failure: through `cairn serve`
+/// exit 3 is a 500, which generated requests found.
+#[test]
+fn a_registered_worktree_whose_directory_is_gone_is_bad_input() {
+    let env = Env::new();
+    let wt = env.path().join("wt");
+    write(&wt, &[("a.txt", "mine\n")]);
+    let (code, v) = env.json(&["checkpoint", wt.as_str(), "--name", "base"]);
+    assert_eq!(code, 0, "{v}");
+    std::fs::remove_dir_all(&wt).unwrap();
+    for args in [
+        &["snapshot", wt.as_str()][..],
+        &["status", wt.as_str()],
+        &["checkpoint", wt.as_str()],
+        &["review", wt.as_str()],
+        &["rewind", wt.as_str()],
+        &["rollback", wt.as_str(), "base"],
+    ] {
+        let (code, v) = env.json(args);
+        assert_eq!(code, 2, "{args:?}: {v}");
+        assert_eq!(v["error"]["code"], "invalid_path", "{args:?}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.contains(wt.as_str()), "{args:?}: {message}");
+    }
+    assert!(!wt.exists(), "nothing was created");
+}
+
 #[test]
 fn checkout_below_a_file_is_bad_input_naming_the_path() {
     let env = Env::new();

@@ -501,6 +501,25 @@ pub(crate) fn execute(
     shared: Option<context::SharedStore>,
 ) -> output::Rendered {
     let json_requested = argv.iter().any(|a| a == "--json");
+    // No process's command line or directory can hold a NUL byte; one sent to the server is
+    // bad input, as it would be from a shell, never a path to try.
+    if let Some(bad) = argv
+        .iter()
+        .map(String::as_str)
+        .chain([cwd.as_str()])
+        .find(|a| a.contains('\0'))
+    {
+        return output::Rendered::error(
+            json_requested,
+            &CliError::usage(
+                "invalid_input",
+                format!(
+                    "{}: contains a NUL byte, which no argument or path can",
+                    diff::path_text(bad.as_bytes())
+                ),
+            ),
+        );
+    }
     let line = std::iter::once("cairn".to_owned()).chain(argv.iter().cloned());
     let cli = match Cli::try_parse_from(line) {
         Ok(cli) => cli,

@@ -240,6 +240,12 @@ fn capture_once(
     let started = std::time::Instant::now();
     let mut record = record;
     worktree::verify_root(&mut record)?;
+    // A root that is gone is the caller's to fix (or checkout's to fill), not an I/O failure.
+    if let Err(e) = record.root.symlink_metadata()
+        && e.kind() == std::io::ErrorKind::NotFound
+    {
+        return Err(CaptureError::Missing { path: record.root });
+    }
     let dry_run = recording == Recording::DryRun;
     // Before the reader: a write landing in between makes the cache read look stale,
     // never the other way round.

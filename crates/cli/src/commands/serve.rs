@@ -255,10 +255,21 @@ async fn verb(State(s): State<Served>, Path(name): Path<String>, body: Bytes) ->
         Ok(out) => out,
         Err(e) => return e.into_response(),
     };
-    let value: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        json!({ "error": { "code": "internal", "message": String::from_utf8_lossy(&out.stdout) } })
-    });
-    (status_of(out.code), Json(value)).into_response()
+    match serde_json::from_slice::<Value>(&out.stdout) {
+        Ok(value) => (status_of(out.code), Json(value)).into_response(),
+        // Every verb prints one JSON object: anything else is the server's fault, whatever
+        // the exit code says.
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!(
+                "{verb} printed no JSON object ({e}): {}",
+                String::from_utf8_lossy(&out.stdout),
+                verb = spec.name
+            ),
+        )
+        .into_response(),
+    }
 }
 
 /// The first optional positional argument (a directory that defaults to the caller's) that

@@ -196,17 +196,27 @@ pub const TOOLS: &[ToolSpec] = &[
     },
 ];
 
+/// Arguments a call must give: the required positionals, and `merge`'s repository.
+pub fn required(spec: &ToolSpec) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = spec
+        .args
+        .iter()
+        .filter_map(|(arg, _)| match arg {
+            Arg::Positional(n, false) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    if spec.name == "merge" {
+        out.push("into");
+    }
+    out
+}
+
 pub fn schema(spec: &ToolSpec) -> JsonObject {
     let mut properties = serde_json::Map::new();
-    let mut required = Vec::new();
     for (arg, doc) in spec.args {
         let (name, ty) = match arg {
-            Arg::Positional(n, optional) => {
-                if !optional {
-                    required.push(json!(n));
-                }
-                (*n, json!({ "type": "string", "description": doc }))
-            }
+            Arg::Positional(n, _) => (*n, json!({ "type": "string", "description": doc })),
             Arg::Option("max_count", _) => (
                 "max_count",
                 json!({ "type": "integer", "minimum": 1, "description": doc }),
@@ -220,18 +230,16 @@ pub fn schema(spec: &ToolSpec) -> JsonObject {
         };
         properties.insert(name.to_owned(), ty);
     }
-    if spec.name == "merge" {
-        required.push(json!("into"));
-    }
     let mut out = serde_json::Map::new();
     out.insert("type".into(), json!("object"));
     out.insert("properties".into(), Value::Object(properties));
-    out.insert("required".into(), Value::Array(required));
+    out.insert("required".into(), json!(required(spec)));
     out.insert("additionalProperties".into(), json!(false));
     out
 }
 
-/// The command line for a tool call, or why the arguments are wrong.
+/// The command line for a tool call, or why the arguments are wrong. A `null` argument
+/// counts as left out.
 pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
     for key in args.keys() {
         if !spec.args.iter().any(|(a, _)| arg_name(a) == key) {
@@ -242,7 +250,6 @@ pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
         match args.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(Value::Number(n)) => Ok(Some(n.to_string())),
             Some(other) => Err(format!("{name} must be a string, not {other}")),
         }
     };
@@ -260,10 +267,15 @@ pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
                 None if *optional => {}
                 None => return Err(format!("missing argument {name:?}")),
             },
+            Arg::Option("max_count", flag) => {
+                if let Some(n) = count(args.get("max_count"))? {
+                    out.push(format!("{flag}={n}"));
+                }
+            }
+            // `--flag=VALUE`: a value that starts with '-' is still the value.
             Arg::Option(name, flag) => {
                 if let Some(v) = text(name)? {
-                    out.push((*flag).to_owned());
-                    out.push(v);
+                    out.push(format!("{flag}={v}"));
                 }
             }
             Arg::Switch(name, flag) => match args.get(*name) {
@@ -289,14 +301,44 @@ pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
             },
         }
     }
-    if spec.name == "merge" && !out.iter().any(|a| a == "--into") {
-        return Err("missing argument \"into\"".into());
+    for name in required(spec) {
+        if text(name)?.is_none() {
+            return Err(format!("missing argument {name:?}"));
+        }
     }
     if !paths.is_empty() {
         out.push("--".into());
         out.extend(paths);
     }
     Ok(out)
+}
+
+/// A count of at least 1 (`log`'s `--max-count`); a larger one than `usize` holds means
+/// the same as the largest ("at most this many").
+fn count(value: Option<&Value>) -> Result<Option<usize>, String> {
+    let n = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n,
+        Some(other) => return Err(format!("max_count must be an integer, not {other}")),
+    };
+    if let Some(n) = n.as_u64() {
+        return match usize::try_from(n) {
+            Ok(0) => Err("max_count must be at least 1, not 0".into()),
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Ok(Some(usize::MAX)),
+        };
+    }
+    // serde_json reads an integer past u64 (or one written as 5.0) as a float.
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f >= 1.0 => Ok(Some(if f >= usize::MAX as f64 {
+            usize::MAX
+        } else {
+            f as usize
+        })),
+        _ => Err(format!(
+            "max_count must be a whole number of at least 1, not {n}"
+        )),
+    }
 }
 
 fn arg_name(arg: &Arg) -> &'static str {
@@ -351,6 +393,61 @@ mod tests {
         );
     }
 
+    /// What `docs/openapi.yaml` must say a verb's request is: written from `TOOLS`, so the
+    /// file cannot drift from what `argv` accepts.
+    fn openapi_request(spec: &ToolSpec) -> String {
+        let quoted = |s: &str| serde_json::to_string(s).expect("a string");
+        let required = required(spec);
+        let directory = spec.args.iter().find_map(|(arg, _)| match arg {
+            Arg::Positional(n, true) => Some(*n),
+            _ => None,
+        });
+        let mut out = format!("    {}Request:\n", capitalized(spec.name));
+        out.push_str("      type: object\n      additionalProperties: false\n");
+        if !required.is_empty() {
+            out.push_str(&format!("      required: [{}]\n", required.join(", ")));
+        }
+        if let Some(dir) = directory {
+            // The server's `missing_directory`: no cwd to default to.
+            out.push_str(&format!(
+                "      anyOf:\n        - required: [cwd]\n        - {{ required: [{dir}], properties: {{ {dir}: {{ type: string }} }} }}\n"
+            ));
+        }
+        out.push_str("      properties:\n");
+        for (arg, doc) in spec.args {
+            let name = arg_name(arg);
+            // A `null` argument counts as left out, so optional ones may be null.
+            let ty = |t: &str| {
+                if required.contains(&name) {
+                    t.to_owned()
+                } else {
+                    format!("[{t}, \"null\"]")
+                }
+            };
+            let schema = match arg {
+                Arg::Positional(..) => format!("type: {}, pattern: \"^(?!-)\"", ty("string")),
+                Arg::Option("max_count", _) => format!("type: {}, minimum: 1", ty("integer")),
+                Arg::Option(..) => format!("type: {}", ty("string")),
+                Arg::Switch(..) => format!("type: {}", ty("boolean")),
+                Arg::Paths(_) => format!("type: {}, items: {{ type: string }}", ty("array")),
+            };
+            out.push_str(&format!(
+                "        {name}: {{ {schema}, description: {} }}\n",
+                quoted(doc)
+            ));
+        }
+        out.push_str("        cwd: { $ref: \"#/components/schemas/Cwd\" }\n");
+        out
+    }
+
+    fn capitalized(name: &str) -> String {
+        let mut chars = name.chars();
+        chars
+            .next()
+            .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+            .unwrap_or_default()
+    }
+
     #[test]
     fn the_openapi_file_documents_every_verb() {
         let doc = std::fs::read_to_string(concat!(
@@ -364,7 +461,57 @@ mod tests {
                 "docs/openapi.yaml lacks /v1/{}",
                 t.name
             );
+            let reference = format!(
+                "schema: {{ $ref: \"#/components/schemas/{}Request\" }}",
+                capitalized(t.name)
+            );
+            let section = doc
+                .split(&format!("\n  /v1/{}:\n", t.name))
+                .nth(1)
+                .and_then(|rest| rest.split("\n  /v1/").next())
+                .unwrap_or_default();
+            assert!(
+                section.contains(&reference),
+                "docs/openapi.yaml: /v1/{} must take {reference}",
+                t.name
+            );
+            let expected = openapi_request(t);
+            assert!(
+                doc.contains(&expected),
+                "docs/openapi.yaml must describe /v1/{}'s arguments as TOOLS does:\n{expected}",
+                t.name
+            );
         }
+    }
+
+    #[test]
+    fn verb_arguments_of_the_wrong_type_or_range_are_refused() {
+        let refused = |verb: &str, args: Value| {
+            let Value::Object(args) = args else { panic!() };
+            argv(spec(verb), &args).expect_err(&format!("{verb} {args:?}"))
+        };
+        assert!(refused("snapshot", json!({ "worktree": 5 })).contains("worktree"));
+        assert!(refused("snapshot", json!({ "worktree": "w", "message": 1 })).contains("message"));
+        assert!(refused("log", json!({ "target": "w", "max_count": 0 })).contains("max_count"));
+        assert!(refused("log", json!({ "target": "w", "max_count": -3 })).contains("max_count"));
+        assert!(refused("log", json!({ "target": "w", "max_count": 1.5 })).contains("max_count"));
+        assert!(refused("log", json!({ "target": "w", "max_count": "5" })).contains("max_count"));
+        assert!(refused("merge", json!({ "snapshot": "s", "into": null })).contains("into"));
+        let Value::Object(huge) = json!({ "target": "w", "max_count": 1e30 }) else {
+            panic!()
+        };
+        assert_eq!(
+            argv(spec("log"), &huge).expect("valid"),
+            ["--json", "log", "w", &format!("--max-count={}", usize::MAX)]
+        );
+        // An option's value may start with '-': it is joined to its flag.
+        let Value::Object(dash) = json!({ "worktree": "w", "message": "-m" }) else {
+            panic!()
+        };
+        assert_eq!(
+            argv(spec("snapshot"), &dash).expect("valid"),
+            ["--json", "snapshot", "w", "--message=-m"]
+        );
     }
 
     #[test]

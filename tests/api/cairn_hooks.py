@@ -1,0 +1,105 @@
+"""schemathesis hooks for cairn's contract test (contract.py loads them through
+SCHEMATHESIS_HOOKS).
+
+Generated input must never make the server act outside the test's sandbox directory, so
+just before each request is sent (every phase goes through `before_call`) its paths are
+confined: an absolute `cwd` becomes the sandbox, path arguments become names inside it,
+and command lines lose every `/` and `..`. schemathesis revalidates a case after this hook
+edits it, so its checks judge the request actually sent (a value may change from invalid
+to valid or back, and the checks follow).
+"""
+
+import os
+import re
+
+import schemathesis
+from schemathesis.openapi.checks import RejectedPositiveData
+
+SANDBOX = os.environ["CAIRN_SANDBOX"]
+
+# Verb arguments that name a directory (or may: `a`, `b`, `target` also take snapshots).
+PATH_ARGUMENTS = {"worktree", "dest", "dir", "target", "a", "b", "into", "paths"}
+
+# Commands that could reach beyond the sandbox whatever their paths: run a program, serve,
+# mount, or talk to a remote over the network.
+OUTWARD_COMMANDS = {"run", "serve", "mcp", "mount", "unmount", "remote", "push", "pull"}
+
+
+def inside(value):
+    """`value` as a name that stays in the directory it is resolved against."""
+    return re.sub(r"\.\.+", "_", value.replace("/", "_"))
+
+
+def confine_path(value, has_cwd):
+    if not isinstance(value, str):
+        return value
+    name = inside(value)
+    # Without a cwd the server resolves relative paths against `/`.
+    return name if has_cwd else f"{SANDBOX}/{name}"
+
+
+def confine_cwd(body):
+    cwd = body.get("cwd")
+    if isinstance(cwd, str) and cwd.startswith("/"):
+        body["cwd"] = SANDBOX
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    body = case.body
+    if not isinstance(body, dict):
+        return
+    path = case.operation.path
+    if path.startswith("/v1/objects/"):
+        return
+    if path == "/v1/command":
+        confine_cwd(body)
+        argv = body.get("argv")
+        if isinstance(argv, list):
+            body["argv"] = [
+                ("not-" + item if inside(item) in OUTWARD_COMMANDS else inside(item))
+                if isinstance(item, str)
+                else item
+                for item in argv
+            ]
+        return
+    confine_cwd(body)
+    has_cwd = isinstance(body.get("cwd"), str)
+    for key in PATH_ARGUMENTS & body.keys():
+        value = body[key]
+        if isinstance(value, list):
+            body[key] = [confine_path(item, has_cwd) for item in value]
+        else:
+            body[key] = confine_path(value, has_cwd)
+
+
+# 400s with these codes come from the server's reading of the request, never from the
+# command it runs: a schema-valid request must not get them.
+REQUEST_SHAPE_CODES = {"invalid_json", "invalid_arguments", "missing_argument", "invalid_id"}
+
+
+def refuses_what_it_names(case, response):
+    """A well-formed request refused for what it names (exit 2 of the command: an unknown
+    snapshot, a directory that is not a worktree, ...), or objects that fail verification."""
+    if response.status_code == 422 and case.operation.path == "/v1/objects/put":
+        return True
+    if response.status_code != 400:
+        return False
+    try:
+        error = response.json()["error"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    code = error.get("code")
+    if code == "invalid_path" and str(error.get("message", "")).startswith("cwd"):
+        return False
+    return code not in REQUEST_SHAPE_CODES
+
+
+@schemathesis.hook
+def filter_failure(context, failure, case, response):
+    """Keeps every failure but one kind: schemathesis expects a schema-valid request to be
+    accepted, while the API documents a 400 (or 422 from objects/put) for a well-formed
+    request whose snapshot, worktree or object is not there or not valid. Those are dropped;
+    a schema-valid request refused as malformed still fails the run."""
+    rejected_valid = isinstance(failure, RejectedPositiveData)
+    return not (rejected_valid and refuses_what_it_names(case, response))
