@@ -789,9 +789,10 @@ fn stat_listing(
         }
         return (files, skipped, gone);
     }
+    // O_PATH: enough for `statat`, and raises no open event for a watcher to read.
     let fd = rustix::fs::open(
         join(root, dir),
-        rustix::fs::OFlags::RDONLY
+        rustix::fs::OFlags::PATH
             | rustix::fs::OFlags::DIRECTORY
             | rustix::fs::OFlags::NOFOLLOW
             | rustix::fs::OFlags::CLOEXEC,

@@ -25,14 +25,14 @@
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
 struct Watch {
-    fd: OwnedFd,
+    fd: Arc<OwnedFd>,
     by_wd: HashMap<i32, Vec<u8>>,
     by_dir: HashMap<Vec<u8>, i32>,
     /// Directories with an event since the last capture took the set.
@@ -80,7 +80,64 @@ static WATCHES: Mutex<Option<HashMap<Utf8PathBuf, Watch>>> = Mutex::new(None);
 /// Turns watching on for this process (captures made from now on start watching).
 pub fn enable() {
     let mut w = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
-    w.get_or_insert_with(HashMap::new);
+    if w.is_none() {
+        *w = Some(HashMap::new());
+        // A thread of its own keeps every queue short: a full walk alone opens each
+        // directory it lists (four events apiece), which would overflow the kernel's queue
+        // on a large tree if it waited for the next capture, and an overflow trusts
+        // nothing, so the next capture would walk everything again.
+        let spawned = std::thread::Builder::new()
+            .name("cairn-watch".into())
+            .spawn(drain_forever);
+        if let Err(e) = spawned {
+            tracing::warn!("no thread to drain watch queues ({e}); captures drain them");
+        }
+    }
+}
+
+/// Waits for events on any watch and moves them into its bookkeeping, for the life of the
+/// process.
+fn drain_forever() {
+    let timeout = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
+    loop {
+        let fds: Vec<(Utf8PathBuf, Arc<OwnedFd>)> = {
+            let guard = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
+            guard
+                .iter()
+                .flatten()
+                .map(|(root, w)| (root.clone(), w.fd.clone()))
+                .collect()
+        };
+        if fds.is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            continue;
+        }
+        let mut polled: Vec<rustix::event::PollFd<'_>> = fds
+            .iter()
+            .map(|(_, fd)| rustix::event::PollFd::new(fd.as_ref(), rustix::event::PollFlags::IN))
+            .collect();
+        if rustix::event::poll(&mut polled, Some(&timeout)).is_err() {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            continue;
+        }
+        let ready: Vec<bool> = polled.iter().map(|p| !p.revents().is_empty()).collect();
+        drop(polled);
+        for ((root, fd), ready) in fds.iter().zip(ready) {
+            if !ready {
+                continue;
+            }
+            let mut guard = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
+            // Still the same watch (not forgotten and made again meanwhile).
+            if let Some(watch) = guard.as_mut().and_then(|m| m.get_mut(root))
+                && Arc::ptr_eq(&watch.fd, fd)
+            {
+                watch.drain();
+            }
+        }
+    }
 }
 
 const MASK: WatchFlags = WatchFlags::OPEN
@@ -102,7 +159,7 @@ impl Watch {
     fn new() -> Option<Watch> {
         let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
         Some(Watch {
-            fd,
+            fd: Arc::new(fd),
             by_wd: HashMap::new(),
             by_dir: HashMap::new(),
             dirty: HashSet::new(),
@@ -220,7 +277,7 @@ impl Watch {
                 // Gone or moved: its path no longer names it. Forget the watch; the
                 // directory above changed too and is listed again.
                 if event.flags.contains(ReadFlags::MOVE_SELF) {
-                    let _ = inotify::remove_watch(&self.fd, event.wd);
+                    let _ = inotify::remove_watch(self.fd.as_ref(), event.wd);
                 }
                 self.by_wd.remove(&event.wd);
                 self.by_dir.remove(&dir);
@@ -239,7 +296,7 @@ impl Watch {
     fn read_queue(&mut self) -> Vec<Event> {
         let mut events = Vec::new();
         let mut buf = [MaybeUninit::<u8>::uninit(); 64 << 10];
-        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        let mut reader = inotify::Reader::new(self.fd.as_ref(), &mut buf);
         loop {
             match reader.next() {
                 Ok(e) => events.push(Event {
@@ -347,7 +404,7 @@ pub(crate) fn after_capture<'a>(
         .map(|(d, wd)| (d.clone(), *wd))
         .collect();
     for (dir, wd) in stale {
-        let _ = inotify::remove_watch(&watch.fd, wd);
+        let _ = inotify::remove_watch(watch.fd.as_ref(), wd);
         watch.by_dir.remove(&dir);
         watch.by_wd.remove(&wd);
     }
@@ -357,7 +414,7 @@ pub(crate) fn after_capture<'a>(
         }
         let path = crate::fsops::join(root.as_std_path(), dir);
         // Out of watches, or gone meanwhile: never trusted, always checked.
-        if let Ok(wd) = inotify::add_watch(&watch.fd, &path, MASK) {
+        if let Ok(wd) = inotify::add_watch(watch.fd.as_ref(), &path, MASK) {
             if let Some(old) = watch.by_wd.insert(wd, dir.clone()) {
                 watch.by_dir.remove(&old);
             }
