@@ -48,6 +48,11 @@ impl Store {
     /// If a reachable object is missing or corrupt, it stops before removing anything: what
     /// lies below a damaged tree cannot be told apart from garbage.
     pub fn gc(&mut self, options: &GcOptions) -> Result<GcOutcome, MaintenanceError> {
+        let health = std::sync::Arc::clone(&self.health);
+        health.run(|| self.collect(options))
+    }
+
+    fn collect(&mut self, options: &GcOptions) -> Result<GcOutcome, MaintenanceError> {
         let db_path = self.database_path();
         let file_len = || std::fs::metadata(&db_path).map(|m| m.len()).unwrap_or(0);
         let mut outcome = GcOutcome {

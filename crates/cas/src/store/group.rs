@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use super::error::{StorageResult, WriteError};
+use super::error::{InStore, StorageResult, WriteError};
 use super::{Store, WriteBatch, WriteOutcome};
 
 /// Batches larger than this (compressed blob bytes) commit on their own, uncopied.
@@ -120,8 +120,13 @@ impl Store {
     /// refused, that transaction is dropped and each batch is committed on its own, so a
     /// refusal reaches only its writer.
     pub(crate) fn commit_group(&self, members: &[Arc<Pending>]) {
+        // Each member's answer names the store, and a panic in redb fails them all.
         if members.len() > 1 {
-            match self.try_together(members) {
+            let together = self
+                .health
+                .catch(|| self.try_together(members))
+                .unwrap_or_else(|damaged| Err(Some(damaged.into())));
+            match together {
                 Ok(results) => {
                     for (m, r) in members.iter().zip(results) {
                         m.set(Ok(r));
@@ -129,7 +134,7 @@ impl Store {
                     return;
                 }
                 Err(Some(e)) => {
-                    let reason = e.to_string();
+                    let reason = e.in_store(&self.root).to_string();
                     for m in members {
                         m.set(Err(WriteError::Commit {
                             reason: reason.clone(),
@@ -141,7 +146,7 @@ impl Store {
             }
         }
         for m in members {
-            m.set(self.write_alone(&m.batch));
+            m.set(self.health.run(|| self.write_alone(&m.batch)));
         }
     }
 

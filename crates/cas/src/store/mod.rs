@@ -2,6 +2,7 @@
 //! worktree registry and the op log.
 
 mod blob;
+mod contain;
 mod error;
 mod fsck;
 mod gc;
@@ -12,6 +13,7 @@ mod versions;
 
 use std::collections::{BTreeSet, BinaryHeap, HashSet};
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -27,6 +29,7 @@ pub use gc::{GcOptions, GcOutcome};
 pub use registry::{Checkpoint, DirIdentity, OpRecord, Task, WorktreeKind, WorktreeRecord};
 
 use blob::{Body, Codec, Location, LogWriter};
+use contain::Health;
 use error::StorageResult;
 use tables::*;
 
@@ -156,6 +159,8 @@ impl Db {
 pub struct Store {
     db: Db,
     root: Utf8PathBuf,
+    /// Every call into redb runs through it (see `contain`).
+    health: Arc<Health>,
     segment_bytes: u64,
     group: group::Group,
     versions: versions::Versions,
@@ -185,15 +190,25 @@ impl Store {
                 source,
             })?;
         }
-        let db = Self::open_database(root, &db_path, options)?;
+        let health = Arc::new(Health::new(root));
+        let damaged = |source| OpenError::Database {
+            path: db_path.clone(),
+            source,
+        };
+        let db = health
+            .catch(|| Self::open_database(root, &db_path, options))
+            .map_err(damaged)??;
         let mut store = Store {
             db,
             root: root.to_owned(),
+            health: Arc::clone(&health),
             segment_bytes: 0,
             group: group::Group::default(),
             versions: versions::Versions::default(),
         };
-        store.segment_bytes = store.prepare(options.create)?;
+        store.segment_bytes = health
+            .catch(|| store.prepare(options.create))
+            .map_err(damaged)??;
         Ok(store)
     }
 
@@ -334,8 +349,13 @@ impl Store {
 
     /// A consistent read view of the store as of now.
     pub fn reader(&self) -> Result<Reader, StorageFailure> {
+        self.health.run(|| self.open_reader())
+    }
+
+    fn open_reader(&self) -> Result<Reader, StorageFailure> {
         let txn = self.db.begin_read().storage()?;
         Ok(Reader {
+            health: Arc::clone(&self.health),
             blobs: txn.open_table(BLOBS).storage()?,
             segments: txn.open_table(SEGMENTS).storage()?,
             trees: txn.open_table(TREES).storage()?,
@@ -368,11 +388,13 @@ impl Store {
         // is never current afterwards, and a failed commit (which may have landed) makes
         // what was known stale too.
         self.versions.bump(batch.file_state_roots());
-        let result = if batch.stored_bytes() > group::GROUP_MAX_BYTES {
-            self.write_alone(batch)
-        } else {
-            self.write_grouped(batch)
-        };
+        let result = self.health.run(|| {
+            if batch.stored_bytes() > group::GROUP_MAX_BYTES {
+                self.write_alone(batch)
+            } else {
+                self.write_grouped(batch)
+            }
+        });
         self.versions.bump(batch.file_state_roots());
         result
     }
@@ -643,6 +665,10 @@ impl Store {
 
     /// Removes ref `name`, returning where it pointed.
     pub fn remove_ref(&self, name: &str) -> Result<SnapshotId, RefError> {
+        self.health.run(|| self.remove_ref_in_db(name))
+    }
+
+    fn remove_ref_in_db(&self, name: &str) -> Result<SnapshotId, RefError> {
         let txn = self
             .writer()
             .map_err(|e| RefError::Write(Box::new(e)))?
@@ -665,10 +691,13 @@ impl Store {
 
     /// Shrinks the database file to what it holds. Slow on large stores; `gc` calls it.
     pub fn compact(&mut self) -> Result<(), StorageFailure> {
-        if let Db::Write(db) = &mut self.db {
-            db.compact().storage()?;
-        }
-        Ok(())
+        let health = Arc::clone(&self.health);
+        health.run(|| {
+            if let Db::Write(db) = &mut self.db {
+                db.compact().storage()?;
+            }
+            Ok(())
+        })
     }
 }
 
@@ -947,6 +976,7 @@ pub type FileStateEntry = (Vec<u8>, Vec<u8>);
 
 /// A consistent, read-only view of the store. Cheap to create; many may exist at once.
 pub struct Reader {
+    health: Arc<Health>,
     blobs: ReadOnlyTable<[u8; 32], &'static [u8]>,
     segments: ReadOnlyTable<u64, &'static [u8]>,
     trees: ReadOnlyTable<[u8; 32], &'static [u8]>,
@@ -964,29 +994,35 @@ pub struct Reader {
 
 impl Reader {
     fn location(&self, id: BlobId) -> Result<Location, ReadError> {
-        let Some(v) = self.blobs.get(id.as_bytes()).storage()? else {
-            return Err(ReadError::NotFound {
-                kind: ObjectKind::Blob,
-                id: id.into(),
-            });
-        };
-        Location::decode(v.value())
-            .ok_or_else(|| ReadError::corrupt(ObjectKind::Blob, id, "unreadable location record"))
+        self.health.run(|| {
+            let Some(v) = self.blobs.get(id.as_bytes()).storage()? else {
+                return Err(ReadError::NotFound {
+                    kind: ObjectKind::Blob,
+                    id: id.into(),
+                });
+            };
+            Location::decode(v.value()).ok_or_else(|| {
+                ReadError::corrupt(ObjectKind::Blob, id, "unreadable location record")
+            })
+        })
     }
 
     /// True if the blob is stored.
     pub fn has_blob(&self, id: BlobId) -> Result<bool, StorageFailure> {
-        Ok(self.blobs.get(id.as_bytes()).storage()?.is_some())
+        self.health
+            .run(|| Ok(self.blobs.get(id.as_bytes()).storage()?.is_some()))
     }
 
     /// True if the tree is stored.
     pub fn has_tree(&self, id: TreeId) -> Result<bool, StorageFailure> {
-        Ok(self.trees.get(id.as_bytes()).storage()?.is_some())
+        self.health
+            .run(|| Ok(self.trees.get(id.as_bytes()).storage()?.is_some()))
     }
 
     /// True if the snapshot is stored.
     pub fn has_snapshot(&self, id: SnapshotId) -> Result<bool, StorageFailure> {
-        Ok(self.snapshots.get(id.as_bytes()).storage()?.is_some())
+        self.health
+            .run(|| Ok(self.snapshots.get(id.as_bytes()).storage()?.is_some()))
     }
 
     /// The size of a stored blob, without reading it.
@@ -1002,7 +1038,7 @@ impl Reader {
     }
 
     fn packed(&self, id: BlobId) -> Result<Vec<u8>, ReadError> {
-        match self.location(id)? {
+        self.health.run(|| match self.location(id)? {
             Location::Packed {
                 offset,
                 len,
@@ -1017,7 +1053,7 @@ impl Reader {
                 id,
                 "a chunk that is itself chunked",
             )),
-        }
+        })
     }
 
     /// Streams a blob into `sink`, one verified chunk at a time, and checks the whole content
@@ -1064,43 +1100,51 @@ impl Reader {
 
     /// A tree, verified against its id.
     pub fn tree(&self, id: TreeId) -> Result<Tree, ReadError> {
-        let Some(v) = self.trees.get(id.as_bytes()).storage()? else {
-            return Err(ReadError::NotFound {
-                kind: ObjectKind::Tree,
-                id: id.into(),
-            });
-        };
-        decode_tree_value(id, v.value())
+        self.health.run(|| {
+            let Some(v) = self.trees.get(id.as_bytes()).storage()? else {
+                return Err(ReadError::NotFound {
+                    kind: ObjectKind::Tree,
+                    id: id.into(),
+                });
+            };
+            decode_tree_value(id, v.value())
+        })
     }
 
     /// A snapshot, verified against its id.
     pub fn snapshot(&self, id: SnapshotId) -> Result<Snapshot, ReadError> {
-        let Some(v) = self.snapshots.get(id.as_bytes()).storage()? else {
-            return Err(ReadError::NotFound {
-                kind: ObjectKind::Snapshot,
-                id: id.into(),
-            });
-        };
-        decode_snapshot_value(id, v.value())
+        self.health.run(|| {
+            let Some(v) = self.snapshots.get(id.as_bytes()).storage()? else {
+                return Err(ReadError::NotFound {
+                    kind: ObjectKind::Snapshot,
+                    id: id.into(),
+                });
+            };
+            decode_snapshot_value(id, v.value())
+        })
     }
 
     /// Where ref `name` points.
     pub fn ref_target(&self, name: &str) -> Result<Option<SnapshotId>, StorageFailure> {
-        Ok(self
-            .refs
-            .get(name)
-            .storage()?
-            .map(|v| SnapshotId::from_bytes(v.value())))
+        self.health.run(|| {
+            Ok(self
+                .refs
+                .get(name)
+                .storage()?
+                .map(|v| SnapshotId::from_bytes(v.value())))
+        })
     }
 
     /// Every ref, by name.
     pub fn refs(&self) -> Result<Vec<(String, SnapshotId)>, StorageFailure> {
-        let mut out = Vec::new();
-        for item in self.refs.iter().storage()? {
-            let (k, v) = item.storage()?;
-            out.push((k.value().to_owned(), SnapshotId::from_bytes(v.value())));
-        }
-        Ok(out)
+        self.health.run(|| {
+            let mut out = Vec::new();
+            for item in self.refs.iter().storage()? {
+                let (k, v) = item.storage()?;
+                out.push((k.value().to_owned(), SnapshotId::from_bytes(v.value())));
+            }
+            Ok(out)
+        })
     }
 
     fn prefix_matches(
@@ -1122,55 +1166,59 @@ impl Reader {
     /// Resolves a ref name or unique id prefix (at least 6 hex digits) to a snapshot.
     /// Checkpoint names are worktree-specific and resolved by the caller first.
     pub fn resolve_snapshot(&self, spec: &str) -> Result<SnapshotId, ResolveError> {
-        if let Some(id) = self.ref_target(spec)? {
-            return Ok(id);
-        }
-        let unknown = || ResolveError::Unknown {
-            spec: spec.to_owned(),
-            wanted: "snapshot",
-        };
-        let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
-        let mut found = Vec::new();
-        Self::prefix_matches(&self.snapshots, &prefix, &mut found)?;
-        match found.as_slice() {
-            [] => Err(unknown()),
-            [one] => Ok(one.as_snapshot()),
-            many => Err(ResolveError::Ambiguous {
+        self.health.run(|| {
+            if let Some(id) = self.ref_target(spec)? {
+                return Ok(id);
+            }
+            let unknown = || ResolveError::Unknown {
                 spec: spec.to_owned(),
-                candidates: many.iter().map(|id| (ObjectKind::Snapshot, *id)).collect(),
-            }),
-        }
+                wanted: "snapshot",
+            };
+            let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
+            let mut found = Vec::new();
+            Self::prefix_matches(&self.snapshots, &prefix, &mut found)?;
+            match found.as_slice() {
+                [] => Err(unknown()),
+                [one] => Ok(one.as_snapshot()),
+                many => Err(ResolveError::Ambiguous {
+                    spec: spec.to_owned(),
+                    candidates: many.iter().map(|id| (ObjectKind::Snapshot, *id)).collect(),
+                }),
+            }
+        })
     }
 
     /// Resolves a ref name or unique id prefix to an object of any kind.
     pub fn resolve_object(&self, spec: &str) -> Result<(ObjectKind, ObjectId), ResolveError> {
-        if let Some(id) = self.ref_target(spec)? {
-            return Ok((ObjectKind::Snapshot, id.into()));
-        }
-        let unknown = || ResolveError::Unknown {
-            spec: spec.to_owned(),
-            wanted: "object",
-        };
-        let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
-        let mut candidates = BTreeSet::new();
-        for (kind, table) in [
-            (ObjectKind::Snapshot, &self.snapshots),
-            (ObjectKind::Tree, &self.trees),
-            (ObjectKind::Blob, &self.blobs),
-        ] {
-            let mut found = Vec::new();
-            Self::prefix_matches(table, &prefix, &mut found)?;
-            candidates.extend(found.into_iter().map(|id| (kind, id)));
-        }
-        let mut candidates: Vec<_> = candidates.into_iter().collect();
-        match candidates.len() {
-            0 => Err(unknown()),
-            1 => Ok(candidates.remove(0)),
-            _ => Err(ResolveError::Ambiguous {
+        self.health.run(|| {
+            if let Some(id) = self.ref_target(spec)? {
+                return Ok((ObjectKind::Snapshot, id.into()));
+            }
+            let unknown = || ResolveError::Unknown {
                 spec: spec.to_owned(),
-                candidates,
-            }),
-        }
+                wanted: "object",
+            };
+            let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
+            let mut candidates = BTreeSet::new();
+            for (kind, table) in [
+                (ObjectKind::Snapshot, &self.snapshots),
+                (ObjectKind::Tree, &self.trees),
+                (ObjectKind::Blob, &self.blobs),
+            ] {
+                let mut found = Vec::new();
+                Self::prefix_matches(table, &prefix, &mut found)?;
+                candidates.extend(found.into_iter().map(|id| (kind, id)));
+            }
+            let mut candidates: Vec<_> = candidates.into_iter().collect();
+            match candidates.len() {
+                0 => Err(unknown()),
+                1 => Ok(candidates.remove(0)),
+                _ => Err(ResolveError::Ambiguous {
+                    spec: spec.to_owned(),
+                    candidates,
+                }),
+            }
+        })
     }
 
     /// History from `start`: it and its ancestors, newest first (by creation time, ties by
@@ -1180,68 +1228,75 @@ impl Reader {
         start: SnapshotId,
         limit: Option<usize>,
     ) -> Result<Vec<(SnapshotId, Snapshot)>, ReadError> {
-        let mut out = Vec::new();
-        let mut seen = HashSet::new();
-        let mut loaded = std::collections::HashMap::new();
-        let mut queue = BinaryHeap::new();
-        let first = self.snapshot(start)?;
-        seen.insert(start);
-        queue.push((first.created, start));
-        loaded.insert(start, first);
-        while let Some((_, id)) = queue.pop() {
-            if limit.is_some_and(|n| out.len() >= n) {
-                break;
-            }
-            let Some(snap) = loaded.remove(&id) else {
-                continue;
-            };
-            for &p in &snap.parents {
-                if seen.insert(p) {
-                    let parent = self.snapshot(p)?;
-                    queue.push((parent.created, p));
-                    loaded.insert(p, parent);
+        self.health.run(|| {
+            let mut out = Vec::new();
+            let mut seen = HashSet::new();
+            let mut loaded = std::collections::HashMap::new();
+            let mut queue = BinaryHeap::new();
+            let first = self.snapshot(start)?;
+            seen.insert(start);
+            queue.push((first.created, start));
+            loaded.insert(start, first);
+            while let Some((_, id)) = queue.pop() {
+                if limit.is_some_and(|n| out.len() >= n) {
+                    break;
                 }
+                let Some(snap) = loaded.remove(&id) else {
+                    continue;
+                };
+                for &p in &snap.parents {
+                    if seen.insert(p) {
+                        let parent = self.snapshot(p)?;
+                        queue.push((parent.created, p));
+                        loaded.insert(p, parent);
+                    }
+                }
+                out.push((id, snap));
             }
-            out.push((id, snap));
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// The registry record of the worktree at `root`.
     pub fn worktree(&self, root: &Utf8Path) -> Result<Option<WorktreeRecord>, RegistryError> {
-        match self.worktrees.get(root.as_str()).storage()? {
-            None => Ok(None),
-            Some(v) => registry::decode_worktree(root, v.value()).map(Some),
-        }
+        self.health
+            .run(|| match self.worktrees.get(root.as_str()).storage()? {
+                None => Ok(None),
+                Some(v) => registry::decode_worktree(root, v.value()).map(Some),
+            })
     }
 
     /// Every registered worktree, by root path.
     pub fn worktrees(&self) -> Result<Vec<WorktreeRecord>, RegistryError> {
-        let mut out = Vec::new();
-        for item in self.worktrees.iter().storage()? {
-            let (k, v) = item.storage()?;
-            out.push(registry::decode_worktree(
-                Utf8Path::new(k.value()),
-                v.value(),
-            )?);
-        }
-        Ok(out)
+        self.health.run(|| {
+            let mut out = Vec::new();
+            for item in self.worktrees.iter().storage()? {
+                let (k, v) = item.storage()?;
+                out.push(registry::decode_worktree(
+                    Utf8Path::new(k.value()),
+                    v.value(),
+                )?);
+            }
+            Ok(out)
+        })
     }
 
     /// Every file state of worktree `root`, sorted by path bytes.
     pub fn file_states(&self, root: &Utf8Path) -> Result<Vec<FileStateEntry>, StorageFailure> {
-        let mut out = Vec::new();
-        let root = root.as_str();
-        let upper = [0xffu8; 4097];
-        for item in self
-            .file_states
-            .range::<(&str, &[u8])>((root, &[][..])..(root, &upper[..]))
-            .storage()?
-        {
-            let (k, v) = item.storage()?;
-            out.push((k.value().1.to_vec(), v.value().to_vec()));
-        }
-        Ok(out)
+        self.health.run(|| {
+            let mut out = Vec::new();
+            let root = root.as_str();
+            let upper = [0xffu8; 4097];
+            for item in self
+                .file_states
+                .range::<(&str, &[u8])>((root, &[][..])..(root, &upper[..]))
+                .storage()?
+            {
+                let (k, v) = item.storage()?;
+                out.push((k.value().1.to_vec(), v.value().to_vec()));
+            }
+            Ok(out)
+        })
     }
 
     /// One file state of worktree `root`.
@@ -1250,11 +1305,13 @@ impl Reader {
         root: &Utf8Path,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, StorageFailure> {
-        Ok(self
-            .file_states
-            .get((root.as_str(), key))
-            .storage()?
-            .map(|v| v.value().to_vec()))
+        self.health.run(|| {
+            Ok(self
+                .file_states
+                .get((root.as_str(), key))
+                .storage()?
+                .map(|v| v.value().to_vec()))
+        })
     }
 
     /// Refuses a batch whose trees or snapshots name an object that neither the batch nor
@@ -1262,84 +1319,95 @@ impl Reader {
     /// them): for writers that commit a batch later, with more added to it. Refs, registry
     /// records and the parts of chunked blobs are not checked here.
     pub fn check_references(&self, batch: &WriteBatch) -> Result<(), WriteError> {
-        let blobs: HashSet<BlobId> = batch.blobs.iter().map(|b| b.id).collect();
-        let trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
-        let snapshots: HashSet<SnapshotId> = batch.snapshots.iter().map(|(id, _)| *id).collect();
-        let dangling = |kind, id| Err(WriteError::Dangling { kind, id });
-        for (id, tree) in &batch.trees {
-            if self.has_tree(*id)? {
-                continue;
-            }
-            for entry in tree.entries() {
-                match (entry.blob(), entry.tree()) {
-                    (Some(b), _) if !blobs.contains(&b) && !self.has_blob(b)? => {
-                        return dangling(ObjectKind::Blob, entry.id);
+        self.health.run(|| {
+            let blobs: HashSet<BlobId> = batch.blobs.iter().map(|b| b.id).collect();
+            let trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
+            let snapshots: HashSet<SnapshotId> =
+                batch.snapshots.iter().map(|(id, _)| *id).collect();
+            let dangling = |kind, id| Err(WriteError::Dangling { kind, id });
+            for (id, tree) in &batch.trees {
+                if self.has_tree(*id)? {
+                    continue;
+                }
+                for entry in tree.entries() {
+                    match (entry.blob(), entry.tree()) {
+                        (Some(b), _) if !blobs.contains(&b) && !self.has_blob(b)? => {
+                            return dangling(ObjectKind::Blob, entry.id);
+                        }
+                        (_, Some(t)) if !trees.contains(&t) && !self.has_tree(t)? => {
+                            return dangling(ObjectKind::Tree, entry.id);
+                        }
+                        _ => {}
                     }
-                    (_, Some(t)) if !trees.contains(&t) && !self.has_tree(t)? => {
-                        return dangling(ObjectKind::Tree, entry.id);
-                    }
-                    _ => {}
                 }
             }
-        }
-        for (_, snap) in &batch.snapshots {
-            if !trees.contains(&snap.tree) && !self.has_tree(snap.tree)? {
-                return dangling(ObjectKind::Tree, snap.tree.into());
-            }
-            for p in &snap.parents {
-                if !snapshots.contains(p) && !self.has_snapshot(*p)? {
-                    return dangling(ObjectKind::Snapshot, (*p).into());
+            for (_, snap) in &batch.snapshots {
+                if !trees.contains(&snap.tree) && !self.has_tree(snap.tree)? {
+                    return dangling(ObjectKind::Tree, snap.tree.into());
+                }
+                for p in &snap.parents {
+                    if !snapshots.contains(p) && !self.has_snapshot(*p)? {
+                        return dangling(ObjectKind::Snapshot, (*p).into());
+                    }
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// The git id recorded for `id` by an earlier export, if any.
     pub fn git_oid(&self, id: ObjectId) -> Result<Option<Vec<u8>>, StorageFailure> {
-        let Some(map) = &self.git_oids else {
-            return Ok(None);
-        };
-        Ok(map
-            .get(id.as_bytes())
-            .storage()?
-            .map(|v| v.value().to_vec()))
+        self.health.run(|| {
+            let Some(map) = &self.git_oids else {
+                return Ok(None);
+            };
+            Ok(map
+                .get(id.as_bytes())
+                .storage()?
+                .map(|v| v.value().to_vec()))
+        })
     }
 
     /// The intent journal of an unfinished operation on worktree `root`, if any.
     pub fn journal(&self, root: &Utf8Path) -> Result<Option<Vec<u8>>, StorageFailure> {
-        let Some(journals) = &self.journals else {
-            return Ok(None);
-        };
-        Ok(journals
-            .get(root.as_str())
-            .storage()?
-            .map(|v| v.value().to_vec()))
+        self.health.run(|| {
+            let Some(journals) = &self.journals else {
+                return Ok(None);
+            };
+            Ok(journals
+                .get(root.as_str())
+                .storage()?
+                .map(|v| v.value().to_vec()))
+        })
     }
 
     /// Every worktree with an unfinished operation.
     pub fn journaled_worktrees(&self) -> Result<Vec<Utf8PathBuf>, StorageFailure> {
-        let Some(journals) = &self.journals else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for item in journals.iter().storage()? {
-            out.push(Utf8PathBuf::from(item.storage()?.0.value()));
-        }
-        Ok(out)
+        self.health.run(|| {
+            let Some(journals) = &self.journals else {
+                return Ok(Vec::new());
+            };
+            let mut out = Vec::new();
+            for item in journals.iter().storage()? {
+                out.push(Utf8PathBuf::from(item.storage()?.0.value()));
+            }
+            Ok(out)
+        })
     }
 
     /// A worktree's op log, oldest first.
     pub fn ops(&self, root: &Utf8Path) -> Result<Vec<OpRecord>, RegistryError> {
-        let mut out = Vec::new();
-        let range = self
-            .oplog
-            .range((root.as_str(), 0)..=(root.as_str(), u64::MAX))
-            .storage()?;
-        for item in range {
-            let (_, v) = item.storage()?;
-            out.push(registry::decode_op(root, v.value())?);
-        }
-        Ok(out)
+        self.health.run(|| {
+            let mut out = Vec::new();
+            let range = self
+                .oplog
+                .range((root.as_str(), 0)..=(root.as_str(), u64::MAX))
+                .storage()?;
+            for item in range {
+                let (_, v) = item.storage()?;
+                out.push(registry::decode_op(root, v.value())?);
+            }
+            Ok(out)
+        })
     }
 }
