@@ -3,6 +3,7 @@
 
 mod api_contract;
 mod crash_recovery;
+mod damaged_store;
 mod diff_commands;
 mod human_output;
 mod import_commands;
