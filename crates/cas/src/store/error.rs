@@ -94,6 +94,53 @@ pub(crate) fn is_out_of_space(e: &std::io::Error) -> bool {
     )
 }
 
+/// Whether an error says the file system holding the store is full.
+pub(crate) trait OutOfSpace {
+    fn is_out_of_space(&self) -> bool;
+}
+
+impl OutOfSpace for StorageFailure {
+    fn is_out_of_space(&self) -> bool {
+        StorageFailure::is_out_of_space(self)
+    }
+}
+
+impl OutOfSpace for ReadError {
+    fn is_out_of_space(&self) -> bool {
+        matches!(self, ReadError::Storage(s) if s.is_out_of_space())
+    }
+}
+
+impl OutOfSpace for WriteError {
+    fn is_out_of_space(&self) -> bool {
+        match self {
+            WriteError::Storage(s) => s.is_out_of_space(),
+            WriteError::Read(r) => r.is_out_of_space(),
+            _ => false,
+        }
+    }
+}
+
+impl OutOfSpace for RefError {
+    fn is_out_of_space(&self) -> bool {
+        match self {
+            RefError::Storage(s) => s.is_out_of_space(),
+            RefError::Write(w) => w.is_out_of_space(),
+            _ => false,
+        }
+    }
+}
+
+impl OutOfSpace for MaintenanceError {
+    fn is_out_of_space(&self) -> bool {
+        match self {
+            MaintenanceError::Storage(s) => s.is_out_of_space(),
+            MaintenanceError::Unsafe(r) => r.is_out_of_space(),
+            _ => false,
+        }
+    }
+}
+
 /// Names the store in an error's [`StorageFailure`], if it holds one that does not yet.
 pub(crate) trait InStore {
     fn in_store(self, root: &Utf8Path) -> Self;

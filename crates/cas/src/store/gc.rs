@@ -62,13 +62,39 @@ impl Store {
         let (live, pruned_ops) = self.mark(options.prune_ops_before)?;
         outcome.ops_pruned = pruned_ops.len() as u64;
 
-        let txn = self
-            .writer()
-            .map_err(|_| MaintenanceError::ReadOnly {
-                path: self.root().to_owned(),
-            })?
-            .begin_write()
-            .storage()?;
+        let db = self.writer().map_err(|_| MaintenanceError::ReadOnly {
+            path: self.root().to_owned(),
+        })?;
+        let (txn, len_before) = self.begin_write_on(db)?;
+        let swept = self
+            .sweep(&txn, &live, &pruned_ops, options, &mut outcome)
+            .and_then(|()| {
+                if options.dry_run {
+                    txn.abort().storage()?;
+                } else {
+                    txn.commit().storage()?;
+                }
+                Ok(())
+            });
+        swept.map_err(|e| self.after_failed_write(len_before, e))?;
+        if options.dry_run {
+            outcome.file_bytes_after = outcome.file_bytes_before;
+            return Ok(outcome);
+        }
+        self.compact()?;
+        outcome.file_bytes_after = file_len();
+        Ok(outcome)
+    }
+
+    /// Removes from `txn` what `live` leaves out (on a dry run: only counts it).
+    fn sweep(
+        &self,
+        txn: &redb::WriteTransaction,
+        live: &Live,
+        pruned_ops: &[(String, u64)],
+        options: &GcOptions,
+        outcome: &mut GcOutcome,
+    ) -> Result<(), MaintenanceError> {
         {
             let mut blobs = txn.open_table(BLOBS).storage()?;
             let mut trees = txn.open_table(TREES).storage()?;
@@ -128,22 +154,14 @@ impl Store {
                 }
                 drop(git_oids);
                 let mut oplog = txn.open_table(OPLOG).storage()?;
-                for (root, seq) in &pruned_ops {
+                for (root, seq) in pruned_ops {
                     oplog.remove((root.as_str(), *seq)).storage()?;
                 }
                 drop(oplog);
                 self.reclaim_segments(&txn, &mut blobs)?;
             }
         }
-        if options.dry_run {
-            txn.abort().storage()?;
-            outcome.file_bytes_after = outcome.file_bytes_before;
-            return Ok(outcome);
-        }
-        txn.commit().storage()?;
-        self.compact()?;
-        outcome.file_bytes_after = file_len();
-        Ok(outcome)
+        Ok(())
     }
 
     /// What is reachable, and the op-log entries older than `prune_before` (left out).

@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use super::error::{InStore, StorageResult, WriteError};
+use super::error::{InStore, OutOfSpace, StorageResult, WriteError};
 use super::{Store, WriteBatch, WriteOutcome};
 
 /// Batches larger than this (compressed blob bytes) commit on their own, uncopied.
@@ -156,32 +156,35 @@ impl Store {
         &self,
         members: &[Arc<Pending>],
     ) -> Result<Vec<WriteOutcome>, Option<WriteError>> {
-        let txn = self
-            .writer()
-            .map_err(Some)?
-            .begin_write()
-            .storage()
-            .map_err(|e| Some(e.into()))?;
+        let (txn, len_before) = self.begin_write().map_err(Some)?;
         let mut outcomes = Vec::with_capacity(members.len());
         for m in members {
             match self.write_in(&txn, &m.batch) {
                 Ok(o) => outcomes.push(o),
+                // Out of space is the transaction's failure, not one batch's refusal.
+                Err(e) if e.is_out_of_space() => {
+                    return Err(Some(self.after_failed_write(len_before, e)));
+                }
                 Err(_) => {
                     let _ = txn.abort();
                     return Err(None);
                 }
             }
         }
-        txn.commit().storage().map_err(|e| Some(e.into()))?;
+        txn.commit()
+            .storage()
+            .map_err(|e| Some(self.after_failed_write(len_before, e.into())))?;
         Ok(outcomes)
     }
 
     /// One batch in its own transaction.
     pub(crate) fn write_alone(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
-        let txn = self.writer()?.begin_write().storage()?;
-        let outcome = self.write_in(&txn, batch)?;
-        txn.commit().storage()?;
-        Ok(outcome)
+        let (txn, len_before) = self.begin_write()?;
+        let written = self.write_in(&txn, batch).and_then(|outcome| {
+            txn.commit().storage()?;
+            Ok(outcome)
+        });
+        written.map_err(|e| self.after_failed_write(len_before, e))
     }
 }
 

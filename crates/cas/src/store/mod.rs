@@ -7,6 +7,7 @@ mod error;
 mod fsck;
 mod gc;
 mod group;
+mod reclaim;
 mod registry;
 mod tables;
 mod versions;
@@ -139,10 +140,11 @@ impl OpenOptions {
     }
 }
 
-/// The database, opened for writing or read-only.
+/// The database, opened for writing or read-only; closed only while the store is dropped.
 enum Db {
     Write(Database),
     Read(redb::ReadOnlyDatabase),
+    Closed,
 }
 
 impl Db {
@@ -150,6 +152,7 @@ impl Db {
         match self {
             Db::Write(db) => db.begin_read(),
             Db::Read(db) => db.begin_read(),
+            Db::Closed => Err(redb::StorageError::DatabaseClosed.into()),
         }
     }
 }
@@ -164,6 +167,11 @@ pub struct Store {
     segment_bytes: u64,
     group: group::Group,
     versions: versions::Versions,
+    /// Set when a write transaction ran out of space: the database file's length when it
+    /// began, so that what it took is given back when the store closes (see `reclaim`).
+    reclaim_past: std::sync::Mutex<Option<u64>>,
+    /// How it was opened, to open it again after such a write.
+    options: OpenOptions,
 }
 
 impl std::fmt::Debug for Store {
@@ -205,6 +213,8 @@ impl Store {
             segment_bytes: 0,
             group: group::Group::default(),
             versions: versions::Versions::default(),
+            reclaim_past: std::sync::Mutex::new(None),
+            options: options.clone(),
         };
         store.segment_bytes = health
             .catch(|| store.prepare(options.create))
@@ -271,7 +281,35 @@ impl Store {
             Db::Read(_) => Err(WriteError::ReadOnly {
                 path: self.root.clone(),
             }),
+            Db::Closed => Err(StorageFailure::from(redb::StorageError::DatabaseClosed).into()),
         }
+    }
+
+    /// Begins a write transaction and returns it with the database file's length. While it
+    /// is open nothing else grows the file (redb has one writer, and a writable store is held
+    /// by one process), so what lies past that length is this transaction's alone.
+    fn begin_write(&self) -> Result<(WriteTransaction, u64), WriteError> {
+        Ok(self.begin_write_on(self.writer()?)?)
+    }
+
+    fn begin_write_on(&self, db: &Database) -> Result<(WriteTransaction, u64), StorageFailure> {
+        let txn = db.begin_write().storage()?;
+        let len = std::fs::metadata(self.database_path())
+            .map_err(|e| StorageFailure::from(redb::StorageError::Io(e)))?;
+        Ok((txn, len.len()))
+    }
+
+    /// Passes on `e`, the failure of a write transaction begun when the file was
+    /// `len_before` long; if the file system filled up, that space is given back on close.
+    fn after_failed_write<E: error::OutOfSpace>(&self, len_before: u64, e: E) -> E {
+        if e.is_out_of_space() {
+            let mut past = self
+                .reclaim_past
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *past = Some(past.map_or(len_before, |p| p.min(len_before)));
+        }
+        e
     }
 
     /// Checks the format version, initialising a new database; returns the segment size.
@@ -669,24 +707,25 @@ impl Store {
     }
 
     fn remove_ref_in_db(&self, name: &str) -> Result<SnapshotId, RefError> {
-        let txn = self
-            .writer()
-            .map_err(|e| RefError::Write(Box::new(e)))?
+        let (txn, len_before) = self
             .begin_write()
-            .storage()?;
-        let old = {
-            let mut refs = txn.open_table(REFS).storage()?;
-            refs.remove(name)
-                .storage()?
-                .map(|v| SnapshotId::from_bytes(v.value()))
-        };
-        let Some(old) = old else {
-            return Err(RefError::NotFound {
-                name: name.to_owned(),
-            });
-        };
-        txn.commit().storage()?;
-        Ok(old)
+            .map_err(|e| RefError::Write(Box::new(e)))?;
+        let removed = (|| {
+            let old = {
+                let mut refs = txn.open_table(REFS).storage()?;
+                refs.remove(name)
+                    .storage()?
+                    .map(|v| SnapshotId::from_bytes(v.value()))
+            };
+            let Some(old) = old else {
+                return Err(RefError::NotFound {
+                    name: name.to_owned(),
+                });
+            };
+            txn.commit().storage()?;
+            Ok(old)
+        })();
+        removed.map_err(|e| self.after_failed_write(len_before, e))
     }
 
     /// Shrinks the database file to what it holds. Slow on large stores; `gc` calls it.
@@ -698,6 +737,56 @@ impl Store {
             }
             Ok(())
         })
+    }
+}
+
+impl Store {
+    /// True after a write ran out of space: the database then refuses every call until
+    /// [`Store::reopen_after_failed_write`], or until the store is dropped (which gives the
+    /// space back too).
+    pub fn write_failed_for_space(&self) -> bool {
+        self.reclaim_past
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// Gives back the space of a write that ran out of it and opens the database again, so
+    /// that a store held open for long (`cairn serve`) goes on working once there is room.
+    pub fn reopen_after_failed_write(&mut self) -> Result<(), OpenError> {
+        let past = self
+            .reclaim_past
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(len_before) = past else {
+            return Ok(());
+        };
+        reclaim::give_back(self, len_before);
+        let db_path = self.database_path();
+        let options = self.options.clone();
+        self.db = self
+            .health
+            .catch(|| Self::open_database(&self.root, &db_path, &options))
+            .map_err(|source| OpenError::Database {
+                path: db_path.clone(),
+                source,
+            })??;
+        Ok(())
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let past = self
+            .reclaim_past
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(len_before) = past {
+            reclaim::give_back(self, len_before);
+            reclaim::repair(self);
+        }
     }
 }
 
