@@ -85,6 +85,14 @@ fn stat_at(root: &Root, dir: &OwnedFd, name: &OsStr, rel: &[u8]) -> Result<Stat,
         .map_err(|e| WriteFailure::Io(root.display(rel), e.into()))
 }
 
+/// A failed [`write_blob`] of `rel`: failing to write the file (a full disk) names its path.
+fn blob_failure(root: &Root, rel: &[u8], e: cas::ReadError) -> WriteFailure {
+    match e {
+        cas::ReadError::Sink { source, .. } => WriteFailure::Io(root.display(rel), source),
+        other => WriteFailure::Store(other),
+    }
+}
+
 fn write_blob(file: OwnedFd, reader: &Reader, blob: BlobId) -> Result<(), cas::ReadError> {
     let mut out = std::io::BufWriter::with_capacity(256 << 10, std::fs::File::from(file));
     reader.write_blob_to(blob, &mut out)?;
@@ -114,8 +122,8 @@ pub(crate) fn create(
     }
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, mode_of(kind)).map_err(io)?;
-    let written =
-        fault(root, rel).and_then(|()| write_blob(fd, reader, blob).map_err(WriteFailure::Store));
+    let written = fault(root, rel)
+        .and_then(|()| write_blob(fd, reader, blob).map_err(|e| blob_failure(root, rel, e)));
     if let Err(e) = written {
         let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
         return Err(e);
@@ -176,7 +184,7 @@ pub(crate) fn replace(
         && let Err(e) = write_blob(file, reader, blob)
     {
         let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
-        return Err(WriteFailure::Store(e));
+        return Err(blob_failure(root, rel, e));
     }
     let renamed = fault(root, rel)
         .and_then(|()| rustix::fs::renameat(&dir, temp.as_os_str(), &dir, name).map_err(io));
