@@ -33,6 +33,11 @@ impl Health {
         }
     }
 
+    /// True once a panic inside redb was caught.
+    pub(crate) fn is_damaged(&self) -> bool {
+        self.damage.get().is_some()
+    }
+
     /// Runs `f`, which calls into redb; an error it returns, or a panic inside it, comes back
     /// naming the store.
     pub(crate) fn run<T, E>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E>
@@ -68,6 +73,22 @@ impl Health {
             StorageFailure::damaged(first.clone())
         })
     }
+}
+
+/// Runs `f`, which calls into redb, whatever the store's health: a panic in it ends there,
+/// quietly, as an `Err` saying what it was. For closing and repairing.
+pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    install_quiet_hook();
+    let caught = {
+        let _quiet = Quiet::enter();
+        // Unwind safety: used only on what is being closed or reopened afresh.
+        std::panic::catch_unwind(AssertUnwindSafe(f))
+    };
+    caught.map_err(|payload| {
+        CAUGHT
+            .with(|c| c.borrow_mut().take())
+            .unwrap_or_else(|| payload_text(payload.as_ref()))
+    })
 }
 
 thread_local! {
@@ -134,4 +155,45 @@ fn payload_text(payload: &(dyn Any + Send)) -> String {
     } else {
         "a panic".to_owned()
     }
+}
+
+/// A table of a write transaction, leaked rather than dropped while its thread panics.
+///
+/// redb's `Table::drop` locks the transaction's table mutex and unwraps it; a panic inside
+/// redb that held that mutex (opening a table on a damaged file) poisons it, and the
+/// second panic, during unwinding, aborts the process. Nothing of the store is used after a
+/// panic anyway.
+pub(crate) struct Held<T>(Option<T>);
+
+impl<T> std::ops::Deref for Held<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.0
+            .as_ref()
+            .expect("a held table is there until dropped")
+    }
+}
+
+impl<T> std::ops::DerefMut for Held<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.0
+            .as_mut()
+            .expect("a held table is there until dropped")
+    }
+}
+
+impl<T> Drop for Held<T> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            std::mem::forget(self.0.take());
+        }
+    }
+}
+
+/// Opens `table` in the write transaction `txn`, [`Held`].
+pub(crate) fn open_held<'t, K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &'t redb::WriteTransaction,
+    table: redb::TableDefinition<K, V>,
+) -> Result<Held<redb::Table<'t, K, V>>, redb::TableError> {
+    txn.open_table(table).map(|t| Held(Some(t)))
 }

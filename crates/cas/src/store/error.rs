@@ -43,7 +43,7 @@ impl std::fmt::Display for StorageFailure {
             Cause::Redb(e) => write!(f, "{e}"),
             Cause::Damaged(reason) => write!(
                 f,
-                "the database file is damaged (reading it failed: {reason}); nothing more is read from it"
+                "the database file is damaged, redb failed on it ({reason}); nothing more is done with it"
             ),
         }
     }

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use redb::ReadableTable;
 
 use super::blob::{self, Location, LogWriter};
+use super::contain::open_held;
 use super::error::{MaintenanceError, StorageResult};
 use super::tables::{BLOBS, GIT_OIDS, LOG_END_KEY, META, OPLOG, SEGMENTS, SNAPSHOTS, TREES};
 use super::{ObjectKind, Reader, Store};
@@ -96,9 +97,9 @@ impl Store {
         outcome: &mut GcOutcome,
     ) -> Result<(), MaintenanceError> {
         {
-            let mut blobs = txn.open_table(BLOBS).storage()?;
-            let mut trees = txn.open_table(TREES).storage()?;
-            let mut snapshots = txn.open_table(SNAPSHOTS).storage()?;
+            let mut blobs = open_held(txn, BLOBS).storage()?;
+            let mut trees = open_held(txn, TREES).storage()?;
+            let mut snapshots = open_held(txn, SNAPSHOTS).storage()?;
             let mut dead_blobs = Vec::new();
             for item in blobs.iter().storage()? {
                 let (k, v) = item.storage()?;
@@ -144,7 +145,7 @@ impl Store {
                     snapshots.remove(k).storage()?;
                 }
                 drop((trees, snapshots));
-                let mut git_oids = txn.open_table(GIT_OIDS).storage()?;
+                let mut git_oids = open_held(txn, GIT_OIDS).storage()?;
                 for k in dead_blobs
                     .iter()
                     .map(|b| *b.as_bytes())
@@ -153,12 +154,12 @@ impl Store {
                     git_oids.remove(&k).storage()?;
                 }
                 drop(git_oids);
-                let mut oplog = txn.open_table(OPLOG).storage()?;
+                let mut oplog = open_held(txn, OPLOG).storage()?;
                 for (root, seq) in pruned_ops {
                     oplog.remove((root.as_str(), *seq)).storage()?;
                 }
                 drop(oplog);
-                self.reclaim_segments(&txn, &mut blobs)?;
+                self.reclaim_segments(txn, &mut blobs)?;
             }
         }
         Ok(())
@@ -230,8 +231,8 @@ impl Store {
         blobs: &mut redb::Table<[u8; 32], &[u8]>,
     ) -> Result<(), MaintenanceError> {
         let seg = self.segment_bytes;
-        let mut meta = txn.open_table(META).storage()?;
-        let mut segments = txn.open_table(SEGMENTS).storage()?;
+        let mut meta = open_held(txn, META).storage()?;
+        let mut segments = open_held(txn, SEGMENTS).storage()?;
         let end = meta
             .get(LOG_END_KEY)
             .storage()?
@@ -256,7 +257,7 @@ impl Store {
             if !(first..=last).any(|i| sparse.contains(&i)) {
                 continue;
             }
-            let payload = blob::read_log(&segments, seg, *id, *offset, *len)
+            let payload = blob::read_log(&*segments, seg, *id, *offset, *len)
                 .map_err(MaintenanceError::Unsafe)?;
             let new_offset = log.append(&mut segments, &payload)?;
             let loc = Location::Packed {

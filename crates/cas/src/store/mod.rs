@@ -30,7 +30,7 @@ pub use gc::{GcOptions, GcOutcome};
 pub use registry::{Checkpoint, DirIdentity, OpRecord, Task, WorktreeKind, WorktreeRecord};
 
 use blob::{Body, Codec, Location, LogWriter};
-use contain::Health;
+use contain::{Health, open_held};
 use error::StorageResult;
 use tables::*;
 
@@ -171,7 +171,7 @@ pub struct Store {
     /// began, so that what it took is given back when the store closes (see `reclaim`).
     reclaim_past: std::sync::Mutex<Option<u64>>,
     /// How it was opened, to open it again after such a write.
-    options: OpenOptions,
+    options: Box<OpenOptions>,
 }
 
 impl std::fmt::Debug for Store {
@@ -214,7 +214,7 @@ impl Store {
             group: group::Group::default(),
             versions: versions::Versions::default(),
             reclaim_past: std::sync::Mutex::new(None),
-            options: options.clone(),
+            options: Box::new(options.clone()),
         };
         store.segment_bytes = health
             .catch(|| store.prepare(options.create))
@@ -352,7 +352,7 @@ impl Store {
                 };
                 let txn = db.begin_write().storage().map_err(db_err)?;
                 {
-                    let mut meta = txn.open_table(META).storage().map_err(db_err)?;
+                    let mut meta = open_held(&txn, META).storage().map_err(db_err)?;
                     meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                         .storage()
                         .map_err(db_err)?;
@@ -360,14 +360,14 @@ impl Store {
                         .storage()
                         .map_err(db_err)?;
                     meta.insert(LOG_END_KEY, 0).storage().map_err(db_err)?;
-                    txn.open_table(BLOBS).storage().map_err(db_err)?;
-                    txn.open_table(SEGMENTS).storage().map_err(db_err)?;
-                    txn.open_table(TREES).storage().map_err(db_err)?;
-                    txn.open_table(SNAPSHOTS).storage().map_err(db_err)?;
-                    txn.open_table(REFS).storage().map_err(db_err)?;
-                    txn.open_table(WORKTREES).storage().map_err(db_err)?;
-                    txn.open_table(OPLOG).storage().map_err(db_err)?;
-                    txn.open_table(FILE_STATES).storage().map_err(db_err)?;
+                    open_held(&txn, BLOBS).storage().map_err(db_err)?;
+                    open_held(&txn, SEGMENTS).storage().map_err(db_err)?;
+                    open_held(&txn, TREES).storage().map_err(db_err)?;
+                    open_held(&txn, SNAPSHOTS).storage().map_err(db_err)?;
+                    open_held(&txn, REFS).storage().map_err(db_err)?;
+                    open_held(&txn, WORKTREES).storage().map_err(db_err)?;
+                    open_held(&txn, OPLOG).storage().map_err(db_err)?;
+                    open_held(&txn, FILE_STATES).storage().map_err(db_err)?;
                 }
                 txn.commit().storage().map_err(db_err)?;
                 Ok(blob::DEFAULT_SEGMENT_BYTES)
@@ -451,9 +451,9 @@ impl Store {
         batch: &WriteBatch,
     ) -> Result<WriteOutcome, WriteError> {
         let mut outcome = WriteOutcome::default();
-        let mut meta = txn.open_table(META).storage()?;
-        let mut blobs = txn.open_table(BLOBS).storage()?;
-        let mut segments = txn.open_table(SEGMENTS).storage()?;
+        let mut meta = open_held(txn, META).storage()?;
+        let mut blobs = open_held(txn, BLOBS).storage()?;
+        let mut segments = open_held(txn, SEGMENTS).storage()?;
         let end = meta
             .get(LOG_END_KEY)
             .storage()?
@@ -469,7 +469,7 @@ impl Store {
             meta.insert(LOG_END_KEY, new_end).storage()?;
         }
 
-        let mut trees = txn.open_table(TREES).storage()?;
+        let mut trees = open_held(txn, TREES).storage()?;
         let batch_trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
         for (id, tree) in &batch.trees {
             if trees.get(id.as_bytes()).storage()?.is_some() {
@@ -498,7 +498,7 @@ impl Store {
             outcome.trees_written += 1;
         }
 
-        let mut snapshots = txn.open_table(SNAPSHOTS).storage()?;
+        let mut snapshots = open_held(txn, SNAPSHOTS).storage()?;
         for (id, snap) in &batch.snapshots {
             if snapshots.get(id.as_bytes()).storage()?.is_some() {
                 continue;
@@ -532,7 +532,7 @@ impl Store {
             }
             Ok(())
         };
-        let mut refs = txn.open_table(REFS).storage()?;
+        let mut refs = open_held(txn, REFS).storage()?;
         for (name, target) in &batch.refs {
             match target {
                 Some(id) => {
@@ -544,7 +544,7 @@ impl Store {
                 }
             }
         }
-        let mut worktrees = txn.open_table(WORKTREES).storage()?;
+        let mut worktrees = open_held(txn, WORKTREES).storage()?;
         for record in &batch.worktrees {
             for id in record.snapshots() {
                 snapshot_present(&id)?;
@@ -560,7 +560,7 @@ impl Store {
         for root in &batch.removed_worktrees {
             worktrees.remove(root.as_str()).storage()?;
         }
-        let mut oplog = txn.open_table(OPLOG).storage()?;
+        let mut oplog = open_held(txn, OPLOG).storage()?;
         for (root, op) in &batch.ops {
             for id in op.snapshots() {
                 snapshot_present(&id)?;
@@ -584,7 +584,7 @@ impl Store {
                 .storage()?;
             outcome.op_seqs.push(next);
         }
-        let mut states = txn.open_table(FILE_STATES).storage()?;
+        let mut states = open_held(txn, FILE_STATES).storage()?;
         let past_any_path = [0xffu8; 4097];
         for root in &batch.cleared_states {
             let root = root.as_str();
@@ -596,7 +596,7 @@ impl Store {
                 .storage()?;
         }
         if !batch.journals.is_empty() {
-            let mut journals = txn.open_table(JOURNALS).storage()?;
+            let mut journals = open_held(txn, JOURNALS).storage()?;
             for (root, journal) in &batch.journals {
                 match journal {
                     Some(j) => {
@@ -609,7 +609,7 @@ impl Store {
             }
         }
         if !batch.git_oids.is_empty() {
-            let mut map = txn.open_table(GIT_OIDS).storage()?;
+            let mut map = open_held(txn, GIT_OIDS).storage()?;
             for (id, oid) in &batch.git_oids {
                 map.insert(id.as_bytes(), oid.as_slice()).storage()?;
             }
@@ -712,7 +712,7 @@ impl Store {
             .map_err(|e| RefError::Write(Box::new(e)))?;
         let removed = (|| {
             let old = {
-                let mut refs = txn.open_table(REFS).storage()?;
+                let mut refs = open_held(&txn, REFS).storage()?;
                 refs.remove(name)
                     .storage()?
                     .map(|v| SnapshotId::from_bytes(v.value()))
@@ -763,6 +763,7 @@ impl Store {
             return Ok(());
         };
         reclaim::give_back(self, len_before);
+        self.close_db();
         let db_path = self.database_path();
         let options = self.options.clone();
         self.db = self
@@ -776,6 +777,20 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Closes the database. redb's drop commits once more (its allocator state), which can
+    /// panic on a damaged file, and does after a caught panic poisoned its locks; a drop must
+    /// not panic, and the next open repairs what the close left undone.
+    fn close_db(&mut self) {
+        let db = std::mem::replace(&mut self.db, Db::Closed);
+        if let Err(reason) = contain::quietly(|| drop(db))
+            && !self.health.is_damaged()
+        {
+            tracing::warn!(store = %self.root, "closing the database failed ({reason}); the next open repairs it");
+        }
+    }
+}
+
 impl Drop for Store {
     fn drop(&mut self) {
         let past = self
@@ -783,9 +798,13 @@ impl Drop for Store {
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .take();
-        if let Some(len_before) = past {
-            reclaim::give_back(self, len_before);
-            reclaim::repair(self);
+        match past {
+            Some(len_before) if !self.health.is_damaged() => {
+                reclaim::give_back(self, len_before);
+                self.close_db();
+                reclaim::repair(self);
+            }
+            _ => self.close_db(),
         }
     }
 }

@@ -20,10 +20,11 @@ use camino::Utf8Path;
 use redb::Database;
 use rustix::fs::FallocateFlags;
 
-use super::{Db, Store};
+use super::Store;
 
-/// Gives back what lies past `len_before` in the database file, then closes the database.
-pub(super) fn give_back(store: &mut Store, len_before: u64) {
+/// Gives back what lies past `len_before` in the database file; call it before closing the
+/// database, which holds the file meanwhile.
+pub(super) fn give_back(store: &Store, len_before: u64) {
     match punch_tail(&store.database_path(), len_before) {
         Ok(0) => {}
         Ok(bytes) => {
@@ -33,18 +34,16 @@ pub(super) fn give_back(store: &mut Store, len_before: u64) {
             tracing::warn!(store = %store.root, "could not give back the space of a failed write: {e}");
         }
     }
-    drop(std::mem::replace(&mut store.db, Db::Closed));
 }
 
 /// Opens the closed database once, so that redb repairs it (the failed write left it marked
 /// for that) and shrinks the file while there is room; else the next open does.
 pub(super) fn repair(store: &Store) {
     let path = store.database_path();
-    let reopened = store
-        .health
-        .catch(|| Database::builder().create(path.as_std_path()));
-    match reopened {
-        Ok(Ok(db)) => drop(db),
+    let repaired =
+        super::contain::quietly(|| Database::builder().create(path.as_std_path()).map(drop));
+    match repaired {
+        Ok(Ok(())) => {}
         Ok(Err(e)) => tracing::warn!(store = %store.root, "repairing after a failed write: {e}"),
         Err(e) => tracing::warn!(store = %store.root, "repairing after a failed write: {e}"),
     }
