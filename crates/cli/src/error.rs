@@ -43,6 +43,7 @@ impl From<OpenError> for CliError {
             OpenError::LockTimeout { .. } => CliError::store("store_busy", message),
             OpenError::UnsupportedFormat { .. } => CliError::store("store_format", message),
             OpenError::Io { .. } => CliError::store("io", message),
+            OpenError::Corrupt { .. } => CliError::store("corrupt", message),
             OpenError::Database { source, .. } if source.is_corruption() => {
                 CliError::store("corrupt", message)
             }

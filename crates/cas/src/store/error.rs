@@ -249,6 +249,14 @@ pub enum OpenError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The database opened, but what it holds cannot be a store's.
+    #[error("store {path} is damaged: {reason}")]
+    Corrupt {
+        /// The store folder.
+        path: Utf8PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// The database could not be opened.
     #[error("store {path}: {source}")]
     Database {

@@ -331,7 +331,19 @@ impl Store {
             }
         };
         match existing {
-            Some((Some(FORMAT_VERSION), Some(segment))) if segment > 0 => Ok(segment),
+            Some((Some(FORMAT_VERSION), Some(segment))) => {
+                // Every read and write allocates a segment: a damaged size must not reach them.
+                if (blob::MIN_SEGMENT_BYTES..=blob::MAX_SEGMENT_BYTES).contains(&segment) {
+                    Ok(segment)
+                } else {
+                    Err(OpenError::Corrupt {
+                        path: self.root.clone(),
+                        reason: format!(
+                            "its blob log segment size, {segment} bytes, is not possible"
+                        ),
+                    })
+                }
+            }
             Some((found, _)) => Err(OpenError::UnsupportedFormat {
                 path: self.root.clone(),
                 found: found.unwrap_or(0),
@@ -1153,6 +1165,15 @@ impl Reader {
                 size,
                 codec,
             } => {
+                // Payloads are never larger than their chunk (else stored raw): a damaged
+                // length must not make a huge allocation.
+                if u64::from(len) > CHUNK_BYTES as u64 {
+                    return Err(ReadError::corrupt(
+                        ObjectKind::Blob,
+                        id,
+                        format!("stored length {len} is more than a chunk"),
+                    ));
+                }
                 let payload = blob::read_log(&self.segments, self.segment_bytes, id, offset, len)?;
                 blob::unpack(id, codec, payload, size)
             }

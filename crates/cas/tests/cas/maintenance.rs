@@ -326,3 +326,29 @@ fn a_damaged_page_is_an_error_naming_the_store_and_the_store_then_refuses() {
     }
     assert!(refusals > 0, "some damaged page made redb panic");
 }
+
+/// A damaged blob-log segment size is refused at open: every read and write allocates a
+/// segment of that size.
+#[test]
+fn a_damaged_segment_size_is_refused_at_open() {
+    let t = temp_store();
+    commit(&t.store, &[("a", b"alpha")], vec![], "m");
+    drop(t.store);
+    {
+        let db = redb::Database::create(t.root.join(DATABASE_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        txn.open_table(meta)
+            .unwrap()
+            .insert("segment_bytes", 1u64 << 57)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    match Store::open(&t.root, &OpenOptions::default()) {
+        Err(OpenError::Corrupt { path, reason }) => {
+            assert_eq!(path, t.root);
+            assert!(reason.contains("segment size"), "{reason}");
+        }
+        other => panic!("expected a damaged store, got {other:?}"),
+    }
+}
