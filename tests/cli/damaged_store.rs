@@ -131,3 +131,45 @@ fn a_damaged_allocator_page_never_aborts_a_write() {
         }
     }
 }
+
+/// A blob that a stored tree names but the store cannot find (its key damaged) is a damaged
+/// store (exit 3, `corrupt`), not an unknown id the user gave (exit 2).
+#[test]
+fn a_missing_blob_that_a_tree_names_is_corruption() {
+    let env = Env::new();
+    let content = b"the content of a file whose key gets damaged\n";
+    let snap = env.commit(&[("f.txt", content)], vec![], "m").to_hex();
+    let blob = blake3::hash(content);
+    let db = env.store().join(cas::DATABASE_FILE);
+    let pristine = std::fs::read(&db).unwrap();
+    let hits: Vec<usize> = pristine
+        .windows(32)
+        .enumerate()
+        .filter(|(_, w)| *w == blob.as_bytes())
+        .map(|(i, _)| i)
+        .collect();
+    assert!(!hits.is_empty(), "the blob id is in the file");
+    let mut corrupt = 0;
+    for at in hits {
+        let mut bytes = pristine.clone();
+        bytes[at + 31] ^= 0x01;
+        std::fs::write(&db, &bytes).unwrap();
+        let dest = env.path().join(format!("wt{at}"));
+        let out = env.cairn(&["--json", "checkout", &snap, dest.as_str()]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        match out.status.code() {
+            Some(0) => {}
+            // Damage to one object names the object (the blob, or the tree naming it).
+            Some(3) => {
+                assert_eq!(v["error"]["code"], "corrupt", "{v}");
+                let message = v["error"]["message"].as_str().unwrap();
+                corrupt += usize::from(message.contains(blob.to_hex().as_str()));
+            }
+            code => panic!("flipping a bit of the id at {at}: exit {code:?}, {v}"),
+        }
+    }
+    assert!(
+        corrupt > 0,
+        "some copy of the id is the blob's key, its loss named"
+    );
+}

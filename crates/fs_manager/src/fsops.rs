@@ -89,7 +89,8 @@ fn stat_at(root: &Root, dir: &OwnedFd, name: &OsStr, rel: &[u8]) -> Result<Stat,
 fn blob_failure(root: &Root, rel: &[u8], e: cas::ReadError) -> WriteFailure {
     match e {
         cas::ReadError::Sink { source, .. } => WriteFailure::Io(root.display(rel), source),
-        other => WriteFailure::Store(other),
+        // The tree being written names it: missing means damaged.
+        other => WriteFailure::Store(other.as_referenced()),
     }
 }
 
@@ -116,7 +117,9 @@ pub(crate) fn create(
     let io = |e: Errno| WriteFailure::Io(root.display(rel), e.into());
     fault(root, rel)?;
     if kind == EntryKind::Symlink {
-        let target = reader.blob(blob).map_err(WriteFailure::Store)?;
+        let target = reader
+            .blob(blob)
+            .map_err(|e| WriteFailure::Store(e.as_referenced()))?;
         rustix::fs::symlinkat(OsStr::from_bytes(&target), dir, name).map_err(io)?;
         return stat_at(root, dir, name, rel);
     }
@@ -155,7 +158,7 @@ pub(crate) fn replace(
     let target = (kind == EntryKind::Symlink)
         .then(|| reader.blob(blob))
         .transpose()
-        .map_err(WriteFailure::Store)?;
+        .map_err(|e| WriteFailure::Store(e.as_referenced()))?;
     fault(root, rel)?;
     // A fresh name beside the target: a symlink, or an empty file to fill.
     let mut attempt = 0;

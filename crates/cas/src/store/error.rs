@@ -303,6 +303,19 @@ pub enum ReadError {
 }
 
 impl ReadError {
+    /// For an object another stored object references: not finding it means the store is
+    /// damaged, not that the id is unknown.
+    pub fn as_referenced(self) -> ReadError {
+        match self {
+            ReadError::NotFound { kind, id } => ReadError::Corrupt {
+                kind,
+                id,
+                reason: "referenced but not stored".to_owned(),
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn corrupt(
         kind: ObjectKind,
         id: impl Into<ObjectId>,

@@ -1375,7 +1375,7 @@ impl Reader {
                 };
                 for &p in &snap.parents {
                     if seen.insert(p) {
-                        let parent = self.snapshot(p)?;
+                        let parent = self.snapshot(p).map_err(ReadError::as_referenced)?;
                         queue.push((parent.created, p));
                         loaded.insert(p, parent);
                     }

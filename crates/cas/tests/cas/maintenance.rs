@@ -352,3 +352,36 @@ fn a_damaged_segment_size_is_refused_at_open() {
         other => panic!("expected a damaged store, got {other:?}"),
     }
 }
+
+/// A parent that a stored snapshot names but the store cannot find (its key damaged) makes
+/// `log` report corruption, not an unknown id.
+#[test]
+fn log_reports_a_lost_parent_as_corruption() {
+    let t = temp_store();
+    let parent = commit(&t.store, &[("a", b"alpha")], vec![], "parent");
+    let child = commit(&t.store, &[("a", b"beta")], vec![parent], "child");
+    let db = t.root.join(DATABASE_FILE);
+    drop(t.store);
+    let pristine = std::fs::read(&db).unwrap();
+    let hits: Vec<usize> = pristine
+        .windows(32)
+        .enumerate()
+        .filter(|(_, w)| *w == parent.as_bytes())
+        .map(|(i, _)| i)
+        .collect();
+    let mut lost = 0;
+    for at in hits {
+        let mut bytes = pristine.clone();
+        bytes[at + 31] ^= 0x01;
+        std::fs::write(&db, &bytes).unwrap();
+        let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
+        match store.reader().unwrap().log(child, None) {
+            Ok(_) => {}
+            Err(ReadError::Corrupt { id, reason, .. }) => {
+                lost += usize::from(id == parent.into() && reason.contains("referenced"));
+            }
+            Err(e) => panic!("flipping a bit of the parent's id at {at}: {e}"),
+        }
+    }
+    assert!(lost > 0, "some copy of the id is the parent's key");
+}
