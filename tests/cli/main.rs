@@ -3,7 +3,9 @@
 
 mod api_contract;
 mod crash_recovery;
+mod damaged_store;
 mod diff_commands;
+mod full_disk;
 mod human_output;
 mod import_commands;
 mod mcp_client;

@@ -142,6 +142,7 @@ impl Ctx {
 
     fn open_with(&self, create: bool, read_only: bool) -> Result<StoreRef<'_>, CliError> {
         if let Some(shared) = self.shared_for()? {
+            reopen_if_write_failed(shared);
             // A request that panicked holding it changed nothing half way (every write is a
             // transaction), so the store is still good.
             let guard = shared
@@ -187,6 +188,7 @@ impl Ctx {
     /// `cairn serve`, it waits until no other request uses it.
     pub fn open_exclusive(&self) -> Result<StoreMut<'_>, CliError> {
         if let Some(shared) = self.shared_for()? {
+            reopen_if_write_failed(shared);
             let guard = shared
                 .store
                 .write()
@@ -194,6 +196,29 @@ impl Ctx {
             return Ok(StoreMut::Exclusive(guard));
         }
         Ok(StoreMut::Owned(self.open_direct(false, false)?))
+    }
+}
+
+/// After a write ran out of space, the database of a store held open refuses every call:
+/// open it again (giving that space back) before the next command uses it.
+fn reopen_if_write_failed(shared: &SharedStore) {
+    let failed = shared
+        .store
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .write_failed_for_space();
+    if !failed {
+        return;
+    }
+    let mut store = shared
+        .store
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Another request may have done it while this one waited.
+    if store.write_failed_for_space()
+        && let Err(e) = store.reopen_after_failed_write()
+    {
+        tracing::warn!("reopening store {} after a failed write: {e}", shared.path);
     }
 }
 

@@ -43,6 +43,10 @@ impl From<OpenError> for CliError {
             OpenError::LockTimeout { .. } => CliError::store("store_busy", message),
             OpenError::UnsupportedFormat { .. } => CliError::store("store_format", message),
             OpenError::Io { .. } => CliError::store("io", message),
+            OpenError::Corrupt { .. } => CliError::store("corrupt", message),
+            OpenError::Database { source, .. } if source.is_corruption() => {
+                CliError::store("corrupt", message)
+            }
             _ => CliError::store("store", message),
         }
     }
@@ -61,6 +65,7 @@ impl From<ReadError> for CliError {
             ReadError::NotFound { .. } => CliError::usage("unknown_id", message),
             ReadError::Corrupt { .. } => CliError::store("corrupt", message),
             ReadError::Sink { .. } => CliError::store("io", message),
+            ReadError::Storage(s) => s.into(),
             _ => CliError::store("store", message),
         }
     }
@@ -72,6 +77,7 @@ impl From<ResolveError> for CliError {
         match e {
             ResolveError::Unknown { .. } => CliError::usage("unknown_id", message),
             ResolveError::Ambiguous { .. } => CliError::usage("ambiguous_id", message),
+            ResolveError::Storage(s) => s.into(),
             _ => CliError::store("store", message),
         }
     }
@@ -84,6 +90,8 @@ impl From<RefError> for CliError {
             RefError::InvalidName { .. } => CliError::usage("invalid_name", message),
             RefError::NotFound { .. } => CliError::usage("unknown_ref", message),
             RefError::UnknownSnapshot { .. } => CliError::usage("unknown_id", message),
+            RefError::Storage(s) => s.into(),
+            RefError::Write(w) => (*w).into(),
             _ => CliError::store("store", message),
         }
     }
@@ -95,6 +103,7 @@ impl From<WriteError> for CliError {
         match e {
             WriteError::Input { .. } => CliError::store("io", message),
             WriteError::Read(r) => r.into(),
+            WriteError::Storage(s) => s.into(),
             _ => CliError::store("store", message),
         }
     }
@@ -105,6 +114,7 @@ impl From<RegistryError> for CliError {
         let message = e.to_string();
         match e {
             RegistryError::NotRegistered { .. } => CliError::usage("not_a_worktree", message),
+            RegistryError::Storage(s) => s.into(),
             _ => CliError::store("store", message),
         }
     }
@@ -112,7 +122,10 @@ impl From<RegistryError> for CliError {
 
 impl From<MaintenanceError> for CliError {
     fn from(e: MaintenanceError) -> Self {
-        CliError::store("store", e.to_string())
+        match e {
+            MaintenanceError::Storage(s) => s.into(),
+            other => CliError::store("store", other.to_string()),
+        }
     }
 }
 
@@ -120,10 +133,13 @@ impl From<cas::StorageFailure> for CliError {
     fn from(e: cas::StorageFailure) -> Self {
         let code = if e.is_corruption() {
             "corrupt"
+        } else if e.is_out_of_space() {
+            "no_space"
         } else {
             "store"
         };
-        CliError::store(code, format!("store failure: {e}"))
+        // The store's own boundary names the store in `e`.
+        CliError::store(code, e.to_string())
     }
 }
 
@@ -265,5 +281,68 @@ impl From<fs_manager::WorktreeError> for CliError {
             fs_manager::WorktreeError::Store(e) => e.into(),
             _ => CliError::store("store", message),
         }
+    }
+}
+
+thread_local! {
+    /// Whether this thread runs inside [`contain_panics`].
+    static CONTAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The message and place of the panic [`contain_panics`] caught.
+    static CAUGHT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs a command so that a panic ends it as exit 3 with the usual error shape, not exit 101.
+///
+/// A last guard: store contents never panic (the store contains redb's panics itself), so a
+/// panic here is a bug in cairn, and the message says so and where.
+pub fn contain_panics<T>(run: impl FnOnce() -> Result<T, CliError>) -> Result<T, CliError> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if CONTAINING.with(std::cell::Cell::get) {
+                let message = info
+                    .payload()
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| info.payload().downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".to_owned());
+                let at = info
+                    .location()
+                    .map(|l| format!(" at {}:{}", l.file(), l.line()))
+                    .unwrap_or_default();
+                CAUGHT.with(|c| *c.borrow_mut() = Some(format!("{message}{at}")));
+            } else {
+                previous(info);
+            }
+        }));
+    });
+    let outer = CONTAINING.with(|c| c.replace(true));
+    // Unwind safety: nothing the command touched is used after it failed.
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(run));
+    CONTAINING.with(|c| c.set(outer));
+    caught.unwrap_or_else(|_| {
+        let what = CAUGHT
+            .with(|c| c.borrow_mut().take())
+            .unwrap_or_else(|| "a panic".to_owned());
+        Err(CliError::store(
+            "internal",
+            format!("internal error, a bug in cairn (please report it): {what}"),
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_exit_3_naming_where() {
+        let result: Result<(), CliError> = contain_panics(|| panic!("boom {}", 7));
+        let e = result.expect_err("the panic is an error");
+        assert_eq!((e.exit, e.code), (EXIT_STORE, "internal"));
+        assert!(e.message.contains("boom 7"), "{}", e.message);
+        assert!(e.message.contains("error.rs:"), "{}", e.message);
+        assert_eq!(contain_panics(|| Ok(5)).expect("no panic"), 5);
     }
 }

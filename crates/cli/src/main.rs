@@ -340,7 +340,7 @@ fn main() -> ExitCode {
             Err(e) => return fail(ctx.json, &e),
         }
     }
-    match run(&ctx, cli.command) {
+    match error::contain_panics(|| run(&ctx, cli.command)) {
         Ok(report) => finish(&ctx, report),
         Err(e) => fail(ctx.json, &e),
     }

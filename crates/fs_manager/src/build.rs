@@ -104,7 +104,8 @@ pub(crate) fn flatten(
     let mut out = Vec::new();
     let mut stack: Vec<(Vec<u8>, TreeId)> = vec![(Vec::new(), root)];
     while let Some((prefix, id)) = stack.pop() {
-        let tree = source.tree(id)?;
+        // A snapshot's or a tree's own: missing means damaged.
+        let tree = source.tree(id).map_err(cas::ReadError::as_referenced)?;
         let mut subtrees = Vec::new();
         for e in tree.entries() {
             let mut path = prefix.clone();

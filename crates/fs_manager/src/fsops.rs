@@ -85,6 +85,15 @@ fn stat_at(root: &Root, dir: &OwnedFd, name: &OsStr, rel: &[u8]) -> Result<Stat,
         .map_err(|e| WriteFailure::Io(root.display(rel), e.into()))
 }
 
+/// A failed [`write_blob`] of `rel`: failing to write the file (a full disk) names its path.
+fn blob_failure(root: &Root, rel: &[u8], e: cas::ReadError) -> WriteFailure {
+    match e {
+        cas::ReadError::Sink { source, .. } => WriteFailure::Io(root.display(rel), source),
+        // The tree being written names it: missing means damaged.
+        other => WriteFailure::Store(other.as_referenced()),
+    }
+}
+
 fn write_blob(file: OwnedFd, reader: &Reader, blob: BlobId) -> Result<(), cas::ReadError> {
     let mut out = std::io::BufWriter::with_capacity(256 << 10, std::fs::File::from(file));
     reader.write_blob_to(blob, &mut out)?;
@@ -108,14 +117,16 @@ pub(crate) fn create(
     let io = |e: Errno| WriteFailure::Io(root.display(rel), e.into());
     fault(root, rel)?;
     if kind == EntryKind::Symlink {
-        let target = reader.blob(blob).map_err(WriteFailure::Store)?;
+        let target = reader
+            .blob(blob)
+            .map_err(|e| WriteFailure::Store(e.as_referenced()))?;
         rustix::fs::symlinkat(OsStr::from_bytes(&target), dir, name).map_err(io)?;
         return stat_at(root, dir, name, rel);
     }
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, mode_of(kind)).map_err(io)?;
-    let written =
-        fault(root, rel).and_then(|()| write_blob(fd, reader, blob).map_err(WriteFailure::Store));
+    let written = fault(root, rel)
+        .and_then(|()| write_blob(fd, reader, blob).map_err(|e| blob_failure(root, rel, e)));
     if let Err(e) = written {
         let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
         return Err(e);
@@ -147,7 +158,7 @@ pub(crate) fn replace(
     let target = (kind == EntryKind::Symlink)
         .then(|| reader.blob(blob))
         .transpose()
-        .map_err(WriteFailure::Store)?;
+        .map_err(|e| WriteFailure::Store(e.as_referenced()))?;
     fault(root, rel)?;
     // A fresh name beside the target: a symlink, or an empty file to fill.
     let mut attempt = 0;
@@ -176,7 +187,7 @@ pub(crate) fn replace(
         && let Err(e) = write_blob(file, reader, blob)
     {
         let _ = rustix::fs::unlinkat(&dir, temp.as_os_str(), AtFlags::empty());
-        return Err(WriteFailure::Store(e));
+        return Err(blob_failure(root, rel, e));
     }
     let renamed = fault(root, rel)
         .and_then(|()| rustix::fs::renameat(&dir, temp.as_os_str(), &dir, name).map_err(io));

@@ -21,6 +21,10 @@ pub const CHUNK_BYTES: usize = 1 << 20;
 /// power of two, so a segment stays a little under 1 MiB to fill its page.
 pub(crate) const DEFAULT_SEGMENT_BYTES: u64 = (1 << 20) - 256;
 
+/// The segment sizes a store may have; anything else in its meta table is damage.
+pub(crate) const MIN_SEGMENT_BYTES: u64 = 4 << 10;
+pub(crate) const MAX_SEGMENT_BYTES: u64 = 64 << 20;
+
 const ZSTD_LEVEL: i32 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

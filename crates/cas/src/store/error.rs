@@ -2,29 +2,211 @@
 
 use std::time::Duration;
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::id::ObjectId;
 use crate::object::ObjectError;
 use crate::store::ObjectKind;
 
-/// A failure inside the embedded database (I/O, or damage redb detected itself).
+/// A failure inside the embedded database (I/O, or damage to the database file), naming the
+/// store once the store's call boundary has added it.
 ///
 /// Opaque on purpose: cairn's crates do not expose redb types.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct StorageFailure(Box<redb::Error>);
+#[derive(Debug)]
+pub struct StorageFailure {
+    store: Option<Utf8PathBuf>,
+    cause: Cause,
+}
+
+#[derive(Debug)]
+enum Cause {
+    Redb(Box<redb::Error>),
+    /// redb panicked on the file's content; what it stopped on.
+    Damaged(String),
+}
 
 impl<E: Into<redb::Error>> From<E> for StorageFailure {
     fn from(e: E) -> Self {
-        StorageFailure(Box::new(e.into()))
+        StorageFailure {
+            store: None,
+            cause: Cause::Redb(Box::new(e.into())),
+        }
+    }
+}
+
+impl std::fmt::Display for StorageFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(store) = &self.store {
+            write!(f, "store {store}: ")?;
+        }
+        match &self.cause {
+            Cause::Redb(e) => write!(f, "{e}"),
+            Cause::Damaged(reason) => write!(
+                f,
+                "the database file is damaged, redb failed on it ({reason}); nothing more is done with it"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StorageFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.cause {
+            Cause::Redb(e) => Some(e.as_ref()),
+            Cause::Damaged(_) => None,
+        }
     }
 }
 
 impl StorageFailure {
-    /// True when redb found the database file itself damaged.
+    pub(crate) fn damaged(reason: String) -> StorageFailure {
+        StorageFailure {
+            store: None,
+            cause: Cause::Damaged(reason),
+        }
+    }
+
+    /// True when the database file itself is damaged.
     pub fn is_corruption(&self) -> bool {
-        matches!(*self.0, redb::Error::Corrupted(_))
+        match &self.cause {
+            Cause::Redb(e) => matches!(**e, redb::Error::Corrupted(_)),
+            Cause::Damaged(_) => true,
+        }
+    }
+
+    /// True when the file system holding the store is full (or over quota).
+    pub fn is_out_of_space(&self) -> bool {
+        match &self.cause {
+            Cause::Redb(e) => match &**e {
+                redb::Error::Io(io) => is_out_of_space(io),
+                _ => false,
+            },
+            Cause::Damaged(_) => false,
+        }
+    }
+}
+
+/// ENOSPC or EDQUOT.
+pub(crate) fn is_out_of_space(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}
+
+/// Whether an error says the file system holding the store is full.
+pub(crate) trait OutOfSpace {
+    fn is_out_of_space(&self) -> bool;
+}
+
+impl OutOfSpace for StorageFailure {
+    fn is_out_of_space(&self) -> bool {
+        StorageFailure::is_out_of_space(self)
+    }
+}
+
+impl OutOfSpace for ReadError {
+    fn is_out_of_space(&self) -> bool {
+        matches!(self, ReadError::Storage(s) if s.is_out_of_space())
+    }
+}
+
+impl OutOfSpace for WriteError {
+    fn is_out_of_space(&self) -> bool {
+        match self {
+            WriteError::Storage(s) => s.is_out_of_space(),
+            WriteError::Read(r) => r.is_out_of_space(),
+            _ => false,
+        }
+    }
+}
+
+impl OutOfSpace for RefError {
+    fn is_out_of_space(&self) -> bool {
+        match self {
+            RefError::Storage(s) => s.is_out_of_space(),
+            RefError::Write(w) => w.is_out_of_space(),
+            _ => false,
+        }
+    }
+}
+
+impl OutOfSpace for MaintenanceError {
+    fn is_out_of_space(&self) -> bool {
+        match self {
+            MaintenanceError::Storage(s) => s.is_out_of_space(),
+            MaintenanceError::Unsafe(r) => r.is_out_of_space(),
+            _ => false,
+        }
+    }
+}
+
+/// Names the store in an error's [`StorageFailure`], if it holds one that does not yet.
+pub(crate) trait InStore {
+    fn in_store(self, root: &Utf8Path) -> Self;
+}
+
+impl InStore for StorageFailure {
+    fn in_store(mut self, root: &Utf8Path) -> Self {
+        self.store.get_or_insert_with(|| root.to_owned());
+        self
+    }
+}
+
+impl InStore for ReadError {
+    fn in_store(self, root: &Utf8Path) -> Self {
+        match self {
+            ReadError::Storage(s) => ReadError::Storage(s.in_store(root)),
+            other => other,
+        }
+    }
+}
+
+impl InStore for WriteError {
+    fn in_store(self, root: &Utf8Path) -> Self {
+        match self {
+            WriteError::Storage(s) => WriteError::Storage(s.in_store(root)),
+            WriteError::Read(r) => WriteError::Read(r.in_store(root)),
+            other => other,
+        }
+    }
+}
+
+impl InStore for ResolveError {
+    fn in_store(self, root: &Utf8Path) -> Self {
+        match self {
+            ResolveError::Storage(s) => ResolveError::Storage(s.in_store(root)),
+            other => other,
+        }
+    }
+}
+
+impl InStore for RefError {
+    fn in_store(self, root: &Utf8Path) -> Self {
+        match self {
+            RefError::Storage(s) => RefError::Storage(s.in_store(root)),
+            RefError::Write(w) => RefError::Write(Box::new(w.in_store(root))),
+            other => other,
+        }
+    }
+}
+
+impl InStore for RegistryError {
+    fn in_store(self, root: &Utf8Path) -> Self {
+        match self {
+            RegistryError::Storage(s) => RegistryError::Storage(s.in_store(root)),
+            other => other,
+        }
+    }
+}
+
+impl InStore for MaintenanceError {
+    fn in_store(self, root: &Utf8Path) -> Self {
+        match self {
+            MaintenanceError::Storage(s) => MaintenanceError::Storage(s.in_store(root)),
+            MaintenanceError::Unsafe(r) => MaintenanceError::Unsafe(r.in_store(root)),
+            other => other,
+        }
     }
 }
 
@@ -66,6 +248,14 @@ pub enum OpenError {
         path: Utf8PathBuf,
         /// The I/O error.
         source: std::io::Error,
+    },
+    /// The database opened, but what it holds cannot be a store's.
+    #[error("store {path} is damaged: {reason}")]
+    Corrupt {
+        /// The store folder.
+        path: Utf8PathBuf,
+        /// What is wrong.
+        reason: String,
     },
     /// The database could not be opened.
     #[error("store {path}: {source}")]
@@ -113,6 +303,19 @@ pub enum ReadError {
 }
 
 impl ReadError {
+    /// For an object another stored object references: not finding it means the store is
+    /// damaged, not that the id is unknown.
+    pub fn as_referenced(self) -> ReadError {
+        match self {
+            ReadError::NotFound { kind, id } => ReadError::Corrupt {
+                kind,
+                id,
+                reason: "referenced but not stored".to_owned(),
+            },
+            other => other,
+        }
+    }
+
     pub(crate) fn corrupt(
         kind: ObjectKind,
         id: impl Into<ObjectId>,

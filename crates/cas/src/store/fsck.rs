@@ -8,7 +8,9 @@ use redb::ReadableTable;
 use super::blob::Location;
 use super::error::{MaintenanceError, StorageResult};
 use super::tables::{BLOBS, OPLOG, SNAPSHOTS, TREES};
-use super::{ObjectKind, ReadError, Reader, Store, decode_snapshot_value, decode_tree_value};
+use super::{
+    ObjectKind, ReadError, Reader, RegistryError, Store, decode_snapshot_value, decode_tree_value,
+};
 use crate::id::{BlobId, SnapshotId, TreeId};
 
 /// Knobs for [`Store::fsck`].
@@ -21,9 +23,10 @@ pub struct FsckOptions {
 /// One thing `fsck` found wrong.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Problem {
-    /// What it is about: `blob`, `tree`, `snapshot`, `ref`, `worktree` or `op`.
+    /// What it is about: `blob`, `tree`, `snapshot`, `ref`, `worktree`, `op`, or `store` for
+    /// a part of the database that could not be read.
     pub kind: &'static str,
-    /// The id, ref name or worktree path.
+    /// The id, ref name, worktree path, or for `store` the table.
     pub name: String,
     /// What is wrong.
     pub message: String,
@@ -72,7 +75,8 @@ fn read_problem(e: &ReadError) -> Problem {
             };
             problem(kind, id, message)
         }
-        other => problem("store", "", other),
+        // The database, not the object, failed: reported once for the table.
+        other => problem("store", "blobs", format!("could not be read: {other}")),
     }
 }
 
@@ -90,14 +94,18 @@ impl std::io::Write for Discard {
 impl Store {
     /// Verifies every object's hash, tree invariants (sorted, unique, valid names, sizes) and
     /// that every tree entry, snapshot parent, ref, worktree head and op-log entry points at
-    /// something present. Problems are reported in the outcome, not as errors.
+    /// something present. Problems are reported in the outcome, not as errors; so is a part
+    /// of the database that cannot be read (kind `store`, named by its table), and the checks
+    /// that needed it are skipped rather than reporting what it holds as missing.
     pub fn fsck(&self, options: &FsckOptions) -> Result<FsckOutcome, MaintenanceError> {
         let mut out = FsckOutcome::default();
-        let txn = self.db.begin_read().storage()?;
+        // Nothing at all can be read: that is an error, not a finding.
+        let txn = self.health.run(|| self.db.begin_read().storage())?;
+        let reader = self.reader()?;
 
         // Blobs: location records, then content in parallel.
-        let mut sizes: HashMap<BlobId, u64> = HashMap::new();
-        {
+        let sizes = self.fsck_part(&mut out, "blobs", |out| {
+            let mut sizes: HashMap<BlobId, u64> = HashMap::new();
             let blobs = txn.open_table(BLOBS).storage()?;
             for item in blobs.iter().storage()? {
                 let (k, v) = item.storage()?;
@@ -111,30 +119,24 @@ impl Store {
                         .push(problem("blob", id, "unreadable location record")),
                 }
             }
-        }
-        out.blobs = sizes.len() as u64;
-        if !options.skip_content {
-            let ids: Vec<BlobId> = sizes.keys().copied().collect();
-            let found: Vec<Problem> = ids
-                .par_iter()
-                .map_init(
-                    || self.reader(),
-                    |reader, id| match reader {
-                        Ok(r) => r
-                            .write_blob_to(*id, &mut Discard)
-                            .err()
-                            .map(|e| read_problem(&e)),
-                        Err(e) => Some(problem("store", self.root(), e)),
-                    },
-                )
-                .flatten()
-                .collect();
-            out.problems.extend(found);
+            Ok(sizes)
+        });
+        if let Some(sizes) = &sizes {
+            out.blobs = sizes.len() as u64;
+            if !options.skip_content {
+                let ids: Vec<BlobId> = sizes.keys().copied().collect();
+                let found: Vec<Problem> = ids
+                    .par_iter()
+                    .filter_map(|id| reader.write_blob_to(*id, &mut Discard).err())
+                    .map(|e| read_problem(&e))
+                    .collect();
+                out.problems.extend(found);
+            }
         }
 
         // Trees: hash and invariants, then references and sizes.
-        let mut trees = HashMap::new();
-        {
+        let trees = self.fsck_part(&mut out, "trees", |out| {
+            let mut trees = HashMap::new();
             let table = txn.open_table(TREES).storage()?;
             for item in table.iter().storage()? {
                 let (k, v) = item.storage()?;
@@ -146,38 +148,44 @@ impl Store {
                     Err(e) => out.problems.push(read_problem(&e)),
                 }
             }
-        }
-        out.trees = trees.len() as u64;
-        for (id, tree) in &trees {
-            for entry in tree.entries() {
-                let name = String::from_utf8_lossy(&entry.name);
-                let actual = match (entry.blob(), entry.tree()) {
-                    (Some(b), _) => sizes.get(&b).copied(),
-                    (_, Some(t)) => trees.get(&t).map(|t| t.size()),
-                    _ => None,
-                };
-                match actual {
-                    None => out.problems.push(problem(
-                        "tree",
-                        id,
-                        format!("entry '{name}' points at missing {}", entry.id),
-                    )),
-                    Some(size) if size != entry.size => out.problems.push(problem(
-                        "tree",
-                        id,
-                        format!(
-                            "entry '{name}' records {} bytes, object has {size}",
-                            entry.size
-                        ),
-                    )),
-                    Some(_) => {}
+            Ok(trees)
+        });
+        if let Some(trees) = &trees {
+            out.trees = trees.len() as u64;
+            for (id, tree) in trees {
+                for entry in tree.entries() {
+                    let name = String::from_utf8_lossy(&entry.name);
+                    let actual = match (entry.blob(), entry.tree()) {
+                        (Some(b), _) => match &sizes {
+                            Some(sizes) => sizes.get(&b).copied(),
+                            None => continue,
+                        },
+                        (_, Some(t)) => trees.get(&t).map(|t| t.size()),
+                        _ => None,
+                    };
+                    match actual {
+                        None => out.problems.push(problem(
+                            "tree",
+                            id,
+                            format!("entry '{name}' points at missing {}", entry.id),
+                        )),
+                        Some(size) if size != entry.size => out.problems.push(problem(
+                            "tree",
+                            id,
+                            format!(
+                                "entry '{name}' records {} bytes, object has {size}",
+                                entry.size
+                            ),
+                        )),
+                        Some(_) => {}
+                    }
                 }
             }
         }
 
         // Snapshots.
-        let mut snapshots = Vec::new();
-        {
+        let snapshots = self.fsck_part(&mut out, "snapshots", |out| {
+            let mut snapshots = Vec::new();
             let table = txn.open_table(SNAPSHOTS).storage()?;
             for item in table.iter().storage()? {
                 let (k, v) = item.storage()?;
@@ -187,84 +195,125 @@ impl Store {
                     Err(e) => out.problems.push(read_problem(&e)),
                 }
             }
-        }
-        out.snapshots = snapshots.len() as u64;
-        let reader = self.reader()?;
-        for (id, snap) in &snapshots {
-            if !trees.contains_key(&snap.tree) {
-                out.problems.push(problem(
-                    "snapshot",
-                    id,
-                    format!("root tree {} is missing", snap.tree),
-                ));
-            }
-            for p in &snap.parents {
-                if !reader.has_snapshot(*p)? {
-                    out.problems
-                        .push(problem("snapshot", id, format!("parent {p} is missing")));
+            Ok(snapshots)
+        });
+        if let Some(snapshots) = snapshots {
+            out.snapshots = snapshots.len() as u64;
+            self.fsck_part(&mut out, "snapshots", |out| {
+                for (id, snap) in &snapshots {
+                    if trees.as_ref().is_some_and(|t| !t.contains_key(&snap.tree)) {
+                        out.problems.push(problem(
+                            "snapshot",
+                            id,
+                            format!("root tree {} is missing", snap.tree),
+                        ));
+                    }
+                    for p in &snap.parents {
+                        if !reader.has_snapshot(*p)? {
+                            out.problems.push(problem(
+                                "snapshot",
+                                id,
+                                format!("parent {p} is missing"),
+                            ));
+                        }
+                    }
                 }
-            }
+                Ok(())
+            });
         }
 
         // References into the object graph.
-        self.check_references(&reader, &txn, &mut out)?;
+        self.fsck_part(&mut out, "refs", |out| check_refs(&reader, out));
+        self.fsck_part(&mut out, "worktrees", |out| check_worktrees(&reader, out));
+        self.fsck_part(&mut out, "oplog", |out| check_oplog(&reader, &txn, out));
+
+        // A store that stopped reading answers every later read alike: say it once.
+        let mut seen = std::collections::HashSet::new();
+        out.problems
+            .retain(|p| p.kind != "store" || seen.insert((p.name.clone(), p.message.clone())));
         Ok(out)
     }
 
-    fn check_references(
+    /// Runs one part of the check; if the database cannot be read for it, records that as a
+    /// problem of kind `store` named `table` and returns `None`.
+    fn fsck_part<T>(
         &self,
-        reader: &Reader,
-        txn: &redb::ReadTransaction,
         out: &mut FsckOutcome,
-    ) -> Result<(), MaintenanceError> {
-        for (name, target) in reader.refs()? {
-            out.references += 1;
-            if !reader.has_snapshot(target)? {
-                out.problems.push(problem(
-                    "ref",
-                    name,
-                    format!("points at missing snapshot {target}"),
-                ));
+        table: &'static str,
+        check: impl FnOnce(&mut FsckOutcome) -> Result<T, MaintenanceError>,
+    ) -> Option<T> {
+        match self.health.run(|| check(out)) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                out.problems
+                    .push(problem("store", table, format!("could not be read: {e}")));
+                None
             }
         }
-        match reader.worktrees() {
-            Ok(records) => {
-                for wt in records {
-                    out.references += 1;
-                    for id in wt.snapshots() {
-                        if !reader.has_snapshot(id)? {
-                            out.problems.push(problem(
-                                "worktree",
-                                &wt.root,
-                                format!("snapshot {id} (head, checkpoint or baseline) is missing"),
-                            ));
-                        }
-                    }
-                }
-            }
-            Err(e) => out.problems.push(problem("worktree", "", e)),
-        }
-        let oplog = txn.open_table(OPLOG).storage()?;
-        for item in oplog.iter().storage()? {
-            let (k, v) = item.storage()?;
-            let (root, seq) = k.value();
-            out.references += 1;
-            let name = format!("{root}#{seq}");
-            match super::registry::decode_op(camino::Utf8Path::new(root), v.value()) {
-                Ok(op) => {
-                    for id in op.snapshots() {
-                        if !reader.has_snapshot(id)? {
-                            out.problems.push(problem(
-                                "op",
-                                &name,
-                                format!("snapshot {id} is missing"),
-                            ));
-                        }
-                    }
-                }
-                Err(e) => out.problems.push(problem("op", &name, e)),
-            }
-        }
-        Ok(())
     }
+}
+
+fn check_refs(reader: &Reader, out: &mut FsckOutcome) -> Result<(), MaintenanceError> {
+    for (name, target) in reader.refs()? {
+        out.references += 1;
+        if !reader.has_snapshot(target)? {
+            out.problems.push(problem(
+                "ref",
+                name,
+                format!("points at missing snapshot {target}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_worktrees(reader: &Reader, out: &mut FsckOutcome) -> Result<(), MaintenanceError> {
+    match reader.worktrees() {
+        Ok(records) => {
+            for wt in records {
+                out.references += 1;
+                for id in wt.snapshots() {
+                    if !reader.has_snapshot(id)? {
+                        out.problems.push(problem(
+                            "worktree",
+                            &wt.root,
+                            format!("snapshot {id} (head, checkpoint or baseline) is missing"),
+                        ));
+                    }
+                }
+            }
+        }
+        Err(RegistryError::Storage(e)) => return Err(e.into()),
+        Err(e) => out.problems.push(problem("worktree", "", e)),
+    }
+    Ok(())
+}
+
+fn check_oplog(
+    reader: &Reader,
+    txn: &redb::ReadTransaction,
+    out: &mut FsckOutcome,
+) -> Result<(), MaintenanceError> {
+    let oplog = txn.open_table(OPLOG).storage()?;
+    for item in oplog.iter().storage()? {
+        let (k, v) = item.storage()?;
+        let (root, seq) = k.value();
+        out.references += 1;
+        let name = format!("{root}#{seq}");
+        match super::registry::decode_op(camino::Utf8Path::new(root), v.value()) {
+            Ok(op) => {
+                for id in op.snapshots() {
+                    if !reader.has_snapshot(id)? {
+                        out.problems.push(problem(
+                            "op",
+                            &name,
+                            format!("snapshot {id} is missing"),
+                        ));
+                    }
+                }
+            }
+            Err(e) => out.problems.push(problem("op", &name, e)),
+        }
+    }
+    Ok(())
 }

@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use redb::ReadableTable;
 
 use super::blob::{self, Location, LogWriter};
+use super::contain::open_held;
 use super::error::{MaintenanceError, StorageResult};
 use super::tables::{BLOBS, GIT_OIDS, LOG_END_KEY, META, OPLOG, SEGMENTS, SNAPSHOTS, TREES};
 use super::{ObjectKind, Reader, Store};
@@ -48,6 +49,11 @@ impl Store {
     /// If a reachable object is missing or corrupt, it stops before removing anything: what
     /// lies below a damaged tree cannot be told apart from garbage.
     pub fn gc(&mut self, options: &GcOptions) -> Result<GcOutcome, MaintenanceError> {
+        let health = std::sync::Arc::clone(&self.health);
+        health.run(|| self.collect(options))
+    }
+
+    fn collect(&mut self, options: &GcOptions) -> Result<GcOutcome, MaintenanceError> {
         let db_path = self.database_path();
         let file_len = || std::fs::metadata(&db_path).map(|m| m.len()).unwrap_or(0);
         let mut outcome = GcOutcome {
@@ -57,17 +63,43 @@ impl Store {
         let (live, pruned_ops) = self.mark(options.prune_ops_before)?;
         outcome.ops_pruned = pruned_ops.len() as u64;
 
-        let txn = self
-            .writer()
-            .map_err(|_| MaintenanceError::ReadOnly {
-                path: self.root().to_owned(),
-            })?
-            .begin_write()
-            .storage()?;
+        let db = self.writer().map_err(|_| MaintenanceError::ReadOnly {
+            path: self.root().to_owned(),
+        })?;
+        let (txn, len_before) = self.begin_write_on(db)?;
+        let swept = self
+            .sweep(&txn, &live, &pruned_ops, options, &mut outcome)
+            .and_then(|()| {
+                if options.dry_run {
+                    txn.abort().storage()?;
+                } else {
+                    txn.commit().storage()?;
+                }
+                Ok(())
+            });
+        swept.map_err(|e| self.after_failed_write(len_before, e))?;
+        if options.dry_run {
+            outcome.file_bytes_after = outcome.file_bytes_before;
+            return Ok(outcome);
+        }
+        self.compact()?;
+        outcome.file_bytes_after = file_len();
+        Ok(outcome)
+    }
+
+    /// Removes from `txn` what `live` leaves out (on a dry run: only counts it).
+    fn sweep(
+        &self,
+        txn: &redb::WriteTransaction,
+        live: &Live,
+        pruned_ops: &[(String, u64)],
+        options: &GcOptions,
+        outcome: &mut GcOutcome,
+    ) -> Result<(), MaintenanceError> {
         {
-            let mut blobs = txn.open_table(BLOBS).storage()?;
-            let mut trees = txn.open_table(TREES).storage()?;
-            let mut snapshots = txn.open_table(SNAPSHOTS).storage()?;
+            let mut blobs = open_held(txn, BLOBS).storage()?;
+            let mut trees = open_held(txn, TREES).storage()?;
+            let mut snapshots = open_held(txn, SNAPSHOTS).storage()?;
             let mut dead_blobs = Vec::new();
             for item in blobs.iter().storage()? {
                 let (k, v) = item.storage()?;
@@ -113,7 +145,7 @@ impl Store {
                     snapshots.remove(k).storage()?;
                 }
                 drop((trees, snapshots));
-                let mut git_oids = txn.open_table(GIT_OIDS).storage()?;
+                let mut git_oids = open_held(txn, GIT_OIDS).storage()?;
                 for k in dead_blobs
                     .iter()
                     .map(|b| *b.as_bytes())
@@ -122,23 +154,15 @@ impl Store {
                     git_oids.remove(&k).storage()?;
                 }
                 drop(git_oids);
-                let mut oplog = txn.open_table(OPLOG).storage()?;
-                for (root, seq) in &pruned_ops {
+                let mut oplog = open_held(txn, OPLOG).storage()?;
+                for (root, seq) in pruned_ops {
                     oplog.remove((root.as_str(), *seq)).storage()?;
                 }
                 drop(oplog);
-                self.reclaim_segments(&txn, &mut blobs)?;
+                self.reclaim_segments(txn, &mut blobs)?;
             }
         }
-        if options.dry_run {
-            txn.abort().storage()?;
-            outcome.file_bytes_after = outcome.file_bytes_before;
-            return Ok(outcome);
-        }
-        txn.commit().storage()?;
-        self.compact()?;
-        outcome.file_bytes_after = file_len();
-        Ok(outcome)
+        Ok(())
     }
 
     /// What is reachable, and the op-log entries older than `prune_before` (left out).
@@ -207,8 +231,8 @@ impl Store {
         blobs: &mut redb::Table<[u8; 32], &[u8]>,
     ) -> Result<(), MaintenanceError> {
         let seg = self.segment_bytes;
-        let mut meta = txn.open_table(META).storage()?;
-        let mut segments = txn.open_table(SEGMENTS).storage()?;
+        let mut meta = open_held(txn, META).storage()?;
+        let mut segments = open_held(txn, SEGMENTS).storage()?;
         let end = meta
             .get(LOG_END_KEY)
             .storage()?
@@ -233,7 +257,7 @@ impl Store {
             if !(first..=last).any(|i| sparse.contains(&i)) {
                 continue;
             }
-            let payload = blob::read_log(&segments, seg, *id, *offset, *len)
+            let payload = blob::read_log(&*segments, seg, *id, *offset, *len)
                 .map_err(MaintenanceError::Unsafe)?;
             let new_offset = log.append(&mut segments, &payload)?;
             let loc = Location::Packed {

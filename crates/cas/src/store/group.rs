@@ -7,7 +7,7 @@
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use super::error::{StorageResult, WriteError};
+use super::error::{InStore, OutOfSpace, StorageResult, WriteError};
 use super::{Store, WriteBatch, WriteOutcome};
 
 /// Batches larger than this (compressed blob bytes) commit on their own, uncopied.
@@ -120,8 +120,13 @@ impl Store {
     /// refused, that transaction is dropped and each batch is committed on its own, so a
     /// refusal reaches only its writer.
     pub(crate) fn commit_group(&self, members: &[Arc<Pending>]) {
+        // Each member's answer names the store, and a panic in redb fails them all.
         if members.len() > 1 {
-            match self.try_together(members) {
+            let together = self
+                .health
+                .catch(|| self.try_together(members))
+                .unwrap_or_else(|damaged| Err(Some(damaged.into())));
+            match together {
                 Ok(results) => {
                     for (m, r) in members.iter().zip(results) {
                         m.set(Ok(r));
@@ -129,7 +134,7 @@ impl Store {
                     return;
                 }
                 Err(Some(e)) => {
-                    let reason = e.to_string();
+                    let reason = e.in_store(&self.root).to_string();
                     for m in members {
                         m.set(Err(WriteError::Commit {
                             reason: reason.clone(),
@@ -141,7 +146,7 @@ impl Store {
             }
         }
         for m in members {
-            m.set(self.write_alone(&m.batch));
+            m.set(self.health.run(|| self.write_alone(&m.batch)));
         }
     }
 
@@ -151,32 +156,35 @@ impl Store {
         &self,
         members: &[Arc<Pending>],
     ) -> Result<Vec<WriteOutcome>, Option<WriteError>> {
-        let txn = self
-            .writer()
-            .map_err(Some)?
-            .begin_write()
-            .storage()
-            .map_err(|e| Some(e.into()))?;
+        let (txn, len_before) = self.begin_write().map_err(Some)?;
         let mut outcomes = Vec::with_capacity(members.len());
         for m in members {
             match self.write_in(&txn, &m.batch) {
                 Ok(o) => outcomes.push(o),
+                // Out of space is the transaction's failure, not one batch's refusal.
+                Err(e) if e.is_out_of_space() => {
+                    return Err(Some(self.after_failed_write(len_before, e)));
+                }
                 Err(_) => {
                     let _ = txn.abort();
                     return Err(None);
                 }
             }
         }
-        txn.commit().storage().map_err(|e| Some(e.into()))?;
+        txn.commit()
+            .storage()
+            .map_err(|e| Some(self.after_failed_write(len_before, e.into())))?;
         Ok(outcomes)
     }
 
     /// One batch in its own transaction.
     pub(crate) fn write_alone(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
-        let txn = self.writer()?.begin_write().storage()?;
-        let outcome = self.write_in(&txn, batch)?;
-        txn.commit().storage()?;
-        Ok(outcome)
+        let (txn, len_before) = self.begin_write()?;
+        let written = self.write_in(&txn, batch).and_then(|outcome| {
+            txn.commit().storage()?;
+            Ok(outcome)
+        });
+        written.map_err(|e| self.after_failed_write(len_before, e))
     }
 }
 

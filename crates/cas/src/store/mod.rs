@@ -2,16 +2,19 @@
 //! worktree registry and the op log.
 
 mod blob;
+mod contain;
 mod error;
 mod fsck;
 mod gc;
 mod group;
+mod reclaim;
 mod registry;
 mod tables;
 mod versions;
 
 use std::collections::{BTreeSet, BinaryHeap, HashSet};
 use std::io::Write;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -27,6 +30,7 @@ pub use gc::{GcOptions, GcOutcome};
 pub use registry::{Checkpoint, DirIdentity, OpRecord, Task, WorktreeKind, WorktreeRecord};
 
 use blob::{Body, Codec, Location, LogWriter};
+use contain::{Health, open_held};
 use error::StorageResult;
 use tables::*;
 
@@ -136,10 +140,11 @@ impl OpenOptions {
     }
 }
 
-/// The database, opened for writing or read-only.
+/// The database, opened for writing or read-only; closed only while the store is dropped.
 enum Db {
     Write(Database),
     Read(redb::ReadOnlyDatabase),
+    Closed,
 }
 
 impl Db {
@@ -147,6 +152,7 @@ impl Db {
         match self {
             Db::Write(db) => db.begin_read(),
             Db::Read(db) => db.begin_read(),
+            Db::Closed => Err(redb::StorageError::DatabaseClosed.into()),
         }
     }
 }
@@ -156,9 +162,16 @@ impl Db {
 pub struct Store {
     db: Db,
     root: Utf8PathBuf,
+    /// Every call into redb runs through it (see `contain`).
+    health: Arc<Health>,
     segment_bytes: u64,
     group: group::Group,
     versions: versions::Versions,
+    /// Set when a write transaction ran out of space: the database file's length when it
+    /// began, so that what it took is given back when the store closes (see `reclaim`).
+    reclaim_past: std::sync::Mutex<Option<u64>>,
+    /// How it was opened, to open it again after such a write.
+    options: Box<OpenOptions>,
 }
 
 impl std::fmt::Debug for Store {
@@ -185,15 +198,27 @@ impl Store {
                 source,
             })?;
         }
-        let db = Self::open_database(root, &db_path, options)?;
+        let health = Arc::new(Health::new(root));
+        let damaged = |source| OpenError::Database {
+            path: db_path.clone(),
+            source,
+        };
+        let db = health
+            .catch(|| Self::open_database(root, &db_path, options))
+            .map_err(damaged)??;
         let mut store = Store {
             db,
             root: root.to_owned(),
+            health: Arc::clone(&health),
             segment_bytes: 0,
             group: group::Group::default(),
             versions: versions::Versions::default(),
+            reclaim_past: std::sync::Mutex::new(None),
+            options: Box::new(options.clone()),
         };
-        store.segment_bytes = store.prepare(options.create)?;
+        store.segment_bytes = health
+            .catch(|| store.prepare(options.create))
+            .map_err(damaged)??;
         Ok(store)
     }
 
@@ -256,7 +281,35 @@ impl Store {
             Db::Read(_) => Err(WriteError::ReadOnly {
                 path: self.root.clone(),
             }),
+            Db::Closed => Err(StorageFailure::from(redb::StorageError::DatabaseClosed).into()),
         }
+    }
+
+    /// Begins a write transaction and returns it with the database file's length. While it
+    /// is open nothing else grows the file (redb has one writer, and a writable store is held
+    /// by one process), so what lies past that length is this transaction's alone.
+    fn begin_write(&self) -> Result<(WriteTransaction, u64), WriteError> {
+        Ok(self.begin_write_on(self.writer()?)?)
+    }
+
+    fn begin_write_on(&self, db: &Database) -> Result<(WriteTransaction, u64), StorageFailure> {
+        let txn = db.begin_write().storage()?;
+        let len = std::fs::metadata(self.database_path())
+            .map_err(|e| StorageFailure::from(redb::StorageError::Io(e)))?;
+        Ok((txn, len.len()))
+    }
+
+    /// Passes on `e`, the failure of a write transaction begun when the file was
+    /// `len_before` long; if the file system filled up, that space is given back on close.
+    fn after_failed_write<E: error::OutOfSpace>(&self, len_before: u64, e: E) -> E {
+        if e.is_out_of_space() {
+            let mut past = self
+                .reclaim_past
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *past = Some(past.map_or(len_before, |p| p.min(len_before)));
+        }
+        e
     }
 
     /// Checks the format version, initialising a new database; returns the segment size.
@@ -278,7 +331,19 @@ impl Store {
             }
         };
         match existing {
-            Some((Some(FORMAT_VERSION), Some(segment))) if segment > 0 => Ok(segment),
+            Some((Some(FORMAT_VERSION), Some(segment))) => {
+                // Every read and write allocates a segment: a damaged size must not reach them.
+                if (blob::MIN_SEGMENT_BYTES..=blob::MAX_SEGMENT_BYTES).contains(&segment) {
+                    Ok(segment)
+                } else {
+                    Err(OpenError::Corrupt {
+                        path: self.root.clone(),
+                        reason: format!(
+                            "its blob log segment size, {segment} bytes, is not possible"
+                        ),
+                    })
+                }
+            }
             Some((found, _)) => Err(OpenError::UnsupportedFormat {
                 path: self.root.clone(),
                 found: found.unwrap_or(0),
@@ -299,7 +364,7 @@ impl Store {
                 };
                 let txn = db.begin_write().storage().map_err(db_err)?;
                 {
-                    let mut meta = txn.open_table(META).storage().map_err(db_err)?;
+                    let mut meta = open_held(&txn, META).storage().map_err(db_err)?;
                     meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
                         .storage()
                         .map_err(db_err)?;
@@ -307,14 +372,14 @@ impl Store {
                         .storage()
                         .map_err(db_err)?;
                     meta.insert(LOG_END_KEY, 0).storage().map_err(db_err)?;
-                    txn.open_table(BLOBS).storage().map_err(db_err)?;
-                    txn.open_table(SEGMENTS).storage().map_err(db_err)?;
-                    txn.open_table(TREES).storage().map_err(db_err)?;
-                    txn.open_table(SNAPSHOTS).storage().map_err(db_err)?;
-                    txn.open_table(REFS).storage().map_err(db_err)?;
-                    txn.open_table(WORKTREES).storage().map_err(db_err)?;
-                    txn.open_table(OPLOG).storage().map_err(db_err)?;
-                    txn.open_table(FILE_STATES).storage().map_err(db_err)?;
+                    open_held(&txn, BLOBS).storage().map_err(db_err)?;
+                    open_held(&txn, SEGMENTS).storage().map_err(db_err)?;
+                    open_held(&txn, TREES).storage().map_err(db_err)?;
+                    open_held(&txn, SNAPSHOTS).storage().map_err(db_err)?;
+                    open_held(&txn, REFS).storage().map_err(db_err)?;
+                    open_held(&txn, WORKTREES).storage().map_err(db_err)?;
+                    open_held(&txn, OPLOG).storage().map_err(db_err)?;
+                    open_held(&txn, FILE_STATES).storage().map_err(db_err)?;
                 }
                 txn.commit().storage().map_err(db_err)?;
                 Ok(blob::DEFAULT_SEGMENT_BYTES)
@@ -334,8 +399,13 @@ impl Store {
 
     /// A consistent read view of the store as of now.
     pub fn reader(&self) -> Result<Reader, StorageFailure> {
+        self.health.run(|| self.open_reader())
+    }
+
+    fn open_reader(&self) -> Result<Reader, StorageFailure> {
         let txn = self.db.begin_read().storage()?;
         Ok(Reader {
+            health: Arc::clone(&self.health),
             blobs: txn.open_table(BLOBS).storage()?,
             segments: txn.open_table(SEGMENTS).storage()?,
             trees: txn.open_table(TREES).storage()?,
@@ -368,11 +438,13 @@ impl Store {
         // is never current afterwards, and a failed commit (which may have landed) makes
         // what was known stale too.
         self.versions.bump(batch.file_state_roots());
-        let result = if batch.stored_bytes() > group::GROUP_MAX_BYTES {
-            self.write_alone(batch)
-        } else {
-            self.write_grouped(batch)
-        };
+        let result = self.health.run(|| {
+            if batch.stored_bytes() > group::GROUP_MAX_BYTES {
+                self.write_alone(batch)
+            } else {
+                self.write_grouped(batch)
+            }
+        });
         self.versions.bump(batch.file_state_roots());
         result
     }
@@ -391,9 +463,9 @@ impl Store {
         batch: &WriteBatch,
     ) -> Result<WriteOutcome, WriteError> {
         let mut outcome = WriteOutcome::default();
-        let mut meta = txn.open_table(META).storage()?;
-        let mut blobs = txn.open_table(BLOBS).storage()?;
-        let mut segments = txn.open_table(SEGMENTS).storage()?;
+        let mut meta = open_held(txn, META).storage()?;
+        let mut blobs = open_held(txn, BLOBS).storage()?;
+        let mut segments = open_held(txn, SEGMENTS).storage()?;
         let end = meta
             .get(LOG_END_KEY)
             .storage()?
@@ -409,7 +481,7 @@ impl Store {
             meta.insert(LOG_END_KEY, new_end).storage()?;
         }
 
-        let mut trees = txn.open_table(TREES).storage()?;
+        let mut trees = open_held(txn, TREES).storage()?;
         let batch_trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
         for (id, tree) in &batch.trees {
             if trees.get(id.as_bytes()).storage()?.is_some() {
@@ -438,7 +510,7 @@ impl Store {
             outcome.trees_written += 1;
         }
 
-        let mut snapshots = txn.open_table(SNAPSHOTS).storage()?;
+        let mut snapshots = open_held(txn, SNAPSHOTS).storage()?;
         for (id, snap) in &batch.snapshots {
             if snapshots.get(id.as_bytes()).storage()?.is_some() {
                 continue;
@@ -472,7 +544,7 @@ impl Store {
             }
             Ok(())
         };
-        let mut refs = txn.open_table(REFS).storage()?;
+        let mut refs = open_held(txn, REFS).storage()?;
         for (name, target) in &batch.refs {
             match target {
                 Some(id) => {
@@ -484,7 +556,7 @@ impl Store {
                 }
             }
         }
-        let mut worktrees = txn.open_table(WORKTREES).storage()?;
+        let mut worktrees = open_held(txn, WORKTREES).storage()?;
         for record in &batch.worktrees {
             for id in record.snapshots() {
                 snapshot_present(&id)?;
@@ -500,7 +572,7 @@ impl Store {
         for root in &batch.removed_worktrees {
             worktrees.remove(root.as_str()).storage()?;
         }
-        let mut oplog = txn.open_table(OPLOG).storage()?;
+        let mut oplog = open_held(txn, OPLOG).storage()?;
         for (root, op) in &batch.ops {
             for id in op.snapshots() {
                 snapshot_present(&id)?;
@@ -524,7 +596,7 @@ impl Store {
                 .storage()?;
             outcome.op_seqs.push(next);
         }
-        let mut states = txn.open_table(FILE_STATES).storage()?;
+        let mut states = open_held(txn, FILE_STATES).storage()?;
         let past_any_path = [0xffu8; 4097];
         for root in &batch.cleared_states {
             let root = root.as_str();
@@ -536,7 +608,7 @@ impl Store {
                 .storage()?;
         }
         if !batch.journals.is_empty() {
-            let mut journals = txn.open_table(JOURNALS).storage()?;
+            let mut journals = open_held(txn, JOURNALS).storage()?;
             for (root, journal) in &batch.journals {
                 match journal {
                     Some(j) => {
@@ -549,7 +621,7 @@ impl Store {
             }
         }
         if !batch.git_oids.is_empty() {
-            let mut map = txn.open_table(GIT_OIDS).storage()?;
+            let mut map = open_held(txn, GIT_OIDS).storage()?;
             for (id, oid) in &batch.git_oids {
                 map.insert(id.as_bytes(), oid.as_slice()).storage()?;
             }
@@ -643,32 +715,109 @@ impl Store {
 
     /// Removes ref `name`, returning where it pointed.
     pub fn remove_ref(&self, name: &str) -> Result<SnapshotId, RefError> {
-        let txn = self
-            .writer()
-            .map_err(|e| RefError::Write(Box::new(e)))?
+        self.health.run(|| self.remove_ref_in_db(name))
+    }
+
+    fn remove_ref_in_db(&self, name: &str) -> Result<SnapshotId, RefError> {
+        let (txn, len_before) = self
             .begin_write()
-            .storage()?;
-        let old = {
-            let mut refs = txn.open_table(REFS).storage()?;
-            refs.remove(name)
-                .storage()?
-                .map(|v| SnapshotId::from_bytes(v.value()))
-        };
-        let Some(old) = old else {
-            return Err(RefError::NotFound {
-                name: name.to_owned(),
-            });
-        };
-        txn.commit().storage()?;
-        Ok(old)
+            .map_err(|e| RefError::Write(Box::new(e)))?;
+        let removed = (|| {
+            let old = {
+                let mut refs = open_held(&txn, REFS).storage()?;
+                refs.remove(name)
+                    .storage()?
+                    .map(|v| SnapshotId::from_bytes(v.value()))
+            };
+            let Some(old) = old else {
+                return Err(RefError::NotFound {
+                    name: name.to_owned(),
+                });
+            };
+            txn.commit().storage()?;
+            Ok(old)
+        })();
+        removed.map_err(|e| self.after_failed_write(len_before, e))
     }
 
     /// Shrinks the database file to what it holds. Slow on large stores; `gc` calls it.
     pub fn compact(&mut self) -> Result<(), StorageFailure> {
-        if let Db::Write(db) = &mut self.db {
-            db.compact().storage()?;
-        }
+        let health = Arc::clone(&self.health);
+        health.run(|| {
+            if let Db::Write(db) = &mut self.db {
+                db.compact().storage()?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Store {
+    /// True after a write ran out of space: the database then refuses every call until
+    /// [`Store::reopen_after_failed_write`], or until the store is dropped (which gives the
+    /// space back too).
+    pub fn write_failed_for_space(&self) -> bool {
+        self.reclaim_past
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// Gives back the space of a write that ran out of it and opens the database again, so
+    /// that a store held open for long (`cairn serve`) goes on working once there is room.
+    pub fn reopen_after_failed_write(&mut self) -> Result<(), OpenError> {
+        let past = self
+            .reclaim_past
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(len_before) = past else {
+            return Ok(());
+        };
+        reclaim::give_back(self, len_before);
+        self.close_db();
+        let db_path = self.database_path();
+        let options = self.options.clone();
+        self.db = self
+            .health
+            .catch(|| Self::open_database(&self.root, &db_path, &options))
+            .map_err(|source| OpenError::Database {
+                path: db_path.clone(),
+                source,
+            })??;
         Ok(())
+    }
+}
+
+impl Store {
+    /// Closes the database. redb's drop commits once more (its allocator state), which can
+    /// panic on a damaged file, and does after a caught panic poisoned its locks; a drop must
+    /// not panic, and the next open repairs what the close left undone.
+    fn close_db(&mut self) {
+        let db = std::mem::replace(&mut self.db, Db::Closed);
+        if let Err(reason) = contain::quietly(|| drop(db))
+            && !self.health.is_damaged()
+        {
+            tracing::warn!(store = %self.root, "closing the database failed ({reason}); the next open repairs it");
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let past = self
+            .reclaim_past
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match past {
+            Some(len_before) if !self.health.is_damaged() => {
+                reclaim::give_back(self, len_before);
+                self.close_db();
+                reclaim::repair(self);
+            }
+            _ => self.close_db(),
+        }
     }
 }
 
@@ -947,6 +1096,7 @@ pub type FileStateEntry = (Vec<u8>, Vec<u8>);
 
 /// A consistent, read-only view of the store. Cheap to create; many may exist at once.
 pub struct Reader {
+    health: Arc<Health>,
     blobs: ReadOnlyTable<[u8; 32], &'static [u8]>,
     segments: ReadOnlyTable<u64, &'static [u8]>,
     trees: ReadOnlyTable<[u8; 32], &'static [u8]>,
@@ -964,29 +1114,35 @@ pub struct Reader {
 
 impl Reader {
     fn location(&self, id: BlobId) -> Result<Location, ReadError> {
-        let Some(v) = self.blobs.get(id.as_bytes()).storage()? else {
-            return Err(ReadError::NotFound {
-                kind: ObjectKind::Blob,
-                id: id.into(),
-            });
-        };
-        Location::decode(v.value())
-            .ok_or_else(|| ReadError::corrupt(ObjectKind::Blob, id, "unreadable location record"))
+        self.health.run(|| {
+            let Some(v) = self.blobs.get(id.as_bytes()).storage()? else {
+                return Err(ReadError::NotFound {
+                    kind: ObjectKind::Blob,
+                    id: id.into(),
+                });
+            };
+            Location::decode(v.value()).ok_or_else(|| {
+                ReadError::corrupt(ObjectKind::Blob, id, "unreadable location record")
+            })
+        })
     }
 
     /// True if the blob is stored.
     pub fn has_blob(&self, id: BlobId) -> Result<bool, StorageFailure> {
-        Ok(self.blobs.get(id.as_bytes()).storage()?.is_some())
+        self.health
+            .run(|| Ok(self.blobs.get(id.as_bytes()).storage()?.is_some()))
     }
 
     /// True if the tree is stored.
     pub fn has_tree(&self, id: TreeId) -> Result<bool, StorageFailure> {
-        Ok(self.trees.get(id.as_bytes()).storage()?.is_some())
+        self.health
+            .run(|| Ok(self.trees.get(id.as_bytes()).storage()?.is_some()))
     }
 
     /// True if the snapshot is stored.
     pub fn has_snapshot(&self, id: SnapshotId) -> Result<bool, StorageFailure> {
-        Ok(self.snapshots.get(id.as_bytes()).storage()?.is_some())
+        self.health
+            .run(|| Ok(self.snapshots.get(id.as_bytes()).storage()?.is_some()))
     }
 
     /// The size of a stored blob, without reading it.
@@ -1002,13 +1158,22 @@ impl Reader {
     }
 
     fn packed(&self, id: BlobId) -> Result<Vec<u8>, ReadError> {
-        match self.location(id)? {
+        self.health.run(|| match self.location(id)? {
             Location::Packed {
                 offset,
                 len,
                 size,
                 codec,
             } => {
+                // Payloads are never larger than their chunk (else stored raw): a damaged
+                // length must not make a huge allocation.
+                if u64::from(len) > CHUNK_BYTES as u64 {
+                    return Err(ReadError::corrupt(
+                        ObjectKind::Blob,
+                        id,
+                        format!("stored length {len} is more than a chunk"),
+                    ));
+                }
                 let payload = blob::read_log(&self.segments, self.segment_bytes, id, offset, len)?;
                 blob::unpack(id, codec, payload, size)
             }
@@ -1017,7 +1182,7 @@ impl Reader {
                 id,
                 "a chunk that is itself chunked",
             )),
-        }
+        })
     }
 
     /// Streams a blob into `sink`, one verified chunk at a time, and checks the whole content
@@ -1064,43 +1229,51 @@ impl Reader {
 
     /// A tree, verified against its id.
     pub fn tree(&self, id: TreeId) -> Result<Tree, ReadError> {
-        let Some(v) = self.trees.get(id.as_bytes()).storage()? else {
-            return Err(ReadError::NotFound {
-                kind: ObjectKind::Tree,
-                id: id.into(),
-            });
-        };
-        decode_tree_value(id, v.value())
+        self.health.run(|| {
+            let Some(v) = self.trees.get(id.as_bytes()).storage()? else {
+                return Err(ReadError::NotFound {
+                    kind: ObjectKind::Tree,
+                    id: id.into(),
+                });
+            };
+            decode_tree_value(id, v.value())
+        })
     }
 
     /// A snapshot, verified against its id.
     pub fn snapshot(&self, id: SnapshotId) -> Result<Snapshot, ReadError> {
-        let Some(v) = self.snapshots.get(id.as_bytes()).storage()? else {
-            return Err(ReadError::NotFound {
-                kind: ObjectKind::Snapshot,
-                id: id.into(),
-            });
-        };
-        decode_snapshot_value(id, v.value())
+        self.health.run(|| {
+            let Some(v) = self.snapshots.get(id.as_bytes()).storage()? else {
+                return Err(ReadError::NotFound {
+                    kind: ObjectKind::Snapshot,
+                    id: id.into(),
+                });
+            };
+            decode_snapshot_value(id, v.value())
+        })
     }
 
     /// Where ref `name` points.
     pub fn ref_target(&self, name: &str) -> Result<Option<SnapshotId>, StorageFailure> {
-        Ok(self
-            .refs
-            .get(name)
-            .storage()?
-            .map(|v| SnapshotId::from_bytes(v.value())))
+        self.health.run(|| {
+            Ok(self
+                .refs
+                .get(name)
+                .storage()?
+                .map(|v| SnapshotId::from_bytes(v.value())))
+        })
     }
 
     /// Every ref, by name.
     pub fn refs(&self) -> Result<Vec<(String, SnapshotId)>, StorageFailure> {
-        let mut out = Vec::new();
-        for item in self.refs.iter().storage()? {
-            let (k, v) = item.storage()?;
-            out.push((k.value().to_owned(), SnapshotId::from_bytes(v.value())));
-        }
-        Ok(out)
+        self.health.run(|| {
+            let mut out = Vec::new();
+            for item in self.refs.iter().storage()? {
+                let (k, v) = item.storage()?;
+                out.push((k.value().to_owned(), SnapshotId::from_bytes(v.value())));
+            }
+            Ok(out)
+        })
     }
 
     fn prefix_matches(
@@ -1122,55 +1295,59 @@ impl Reader {
     /// Resolves a ref name or unique id prefix (at least 6 hex digits) to a snapshot.
     /// Checkpoint names are worktree-specific and resolved by the caller first.
     pub fn resolve_snapshot(&self, spec: &str) -> Result<SnapshotId, ResolveError> {
-        if let Some(id) = self.ref_target(spec)? {
-            return Ok(id);
-        }
-        let unknown = || ResolveError::Unknown {
-            spec: spec.to_owned(),
-            wanted: "snapshot",
-        };
-        let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
-        let mut found = Vec::new();
-        Self::prefix_matches(&self.snapshots, &prefix, &mut found)?;
-        match found.as_slice() {
-            [] => Err(unknown()),
-            [one] => Ok(one.as_snapshot()),
-            many => Err(ResolveError::Ambiguous {
+        self.health.run(|| {
+            if let Some(id) = self.ref_target(spec)? {
+                return Ok(id);
+            }
+            let unknown = || ResolveError::Unknown {
                 spec: spec.to_owned(),
-                candidates: many.iter().map(|id| (ObjectKind::Snapshot, *id)).collect(),
-            }),
-        }
+                wanted: "snapshot",
+            };
+            let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
+            let mut found = Vec::new();
+            Self::prefix_matches(&self.snapshots, &prefix, &mut found)?;
+            match found.as_slice() {
+                [] => Err(unknown()),
+                [one] => Ok(one.as_snapshot()),
+                many => Err(ResolveError::Ambiguous {
+                    spec: spec.to_owned(),
+                    candidates: many.iter().map(|id| (ObjectKind::Snapshot, *id)).collect(),
+                }),
+            }
+        })
     }
 
     /// Resolves a ref name or unique id prefix to an object of any kind.
     pub fn resolve_object(&self, spec: &str) -> Result<(ObjectKind, ObjectId), ResolveError> {
-        if let Some(id) = self.ref_target(spec)? {
-            return Ok((ObjectKind::Snapshot, id.into()));
-        }
-        let unknown = || ResolveError::Unknown {
-            spec: spec.to_owned(),
-            wanted: "object",
-        };
-        let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
-        let mut candidates = BTreeSet::new();
-        for (kind, table) in [
-            (ObjectKind::Snapshot, &self.snapshots),
-            (ObjectKind::Tree, &self.trees),
-            (ObjectKind::Blob, &self.blobs),
-        ] {
-            let mut found = Vec::new();
-            Self::prefix_matches(table, &prefix, &mut found)?;
-            candidates.extend(found.into_iter().map(|id| (kind, id)));
-        }
-        let mut candidates: Vec<_> = candidates.into_iter().collect();
-        match candidates.len() {
-            0 => Err(unknown()),
-            1 => Ok(candidates.remove(0)),
-            _ => Err(ResolveError::Ambiguous {
+        self.health.run(|| {
+            if let Some(id) = self.ref_target(spec)? {
+                return Ok((ObjectKind::Snapshot, id.into()));
+            }
+            let unknown = || ResolveError::Unknown {
                 spec: spec.to_owned(),
-                candidates,
-            }),
-        }
+                wanted: "object",
+            };
+            let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
+            let mut candidates = BTreeSet::new();
+            for (kind, table) in [
+                (ObjectKind::Snapshot, &self.snapshots),
+                (ObjectKind::Tree, &self.trees),
+                (ObjectKind::Blob, &self.blobs),
+            ] {
+                let mut found = Vec::new();
+                Self::prefix_matches(table, &prefix, &mut found)?;
+                candidates.extend(found.into_iter().map(|id| (kind, id)));
+            }
+            let mut candidates: Vec<_> = candidates.into_iter().collect();
+            match candidates.len() {
+                0 => Err(unknown()),
+                1 => Ok(candidates.remove(0)),
+                _ => Err(ResolveError::Ambiguous {
+                    spec: spec.to_owned(),
+                    candidates,
+                }),
+            }
+        })
     }
 
     /// History from `start`: it and its ancestors, newest first (by creation time, ties by
@@ -1180,68 +1357,75 @@ impl Reader {
         start: SnapshotId,
         limit: Option<usize>,
     ) -> Result<Vec<(SnapshotId, Snapshot)>, ReadError> {
-        let mut out = Vec::new();
-        let mut seen = HashSet::new();
-        let mut loaded = std::collections::HashMap::new();
-        let mut queue = BinaryHeap::new();
-        let first = self.snapshot(start)?;
-        seen.insert(start);
-        queue.push((first.created, start));
-        loaded.insert(start, first);
-        while let Some((_, id)) = queue.pop() {
-            if limit.is_some_and(|n| out.len() >= n) {
-                break;
-            }
-            let Some(snap) = loaded.remove(&id) else {
-                continue;
-            };
-            for &p in &snap.parents {
-                if seen.insert(p) {
-                    let parent = self.snapshot(p)?;
-                    queue.push((parent.created, p));
-                    loaded.insert(p, parent);
+        self.health.run(|| {
+            let mut out = Vec::new();
+            let mut seen = HashSet::new();
+            let mut loaded = std::collections::HashMap::new();
+            let mut queue = BinaryHeap::new();
+            let first = self.snapshot(start)?;
+            seen.insert(start);
+            queue.push((first.created, start));
+            loaded.insert(start, first);
+            while let Some((_, id)) = queue.pop() {
+                if limit.is_some_and(|n| out.len() >= n) {
+                    break;
                 }
+                let Some(snap) = loaded.remove(&id) else {
+                    continue;
+                };
+                for &p in &snap.parents {
+                    if seen.insert(p) {
+                        let parent = self.snapshot(p).map_err(ReadError::as_referenced)?;
+                        queue.push((parent.created, p));
+                        loaded.insert(p, parent);
+                    }
+                }
+                out.push((id, snap));
             }
-            out.push((id, snap));
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// The registry record of the worktree at `root`.
     pub fn worktree(&self, root: &Utf8Path) -> Result<Option<WorktreeRecord>, RegistryError> {
-        match self.worktrees.get(root.as_str()).storage()? {
-            None => Ok(None),
-            Some(v) => registry::decode_worktree(root, v.value()).map(Some),
-        }
+        self.health
+            .run(|| match self.worktrees.get(root.as_str()).storage()? {
+                None => Ok(None),
+                Some(v) => registry::decode_worktree(root, v.value()).map(Some),
+            })
     }
 
     /// Every registered worktree, by root path.
     pub fn worktrees(&self) -> Result<Vec<WorktreeRecord>, RegistryError> {
-        let mut out = Vec::new();
-        for item in self.worktrees.iter().storage()? {
-            let (k, v) = item.storage()?;
-            out.push(registry::decode_worktree(
-                Utf8Path::new(k.value()),
-                v.value(),
-            )?);
-        }
-        Ok(out)
+        self.health.run(|| {
+            let mut out = Vec::new();
+            for item in self.worktrees.iter().storage()? {
+                let (k, v) = item.storage()?;
+                out.push(registry::decode_worktree(
+                    Utf8Path::new(k.value()),
+                    v.value(),
+                )?);
+            }
+            Ok(out)
+        })
     }
 
     /// Every file state of worktree `root`, sorted by path bytes.
     pub fn file_states(&self, root: &Utf8Path) -> Result<Vec<FileStateEntry>, StorageFailure> {
-        let mut out = Vec::new();
-        let root = root.as_str();
-        let upper = [0xffu8; 4097];
-        for item in self
-            .file_states
-            .range::<(&str, &[u8])>((root, &[][..])..(root, &upper[..]))
-            .storage()?
-        {
-            let (k, v) = item.storage()?;
-            out.push((k.value().1.to_vec(), v.value().to_vec()));
-        }
-        Ok(out)
+        self.health.run(|| {
+            let mut out = Vec::new();
+            let root = root.as_str();
+            let upper = [0xffu8; 4097];
+            for item in self
+                .file_states
+                .range::<(&str, &[u8])>((root, &[][..])..(root, &upper[..]))
+                .storage()?
+            {
+                let (k, v) = item.storage()?;
+                out.push((k.value().1.to_vec(), v.value().to_vec()));
+            }
+            Ok(out)
+        })
     }
 
     /// One file state of worktree `root`.
@@ -1250,11 +1434,13 @@ impl Reader {
         root: &Utf8Path,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, StorageFailure> {
-        Ok(self
-            .file_states
-            .get((root.as_str(), key))
-            .storage()?
-            .map(|v| v.value().to_vec()))
+        self.health.run(|| {
+            Ok(self
+                .file_states
+                .get((root.as_str(), key))
+                .storage()?
+                .map(|v| v.value().to_vec()))
+        })
     }
 
     /// Refuses a batch whose trees or snapshots name an object that neither the batch nor
@@ -1262,84 +1448,95 @@ impl Reader {
     /// them): for writers that commit a batch later, with more added to it. Refs, registry
     /// records and the parts of chunked blobs are not checked here.
     pub fn check_references(&self, batch: &WriteBatch) -> Result<(), WriteError> {
-        let blobs: HashSet<BlobId> = batch.blobs.iter().map(|b| b.id).collect();
-        let trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
-        let snapshots: HashSet<SnapshotId> = batch.snapshots.iter().map(|(id, _)| *id).collect();
-        let dangling = |kind, id| Err(WriteError::Dangling { kind, id });
-        for (id, tree) in &batch.trees {
-            if self.has_tree(*id)? {
-                continue;
-            }
-            for entry in tree.entries() {
-                match (entry.blob(), entry.tree()) {
-                    (Some(b), _) if !blobs.contains(&b) && !self.has_blob(b)? => {
-                        return dangling(ObjectKind::Blob, entry.id);
+        self.health.run(|| {
+            let blobs: HashSet<BlobId> = batch.blobs.iter().map(|b| b.id).collect();
+            let trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
+            let snapshots: HashSet<SnapshotId> =
+                batch.snapshots.iter().map(|(id, _)| *id).collect();
+            let dangling = |kind, id| Err(WriteError::Dangling { kind, id });
+            for (id, tree) in &batch.trees {
+                if self.has_tree(*id)? {
+                    continue;
+                }
+                for entry in tree.entries() {
+                    match (entry.blob(), entry.tree()) {
+                        (Some(b), _) if !blobs.contains(&b) && !self.has_blob(b)? => {
+                            return dangling(ObjectKind::Blob, entry.id);
+                        }
+                        (_, Some(t)) if !trees.contains(&t) && !self.has_tree(t)? => {
+                            return dangling(ObjectKind::Tree, entry.id);
+                        }
+                        _ => {}
                     }
-                    (_, Some(t)) if !trees.contains(&t) && !self.has_tree(t)? => {
-                        return dangling(ObjectKind::Tree, entry.id);
-                    }
-                    _ => {}
                 }
             }
-        }
-        for (_, snap) in &batch.snapshots {
-            if !trees.contains(&snap.tree) && !self.has_tree(snap.tree)? {
-                return dangling(ObjectKind::Tree, snap.tree.into());
-            }
-            for p in &snap.parents {
-                if !snapshots.contains(p) && !self.has_snapshot(*p)? {
-                    return dangling(ObjectKind::Snapshot, (*p).into());
+            for (_, snap) in &batch.snapshots {
+                if !trees.contains(&snap.tree) && !self.has_tree(snap.tree)? {
+                    return dangling(ObjectKind::Tree, snap.tree.into());
+                }
+                for p in &snap.parents {
+                    if !snapshots.contains(p) && !self.has_snapshot(*p)? {
+                        return dangling(ObjectKind::Snapshot, (*p).into());
+                    }
                 }
             }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 
     /// The git id recorded for `id` by an earlier export, if any.
     pub fn git_oid(&self, id: ObjectId) -> Result<Option<Vec<u8>>, StorageFailure> {
-        let Some(map) = &self.git_oids else {
-            return Ok(None);
-        };
-        Ok(map
-            .get(id.as_bytes())
-            .storage()?
-            .map(|v| v.value().to_vec()))
+        self.health.run(|| {
+            let Some(map) = &self.git_oids else {
+                return Ok(None);
+            };
+            Ok(map
+                .get(id.as_bytes())
+                .storage()?
+                .map(|v| v.value().to_vec()))
+        })
     }
 
     /// The intent journal of an unfinished operation on worktree `root`, if any.
     pub fn journal(&self, root: &Utf8Path) -> Result<Option<Vec<u8>>, StorageFailure> {
-        let Some(journals) = &self.journals else {
-            return Ok(None);
-        };
-        Ok(journals
-            .get(root.as_str())
-            .storage()?
-            .map(|v| v.value().to_vec()))
+        self.health.run(|| {
+            let Some(journals) = &self.journals else {
+                return Ok(None);
+            };
+            Ok(journals
+                .get(root.as_str())
+                .storage()?
+                .map(|v| v.value().to_vec()))
+        })
     }
 
     /// Every worktree with an unfinished operation.
     pub fn journaled_worktrees(&self) -> Result<Vec<Utf8PathBuf>, StorageFailure> {
-        let Some(journals) = &self.journals else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for item in journals.iter().storage()? {
-            out.push(Utf8PathBuf::from(item.storage()?.0.value()));
-        }
-        Ok(out)
+        self.health.run(|| {
+            let Some(journals) = &self.journals else {
+                return Ok(Vec::new());
+            };
+            let mut out = Vec::new();
+            for item in journals.iter().storage()? {
+                out.push(Utf8PathBuf::from(item.storage()?.0.value()));
+            }
+            Ok(out)
+        })
     }
 
     /// A worktree's op log, oldest first.
     pub fn ops(&self, root: &Utf8Path) -> Result<Vec<OpRecord>, RegistryError> {
-        let mut out = Vec::new();
-        let range = self
-            .oplog
-            .range((root.as_str(), 0)..=(root.as_str(), u64::MAX))
-            .storage()?;
-        for item in range {
-            let (_, v) = item.storage()?;
-            out.push(registry::decode_op(root, v.value())?);
-        }
-        Ok(out)
+        self.health.run(|| {
+            let mut out = Vec::new();
+            let range = self
+                .oplog
+                .range((root.as_str(), 0)..=(root.as_str(), u64::MAX))
+                .storage()?;
+            for item in range {
+                let (_, v) = item.storage()?;
+                out.push(registry::decode_op(root, v.value())?);
+            }
+            Ok(out)
+        })
     }
 }

@@ -269,3 +269,119 @@ fn gc_refuses_to_guess_below_a_corrupt_tree() {
         "nothing removed"
     );
 }
+
+/// Flipping a page-type byte makes redb panic deep in its b-tree walk; the store turns that
+/// into a corruption error naming it, and refuses every later call with the same error.
+#[test]
+fn a_damaged_page_is_an_error_naming_the_store_and_the_store_then_refuses() {
+    const PAGE: usize = 4096;
+    let t = temp_store();
+    let snap = commit(&t.store, &[("a", b"alpha"), ("b", b"beta")], vec![], "m");
+    let db = t.root.join(DATABASE_FILE);
+    drop(t.store);
+    let pristine = std::fs::read(&db).unwrap();
+    let read_only = OpenOptions {
+        read_only: true,
+        ..OpenOptions::default()
+    };
+    let mut refusals = 0;
+    for page in 0..pristine.len() / PAGE {
+        let mut bytes = pristine.clone();
+        bytes[page * PAGE] ^= 0xff;
+        std::fs::write(&db, &bytes).unwrap();
+        match Store::open(&t.root, &read_only) {
+            Ok(store) => {
+                let read = store
+                    .reader()
+                    .map_err(ReadError::from)
+                    .and_then(|r| r.snapshot(snap).map(|_| r))
+                    .and_then(|r| r.log(snap, None).map(|_| r));
+                if let Err(e) = read {
+                    let ReadError::Storage(failure) = &e else {
+                        panic!("page {page}: not a storage failure: {e}");
+                    };
+                    assert!(failure.is_corruption(), "page {page}: {e}");
+                    let message = e.to_string();
+                    assert!(message.contains(t.root.as_str()), "page {page}: {message}");
+                    if message.contains("is damaged") {
+                        // redb panicked: nothing more is asked of it, reads and writes alike.
+                        refusals += 1;
+                        let again = store.reader().map(|_| ()).unwrap_err().to_string();
+                        assert_eq!(again, message, "page {page}");
+                        let write = store.put_blob(b"more").unwrap_err().to_string();
+                        assert_eq!(write, message, "page {page}");
+                    }
+                }
+            }
+            // A damaged header reads as no redb file at all (an I/O error), not as corruption.
+            Err(OpenError::Database { path, .. }) => assert_eq!(path, db, "page {page}"),
+            Err(e) => panic!("page {page}: {e}"),
+        }
+        // Opening for writing walks more of the file in debug builds of redb.
+        match Store::open(&t.root, &OpenOptions::default()) {
+            Ok(_) => {}
+            Err(OpenError::Database { path, .. }) => assert_eq!(path, db, "page {page}"),
+            Err(e) => panic!("page {page}: {e}"),
+        }
+    }
+    assert!(refusals > 0, "some damaged page made redb panic");
+}
+
+/// A damaged blob-log segment size is refused at open: every read and write allocates a
+/// segment of that size.
+#[test]
+fn a_damaged_segment_size_is_refused_at_open() {
+    let t = temp_store();
+    commit(&t.store, &[("a", b"alpha")], vec![], "m");
+    drop(t.store);
+    {
+        let db = redb::Database::create(t.root.join(DATABASE_FILE)).unwrap();
+        let txn = db.begin_write().unwrap();
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        txn.open_table(meta)
+            .unwrap()
+            .insert("segment_bytes", 1u64 << 57)
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    match Store::open(&t.root, &OpenOptions::default()) {
+        Err(OpenError::Corrupt { path, reason }) => {
+            assert_eq!(path, t.root);
+            assert!(reason.contains("segment size"), "{reason}");
+        }
+        other => panic!("expected a damaged store, got {other:?}"),
+    }
+}
+
+/// A parent that a stored snapshot names but the store cannot find (its key damaged) makes
+/// `log` report corruption, not an unknown id.
+#[test]
+fn log_reports_a_lost_parent_as_corruption() {
+    let t = temp_store();
+    let parent = commit(&t.store, &[("a", b"alpha")], vec![], "parent");
+    let child = commit(&t.store, &[("a", b"beta")], vec![parent], "child");
+    let db = t.root.join(DATABASE_FILE);
+    drop(t.store);
+    let pristine = std::fs::read(&db).unwrap();
+    let hits: Vec<usize> = pristine
+        .windows(32)
+        .enumerate()
+        .filter(|(_, w)| *w == parent.as_bytes())
+        .map(|(i, _)| i)
+        .collect();
+    let mut lost = 0;
+    for at in hits {
+        let mut bytes = pristine.clone();
+        bytes[at + 31] ^= 0x01;
+        std::fs::write(&db, &bytes).unwrap();
+        let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
+        match store.reader().unwrap().log(child, None) {
+            Ok(_) => {}
+            Err(ReadError::Corrupt { id, reason, .. }) => {
+                lost += usize::from(id == parent.into() && reason.contains("referenced"));
+            }
+            Err(e) => panic!("flipping a bit of the parent's id at {at}: {e}"),
+        }
+    }
+    assert!(lost > 0, "some copy of the id is the parent's key");
+}
