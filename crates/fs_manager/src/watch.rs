@@ -431,3 +431,51 @@ pub(crate) fn forget(root: &Utf8Path) {
         map.remove(root);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Listing more directories than the kernel's queue holds events for (four apiece,
+    /// 16,384 by default) must not cost the next capture its trust: the queue is drained
+    /// as it fills. Opening files and reading them leaves nothing suspect either.
+    #[test]
+    fn a_walk_over_many_directories_keeps_the_watch_trusted() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = Utf8PathBuf::from_path_buf(tmp.path().to_path_buf()).expect("utf-8");
+        let dirs: Vec<Vec<u8>> = (0..4600).map(|i| format!("d{i}").into_bytes()).collect();
+        for d in &dirs {
+            let dir = root.join(std::str::from_utf8(d).expect("ascii"));
+            std::fs::create_dir(&dir).expect("mkdir");
+            std::fs::write(dir.join("f"), "x").expect("write");
+        }
+        let mut all = dirs.clone();
+        all.push(Vec::new());
+        enable();
+        // First capture: watches go on, every directory is dirty once.
+        assert!(quiet_dirs(&root, all.iter()).is_some_and(|q| q.is_empty()));
+        after_capture(&root, Ended::Committed, all.iter());
+        assert!(quiet_dirs(&root, all.iter()).is_some());
+        after_capture(&root, Ended::Committed, all.iter());
+        // A walk as a capture makes it: every directory listed, every file read.
+        for (i, d) in dirs.iter().enumerate() {
+            let dir = root.join(std::str::from_utf8(d).expect("ascii"));
+            let names = std::fs::read_dir(&dir).expect("list").count();
+            assert_eq!(names, 1);
+            assert_eq!(std::fs::read(dir.join("f")).expect("read"), b"x");
+            if i % 256 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let quiet = quiet_dirs(&root, all.iter()).expect("watching");
+        assert_eq!(
+            quiet.len(),
+            all.len(),
+            "the walk's own events made {} directories untrusted",
+            all.len() - quiet.len()
+        );
+        after_capture(&root, Ended::Committed, all.iter());
+        forget(&root);
+    }
+}
