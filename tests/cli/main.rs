@@ -3,6 +3,7 @@
 
 mod crash_recovery;
 mod diff_commands;
+mod fuzz_seeds;
 mod human_output;
 mod import_commands;
 mod mcp_client;

@@ -62,6 +62,10 @@ pub use store::{
 };
 pub use verify::{VerifiedObject, VerifyError, verify_object};
 
+/// The store's record decoders for the fuzz targets in `fuzz/`; not part of the API.
+#[doc(hidden)]
+pub use store::fuzzing;
+
 #[cfg(test)]
 mod sync_check {
     fn is_sync<T: Sync + Send>() {}

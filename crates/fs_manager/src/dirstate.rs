@@ -27,6 +27,13 @@ fn checksum(body: &[u8]) -> [u8; CHECKSUM_LEN] {
 /// Ignore files read in each directory, in mask-bit order.
 pub(crate) const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
 
+/// `body` followed by its checksum: a whole record.
+pub(crate) fn seal(mut body: Vec<u8>) -> Vec<u8> {
+    let sum = checksum(&body);
+    body.extend_from_slice(&sum);
+    body
+}
+
 /// A directory's stat, and when it was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DirStamp {
@@ -203,9 +210,7 @@ impl DirState {
                 }
             }
         }
-        let sum = checksum(&out);
-        out.extend_from_slice(&sum);
-        out
+        seal(out)
     }
 
     /// `None` for anything this version does not read, or that fails its checksum: the

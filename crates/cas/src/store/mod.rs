@@ -4,6 +4,8 @@
 mod blob;
 mod error;
 mod fsck;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gc;
 mod group;
 mod registry;
