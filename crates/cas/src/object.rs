@@ -159,16 +159,23 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// Builds a tree, sorting the entries; fails on an invalid or duplicate name.
+    /// Builds a tree, sorting the entries; fails on an invalid or duplicate name, or
+    /// entry sizes whose sum overflows.
     pub fn new(mut entries: Vec<TreeEntry>) -> Result<Tree, ObjectError> {
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Self::from_sorted(entries)
     }
 
     /// Builds a tree from entries that must already be in strictly ascending name order.
+    /// Fails on an invalid or duplicate name, or entry sizes whose sum [`Tree::size`] would
+    /// not hold.
     pub fn from_sorted(entries: Vec<TreeEntry>) -> Result<Tree, ObjectError> {
+        let mut total = 0u64;
         for (i, e) in entries.iter().enumerate() {
             validate_name(&e.name)?;
+            total = total.checked_add(e.size).ok_or(ObjectError::InvalidField {
+                field: "entry sizes (their sum exceeds 2^64 - 1)",
+            })?;
             if i > 0 {
                 match entries[i - 1].name.cmp(&e.name) {
                     std::cmp::Ordering::Less => {}
@@ -201,7 +208,8 @@ impl Tree {
             .map(|i| &self.entries[i])
     }
 
-    /// Total bytes of everything in the tree (the sum of entry sizes).
+    /// Total bytes of everything in the tree (the sum of entry sizes, which every tree
+    /// keeps within a `u64`).
     pub fn size(&self) -> u64 {
         self.entries.iter().map(|e| e.size).sum()
     }
