@@ -237,9 +237,9 @@ pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
                 None => return Err(format!("missing argument {name:?}")),
             },
             Arg::Option(name, flag) => {
+                // One word: a value starting with '-' is still the value, not a flag.
                 if let Some(v) = text(name)? {
-                    out.push((*flag).to_owned());
-                    out.push(v);
+                    out.push(format!("{flag}={v}"));
                 }
             }
             Arg::Switch(name, flag) => match args.get(*name) {
@@ -265,7 +265,7 @@ pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
             },
         }
     }
-    if spec.name == "merge" && !out.iter().any(|a| a == "--into") {
+    if spec.name == "merge" && text("into")?.is_none() {
         return Err("missing argument \"into\"".into());
     }
     if !paths.is_empty() {
@@ -281,3 +281,28 @@ fn arg_name(arg: &Arg) -> &'static str {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> &'static ToolSpec {
+        TOOLS.iter().find(|t| t.name == name).expect("a verb")
+    }
+
+    /// Found by the `serve_verb_args` fuzz target: `--branch -` (and `--message -x`) put
+    /// the value where a command-line parser reads a flag, so a message or branch starting
+    /// with '-' was refused as bad usage, or taken for another flag.
+    #[test]
+    fn option_values_starting_with_a_dash_stay_values() {
+        let crash = br#"{"branch":"-","into":"","snapshot":""}"#;
+        let args: JsonObject = serde_json::from_slice(crash).expect("an object");
+        let line = argv(spec("merge"), &args).expect("valid arguments");
+        assert_eq!(line, ["--json", "merge", "", "--into=", "--branch=-"]);
+
+        let args: JsonObject =
+            serde_json::from_str(r#"{"dir": "/w", "to": "--dry-run"}"#).expect("an object");
+        let line = argv(spec("rewind"), &args).expect("valid arguments");
+        assert_eq!(line, ["--json", "rewind", "/w", "--to=--dry-run"]);
+        assert!(!line.iter().any(|a| a == "--dry-run"));
+    }
+}
