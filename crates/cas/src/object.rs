@@ -4,7 +4,7 @@
 //! string per kind, over exactly these bytes. Decoding accepts only canonical input, so every
 //! object has one encoding and one id.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use camino::Utf8PathBuf;
 
@@ -373,9 +373,11 @@ impl Snapshot {
             return Err(ObjectError::Truncated);
         }
         let mut parents = Vec::with_capacity(count);
+        // A set, not a scan of `parents`: an upload may hold a million of them.
+        let mut seen = HashSet::with_capacity(count);
         for _ in 0..count {
             let p = SnapshotId::from_bytes(r.id()?);
-            if parents.contains(&p) {
+            if !seen.insert(p) {
                 return Err(ObjectError::InvalidField {
                     field: "parents (duplicate)",
                 });

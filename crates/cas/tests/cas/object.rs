@@ -295,3 +295,35 @@ fn a_tree_whose_entry_sizes_overflow_is_refused() {
     assert_eq!(largest.size(), u64::MAX);
     assert_eq!(Tree::decode(&largest.encode()).as_ref(), Ok(&largest));
 }
+
+/// `cairn serve` decodes uploaded snapshots (bodies up to 64 MiB, some 1.5 million
+/// parents): the duplicate-parent check compared each parent with every earlier one, hours
+/// of CPU for one request. It must take time in proportion to the parents.
+#[test]
+fn many_parents_decode_in_linear_time() {
+    let parents: Vec<SnapshotId> = (0..200_000u32)
+        .map(|i| SnapshotId::from_bytes(*blake3::hash(&i.to_le_bytes()).as_bytes()))
+        .collect();
+    let snap = Snapshot {
+        tree: TreeId::from_bytes([7; 32]),
+        parents: parents.clone(),
+        created: jiff::Timestamp::UNIX_EPOCH,
+        message: String::new(),
+        labels: Default::default(),
+        source: None,
+    };
+    let bytes = snap.encode();
+    let started = std::time::Instant::now();
+    let decoded = Snapshot::decode(&bytes).expect("distinct parents");
+    let took = started.elapsed();
+    assert_eq!(decoded.parents, parents);
+    // Linear: milliseconds even unoptimized; quadratic: minutes.
+    assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
+
+    let mut repeated = snap;
+    repeated.parents.push(parents[123_456]);
+    assert!(
+        Snapshot::decode(&repeated.encode()).is_err(),
+        "a repeated parent"
+    );
+}
