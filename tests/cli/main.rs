@@ -6,6 +6,7 @@ mod crash_recovery;
 mod damaged_store;
 mod diff_commands;
 mod full_disk;
+mod fuzz_seeds;
 mod human_output;
 mod import_commands;
 mod mcp_client;

@@ -46,6 +46,7 @@
 mod id;
 mod object;
 mod store;
+mod verify;
 
 pub use id::{BlobId, HEX_LEN, ID_LEN, IdPrefix, ObjectId, ParseIdError, SnapshotId, TreeId};
 pub use object::{
@@ -59,6 +60,11 @@ pub use store::{
     ReadError, Reader, RefError, RegistryError, ResolveError, StorageFailure, Store, Task,
     WorktreeKind, WorktreeRecord, WriteBatch, WriteError, WriteOutcome, validate_ref_name,
 };
+pub use verify::{VerifiedObject, VerifyError, verify_object};
+
+/// The store's record decoders for the fuzz targets in `fuzz/`; not part of the API.
+#[doc(hidden)]
+pub use store::fuzzing;
 
 #[cfg(test)]
 mod sync_check {

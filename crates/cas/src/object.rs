@@ -4,7 +4,7 @@
 //! string per kind, over exactly these bytes. Decoding accepts only canonical input, so every
 //! object has one encoding and one id.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use camino::Utf8PathBuf;
 
@@ -159,16 +159,23 @@ pub struct Tree {
 }
 
 impl Tree {
-    /// Builds a tree, sorting the entries; fails on an invalid or duplicate name.
+    /// Builds a tree, sorting the entries; fails on an invalid or duplicate name, or
+    /// entry sizes whose sum overflows.
     pub fn new(mut entries: Vec<TreeEntry>) -> Result<Tree, ObjectError> {
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         Self::from_sorted(entries)
     }
 
     /// Builds a tree from entries that must already be in strictly ascending name order.
+    /// Fails on an invalid or duplicate name, or entry sizes whose sum [`Tree::size`] would
+    /// not hold.
     pub fn from_sorted(entries: Vec<TreeEntry>) -> Result<Tree, ObjectError> {
+        let mut total = 0u64;
         for (i, e) in entries.iter().enumerate() {
             validate_name(&e.name)?;
+            total = total.checked_add(e.size).ok_or(ObjectError::InvalidField {
+                field: "entry sizes (their sum exceeds 2^64 - 1)",
+            })?;
             if i > 0 {
                 match entries[i - 1].name.cmp(&e.name) {
                     std::cmp::Ordering::Less => {}
@@ -201,7 +208,8 @@ impl Tree {
             .map(|i| &self.entries[i])
     }
 
-    /// Total bytes of everything in the tree (the sum of entry sizes).
+    /// Total bytes of everything in the tree (the sum of entry sizes, which every tree
+    /// keeps within a `u64`).
     pub fn size(&self) -> u64 {
         self.entries.iter().map(|e| e.size).sum()
     }
@@ -365,9 +373,11 @@ impl Snapshot {
             return Err(ObjectError::Truncated);
         }
         let mut parents = Vec::with_capacity(count);
+        // A set, not a scan of `parents`: an upload may hold a million of them.
+        let mut seen = HashSet::with_capacity(count);
         for _ in 0..count {
             let p = SnapshotId::from_bytes(r.id()?);
-            if parents.contains(&p) {
+            if !seen.insert(p) {
                 return Err(ObjectError::InvalidField {
                     field: "parents (duplicate)",
                 });

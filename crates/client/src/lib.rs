@@ -11,6 +11,8 @@
 
 use camino::Utf8PathBuf;
 
+pub mod verbs;
+
 /// The socket's file name inside the store folder.
 pub const SOCKET_NAME: &str = "serve.sock";
 

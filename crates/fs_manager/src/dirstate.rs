@@ -27,6 +27,13 @@ fn checksum(body: &[u8]) -> [u8; CHECKSUM_LEN] {
 /// Ignore files read in each directory, in mask-bit order.
 pub(crate) const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
 
+/// `body` followed by its checksum: a whole record.
+pub(crate) fn seal(mut body: Vec<u8>) -> Vec<u8> {
+    let sum = checksum(&body);
+    body.extend_from_slice(&sum);
+    body
+}
+
 /// A directory's stat, and when it was taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct DirStamp {
@@ -217,14 +224,13 @@ impl DirState {
                 }
             }
         }
-        let sum = checksum(&out);
-        out.extend_from_slice(&sum);
-        out
+        seal(out)
     }
 
-    /// `None` for anything this version does not read, or that fails its checksum: the
-    /// directory is then walked and its files read again. A damaged cache costs time, never
-    /// correctness.
+    /// `None` for anything this version does not read, that fails its checksum, or whose
+    /// listing no directory gives (names that are not single file names, or not strictly
+    /// ascending): the directory is then walked and its files read again. A damaged cache
+    /// costs time, never correctness.
     pub fn decode(bytes: &[u8]) -> Option<DirState> {
         let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(CHECKSUM_LEN)?)?;
         if checksum(body) != sum {
@@ -269,6 +275,14 @@ impl DirState {
             let tag = take(1)?[0];
             let len = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
             let name = take(len)?.to_vec();
+            // A listing is what reading a directory gives: single names, each once, in
+            // byte order (lookups binary-search it; captures join names to paths).
+            let ascending = children
+                .last()
+                .is_none_or(|(last, _): &(Vec<u8>, Child)| *last < name);
+            if !ascending || !is_file_name(&name) {
+                return None;
+            }
             let child = match tag {
                 1 => Child::File(FileState::decode(take(crate::state::ENCODED_LEN)?)?),
                 2 => Child::Dir,
@@ -290,6 +304,16 @@ impl DirState {
             tree,
         })
     }
+}
+
+/// True for a name a directory entry can have.
+fn is_file_name(name: &[u8]) -> bool {
+    !name.is_empty()
+        && name.len() <= path_policy::MAX_NAME_LEN
+        && name != b"."
+        && name != b".."
+        && !name.contains(&b'/')
+        && !name.contains(&0)
 }
 
 /// The store key of a directory: `d` then its path with `/` as NUL, so keys sort in tree
@@ -688,6 +712,47 @@ mod tests {
         assert!(kept.take(&root("e")).is_none());
         assert!(kept.take(&root("c")).is_some());
         assert!(kept.take(&root("d")).is_some());
+    }
+
+    /// Found by the `stat_cache` fuzz target: a record (checksum intact) whose listing
+    /// held a name with NUL and '/' bytes decoded, and a capture would join it to a path
+    /// (`stat`ing through it). A listing no directory gives is not trusted.
+    #[test]
+    fn a_listing_no_directory_gives_is_not_trusted() {
+        #[rustfmt::skip]
+        let crash: &[u8] = &[
+            0x03, 0x83, 0xcf, 0x40, 0xbd, 0x02, 0xbc, 0xea, 0x18, 0x83, 0xcf, 0x40, 0xbd, 0x02,
+            0xbc, 0xea, 0x18, 0x88, 0x0b, 0xae, 0xd9, 0xd3, 0x6b, 0x4f, 0x71, 0xdf, 0x00, 0x57,
+            0x41, 0x7e, 0x78, 0xa2, 0xb6, 0xc8, 0xa0, 0xa9, 0x30, 0x43, 0xac, 0x38, 0xa2, 0xdd,
+            0xbc, 0x34, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x02,
+            0x04, 0x00, 0x64, 0x65, 0x65, 0x70, 0x01, 0x0e, 0x00, 0x6c, 0x69, 0x62, 0x2e, 0x72,
+            0x73, 0x30, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x83, 0xcf, 0x40, 0xbd, 0x02,
+            0xbc, 0xea, 0x18, 0x83, 0xcf, 0x40, 0xbd, 0x02, 0xbc, 0xea, 0x18, 0x06, 0xe0, 0x9b,
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xfe, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xa4,
+            0x81, 0x00, 0x00, 0xae, 0xb9, 0x09, 0xcd, 0x10, 0x94, 0xfa, 0x7c, 0x91, 0x4f, 0xf1,
+            0x43, 0x4b, 0x36, 0x08, 0xa1, 0xbe, 0x9f, 0xfe, 0x8f, 0x92, 0xf0, 0xf8, 0x87, 0x9c,
+            0x37, 0x0c, 0x44, 0x46, 0x83, 0x17, 0xcd, 0x05, 0x6d, 0x4d, 0xc0, 0x02, 0xbc, 0xea,
+            0x18, 0x92, 0x5a, 0x92, 0xf8, 0x37, 0x01, 0x0f, 0x61,
+        ];
+        assert_eq!(DirState::decode(&seal(crash.to_vec())), None);
+
+        let listing = |names: &[&[u8]]| DirState {
+            children: names.iter().map(|n| (n.to_vec(), Child::Dir)).collect(),
+            ..DirState::unverified()
+        };
+        assert!(DirState::decode(&listing(&[b"a", b"b"]).encode()).is_some());
+        for bad in [
+            &[&b"b"[..], b"a"][..],
+            &[b"a", b"a"],
+            &[b"../etc"],
+            &[b".."],
+            &[b"."],
+            &[b""],
+            &[b"a\0b"],
+            &[&[b'x'; 256][..]],
+        ] {
+            assert_eq!(DirState::decode(&listing(bad).encode()), None, "{bad:?}");
+        }
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl Journal {
         })
     }
 
-    fn decode(root: &Utf8Path, bytes: &[u8]) -> Result<Journal, cas::RegistryError> {
+    pub(crate) fn decode(root: &Utf8Path, bytes: &[u8]) -> Result<Journal, cas::RegistryError> {
         serde_json::from_slice(bytes).map_err(|e| cas::RegistryError::Corrupt {
             root: root.to_owned(),
             reason: format!("intent journal: {e}"),

@@ -33,6 +33,9 @@ mod checkout;
 mod dirstate;
 mod error;
 mod fsops;
+/// The record decoders for the fuzz targets in `fuzz/`; not part of the API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod journal;
 mod lock;
 mod progress;

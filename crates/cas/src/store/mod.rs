@@ -5,6 +5,8 @@ mod blob;
 mod contain;
 mod error;
 mod fsck;
+#[doc(hidden)]
+pub mod fuzzing;
 mod gc;
 mod group;
 mod reclaim;

@@ -4,3 +4,4 @@ mod maintenance;
 mod object;
 mod store;
 mod util;
+mod verify;

@@ -175,7 +175,8 @@ fn arb_entry() -> impl Strategy<Value = TreeEntry> {
         proptest::collection::vec(0x20u8..=0xff, 1..40),
         0u8..4,
         any::<[u8; 32]>(),
-        any::<u64>(),
+        // Up to 30 entries whose sizes sum within a u64, as every tree's must.
+        0..=u64::MAX / 32,
     )
         .prop_filter_map("valid name", |(name, kind, id, size)| {
             validate_name(&name).ok()?;
@@ -261,4 +262,68 @@ fn trees_naming_git_are_refused_when_built_and_when_received() {
         Tree::decode(&bytes),
         Err(ObjectError::InvalidName { .. })
     ));
+}
+
+/// Found by the `tree` fuzz target: two entries of 2^63 bytes each decoded, and
+/// `Tree::size()` then overflowed (a panic with overflow checks, a wrong total without);
+/// `cairn fsck` sums every stored tree this way, and `cairn serve` stores uploaded trees.
+#[test]
+fn a_tree_whose_entry_sizes_overflow_is_refused() {
+    #[rustfmt::skip]
+    let crash: &[u8] = &[
+        0x02, 0x00, 0x00, 0x00,
+        0x01, 0x01, 0x00, 0x00, 0x00, b'a',
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80,
+        0x01, 0x01, 0x00, 0x00, 0x00, b'b',
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80,
+    ];
+    let err = Tree::decode(crash).expect_err("sizes over 2^64 in all");
+    assert!(err.to_string().contains("entry sizes"), "{err}");
+
+    let entry = |name: &[u8], size| TreeEntry {
+        name: name.to_vec(),
+        kind: EntryKind::File,
+        id: ObjectId::from_bytes([0; 32]),
+        size,
+    };
+    assert!(Tree::new(vec![entry(b"a", 1 << 63), entry(b"b", 1 << 63)]).is_err());
+    let largest = Tree::new(vec![entry(b"a", u64::MAX - 1), entry(b"b", 1)]).expect("fits");
+    assert_eq!(largest.size(), u64::MAX);
+    assert_eq!(Tree::decode(&largest.encode()).as_ref(), Ok(&largest));
+}
+
+/// `cairn serve` decodes uploaded snapshots (bodies up to 64 MiB, some 1.5 million
+/// parents): the duplicate-parent check compared each parent with every earlier one, hours
+/// of CPU for one request. It must take time in proportion to the parents.
+#[test]
+fn many_parents_decode_in_linear_time() {
+    let parents: Vec<SnapshotId> = (0..200_000u32)
+        .map(|i| SnapshotId::from_bytes(*blake3::hash(&i.to_le_bytes()).as_bytes()))
+        .collect();
+    let snap = Snapshot {
+        tree: TreeId::from_bytes([7; 32]),
+        parents: parents.clone(),
+        created: jiff::Timestamp::UNIX_EPOCH,
+        message: String::new(),
+        labels: Default::default(),
+        source: None,
+    };
+    let bytes = snap.encode();
+    let started = std::time::Instant::now();
+    let decoded = Snapshot::decode(&bytes).expect("distinct parents");
+    let took = started.elapsed();
+    assert_eq!(decoded.parents, parents);
+    // Linear: milliseconds even unoptimized; quadratic: minutes.
+    assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
+
+    let mut repeated = snap;
+    repeated.parents.push(parents[123_456]);
+    assert!(
+        Snapshot::decode(&repeated.encode()).is_err(),
+        "a repeated parent"
+    );
 }

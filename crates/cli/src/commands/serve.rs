@@ -377,38 +377,23 @@ async fn put_objects(State(s): State<Served>, body: Bytes) -> Response {
             Ok(id) => id,
             Err(e) => return e.into_response(),
         };
-        let actual: cas::ObjectId = match o.kind {
-            ObjectKind::Blob => batch.add_blob(cas::PreparedBlob::new(&o.data)).into(),
-            ObjectKind::Tree => match cas::Tree::decode(&o.data) {
-                Ok(t) => batch.add_tree(t).into(),
-                Err(e) => {
-                    return error(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "invalid_object",
-                        format!("tree {}: {e}", o.id),
-                    )
-                    .into_response();
-                }
-            },
-            ObjectKind::Snapshot => match cas::Snapshot::decode(&o.data) {
-                Ok(snap) => batch.add_snapshot(snap).into(),
-                Err(e) => {
-                    return error(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        "invalid_object",
-                        format!("snapshot {}: {e}", o.id),
-                    )
-                    .into_response();
-                }
-            },
+        let kind = match o.kind {
+            ObjectKind::Blob => cas::ObjectKind::Blob,
+            ObjectKind::Tree => cas::ObjectKind::Tree,
+            ObjectKind::Snapshot => cas::ObjectKind::Snapshot,
         };
-        if actual != claimed {
-            return error(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "hash_mismatch",
-                format!("{:?} {}: its bytes hash to {actual}", o.kind, o.id),
-            )
-            .into_response();
+        match cas::verify_object(kind, claimed, &o.data) {
+            Ok(verified) => {
+                batch.add_verified(verified);
+            }
+            Err(e) => {
+                let code = match e {
+                    cas::VerifyError::HashMismatch { .. } => "hash_mismatch",
+                    _ => "invalid_object",
+                };
+                return error(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
+                    .into_response();
+            }
         }
     }
     let store = s.shared.store.clone();

@@ -1,0 +1,85 @@
+//! The store's record decoders, reachable from the fuzz targets in `fuzz/` (a fuzz target
+//! is another crate). Not an API: each function is exactly what a read of that table does.
+
+use super::blob::{self, Codec, Location};
+use super::error::{ReadError, RegistryError};
+use super::registry::{self, OpRecord, WorktreeRecord};
+use crate::id::{BlobId, SnapshotId, TreeId};
+use crate::object::{Snapshot, Tree};
+
+/// A decoded `blobs` table value: where a blob's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobLocation(Location);
+
+impl BlobLocation {
+    /// Decodes a record as every blob read does; `None` is the "unreadable location record"
+    /// corruption.
+    pub fn decode(bytes: &[u8]) -> Option<BlobLocation> {
+        Location::decode(bytes).map(BlobLocation)
+    }
+
+    /// The record as the store writes it.
+    pub fn encode(&self) -> Vec<u8> {
+        self.0.encode()
+    }
+
+    /// The blob's size in bytes, as recorded.
+    pub fn size(&self) -> u64 {
+        self.0.size()
+    }
+
+    /// The chunk ids of a chunked blob; `None` for a packed one.
+    pub fn chunks(&self) -> Option<&[BlobId]> {
+        match &self.0 {
+            Location::Chunked { chunks, .. } => Some(chunks),
+            Location::Packed { .. } => None,
+        }
+    }
+
+    /// For a packed blob, whether its payload is zstd-compressed.
+    pub fn is_zstd(&self) -> Option<bool> {
+        match &self.0 {
+            Location::Packed { codec, .. } => Some(*codec == Codec::Zstd),
+            Location::Chunked { .. } => None,
+        }
+    }
+}
+
+/// Turns a packed blob's payload back into its content and checks it against `id`, as a
+/// blob read does once it has the payload from the log.
+pub fn unpack_blob(
+    id: BlobId,
+    zstd: bool,
+    payload: Vec<u8>,
+    size: u64,
+) -> Result<Vec<u8>, ReadError> {
+    let codec = if zstd { Codec::Zstd } else { Codec::Raw };
+    blob::unpack(id, codec, payload, size)
+}
+
+/// Decodes a `trees` table value (codec byte, then the encoding, maybe compressed) and
+/// checks it against `id`, as [`crate::Reader::tree`] does.
+pub fn decode_tree_record(id: TreeId, value: &[u8]) -> Result<Tree, ReadError> {
+    super::decode_tree_value(id, value)
+}
+
+/// A `trees` table value as the store writes it.
+pub fn encode_tree_record(tree: &Tree) -> Vec<u8> {
+    super::encode_tree_value(tree)
+}
+
+/// Decodes a `snapshots` table value and checks it against `id`, as
+/// [`crate::Reader::snapshot`] does.
+pub fn decode_snapshot_record(id: SnapshotId, value: &[u8]) -> Result<Snapshot, ReadError> {
+    super::decode_snapshot_value(id, value)
+}
+
+/// Decodes a `worktrees` table value (JSON), as [`crate::Reader::worktree`] does.
+pub fn decode_worktree_record(bytes: &[u8]) -> Result<WorktreeRecord, RegistryError> {
+    registry::decode_worktree(camino::Utf8Path::new("/fuzz"), bytes)
+}
+
+/// Decodes an `oplog` table value (JSON), as [`crate::Reader::ops`] does.
+pub fn decode_op_record(bytes: &[u8]) -> Result<OpRecord, RegistryError> {
+    registry::decode_op(camino::Utf8Path::new("/fuzz"), bytes)
+}

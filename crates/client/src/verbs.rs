@@ -1,0 +1,360 @@
+//! The verbs of `cairn serve`'s HTTP API (`POST /v1/{verb}`) and of `cairn mcp`'s tools:
+//! each names a cairn command, and [`argv`] turns its JSON arguments into that command's
+//! line, run with `--json`. The request bodies are untrusted: [`argv`] refuses anything
+//! that is not one of the verb's arguments with the right type, and any value that would be
+//! read as an option.
+
+use serde_json::Value;
+
+/// A verb's JSON arguments: an object.
+pub type JsonObject = serde_json::Map<String, Value>;
+
+/// How a tool's arguments become a command line.
+pub enum Arg {
+    /// A positional argument (required unless `optional`).
+    Positional(&'static str, bool),
+    /// `--flag VALUE`.
+    Option(&'static str, &'static str),
+    /// `--flag` when true.
+    Switch(&'static str, &'static str),
+    /// `-- PATH…` from a list of strings.
+    Paths(&'static str),
+}
+
+/// One verb: its name, the command it runs and its arguments.
+pub struct ToolSpec {
+    /// The verb (`/v1/{name}`, the MCP tool's name).
+    pub name: &'static str,
+    /// The cairn command it runs.
+    pub command: &'static [&'static str],
+    /// What it does, for MCP clients.
+    pub description: &'static str,
+    /// Its arguments, each with its description.
+    pub args: &'static [(Arg, &'static str)],
+    /// Also an MCP tool.
+    pub mcp: bool,
+}
+
+/// Every verb.
+pub const TOOLS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "snapshot",
+        command: &["snapshot"],
+        description: "Snapshot a worktree: a new immutable snapshot whose parent is its head (changed: false if nothing changed). Returns the snapshot id to pass to other agents.",
+        args: &[
+            (
+                Arg::Positional("worktree", false),
+                "The worktree directory.",
+            ),
+            (Arg::Option("message", "--message"), "Snapshot message."),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "checkout",
+        command: &["checkout"],
+        description: "Hydrate a snapshot into a new or empty directory and register it as an isolated worktree.",
+        args: &[
+            (
+                Arg::Positional("snapshot", false),
+                "Snapshot id prefix, ref or checkpoint name.",
+            ),
+            (Arg::Positional("dest", false), "The destination directory."),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "rollback",
+        command: &["rollback"],
+        description: "Make a worktree equal a snapshot (only the given paths, if any). The live state is captured first, so `undo` brings it back.",
+        args: &[
+            (
+                Arg::Positional("worktree", false),
+                "The worktree directory.",
+            ),
+            (
+                Arg::Positional("snapshot", false),
+                "Snapshot id prefix, ref or checkpoint name.",
+            ),
+            (
+                Arg::Switch("dry_run", "--dry-run"),
+                "Only list what would change.",
+            ),
+            (Arg::Paths("paths"), "Paths relative to the worktree root."),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "diff",
+        command: &["diff"],
+        description: "Compare two snapshots or worktrees (a directory means its live files): added, removed, modified and renamed files with line counts.",
+        args: &[
+            (
+                Arg::Positional("a", false),
+                "A snapshot or a worktree directory.",
+            ),
+            (
+                Arg::Positional("b", false),
+                "A snapshot or a worktree directory.",
+            ),
+            (Arg::Paths("paths"), "Only these paths."),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "status",
+        command: &["status"],
+        description: "Changes in a worktree since its head snapshot.",
+        args: &[(Arg::Positional("worktree", true), "The worktree directory.")],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "undo",
+        command: &["undo"],
+        description: "Revert the newest change set of the worktree that is not undone yet. Refuses, changing nothing, if any file it would touch changed since; each such file is listed with the reason.",
+        args: &[(Arg::Positional("worktree", true), "The worktree directory.")],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "redo",
+        command: &["redo"],
+        description: "Re-apply the newest undone change set of the worktree.",
+        args: &[(Arg::Positional("worktree", true), "The worktree directory.")],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "checkpoint",
+        command: &["checkpoint"],
+        description: "Snapshot a directory onto its checkpoint stack, optionally named (onboards it in place if new; nothing git owns is touched). The first checkpoint starts a task.",
+        args: &[
+            (Arg::Positional("dir", true), "The directory."),
+            (Arg::Option("name", "--name"), "A name for the checkpoint."),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "rewind",
+        command: &["rewind"],
+        description: "Roll the worktree back to a checkpoint (default: the latest); later checkpoints stay reachable.",
+        args: &[
+            (Arg::Positional("dir", true), "The worktree directory."),
+            (
+                Arg::Option("to", "--to"),
+                "Checkpoint name, ref or snapshot id prefix.",
+            ),
+            (
+                Arg::Switch("dry_run", "--dry-run"),
+                "Only list what would change.",
+            ),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "merge",
+        command: &["merge"],
+        description: "Three-way merge a snapshot into the git repository it came from, as a commit on a new branch (or with checkout: the current branch, index and files). Conflicts are reported and the repository is left exactly as it was.",
+        args: &[
+            (Arg::Positional("snapshot", false), "The snapshot to merge."),
+            (Arg::Option("into", "--into"), "The git repository."),
+            (Arg::Option("branch", "--branch"), "The branch to create."),
+            (
+                Arg::Switch("checkout", "--checkout"),
+                "Commit to the current branch and update its files.",
+            ),
+            (Arg::Option("message", "--message"), "Commit message."),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "log",
+        command: &["log"],
+        description: "Snapshot history, newest first, of a worktree or from a snapshot.",
+        args: &[
+            (
+                Arg::Positional("target", true),
+                "A worktree directory or a snapshot.",
+            ),
+            (
+                Arg::Option("max_count", "--max-count"),
+                "At most this many.",
+            ),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "review",
+        command: &["review"],
+        description: "The task's changes against its baseline (the first checkpoint).",
+        args: &[(Arg::Positional("dir", true), "The worktree directory.")],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "show",
+        command: &["show"],
+        description: "A snapshot's (or tree's) listing, SNAP or SNAP:PATH.",
+        args: &[(
+            Arg::Positional("object", false),
+            "SNAP, SNAP:PATH, or an object id.",
+        )],
+        mcp: false,
+    },
+    ToolSpec {
+        name: "fsck",
+        command: &["fsck"],
+        description: "Verify every object and reference of the store.",
+        args: &[],
+        mcp: false,
+    },
+];
+
+/// Arguments a call must give: the required positionals, and `merge`'s repository.
+pub fn required(spec: &ToolSpec) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = spec
+        .args
+        .iter()
+        .filter_map(|(arg, _)| match arg {
+            Arg::Positional(n, false) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    if spec.name == "merge" {
+        out.push("into");
+    }
+    out
+}
+
+/// The command line for a tool call, or why the arguments are wrong. A `null` argument
+/// counts as left out.
+pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
+    for key in args.keys() {
+        if !spec.args.iter().any(|(a, _)| arg_name(a) == key) {
+            return Err(format!("unknown argument {key:?}"));
+        }
+    }
+    let text = |name: &str| -> Result<Option<String>, String> {
+        match args.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(other) => Err(format!("{name} must be a string, not {other}")),
+        }
+    };
+    let mut out: Vec<String> = vec!["--json".into()];
+    out.extend(spec.command.iter().map(|s| (*s).to_owned()));
+    let mut paths = Vec::new();
+    for (arg, _) in spec.args {
+        match arg {
+            Arg::Positional(name, optional) => match text(name)? {
+                // It would be read as an option.
+                Some(v) if v.starts_with('-') => {
+                    return Err(format!("{name} must not start with '-': {v:?}"));
+                }
+                Some(v) => out.push(v),
+                None if *optional => {}
+                None => return Err(format!("missing argument {name:?}")),
+            },
+            Arg::Option("max_count", flag) => {
+                if let Some(n) = count(args.get("max_count"))? {
+                    out.push(format!("{flag}={n}"));
+                }
+            }
+            // `--flag=VALUE`: a value that starts with '-' is still the value.
+            Arg::Option(name, flag) => {
+                if let Some(v) = text(name)? {
+                    out.push(format!("{flag}={v}"));
+                }
+            }
+            Arg::Switch(name, flag) => match args.get(*name) {
+                None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+                Some(Value::Bool(true)) => out.push((*flag).to_owned()),
+                Some(other) => return Err(format!("{name} must be a boolean, not {other}")),
+            },
+            Arg::Paths(name) => match args.get(*name) {
+                None | Some(Value::Null) => {}
+                Some(Value::Array(items)) => {
+                    for item in items {
+                        match item {
+                            Value::String(s) => paths.push(s.clone()),
+                            other => {
+                                return Err(format!("{name} items must be strings, not {other}"));
+                            }
+                        }
+                    }
+                }
+                Some(other) => {
+                    return Err(format!("{name} must be a list of strings, not {other}"));
+                }
+            },
+        }
+    }
+    for name in required(spec) {
+        if text(name)?.is_none() {
+            return Err(format!("missing argument {name:?}"));
+        }
+    }
+    if !paths.is_empty() {
+        out.push("--".into());
+        out.extend(paths);
+    }
+    Ok(out)
+}
+
+/// A count of at least 1 (`log`'s `--max-count`); a larger one than `usize` holds means
+/// the same as the largest ("at most this many").
+fn count(value: Option<&Value>) -> Result<Option<usize>, String> {
+    let n = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n,
+        Some(other) => return Err(format!("max_count must be an integer, not {other}")),
+    };
+    if let Some(n) = n.as_u64() {
+        return match usize::try_from(n) {
+            Ok(0) => Err("max_count must be at least 1, not 0".into()),
+            Ok(n) => Ok(Some(n)),
+            Err(_) => Ok(Some(usize::MAX)),
+        };
+    }
+    // serde_json reads an integer past u64 (or one written as 5.0) as a float.
+    match n.as_f64() {
+        Some(f) if f.fract() == 0.0 && f >= 1.0 => Ok(Some(if f >= usize::MAX as f64 {
+            usize::MAX
+        } else {
+            f as usize
+        })),
+        _ => Err(format!(
+            "max_count must be a whole number of at least 1, not {n}"
+        )),
+    }
+}
+
+/// The JSON name of an argument.
+pub fn arg_name(arg: &Arg) -> &'static str {
+    match arg {
+        Arg::Positional(n, _) | Arg::Option(n, _) | Arg::Switch(n, _) | Arg::Paths(n) => n,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str) -> &'static ToolSpec {
+        TOOLS.iter().find(|t| t.name == name).expect("a verb")
+    }
+
+    /// Found by the `serve_verb_args` fuzz target: `--branch -` (and `--message -x`) put
+    /// the value where a command-line parser reads a flag, so a message or branch starting
+    /// with '-' was refused as bad usage, or taken for another flag.
+    #[test]
+    fn option_values_starting_with_a_dash_stay_values() {
+        let crash = br#"{"branch":"-","into":"","snapshot":""}"#;
+        let args: JsonObject = serde_json::from_slice(crash).expect("an object");
+        let line = argv(spec("merge"), &args).expect("valid arguments");
+        assert_eq!(line, ["--json", "merge", "", "--into=", "--branch=-"]);
+
+        let args: JsonObject =
+            serde_json::from_str(r#"{"dir": "/w", "to": "--dry-run"}"#).expect("an object");
+        let line = argv(spec("rewind"), &args).expect("valid arguments");
+        assert_eq!(line, ["--json", "rewind", "/w", "--to=--dry-run"]);
+        assert!(!line.iter().any(|a| a == "--dry-run"));
+    }
+}

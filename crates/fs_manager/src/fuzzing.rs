@@ -1,0 +1,46 @@
+//! The worktree manager's record decoders, reachable from the fuzz targets in `fuzz/` (a
+//! fuzz target is another crate). Not an API: each function is exactly what a read of that
+//! record does.
+
+use camino::Utf8Path;
+
+use crate::dirstate::DirState;
+use crate::journal::Journal;
+use crate::state::FileState;
+
+/// Decodes an intent journal as `recover` does, and encodes it again as an operation
+/// writes it.
+pub fn reencode_journal(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let journal = Journal::decode(Utf8Path::new("/fuzz"), bytes).map_err(|e| e.to_string())?;
+    journal.encode().map_err(|e| format!("{e:?}"))
+}
+
+/// What the worktree manager keeps of a decoded directory record, for checking.
+#[derive(Debug)]
+pub struct DirRecord {
+    /// The record encoded again.
+    pub encoded: Vec<u8>,
+    /// Its listing's names, in stored order.
+    pub names: Vec<Vec<u8>>,
+}
+
+/// Decodes a directory record of the stat cache (`None`: not trusted, read again) as a
+/// capture does.
+pub fn decode_dir_record(bytes: &[u8]) -> Option<DirRecord> {
+    let state = DirState::decode(bytes)?;
+    Some(DirRecord {
+        encoded: state.encode(),
+        names: state.children.iter().map(|(n, _)| n.clone()).collect(),
+    })
+}
+
+/// `body` with the checksum that ends every directory record, so a fuzzer reaches the
+/// parser behind it.
+pub fn seal_dir_record(body: &[u8]) -> Vec<u8> {
+    crate::dirstate::seal(body.to_vec())
+}
+
+/// Decodes one file's stat-cache record and encodes it again.
+pub fn reencode_file_record(bytes: &[u8]) -> Option<Vec<u8>> {
+    FileState::decode(bytes).map(|s| s.encode())
+}
