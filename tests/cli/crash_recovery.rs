@@ -22,6 +22,20 @@ impl Rng {
     }
 }
 
+/// `CAIRN_CRASH_SEED`, else one from the clock.
+fn seed() -> u64 {
+    std::env::var("CAIRN_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        })
+}
+
 fn write_tree(root: &Utf8Path, variant: u32) {
     for d in 0..10 {
         for f in 0..30 {
@@ -77,16 +91,7 @@ fn sigkill_at_random_moments_then_recover_leaves_before_or_after_and_fsck_clean(
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let span = (started.elapsed() / 2).max(Duration::from_millis(5));
-    let seed = std::env::var("CAIRN_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let seed = seed();
     eprintln!("crash test seed {seed} (set CAIRN_CRASH_SEED to replay), span {span:?}");
     let mut rng = Rng(seed);
 
@@ -251,16 +256,7 @@ fn sigkill_during_merge_checkout_then_recover_leaves_the_repository_before_or_af
     assert_eq!(code, 0, "{v}");
     reset();
 
-    let seed = std::env::var("CAIRN_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        });
+    let seed = seed();
     eprintln!("merge crash test seed {seed} (set CAIRN_CRASH_SEED to replay), span {span:?}");
     let mut rng = Rng(seed);
     let runs = 60;

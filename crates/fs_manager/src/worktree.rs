@@ -60,16 +60,20 @@ pub fn list(store: &Store) -> Result<Vec<WorktreeRecord>, WorktreeError> {
     Ok(store.reader()?.worktrees()?)
 }
 
-/// Forgets the worktree at `path` and its stat cache; its files are not touched.
-pub fn remove(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
+/// The worktree whose root is `path` (as given or canonical; a path inside one is not it).
+fn rooted_at(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
     let reader = store.reader()?;
-    let record = reader
+    reader
         .worktree(path)?
         .or(find(&reader, path)?.filter(|r| r.root == path || same_dir(&r.root, path)))
         .ok_or_else(|| WorktreeError::NotAWorktree {
             path: path.to_owned(),
-        })?;
-    drop(reader);
+        })
+}
+
+/// Forgets the worktree at `path` and its stat cache; its files are not touched.
+pub fn remove(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
+    let record = rooted_at(store, path)?;
     // Not while an operation on it is under way (it writes the same file states).
     let _busy = crate::lock::lock(&record.root);
     let mut batch = WriteBatch::new();
@@ -168,14 +172,7 @@ pub(crate) fn verify_root(record: &mut WorktreeRecord) -> Result<(), RootChanged
 /// directory. Its stat cache is dropped (every file is read afresh next time); its head,
 /// checkpoints and op log stay. A symlink is refused.
 pub fn rebind(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
-    let reader = store.reader()?;
-    let found = reader
-        .worktree(path)?
-        .or(find(&reader, path)?.filter(|r| r.root == path || same_dir(&r.root, path)))
-        .ok_or_else(|| WorktreeError::NotAWorktree {
-            path: path.to_owned(),
-        })?;
-    drop(reader);
+    let found = rooted_at(store, path)?;
     let _busy = crate::lock::lock(&found.root);
     let mut record = store.reader()?.worktree(&found.root)?.unwrap_or(found);
     let before = record.identity.take();
