@@ -1,9 +1,10 @@
 //! `POST /v1/{verb}` of `cairn serve` (and `cairn mcp`'s tool calls): the JSON arguments,
-//! and the command line they become. Whatever the body, the line must carry exactly the
-//! arguments given and nothing a command-line parser would read as anything else.
+//! and the engine request they become. Whatever the body, the request must carry exactly
+//! the arguments given, and every body the table accepts must be a request.
 #![no_main]
 
-use cairn_client::verbs::{Arg, JsonObject, TOOLS, ToolSpec, argv};
+use cairn_client::verbs::{Arg, JsonObject, TOOLS, ToolSpec, check};
+use cairn_engine::Request;
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 
@@ -13,8 +14,8 @@ fn arg_name(arg: &Arg) -> &'static str {
     }
 }
 
-/// The arguments as the command will see them (absent, null and false drop out), or `None`
-/// if the verb must refuse them.
+/// The arguments as the request will carry them (absent, null and false drop out; values
+/// as text), or `None` if the verb must refuse them.
 fn expected(spec: &ToolSpec, args: &JsonObject) -> Option<JsonObject> {
     let mut out = JsonObject::new();
     for (key, value) in args {
@@ -69,64 +70,27 @@ fn expected(spec: &ToolSpec, args: &JsonObject) -> Option<JsonObject> {
     Some(out)
 }
 
-/// Reads a command line back the way a command-line parser does.
-fn read_back(spec: &ToolSpec, line: &[String]) -> JsonObject {
-    assert_eq!(line[0], "--json");
-    let (command, rest) = line[1..].split_at(spec.command.len());
-    assert_eq!(command, spec.command);
+/// The request's arguments as `expected` writes them.
+fn carried(spec: &ToolSpec, request: &Request) -> JsonObject {
+    let value = serde_json::to_value(request).expect("a request encodes");
+    let Some(Value::Object(args)) = value.get("args").cloned() else {
+        panic!("{}: a request without args: {value}", spec.name);
+    };
     let mut out = JsonObject::new();
-    let mut positionals = spec.args.iter().filter_map(|(a, _)| match a {
-        Arg::Positional(name, _) => Some(*name),
-        _ => None,
-    });
-    let mut i = 0;
-    while i < rest.len() {
-        let token = &rest[i];
-        i += 1;
-        if token == "--" {
-            let name = spec
-                .args
-                .iter()
-                .find_map(|(a, _)| matches!(a, Arg::Paths(_)).then(|| arg_name(a)))
-                .expect("a '--' from a verb without paths");
-            let paths = rest[i..].iter().cloned().map(Value::String).collect();
-            out.insert(name.into(), Value::Array(paths));
-            break;
-        }
-        if !token.starts_with('-') {
-            let name = positionals
-                .next()
-                .expect("more positional values than the verb has");
-            out.insert(name.into(), Value::String(token.clone()));
+    for (key, value) in args {
+        let Some((arg, _)) = spec.args.iter().find(|(a, _)| arg_name(a) == key) else {
+            // An option of the engine's the verb's route does not take: its default.
             continue;
-        }
-        let (flag, inline) = match token.split_once('=') {
-            Some((flag, value)) => (flag, Some(value.to_owned())),
-            None => (token.as_str(), None),
         };
-        let (arg, _) = spec
-            .args
-            .iter()
-            .find(|(a, _)| matches!(a, Arg::Option(_, f) | Arg::Switch(_, f) if *f == flag))
-            .unwrap_or_else(|| panic!("{token:?} is no flag of {}", spec.name));
-        match (arg, inline) {
-            (Arg::Option(name, _), Some(value)) => {
-                out.insert((*name).into(), Value::String(value));
+        match (arg, value) {
+            (_, Value::Null) | (Arg::Switch(..), Value::Bool(false)) => {}
+            (Arg::Paths(_), Value::Array(items)) if items.is_empty() => {}
+            (_, Value::Number(n)) => {
+                out.insert(key, Value::String(n.to_string()));
             }
-            (Arg::Option(name, _), None) => {
-                let value = rest.get(i).expect("an option without its value");
-                // A parser takes a following word that starts with '-' for a flag.
-                assert!(
-                    !value.starts_with('-'),
-                    "{flag} {value:?}: the value reads as a flag"
-                );
-                out.insert((*name).into(), Value::String(value.clone()));
-                i += 1;
+            (_, value) => {
+                out.insert(key, value);
             }
-            (Arg::Switch(name, _), None) => {
-                out.insert((*name).into(), Value::Bool(true));
-            }
-            _ => panic!("{token:?}: a switch with a value"),
         }
     }
     out
@@ -138,12 +102,19 @@ fuzz_target!(|data: &[u8]| {
     };
     for spec in TOOLS {
         let want = expected(spec, &args);
-        match argv(spec, &args) {
-            Ok(line) => {
+        match check(spec, &args) {
+            Ok(checked) => {
                 let Some(want) = want else {
-                    panic!("{}: accepted {args:?} as {line:?}", spec.name);
+                    panic!("{}: accepted {args:?} as {checked:?}", spec.name);
                 };
-                assert_eq!(read_back(spec, &line), want, "{}: {line:?}", spec.name);
+                let request = Request::from_verb(spec.name, checked.clone()).unwrap_or_else(|e| {
+                    panic!("{}: {checked:?} passed the table but is no request: {e}", spec.name)
+                });
+                assert_eq!(request.verb(), spec.name);
+                // A count past `usize` is clamped; every other value is carried as given.
+                if !args.contains_key("max_count") {
+                    assert_eq!(carried(spec, &request), want, "{}: {checked:?}", spec.name);
+                }
             }
             Err(_) => assert!(want.is_none(), "{}: refused {args:?}", spec.name),
         }

@@ -205,18 +205,16 @@ fn write_fuzz_seeds() {
     ] {
         corpus.add("serve_verb_args", &serde_json::to_vec(&args).unwrap());
     }
-    let request = cairn_client::CommandRequest {
-        argv: vec!["--json".into(), "status".into(), "wt".into()],
-        cwd: env.path().to_owned(),
-        color: false,
+    let request = json!({
+        "cwd": env.path(),
+        "request": { "verb": "status", "args": { "worktree": "wt" } },
+    });
+    corpus.add("serve_call", &serde_json::to_vec(&request).unwrap());
+    let reply = cairn_client::StreamLine::Reply {
+        status: 409,
+        body: json!({ "exit": 1, "outcome": { "verb": "fsck", "outcome": { "message": "\u{ff}" } } }),
     };
-    corpus.add("serve_command", &serde_json::to_vec(&request).unwrap());
-    let output = cairn_client::CommandOutput {
-        stdout: b"{\"changed\":false}\n\xff".to_vec(),
-        stderr: "warning\n".into(),
-        code: 0,
-    };
-    corpus.add("serve_command", &serde_json::to_vec(&output).unwrap());
+    corpus.add("serve_call", &serde_json::to_vec(&reply).unwrap());
     let line = cairn_client::StreamLine::Progress(cairn_client::ProgressEvent {
         what: "checkout".into(),
         files: 1,
@@ -225,7 +223,7 @@ fn write_fuzz_seeds() {
         total_bytes: 4,
         done: false,
     });
-    corpus.add("serve_command", &serde_json::to_vec(&line).unwrap());
+    corpus.add("serve_call", &serde_json::to_vec(&line).unwrap());
 
     eprintln!("seeds written to {}: {:?}", corpus.root, corpus.written);
 }

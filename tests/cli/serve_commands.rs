@@ -248,7 +248,7 @@ fn bad_requests_get_4xx_and_leave_the_store_unchanged() {
     let (status, body) = post("/v1/snapshot", b"{\"worktree\": ".to_vec());
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("invalid_json"), "{body}");
-    let (status, _) = post("/v1/command", b"[1, 2".to_vec());
+    let (status, _) = post("/v1/call", b"[1, 2".to_vec());
     assert_eq!(status, 400);
     let (status, body) = post(
         "/v1/snapshot",
@@ -351,14 +351,16 @@ fn requests_the_contract_fuzzer_found_get_their_documented_answers() {
         serde_json::json!({ "worktree": "a\u{0}b", "cwd": cwd }),
     );
     assert_eq!((status, code(&v)), (400, "invalid_input".into()), "{v}");
-    let out = client
-        .command(&cairn_client::CommandRequest {
-            argv: vec!["--json".into(), "status".into(), "\u{0}".into()],
-            cwd: wt.clone(),
-            color: false,
-        })
+    let (_, out) = client
+        .post_json(
+            "/v1/call",
+            &serde_json::json!({
+                "cwd": wt,
+                "request": { "verb": "status", "args": { "worktree": "\u{0}" } },
+            }),
+        )
         .unwrap();
-    assert_eq!(out.code, 2, "{out:?}");
+    assert_eq!(out["error"]["exit"], 2, "{out:?}");
 
     // A registered worktree whose directory is gone: 400 naming it, not 500.
     let gone = env.path().join("gone");
@@ -534,29 +536,21 @@ fn long_commands_stream_progress_as_ndjson() {
     let snap = onboard_many(&env, 600, 20, 50);
     let server = Server::start(&env);
     let dest = env.path().join("co");
-    let request = cairn_client::CommandRequest {
-        argv: vec![
-            "--store".into(),
-            env.store().to_string(),
-            "--json".into(),
-            "checkout".into(),
-            snap["snapshot"].as_str().unwrap().into(),
-            dest.to_string(),
-        ],
-        cwd: env.path().to_owned(),
-        color: false,
-    };
+    let request = serde_json::json!({
+        "snapshot": snap["snapshot"],
+        "dest": dest,
+        "cwd": env.path(),
+    });
     let mut events = Vec::new();
-    let out = server
+    let (status, v) = server
         .client()
-        .command_streaming(&request, |e| events.push(e.clone()))
+        .post_json_streaming("/v1/checkout", &request, |e| events.push(e.clone()))
         .unwrap();
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(status, 200, "{v}");
     let first = events.first().expect("progress before the output");
     assert_eq!((first.what.as_str(), first.total_files), ("checkout", 600));
     let last = events.last().unwrap();
     assert!(last.done && last.files == 600, "{last:?}");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["files"], 600);
 }
 
@@ -595,37 +589,34 @@ fn requests_use_the_callers_terminal_settings_and_never_prompt_on_the_server() {
     let (wt, a, b) = setup(&env);
     let server = Server::start(&env);
     let client = server.client();
-    let diff = |color: bool| {
-        let request = cairn_client::CommandRequest {
-            argv: vec![
-                "--store".into(),
-                env.store().to_string(),
-                "diff".into(),
-                a.clone(),
-                b.clone(),
-            ],
-            cwd: env.path().to_owned(),
-            color,
-        };
-        client.command(&request).unwrap()
-    };
-    assert!(diff(true).stdout.contains(&0x1b), "colour for a terminal");
-    assert!(!diff(false).stdout.contains(&0x1b), "none when piped");
+    // The server answers with the typed outcome; colour is drawn by the caller.
+    let (status, reply) = client
+        .post_json(
+            "/v1/call",
+            &serde_json::json!({
+                "cwd": env.path(),
+                "request": { "verb": "diff", "args": { "a": a, "b": b, "detail": "contents" } },
+            }),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{reply}");
+    assert!(
+        !reply.to_string().contains('\u{1b}'),
+        "no colour from the server"
+    );
+    assert_eq!(reply["outcome"]["outcome"]["stats"]["files"], 1, "{reply}");
 
-    let request = cairn_client::CommandRequest {
-        argv: vec![
-            "--store".into(),
-            env.store().to_string(),
-            "--json".into(),
-            "discard".into(),
-            wt.to_string(),
-        ],
-        cwd: env.path().to_owned(),
-        color: false,
-    };
-    let out = client.command(&request).unwrap();
-    assert_eq!(out.code, 2, "{}", String::from_utf8_lossy(&out.stdout));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("confirmation_needed"));
+    let (status, reply) = client
+        .post_json(
+            "/v1/call",
+            &serde_json::json!({
+                "cwd": env.path(),
+                "request": { "verb": "discard", "args": { "dir": wt } },
+            }),
+        )
+        .unwrap();
+    assert_eq!(status, 400, "{reply}");
+    assert!(reply.to_string().contains("confirmation_needed"), "{reply}");
 
     // The same store reached through a symlink is the server's store.
     let link = env.path().join("store-link");
@@ -648,23 +639,16 @@ fn a_long_checkout_does_not_hold_up_a_snapshot_of_another_worktree() {
     let (wt, _, _) = setup(&env);
     let snap = onboard_many(&env, 4000, 40, 200);
     let server = Server::start(&env);
-    let request = cairn_client::CommandRequest {
-        argv: vec![
-            "--store".into(),
-            env.store().to_string(),
-            "--json".into(),
-            "checkout".into(),
-            snap["snapshot"].as_str().unwrap().into(),
-            env.path().join("co").to_string(),
-        ],
-        cwd: env.path().to_owned(),
-        color: false,
-    };
+    let request = serde_json::json!({
+        "snapshot": snap["snapshot"],
+        "dest": env.path().join("co"),
+        "cwd": env.path(),
+    });
     std::fs::write(wt.join("during.txt"), "written while the checkout runs\n").unwrap();
     let mut side = None;
     let client = server.client();
-    let out = client
-        .command_streaming(&request, |_| {
+    let (status, out) = client
+        .post_json_streaming("/v1/checkout", &request, |_| {
             if side.is_none() {
                 let (store, wt) = (env.store(), wt.clone());
                 let mut cmd = env.command();
@@ -683,7 +667,7 @@ fn a_long_checkout_does_not_hold_up_a_snapshot_of_another_worktree() {
         })
         .unwrap();
     let checkout_done = Instant::now();
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(status, 200, "{out}");
     let (when, snap_out) = side
         .expect("the snapshot ran during the checkout")
         .join()

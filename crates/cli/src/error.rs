@@ -1,288 +1,7 @@
-//! The CLI's error: an exit code, a stable code string for `--json`, and a one-line message
-//! that names the path or id involved.
+//! The CLI's errors are the engine's ([`cairn_engine::Error`]: a code, an exit status and a
+//! message naming the path or id); here, the last guard against a panic.
 
-use cas::{
-    MaintenanceError, OpenError, ReadError, RefError, RegistryError, ResolveError, WriteError,
-};
-
-/// Exit code for bad usage or bad input.
-pub const EXIT_USAGE: u8 = 2;
-/// Exit code for store or I/O failures.
-pub const EXIT_STORE: u8 = 3;
-
-#[derive(Debug)]
-pub struct CliError {
-    pub exit: u8,
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl CliError {
-    pub fn usage(code: &'static str, message: impl Into<String>) -> CliError {
-        CliError {
-            exit: EXIT_USAGE,
-            code,
-            message: message.into(),
-        }
-    }
-
-    pub fn store(code: &'static str, message: impl Into<String>) -> CliError {
-        CliError {
-            exit: EXIT_STORE,
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<OpenError> for CliError {
-    fn from(e: OpenError) -> Self {
-        let message = e.to_string();
-        match e {
-            OpenError::Missing { .. } => CliError::usage("store_missing", message),
-            OpenError::LockTimeout { .. } => CliError::store("store_busy", message),
-            OpenError::UnsupportedFormat { .. } => CliError::store("store_format", message),
-            OpenError::Io { .. } => CliError::store("io", message),
-            OpenError::Corrupt { .. } => CliError::store("corrupt", message),
-            OpenError::Database { source, .. } if source.is_corruption() => {
-                CliError::store("corrupt", message)
-            }
-            _ => CliError::store("store", message),
-        }
-    }
-}
-
-impl From<cas::InvalidLockTimeout> for CliError {
-    fn from(e: cas::InvalidLockTimeout) -> Self {
-        CliError::usage("invalid_env", e.to_string())
-    }
-}
-
-impl From<ReadError> for CliError {
-    fn from(e: ReadError) -> Self {
-        let message = e.to_string();
-        match e {
-            ReadError::NotFound { .. } => CliError::usage("unknown_id", message),
-            ReadError::Corrupt { .. } => CliError::store("corrupt", message),
-            ReadError::Sink { .. } => CliError::store("io", message),
-            ReadError::Storage(s) => s.into(),
-            _ => CliError::store("store", message),
-        }
-    }
-}
-
-impl From<ResolveError> for CliError {
-    fn from(e: ResolveError) -> Self {
-        let message = e.to_string();
-        match e {
-            ResolveError::Unknown { .. } => CliError::usage("unknown_id", message),
-            ResolveError::Ambiguous { .. } => CliError::usage("ambiguous_id", message),
-            ResolveError::Storage(s) => s.into(),
-            _ => CliError::store("store", message),
-        }
-    }
-}
-
-impl From<RefError> for CliError {
-    fn from(e: RefError) -> Self {
-        let message = e.to_string();
-        match e {
-            RefError::InvalidName { .. } => CliError::usage("invalid_name", message),
-            RefError::NotFound { .. } => CliError::usage("unknown_ref", message),
-            RefError::UnknownSnapshot { .. } => CliError::usage("unknown_id", message),
-            RefError::Storage(s) => s.into(),
-            RefError::Write(w) => (*w).into(),
-            _ => CliError::store("store", message),
-        }
-    }
-}
-
-impl From<WriteError> for CliError {
-    fn from(e: WriteError) -> Self {
-        let message = e.to_string();
-        match e {
-            WriteError::Input { .. } => CliError::store("io", message),
-            WriteError::Read(r) => r.into(),
-            WriteError::Storage(s) => s.into(),
-            _ => CliError::store("store", message),
-        }
-    }
-}
-
-impl From<RegistryError> for CliError {
-    fn from(e: RegistryError) -> Self {
-        let message = e.to_string();
-        match e {
-            RegistryError::NotRegistered { .. } => CliError::usage("not_a_worktree", message),
-            RegistryError::Storage(s) => s.into(),
-            _ => CliError::store("store", message),
-        }
-    }
-}
-
-impl From<MaintenanceError> for CliError {
-    fn from(e: MaintenanceError) -> Self {
-        match e {
-            MaintenanceError::Storage(s) => s.into(),
-            other => CliError::store("store", other.to_string()),
-        }
-    }
-}
-
-impl From<cas::StorageFailure> for CliError {
-    fn from(e: cas::StorageFailure) -> Self {
-        let code = if e.is_corruption() {
-            "corrupt"
-        } else if e.is_out_of_space() {
-            "no_space"
-        } else {
-            "store"
-        };
-        // The store's own boundary names the store in `e`.
-        CliError::store(code, e.to_string())
-    }
-}
-
-impl From<cas::Error> for CliError {
-    fn from(e: cas::Error) -> Self {
-        match e {
-            cas::Error::Open(e) => e.into(),
-            cas::Error::Read(e) => e.into(),
-            cas::Error::Write(e) => e.into(),
-            cas::Error::Resolve(e) => e.into(),
-            cas::Error::Ref(e) => e.into(),
-            cas::Error::Registry(e) => e.into(),
-            cas::Error::Maintenance(e) => e.into(),
-            other => CliError::store("store", other.to_string()),
-        }
-    }
-}
-
-impl From<fs_manager::ScanError> for CliError {
-    fn from(e: fs_manager::ScanError) -> Self {
-        match e {
-            fs_manager::ScanError::Store(e) => e.into(),
-            fs_manager::ScanError::Refused { .. } => CliError::usage("invalid_path", e.to_string()),
-            other => CliError::store("io", other.to_string()),
-        }
-    }
-}
-
-impl From<fs_manager::CaptureError> for CliError {
-    fn from(e: fs_manager::CaptureError) -> Self {
-        use fs_manager::CaptureError as E;
-        let message = e.to_string();
-        match e {
-            E::Missing { .. } | E::NotADirectory { .. } | E::NotUtf8 { .. } => {
-                CliError::usage("invalid_path", message)
-            }
-            E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
-            E::Deny(_) => CliError::usage("invalid_config", message),
-            E::Interrupted(_) => CliError::store("interrupted", message),
-            E::RootChanged(_) => CliError::usage("worktree_moved", message),
-            E::Scan(e) => e.into(),
-            E::Store(e) => e.into(),
-            _ => CliError::store("io", message),
-        }
-    }
-}
-
-impl From<fs_manager::CheckoutError> for CliError {
-    fn from(e: fs_manager::CheckoutError) -> Self {
-        use fs_manager::CheckoutError as E;
-        let message = e.to_string();
-        match e {
-            E::NotEmpty { .. } => CliError::usage("not_empty", message),
-            E::Interrupted(_) => CliError::store("interrupted", message),
-            E::NotADirectory { .. }
-            | E::UnderAFile { .. }
-            | E::InsideStore { .. }
-            | E::Refused { .. } => CliError::usage("invalid_path", message),
-            E::Store(e) => e.into(),
-            _ => CliError::store("io", message),
-        }
-    }
-}
-
-impl From<fs_manager::RollbackError> for CliError {
-    fn from(e: fs_manager::RollbackError) -> Self {
-        use fs_manager::RollbackError as E;
-        let message = e.to_string();
-        match e {
-            E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
-            E::NoSuchPath { .. } => CliError::usage("invalid_path", message),
-            E::Blocked { .. } => CliError::usage("blocked", message),
-            E::Deny(_) => CliError::usage("invalid_config", message),
-            E::Capture(e) => e.into(),
-            E::Store(e) => e.into(),
-            E::Unfinished { .. } => CliError::store("interrupted", message),
-            _ => CliError::store("io", message),
-        }
-    }
-}
-
-impl From<fs_manager::TaskError> for CliError {
-    fn from(e: fs_manager::TaskError) -> Self {
-        use fs_manager::TaskError as E;
-        let message = e.to_string();
-        match e {
-            E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
-            E::InvalidName { .. } => CliError::usage("invalid_name", message),
-            E::NoCheckpoint { .. } => CliError::usage("no_checkpoint", message),
-            E::NoTask { .. } => CliError::usage("no_task", message),
-            E::NoChanges { .. } => CliError::usage("invalid_path", message),
-            E::Capture(e) => e.into(),
-            E::Rollback(e) => e.into(),
-            E::Store(e) => e.into(),
-            _ => CliError::store("io", message),
-        }
-    }
-}
-
-impl From<fs_manager::UndoError> for CliError {
-    fn from(e: fs_manager::UndoError) -> Self {
-        use fs_manager::UndoError as E;
-        let message = e.to_string();
-        match e {
-            E::NotAWorktree { .. } => CliError::usage("not_a_worktree", message),
-            E::Interrupted(_) => CliError::store("interrupted", message),
-            E::RootChanged(_) => CliError::usage("worktree_moved", message),
-            E::Write { cause, interrupted } if !interrupted => (*cause).into(),
-            E::Write { .. } => CliError::store("interrupted", message),
-            E::Store(e) => e.into(),
-            _ => CliError::store("io", message),
-        }
-    }
-}
-
-impl From<fs_manager::RecoverError> for CliError {
-    fn from(e: fs_manager::RecoverError) -> Self {
-        use fs_manager::RecoverError as E;
-        let message = e.to_string();
-        match e {
-            E::Missing { .. } => CliError::usage("invalid_path", message),
-            E::Blocked { .. } => CliError::usage("blocked", message),
-            E::RootChanged(_) => CliError::usage("worktree_moved", message),
-            E::Store(e) => e.into(),
-            _ => CliError::store("io", message),
-        }
-    }
-}
-
-impl From<fs_manager::WorktreeError> for CliError {
-    fn from(e: fs_manager::WorktreeError) -> Self {
-        let message = e.to_string();
-        match e {
-            fs_manager::WorktreeError::NotAWorktree { .. } => {
-                CliError::usage("not_a_worktree", message)
-            }
-            fs_manager::WorktreeError::Missing { .. } => CliError::usage("invalid_path", message),
-            fs_manager::WorktreeError::RootChanged(_) => CliError::usage("worktree_moved", message),
-            fs_manager::WorktreeError::Store(e) => e.into(),
-            _ => CliError::store("store", message),
-        }
-    }
-}
+pub use cairn_engine::Error;
 
 thread_local! {
     /// Whether this thread runs inside [`contain_panics`].
@@ -295,7 +14,7 @@ thread_local! {
 ///
 /// A last guard: store contents never panic (the store contains redb's panics itself), so a
 /// panic here is a bug in cairn, and the message says so and where.
-pub fn contain_panics<T>(run: impl FnOnce() -> Result<T, CliError>) -> Result<T, CliError> {
+pub fn contain_panics<T>(run: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
     static HOOK: std::sync::Once = std::sync::Once::new();
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
@@ -325,7 +44,7 @@ pub fn contain_panics<T>(run: impl FnOnce() -> Result<T, CliError>) -> Result<T,
         let what = CAUGHT
             .with(|c| c.borrow_mut().take())
             .unwrap_or_else(|| "a panic".to_owned());
-        Err(CliError::store(
+        Err(Error::failure(
             "internal",
             format!("internal error, a bug in cairn (please report it): {what}"),
         ))
@@ -338,11 +57,11 @@ mod tests {
 
     #[test]
     fn a_panic_becomes_exit_3_naming_where() {
-        let result: Result<(), CliError> = contain_panics(|| panic!("boom {}", 7));
+        let result: Result<(), Error> = contain_panics(|| panic!("boom {}", 7));
         let e = result.expect_err("the panic is an error");
-        assert_eq!((e.exit, e.code), (EXIT_STORE, "internal"));
-        assert!(e.message.contains("boom 7"), "{}", e.message);
-        assert!(e.message.contains("error.rs:"), "{}", e.message);
+        assert_eq!((e.exit(), e.code()), (cairn_engine::EXIT_STORE, "internal"));
+        assert!(e.to_string().contains("boom 7"), "{e}");
+        assert!(e.to_string().contains("error.rs:"), "{e}");
         assert_eq!(contain_panics(|| Ok(5)).expect("no panic"), 5);
     }
 }

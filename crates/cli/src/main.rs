@@ -1,22 +1,30 @@
 //! `cairn`: content-addressed snapshots, isolated worktrees and merge-back for coding agents.
 //!
 //! The interface contract (commands, JSON fields, exit codes) is `shared/SPEC.md`; this binary
-//! parses arguments, finds the store, calls the library crates and prints their outcomes.
+//! parses arguments into a `cairn_engine::Request`, has it run by the `cairn serve` holding
+//! the store or by an engine in this process, and prints the typed outcome.
 
 mod commands;
 mod context;
 mod error;
 mod output;
 mod progress;
+mod render;
+mod target;
 
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
 use std::process::ExitCode;
 
+use cairn_engine::{Request, TreePath};
 use camino::Utf8PathBuf;
 use clap::{Parser, Subcommand};
 
 use context::Ctx;
-use error::CliError;
-use output::{Render, Report};
+use error::Error;
+use output::Rendered;
+use render::{Format, View};
+use target::Target;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -317,7 +325,7 @@ fn main() -> ExitCode {
             let first = message.lines().next().unwrap_or("invalid usage");
             return fail(
                 true,
-                &CliError::usage("usage", first.trim_start_matches("error: ")),
+                &Error::usage("usage", first.trim_start_matches("error: ")),
             );
         }
         Err(e) => e.exit(),
@@ -328,27 +336,20 @@ fn main() -> ExitCode {
     }
     if let Command::Mcp = cli.command {
         return match commands::mcp::run(cli.store) {
-            Ok(_) => ExitCode::SUCCESS,
+            Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(false, &e),
         };
     }
     let ctx = Ctx::new(cli.json, cli.store.clone());
-    if forwardable(&cli.command) {
-        match forward(&ctx, &cli) {
-            Ok(Some(out)) => return out.emit(),
-            Ok(None) => {}
-            Err(e) => return fail(ctx.json, &e),
-        }
-    }
     match error::contain_panics(|| run(&ctx, cli.command)) {
-        Ok(report) => finish(&ctx, report),
+        Ok(out) => out.emit(),
         Err(e) => fail(ctx.json, &e),
     }
 }
 
 /// The first argument before `--` that is not UTF-8, refused naming it in SPEC.md's quoted
 /// form (clap would refuse it without saying which). Paths after `--` may be any bytes.
-fn non_utf8_argument(args: impl Iterator<Item = std::ffi::OsString>) -> Option<CliError> {
+fn non_utf8_argument(args: impl Iterator<Item = OsString>) -> Option<Error> {
     use std::os::unix::ffi::OsStrExt;
     let mut args = args.peekable();
     // The sandbox helper's arguments are cairn's own, not the user's.
@@ -358,7 +359,7 @@ fn non_utf8_argument(args: impl Iterator<Item = std::ffi::OsString>) -> Option<C
     let bad = args
         .take_while(|a| a != "--")
         .find(|a| a.to_str().is_none())?;
-    Some(CliError::usage(
+    Some(Error::usage(
         "invalid_path",
         format!(
             "{}: not valid UTF-8 (cairn takes paths and names in UTF-8, except paths after `--`)",
@@ -367,291 +368,9 @@ fn non_utf8_argument(args: impl Iterator<Item = std::ffi::OsString>) -> Option<C
     ))
 }
 
-/// Commands a running `cairn serve` runs for us; the rest run here (`run` executes the
-/// user's command in this process; `init` creates the store a server would open).
-fn forwardable(command: &Command) -> bool {
-    !matches!(
-        command,
-        Command::Init { .. }
-            | Command::Run { .. }
-            | Command::SandboxExec { .. }
-            | Command::Mcp
-            | Command::Serve { .. }
-    )
-}
-
-/// `argv` naming `store` explicitly (the server resolves nothing from the caller's
-/// environment): any `--store` given is replaced.
-fn with_store(argv: &[String], store: &camino::Utf8Path) -> Vec<String> {
-    let mut out = vec!["--store".to_owned(), store.to_string()];
-    let mut args = argv.iter();
-    while let Some(a) = args.next() {
-        if a == "--" {
-            out.push(a.clone());
-            out.extend(args.by_ref().cloned());
-            break;
-        }
-        if a == "--store" {
-            args.next();
-        } else if !a.starts_with("--store=") {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
-/// Runs this command line in the `cairn serve` holding the store, if one answers; `None`
-/// when there is none (the command then opens the store itself).
-fn forward(ctx: &Ctx, cli: &Cli) -> Result<Option<output::Rendered>, CliError> {
-    let store = ctx.store_path()?;
-    let socket = cairn_client::Client::socket_of(&store);
-    let Ok(client) = cairn_client::Client::new(&socket) else {
-        return Ok(None);
-    };
-    let mut argv = Vec::new();
-    for a in std::env::args_os().skip(1) {
-        match a.into_string() {
-            Ok(a) => argv.push(a),
-            Err(a) => {
-                return Err(CliError::usage(
-                    "invalid_path",
-                    format!(
-                        "{}: an argument that is not UTF-8 cannot be sent to the cairn serve holding {store}",
-                        output::quote_path(std::os::unix::ffi::OsStrExt::as_bytes(a.as_os_str()))
-                    ),
-                ));
-            }
-        }
-    }
-    let mut argv = with_store(&argv, &store);
-    // Asking before discarding everything needs this terminal, not the server's.
-    if let Command::Discard {
-        yes: false,
-        paths,
-        dir,
-    } = &cli.command
-        && paths.is_empty()
-    {
-        let dir = match dir {
-            Some(d) => context::absolute(&context::current_dir()?, d),
-            None => context::current_dir()?,
-        };
-        commands::reversible::confirm(&dir)?;
-        argv.push("--yes".to_owned());
-    }
-    let request = cairn_client::CommandRequest {
-        argv,
-        cwd: context::current_dir()?,
-        color: std::io::IsTerminal::is_terminal(&std::io::stdout())
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-    };
-    // On a terminal, draw the server's progress here.
-    let reply = if std::io::IsTerminal::is_terminal(&std::io::stderr()) && !ctx.json {
-        let bar = progress::Bar::new();
-        client.command_streaming(&request, |e| bar.show(e))
-    } else {
-        client.command(&request)
-    };
-    match reply {
-        Ok(out) => Ok(Some(out)),
-        // A stale socket (the server was killed): open the store here instead.
-        Err(e @ cairn_client::ClientError::Unavailable { .. }) => {
-            tracing::debug!("not using a server: {e}");
-            Ok(None)
-        }
-        Err(e) => Err(CliError::store("server", e.to_string())),
-    }
-}
-
-/// Runs the command line `argv` (without the program name) as if from `cwd`, for another
-/// process (`cairn mcp` tools), and returns what it would print.
-pub(crate) fn dispatch(argv: &[String], cwd: Utf8PathBuf) -> output::Rendered {
-    let line = std::iter::once("cairn".to_owned()).chain(argv.iter().cloned());
-    if let Ok(cli) = Cli::try_parse_from(line) {
-        let ctx = Ctx::new(cli.json, cli.store.clone());
-        if let Ok(store) = context::with_request_dir(cwd.clone(), || ctx.store_path()) {
-            let socket = cairn_client::Client::socket_of(&store);
-            if let Ok(client) = cairn_client::Client::new(&socket) {
-                let request = cairn_client::CommandRequest {
-                    argv: with_store(argv, &store),
-                    cwd: cwd.clone(),
-                    color: false,
-                };
-                match client.command(&request) {
-                    Ok(out) => return out,
-                    Err(cairn_client::ClientError::Unavailable { .. }) => {}
-                    Err(e) => {
-                        return output::Rendered::error(
-                            cli.json,
-                            &CliError::store("server", e.to_string()),
-                        );
-                    }
-                }
-            }
-        }
-    }
-    execute(argv, cwd, false, None)
-}
-
-/// Runs `argv` in this process; with `shared`, on that open store instead of opening one.
-pub(crate) fn execute(
-    argv: &[String],
-    cwd: Utf8PathBuf,
-    color: bool,
-    shared: Option<context::SharedStore>,
-) -> output::Rendered {
-    let json_requested = argv.iter().any(|a| a == "--json");
-    // No process's command line or directory can hold a NUL byte; one sent to the server is
-    // bad input, as it would be from a shell, never a path to try.
-    if let Some(bad) = argv
-        .iter()
-        .map(String::as_str)
-        .chain([cwd.as_str()])
-        .find(|a| a.contains('\0'))
-    {
-        return output::Rendered::error(
-            json_requested,
-            &CliError::usage(
-                "invalid_input",
-                format!(
-                    "{}: contains a NUL byte, which no argument or path can",
-                    diff::path_text(bad.as_bytes())
-                ),
-            ),
-        );
-    }
-    let line = std::iter::once("cairn".to_owned()).chain(argv.iter().cloned());
-    let cli = match Cli::try_parse_from(line) {
-        Ok(cli) => cli,
-        Err(e) if !e.use_stderr() => {
-            return output::Rendered {
-                stdout: e.render().to_string().into_bytes(),
-                ..output::Rendered::default()
-            };
-        }
-        Err(e) => {
-            let message = e.render().to_string();
-            let first = message.lines().next().unwrap_or("invalid usage");
-            return output::Rendered::error(
-                json_requested,
-                &CliError::usage("usage", first.trim_start_matches("error: ")),
-            );
-        }
-    };
-    if !forwardable(&cli.command) {
-        return output::Rendered::error(
-            cli.json,
-            &CliError::usage(
-                "usage",
-                "this command runs only as its own process, not for another one",
-            ),
-        );
-    }
-    context::with_request(cwd, color, || {
-        let ctx = match shared {
-            Some(s) => Ctx::serving(cli.json, cli.store, s),
-            None => Ctx::new(cli.json, cli.store),
-        };
-        match run(&ctx, cli.command) {
-            Ok(report) => output::Rendered::report(ctx.json, report),
-            Err(e) => output::Rendered::error(ctx.json, &e),
-        }
-    })
-}
-
-fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
-    match command {
-        Command::Init { path } => commands::init::run(ctx, path),
-        Command::Onboard {
-            src,
-            message,
-            labels,
-            include_denied,
-            git: Some(rev),
-            ..
-        } => commands::worktrees::import(
-            ctx,
-            &src,
-            &rev,
-            message.as_deref(),
-            &labels,
-            include_denied,
-        ),
-        Command::Onboard {
-            src,
-            message,
-            labels,
-            include_denied,
-            git: None,
-            max_file_size,
-        } => commands::worktrees::onboard(
-            ctx,
-            &src,
-            message.as_deref(),
-            &labels,
-            include_denied,
-            max_file_size,
-        ),
-        Command::Snapshot {
-            worktree,
-            message,
-            labels,
-        } => commands::worktrees::snapshot(ctx, &worktree, message.as_deref(), &labels),
-        Command::Checkout { snapshot, dest } => {
-            commands::worktrees::checkout(ctx, &snapshot, &dest)
-        }
-        Command::Rollback {
-            worktree,
-            snapshot,
-            dry_run,
-            paths,
-        } => commands::worktrees::rollback(ctx, &worktree, &snapshot, dry_run, &paths),
-        Command::Merge {
-            snapshot,
-            into,
-            base,
-            branch,
-            checkout,
-            message,
-        } => commands::merge::merge(
-            ctx,
-            &snapshot,
-            &into,
-            base.as_deref(),
-            branch.as_deref(),
-            checkout,
-            message.as_deref(),
-        ),
-        Command::Worktree { action } => commands::worktrees::worktree(ctx, action),
-        Command::Diff {
-            a,
-            b,
-            stat,
-            name_status,
-            context,
-            exit_code,
-            paths,
-        } => {
-            let format = if stat {
-                commands::diff::Format::Stat
-            } else if name_status {
-                commands::diff::Format::NameStatus
-            } else {
-                commands::diff::Format::Patch
-            };
-            let args = commands::diff::DiffArgs {
-                a: &a,
-                b: &b,
-                format,
-                context,
-                exit_code,
-                paths: &paths,
-            };
-            commands::diff::run(ctx, &args)
-        }
-        Command::Status { worktree, short } => {
-            commands::diff::status(ctx, worktree.as_deref(), short)
-        }
+fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
+    let report = match command {
+        Command::Init { path } => commands::init::run(ctx, path)?,
         Command::Run {
             worktree,
             read_only,
@@ -668,55 +387,257 @@ fn run(ctx: &Ctx, command: Command) -> Result<Report, CliError> {
                 no_sandbox,
                 command: &command,
             };
-            commands::run::run(ctx, &args)
+            commands::run::run(ctx, &args)?
         }
         Command::SandboxExec {
             policy,
             scratch,
             command,
         } => commands::run::sandbox_exec(&policy, &scratch, &command),
-        Command::Show { object } => commands::show::run(ctx, &object),
+        Command::Mcp => return Err(Error::usage("usage", "cairn mcp runs on its own")),
+        Command::Serve { socket } => commands::serve::run(ctx, socket.as_deref())?,
+        other => {
+            let (request, view) = request_of(other, ctx.json)?;
+            return perform(ctx, request, view);
+        }
+    };
+    Ok(Rendered::report(ctx.json, report))
+}
+
+/// Runs `request` where the store is (its server, or here) and renders the outcome.
+fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Error> {
+    use std::io::IsTerminal;
+    let cwd = context::current_dir()?;
+    let store = ctx.store_path(&cwd)?;
+    let target = Target::for_store(&store);
+    view.color = context::colour();
+    let bar = progress::Bar::new();
+    // A server's progress is streamed only to be drawn here.
+    let stream = std::io::stderr().is_terminal() && !ctx.json;
+    let answer = match target.call(&cwd, request.clone(), &bar, stream) {
+        // Asking before discarding everything needs this terminal.
+        Err(Error::ConfirmationNeeded { root }) => match request {
+            Request::Discard(mut options) if commands::reversible::confirm(&root)? => {
+                options.yes = true;
+                target.call(&cwd, Request::Discard(options), &bar, stream)
+            }
+            _ => Err(Error::ConfirmationNeeded { root }),
+        },
+        other => other,
+    };
+    let (outcome, _exit) = answer?;
+    Ok(Rendered::report(ctx.json, render::report(&outcome, &view)))
+}
+
+fn tree_paths(paths: Vec<OsString>) -> Vec<TreePath> {
+    paths.into_iter().map(|p| TreePath(p.into_vec())).collect()
+}
+
+/// The engine request a command line asks for, and how to show its outcome.
+fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
+    use cairn_engine::*;
+    let view = View::default();
+    let request = match command {
+        Command::Onboard {
+            src,
+            message,
+            labels,
+            include_denied,
+            git: Some(rev),
+            ..
+        } => Request::Import(ImportOptions {
+            src,
+            rev,
+            message,
+            labels,
+            include_denied,
+        }),
+        Command::Onboard {
+            src,
+            message,
+            labels,
+            include_denied,
+            git: None,
+            max_file_size,
+        } => Request::Onboard(OnboardOptions {
+            src,
+            message,
+            labels,
+            include_denied,
+            max_file_size,
+        }),
+        Command::Snapshot {
+            worktree,
+            message,
+            labels,
+        } => Request::Snapshot(SnapshotOptions {
+            worktree,
+            message,
+            labels,
+        }),
+        Command::Checkout { snapshot, dest } => {
+            Request::Checkout(CheckoutOptions { snapshot, dest })
+        }
+        Command::Rollback {
+            worktree,
+            snapshot,
+            dry_run,
+            paths,
+        } => Request::Rollback(RollbackOptions {
+            worktree,
+            snapshot,
+            dry_run,
+            paths: tree_paths(paths),
+        }),
+        Command::Merge {
+            snapshot,
+            into,
+            base,
+            branch,
+            checkout,
+            message,
+        } => Request::Merge(MergeOptions {
+            snapshot,
+            into,
+            base,
+            branch,
+            checkout,
+            message,
+        }),
+        Command::Worktree { action } => match action {
+            commands::worktrees::WorktreeAction::List => {
+                Request::WorktreeList(WorktreeListOptions {})
+            }
+            commands::worktrees::WorktreeAction::Remove { path } => {
+                Request::WorktreeRemove(WorktreePathOptions { path })
+            }
+            commands::worktrees::WorktreeAction::Rebind { path } => {
+                Request::WorktreeRebind(WorktreePathOptions { path })
+            }
+        },
+        Command::Diff {
+            a,
+            b,
+            stat,
+            name_status,
+            context,
+            exit_code,
+            paths,
+        } => {
+            let format = if stat {
+                Format::Stat
+            } else if name_status {
+                Format::NameStatus
+            } else {
+                Format::Patch
+            };
+            let detail = match format {
+                _ if json => Detail::Counts,
+                Format::NameStatus => Detail::Names,
+                Format::Stat => Detail::Counts,
+                Format::Patch => Detail::Contents,
+            };
+            let request = Request::Diff(DiffOptions {
+                a,
+                b,
+                paths: tree_paths(paths),
+                detail,
+                exit_code,
+            });
+            return Ok((
+                request,
+                View {
+                    format,
+                    context,
+                    ..view
+                },
+            ));
+        }
+        Command::Status { worktree, short } => {
+            return Ok((
+                Request::Status(StatusOptions { worktree }),
+                View { short, ..view },
+            ));
+        }
+        Command::Show { object } => Request::Show(ShowOptions {
+            object,
+            contents: !json,
+        }),
         Command::Log {
             target,
             max_count,
             stat,
-        } => commands::log::run(ctx, target.as_deref(), max_count, stat),
-        Command::Ref { action } => commands::refs::run(ctx, action),
-        Command::Fsck => commands::maintenance::fsck(ctx),
-        Command::Gc { dry_run, prune_ops } => commands::maintenance::gc(ctx, dry_run, prune_ops),
+        } => Request::Log(LogOptions {
+            target,
+            max_count,
+            stat,
+        }),
+        Command::Ref { action } => match action {
+            commands::refs::RefAction::Set { name, snapshot } => {
+                Request::RefSet(RefSetOptions { name, snapshot })
+            }
+            commands::refs::RefAction::Rm { name } => Request::RefRm(RefRmOptions { name }),
+            commands::refs::RefAction::List => Request::RefList(RefListOptions {}),
+        },
+        Command::Fsck => Request::Fsck(FsckOptions {}),
+        Command::Gc { dry_run, prune_ops } => {
+            return Ok((
+                Request::Gc(GcOptions { dry_run, prune_ops }),
+                View {
+                    prune_ops: prune_ops.is_some(),
+                    ..view
+                },
+            ));
+        }
         Command::Checkpoint {
             dir,
             name,
             message,
             max_file_size,
-        } => commands::reversible::checkpoint(
-            ctx,
-            dir.as_deref(),
-            name.as_deref(),
-            message.as_deref(),
+        } => Request::Checkpoint(CheckpointOptions {
+            dir,
+            name,
+            message,
             max_file_size,
-        ),
-        Command::Rewind { dir, to, dry_run } => {
-            commands::reversible::rewind(ctx, dir.as_deref(), to.as_deref(), dry_run)
+        }),
+        Command::Rewind { dir, to, dry_run } => Request::Rewind(RewindOptions { dir, to, dry_run }),
+        Command::Undo { dir } => Request::Undo(UndoOptions { worktree: dir }),
+        Command::Redo { dir } => Request::Redo(UndoOptions { worktree: dir }),
+        Command::Op {
+            action: commands::reversible::OpAction::Log { dir },
+        } => Request::OpLog(OpLogOptions { dir }),
+        Command::Review { dir } => Request::Review(ReviewOptions {
+            dir,
+            detail: if json {
+                Detail::Counts
+            } else {
+                Detail::Contents
+            },
+        }),
+        Command::Accept { dir, paths } => Request::Accept(AcceptOptions {
+            dir,
+            paths: tree_paths(paths),
+        }),
+        Command::Discard { dir, yes, paths } => Request::Discard(DiscardOptions {
+            dir,
+            paths: tree_paths(paths),
+            yes,
+        }),
+        Command::Recover { dir } => Request::Recover(RecoverOptions { dir }),
+        Command::Init { .. }
+        | Command::Run { .. }
+        | Command::SandboxExec { .. }
+        | Command::Mcp
+        | Command::Serve { .. } => {
+            return Err(Error::usage(
+                "usage",
+                "this command runs only as its own process",
+            ));
         }
-        Command::Undo { dir } => commands::reversible::undo(ctx, dir.as_deref(), false),
-        Command::Redo { dir } => commands::reversible::undo(ctx, dir.as_deref(), true),
-        Command::Op { action } => commands::reversible::op(ctx, action),
-        Command::Review { dir } => commands::reversible::review(ctx, dir.as_deref()),
-        Command::Accept { dir, paths } => commands::reversible::accept(ctx, dir.as_deref(), &paths),
-        Command::Discard { dir, yes, paths } => {
-            commands::reversible::discard(ctx, dir.as_deref(), yes, &paths)
-        }
-        Command::Recover { dir } => commands::reversible::recover(ctx, dir.as_deref()),
-        Command::Mcp => Err(CliError::usage("usage", "cairn mcp runs on its own")),
-        Command::Serve { socket } => commands::serve::run(ctx, socket.as_deref()),
-    }
+    };
+    Ok((request, view))
 }
 
-fn finish(ctx: &Ctx, report: Report) -> ExitCode {
-    output::Rendered::report(ctx.json, report).emit()
-}
-
-fn fail(json: bool, e: &CliError) -> ExitCode {
-    output::Rendered::error(json, e).emit()
+fn fail(json: bool, e: &Error) -> ExitCode {
+    Rendered::error(json, e).emit()
 }

@@ -4,7 +4,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::error::CliError;
+use crate::error::Error;
 
 /// A command's result: its JSON object and its human rendering.
 pub struct Report {
@@ -18,6 +18,8 @@ pub struct Report {
     pub exit: Option<i32>,
     /// Print the refusal exactly as it is, without the `cairn: ` prefix.
     pub verbatim: bool,
+    /// Notes for stderr (`cairn: NOTE`), in JSON mode too.
+    pub notes: Vec<String>,
 }
 
 impl Report {
@@ -30,6 +32,7 @@ impl Report {
             human_bytes: None,
             exit: None,
             verbatim: false,
+            notes: Vec::new(),
         }
     }
 
@@ -58,20 +61,23 @@ impl Report {
     }
 }
 
-/// What a command prints and its exit status, before it is printed: the same bytes whether
-/// the command ran here or in `cairn serve` for another process.
-pub use cairn_client::CommandOutput as Rendered;
-
-/// Rendering a command's outcome.
-pub trait Render: Sized {
-    fn report(json_mode: bool, report: Report) -> Self;
-    fn error(json_mode: bool, e: &CliError) -> Self;
-    fn emit(&self) -> std::process::ExitCode;
+/// What a command prints and its exit status, before it is printed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Rendered {
+    /// Bytes for standard output.
+    pub stdout: Vec<u8>,
+    /// Text for standard error.
+    pub stderr: String,
+    /// The exit status: 0 success, 1 refusal, 2 bad input, 3 store or I/O failure.
+    pub code: u8,
 }
 
-impl Render for Rendered {
-    fn report(json_mode: bool, report: Report) -> Rendered {
+impl Rendered {
+    pub fn report(json_mode: bool, report: Report) -> Rendered {
         let mut out = Rendered::default();
+        for note in &report.notes {
+            out.stderr.push_str(&format!("cairn: {note}\n"));
+        }
         if json_mode {
             let mut json = report.json;
             if let (Some(message), Some(obj)) = (&report.refusal, json.as_object_mut()) {
@@ -83,8 +89,8 @@ impl Render for Rendered {
                 .human_bytes
                 .unwrap_or_else(|| report.human.into_bytes());
             match &report.refusal {
-                Some(message) if report.verbatim => out.stderr = format!("{message}\n"),
-                Some(message) => out.stderr = format!("cairn: {message}\n"),
+                Some(message) if report.verbatim => out.stderr.push_str(&format!("{message}\n")),
+                Some(message) => out.stderr.push_str(&format!("cairn: {message}\n")),
                 None => {}
             }
         }
@@ -96,30 +102,48 @@ impl Render for Rendered {
         out
     }
 
-    fn error(json_mode: bool, e: &CliError) -> Rendered {
+    pub fn error(json_mode: bool, e: &Error) -> Rendered {
         let mut out = Rendered::default();
         if json_mode {
-            let obj = serde_json::json!({ "error": { "code": e.code, "message": e.message } });
-            out.stdout = format!("{obj}\n").into_bytes();
+            let obj = ErrorJson {
+                error: ErrorBody {
+                    code: e.code(),
+                    message: e.to_string(),
+                },
+            };
+            let text = serde_json::to_string(&obj).unwrap_or_default();
+            out.stdout = format!("{text}\n").into_bytes();
         } else {
-            out.stderr = format!("cairn: error: {}\n", e.message);
+            out.stderr = format!("cairn: error: {e}\n");
         }
-        out.code = if e.exit == 0 {
-            crate::error::EXIT_USAGE
+        out.code = if e.exit() == 0 {
+            cairn_engine::EXIT_USAGE
         } else {
-            e.exit
+            e.exit()
         };
         out
     }
 
     /// Prints it and returns the exit status.
-    fn emit(&self) -> std::process::ExitCode {
+    pub fn emit(&self) -> std::process::ExitCode {
         write_stdout(&self.stdout);
         if !self.stderr.is_empty() {
             eprint!("{}", self.stderr);
         }
         std::process::ExitCode::from(self.code)
     }
+}
+
+/// `--json`'s error object.
+#[derive(Serialize)]
+struct ErrorJson<'a> {
+    error: ErrorBody<'a>,
+}
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    code: &'a str,
+    message: String,
 }
 
 /// Writes `bytes` to stdout, ignoring a closed pipe (`cairn show … | head`).

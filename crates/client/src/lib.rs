@@ -1,11 +1,11 @@
 //! `cairn-client`: the wire types of `cairn serve`'s HTTP API and a client for it.
 //!
 //! `cairn serve` owns a store and answers HTTP/1.1 + JSON on a Unix socket in the store
-//! folder (`serve.sock`). Every cairn command can run there: [`CommandRequest`] carries the
-//! command line and the caller's directory, [`CommandOutput`] the exact bytes it printed
-//! and its exit status, so a command gives the same result through the daemon as without
-//! it. The per-verb routes (`/v1/snapshot`, `/v1/checkout`, ...) and the content-addressed
-//! object routes are described in `docs/openapi.yaml`.
+//! folder (`serve.sock`). Every verb has a route (`/v1/snapshot`, `/v1/checkout`, ...)
+//! taking its JSON arguments and answering its JSON object; `/v1/call` takes any verb's
+//! typed request as the `cairn` CLI sends it; the content-addressed object routes move
+//! objects between stores. All are described in `docs/openapi.yaml`. This crate is the
+//! transport only: the request and outcome types are `cairn-engine`'s.
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
@@ -15,30 +15,6 @@ pub mod verbs;
 
 /// The socket's file name inside the store folder.
 pub const SOCKET_NAME: &str = "serve.sock";
-
-/// Run one cairn command line (without the program name) as if from `cwd`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CommandRequest {
-    /// The arguments after `cairn`, e.g. `["--json", "snapshot", "wt"]`.
-    pub argv: Vec<String>,
-    /// The directory relative paths are resolved against.
-    pub cwd: Utf8PathBuf,
-    /// Whether the caller's output is a terminal that wants colour.
-    #[serde(default)]
-    pub color: bool,
-}
-
-/// What a command printed and its exit status.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct CommandOutput {
-    /// Bytes for standard output (base64 on the wire: file contents need not be UTF-8).
-    #[serde(with = "bytes")]
-    pub stdout: Vec<u8>,
-    /// Text for standard error.
-    pub stderr: String,
-    /// The exit status: 0 success, 1 refusal, 2 bad input, 3 store or I/O failure.
-    pub code: u8,
-}
 
 /// Serde for byte strings as base64 text.
 pub mod bytes {
@@ -235,17 +211,6 @@ impl Client {
         }
     }
 
-    /// Runs a command line on the server: exactly what the command would print here.
-    pub fn command(&self, request: &CommandRequest) -> Result<CommandOutput, ClientError> {
-        let reply = self.post::<serde_json::Value>("/v1/command", request)?;
-        let v = self.expect_ok(reply, |v| v.to_string())?;
-        serde_json::from_value(v.clone()).map_err(|_| ClientError::Status {
-            socket: self.socket.clone(),
-            status: 200,
-            body: v.to_string(),
-        })
-    }
-
     /// Calls a verb (`snapshot`, `checkout`, `undo`, ...; see `docs/openapi.yaml`) with its
     /// JSON arguments. Returns the HTTP status (200 success, 409 refusal, 400 bad input,
     /// 500 store failure) and the command's JSON object.
@@ -255,6 +220,15 @@ impl Client {
         args: &serde_json::Value,
     ) -> Result<(u16, serde_json::Value), ClientError> {
         self.post(&format!("/v1/{verb}"), args)
+    }
+
+    /// Posts `body` to the route `path`: the HTTP status and the JSON reply.
+    pub fn post_json(
+        &self,
+        path: &str,
+        body: &impl serde::Serialize,
+    ) -> Result<(u16, serde_json::Value), ClientError> {
+        self.post(path, body)
     }
 
     /// Which of `objects` the store lacks.
@@ -304,8 +278,8 @@ impl Client {
     }
 }
 
-/// Progress of a long command (checkout, onboard, rollback), streamed as NDJSON lines
-/// `{"progress": …}` before the final `{"output": …}` when a command request asks for
+/// Progress of a long call (checkout, onboard, rollback), streamed as NDJSON lines
+/// `{"progress": …}` before the final `{"reply": …}` when a request asks for
 /// `application/x-ndjson`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProgressEvent {
@@ -323,14 +297,19 @@ pub struct ProgressEvent {
     pub done: bool,
 }
 
-/// One line of a streamed command reply.
+/// One line of a streamed reply.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StreamLine {
     /// Progress so far.
     Progress(ProgressEvent),
-    /// The command's output; the last line.
-    Output(CommandOutput),
+    /// The reply: what the route answers without streaming; the last line.
+    Reply {
+        /// Its HTTP status.
+        status: u16,
+        /// Its JSON body.
+        body: serde_json::Value,
+    },
 }
 
 impl Client {
@@ -345,12 +324,13 @@ impl Client {
         }
     }
 
-    /// [`Client::command`], with progress events passed to `on_progress` as they arrive.
-    pub fn command_streaming(
+    /// [`Client::post_json`], with progress events passed to `on_progress` as they arrive.
+    pub fn post_json_streaming(
         &self,
-        request: &CommandRequest,
+        path: &str,
+        body: &impl serde::Serialize,
         mut on_progress: impl FnMut(&ProgressEvent),
-    ) -> Result<CommandOutput, ClientError> {
+    ) -> Result<(u16, serde_json::Value), ClientError> {
         use std::io::BufRead;
         let gone = |reason: String| ClientError::Interrupted {
             socket: self.socket.clone(),
@@ -358,28 +338,37 @@ impl Client {
         };
         let response = self
             .http
-            .post(self.url("/v1/command"))
+            .post(self.url(path))
             .header("accept", "application/x-ndjson")
-            .json(request)
+            .json(body)
             .send()
             .map_err(|e| self.send_failed(e))?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            let body = response.text().unwrap_or_default();
-            return Err(ClientError::Status {
-                socket: self.socket.clone(),
-                status,
-                body,
-            });
+        let is_stream = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/x-ndjson"));
+        if !is_stream {
+            // Refused before it ran (bad request): a plain JSON answer.
+            let status = response.status().as_u16();
+            let text = response.text().map_err(|e| gone(e.to_string()))?;
+            return match serde_json::from_str(&text) {
+                Ok(v) => Ok((status, v)),
+                Err(_) => Err(ClientError::Status {
+                    socket: self.socket.clone(),
+                    status,
+                    body: text,
+                }),
+            };
         }
         for line in std::io::BufReader::new(response).lines() {
             let line = line.map_err(|e| gone(e.to_string()))?;
             match serde_json::from_str::<StreamLine>(&line) {
                 Ok(StreamLine::Progress(p)) => on_progress(&p),
-                Ok(StreamLine::Output(out)) => return Ok(out),
+                Ok(StreamLine::Reply { status, body }) => return Ok((status, body)),
                 Err(e) => return Err(gone(format!("unreadable line {line:?}: {e}"))),
             }
         }
-        Err(gone("the reply ended before the command's output".into()))
+        Err(gone("the reply ended before the call's outcome".into()))
     }
 }

@@ -1,15 +1,16 @@
 //! The verbs of `cairn serve`'s HTTP API (`POST /v1/{verb}`) and of `cairn mcp`'s tools:
-//! each names a cairn command, and [`argv`] turns its JSON arguments into that command's
-//! line, run with `--json`. The request bodies are untrusted: [`argv`] refuses anything
-//! that is not one of the verb's arguments with the right type, and any value that would be
-//! read as an option.
+//! their arguments as the API documents them (MCP schemas, `docs/openapi.yaml`). The
+//! request bodies are untrusted: [`check`] refuses anything that is not one of the verb's
+//! arguments with the right type, and a positional value that starts with '-' (the
+//! documented contract: it is the same verb as the command line's), and gives the arguments
+//! in their typed form (a `null` dropped, a count past `usize` clamped).
 
 use serde_json::Value;
 
 /// A verb's JSON arguments: an object.
 pub type JsonObject = serde_json::Map<String, Value>;
 
-/// How a tool's arguments become a command line.
+/// A verb's argument, as the command line takes it.
 pub enum Arg {
     /// A positional argument (required unless `optional`).
     Positional(&'static str, bool),
@@ -223,9 +224,9 @@ pub fn required(spec: &ToolSpec) -> Vec<&'static str> {
     out
 }
 
-/// The command line for a tool call, or why the arguments are wrong. A `null` argument
-/// counts as left out.
-pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
+/// The arguments of a call of `spec`, checked and in their typed form, or why they are
+/// wrong. A `null` argument counts as left out.
+pub fn check(spec: &ToolSpec, args: &JsonObject) -> Result<JsonObject, String> {
     for key in args.keys() {
         if !spec.args.iter().any(|(a, _)| arg_name(a) == key) {
             return Err(format!("unknown argument {key:?}"));
@@ -238,47 +239,46 @@ pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
             Some(other) => Err(format!("{name} must be a string, not {other}")),
         }
     };
-    let mut out: Vec<String> = vec!["--json".into()];
-    out.extend(spec.command.iter().map(|s| (*s).to_owned()));
-    let mut paths = Vec::new();
+    let mut out = JsonObject::new();
     for (arg, _) in spec.args {
         match arg {
             Arg::Positional(name, optional) => match text(name)? {
-                // It would be read as an option.
+                // The command line would read it as an option.
                 Some(v) if v.starts_with('-') => {
                     return Err(format!("{name} must not start with '-': {v:?}"));
                 }
-                Some(v) => out.push(v),
+                Some(v) => {
+                    out.insert((*name).to_owned(), Value::String(v));
+                }
                 None if *optional => {}
                 None => return Err(format!("missing argument {name:?}")),
             },
-            Arg::Option("max_count", flag) => {
+            Arg::Option("max_count", _) => {
                 if let Some(n) = count(args.get("max_count"))? {
-                    out.push(format!("{flag}={n}"));
+                    out.insert("max_count".to_owned(), Value::from(n));
                 }
             }
-            // `--flag=VALUE`: a value that starts with '-' is still the value.
-            Arg::Option(name, flag) => {
+            Arg::Option(name, _) => {
                 if let Some(v) = text(name)? {
-                    out.push(format!("{flag}={v}"));
+                    out.insert((*name).to_owned(), Value::String(v));
                 }
             }
-            Arg::Switch(name, flag) => match args.get(*name) {
-                None | Some(Value::Null) | Some(Value::Bool(false)) => {}
-                Some(Value::Bool(true)) => out.push((*flag).to_owned()),
+            Arg::Switch(name, _) => match args.get(*name) {
+                None | Some(Value::Null) => {}
+                Some(Value::Bool(b)) => {
+                    out.insert((*name).to_owned(), Value::Bool(*b));
+                }
                 Some(other) => return Err(format!("{name} must be a boolean, not {other}")),
             },
             Arg::Paths(name) => match args.get(*name) {
                 None | Some(Value::Null) => {}
                 Some(Value::Array(items)) => {
                     for item in items {
-                        match item {
-                            Value::String(s) => paths.push(s.clone()),
-                            other => {
-                                return Err(format!("{name} items must be strings, not {other}"));
-                            }
+                        if !item.is_string() {
+                            return Err(format!("{name} items must be strings, not {item}"));
                         }
                     }
+                    out.insert((*name).to_owned(), Value::Array(items.clone()));
                 }
                 Some(other) => {
                     return Err(format!("{name} must be a list of strings, not {other}"));
@@ -290,10 +290,6 @@ pub fn argv(spec: &ToolSpec, args: &JsonObject) -> Result<Vec<String>, String> {
         if text(name)?.is_none() {
             return Err(format!("missing argument {name:?}"));
         }
-    }
-    if !paths.is_empty() {
-        out.push("--".into());
-        out.extend(paths);
     }
     Ok(out)
 }
@@ -348,13 +344,14 @@ mod tests {
     fn option_values_starting_with_a_dash_stay_values() {
         let crash = br#"{"branch":"-","into":"","snapshot":""}"#;
         let args: JsonObject = serde_json::from_slice(crash).expect("an object");
-        let line = argv(spec("merge"), &args).expect("valid arguments");
-        assert_eq!(line, ["--json", "merge", "", "--into=", "--branch=-"]);
+        let checked = check(spec("merge"), &args).expect("valid arguments");
+        assert_eq!(checked["branch"], "-");
+        assert_eq!(checked["into"], "");
 
         let args: JsonObject =
             serde_json::from_str(r#"{"dir": "/w", "to": "--dry-run"}"#).expect("an object");
-        let line = argv(spec("rewind"), &args).expect("valid arguments");
-        assert_eq!(line, ["--json", "rewind", "/w", "--to=--dry-run"]);
-        assert!(!line.iter().any(|a| a == "--dry-run"));
+        let checked = check(spec("rewind"), &args).expect("valid arguments");
+        assert_eq!(checked["to"], "--dry-run");
+        assert!(checked.get("dry_run").is_none());
     }
 }

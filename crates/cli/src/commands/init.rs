@@ -1,13 +1,18 @@
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{OpenOptions, Store};
+use serde::Serialize;
 
 use crate::context::{Ctx, absolute, current_dir};
-use crate::error::CliError;
+use crate::error::Error;
 use crate::output::Report;
+
+#[derive(Serialize)]
+struct Initialized<'a> {
+    store: &'a Utf8Path,
+}
 
 /// `cairn init [PATH]`: create the store folder PATH, else the one `--store` or
 /// `$CAIRN_STORE` names, else `./.cairn`.
-pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, CliError> {
+pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, Error> {
     let cwd = current_dir()?;
     let named = path
         .as_deref()
@@ -15,7 +20,7 @@ pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, CliError> {
         .unwrap_or(Utf8Path::new(".cairn"));
     let path = absolute(&cwd, named);
     if path.exists() && !path.is_dir() {
-        return Err(CliError::usage(
+        return Err(Error::usage(
             "invalid_path",
             format!("{path}: exists and is not a directory"),
         ));
@@ -24,22 +29,15 @@ pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, CliError> {
     // A server holds it: it exists, and opening it here would only wait for the server.
     if existed && cairn_client::Client::connect(&cairn_client::Client::socket_of(&path)).is_ok() {
         return Ok(Report::new(
-            serde_json::json!({ "store": path }),
+            Initialized { store: &path },
             format!("cairn store already exists in {path} (served by cairn serve)\n"),
         ));
     }
-    let options = OpenOptions {
-        create: true,
-        ..OpenOptions::from_env()
-    };
-    let store = Store::open(&path, &options)?;
-    let human = if existed {
-        format!("cairn store already exists in {}\n", store.root())
+    let out = cairn_engine::init_store(&path, &cas::OpenOptions::from_env())?;
+    let human = if out.existed {
+        format!("cairn store already exists in {}\n", out.store)
     } else {
-        format!("Initialized empty cairn store in {}\n", store.root())
+        format!("Initialized empty cairn store in {}\n", out.store)
     };
-    Ok(Report::new(
-        serde_json::json!({ "store": store.root() }),
-        human,
-    ))
+    Ok(Report::new(Initialized { store: &out.store }, human))
 }

@@ -1,7 +1,8 @@
-//! `cairn mcp`: a Model Context Protocol server on stdio. Each tool runs the cairn command
-//! of the same name with `--json` (through `cairn serve` when one holds the store) and
-//! returns its JSON object; a refusal or error comes back as a tool error with the same
-//! object, so the model sees the message.
+//! `cairn mcp`: a Model Context Protocol server on stdio. Each tool is the engine verb of
+//! the same name, run by `cairn serve` when one holds the store, else by an engine here; it
+//! returns the verb's JSON object; a refusal or error comes back as a tool error with the
+//! same object (`{"error": {"code", "message"}}` for an error), so the model sees the
+//! message.
 
 use camino::Utf8PathBuf;
 use rmcp::model::{
@@ -12,9 +13,12 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::json;
 
-use crate::commands::verbs::{TOOLS, argv, schema};
-use crate::error::CliError;
-use crate::output::Report;
+use cairn_engine::Request;
+
+use crate::commands::verbs::{TOOLS, check, schema};
+use crate::error::Error;
+use crate::progress::Bar;
+use crate::target::Target;
 
 #[derive(Clone)]
 struct Server {
@@ -62,24 +66,28 @@ impl ServerHandler for Server {
             ));
         };
         let args = request.arguments.unwrap_or_default();
-        let mut line = match argv(spec, &args) {
-            Ok(line) => line,
+        let request = match check(spec, &args).and_then(|a| Request::from_verb(spec.name, a)) {
+            Ok(request) => request,
             Err(e) => {
                 let text = format!("invalid arguments for {}: {e}", spec.name);
                 return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
         };
-        if let Some(store) = &self.store {
-            line.splice(0..0, ["--store".to_owned(), store.to_string()]);
-        }
-        let cwd = self.cwd.clone();
-        let out = tokio::task::spawn_blocking(move || crate::dispatch(&line, cwd))
-            .await
-            .map_err(|e| {
-                ErrorData::internal_error(format!("the command failed to run: {e}"), None)
-            })?;
-        let text = String::from_utf8_lossy(&out.stdout).trim_end().to_owned();
-        let result = if out.code == 0 {
+        let (store, cwd) = (self.store.clone(), self.cwd.clone());
+        let answer = tokio::task::spawn_blocking(move || {
+            let store = cairn_engine::discover_store(store.as_deref(), &cwd)?;
+            Target::for_store(&store).call(&cwd, request, &Bar::hidden(), false)
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("the command failed to run: {e}"), None))?;
+        let (text, code) = match answer {
+            Ok((outcome, exit)) => (outcome.to_json().to_string(), exit),
+            Err(e) => (
+                json!({ "error": { "code": e.code(), "message": e.to_string() } }).to_string(),
+                e.exit(),
+            ),
+        };
+        let result = if code == 0 {
             CallToolResult::success(vec![ContentBlock::text(text)])
         } else {
             CallToolResult::error(vec![ContentBlock::text(text)])
@@ -89,23 +97,22 @@ impl ServerHandler for Server {
 }
 
 /// `cairn mcp`: serves until the client closes stdin.
-pub fn run(store: Option<Utf8PathBuf>) -> Result<Report, CliError> {
+pub fn run(store: Option<Utf8PathBuf>) -> Result<(), Error> {
     let cwd = crate::context::current_dir()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::store("io", format!("starting the MCP server: {e}")))?;
+        .map_err(|e| Error::failure("io", format!("starting the MCP server: {e}")))?;
     runtime.block_on(async {
         let server = Server { store, cwd };
         let service = server
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|e| CliError::store("mcp", format!("MCP handshake on stdio: {e}")))?;
+            .map_err(|e| Error::failure("mcp", format!("MCP handshake on stdio: {e}")))?;
         service
             .waiting()
             .await
-            .map_err(|e| CliError::store("mcp", format!("MCP server: {e}")))?;
-        Ok::<(), CliError>(())
-    })?;
-    Ok(Report::new(json!({}), String::new()))
+            .map_err(|e| Error::failure("mcp", format!("MCP server: {e}")))?;
+        Ok::<(), Error>(())
+    })
 }

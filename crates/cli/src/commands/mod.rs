@@ -1,15 +1,11 @@
-//! One module per command group.
+//! The commands that are the CLI's own (`init`, `run`, `serve`, `mcp`), and the subcommand
+//! groups of the rest (which are engine requests).
 
-pub mod diff;
 pub mod init;
-pub mod log;
-pub mod maintenance;
 pub mod mcp;
-pub mod merge;
 pub mod refs;
 pub mod reversible;
 pub mod run;
 pub mod serve;
-pub mod show;
 pub mod verbs;
 pub mod worktrees;

@@ -2,13 +2,17 @@
 
 use std::path::{Path, PathBuf};
 
+use cairn_engine::{Outcome, Request, SkippedPath, SnapshotOptions, StatusOptions, TreePath};
 use camino::{Utf8Path, Utf8PathBuf};
-use fs_manager::CaptureOptions;
+use cas::SnapshotId;
 use path_policy::{BeneathError, Root, SandboxPolicy, SecretCopy};
+use serde::Serialize;
 
 use crate::context::{Ctx, absolute, current_dir};
-use crate::error::CliError;
+use crate::error::Error;
 use crate::output::{Report, json_path};
+use crate::progress::Bar;
+use crate::target::Target;
 
 /// Options of `cairn run`.
 pub struct RunArgs<'a> {
@@ -20,60 +24,62 @@ pub struct RunArgs<'a> {
     pub command: &'a [std::ffi::OsString],
 }
 
-fn io(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
-    move |e| CliError::store("io", format!("{}: {e}", path.display()))
+fn io(path: &Path) -> impl Fn(std::io::Error) -> Error + '_ {
+    move |e| Error::failure("io", format!("{}: {e}", path.display()))
 }
 
-fn beneath(e: BeneathError) -> CliError {
-    CliError::store("io", e.to_string())
+fn beneath(e: BeneathError) -> Error {
+    Error::failure("io", e.to_string())
 }
 
-fn denied(skipped: &[fs_manager::Skipped]) -> Vec<Vec<u8>> {
+/// The paths a capture left out because a deny pattern matched them (secrets).
+fn denied(skipped: &[SkippedPath]) -> Vec<Vec<u8>> {
     skipped
         .iter()
         .filter(|s| s.reason.starts_with("denied by pattern"))
-        .map(|s| s.path.clone())
+        .map(|s| s.path.as_bytes().to_vec())
         .collect()
 }
 
-/// A worktree's root, its denied paths now, and the store folder.
-type Look = (Utf8PathBuf, Vec<Vec<u8>>, Option<PathBuf>);
-
-/// Where `run` does its store work: in this process, or in the `cairn serve` that holds
-/// the store (the command itself always runs here, under this terminal).
-enum Steps<'a> {
-    Direct(&'a Ctx),
-    Server {
-        client: cairn_client::Client,
-        store: Utf8PathBuf,
-    },
+/// What `run` did.
+#[derive(Serialize)]
+struct RunOutcome {
+    exit_code: i32,
+    violations: Vec<Violation>,
+    snapshot: SnapshotId,
+    sandbox: &'static str,
 }
 
-impl<'a> Steps<'a> {
-    fn new(ctx: &'a Ctx) -> Result<Steps<'a>, CliError> {
-        let store = ctx.store_path()?;
-        Ok(
-            match cairn_client::Client::connect(&cairn_client::Client::socket_of(&store)) {
-                Ok(client) => Steps::Server { client, store },
-                Err(_) => Steps::Direct(ctx),
-            },
-        )
+/// A denied path the command changed, and whether it was put back.
+#[derive(Serialize)]
+struct Violation {
+    path: TreePath,
+    change: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept: Option<String>,
+}
+
+/// The engine calls of `run`, where the store is (its server, or here); the command itself
+/// always runs here, under this terminal.
+struct Steps {
+    target: Target,
+    cwd: Utf8PathBuf,
+    bar: Bar,
+}
+
+impl Steps {
+    fn call(&self, request: Request) -> Result<Outcome, Error> {
+        Ok(self.target.call(&self.cwd, request, &self.bar, false)?.0)
     }
 
-    /// The worktree's root, its denied paths now, and the store folder.
-    fn look(&self, worktree: &Utf8Path) -> Result<Look, CliError> {
-        match self {
-            Steps::Direct(ctx) => {
-                let store = ctx.open_existing()?;
-                let live = fs_manager::live_state(&store, worktree, &CaptureOptions::default())?;
-                let store_dir = std::fs::canonicalize(store.root()).ok();
-                Ok((live.root, denied(&live.skipped), store_dir))
-            }
-            Steps::Server { store, .. } => {
-                let v = self.remote(&["status", worktree.as_str()])?;
-                let root = Utf8PathBuf::from(v["worktree"].as_str().unwrap_or_default());
-                Ok((root, denied_json(&v), std::fs::canonicalize(store).ok()))
-            }
+    /// The worktree's root and its denied paths now.
+    fn look(&self, worktree: &Utf8Path) -> Result<(Utf8PathBuf, Vec<Vec<u8>>), Error> {
+        let request = Request::Status(StatusOptions {
+            worktree: Some(worktree.to_owned()),
+        });
+        match self.call(request)? {
+            Outcome::Status(s) => Ok((s.worktree, denied(&s.skipped))),
+            other => Err(unexpected(&other)),
         }
     }
 
@@ -82,85 +88,41 @@ impl<'a> Steps<'a> {
         &self,
         root: &Utf8Path,
         message: &str,
-    ) -> Result<(serde_json::Value, Vec<Vec<u8>>), CliError> {
-        match self {
-            Steps::Direct(ctx) => {
-                let store = ctx.open_existing()?;
-                let options = CaptureOptions {
-                    message,
-                    ..CaptureOptions::default()
-                };
-                let snap = fs_manager::snapshot(&store, root, &options)?;
-                Ok((serde_json::json!(snap.snapshot), denied(&snap.skipped)))
-            }
-            Steps::Server { .. } => {
-                let v = self.remote(&["snapshot", root.as_str(), "-m", message])?;
-                Ok((v["snapshot"].clone(), denied_json(&v)))
-            }
+    ) -> Result<(SnapshotId, Vec<Vec<u8>>), Error> {
+        let request = Request::Snapshot(SnapshotOptions::new(root).message(message));
+        match self.call(request)? {
+            Outcome::Snapshot(s) => Ok((s.snapshot, denied(&s.skipped))),
+            other => Err(unexpected(&other)),
         }
-    }
-
-    /// Runs a command in the server with `--json` and returns its object.
-    fn remote(&self, args: &[&str]) -> Result<serde_json::Value, CliError> {
-        let Steps::Server { client, store } = self else {
-            return Err(CliError::store("server", "no server"));
-        };
-        let mut argv = vec!["--store".to_owned(), store.to_string(), "--json".to_owned()];
-        argv.extend(args.iter().map(|a| (*a).to_owned()));
-        let request = cairn_client::CommandRequest {
-            argv,
-            cwd: current_dir()?,
-            color: false,
-        };
-        let out = client
-            .command(&request)
-            .map_err(|e| CliError::store("server", e.to_string()))?;
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
-            CliError::store("server", format!("unreadable answer from the server: {e}"))
-        })?;
-        if out.code != 0 {
-            let message = v["error"]["message"]
-                .as_str()
-                .unwrap_or("failed")
-                .to_owned();
-            return Err(CliError {
-                exit: out.code,
-                code: "server",
-                message,
-            });
-        }
-        Ok(v)
     }
 }
 
-/// Denied paths from a `skipped` list in a command's JSON.
-fn denied_json(v: &serde_json::Value) -> Vec<Vec<u8>> {
-    v["skipped"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|s| {
-            s["reason"]
-                .as_str()
-                .is_some_and(|r| r.starts_with("denied by pattern"))
-        })
-        .filter_map(|s| s["path"].as_str().map(|p| p.as_bytes().to_vec()))
-        .collect()
+fn unexpected(outcome: &Outcome) -> Error {
+    Error::failure(
+        "server",
+        format!("the server answered with the outcome of {}", outcome.verb()),
+    )
 }
 
 /// `cairn run WORKTREE [--read-only] [--network] [--allow-write PATH]… [--no-sandbox] -- CMD…`.
-pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
+pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
     if args.command.is_empty() {
-        return Err(CliError::usage(
+        return Err(Error::usage(
             "usage",
             "cairn run: no command given after --",
         ));
     }
     let cwd = current_dir()?;
     let worktree = absolute(&cwd, args.worktree);
-    let steps = Steps::new(ctx)?;
+    let store = ctx.store_path(&cwd)?;
+    let steps = Steps {
+        target: Target::for_store(&store),
+        cwd: cwd.clone(),
+        bar: Bar::new(),
+    };
     // Look around while holding the store, then let go of it while the command runs.
-    let (root, before, store_dir) = steps.look(&worktree)?;
+    let (root, before) = steps.look(&worktree)?;
+    let store_dir = std::fs::canonicalize(&store).ok();
     let boundary = Root::open(root.as_std_path()).map_err(beneath)?;
     let secrets = SecretCopy::save(&boundary, &before).map_err(beneath)?;
     let scratch = tempfile::Builder::new()
@@ -185,9 +147,9 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
         }
     };
     let policy_json =
-        serde_json::to_string(&policy).map_err(|e| CliError::store("encode", e.to_string()))?;
+        serde_json::to_string(&policy).map_err(|e| Error::failure("encode", e.to_string()))?;
     let exe = std::env::current_exe()
-        .map_err(|e| CliError::store("io", format!("current executable: {e}")))?;
+        .map_err(|e| Error::failure("io", format!("current executable: {e}")))?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("__sandbox-exec")
         .arg(&policy_json)
@@ -208,10 +170,10 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     }
     let status = cmd
         .status()
-        .map_err(|e| CliError::store("io", format!("running {:?}: {e}", args.command)))?;
+        .map_err(|e| Error::failure("io", format!("running {:?}: {e}", args.command)))?;
     let exit_code = status.code().unwrap_or(128 + 9);
     if exit_code == SANDBOX_UNAVAILABLE {
-        return Err(CliError::usage(
+        return Err(Error::usage(
             "sandbox_unavailable",
             format!(
                 "{root}: the command could not be confined (Landlock or a private mount namespace is unavailable) and was not run; pass --no-sandbox to run it unconfined"
@@ -235,28 +197,31 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, CliError> {
     for p in &put_back {
         let path = json_path(&p.path);
         let change = p.change.as_str();
-        let mut v = serde_json::json!({ "path": path, "change": change });
-        match &p.kept {
+        let kept = p.kept.as_ref().map(|k| k.display().to_string());
+        match &kept {
             None => human.push_str(&format!("put back {path} ({change}; denied path)\n")),
             Some(kept) => {
-                let kept = kept.display().to_string();
                 human.push_str(&format!(
                     "could not put back {path} ({change}; denied path): something that is not a directory stands in its way; its saved copy is at {kept}\n"
                 ));
-                v["kept"] = kept.into();
             }
         }
-        violations.push(v);
+        violations.push(Violation {
+            path: TreePath(p.path.clone()),
+            change,
+            kept,
+        });
     }
-    let json = serde_json::json!({
-        "exit_code": exit_code,
-        "violations": violations,
-        "snapshot": snapshot,
-        "sandbox": policy.label(),
-    });
-    let report = Report::new(json, human).with_exit(exit_code);
-    if exit_code == 0 && !violations.is_empty() {
-        let n = violations.len();
+    let outcome = RunOutcome {
+        exit_code,
+        violations,
+        snapshot,
+        sandbox: policy.label(),
+    };
+    let has_violations = !outcome.violations.is_empty();
+    let n = outcome.violations.len();
+    let report = Report::new(outcome, human).with_exit(exit_code);
+    if exit_code == 0 && has_violations {
         let mut message = format!(
             "the command changed {n} denied path{}; put back",
             if n == 1 { "" } else { "s" }

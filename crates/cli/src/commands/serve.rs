@@ -7,8 +7,8 @@
 //! journaled, see `cairn recover`), removes the socket and exits.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -17,16 +17,17 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::Listener;
 use axum::{Json, Router};
-use cairn_client::{CommandRequest, Object, ObjectKind, ObjectRef, StreamLine};
+use cairn_client::{Object, ObjectKind, ObjectRef, ProgressEvent, StreamLine};
+use cairn_engine::{Call, Engine, Error, Outcome, Request};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpenOptions, Store, WriteBatch};
 use serde_json::{Value, json};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::commands::verbs::{TOOLS, argv};
-use crate::context::{Ctx, SharedStore};
-use crate::error::CliError;
+use crate::commands::verbs::{TOOLS, check};
+use crate::context::Ctx;
 use crate::output::Report;
+use cairn_engine::wire::{CallReply, CallRequest};
 
 /// Largest request body accepted (a `put_objects` batch).
 pub const MAX_BODY: usize = 64 << 20;
@@ -66,7 +67,7 @@ impl Listener for SameUid {
 
 #[derive(Clone)]
 struct Served {
-    shared: SharedStore,
+    engine: Arc<Engine>,
 }
 
 /// An error answer: status and `{"error": {"code", "message"}}`.
@@ -111,74 +112,70 @@ fn status_of(code: u8) -> StatusCode {
     }
 }
 
-/// Runs `f` on a blocking thread with a parallel pool of its own: requests must not queue
-/// behind each other's parallel work (a checkout's hydration would otherwise hold up a
-/// snapshot of another worktree on the shared global pool).
+/// Runs `f` on a blocking thread.
 async fn run_blocking<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(move || own_pool(f))
-        .await
-        .map_err(|e| {
-            error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("request failed: {e}"),
-            )
-        })
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("request failed: {e}"),
+        )
+    })
 }
 
 async fn health(State(s): State<Served>) -> Response {
-    Json(json!({ "store": s.shared.path, "pid": std::process::id() })).into_response()
+    Json(json!({ "store": s.engine.store_path(), "pid": std::process::id() })).into_response()
 }
 
-/// `POST /v1/command`: any command line, answered with exactly what it prints; with
-/// `Accept: application/x-ndjson`, progress lines first.
-async fn command(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Response {
-    let request: CommandRequest = match parse(&body) {
-        Ok(r) => r,
-        Err(e) => return e.into_response(),
-    };
-    if !request.cwd.is_absolute() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "invalid_path",
-            format!("cwd {} is not absolute", request.cwd),
-        )
-        .into_response();
-    }
-    let shared = s.shared.clone();
-    let streaming = headers
+fn wants_stream(headers: &HeaderMap) -> bool {
+    headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("application/x-ndjson"));
-    if streaming {
-        return stream_command(request, shared);
-    }
-    match run_blocking(move || {
-        crate::execute(&request.argv, request.cwd, request.color, Some(shared))
-    })
-    .await
-    {
-        Ok(out) => Json(out).into_response(),
-        Err(e) => e.into_response(),
-    }
+        .is_some_and(|v| v.contains("application/x-ndjson"))
 }
 
-/// Runs the command with its progress sent as NDJSON lines, then its output.
-fn stream_command(request: CommandRequest, shared: SharedStore) -> Response {
+/// An answer's status and JSON body, from a call's result.
+type Answer = fn(Result<Outcome, Error>) -> (StatusCode, Value);
+
+/// Runs `request` from `cwd` on a pool no other request uses (a checkout's hydration must
+/// not hold up a snapshot of another worktree), answered by `answer`; with `stream`, as
+/// NDJSON: progress lines, then the answer.
+async fn perform(
+    engine: Arc<Engine>,
+    cwd: Utf8PathBuf,
+    request: Request,
+    stream: bool,
+    answer: Answer,
+) -> Response {
+    if !stream {
+        let result = run_blocking(move || {
+            let call = Call::new(cwd);
+            engine.isolated(|| engine.handle(&call, request))
+        })
+        .await;
+        return match result {
+            Ok(result) => {
+                let (status, body) = answer(result);
+                (status, Json(body)).into_response()
+            }
+            Err(e) => e.into_response(),
+        };
+    }
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<StreamLine>();
-    let progress = tx.clone();
-    let sink: crate::progress::Sink = Arc::new(move |e| {
-        let _ = progress.send(StreamLine::Progress(e.clone()));
-    });
+    let progress = Streamed {
+        tx: tx.clone(),
+        state: Mutex::default(),
+    };
     tokio::task::spawn_blocking(move || {
-        let out = own_pool(|| {
-            crate::progress::with_sink(sink, || {
-                crate::execute(&request.argv, request.cwd, request.color, Some(shared))
-            })
+        let call = Call::new(cwd).with_progress(&progress);
+        let result = engine.isolated(|| engine.handle(&call, request));
+        let (status, body) = answer(result);
+        let _ = tx.send(StreamLine::Reply {
+            status: status.as_u16(),
+            body,
         });
-        let _ = tx.send(StreamLine::Output(out));
     });
     let lines = futures_util::stream::unfold(rx, |mut rx| async move {
         let line = rx.recv().await?;
@@ -193,16 +190,102 @@ fn stream_command(request: CommandRequest, shared: SharedStore) -> Response {
         .into_response()
 }
 
-fn own_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    match rayon::ThreadPoolBuilder::new().build() {
-        Ok(pool) => pool.install(f),
-        // No threads to spare: share the global pool.
-        Err(_) => f(),
+/// A request's progress, sent as NDJSON lines.
+struct Streamed {
+    tx: tokio::sync::mpsc::UnboundedSender<StreamLine>,
+    state: Mutex<StreamState>,
+}
+
+#[derive(Default)]
+struct StreamState {
+    event: ProgressEvent,
+    last: Option<Instant>,
+}
+
+/// Events this far apart at most (and at the start and end of each phase).
+const STREAM_EVERY: Duration = Duration::from_millis(100);
+
+impl Streamed {
+    fn emit(&self, update: impl FnOnce(&mut ProgressEvent), force: bool) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        update(&mut state.event);
+        let due = force || state.last.is_none_or(|t| t.elapsed() >= STREAM_EVERY);
+        if due {
+            state.last = Some(Instant::now());
+            let _ = self.tx.send(StreamLine::Progress(state.event.clone()));
+        }
     }
 }
 
+impl cairn_engine::Progress for Streamed {
+    fn start(&self, what: &str, files: u64, bytes: u64) {
+        self.emit(
+            |e| {
+                *e = ProgressEvent {
+                    what: what.to_owned(),
+                    total_files: files,
+                    total_bytes: bytes,
+                    ..ProgressEvent::default()
+                }
+            },
+            true,
+        );
+    }
+
+    fn advance(&self, files: u64, bytes: u64) {
+        self.emit(
+            |e| {
+                e.files += files;
+                e.bytes += bytes;
+            },
+            false,
+        );
+    }
+
+    fn finish(&self) {
+        self.emit(|e| e.done = true, true);
+    }
+}
+
+/// `POST /v1/call`: any verb's typed request, as the `cairn` CLI sends it; answered with
+/// the typed outcome and exit status, or the error.
+async fn call(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Response {
+    let body: CallRequest = match parse(&body) {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
+    if !body.cwd.is_absolute() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "invalid_path",
+            format!("cwd {} is not absolute", body.cwd),
+        )
+        .into_response();
+    }
+    let answer: Answer = |result| {
+        let reply = CallReply::of(result);
+        (
+            status_of(reply.exit()),
+            serde_json::to_value(reply).unwrap_or_default(),
+        )
+    };
+    perform(
+        s.engine.clone(),
+        body.cwd,
+        body.request,
+        wants_stream(&headers),
+        answer,
+    )
+    .await
+}
+
 /// `POST /v1/{verb}`: a verb with JSON arguments, answered with its JSON object.
-async fn verb(State(s): State<Served>, Path(name): Path<String>, body: Bytes) -> Response {
+async fn verb(
+    State(s): State<Served>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let Some(spec) = TOOLS.iter().find(|t| t.name == name) else {
         return error(
             StatusCode::NOT_FOUND,
@@ -245,31 +328,25 @@ async fn verb(State(s): State<Served>, Path(name): Path<String>, body: Bytes) ->
             .into_response();
         }
     };
-    let mut line = match argv(spec, &args) {
-        Ok(l) => l,
+    let request = match check(spec, &args).and_then(|args| Request::from_verb(spec.name, args)) {
+        Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", e).into_response(),
     };
-    line.splice(0..0, ["--store".to_owned(), s.shared.path.to_string()]);
-    let shared = s.shared.clone();
-    let out = match run_blocking(move || crate::execute(&line, cwd, false, Some(shared))).await {
-        Ok(out) => out,
-        Err(e) => return e.into_response(),
+    let answer: Answer = |result| match result {
+        Ok(outcome) => (status_of(outcome.exit()), outcome.to_json()),
+        Err(e) => (
+            status_of(e.exit()),
+            json!({ "error": { "code": e.code(), "message": e.to_string() } }),
+        ),
     };
-    match serde_json::from_slice::<Value>(&out.stdout) {
-        Ok(value) => (status_of(out.code), Json(value)).into_response(),
-        // Every verb prints one JSON object: anything else is the server's fault, whatever
-        // the exit code says.
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!(
-                "{verb} printed no JSON object ({e}): {}",
-                String::from_utf8_lossy(&out.stdout),
-                verb = spec.name
-            ),
-        )
-        .into_response(),
-    }
+    perform(
+        s.engine.clone(),
+        cwd,
+        request,
+        wants_stream(&headers),
+        answer,
+    )
+    .await
 }
 
 /// The first optional positional argument (a directory that defaults to the caller's) that
@@ -317,14 +394,6 @@ fn refs_with_ids(body: &Bytes) -> Result<Vec<(ObjectRef, cas::ObjectId)>, ApiErr
         .collect()
 }
 
-/// The shared store for reading. A request that panicked holding it changed nothing half
-/// way (every write is a transaction), so a poisoned lock is still good.
-fn read_store(store: &RwLock<Store>) -> std::sync::RwLockReadGuard<'_, Store> {
-    store
-        .read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 fn present(reader: &cas::Reader, kind: ObjectKind, id: cas::ObjectId) -> Result<bool, String> {
     let r = match kind {
         ObjectKind::Blob => reader.has_blob(id.as_blob()),
@@ -340,9 +409,25 @@ async fn find_missing(State(s): State<Served>, body: Bytes) -> Response {
         Ok(ids) => ids,
         Err(e) => return e.into_response(),
     };
-    let store = s.shared.store.clone();
+    let engine = s.engine.clone();
     let found = run_blocking(move || -> Result<Vec<ObjectRef>, String> {
-        let store = read_store(&store);
+        engine
+            .with_store(|store| find_missing_in(store, ids))
+            .map_err(|e| e.to_string())?
+    })
+    .await;
+    match found {
+        Ok(Ok(missing)) => Json(json!({ "missing": missing })).into_response(),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "store", e).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+fn find_missing_in(
+    store: &Store,
+    ids: Vec<(ObjectRef, cas::ObjectId)>,
+) -> Result<Vec<ObjectRef>, String> {
+    {
         let reader = store.reader().map_err(|e| e.to_string())?;
         let mut missing = Vec::new();
         for (r, id) in ids {
@@ -351,12 +436,6 @@ async fn find_missing(State(s): State<Served>, body: Bytes) -> Response {
             }
         }
         Ok(missing)
-    })
-    .await;
-    match found {
-        Ok(Ok(missing)) => Json(json!({ "missing": missing })).into_response(),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "store", e).into_response(),
-        Err(e) => e.into_response(),
     }
 }
 
@@ -396,12 +475,22 @@ async fn put_objects(State(s): State<Served>, body: Bytes) -> Response {
             }
         }
     }
-    let store = s.shared.store.clone();
-    let written = run_blocking(move || -> Result<u64, cas::WriteError> {
-        let out = read_store(&store).write(&batch)?;
-        Ok(out.blobs_written + out.trees_written + out.snapshots_written)
+    let engine = s.engine.clone();
+    let written = run_blocking(move || -> Result<Result<u64, cas::WriteError>, Error> {
+        engine.with_store(|store| {
+            let out = store.write(&batch)?;
+            Ok(out.blobs_written + out.trees_written + out.snapshots_written)
+        })
     })
     .await;
+    let written = match written {
+        Ok(Ok(w)) => Ok(w),
+        Ok(Err(e)) => {
+            return error(StatusCode::INTERNAL_SERVER_ERROR, "store", e.to_string())
+                .into_response();
+        }
+        Err(e) => Err(e),
+    };
     match written {
         Ok(Ok(n)) => Json(json!({ "stored": n })).into_response(),
         Ok(Err(e @ cas::WriteError::Dangling { .. })) => {
@@ -420,9 +509,26 @@ async fn get_objects(State(s): State<Served>, body: Bytes) -> Response {
         Ok(ids) => ids,
         Err(e) => return e.into_response(),
     };
-    let store = s.shared.store.clone();
+    let engine = s.engine.clone();
     let got = run_blocking(move || -> Result<(Vec<Object>, Vec<ObjectRef>), String> {
-        let store = read_store(&store);
+        engine
+            .with_store(|store| get_objects_in(store, ids))
+            .map_err(|e| e.to_string())?
+    })
+    .await;
+    match got {
+        Ok(Ok((found, missing))) => {
+            Json(json!({ "objects": found, "missing": missing })).into_response()
+        }
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "store", e).into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+type Got = (Vec<Object>, Vec<ObjectRef>);
+
+fn get_objects_in(store: &Store, ids: Vec<(ObjectRef, cas::ObjectId)>) -> Result<Got, String> {
+    {
         let reader = store.reader().map_err(|e| e.to_string())?;
         let (mut found, mut missing) = (Vec::new(), Vec::new());
         for (r, id) in ids {
@@ -448,21 +554,13 @@ async fn get_objects(State(s): State<Served>, body: Bytes) -> Response {
             });
         }
         Ok((found, missing))
-    })
-    .await;
-    match got {
-        Ok(Ok((found, missing))) => {
-            Json(json!({ "objects": found, "missing": missing })).into_response()
-        }
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "store", e).into_response(),
-        Err(e) => e.into_response(),
     }
 }
 
 fn router(served: Served) -> Router {
     Router::new()
         .route("/v1/health", get(health))
-        .route("/v1/command", post(command))
+        .route("/v1/call", post(call))
         .route("/v1/objects/find_missing", post(find_missing))
         .route("/v1/objects/put", post(put_objects))
         .route("/v1/objects/get", post(get_objects))
@@ -473,15 +571,15 @@ fn router(served: Served) -> Router {
 
 /// Binds `socket` for our uid only: a stale socket file is replaced, anything else there is
 /// refused; the socket is made 0700 (owner only).
-fn bind(socket: &Utf8Path) -> Result<UnixListener, CliError> {
+fn bind(socket: &Utf8Path) -> Result<UnixListener, Error> {
     match std::fs::symlink_metadata(socket) {
         Ok(m) if m.file_type().is_socket() => {
             std::fs::remove_file(socket).map_err(|e| {
-                CliError::store("io", format!("{socket}: removing a stale socket: {e}"))
+                Error::failure("io", format!("{socket}: removing a stale socket: {e}"))
             })?;
         }
         Ok(_) => {
-            return Err(CliError::usage(
+            return Err(Error::usage(
                 "invalid_path",
                 format!("{socket}: exists and is not a socket"),
             ));
@@ -489,9 +587,9 @@ fn bind(socket: &Utf8Path) -> Result<UnixListener, CliError> {
         Err(_) => {}
     }
     let listener = UnixListener::bind(socket)
-        .map_err(|e| CliError::store("io", format!("{socket}: cannot listen: {e}")))?;
+        .map_err(|e| Error::failure("io", format!("{socket}: cannot listen: {e}")))?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| CliError::store("io", format!("{socket}: {e}")))?;
+        .map_err(|e| Error::failure("io", format!("{socket}: {e}")))?;
     Ok(listener)
 }
 
@@ -512,8 +610,9 @@ async fn shutdown_signal() {
 }
 
 /// `cairn serve [--socket PATH]`: runs in the foreground until SIGTERM.
-pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, CliError> {
-    let path = ctx.store_path()?;
+pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, Error> {
+    let cwd = crate::context::current_dir()?;
+    let path = ctx.store_path(&cwd)?;
     // Another process holding the store (a server, or a long command) is an error now,
     // not a wait.
     let options = OpenOptions {
@@ -521,30 +620,27 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, CliError> {
         lock_timeout: Duration::ZERO,
         ..OpenOptions::from_env()
     };
-    let store = Store::open(&path, &options).map_err(|e| match e {
-        cas::OpenError::LockTimeout { .. } => CliError::usage(
+    let engine = Engine::open(&path, &options).map_err(|e| match e {
+        Error::Open(cas::OpenError::LockTimeout { .. }) => Error::usage(
             "store_busy",
             format!(
                 "store {path} is held by another process (a running `cairn serve`, or a command); stop it first"
             ),
         ),
-        other => other.into(),
+        other => other,
     })?;
     let socket = socket
-        .map(|s| crate::context::absolute(&crate::context::current_dir().unwrap_or_default(), s))
+        .map(|s| crate::context::absolute(&cwd, s))
         .unwrap_or_else(|| cairn_client::Client::socket_of(&path));
     // Captures made here watch their worktrees and skip what did not change.
-    fs_manager::enable_watching();
+    engine.watch();
     let served = Served {
-        shared: SharedStore {
-            path: path.clone(),
-            store: Arc::new(RwLock::new(store)),
-        },
+        engine: Arc::new(engine),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| CliError::store("io", format!("starting the server: {e}")))?;
+        .map_err(|e| Error::failure("io", format!("starting the server: {e}")))?;
     // Clients look for `serve.sock` in the store folder: point it at a socket elsewhere.
     let default = cairn_client::Client::socket_of(&path);
     let pointer = (socket != default).then_some(default);
@@ -560,7 +656,7 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, CliError> {
                 let _ = std::fs::remove_file(pointer);
             }
             std::os::unix::fs::symlink(&socket, pointer).map_err(|e| {
-                CliError::store("io", format!("{pointer}: linking to {socket}: {e}"))
+                Error::failure("io", format!("{pointer}: linking to {socket}: {e}"))
             })?;
         }
         eprintln!("cairn serve: store {path} on {socket}");
@@ -568,15 +664,23 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, CliError> {
         axum::serve(listener, app)
             .with_graceful_shutdown(shutdown_signal())
             .await
-            .map_err(|e| CliError::store("io", format!("{socket}: {e}")))?;
-        Ok::<(), CliError>(())
+            .map_err(|e| Error::failure("io", format!("{socket}: {e}")))?;
+        Ok::<(), Error>(())
     })?;
     let _ = std::fs::remove_file(&socket);
     if let Some(pointer) = &pointer {
         let _ = std::fs::remove_file(pointer);
     }
+    #[derive(serde::Serialize)]
+    struct Stopped<'a> {
+        store: &'a Utf8Path,
+        socket: &'a Utf8Path,
+    }
     Ok(Report::new(
-        json!({ "store": path, "socket": socket }),
+        Stopped {
+            store: &path,
+            socket: &socket,
+        },
         format!("cairn serve: stopped; store {path} closed\n"),
     ))
 }

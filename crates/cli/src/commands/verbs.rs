@@ -1,11 +1,11 @@
 //! The verbs other programs call by name (MCP tools, the HTTP API of `cairn serve`): each
-//! maps JSON arguments to a cairn command line run with `--json`. The table and the mapping
-//! live in `cairn-client` (the fuzz targets reach them there); the MCP schema is here.
+//! takes JSON arguments, checked against the table in `cairn-client` (the fuzz targets reach
+//! it there), and is the engine request of the same name; the MCP schema is here.
 
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 
-pub use cairn_client::verbs::{Arg, TOOLS, ToolSpec, argv, required};
+pub use cairn_client::verbs::{Arg, TOOLS, ToolSpec, check, required};
 
 pub fn schema(spec: &ToolSpec) -> JsonObject {
     let mut properties = serde_json::Map::new();
@@ -42,42 +42,54 @@ mod tests {
         TOOLS.iter().find(|t| t.name == name).expect("tool")
     }
 
-    #[test]
-    fn tool_arguments_become_the_command_line() {
-        let args = json!({ "worktree": "wt", "snapshot": "abc123", "dry_run": true, "paths": ["a", "b/c"] });
+    /// Every verb's arguments, as checked, are its engine request's.
+    fn request(verb: &str, args: Value) -> Result<cairn_engine::Request, String> {
         let Value::Object(args) = args else { panic!() };
-        assert_eq!(
-            argv(spec("rollback"), &args).expect("valid"),
-            [
-                "--json",
-                "rollback",
-                "wt",
-                "abc123",
-                "--dry-run",
-                "--",
-                "a",
-                "b/c"
-            ]
-        );
-        let Value::Object(bad) = json!({ "worktree": "wt", "bogus": 1 }) else {
-            panic!()
-        };
-        assert!(argv(spec("snapshot"), &bad).unwrap_err().contains("bogus"));
-        let Value::Object(missing) = json!({ "snapshot": "s" }) else {
-            panic!()
-        };
-        assert!(argv(spec("merge"), &missing).unwrap_err().contains("into"));
-        let Value::Object(flag) = json!({ "worktree": "--help" }) else {
-            panic!()
-        };
-        assert!(argv(spec("status"), &flag).unwrap_err().contains("--help"));
-        let Value::Object(none) = json!({}) else {
-            panic!()
+        check(spec(verb), &args).and_then(|a| cairn_engine::Request::from_verb(verb, a))
+    }
+
+    #[test]
+    fn tool_arguments_become_the_request() {
+        let args = json!({ "worktree": "wt", "snapshot": "abc123", "dry_run": true, "paths": ["a", "b/c"] });
+        let Ok(cairn_engine::Request::Rollback(r)) = request("rollback", args) else {
+            panic!("a rollback")
         };
         assert_eq!(
-            argv(spec("undo"), &none).expect("valid"),
-            ["--json", "undo"]
+            (r.worktree.as_str(), r.snapshot.as_str(), r.dry_run),
+            ("wt", "abc123", true)
         );
+        assert_eq!(r.paths, vec!["a".into(), "b/c".into()]);
+        assert!(
+            request("snapshot", json!({ "worktree": "wt", "bogus": 1 }))
+                .unwrap_err()
+                .contains("bogus")
+        );
+        assert!(
+            request("merge", json!({ "snapshot": "s" }))
+                .unwrap_err()
+                .contains("into")
+        );
+        assert!(
+            request("status", json!({ "worktree": "--help" }))
+                .unwrap_err()
+                .contains("--help")
+        );
+        let Ok(cairn_engine::Request::Undo(u)) = request("undo", json!({})) else {
+            panic!("an undo")
+        };
+        assert_eq!(u.worktree, None);
+    }
+
+    #[test]
+    fn every_verb_of_the_table_is_an_engine_request() {
+        for t in TOOLS {
+            let mut args = serde_json::Map::new();
+            for name in required(t) {
+                args.insert(name.to_owned(), json!("x"));
+            }
+            let req = check(t, &args).and_then(|a| cairn_engine::Request::from_verb(t.name, a));
+            assert_eq!(req.expect(t.name).verb(), t.name);
+        }
     }
 
     /// What `docs/openapi.yaml` must say a verb's request is: written from `TOOLS`, so the
@@ -174,8 +186,7 @@ mod tests {
     #[test]
     fn verb_arguments_of_the_wrong_type_or_range_are_refused() {
         let refused = |verb: &str, args: Value| {
-            let Value::Object(args) = args else { panic!() };
-            argv(spec(verb), &args).expect_err(&format!("{verb} {args:?}"))
+            request(verb, args.clone()).expect_err(&format!("{verb} {args:?}"))
         };
         assert!(refused("snapshot", json!({ "worktree": 5 })).contains("worktree"));
         assert!(refused("snapshot", json!({ "worktree": "w", "message": 1 })).contains("message"));
@@ -184,21 +195,19 @@ mod tests {
         assert!(refused("log", json!({ "target": "w", "max_count": 1.5 })).contains("max_count"));
         assert!(refused("log", json!({ "target": "w", "max_count": "5" })).contains("max_count"));
         assert!(refused("merge", json!({ "snapshot": "s", "into": null })).contains("into"));
-        let Value::Object(huge) = json!({ "target": "w", "max_count": 1e30 }) else {
-            panic!()
+        let Ok(cairn_engine::Request::Log(log)) =
+            request("log", json!({ "target": "w", "max_count": 1e30 }))
+        else {
+            panic!("a log")
         };
-        assert_eq!(
-            argv(spec("log"), &huge).expect("valid"),
-            ["--json", "log", "w", &format!("--max-count={}", usize::MAX)]
-        );
-        // An option's value may start with '-': it is joined to its flag.
-        let Value::Object(dash) = json!({ "worktree": "w", "message": "-m" }) else {
-            panic!()
+        assert_eq!(log.max_count, Some(usize::MAX));
+        // An option's value may start with '-'.
+        let Ok(cairn_engine::Request::Snapshot(s)) =
+            request("snapshot", json!({ "worktree": "w", "message": "-m" }))
+        else {
+            panic!("a snapshot")
         };
-        assert_eq!(
-            argv(spec("snapshot"), &dash).expect("valid"),
-            ["--json", "snapshot", "w", "--message=-m"]
-        );
+        assert_eq!(s.message.as_deref(), Some("-m"));
     }
 
     #[test]

@@ -1,0 +1,95 @@
+//! Where a request runs: the `cairn serve` holding the store, when one answers on its
+//! socket, else an engine in this process. Either way the caller gets the typed outcome.
+
+use cairn_engine::wire::{CallReply, CallRequest};
+use cairn_engine::{Call, Engine, Error, Outcome, Request};
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::progress::Bar;
+
+/// Options for stores this process opens itself: it waits, saying so, while another
+/// process holds the store.
+pub fn open_options() -> cas::OpenOptions {
+    cas::OpenOptions {
+        on_wait: Some(|root| {
+            eprintln!("cairn: waiting for store {root}: another process holds it");
+        }),
+        ..cas::OpenOptions::from_env()
+    }
+}
+
+/// An engine in this process, or a server.
+pub enum Target {
+    Local(Box<Engine>),
+    Server {
+        client: cairn_client::Client,
+        store: Utf8PathBuf,
+    },
+}
+
+impl Target {
+    /// The server holding `store` if its socket is there, else an engine here.
+    pub fn for_store(store: &Utf8Path) -> Target {
+        match cairn_client::Client::new(&cairn_client::Client::socket_of(store)) {
+            Ok(client) => Target::Server {
+                client,
+                store: store.to_owned(),
+            },
+            Err(_) => Target::Local(Box::new(Engine::per_call(store, open_options()))),
+        }
+    }
+
+    /// Runs `request` as if from `cwd`, its progress drawn on `bar` (a server streams it
+    /// only if `stream`). Returns the outcome and its exit status (0, or 1 for a refusal).
+    pub fn call(
+        &self,
+        cwd: &Utf8Path,
+        request: Request,
+        bar: &Bar,
+        stream: bool,
+    ) -> Result<(Outcome, u8), Error> {
+        match self {
+            Target::Local(engine) => local(engine, cwd, request, bar),
+            Target::Server { client, store } => {
+                let body = CallRequest {
+                    cwd: cwd.to_owned(),
+                    request,
+                };
+                let reply = if stream {
+                    client.post_json_streaming("/v1/call", &body, |e| bar.show(e))
+                } else {
+                    client.post_json("/v1/call", &body)
+                };
+                let (status, value) = match reply {
+                    Ok(r) => r,
+                    // A stale socket (the server was killed): open the store here instead.
+                    Err(e @ cairn_client::ClientError::Unavailable { .. }) => {
+                        tracing::debug!("not using a server: {e}");
+                        let engine = Engine::per_call(store, open_options());
+                        return local(&engine, cwd, body.request, bar);
+                    }
+                    Err(e) => return Err(Error::failure("server", e.to_string())),
+                };
+                match serde_json::from_value::<CallReply>(value) {
+                    Ok(reply) => reply.into_result(),
+                    Err(e) => Err(Error::failure(
+                        "server",
+                        format!("unreadable answer from the server (status {status}): {e}"),
+                    )),
+                }
+            }
+        }
+    }
+}
+
+fn local(
+    engine: &Engine,
+    cwd: &Utf8Path,
+    request: Request,
+    bar: &Bar,
+) -> Result<(Outcome, u8), Error> {
+    let call = Call::new(cwd.to_owned()).with_progress(bar);
+    let outcome = engine.handle(&call, request)?;
+    let exit = outcome.exit();
+    Ok((outcome, exit))
+}

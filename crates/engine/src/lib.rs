@@ -1,0 +1,282 @@
+//! `cairn-engine`: cairn as a library. An [`Engine`] owns an open store and everything
+//! long-lived around it (the lock that lets `gc` have the store to itself, reopening after
+//! a write that ran out of space, the thread pools calls run on, the watching of worktrees);
+//! each verb is one method taking an options struct and returning an outcome that
+//! serializes to the JSON object SPEC.md names for that verb.
+//!
+//! The engine does not print, parse command lines or know HTTP: the `cairn` CLI, `cairn
+//! serve` and `cairn mcp` are faces that build a [`Request`], call an engine (or a server
+//! holding one) and present the [`Outcome`]. The caller's directory and progress are
+//! arguments of each call ([`Call`]), never process-wide state.
+//!
+//! An agent harness can drive a whole loop without a process boundary:
+//!
+//! ```
+//! use cairn_engine::{Call, CheckoutOptions, DiffOptions, Engine, MergeOptions, OnboardOptions,
+//!     SnapshotOptions};
+//! # fn git(dir: &std::path::Path, args: &[&str]) {
+//! #     let ok = std::process::Command::new("git").arg("-C").arg(dir).args(args)
+//! #         .env("GIT_AUTHOR_NAME", "a").env("GIT_AUTHOR_EMAIL", "a@example.com")
+//! #         .env("GIT_COMMITTER_NAME", "a").env("GIT_COMMITTER_EMAIL", "a@example.com")
+//! #         .status().expect("git runs").success();
+//! #     assert!(ok, "git {args:?}");
+//! # }
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let tmp = tempfile::tempdir()?;
+//! # let dir = camino::Utf8PathBuf::try_from(tmp.path().to_path_buf())?;
+//! // A git repository with one commit.
+//! let repo = dir.join("repo");
+//! std::fs::create_dir(&repo)?;
+//! # git(repo.as_std_path(), &["init", "-q", "-b", "main"]);
+//! std::fs::write(repo.join("hello.txt"), "hello\n")?;
+//! # git(repo.as_std_path(), &["add", "."]);
+//! # git(repo.as_std_path(), &["commit", "-q", "-m", "first"]);
+//!
+//! // Open (creating) a store, and act from `dir`.
+//! let engine = Engine::create(dir.join("store"))?;
+//! let call = Call::new(dir.clone());
+//!
+//! // Onboard the repository, and check its snapshot out where an agent may work.
+//! let onboarded = engine.onboard(&call, OnboardOptions::new(&repo))?;
+//! let work = dir.join("agent");
+//! engine.checkout(&call, CheckoutOptions::new(onboarded.snapshot.to_string(), &work))?;
+//!
+//! // The agent edits; snapshot what it did and look at the change.
+//! std::fs::write(work.join("hello.txt"), "hello, world\n")?;
+//! let snap = engine.snapshot(&call, SnapshotOptions::new(&work).message("greet the world"))?;
+//! let diff = engine.diff(
+//!     &call,
+//!     DiffOptions::new(onboarded.snapshot.to_string(), snap.snapshot.to_string()),
+//! )?;
+//! assert_eq!(diff.modified.len(), 1);
+//!
+//! // Merge it back into the repository as a commit on a new branch.
+//! let merged = engine.merge(&call, MergeOptions::new(snap.snapshot.to_string(), &repo))?;
+//! assert!(merged.merged, "{:?}", merged.conflicts);
+//! # Ok(())
+//! # }
+//! ```
+#![deny(clippy::unwrap_used)]
+
+mod error;
+mod merge;
+mod objects;
+pub mod path;
+mod request;
+mod reversible;
+mod store;
+mod view;
+pub mod wire;
+mod worktrees;
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply};
+pub use fs_manager::{Progress, Silent};
+pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
+pub use objects::{
+    FsckChecked, FsckOptions, FsckOutcome, FsckProblem, GcOptions, GcOutcome, GcRemoved,
+    InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions, RefsOutcome, ShowEntry,
+    ShowOptions, ShowOutcome, init_store,
+};
+pub use path::TreePath;
+pub use request::{Outcome, Request};
+pub use reversible::{
+    AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,
+    DiscardOutcome, NothingToUndo, OpItem, OpLogOptions, OpLogOutcome, RecoverOptions,
+    RecoverOutcome, RefusedPath, RewindOptions, UndoDone, UndoOptions, UndoOutcome,
+};
+pub use store::discover_store;
+pub use view::{
+    Detail, DiffOptions, DiffOutcome, EntrySide, FileChange, LogEntry, LogOptions, LogOutcome,
+    ReviewOptions, ReviewOutcome, SourceOut, Stats, StatusOptions, StatusOutcome,
+};
+pub use worktrees::{
+    CheckoutOptions, CheckoutOutcome, GitState, ImportOptions, ImportOutcome, OnboardOptions,
+    OnboardOutcome, RollbackOptions, RollbackOutcome, SkippedPath, SnapshotOptions,
+    SnapshotOutcome, WorktreeHead, WorktreeItem, WorktreeListOptions, WorktreeListOutcome,
+    WorktreePathOptions, WorktreesChanged,
+};
+
+use store::{Access, Holding, Pools, StoreMut, StoreRef};
+
+/// An open cairn store and what lives as long as it: see the crate doc.
+pub struct Engine {
+    path: Utf8PathBuf,
+    holding: Holding,
+    pools: Pools,
+}
+
+/// One call's context: the caller's directory (relative paths and the current worktree
+/// are resolved against it) and where its progress goes.
+pub struct Call<'a> {
+    /// The caller's directory; absolute.
+    pub cwd: Utf8PathBuf,
+    /// Receives the progress of long operations.
+    pub progress: &'a dyn Progress,
+}
+
+impl Call<'static> {
+    /// A call from `cwd` whose progress goes nowhere.
+    pub fn new(cwd: impl Into<Utf8PathBuf>) -> Call<'static> {
+        Call {
+            cwd: cwd.into(),
+            progress: &Silent,
+        }
+    }
+}
+
+impl<'a> Call<'a> {
+    /// The same call with its progress sent to `progress`.
+    pub fn with_progress<'b>(self, progress: &'b dyn Progress) -> Call<'b> {
+        Call {
+            cwd: self.cwd,
+            progress,
+        }
+    }
+
+    fn path(&self, p: &Utf8Path) -> Utf8PathBuf {
+        path::absolute(&self.cwd, p)
+    }
+
+    /// `dir` resolved, or the caller's directory.
+    fn dir(&self, dir: Option<&Utf8Path>) -> Utf8PathBuf {
+        match dir {
+            Some(d) => self.path(d),
+            None => self.cwd.clone(),
+        }
+    }
+}
+
+impl Engine {
+    /// Opens the store at `path` and holds it open for every call.
+    pub fn open(path: impl Into<Utf8PathBuf>, options: &cas::OpenOptions) -> Result<Engine, Error> {
+        let path = path.into();
+        let store = cas::Store::open(&path, options)?;
+        Ok(Engine {
+            path,
+            holding: Holding::Open(std::sync::RwLock::new(store)),
+            pools: Pools::default(),
+        })
+    }
+
+    /// Opens the store at `path`, creating it if missing, with the options of the
+    /// environment (`CAIRN_LOCK_TIMEOUT`, ...).
+    pub fn create(path: impl Into<Utf8PathBuf>) -> Result<Engine, Error> {
+        let options = cas::OpenOptions {
+            create: true,
+            ..cas::OpenOptions::try_from_env()?
+        };
+        Engine::open(path, &options)
+    }
+
+    /// An engine for the store at `path` that opens it in each call, in the mode that call
+    /// needs (read-only for reads, so other processes may read at the same time): for a
+    /// process that makes one call.
+    pub fn per_call(path: impl Into<Utf8PathBuf>, options: cas::OpenOptions) -> Engine {
+        Engine {
+            path: path.into(),
+            holding: Holding::PerCall(options),
+            pools: Pools::default(),
+        }
+    }
+
+    /// The store folder.
+    pub fn store_path(&self) -> &Utf8Path {
+        &self.path
+    }
+
+    /// From now on, captures watch their worktrees and skip reading what did not change
+    /// (for an engine that serves many calls).
+    pub fn watch(&self) {
+        fs_manager::enable_watching();
+    }
+
+    /// Runs `f` on a thread pool no other running call uses, so calls do not queue behind
+    /// each other's parallel work.
+    pub fn isolated<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        self.pools.install(f)
+    }
+
+    /// Runs `f` on the open store (for calls on stored objects themselves, such as a
+    /// server's object transfer).
+    pub fn with_store<T>(&self, f: impl FnOnce(&cas::Store) -> T) -> Result<T, Error> {
+        let store = self.store(Access::Write)?;
+        Ok(f(&store))
+    }
+
+    fn store(&self, access: Access) -> Result<StoreRef<'_>, Error> {
+        self.holding.get(&self.path, access)
+    }
+
+    fn store_exclusive(&self) -> Result<StoreMut<'_>, Error> {
+        self.holding.exclusive(&self.path)
+    }
+}
+
+/// A snapshot spec where no worktree is named: a checkpoint name of the worktree holding
+/// `cwd`, else a ref name or unique id prefix (SPEC.md's order).
+fn resolve_snapshot(
+    reader: &cas::Reader,
+    cwd: &Utf8Path,
+    spec: &str,
+) -> Result<cas::SnapshotId, Error> {
+    let record = fs_manager::find_worktree(reader, cwd)?;
+    match record.as_ref().and_then(|r| r.checkpoint(spec)) {
+        Some(c) => Ok(c.snapshot),
+        None => Ok(reader.resolve_snapshot(spec)?),
+    }
+}
+
+/// A snapshot spec in the context of a worktree: its checkpoint name, else a ref name or
+/// unique id prefix.
+fn resolve_in(
+    reader: &cas::Reader,
+    record: &cas::WorktreeRecord,
+    spec: &str,
+) -> Result<cas::SnapshotId, Error> {
+    match record.checkpoint(spec) {
+        Some(c) => Ok(c.snapshot),
+        None => Ok(reader.resolve_snapshot(spec)?),
+    }
+}
+
+fn registered(reader: &cas::Reader, dir: &Utf8Path) -> Result<cas::WorktreeRecord, Error> {
+    fs_manager::find_worktree(reader, dir)?.ok_or_else(|| {
+        Error::usage(
+            "not_a_worktree",
+            format!("{dir} is not a registered worktree"),
+        )
+    })
+}
+
+fn labels(raw: &[String]) -> Result<std::collections::BTreeMap<String, String>, Error> {
+    let mut out = std::collections::BTreeMap::new();
+    for label in raw {
+        let (k, v) =
+            cas::parse_label(label).map_err(|e| Error::usage("invalid_label", e.to_string()))?;
+        out.insert(k, v);
+    }
+    Ok(out)
+}
+
+/// Serde for optional byte strings as base64 text.
+mod base64_bytes {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+
+    pub fn serialize<S: serde::Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(v) => s.serialize_str(&STANDARD.encode(v)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Vec<u8>>, D::Error> {
+        let text: Option<String> = serde::Deserialize::deserialize(d)?;
+        text.map(|t| STANDARD.decode(t).map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}

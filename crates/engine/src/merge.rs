@@ -1,0 +1,161 @@
+//! `merge`: bring a snapshot back into the git repository it came from.
+
+use camino::Utf8PathBuf;
+use cas::SnapshotId;
+use serde::{Deserialize, Serialize};
+
+use crate::worktrees::canonical_dir as canonical;
+use crate::{Access, Call, Engine, Error, TreePath};
+
+/// `merge SNAP --into REPO [--base SNAP] [--branch B] [--checkout] [-m MSG]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergeOptions {
+    /// The snapshot to merge.
+    pub snapshot: String,
+    /// The git repository.
+    pub into: Utf8PathBuf,
+    /// The common ancestor (default: the nearest ancestor onboarded from the repository).
+    #[serde(default)]
+    pub base: Option<String>,
+    /// The branch to create (default `cairn/<first 12 hex of SNAP>`).
+    #[serde(default)]
+    pub branch: Option<String>,
+    /// Commit to the current branch and move index and working tree with it.
+    #[serde(default)]
+    pub checkout: bool,
+    /// Commit message (default: the snapshot's).
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl MergeOptions {
+    /// Merge `snapshot` into the repository `into`, on a new branch.
+    pub fn new(snapshot: impl Into<String>, into: impl Into<Utf8PathBuf>) -> MergeOptions {
+        MergeOptions {
+            snapshot: snapshot.into(),
+            into: into.into(),
+            ..MergeOptions::default()
+        }
+    }
+}
+
+/// A conflicting path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeConflictOut {
+    /// The path.
+    pub path: TreePath,
+    /// `content`, `add/add`, `modify/delete`, `type`, `rename`, `binary`.
+    pub kind: String,
+}
+
+/// What `merge` did: a commit, or conflicts or dirty paths and nothing written (a refusal).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MergeOutcome {
+    /// Whether a commit was made.
+    pub merged: bool,
+    /// The commit.
+    pub commit: Option<String>,
+    /// Its branch.
+    pub branch: Option<String>,
+    /// The common ancestor used.
+    pub base: SnapshotId,
+    /// Conflicting paths.
+    pub conflicts: Vec<MergeConflictOut>,
+    /// Paths with uncommitted changes the merge must change.
+    pub dirty: Vec<TreePath>,
+    /// For an onboarded repository merged with `checkout`: its new snapshot.
+    pub worktree_snapshot: Option<SnapshotId>,
+    /// The snapshot merged.
+    pub snapshot: SnapshotId,
+    /// The repository.
+    pub repository: Utf8PathBuf,
+    /// The refusal, when nothing was merged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+impl Engine {
+    /// `cairn merge SNAP --into REPO`.
+    pub fn merge(&self, call: &Call, options: MergeOptions) -> Result<MergeOutcome, Error> {
+        let repo = canonical(&call.path(&options.into))?;
+        let store = self.store(Access::Write)?;
+        let (snapshot, base) = {
+            let reader = store.reader()?;
+            let snapshot = crate::resolve_snapshot(&reader, &call.cwd, &options.snapshot)?;
+            let base = options
+                .base
+                .as_deref()
+                .map(|b| crate::resolve_snapshot(&reader, &call.cwd, b))
+                .transpose()?;
+            (snapshot, base)
+        };
+        // Merging into an onboarded repository's files: capture them first, so edits never
+        // snapshotted are kept and `undo` of the merge restores exactly them.
+        let registered = options.checkout
+            && fs_manager::find_worktree(&store.reader()?, &repo)?.is_some_and(|r| r.root == repo);
+        if registered {
+            let capture = fs_manager::CaptureOptions {
+                message: "live state before merge",
+                ..fs_manager::CaptureOptions::default()
+            };
+            fs_manager::record_change(&store, &repo, "capture", &capture)?;
+        }
+        let merge = merge_back::MergeOptions {
+            repo: &repo,
+            snapshot,
+            base,
+            branch: options.branch.as_deref(),
+            message: options.message.as_deref(),
+            checkout: options.checkout,
+        };
+        let out = merge_back::merge_snapshot(&store, &merge)?;
+        // The merge changed an onboarded repository's files: record that in its op log.
+        let mut recorded = None;
+        if registered && out.commit.is_some() {
+            let message = format!("merge of {}", snapshot.short(12));
+            let capture = fs_manager::CaptureOptions {
+                message: &message,
+                ..fs_manager::CaptureOptions::default()
+            };
+            recorded = Some(fs_manager::record_change(&store, &repo, "merge", &capture)?.snapshot);
+        }
+        let message = match &out.commit {
+            Some(_) => None,
+            None if !out.dirty.is_empty() => Some(format!(
+                "{repo}: {} path(s) the merge must change have uncommitted changes; nothing was written",
+                out.dirty.len()
+            )),
+            None => Some(format!(
+                "{repo}: merging snapshot {snapshot} conflicts in {} path(s); the repository is unchanged",
+                out.conflicts.len()
+            )),
+        };
+        let (commit, branch) = match out.commit {
+            Some((c, b)) => (Some(c), Some(b)),
+            None => (None, None),
+        };
+        Ok(MergeOutcome {
+            merged: commit.is_some(),
+            commit,
+            branch,
+            base: out.base,
+            conflicts: out
+                .conflicts
+                .iter()
+                .map(|c| MergeConflictOut {
+                    path: TreePath(c.path.clone()),
+                    kind: serde_json::to_value(c.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                })
+                .collect(),
+            dirty: out.dirty.iter().cloned().map(TreePath).collect(),
+            worktree_snapshot: recorded,
+            snapshot,
+            repository: repo,
+            message,
+        })
+    }
+}

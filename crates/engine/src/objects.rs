@@ -1,0 +1,441 @@
+//! The store itself: `init`, `show`, `ref set|rm|list`, `fsck`, `gc`.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{EntryKind, ObjectId, ObjectKind, Reader, SnapshotId, TreeId};
+use serde::{Deserialize, Serialize};
+
+use crate::{Access, Call, Engine, Error, TreePath};
+
+/// The store `init` made (or found).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InitOutcome {
+    /// The store folder.
+    pub store: Utf8PathBuf,
+    /// Whether it existed already.
+    #[serde(skip)]
+    pub existed: bool,
+}
+
+/// Creates the store folder `path` (nothing happens to one that exists).
+pub fn init_store(path: &Utf8Path, options: &cas::OpenOptions) -> Result<InitOutcome, Error> {
+    if path.exists() && !path.is_dir() {
+        return Err(Error::usage(
+            "invalid_path",
+            format!("{path}: exists and is not a directory"),
+        ));
+    }
+    let existed = path.join(cas::DATABASE_FILE).is_file();
+    let options = cas::OpenOptions {
+        create: true,
+        ..options.clone()
+    };
+    let store = cas::Store::open(path, &options)?;
+    Ok(InitOutcome {
+        store: store.root().to_owned(),
+        existed,
+    })
+}
+
+/// `show OBJECT`: `SNAP`, `SNAP:PATH`, or any object id.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShowOptions {
+    /// What to show.
+    pub object: String,
+    /// For a file: its bytes too.
+    #[serde(default)]
+    pub contents: bool,
+}
+
+/// An entry of a tree listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShowEntry {
+    /// Its name.
+    pub name: TreePath,
+    /// `file`, `executable`, `symlink` or `tree`.
+    pub kind: String,
+    /// Its id.
+    pub id: ObjectId,
+    /// Its size.
+    pub size: u64,
+}
+
+/// A file, or a tree listing.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ShowOutcome {
+    /// A file.
+    Blob {
+        /// Its blob.
+        blob: ObjectId,
+        /// Its path in the tree (empty for a blob named by id).
+        path: String,
+        /// Its size.
+        size: u64,
+        /// Its bytes, if asked for (verified).
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            with = "crate::base64_bytes"
+        )]
+        contents: Option<Vec<u8>>,
+    },
+    /// A tree.
+    Tree {
+        /// Its id.
+        tree: TreeId,
+        /// Its path.
+        path: String,
+        /// Its entries.
+        entries: Vec<ShowEntry>,
+    },
+}
+
+/// `ref set NAME SNAP`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefSetOptions {
+    /// The ref.
+    pub name: String,
+    /// The snapshot.
+    pub snapshot: String,
+}
+
+/// `ref rm NAME`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefRmOptions {
+    /// The ref.
+    pub name: String,
+}
+
+/// `ref list`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RefListOptions {}
+
+/// A ref.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefEntry {
+    /// Its name.
+    pub name: String,
+    /// The snapshot it names.
+    pub snapshot: SnapshotId,
+}
+
+/// Refs set, removed or listed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RefsOutcome {
+    /// Them.
+    pub refs: Vec<RefEntry>,
+}
+
+/// `fsck`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsckOptions {}
+
+/// A problem `fsck` found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FsckProblem {
+    /// What it is about.
+    pub kind: String,
+    /// The id, ref, worktree or table.
+    pub name: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for FsckProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.kind, self.name, self.message)
+    }
+}
+
+/// How much `fsck` checked.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct FsckChecked {
+    /// Blobs.
+    pub blobs: u64,
+    /// Trees.
+    pub trees: u64,
+    /// Snapshots.
+    pub snapshots: u64,
+    /// References.
+    pub references: u64,
+}
+
+/// What `fsck` found; problems make it a refusal.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FsckOutcome {
+    /// Every problem.
+    pub problems: Vec<FsckProblem>,
+    /// What was checked.
+    pub checked: FsckChecked,
+    /// The refusal, when there are problems.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `gc [--dry-run] [--prune-ops DAYS]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GcOptions {
+    /// Remove nothing; report.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// First drop op-log entries older than this many days.
+    #[serde(default)]
+    pub prune_ops: Option<u32>,
+}
+
+/// An object gc removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcRemoved {
+    /// `blob`, `tree` or `snapshot`.
+    pub kind: String,
+    /// Its id.
+    pub id: String,
+}
+
+/// What `gc` removed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GcOutcome {
+    /// The objects.
+    pub removed: Vec<GcRemoved>,
+    /// Their stored bytes.
+    pub bytes_freed: u64,
+    /// Op-log entries dropped.
+    pub ops_pruned: u64,
+    /// Whether nothing was removed.
+    pub dry_run: bool,
+    /// The store file's size before.
+    pub file_bytes_before: u64,
+    /// And after.
+    pub file_bytes_after: u64,
+}
+
+fn entry_kind(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::File => "file",
+        EntryKind::Executable => "executable",
+        EntryKind::Symlink => "symlink",
+        EntryKind::Tree => "tree",
+    }
+}
+
+fn object_kind(kind: ObjectKind) -> &'static str {
+    match kind {
+        ObjectKind::Blob => "blob",
+        ObjectKind::Tree => "tree",
+        ObjectKind::Snapshot => "snapshot",
+    }
+}
+
+fn show_blob(
+    reader: &Reader,
+    id: ObjectId,
+    path: &str,
+    contents: bool,
+) -> Result<ShowOutcome, Error> {
+    // Verified in full before anything is reported, as every read is.
+    let (size, contents) = if contents {
+        let bytes = reader.blob(id.as_blob())?;
+        (bytes.len() as u64, Some(bytes))
+    } else {
+        let size = reader.blob_size(id.as_blob())?;
+        reader.blob(id.as_blob())?;
+        (size, None)
+    };
+    Ok(ShowOutcome::Blob {
+        blob: id,
+        path: path.to_owned(),
+        size,
+        contents,
+    })
+}
+
+impl Engine {
+    /// `cairn show SNAP[:PATH]`: a file or a tree listing; any object id also works.
+    pub fn show(&self, call: &Call, options: ShowOptions) -> Result<ShowOutcome, Error> {
+        let object = options.object.as_str();
+        let (spec, path) = match object.split_once(':') {
+            Some((s, p)) => (s, Some(p)),
+            None => (object, None),
+        };
+        let store = self.store(Access::Read)?;
+        let reader = store.reader()?;
+        // A checkpoint name of the current worktree comes first, as everywhere.
+        let checkpoint = fs_manager::find_worktree(&reader, &call.cwd)?
+            .and_then(|r| r.checkpoint(spec).map(|c| c.snapshot));
+        let (kind, id) = match checkpoint {
+            Some(s) => (ObjectKind::Snapshot, s.into()),
+            None => reader.resolve_object(spec)?,
+        };
+        let tree = match kind {
+            ObjectKind::Snapshot => reader.snapshot(id.as_snapshot())?.tree,
+            ObjectKind::Tree => id.as_tree(),
+            ObjectKind::Blob => {
+                if path.is_some_and(|p| !p.is_empty()) {
+                    return Err(Error::usage(
+                        "invalid_path",
+                        format!("{spec} is a blob, not a tree"),
+                    ));
+                }
+                return show_blob(&reader, id, "", options.contents);
+            }
+        };
+        let path = path.unwrap_or("").trim_matches('/');
+        let mut current = tree;
+        let mut walked = String::new();
+        let components: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+        for (i, name) in components.iter().enumerate() {
+            let listing = reader.tree(current)?;
+            let Some(entry) = listing.get(name.as_bytes()) else {
+                return Err(Error::usage(
+                    "invalid_path",
+                    format!("{spec}:{path}: no such path"),
+                ));
+            };
+            if !walked.is_empty() {
+                walked.push('/');
+            }
+            walked.push_str(name);
+            match entry.tree() {
+                Some(t) => current = t,
+                None if i + 1 == components.len() => {
+                    return show_blob(&reader, entry.id, &walked, options.contents);
+                }
+                None => {
+                    return Err(Error::usage(
+                        "invalid_path",
+                        format!("{spec}:{walked}: not a directory"),
+                    ));
+                }
+            }
+        }
+        let entries = reader
+            .tree(current)?
+            .entries()
+            .iter()
+            .map(|e| ShowEntry {
+                name: TreePath(e.name.clone()),
+                kind: entry_kind(e.kind).to_owned(),
+                id: e.id,
+                size: e.size,
+            })
+            .collect();
+        Ok(ShowOutcome::Tree {
+            tree: current,
+            path: walked,
+            entries,
+        })
+    }
+
+    /// `cairn ref set NAME SNAP`.
+    pub fn ref_set(&self, call: &Call, options: RefSetOptions) -> Result<RefsOutcome, Error> {
+        cas::validate_ref_name(&options.name)?;
+        let store = self.store(Access::Create)?;
+        let id = crate::resolve_snapshot(&store.reader()?, &call.cwd, &options.snapshot)?;
+        store.set_ref(&options.name, id)?;
+        Ok(RefsOutcome {
+            refs: vec![RefEntry {
+                name: options.name,
+                snapshot: id,
+            }],
+        })
+    }
+
+    /// `cairn ref rm NAME`.
+    pub fn ref_rm(&self, _call: &Call, options: RefRmOptions) -> Result<RefsOutcome, Error> {
+        let store = self.store(Access::Write)?;
+        let id = store.remove_ref(&options.name)?;
+        Ok(RefsOutcome {
+            refs: vec![RefEntry {
+                name: options.name,
+                snapshot: id,
+            }],
+        })
+    }
+
+    /// `cairn ref list`.
+    pub fn ref_list(&self, _call: &Call, _options: RefListOptions) -> Result<RefsOutcome, Error> {
+        let store = self.store(Access::Read)?;
+        let refs = store
+            .reader()?
+            .refs()?
+            .into_iter()
+            .map(|(name, snapshot)| RefEntry { name, snapshot })
+            .collect();
+        Ok(RefsOutcome { refs })
+    }
+
+    /// `cairn fsck`: every object and reference verified.
+    pub fn fsck(&self, _call: &Call, _options: FsckOptions) -> Result<FsckOutcome, Error> {
+        let store = self.store(Access::Read)?;
+        let out = store.fsck(&cas::FsckOptions::default())?;
+        let n = out.problems.len();
+        let message = (n > 0).then(|| {
+            format!(
+                "fsck found {n} problem{} in store {}",
+                if n == 1 { "" } else { "s" },
+                store.root()
+            )
+        });
+        Ok(FsckOutcome {
+            problems: out
+                .problems
+                .into_iter()
+                .map(|p| FsckProblem {
+                    kind: p.kind.to_owned(),
+                    name: p.name,
+                    message: p.message,
+                })
+                .collect(),
+            checked: FsckChecked {
+                blobs: out.blobs,
+                trees: out.trees,
+                snapshots: out.snapshots,
+                references: out.references,
+            },
+            message,
+        })
+    }
+
+    /// `cairn gc [--dry-run] [--prune-ops DAYS]`: waits until no other call uses the store.
+    pub fn gc(&self, _call: &Call, options: GcOptions) -> Result<GcOutcome, Error> {
+        let prune_ops_before = options
+            .prune_ops
+            .map(|days| {
+                jiff::Timestamp::now()
+                    .checked_sub(jiff::SignedDuration::from_hours(24 * i64::from(days)))
+                    .map_err(|_| {
+                        Error::usage(
+                            "usage",
+                            format!("--prune-ops {days}: that many days ago is before any time cairn can represent"),
+                        )
+                    })
+            })
+            .transpose()?;
+        let mut store = self.store_exclusive()?;
+        let out = store.gc(&cas::GcOptions {
+            dry_run: options.dry_run,
+            prune_ops_before,
+        })?;
+        Ok(GcOutcome {
+            removed: out
+                .removed
+                .iter()
+                .map(|(kind, id)| GcRemoved {
+                    kind: object_kind(*kind).to_owned(),
+                    id: id.to_hex(),
+                })
+                .collect(),
+            bytes_freed: out.bytes_freed,
+            ops_pruned: out.ops_pruned,
+            dry_run: options.dry_run,
+            file_bytes_before: out.file_bytes_before,
+            file_bytes_after: out.file_bytes_after,
+        })
+    }
+}

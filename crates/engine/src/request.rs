@@ -1,0 +1,158 @@
+//! Every verb as one value: a [`Request`] built by a face (from a command line, a verb
+//! name and JSON arguments, or a wire message), handled by [`Engine::handle`], answered
+//! with an [`Outcome`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::*;
+
+macro_rules! verbs {
+    ($( $variant:ident($options:ty) -> $outcome:ty = $verb:literal via $method:ident; )*) => {
+        /// One call of any verb, with its options. Serialized as
+        /// `{"verb": NAME, "args": {...}}`; the args' names are the verb's JSON arguments.
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[serde(tag = "verb", content = "args")]
+        #[allow(missing_docs)]
+        pub enum Request {
+            $( #[serde(rename = $verb)] $variant($options), )*
+        }
+
+        /// The outcome of any verb. Serialized as `{"verb": NAME, "outcome": {...}}`;
+        /// [`Outcome::to_json`] gives the verb's own JSON object.
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[serde(tag = "verb", content = "outcome")]
+        #[allow(missing_docs)]
+        pub enum Outcome {
+            $( #[serde(rename = $verb)] $variant($outcome), )*
+        }
+
+        impl Request {
+            /// The verb's name.
+            pub fn verb(&self) -> &'static str {
+                match self {
+                    $( Request::$variant(_) => $verb, )*
+                }
+            }
+        }
+
+        impl Outcome {
+            /// The verb's name.
+            pub fn verb(&self) -> &'static str {
+                match self {
+                    $( Outcome::$variant(_) => $verb, )*
+                }
+            }
+
+            /// The verb's JSON object (SPEC.md's fields).
+            pub fn to_json(&self) -> serde_json::Value {
+                let value = match self {
+                    $( Outcome::$variant(o) => serde_json::to_value(o), )*
+                };
+                value.unwrap_or(serde_json::Value::Null)
+            }
+        }
+
+        impl Engine {
+            /// Runs `request`.
+            pub fn handle(&self, call: &Call, request: Request) -> Result<Outcome, Error> {
+                refuse_nul(call, &request)?;
+                match request {
+                    $( Request::$variant(o) => self.$method(call, o).map(Outcome::$variant), )*
+                }
+            }
+        }
+    };
+}
+
+verbs! {
+    Onboard(OnboardOptions) -> OnboardOutcome = "onboard" via onboard;
+    Import(ImportOptions) -> ImportOutcome = "import" via import;
+    Snapshot(SnapshotOptions) -> SnapshotOutcome = "snapshot" via snapshot;
+    Checkout(CheckoutOptions) -> CheckoutOutcome = "checkout" via checkout;
+    Rollback(RollbackOptions) -> RollbackOutcome = "rollback" via rollback;
+    Merge(MergeOptions) -> MergeOutcome = "merge" via merge;
+    WorktreeList(WorktreeListOptions) -> WorktreeListOutcome = "worktree_list" via worktree_list;
+    WorktreeRemove(WorktreePathOptions) -> WorktreesChanged = "worktree_remove" via worktree_remove;
+    WorktreeRebind(WorktreePathOptions) -> WorktreesChanged = "worktree_rebind" via worktree_rebind;
+    Diff(DiffOptions) -> DiffOutcome = "diff" via diff;
+    Status(StatusOptions) -> StatusOutcome = "status" via status;
+    Review(ReviewOptions) -> ReviewOutcome = "review" via review;
+    Log(LogOptions) -> LogOutcome = "log" via log;
+    Show(ShowOptions) -> ShowOutcome = "show" via show;
+    RefSet(RefSetOptions) -> RefsOutcome = "ref_set" via ref_set;
+    RefRm(RefRmOptions) -> RefsOutcome = "ref_rm" via ref_rm;
+    RefList(RefListOptions) -> RefsOutcome = "ref_list" via ref_list;
+    Fsck(FsckOptions) -> FsckOutcome = "fsck" via fsck;
+    Gc(GcOptions) -> GcOutcome = "gc" via gc;
+    Checkpoint(CheckpointOptions) -> CheckpointOutcome = "checkpoint" via checkpoint;
+    Rewind(RewindOptions) -> RollbackOutcome = "rewind" via rewind;
+    Undo(UndoOptions) -> UndoOutcome = "undo" via undo;
+    Redo(UndoOptions) -> UndoOutcome = "redo" via redo;
+    OpLog(OpLogOptions) -> OpLogOutcome = "op_log" via op_log;
+    Accept(AcceptOptions) -> AcceptOutcome = "accept" via accept;
+    Discard(DiscardOptions) -> DiscardOutcome = "discard" via discard;
+    Recover(RecoverOptions) -> RecoverOutcome = "recover" via recover;
+}
+
+/// No command line or path can hold a NUL byte: one in a request is bad input, never a
+/// path to try.
+fn refuse_nul(call: &Call, request: &Request) -> Result<(), Error> {
+    fn find(v: &serde_json::Value) -> Option<&str> {
+        match v {
+            serde_json::Value::String(s) => s.contains('\0').then_some(s.as_str()),
+            serde_json::Value::Array(items) => items.iter().find_map(find),
+            serde_json::Value::Object(map) => map.values().find_map(find),
+            _ => None,
+        }
+    }
+    let args = serde_json::to_value(request).unwrap_or(serde_json::Value::Null);
+    let bad = find(&args).or_else(|| {
+        call.cwd
+            .as_str()
+            .contains('\0')
+            .then_some(call.cwd.as_str())
+    });
+    match bad {
+        Some(bad) => Err(Error::usage(
+            "invalid_input",
+            format!(
+                "{}: contains a NUL byte, which no argument or path can",
+                diff::path_text(bad.as_bytes())
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+impl Request {
+    /// The request of verb `verb` with JSON arguments `args` (unknown arguments, missing
+    /// required ones and wrong types are refused, naming them).
+    pub fn from_verb(
+        verb: &str,
+        args: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Request, String> {
+        let tagged = serde_json::json!({ "verb": verb, "args": args });
+        serde_json::from_value(tagged).map_err(|e| e.to_string())
+    }
+}
+
+impl Outcome {
+    /// The refusal's message, if the outcome is one (exit status 1).
+    pub fn refusal(&self) -> Option<&str> {
+        match self {
+            Outcome::Merge(o) => o.message.as_deref(),
+            Outcome::Fsck(o) => o.message.as_deref(),
+            Outcome::Diff(o) if o.differ => o.message.as_deref(),
+            Outcome::Undo(o) | Outcome::Redo(o) => match o {
+                UndoOutcome::Done(d) => d.message.as_deref(),
+                UndoOutcome::Nothing(n) => Some(&n.message),
+            },
+            _ => None,
+        }
+    }
+
+    /// The exit status: 0, or 1 for a refusal.
+    pub fn exit(&self) -> u8 {
+        u8::from(self.refusal().is_some())
+    }
+}

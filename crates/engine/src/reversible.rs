@@ -1,0 +1,505 @@
+//! Reversible work: `checkpoint`, `rewind`, `undo`, `redo`, `op log`, `accept`, `discard`,
+//! `recover`.
+
+use camino::Utf8PathBuf;
+use cas::{SnapshotId, TreeId};
+use serde::{Deserialize, Serialize};
+
+use crate::path::tree_paths;
+use crate::worktrees::{RollbackOutcome, SkippedPath, skipped, tree_path_list};
+use crate::{Access, Call, Engine, Error, TreePath, registered, resolve_in};
+
+/// `checkpoint [DIR] [--name NAME]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointOptions {
+    /// The directory (default: the caller's).
+    #[serde(default)]
+    pub dir: Option<Utf8PathBuf>,
+    /// A name for it.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Snapshot message.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// Leave out files larger than this (when it onboards the directory).
+    #[serde(default)]
+    pub max_file_size: Option<u64>,
+}
+
+/// What `checkpoint` made.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckpointOutcome {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// The snapshot.
+    pub snapshot: SnapshotId,
+    /// Its tree.
+    pub tree: TreeId,
+    /// Its parent.
+    pub parent: Option<SnapshotId>,
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Files added.
+    pub added: u64,
+    /// Files modified.
+    pub modified: u64,
+    /// Files removed.
+    pub removed: u64,
+    /// Paths left out.
+    pub skipped: Vec<SkippedPath>,
+    /// Its name.
+    pub name: Option<String>,
+    /// Whether the directory was onboarded by it.
+    pub onboarded: bool,
+    /// Whether it started a task.
+    pub task_started: bool,
+}
+
+/// `rewind [DIR] [--to SNAP] [--dry-run]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewindOptions {
+    /// The worktree (default: the caller's directory).
+    #[serde(default)]
+    pub dir: Option<Utf8PathBuf>,
+    /// The checkpoint (default: the latest).
+    #[serde(default)]
+    pub to: Option<String>,
+    /// Change nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// `undo [WORKTREE]` / `redo [WORKTREE]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UndoOptions {
+    /// The worktree (default: the caller's directory).
+    #[serde(default)]
+    pub worktree: Option<Utf8PathBuf>,
+}
+
+/// A file an undo or redo would not touch, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefusedPath {
+    /// The path.
+    pub path: TreePath,
+    /// Why.
+    pub reason: String,
+}
+
+/// An undo or redo that ran (or was refused because files changed since).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UndoDone {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// Undo: the files put back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverted: Option<Vec<TreePath>>,
+    /// Redo: the files changed again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reapplied: Option<Vec<TreePath>>,
+    /// Files that changed since, so nothing was done.
+    pub refused: Vec<RefusedPath>,
+    /// The op undone or redone.
+    pub op: u64,
+    /// The worktree's head now.
+    pub snapshot: Option<SnapshotId>,
+    /// The refusal, when `refused` is not empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Nothing to undo (or redo): a refusal.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NothingToUndo {
+    /// Undo: empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverted: Option<Vec<TreePath>>,
+    /// Redo: empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reapplied: Option<Vec<TreePath>>,
+    /// Empty.
+    pub refused: Vec<RefusedPath>,
+    /// Why (printed as it is).
+    pub message: String,
+}
+
+/// What `undo` or `redo` did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UndoOutcome {
+    /// It ran, or was refused file by file.
+    Done(UndoDone),
+    /// There was nothing to do.
+    Nothing(NothingToUndo),
+}
+
+/// `op log [DIR]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpLogOptions {
+    /// The worktree (default: the caller's directory).
+    #[serde(default)]
+    pub dir: Option<Utf8PathBuf>,
+}
+
+/// One operation of a worktree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OpItem {
+    /// Its number.
+    pub seq: u64,
+    /// When.
+    pub time: jiff::Timestamp,
+    /// What (`snapshot`, `rollback`, `undo`, ...).
+    pub op: String,
+    /// The head before.
+    pub before: Option<SnapshotId>,
+    /// The head after.
+    pub after: Option<SnapshotId>,
+    /// The op it undid.
+    pub undoes: Option<u64>,
+    /// The op it redid.
+    pub redoes: Option<u64>,
+    /// Whether it is undone (on the redo stack).
+    pub undone: bool,
+    /// Whether `undo` would revert it (on the undo stack).
+    pub undoable: bool,
+}
+
+/// A worktree's operation log, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OpLogOutcome {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// Its operations.
+    pub ops: Vec<OpItem>,
+}
+
+/// `accept [DIR] [-- PATH…]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AcceptOptions {
+    /// The worktree (default: the caller's directory).
+    #[serde(default)]
+    pub dir: Option<Utf8PathBuf>,
+    /// Only these paths.
+    #[serde(default)]
+    pub paths: Vec<TreePath>,
+}
+
+/// What `accept` kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AcceptOutcome {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// The paths accepted.
+    pub accepted: Vec<TreePath>,
+    /// The task's baseline now (none: the task ended).
+    pub baseline: Option<SnapshotId>,
+    /// Whether the task ended.
+    pub task_ended: bool,
+}
+
+/// `discard [DIR] [--yes] [-- PATH…]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscardOptions {
+    /// The worktree (default: the caller's directory).
+    #[serde(default)]
+    pub dir: Option<Utf8PathBuf>,
+    /// Only these paths.
+    #[serde(default)]
+    pub paths: Vec<TreePath>,
+    /// Discarding every change is confirmed.
+    #[serde(default)]
+    pub yes: bool,
+}
+
+/// What `discard` put back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DiscardOutcome {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// The paths put back to the baseline.
+    pub discarded: Vec<TreePath>,
+    /// The baseline.
+    pub snapshot: SnapshotId,
+    /// The live state captured first.
+    pub captured: SnapshotId,
+    /// Paths left out.
+    pub skipped: Vec<SkippedPath>,
+    /// Whether the task ended.
+    pub task_ended: bool,
+}
+
+/// `recover [DIR]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoverOptions {
+    /// The worktree or repository (default: the caller's directory).
+    #[serde(default)]
+    pub dir: Option<Utf8PathBuf>,
+}
+
+/// What `recover` finished.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RecoverOutcome {
+    /// The worktree (or repository).
+    pub worktree: Utf8PathBuf,
+    /// The operation finished (none: nothing to do).
+    pub recovered: Option<String>,
+    /// Paths it wrote.
+    pub paths: u64,
+    /// For a `merge --checkout`: the commit HEAD is at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+impl Engine {
+    /// `cairn checkpoint [DIR] [--name NAME]`.
+    pub fn checkpoint(
+        &self,
+        call: &Call,
+        options: CheckpointOptions,
+    ) -> Result<CheckpointOutcome, Error> {
+        let dir = call.dir(options.dir.as_deref());
+        let store = self.store(Access::Create)?;
+        let name = options.name.as_deref();
+        let message = options.message.clone().unwrap_or_else(|| {
+            format!(
+                "checkpoint{}",
+                name.map(|n| format!(" {n}")).unwrap_or_default()
+            )
+        });
+        let checkpoint = fs_manager::CheckpointOptions {
+            name,
+            capture: fs_manager::CaptureOptions {
+                message: &message,
+                progress: call.progress,
+                ..fs_manager::CaptureOptions::default()
+            },
+            max_file_size: options.max_file_size,
+        };
+        let out = fs_manager::checkpoint(&store, &dir, &checkpoint)?;
+        let s = out.snapshot;
+        Ok(CheckpointOutcome {
+            worktree: s.root,
+            snapshot: s.snapshot,
+            tree: s.tree,
+            parent: s.parent,
+            changed: s.changed,
+            added: s.added,
+            modified: s.modified,
+            removed: s.removed,
+            skipped: skipped(&s.skipped),
+            name: out.name,
+            onboarded: out.onboarded,
+            task_started: out.task_started,
+        })
+    }
+
+    /// `cairn rewind [DIR] [--to SNAP] [--dry-run]`.
+    pub fn rewind(&self, call: &Call, options: RewindOptions) -> Result<RollbackOutcome, Error> {
+        let dir = call.dir(options.dir.as_deref());
+        let store = self.store(Access::Write)?;
+        let target = {
+            let reader = store.reader()?;
+            let record = registered(&reader, &dir)?;
+            options
+                .to
+                .as_deref()
+                .map(|spec| resolve_in(&reader, &record, spec))
+                .transpose()?
+        };
+        let rollback = fs_manager::RollbackOptions {
+            dry_run: options.dry_run,
+            progress: call.progress,
+            ..fs_manager::RollbackOptions::default()
+        };
+        let out = fs_manager::rewind(&store, &dir, target, &rollback)?;
+        Ok(RollbackOutcome::of(&out, options.dry_run))
+    }
+
+    /// `cairn undo [WORKTREE]`.
+    pub fn undo(&self, call: &Call, options: UndoOptions) -> Result<UndoOutcome, Error> {
+        self.undo_or_redo(call, options, false)
+    }
+
+    /// `cairn redo [WORKTREE]`.
+    pub fn redo(&self, call: &Call, options: UndoOptions) -> Result<UndoOutcome, Error> {
+        self.undo_or_redo(call, options, true)
+    }
+
+    fn undo_or_redo(
+        &self,
+        call: &Call,
+        options: UndoOptions,
+        redo: bool,
+    ) -> Result<UndoOutcome, Error> {
+        let dir = call.dir(options.worktree.as_deref());
+        let store = self.store(Access::Write)?;
+        let result = if redo {
+            fs_manager::redo(&store, &dir)
+        } else {
+            fs_manager::undo(&store, &dir)
+        };
+        let split = |paths: Vec<TreePath>| {
+            if redo {
+                (None, Some(paths))
+            } else {
+                (Some(paths), None)
+            }
+        };
+        let out = match result {
+            Ok(out) => out,
+            Err(
+                e @ (fs_manager::UndoError::NothingToUndo { .. }
+                | fs_manager::UndoError::NothingToRedo { .. }),
+            ) => {
+                let (reverted, reapplied) = split(Vec::new());
+                return Ok(UndoOutcome::Nothing(NothingToUndo {
+                    reverted,
+                    reapplied,
+                    refused: Vec::new(),
+                    message: e.to_string(),
+                }));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let verb = if redo { "redo" } else { "undo" };
+        let message = (!out.refused.is_empty()).then(|| {
+            let n = out.refused.len();
+            format!(
+                "{verb} of op {} refused: {n} file{} changed since; nothing was changed in {}",
+                out.change,
+                if n == 1 { "" } else { "s" },
+                out.root
+            )
+        });
+        let (reverted, reapplied) = split(tree_path_list(&out.paths));
+        Ok(UndoOutcome::Done(UndoDone {
+            worktree: out.root,
+            reverted,
+            reapplied,
+            refused: out
+                .refused
+                .iter()
+                .map(|r| RefusedPath {
+                    path: TreePath(r.path.clone()),
+                    reason: r.reason.clone(),
+                })
+                .collect(),
+            op: out.change,
+            snapshot: out.snapshot,
+            message,
+        }))
+    }
+
+    /// `cairn op log [DIR]`.
+    pub fn op_log(&self, call: &Call, options: OpLogOptions) -> Result<OpLogOutcome, Error> {
+        let dir = call.dir(options.dir.as_deref());
+        let store = self.store(Access::Read)?;
+        let reader = store.reader()?;
+        let record = registered(&reader, &dir)?;
+        let ops = reader.ops(&record.root)?;
+        let stacks = fs_manager::undo_stacks(&ops);
+        let ops = ops
+            .iter()
+            .rev()
+            .map(|op| OpItem {
+                seq: op.seq,
+                time: op.time,
+                op: op.op.clone(),
+                before: op.before,
+                after: op.after,
+                undoes: op.undoes,
+                redoes: op.redoes,
+                undone: stacks.redo.contains(&op.seq),
+                undoable: stacks.undo.contains(&op.seq),
+            })
+            .collect();
+        Ok(OpLogOutcome {
+            worktree: record.root,
+            ops,
+        })
+    }
+
+    /// `cairn accept [DIR] [-- PATH…]`.
+    pub fn accept(&self, call: &Call, options: AcceptOptions) -> Result<AcceptOutcome, Error> {
+        let dir = call.dir(options.dir.as_deref());
+        let store = self.store(Access::Write)?;
+        let record = registered(&store.reader()?, &dir)?;
+        let paths = tree_paths(Some(&record.root), &options.paths)?;
+        let out = fs_manager::accept(
+            &store,
+            &record.root,
+            &paths,
+            &fs_manager::CaptureOptions::default(),
+        )?;
+        Ok(AcceptOutcome {
+            worktree: out.root,
+            accepted: tree_path_list(&out.accepted),
+            baseline: out.baseline,
+            task_ended: out.baseline.is_none(),
+        })
+    }
+
+    /// `cairn discard [DIR] [-- PATH…]`: discarding everything needs `yes`, else the call
+    /// fails with [`Error::ConfirmationNeeded`] before changing anything.
+    pub fn discard(&self, call: &Call, options: DiscardOptions) -> Result<DiscardOutcome, Error> {
+        let dir = call.dir(options.dir.as_deref());
+        let store = self.store(Access::Write)?;
+        let record = registered(&store.reader()?, &dir)?;
+        let paths = tree_paths(Some(&record.root), &options.paths)?;
+        if paths.is_empty() && !options.yes {
+            return Err(Error::ConfirmationNeeded { root: record.root });
+        }
+        let rollback = fs_manager::RollbackOptions {
+            paths: &paths,
+            progress: call.progress,
+            ..fs_manager::RollbackOptions::default()
+        };
+        let out = fs_manager::discard(&store, &record.root, &rollback)?;
+        Ok(DiscardOutcome {
+            worktree: out.restored.root,
+            discarded: tree_path_list(&out.discarded),
+            snapshot: out.restored.snapshot,
+            captured: out.restored.captured,
+            skipped: skipped(&out.restored.skipped),
+            task_ended: paths.is_empty(),
+        })
+    }
+
+    /// `cairn recover [DIR]`.
+    pub fn recover(&self, call: &Call, options: RecoverOptions) -> Result<RecoverOutcome, Error> {
+        let dir = call.dir(options.dir.as_deref());
+        let store = self.store(Access::Write)?;
+        // A repository left half way by `merge --checkout` (registered as a worktree or not).
+        if let Some(done) = merge_back::recover_checkout(&store, &dir)? {
+            let onboarded = fs_manager::find_worktree(&store.reader()?, &done.workdir)?
+                .is_some_and(|r| r.root == done.workdir);
+            if onboarded {
+                let capture = fs_manager::CaptureOptions {
+                    message: "merge, finished by recover",
+                    ..fs_manager::CaptureOptions::default()
+                };
+                fs_manager::record_change(&store, &done.workdir, "merge", &capture)?;
+            }
+            return Ok(RecoverOutcome {
+                worktree: done.workdir,
+                recovered: Some("merge --checkout".to_owned()),
+                paths: done.paths,
+                commit: Some(done.commit),
+            });
+        }
+        let out = fs_manager::recover(&store, &dir)?;
+        Ok(RecoverOutcome {
+            worktree: out.root,
+            recovered: out.op,
+            paths: out.paths,
+            commit: None,
+        })
+    }
+}

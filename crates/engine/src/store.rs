@@ -1,0 +1,194 @@
+//! Finding the store, and holding it: opened once for many calls (a server, a library
+//! user), or opened by each call in the mode it needs (one command of a CLI process).
+
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{OpenOptions, Store};
+
+use crate::Error;
+use crate::path::absolute;
+
+/// The store a caller in `cwd` means: `named` (`--store` / `$CAIRN_STORE`), else the
+/// nearest `.cairn/` in `cwd` or its ancestors, else `$XDG_DATA_HOME/cairn`
+/// (`~/.local/share/cairn`).
+pub fn discover_store(named: Option<&Utf8Path>, cwd: &Utf8Path) -> Result<Utf8PathBuf, Error> {
+    if let Some(p) = named {
+        return Ok(absolute(cwd, p));
+    }
+    for dir in cwd.ancestors() {
+        let candidate = dir.join(".cairn");
+        if candidate.is_dir() {
+            return Ok(candidate);
+        }
+    }
+    let data = match std::env::var("XDG_DATA_HOME") {
+        Ok(d) if !d.is_empty() => Utf8PathBuf::from(d),
+        _ => {
+            let home = std::env::var("HOME").map_err(|_| {
+                Error::usage(
+                    "no_store",
+                    "no store found: pass --store, or set CAIRN_STORE or HOME",
+                )
+            })?;
+            Utf8PathBuf::from(home).join(".local/share")
+        }
+    };
+    Ok(data.join("cairn"))
+}
+
+/// How a call needs the store.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Access {
+    /// Only reads: a missing store is an error, other readers may hold it meanwhile.
+    Read,
+    /// Writes to an existing store.
+    Write,
+    /// Writes, creating the store if missing.
+    Create,
+}
+
+pub(crate) enum Holding {
+    /// Opened once; gc takes it exclusively.
+    Open(RwLock<Store>),
+    /// Opened by each call, with these options.
+    PerCall(OpenOptions),
+}
+
+/// An open store for one call.
+pub(crate) enum StoreRef<'a> {
+    Owned(Store),
+    Shared(RwLockReadGuard<'a, Store>),
+}
+
+impl std::ops::Deref for StoreRef<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        match self {
+            StoreRef::Owned(s) => s,
+            StoreRef::Shared(g) => g,
+        }
+    }
+}
+
+/// An open store no other call uses meanwhile (`gc`).
+pub(crate) enum StoreMut<'a> {
+    Owned(Store),
+    Exclusive(RwLockWriteGuard<'a, Store>),
+}
+
+impl std::ops::Deref for StoreMut<'_> {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        match self {
+            StoreMut::Owned(s) => s,
+            StoreMut::Exclusive(g) => g,
+        }
+    }
+}
+
+impl std::ops::DerefMut for StoreMut<'_> {
+    fn deref_mut(&mut self) -> &mut Store {
+        match self {
+            StoreMut::Owned(s) => s,
+            StoreMut::Exclusive(g) => g,
+        }
+    }
+}
+
+impl Holding {
+    pub(crate) fn get(&self, path: &Utf8Path, access: Access) -> Result<StoreRef<'_>, Error> {
+        match self {
+            Holding::Open(store) => {
+                reopen_if_write_failed(store, path);
+                // A call that panicked holding it changed nothing half way (every write is a
+                // transaction), so the store is still good.
+                Ok(StoreRef::Shared(
+                    store.read().unwrap_or_else(PoisonError::into_inner),
+                ))
+            }
+            Holding::PerCall(options) => {
+                let options = OpenOptions {
+                    create: access == Access::Create,
+                    read_only: access == Access::Read,
+                    ..options.clone()
+                };
+                Ok(StoreRef::Owned(Store::open(path, &options)?))
+            }
+        }
+    }
+
+    pub(crate) fn exclusive(&self, path: &Utf8Path) -> Result<StoreMut<'_>, Error> {
+        match self {
+            Holding::Open(store) => {
+                reopen_if_write_failed(store, path);
+                Ok(StoreMut::Exclusive(
+                    store.write().unwrap_or_else(PoisonError::into_inner),
+                ))
+            }
+            Holding::PerCall(options) => {
+                let options = OpenOptions {
+                    create: false,
+                    read_only: false,
+                    ..options.clone()
+                };
+                Ok(StoreMut::Owned(Store::open(path, &options)?))
+            }
+        }
+    }
+}
+
+/// After a write ran out of space, the database of a store held open refuses every call:
+/// open it again (giving that space back) before the next call uses it.
+fn reopen_if_write_failed(store: &RwLock<Store>, path: &Utf8Path) {
+    let failed = store
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .write_failed_for_space();
+    if !failed {
+        return;
+    }
+    let mut store = store.write().unwrap_or_else(PoisonError::into_inner);
+    // Another call may have done it while this one waited.
+    if store.write_failed_for_space()
+        && let Err(e) = store.reopen_after_failed_write()
+    {
+        tracing::warn!("reopening store {path} after a failed write: {e}");
+    }
+}
+
+/// Thread pools for calls that must not queue behind each other's parallel work (a
+/// checkout's hydration would otherwise hold up a snapshot of another worktree on one
+/// shared pool). A call takes a free pool, or builds one when all are busy; pools are kept
+/// for later calls, up to [`Pools::KEEP`].
+#[derive(Default)]
+pub(crate) struct Pools {
+    free: Mutex<Vec<rayon::ThreadPool>>,
+}
+
+impl Pools {
+    /// Idle pools kept; more concurrent calls build pools that end with them.
+    const KEEP: usize = 8;
+
+    pub(crate) fn install<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
+        let taken = self
+            .free
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        let pool = match taken {
+            Some(pool) => pool,
+            None => match rayon::ThreadPoolBuilder::new().build() {
+                Ok(pool) => pool,
+                // No threads to spare: share the global pool.
+                Err(_) => return f(),
+            },
+        };
+        let out = pool.install(f);
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        if free.len() < Self::KEEP {
+            free.push(pool);
+        }
+        out
+    }
+}

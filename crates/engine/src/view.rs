@@ -1,0 +1,671 @@
+//! `diff`, `status`, `review` and `log`: comparisons of snapshots and live worktrees.
+
+use std::collections::HashMap;
+use std::os::unix::ffi::OsStrExt;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{EntryKind, ObjectId, Reader, SnapshotId, Store, Tree, TreeId};
+use diff::text::LineDiff;
+use diff::{FileDiff, FileEntry, Status};
+use serde::{Deserialize, Serialize};
+
+use crate::path::{absolute, tree_paths};
+use crate::worktrees::{SkippedPath, skipped};
+use crate::{Access, Call, Engine, Error, TreePath, registered};
+
+/// One side of a comparison: a stored snapshot, or a worktree's live files.
+struct Side {
+    tree: TreeId,
+    /// Trees of a live state that the store does not hold.
+    memory: HashMap<TreeId, Tree>,
+    /// For a live side, where its files are.
+    root: Option<Utf8PathBuf>,
+}
+
+/// How much of each changed file a comparison reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Detail {
+    /// Paths and entries only.
+    Names,
+    /// Line counts too.
+    #[default]
+    Counts,
+    /// Counts, and both sides' bytes (for a patch).
+    Contents,
+}
+
+/// One side of a changed file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntrySide {
+    /// Its blob.
+    pub blob: ObjectId,
+    /// Its git mode (`100644`, `100755`, `120000`).
+    pub mode: String,
+    /// `file`, `symlink` or `directory`.
+    pub kind: String,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
+/// A changed file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// Its path (the new one for a rename).
+    pub path: TreePath,
+    /// `A`, `D`, `M`, `T` or `R100`.
+    pub status: String,
+    /// Before.
+    pub old: Option<EntrySide>,
+    /// After.
+    pub new: Option<EntrySide>,
+    /// Before's blob.
+    pub old_blob: Option<ObjectId>,
+    /// After's blob.
+    pub new_blob: Option<ObjectId>,
+    /// Before's mode.
+    pub old_mode: Option<String>,
+    /// After's mode.
+    pub new_mode: Option<String>,
+    /// After's (else before's) kind.
+    pub kind: Option<String>,
+    /// After's (else before's) size.
+    pub size: Option<u64>,
+    /// Whether either side is binary.
+    pub binary: bool,
+    /// Lines added.
+    pub insertions: u64,
+    /// Lines removed.
+    pub deletions: u64,
+    /// A rename's old path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<TreePath>,
+    /// A rename's new path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<TreePath>,
+    /// Before's bytes, with [`Detail::Contents`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::base64_bytes"
+    )]
+    pub old_content: Option<Vec<u8>>,
+    /// After's bytes, with [`Detail::Contents`].
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::base64_bytes"
+    )]
+    pub new_content: Option<Vec<u8>>,
+}
+
+impl FileChange {
+    /// The path before (none for an added file).
+    pub fn old_path(&self) -> Option<&[u8]> {
+        match (&self.from, &self.old) {
+            (Some(from), _) => Some(from.as_bytes()),
+            (None, Some(_)) => Some(self.path.as_bytes()),
+            (None, None) => None,
+        }
+    }
+
+    /// The path after (none for a removed file).
+    pub fn new_path(&self) -> Option<&[u8]> {
+        match (&self.to, &self.new) {
+            (Some(to), _) => Some(to.as_bytes()),
+            (None, Some(_)) => Some(self.path.as_bytes()),
+            (None, None) => None,
+        }
+    }
+}
+
+/// Totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Stats {
+    /// Files changed.
+    pub files: u64,
+    /// Lines added.
+    pub insertions: u64,
+    /// Lines removed.
+    pub deletions: u64,
+}
+
+/// SPEC.md's diff object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffOutcome {
+    /// Files added.
+    pub added: Vec<FileChange>,
+    /// Files removed.
+    pub removed: Vec<FileChange>,
+    /// Files modified (or changed type).
+    pub modified: Vec<FileChange>,
+    /// Files renamed.
+    pub renamed: Vec<FileChange>,
+    /// Totals.
+    pub stats: Stats,
+    /// A note (paths asked for that nothing changed under), or with `exit_code` the
+    /// refusal: how many files differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Whether it is a refusal (`exit_code` and something differs).
+    #[serde(default, skip_serializing)]
+    pub differ: bool,
+}
+
+impl DiffOutcome {
+    /// Every change, in path order (as git prints them).
+    pub fn changes(&self) -> Vec<&FileChange> {
+        let mut all: Vec<&FileChange> = self
+            .added
+            .iter()
+            .chain(&self.removed)
+            .chain(&self.modified)
+            .chain(&self.renamed)
+            .collect();
+        all.sort_by(|a, b| a.path.cmp(&b.path));
+        all
+    }
+
+    /// Whether nothing differs.
+    pub fn is_empty(&self) -> bool {
+        self.stats.files == 0
+    }
+}
+
+/// `diff A B`: two snapshots or worktrees (a directory means its live files).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiffOptions {
+    /// A snapshot or a directory.
+    pub a: String,
+    /// A snapshot or a directory.
+    pub b: String,
+    /// Only these paths.
+    #[serde(default)]
+    pub paths: Vec<TreePath>,
+    /// How much to read.
+    #[serde(default)]
+    pub detail: Detail,
+    /// Refuse (exit 1) if anything differs.
+    #[serde(default)]
+    pub exit_code: bool,
+}
+
+impl DiffOptions {
+    /// Compare `a` and `b`.
+    pub fn new(a: impl Into<String>, b: impl Into<String>) -> DiffOptions {
+        DiffOptions {
+            a: a.into(),
+            b: b.into(),
+            ..DiffOptions::default()
+        }
+    }
+}
+
+/// `status [WORKTREE]`: changes since the head snapshot.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusOptions {
+    /// The worktree (default: the caller's directory).
+    #[serde(default)]
+    pub worktree: Option<Utf8PathBuf>,
+}
+
+/// What `status` found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StatusOutcome {
+    /// The changes.
+    #[serde(flatten)]
+    pub changes: DiffOutcome,
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// Its head.
+    pub head: Option<SnapshotId>,
+    /// Paths left out.
+    pub skipped: Vec<SkippedPath>,
+}
+
+/// `review [DIR]`: the task's changes against its baseline.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewOptions {
+    /// The worktree (default: the caller's directory).
+    #[serde(default)]
+    pub dir: Option<Utf8PathBuf>,
+    /// How much to read.
+    #[serde(default)]
+    pub detail: Detail,
+}
+
+/// What `review` found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReviewOutcome {
+    /// The changes.
+    #[serde(flatten)]
+    pub changes: DiffOutcome,
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// The task's baseline.
+    pub baseline: SnapshotId,
+}
+
+/// `log [TARGET] [-n N] [--stat]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogOptions {
+    /// A snapshot or a worktree directory (default: the worktree holding the caller's
+    /// directory).
+    #[serde(default)]
+    pub target: Option<String>,
+    /// At most this many.
+    #[serde(default)]
+    pub max_count: Option<usize>,
+    /// Each snapshot's changes against its first parent.
+    #[serde(default)]
+    pub stat: bool,
+}
+
+/// Where a snapshot was captured from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceOut {
+    /// The directory.
+    pub path: Utf8PathBuf,
+    /// Its git state.
+    pub git: Option<SourceGit>,
+}
+
+/// The git state of a snapshot's source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceGit {
+    /// The commit.
+    pub commit: String,
+    /// Whether the files differed from it.
+    pub dirty: bool,
+}
+
+/// One snapshot of a history.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LogEntry {
+    /// Its id.
+    pub id: SnapshotId,
+    /// Its tree.
+    pub tree: TreeId,
+    /// Its parents.
+    pub parents: Vec<SnapshotId>,
+    /// Its message.
+    pub message: String,
+    /// `key=value` labels.
+    pub labels: Vec<String>,
+    /// When it was made.
+    pub created: String,
+    /// Where it came from.
+    pub source: Option<SourceOut>,
+    /// With `stat`: its changes against its first parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<DiffOutcome>,
+}
+
+/// A history, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LogOutcome {
+    /// The snapshots.
+    pub snapshots: Vec<LogEntry>,
+}
+
+fn mode(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::File => "100644",
+        EntryKind::Executable => "100755",
+        EntryKind::Symlink => "120000",
+        EntryKind::Tree => "040000",
+    }
+}
+
+fn kind_name(kind: EntryKind) -> &'static str {
+    match kind {
+        EntryKind::File | EntryKind::Executable => "file",
+        EntryKind::Symlink => "symlink",
+        EntryKind::Tree => "directory",
+    }
+}
+
+/// A file's bytes: from the store when it has them (verified), else from the live worktree.
+fn content(reader: &Reader, side: &Side, path: &[u8], entry: &FileEntry) -> Result<Vec<u8>, Error> {
+    if reader.has_blob(entry.id.as_blob())? {
+        return Ok(reader.blob(entry.id.as_blob())?);
+    }
+    let Some(root) = &side.root else {
+        return Err(Error::failure(
+            "corrupt",
+            format!("blob {} is missing from the store", entry.id),
+        ));
+    };
+    let full = root.as_std_path().join(std::ffi::OsStr::from_bytes(path));
+    let io = |e: std::io::Error| Error::failure("io", format!("{}: {e}", full.display()));
+    if entry.kind == EntryKind::Symlink {
+        Ok(std::fs::read_link(&full)
+            .map_err(io)?
+            .as_os_str()
+            .as_bytes()
+            .to_vec())
+    } else {
+        std::fs::read(&full).map_err(io)
+    }
+}
+
+fn entry_side(e: &FileEntry) -> EntrySide {
+    EntrySide {
+        blob: e.id,
+        mode: mode(e.kind).to_owned(),
+        kind: kind_name(e.kind).to_owned(),
+        size: e.size,
+    }
+}
+
+fn file_change(
+    d: FileDiff,
+    counts: (u64, u64),
+    binary: bool,
+    bytes: Option<(Vec<u8>, Vec<u8>)>,
+) -> FileChange {
+    let renamed = d.status == Status::Renamed;
+    let (old_content, new_content) = match bytes {
+        Some((o, n)) => (Some(o), Some(n)),
+        None => (None, None),
+    };
+    FileChange {
+        path: TreePath(d.path().to_vec()),
+        status: d.status.letter().to_owned(),
+        old: d.old.as_ref().map(entry_side),
+        new: d.new.as_ref().map(entry_side),
+        old_blob: d.old.map(|e| e.id),
+        new_blob: d.new.map(|e| e.id),
+        old_mode: d.old.map(|e| mode(e.kind).to_owned()),
+        new_mode: d.new.map(|e| mode(e.kind).to_owned()),
+        kind: d.new.or(d.old).map(|e| kind_name(e.kind).to_owned()),
+        size: d.new.or(d.old).map(|e| e.size),
+        binary,
+        insertions: counts.0,
+        deletions: counts.1,
+        from: renamed.then(|| TreePath(d.old_path.clone().unwrap_or_default())),
+        to: renamed.then(|| TreePath(d.new_path.clone().unwrap_or_default())),
+        old_content,
+        new_content,
+    }
+}
+
+/// Everything that differs between two sides, filtered by `paths` (tree paths; a
+/// directory names everything below it), read as deep as `detail` says.
+fn compare(
+    reader: &Reader,
+    a: &Side,
+    b: &Side,
+    paths: &[Vec<u8>],
+    detail: Detail,
+) -> Result<DiffOutcome, Error> {
+    let mut memory = a.memory.clone();
+    memory.extend(b.memory.iter().map(|(k, v)| (*k, v.clone())));
+    let trees = diff::Overlay {
+        memory: &memory,
+        store: reader,
+    };
+    let changes = diff::tree_changes(&trees, Some(a.tree), Some(b.tree))?;
+    let under = |p: &[u8]| paths.is_empty() || paths.iter().any(|f| diff::path_is_under(p, f));
+    let mut out = DiffOutcome::default();
+    for d in diff::classify(changes) {
+        let hit =
+            d.old_path.as_deref().is_some_and(under) || d.new_path.as_deref().is_some_and(under);
+        if !hit {
+            continue;
+        }
+        let change = if detail == Detail::Names {
+            file_change(d, (0, 0), false, None)
+        } else {
+            let old_bytes = match (&d.old, &d.old_path) {
+                (Some(e), Some(p)) => content(reader, a, p, e)?,
+                _ => Vec::new(),
+            };
+            let new_bytes = match (&d.new, &d.new_path) {
+                (Some(e), Some(p)) => content(reader, b, p, e)?,
+                _ => Vec::new(),
+            };
+            let binary = diff::text::is_binary(&old_bytes) || diff::text::is_binary(&new_bytes);
+            let counts = if binary || d.status == Status::Renamed {
+                (0, 0)
+            } else {
+                let ld = LineDiff::new(&old_bytes, &new_bytes);
+                (ld.insertions(), ld.deletions())
+            };
+            let bytes = (detail == Detail::Contents).then_some((old_bytes, new_bytes));
+            file_change(d, counts, binary, bytes)
+        };
+        out.stats.files += 1;
+        out.stats.insertions += change.insertions;
+        out.stats.deletions += change.deletions;
+        let group = match change.status.as_str() {
+            "A" => &mut out.added,
+            "D" => &mut out.removed,
+            "R100" => &mut out.renamed,
+            _ => &mut out.modified,
+        };
+        group.push(change);
+    }
+    Ok(out)
+}
+
+/// Resolves `spec`: an existing directory is a worktree's live files; anything else a
+/// snapshot (ref name or id prefix).
+fn side(store: &Store, reader: &Reader, cwd: &Utf8Path, spec: &str) -> Result<Side, Error> {
+    let path = absolute(cwd, Utf8Path::new(spec));
+    if path.is_dir() {
+        let live = fs_manager::live_state(store, &path, &fs_manager::CaptureOptions::default())?;
+        return Ok(Side {
+            tree: live.tree,
+            memory: live.trees,
+            root: Some(live.root),
+        });
+    }
+    let id = crate::resolve_snapshot(reader, cwd, spec)?;
+    Ok(Side {
+        tree: reader.snapshot(id)?.tree,
+        memory: HashMap::new(),
+        root: None,
+    })
+}
+
+/// The paths asked for that nothing changed under.
+fn unmatched(paths: &[Vec<u8>], changes: &DiffOutcome) -> Vec<String> {
+    let all = changes.changes();
+    paths
+        .iter()
+        .filter(|f| {
+            !all.iter().any(|c| {
+                [c.old_path(), c.new_path()]
+                    .into_iter()
+                    .flatten()
+                    .any(|p| diff::path_is_under(p, f))
+            })
+        })
+        .map(|f| diff::quote_path(f))
+        .collect()
+}
+
+impl Engine {
+    /// `cairn diff A B [-- PATH…]`.
+    pub fn diff(&self, call: &Call, options: DiffOptions) -> Result<DiffOutcome, Error> {
+        let store = self.store(Access::Read)?;
+        let reader = store.reader()?;
+        let a = side(&store, &reader, &call.cwd, &options.a)?;
+        let b = side(&store, &reader, &call.cwd, &options.b)?;
+        let root = a.root.as_deref().or(b.root.as_deref());
+        let paths = tree_paths(root, &options.paths)?;
+        let mut out = compare(&reader, &a, &b, &paths, options.detail)?;
+        let missing = unmatched(&paths, &out);
+        if !missing.is_empty() {
+            out.message = Some(format!("no changes under {}", missing.join(", ")));
+        }
+        if options.exit_code && !out.is_empty() {
+            let n = out.stats.files;
+            out.message = Some(format!("{n} file{} differ", if n == 1 { "" } else { "s" }));
+            out.differ = true;
+        }
+        Ok(out)
+    }
+
+    /// `cairn status [WORKTREE]`.
+    pub fn status(&self, call: &Call, options: StatusOptions) -> Result<StatusOutcome, Error> {
+        let store = self.store(Access::Read)?;
+        let path = call.dir(options.worktree.as_deref());
+        let live = fs_manager::live_state(&store, &path, &fs_manager::CaptureOptions::default())?;
+        let reader = store.reader()?;
+        let empty = Tree::default();
+        let base = match live.head {
+            Some(h) => Side {
+                tree: reader.snapshot(h)?.tree,
+                memory: HashMap::new(),
+                root: None,
+            },
+            None => Side {
+                tree: empty.id(),
+                memory: [(empty.id(), empty.clone())].into(),
+                root: None,
+            },
+        };
+        let now = Side {
+            tree: live.tree,
+            memory: live.trees,
+            root: Some(live.root.clone()),
+        };
+        let changes = compare(&reader, &base, &now, &[], Detail::Counts)?;
+        Ok(StatusOutcome {
+            changes,
+            worktree: live.root,
+            head: live.head,
+            skipped: skipped(&live.skipped),
+        })
+    }
+
+    /// `cairn review [DIR]`.
+    pub fn review(&self, call: &Call, options: ReviewOptions) -> Result<ReviewOutcome, Error> {
+        let dir = call.dir(options.dir.as_deref());
+        let store = self.store(Access::Read)?;
+        let record = registered(&store.reader()?, &dir)?;
+        let task = record.task.clone().ok_or_else(|| {
+            Error::from(fs_manager::TaskError::NoTask {
+                root: record.root.clone(),
+            })
+        })?;
+        let live =
+            fs_manager::live_state(&store, &record.root, &fs_manager::CaptureOptions::default())?;
+        let reader = store.reader()?;
+        let base = Side {
+            tree: reader.snapshot(task.baseline)?.tree,
+            memory: HashMap::new(),
+            root: None,
+        };
+        let now = Side {
+            tree: live.tree,
+            memory: live.trees,
+            root: Some(live.root.clone()),
+        };
+        let changes = compare(&reader, &base, &now, &[], options.detail)?;
+        Ok(ReviewOutcome {
+            changes,
+            worktree: record.root,
+            baseline: task.baseline,
+        })
+    }
+
+    /// `cairn log [TARGET] [-n N] [--stat]`.
+    pub fn log(&self, call: &Call, options: LogOptions) -> Result<LogOutcome, Error> {
+        let store = self.store(Access::Read)?;
+        let reader = store.reader()?;
+        let start = match &options.target {
+            Some(t) if absolute(&call.cwd, Utf8Path::new(t)).is_dir() => {
+                worktree_head(&reader, &absolute(&call.cwd, Utf8Path::new(t)), true)?
+            }
+            Some(t) => Some(crate::resolve_snapshot(&reader, &call.cwd, t)?),
+            None => worktree_head(&reader, &call.cwd, false)?,
+        };
+        let history = match start {
+            Some(id) => reader.log(id, options.max_count)?,
+            None => Vec::new(),
+        };
+        let mut snapshots = Vec::new();
+        for (id, snap) in history {
+            let stat = if options.stat {
+                // Against the first parent; a root snapshot against the empty tree.
+                let empty = cas::Tree::default();
+                let parent_tree = match snap.parents.first() {
+                    Some(p) => reader.snapshot(*p)?.tree,
+                    None => empty.id(),
+                };
+                let side = |tree| Side {
+                    tree,
+                    memory: [(empty.id(), empty.clone())].into(),
+                    root: None,
+                };
+                Some(compare(
+                    &reader,
+                    &side(parent_tree),
+                    &side(snap.tree),
+                    &[],
+                    Detail::Counts,
+                )?)
+            } else {
+                None
+            };
+            snapshots.push(LogEntry {
+                id,
+                tree: snap.tree,
+                parents: snap.parents,
+                labels: snap
+                    .labels
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect(),
+                created: snap.created.to_string(),
+                source: snap.source.map(|s| SourceOut {
+                    path: s.path,
+                    git: s.git.map(|g| SourceGit {
+                        commit: g.commit,
+                        dirty: g.dirty,
+                    }),
+                }),
+                message: snap.message,
+                stat,
+            });
+        }
+        Ok(LogOutcome { snapshots })
+    }
+}
+
+/// The head of the worktree at `dir` (exactly, or the registered worktree containing it).
+fn worktree_head(
+    reader: &Reader,
+    dir: &Utf8Path,
+    exact: bool,
+) -> Result<Option<SnapshotId>, Error> {
+    let worktrees = reader.worktrees()?;
+    let found = worktrees
+        .iter()
+        .filter(|w| {
+            if exact {
+                w.root == dir
+            } else {
+                dir.starts_with(&w.root)
+            }
+        })
+        .max_by_key(|w| w.root.as_str().len());
+    match found {
+        Some(w) => Ok(w.head),
+        None if exact => Err(Error::usage(
+            "not_a_worktree",
+            format!("{dir} is not a registered worktree"),
+        )),
+        None => Err(Error::usage(
+            "not_a_worktree",
+            format!("{dir} is not inside a registered worktree; name a snapshot or a worktree"),
+        )),
+    }
+}

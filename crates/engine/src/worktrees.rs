@@ -1,0 +1,514 @@
+//! `onboard`, `snapshot`, `checkout`, `rollback`, `worktree list|remove|rebind`.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{SnapshotId, TreeId};
+use serde::{Deserialize, Serialize};
+
+use crate::path::tree_paths;
+use crate::{Access, Call, Engine, Error, TreePath, labels, registered, resolve_in};
+
+/// A path left out of a capture, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkippedPath {
+    /// From the worktree root.
+    pub path: TreePath,
+    /// Why.
+    pub reason: String,
+}
+
+pub(crate) fn skipped(list: &[fs_manager::Skipped]) -> Vec<SkippedPath> {
+    list.iter()
+        .map(|s| SkippedPath {
+            path: TreePath(s.path.clone()),
+            reason: s.reason.clone(),
+        })
+        .collect()
+}
+
+pub(crate) fn tree_path_list(list: &[Vec<u8>]) -> Vec<TreePath> {
+    list.iter().cloned().map(TreePath).collect()
+}
+
+/// The git state of a captured directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitState {
+    /// The commit checked out.
+    pub git_commit: String,
+    /// Whether the files differed from it.
+    pub dirty: bool,
+}
+
+/// `onboard`: snapshot a directory and register it as an in-place worktree.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OnboardOptions {
+    /// The directory.
+    pub src: Utf8PathBuf,
+    /// Snapshot message (default `onboard`).
+    #[serde(default)]
+    pub message: Option<String>,
+    /// `key=value` labels.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Keep deny-pattern paths in scope.
+    #[serde(default)]
+    pub include_denied: bool,
+    /// Leave out files larger than this.
+    #[serde(default)]
+    pub max_file_size: Option<u64>,
+}
+
+impl OnboardOptions {
+    /// Onboard `src` with the defaults.
+    pub fn new(src: impl Into<Utf8PathBuf>) -> OnboardOptions {
+        OnboardOptions {
+            src: src.into(),
+            ..OnboardOptions::default()
+        }
+    }
+}
+
+/// What `onboard` did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct OnboardOutcome {
+    /// The worktree's root.
+    pub worktree: Utf8PathBuf,
+    /// The snapshot.
+    pub snapshot: SnapshotId,
+    /// Its tree.
+    pub tree: TreeId,
+    /// Whether it differs from the worktree's previous head.
+    pub changed: bool,
+    /// Files captured.
+    pub files: u64,
+    /// Bytes captured.
+    pub bytes: u64,
+    /// Paths left out.
+    pub skipped: Vec<SkippedPath>,
+    /// The git state of the directory, if it is a git repository.
+    pub source: Option<GitState>,
+}
+
+/// `onboard --git REV`: the tree of a commit as a snapshot (no worktree).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportOptions {
+    /// The git repository.
+    pub src: Utf8PathBuf,
+    /// The revision.
+    pub rev: String,
+    /// Snapshot message (default `import of REV`).
+    #[serde(default)]
+    pub message: Option<String>,
+    /// `key=value` labels.
+    #[serde(default)]
+    pub labels: Vec<String>,
+    /// Keep deny-pattern paths.
+    #[serde(default)]
+    pub include_denied: bool,
+}
+
+/// What an import did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ImportOutcome {
+    /// The snapshot.
+    pub snapshot: SnapshotId,
+    /// Its tree.
+    pub tree: TreeId,
+    /// Files.
+    pub files: u64,
+    /// Bytes.
+    pub bytes: u64,
+    /// Paths left out.
+    pub skipped: Vec<SkippedPath>,
+    /// The commit imported.
+    pub source: GitState,
+    /// The repository, as found.
+    pub repository: Utf8PathBuf,
+}
+
+/// `snapshot`: a new snapshot of a worktree, parent = its head.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotOptions {
+    /// The worktree (or a directory inside it).
+    pub worktree: Utf8PathBuf,
+    /// Snapshot message.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// `key=value` labels.
+    #[serde(default)]
+    pub labels: Vec<String>,
+}
+
+impl SnapshotOptions {
+    /// Snapshot `worktree`.
+    pub fn new(worktree: impl Into<Utf8PathBuf>) -> SnapshotOptions {
+        SnapshotOptions {
+            worktree: worktree.into(),
+            ..SnapshotOptions::default()
+        }
+    }
+
+    /// With this message.
+    pub fn message(mut self, message: impl Into<String>) -> SnapshotOptions {
+        self.message = Some(message.into());
+        self
+    }
+}
+
+/// What `snapshot` made.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SnapshotOutcome {
+    /// The snapshot (the head, if nothing changed).
+    pub snapshot: SnapshotId,
+    /// Its tree.
+    pub tree: TreeId,
+    /// Its parent.
+    pub parent: Option<SnapshotId>,
+    /// Whether anything changed.
+    pub changed: bool,
+    /// Files added.
+    pub added: u64,
+    /// Files modified.
+    pub modified: u64,
+    /// Files removed.
+    pub removed: u64,
+    /// Paths left out.
+    pub skipped: Vec<SkippedPath>,
+}
+
+/// `checkout`: hydrate a snapshot into a new or empty directory.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckoutOptions {
+    /// The snapshot (ref, id prefix or checkpoint name).
+    pub snapshot: String,
+    /// The destination.
+    pub dest: Utf8PathBuf,
+}
+
+impl CheckoutOptions {
+    /// Check `snapshot` out into `dest`.
+    pub fn new(snapshot: impl Into<String>, dest: impl Into<Utf8PathBuf>) -> CheckoutOptions {
+        CheckoutOptions {
+            snapshot: snapshot.into(),
+            dest: dest.into(),
+        }
+    }
+}
+
+/// What `checkout` wrote.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CheckoutOutcome {
+    /// The new worktree.
+    pub worktree: Utf8PathBuf,
+    /// The snapshot.
+    pub snapshot: SnapshotId,
+    /// Files written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+/// `rollback`: make a worktree's scope equal a snapshot.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RollbackOptions {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// The snapshot.
+    pub snapshot: String,
+    /// Change nothing; list what would change.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Only these paths.
+    #[serde(default)]
+    pub paths: Vec<TreePath>,
+}
+
+/// What `rollback` (or `rewind`) changed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RollbackOutcome {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// The snapshot rolled back to.
+    pub snapshot: SnapshotId,
+    /// The live state captured first.
+    pub captured: SnapshotId,
+    /// Files written.
+    pub written: Vec<TreePath>,
+    /// Files deleted.
+    pub deleted: Vec<TreePath>,
+    /// Paths left out.
+    pub skipped: Vec<SkippedPath>,
+    /// Whether nothing was changed.
+    pub dry_run: bool,
+}
+
+impl RollbackOutcome {
+    pub(crate) fn of(out: &fs_manager::RollbackOutcome, dry_run: bool) -> RollbackOutcome {
+        RollbackOutcome {
+            worktree: out.root.clone(),
+            snapshot: out.snapshot,
+            captured: out.captured,
+            written: tree_path_list(&out.written),
+            deleted: tree_path_list(&out.deleted),
+            skipped: skipped(&out.skipped),
+            dry_run,
+        }
+    }
+}
+
+/// `worktree list`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeListOptions {}
+
+/// A registered worktree.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorktreeItem {
+    /// Its root.
+    pub path: Utf8PathBuf,
+    /// `in-place` or `isolated`.
+    pub kind: String,
+    /// Its head.
+    pub head: Option<SnapshotId>,
+}
+
+/// The registry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorktreeListOutcome {
+    /// Every worktree.
+    pub worktrees: Vec<WorktreeItem>,
+}
+
+/// `worktree remove` / `worktree rebind`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreePathOptions {
+    /// The worktree's root.
+    pub path: Utf8PathBuf,
+}
+
+/// A worktree and its head.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorktreeHead {
+    /// Its root.
+    pub path: Utf8PathBuf,
+    /// Its head.
+    pub head: Option<SnapshotId>,
+}
+
+/// The worktree removed or rebound.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorktreesChanged {
+    /// It.
+    pub worktrees: Vec<WorktreeHead>,
+}
+
+pub(crate) fn canonical_dir(path: &Utf8Path) -> Result<Utf8PathBuf, Error> {
+    std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+        .ok_or_else(|| Error::usage("invalid_path", format!("{path}: no such directory")))
+}
+
+impl Engine {
+    /// `cairn onboard SRC`.
+    pub fn onboard(&self, call: &Call, options: OnboardOptions) -> Result<OnboardOutcome, Error> {
+        let labels = labels(&options.labels)?;
+        let store = self.store(Access::Create)?;
+        let message = options.message.as_deref().unwrap_or("onboard");
+        let onboard = fs_manager::OnboardOptions {
+            capture: fs_manager::CaptureOptions {
+                message,
+                labels: &labels,
+                progress: call.progress,
+                ..fs_manager::CaptureOptions::default()
+            },
+            include_denied: options.include_denied,
+            max_file_size: options.max_file_size,
+        };
+        let out = fs_manager::onboard(&store, &call.path(&options.src), &onboard)?;
+        Ok(OnboardOutcome {
+            worktree: out.root,
+            snapshot: out.snapshot,
+            tree: out.tree,
+            changed: out.changed,
+            files: out.files,
+            bytes: out.bytes,
+            skipped: skipped(&out.skipped),
+            source: out.source.map(|g| GitState {
+                git_commit: g.commit,
+                dirty: g.dirty,
+            }),
+        })
+    }
+
+    /// `cairn onboard SRC --git REV`.
+    pub fn import(&self, call: &Call, options: ImportOptions) -> Result<ImportOutcome, Error> {
+        let labels = labels(&options.labels)?;
+        let repo = canonical_dir(&call.path(&options.src))?;
+        let store = self.store(Access::Create)?;
+        let message = options
+            .message
+            .clone()
+            .unwrap_or_else(|| format!("import of {}", options.rev));
+        let deny = if options.include_denied {
+            path_policy::DenyList::nothing()
+        } else {
+            path_policy::DenyList::load(store.root().as_std_path(), repo.as_std_path())
+                .map_err(|e| Error::usage("invalid_config", e.to_string()))?
+        };
+        let out = merge_back::import(&store, &repo, &options.rev, &message, &labels, &deny)?;
+        Ok(ImportOutcome {
+            snapshot: out.snapshot,
+            tree: out.tree,
+            files: out.files,
+            bytes: out.bytes,
+            skipped: out
+                .skipped
+                .iter()
+                .map(|(p, r)| SkippedPath {
+                    path: TreePath(p.clone()),
+                    reason: r.clone(),
+                })
+                .collect(),
+            source: GitState {
+                git_commit: out.commit,
+                dirty: false,
+            },
+            repository: repo,
+        })
+    }
+
+    /// `cairn snapshot WORKTREE`.
+    pub fn snapshot(
+        &self,
+        call: &Call,
+        options: SnapshotOptions,
+    ) -> Result<SnapshotOutcome, Error> {
+        let labels = labels(&options.labels)?;
+        let store = self.store(Access::Create)?;
+        let capture = fs_manager::CaptureOptions {
+            message: options.message.as_deref().unwrap_or(""),
+            labels: &labels,
+            progress: call.progress,
+            ..fs_manager::CaptureOptions::default()
+        };
+        let out = fs_manager::snapshot(&store, &call.path(&options.worktree), &capture)?;
+        Ok(SnapshotOutcome {
+            snapshot: out.snapshot,
+            tree: out.tree,
+            parent: out.parent,
+            changed: out.changed,
+            added: out.added,
+            modified: out.modified,
+            removed: out.removed,
+            skipped: skipped(&out.skipped),
+        })
+    }
+
+    /// `cairn checkout SNAP DEST`.
+    pub fn checkout(
+        &self,
+        call: &Call,
+        options: CheckoutOptions,
+    ) -> Result<CheckoutOutcome, Error> {
+        let store = self.store(Access::Write)?;
+        let id = crate::resolve_snapshot(&store.reader()?, &call.cwd, &options.snapshot)?;
+        let out = fs_manager::checkout(
+            &store,
+            id,
+            &call.path(&options.dest),
+            &fs_manager::CheckoutOptions {
+                progress: call.progress,
+            },
+        )?;
+        Ok(CheckoutOutcome {
+            worktree: out.worktree,
+            snapshot: out.snapshot,
+            files: out.files,
+            bytes: out.bytes,
+        })
+    }
+
+    /// `cairn rollback WORKTREE SNAP [--dry-run] [-- PATH…]`.
+    pub fn rollback(
+        &self,
+        call: &Call,
+        options: RollbackOptions,
+    ) -> Result<RollbackOutcome, Error> {
+        let store = self.store(Access::Write)?;
+        let worktree = call.path(&options.worktree);
+        let reader = store.reader()?;
+        let record = registered(&reader, &worktree)?;
+        let target = resolve_in(&reader, &record, &options.snapshot)?;
+        drop(reader);
+        let paths = tree_paths(Some(&record.root), &options.paths)?;
+        let rollback = fs_manager::RollbackOptions {
+            paths: &paths,
+            dry_run: options.dry_run,
+            progress: call.progress,
+            ..fs_manager::RollbackOptions::default()
+        };
+        let out = fs_manager::rollback(&store, &record.root, target, &rollback)?;
+        Ok(RollbackOutcome::of(&out, options.dry_run))
+    }
+
+    /// `cairn worktree list`.
+    pub fn worktree_list(
+        &self,
+        _call: &Call,
+        _options: WorktreeListOptions,
+    ) -> Result<WorktreeListOutcome, Error> {
+        let store = self.store(Access::Read)?;
+        let records = fs_manager::list_worktrees(&store)?;
+        let worktrees = records
+            .into_iter()
+            .map(|r| WorktreeItem {
+                kind: match r.kind {
+                    cas::WorktreeKind::InPlace => "in-place",
+                    cas::WorktreeKind::Isolated => "isolated",
+                }
+                .to_owned(),
+                path: r.root,
+                head: r.head,
+            })
+            .collect();
+        Ok(WorktreeListOutcome { worktrees })
+    }
+
+    /// `cairn worktree remove PATH`: forget a worktree (its files stay).
+    pub fn worktree_remove(
+        &self,
+        call: &Call,
+        options: WorktreePathOptions,
+    ) -> Result<WorktreesChanged, Error> {
+        let store = self.store(Access::Write)?;
+        let record = fs_manager::remove_worktree(&store, &call.path(&options.path))?;
+        Ok(WorktreesChanged {
+            worktrees: vec![WorktreeHead {
+                path: record.root,
+                head: record.head,
+            }],
+        })
+    }
+
+    /// `cairn worktree rebind PATH`: the worktree's root is the directory there now.
+    pub fn worktree_rebind(
+        &self,
+        call: &Call,
+        options: WorktreePathOptions,
+    ) -> Result<WorktreesChanged, Error> {
+        let store = self.store(Access::Write)?;
+        let record = fs_manager::rebind_worktree(&store, &call.path(&options.path))?;
+        Ok(WorktreesChanged {
+            worktrees: vec![WorktreeHead {
+                path: record.root,
+                head: record.head,
+            }],
+        })
+    }
+}
