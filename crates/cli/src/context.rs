@@ -12,6 +12,8 @@ pub struct Ctx {
     store_flag: Option<Utf8PathBuf>,
     /// Set inside `cairn serve`: the store it holds open, shared by every request.
     shared: Option<SharedStore>,
+    /// The worktree operations of a command that opens the store itself.
+    own_worktrees: fs_manager::Worktrees,
 }
 
 /// A store held open by this process for many commands (`cairn serve`).
@@ -20,6 +22,8 @@ pub struct SharedStore {
     /// Its folder, as discovery resolves it.
     pub path: Utf8PathBuf,
     pub store: Arc<RwLock<Store>>,
+    /// Its worktree operations, shared by every request.
+    pub worktrees: Arc<fs_manager::Worktrees>,
 }
 
 /// An open store: opened for this command, or shared with others (`cairn serve`).
@@ -69,6 +73,7 @@ impl Ctx {
             json,
             store_flag,
             shared: None,
+            own_worktrees: fs_manager::Worktrees::new(),
         }
     }
 
@@ -78,6 +83,15 @@ impl Ctx {
             json,
             store_flag,
             shared: Some(shared),
+            own_worktrees: fs_manager::Worktrees::new(),
+        }
+    }
+
+    /// The worktree operations on the store this command uses.
+    pub fn worktrees(&self) -> &fs_manager::Worktrees {
+        match &self.shared {
+            Some(shared) => &shared.worktrees,
+            None => &self.own_worktrees,
         }
     }
 

@@ -1,5 +1,6 @@
 //! `onboard` and `snapshot`: capture a worktree's scope as a snapshot.
 
+use crate::Worktrees;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -40,7 +41,7 @@ impl Default for CaptureOptions<'_> {
     }
 }
 
-/// Options of [`onboard`].
+/// Options of [`onboard`](crate::Worktrees::onboard).
 #[derive(Clone, Copy, Default)]
 pub struct OnboardOptions<'a> {
     /// Message, labels, threads, progress.
@@ -50,9 +51,16 @@ pub struct OnboardOptions<'a> {
     /// Leave files larger than this out of this worktree's captures (and report them);
     /// `None` keeps the worktree's earlier setting (no cap for a new one).
     pub max_file_size: Option<u64>,
+    /// Where the directory stands in git, asked of its canonical root (recorded as the
+    /// snapshot's source); `None` records no git source.
+    pub git: Option<GitProbe<'a>>,
 }
 
-/// What [`onboard`] did.
+/// Tells the git commit a directory's files come from, if any (`merge_back::git_source`):
+/// the files are what is captured, so an unreadable repository gives `None`, not an error.
+pub type GitProbe<'a> = &'a (dyn Fn(&Utf8Path) -> Option<GitSource> + Sync);
+
+/// What [`onboard`](crate::Worktrees::onboard) did.
 #[derive(Debug, Clone)]
 pub struct OnboardOutcome {
     /// The worktree root (canonical).
@@ -73,7 +81,7 @@ pub struct OnboardOutcome {
     pub source: Option<GitSource>,
 }
 
-/// What [`snapshot`] did.
+/// What [`snapshot`](crate::Worktrees::snapshot) did.
 #[derive(Debug, Clone)]
 pub struct SnapshotOutcome {
     /// The worktree root.
@@ -115,7 +123,7 @@ pub(crate) enum Recording {
 }
 
 /// A captured state, before or after it is recorded.
-pub(crate) struct Captured {
+pub(crate) struct Captured<'a> {
     pub tree: TreeId,
     /// Every tree of the state (for comparing without the store on a dry run).
     pub trees: HashMap<TreeId, Tree>,
@@ -127,26 +135,27 @@ pub(crate) struct Captured {
     pub read_files: u64,
     pub record: WorktreeRecord,
     /// With [`Recording::Deferred`]: what is left to store, if anything.
-    pub pending: Option<Pending>,
+    pub pending: Option<Pending<'a>>,
 }
 
 /// Writes to commit together: a capture's, not committed yet, and whatever its caller adds.
 /// Dropping it stores nothing.
 #[derive(Default)]
-pub(crate) struct Pending {
+pub(crate) struct Pending<'a> {
     batch: WriteBatch,
-    capture: Option<PendingCapture>,
+    capture: Option<PendingCapture<'a>>,
 }
 
 /// What a deferred capture does once its writes are committed.
-struct PendingCapture {
+struct PendingCapture<'a> {
+    kept: &'a crate::dirstate::KeptCaches,
     root: Utf8PathBuf,
     /// The stat cache as the store holds it then.
     cache: Cache,
-    watching: WatchDone,
+    watching: WatchDone<'a>,
 }
 
-impl Pending {
+impl Pending<'_> {
     /// Adds a tree to store with the rest.
     pub fn add_tree(&mut self, tree: Tree) -> TreeId {
         self.batch.add_tree(tree)
@@ -171,7 +180,7 @@ impl Pending {
         store.write(&self.batch)?;
         if let Some(c) = self.capture {
             c.watching.committed(&c.cache);
-            c.cache.keep(store, &c.root);
+            c.kept.keep(c.cache, store, &c.root);
         }
         Ok(())
     }
@@ -179,15 +188,16 @@ impl Pending {
 
 /// Captures `record`'s worktree. Unless a dry run, stores it: a new snapshot (parent: the
 /// head) when the tree changed, the refreshed stat cache, the head, and `op` in the op log.
-pub(crate) fn capture(
+pub(crate) fn capture<'a>(
+    ws: &'a Worktrees,
     store: &Store,
     record: WorktreeRecord,
     op: &str,
     source: Option<Source>,
     options: &CaptureOptions<'_>,
     recording: Recording,
-) -> Result<Captured, CaptureError> {
-    capture_with(store, record, op, source, options, recording, None)
+) -> Result<Captured<'a>, CaptureError> {
+    capture_with(ws, store, record, op, source, options, recording, None)
 }
 
 /// Edits the registry record in the same transaction as a capture, given the captured head.
@@ -195,7 +205,9 @@ pub(crate) type RecordEdit<'a> = &'a dyn Fn(&mut WorktreeRecord, SnapshotId);
 
 /// [`capture`], with `edit` applied to the stored record (which is then always written, and
 /// `op` logged even if nothing changed).
-pub(crate) fn capture_with(
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn capture_with<'a>(
+    ws: &'a Worktrees,
     store: &Store,
     record: WorktreeRecord,
     op: &str,
@@ -203,9 +215,10 @@ pub(crate) fn capture_with(
     options: &CaptureOptions<'_>,
     recording: Recording,
     edit: Option<RecordEdit<'_>>,
-) -> Result<Captured, CaptureError> {
+) -> Result<Captured<'a>, CaptureError> {
     let once = |use_cache| {
         capture_once(
+            ws,
             store,
             record.clone(),
             op,
@@ -227,7 +240,8 @@ pub(crate) fn capture_with(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn capture_once(
+fn capture_once<'a>(
+    ws: &'a Worktrees,
     store: &Store,
     record: WorktreeRecord,
     op: &str,
@@ -236,7 +250,7 @@ fn capture_once(
     recording: Recording,
     use_cache: bool,
     edit: Option<RecordEdit<'_>>,
-) -> Result<Captured, CaptureError> {
+) -> Result<Captured<'a>, CaptureError> {
     let started = std::time::Instant::now();
     let mut record = record;
     worktree::verify_root(&mut record)?;
@@ -257,7 +271,8 @@ fn capture_once(
         Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
     }
     let cache = if use_cache {
-        Cache::take_or_load(store, &reader, &record.root, cache_version)?
+        ws.kept
+            .take_or_load(store, &reader, &record.root, cache_version)?
     } else {
         Cache::default()
     };
@@ -269,14 +284,11 @@ fn capture_once(
     tracing::debug!(elapsed = ?started.elapsed(), dirs = cache.dirs.len(), "cache loaded");
 
     // With a watcher (`cairn serve`): directories where nothing happened are not checked.
-    let quiet = if use_cache {
-        crate::watch::quiet_dirs(&record.root, cache.dirs.keys())
-    } else {
-        None
-    };
+    let watcher = ws.watcher.as_ref().filter(|_| use_cache);
+    let quiet = watcher.and_then(|w| w.quiet_dirs(&record.root, cache.dirs.keys()));
     let watching = WatchDone {
         root: record.root.clone(),
-        active: quiet.is_some(),
+        watcher: watcher.filter(|_| quiet.is_some()),
         ended: crate::watch::Ended::Failed,
     };
     let store_dir = worktree::store_dir(store);
@@ -333,7 +345,7 @@ fn capture_once(
     if dry_run {
         // The cache kept stands only if this capture found nothing to change in it.
         if use_cache && cache_updates.is_empty() {
-            cache.keep(store, &record.root);
+            ws.kept.keep(cache, store, &record.root);
         }
         watching.unrecorded();
         return Ok(captured);
@@ -346,7 +358,7 @@ fn capture_once(
         && scanned.unstored.is_empty()
     {
         watching.committed(&cache);
-        cache.keep(store, &record.root);
+        ws.kept.keep(cache, store, &record.root);
         return Ok(captured);
     }
 
@@ -370,6 +382,7 @@ fn capture_once(
     let pending = Pending {
         batch,
         capture: Some(PendingCapture {
+            kept: &ws.kept,
             root: record.root.clone(),
             cache,
             watching,
@@ -388,21 +401,21 @@ fn capture_once(
 }
 
 /// Tells the watcher how a capture ended (failed, unless told otherwise).
-struct WatchDone {
+struct WatchDone<'a> {
     root: Utf8PathBuf,
-    active: bool,
+    /// The watcher of a watched worktree; `None` once told.
+    watcher: Option<&'a crate::watch::Watcher>,
     ended: crate::watch::Ended,
 }
 
 // Both consume the guard: its `Drop` then reports nothing more (`committed`) or the
 // outcome set here (`unrecorded`).
-impl WatchDone {
+impl WatchDone<'_> {
     /// The capture's cache is what the store holds now.
     fn committed(mut self, cache: &Cache) {
-        if self.active {
+        if let Some(watcher) = self.watcher.take() {
             let dirs = cache.dirs.keys();
-            crate::watch::after_capture(&self.root, crate::watch::Ended::Committed, dirs);
-            self.active = false;
+            watcher.after_capture(&self.root, crate::watch::Ended::Committed, dirs);
         }
     }
 
@@ -412,10 +425,10 @@ impl WatchDone {
     }
 }
 
-impl Drop for WatchDone {
+impl Drop for WatchDone<'_> {
     fn drop(&mut self) {
-        if self.active {
-            crate::watch::after_capture(&self.root, self.ended, std::iter::empty());
+        if let Some(watcher) = self.watcher {
+            watcher.after_capture(&self.root, self.ended, std::iter::empty());
         }
     }
 }
@@ -423,25 +436,15 @@ impl Drop for WatchDone {
 /// Snapshots the directory `src` (working files, uncommitted changes included) and
 /// registers it as an in-place worktree. If it is registered already, this is a snapshot
 /// of it.
-pub fn onboard(
+pub(crate) fn onboard(
+    ws: &Worktrees,
     store: &Store,
     src: &Utf8Path,
     options: &OnboardOptions<'_>,
 ) -> Result<OnboardOutcome, CaptureError> {
     let root = worktree::canonical(src)?;
-    // The files are the truth; git's view is provenance. A `.git` that gitoxide cannot read
-    // (a stub, a damaged repository) must not stop a capture.
-    let git = merge_back::git_state(&root).unwrap_or_else(|e| {
-        tracing::warn!("{e}; recording no git source");
-        None
-    });
-    let git_source = git.and_then(|g| {
-        g.commit.map(|commit| GitSource {
-            commit,
-            dirty: g.dirty,
-        })
-    });
-    let _busy = crate::lock::lock(&root);
+    let git_source = options.git.and_then(|probe| probe(&root));
+    let _busy = ws.locks.lock(&root);
     let existing = store.reader()?.worktree(&root)?;
     // The latest onboard decides whether secrets are in scope.
     let existing = existing.map(|r| WorktreeRecord {
@@ -459,6 +462,7 @@ pub fn onboard(
         git: git_source.clone(),
     };
     let c = capture(
+        ws,
         store,
         record,
         "onboard",
@@ -495,12 +499,16 @@ pub(crate) fn deny_list(
 }
 
 /// The registered worktree holding `path`.
-pub(crate) fn registered(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, CaptureError> {
+pub(crate) fn registered(
+    ws: &Worktrees,
+    store: &Store,
+    path: &Utf8Path,
+) -> Result<WorktreeRecord, CaptureError> {
     let reader = store.reader()?;
     match worktree::find(&reader, path)? {
         Some(record) => Ok(record),
         None => {
-            match crate::journal::pending_at(&reader, path) {
+            match crate::journal::pending_at(ws, &reader, path) {
                 Ok(()) => {}
                 Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
                 Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
@@ -514,41 +522,45 @@ pub(crate) fn registered(store: &Store, path: &Utf8Path) -> Result<WorktreeRecor
 
 /// The registered worktree holding `path`, held for one operation: its record is read
 /// again once the lock is ours (another operation may just have changed it).
-pub(crate) fn locked(
+pub(crate) fn locked<'a>(
+    ws: &'a Worktrees,
     store: &Store,
     path: &Utf8Path,
-) -> Result<(crate::lock::WorktreeLock, WorktreeRecord), CaptureError> {
-    let found = registered(store, path)?;
-    let busy = crate::lock::lock(&found.root);
-    let record = registered(store, &found.root)?;
+) -> Result<(crate::lock::WorktreeLock<'a>, WorktreeRecord), CaptureError> {
+    let found = registered(ws, store, path)?;
+    let busy = ws.locks.lock(&found.root);
+    let record = registered(ws, store, &found.root)?;
     Ok((busy, record))
 }
 
 /// Snapshots the worktree that holds `path`: a new snapshot whose parent is the head, or,
 /// if nothing in scope changed, nothing new (`changed: false`).
-pub fn snapshot(
+pub(crate) fn snapshot(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let (_busy, record) = locked(store, path)?;
-    snapshot_as(store, record, "snapshot", options, None)
+    let (_busy, record) = locked(ws, store, path)?;
+    snapshot_as(ws, store, record, "snapshot", options, None)
 }
 
 /// Records a change made to the worktree holding `path` by something other than cairn
 /// (`merge --checkout` into an onboarded repository): a snapshot logged as `op`.
-pub fn record_change(
+pub(crate) fn record_change(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     op: &str,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let (_busy, record) = locked(store, path)?;
-    snapshot_as(store, record, op, options, None)
+    let (_busy, record) = locked(ws, store, path)?;
+    snapshot_as(ws, store, record, op, options, None)
 }
 
 /// A snapshot of `record`'s worktree logged as `op`, with `edit` applied to the record.
 pub(crate) fn snapshot_as(
+    ws: &Worktrees,
     store: &Store,
     record: WorktreeRecord,
     op: &str,
@@ -561,6 +573,7 @@ pub(crate) fn snapshot_as(
         git: None,
     };
     let c = capture_with(
+        ws,
         store,
         record,
         op,
@@ -617,16 +630,25 @@ pub struct LiveState {
 
 /// Captures the worktree holding `path` as it is now, storing nothing: for `diff` and
 /// `status`. File contents not in the store are to be read from the worktree itself.
-pub fn live_state(
+pub(crate) fn live_state(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<LiveState, CaptureError> {
     // Wait for an operation on it to finish rather than see it half done.
-    let (_busy, record) = locked(store, path)?;
+    let (_busy, record) = locked(ws, store, path)?;
     let head = record.head;
     let root = record.root.clone();
-    let c = capture(store, record, "status", None, options, Recording::DryRun)?;
+    let c = capture(
+        ws,
+        store,
+        record,
+        "status",
+        None,
+        options,
+        Recording::DryRun,
+    )?;
     Ok(LiveState {
         root,
         head,

@@ -1,5 +1,6 @@
 //! `checkout`: hydrate a snapshot into a new or empty directory, in parallel.
 
+use crate::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, OpRecord, SnapshotId, Store, WorktreeKind, WorktreeRecord, WriteBatch};
 use rayon::prelude::*;
@@ -11,7 +12,7 @@ use crate::fsops::{self, WriteFailure};
 use crate::progress::{Progress, Silent};
 use crate::state::{FileState, now_ns};
 
-/// Options of [`checkout`].
+/// Options of [`checkout`](crate::Worktrees::checkout).
 #[derive(Clone, Copy)]
 pub struct CheckoutOptions<'a> {
     /// Where progress goes.
@@ -24,7 +25,7 @@ impl Default for CheckoutOptions<'_> {
     }
 }
 
-/// What [`checkout`] did.
+/// What [`checkout`](crate::Worktrees::checkout) did.
 #[derive(Debug, Clone)]
 pub struct CheckoutOutcome {
     /// The new worktree's root (canonical).
@@ -53,7 +54,8 @@ fn failure(e: WriteFailure) -> CheckoutError {
 /// missing or empty folder of a registered worktree; registers it as an isolated worktree
 /// with a filled stat cache, so its next snapshot reads no file. A refused destination is
 /// left untouched; if writing fails half way, what was written is removed again.
-pub fn checkout(
+pub(crate) fn checkout(
+    ws: &Worktrees,
     store: &Store,
     snapshot: SnapshotId,
     dest: &Utf8Path,
@@ -75,7 +77,7 @@ pub fn checkout(
     }
     // One checkout into a folder at a time: the emptiness check below must still hold when
     // writing starts.
-    let _dest_busy = crate::lock::lock(dest);
+    let _dest_busy = ws.locks.lock(dest);
     let previous = reader.worktree(dest)?;
     for path in [
         Some(dest.to_owned()),
@@ -150,7 +152,7 @@ pub fn checkout(
             reason: "path-too-long: longer than the system takes from / under this destination",
         });
     }
-    let _busy = (root != dest).then(|| crate::lock::lock(&root));
+    let _busy = (root != dest).then(|| ws.locks.lock(&root));
     if let Some(store_dir) = crate::worktree::store_dir(store)
         && (root.as_std_path().starts_with(&store_dir) || store_dir.starts_with(root.as_std_path()))
     {

@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use crate::state::{FileState, RACY_MARGIN, Stat};
 
@@ -363,53 +363,6 @@ impl Cache {
         Ok(cache)
     }
 
-    /// The cache of `root` as the store holds it at file-states `version` (read before
-    /// `reader` was opened): the copy the last operation on it in this process kept, if it
-    /// is of that version, else loaded.
-    pub fn take_or_load(
-        store: &cas::Store,
-        reader: &cas::Reader,
-        root: &camino::Utf8Path,
-        version: u64,
-    ) -> Result<Cache, cas::StorageFailure> {
-        match Cache::take_kept(store, root) {
-            Some(kept) if store.file_states_version(root) == version => Ok(kept),
-            _ => Cache::load(reader, root),
-        }
-    }
-
-    /// The copy of `root`'s cache kept by the last operation on it, if the store has not
-    /// written its file states since.
-    pub fn take_kept(store: &cas::Store, root: &camino::Utf8Path) -> Option<Cache> {
-        let kept = KEPT
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take(root)?;
-        (kept.version == store.file_states_version(root)).then_some(kept.cache)
-    }
-
-    /// Keeps this cache in memory for the next operation on `root`. The caller holds the
-    /// worktree and has just read it from, or written it to, the store: it is what the
-    /// store holds at the version it has now.
-    pub fn keep(self, store: &cas::Store, root: &camino::Utf8Path) {
-        let version = store.file_states_version(root);
-        let dropped = KEPT
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(root, version, self);
-        // Large caches are freed outside the lock.
-        drop(dropped);
-    }
-
-    /// Forgets the copy kept for `root` (the worktree is gone).
-    pub fn forget_kept(root: &camino::Utf8Path) {
-        let dropped = KEPT
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take(root);
-        drop(dropped);
-    }
-
     fn entries(&self) -> usize {
         self.dirs.values().map(|d| d.children.len() + 1).sum()
     }
@@ -417,13 +370,68 @@ impl Cache {
 
 /// Caches kept between operations, by worktree root: loading one from the store costs
 /// about 15 ms for the Linux tree, a good part of a capture that a watcher made cheap.
-static KEPT: LazyLock<Mutex<KeptCaches>> =
-    LazyLock::new(|| Mutex::new(KeptCaches::new(KEPT_ENTRIES)));
+pub(crate) struct KeptCaches {
+    set: Mutex<KeptSet>,
+}
+
+impl Default for KeptCaches {
+    fn default() -> Self {
+        KeptCaches {
+            set: Mutex::new(KeptSet::new(KEPT_ENTRIES)),
+        }
+    }
+}
+
+impl KeptCaches {
+    fn set(&self) -> std::sync::MutexGuard<'_, KeptSet> {
+        self.set.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cache of `root` as the store holds it at file-states `version` (read before
+    /// `reader` was opened): the copy the last operation on it kept, if it is of that
+    /// version, else loaded.
+    pub fn take_or_load(
+        &self,
+        store: &cas::Store,
+        reader: &cas::Reader,
+        root: &camino::Utf8Path,
+        version: u64,
+    ) -> Result<Cache, cas::StorageFailure> {
+        match self.take(store, root) {
+            Some(kept) if store.file_states_version(root) == version => Ok(kept),
+            _ => Cache::load(reader, root),
+        }
+    }
+
+    /// The copy of `root`'s cache kept by the last operation on it, if the store has not
+    /// written its file states since.
+    pub fn take(&self, store: &cas::Store, root: &camino::Utf8Path) -> Option<Cache> {
+        let kept = self.set().take(root)?;
+        (kept.version == store.file_states_version(root)).then_some(kept.cache)
+    }
+
+    /// Keeps `cache` in memory for the next operation on `root`. The caller holds the
+    /// worktree and has just read it from, or written it to, the store: it is what the
+    /// store holds at the version it has now.
+    pub fn keep(&self, cache: Cache, store: &cas::Store, root: &camino::Utf8Path) {
+        let version = store.file_states_version(root);
+        let dropped = self.set().insert(root, version, cache);
+        // Large caches are freed outside the lock.
+        drop(dropped);
+    }
+
+    /// Forgets the copy kept for `root` (the worktree is gone).
+    pub fn forget(&self, root: &camino::Utf8Path) {
+        let dropped = self.set().take(root);
+        drop(dropped);
+    }
+}
+
 /// At most this many directory entries are kept in all (about 130 bytes each: some 13 Linux
 /// trees).
 const KEPT_ENTRIES: usize = 1 << 20;
 
-struct KeptCaches {
+struct KeptSet {
     /// Entries kept at most, in all.
     limit: usize,
     by_root: HashMap<camino::Utf8PathBuf, Kept>,
@@ -435,9 +443,9 @@ struct Kept {
     cache: Cache,
 }
 
-impl KeptCaches {
-    fn new(limit: usize) -> KeptCaches {
-        KeptCaches {
+impl KeptSet {
+    fn new(limit: usize) -> KeptSet {
+        KeptSet {
             limit,
             by_root: HashMap::new(),
         }
@@ -557,6 +565,7 @@ mod tests {
     ) -> (
         tempfile::TempDir,
         cas::Store,
+        crate::Worktrees,
         camino::Utf8PathBuf,
         camino::Utf8PathBuf,
         cas::SnapshotId,
@@ -577,16 +586,18 @@ mod tests {
             std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
             std::fs::write(&p, body).expect("write");
         }
-        let onboarded =
-            crate::onboard(&store, &wt, &crate::OnboardOptions::default()).expect("onboard");
-        (dir, store, wt, onboarded.root, onboarded.snapshot)
+        let ws = crate::Worktrees::new();
+        let onboarded = ws
+            .onboard(&store, &wt, &crate::OnboardOptions::default())
+            .expect("onboard");
+        (dir, store, ws, wt, onboarded.root, onboarded.snapshot)
     }
 
     /// The cache an operation keeps in memory must be exactly what the store holds, after
     /// every kind of operation that writes it; and it is not used once something else wrote.
     #[test]
     fn kept_cache_equals_the_stored_one() {
-        let (_dir, store, wt, root, first) = onboarded(&[
+        let (_dir, store, ws, wt, root, first) = onboarded(&[
             ("a.txt", "a"),
             ("src/lib.rs", "lib"),
             ("src/deep/x.rs", "x"),
@@ -594,11 +605,13 @@ mod tests {
             ("junk.log", "ignored"),
         ]);
         let same_as_stored = |step: &str| {
-            let kept =
-                Cache::take_kept(&store, &root).unwrap_or_else(|| panic!("{step}: nothing kept"));
+            let kept = ws
+                .kept
+                .take(&store, &root)
+                .unwrap_or_else(|| panic!("{step}: nothing kept"));
             let loaded = Cache::load(&store.reader().expect("reader"), &root).expect("load");
             assert_eq!(kept, loaded, "{step}");
-            kept.keep(&store, &root);
+            ws.kept.keep(kept, &store, &root);
         };
         same_as_stored("onboard");
 
@@ -607,31 +620,36 @@ mod tests {
         std::fs::write(wt.join("src/lib.rs"), "lib 2").expect("write");
         std::fs::write(wt.join("src/new.rs"), "new").expect("write");
         std::fs::remove_file(wt.join("src/deep/x.rs")).expect("rm");
-        crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("snapshot");
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
         same_as_stored("snapshot");
         // Files written within the racy margin are read again (and their states updated)
         // by each capture: past it, an unchanged snapshot verifies them for good.
         std::thread::sleep(crate::RACY_MARGIN * 2);
-        crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("snapshot");
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
         same_as_stored("unchanged snapshot");
-        crate::live_state(&store, &root, &crate::CaptureOptions::default()).expect("status");
+        ws.live_state(&store, &root, &crate::CaptureOptions::default())
+            .expect("status");
         same_as_stored("status");
 
         std::fs::write(wt.join("a.txt"), "a 2").expect("write");
-        crate::rollback(&store, &root, first, &crate::RollbackOptions::default())
+        ws.rollback(&store, &root, first, &crate::RollbackOptions::default())
             .expect("rollback");
         same_as_stored("rollback");
-        crate::checkpoint(&store, &root, &crate::CheckpointOptions::default()).expect("checkpoint");
+        ws.checkpoint(&store, &root, &crate::CheckpointOptions::default())
+            .expect("checkpoint");
         std::fs::write(wt.join("src/lib.rs"), "lib 3").expect("write");
-        crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("snapshot");
-        crate::undo(&store, &root).expect("undo");
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
+        ws.undo(&store, &root).expect("undo");
         same_as_stored("undo");
 
         // Another write to the worktree's file states: the kept copy no longer counts.
         let mut batch = cas::WriteBatch::new();
         batch.set_file_state(&root, b"dx", None);
         store.write(&batch).expect("write");
-        assert!(Cache::take_kept(&store, &root).is_none());
+        assert!(ws.kept.take(&store, &root).is_none());
     }
 
     /// A stat cache that names a blob the store does not hold costs a re-read of every
@@ -639,12 +657,13 @@ mod tests {
     /// capture commits later, with its intent journal.
     #[test]
     fn a_cache_naming_a_missing_blob_is_read_past() {
-        let (_dir, store, wt, root, first) = onboarded(&[("a.txt", "a"), ("b.txt", "b")]);
+        let (_dir, store, ws, wt, root, first) = onboarded(&[("a.txt", "a"), ("b.txt", "b")]);
         let a_blob = cas::BlobId::of(b"a");
         let damage = || {
             // Past the racy margin, so the cached states are trusted.
             std::thread::sleep(crate::RACY_MARGIN * 2);
-            crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("verify");
+            ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+                .expect("verify");
             let mut cache = Cache::load(&store.reader().expect("reader"), &root).expect("load");
             let top = cache.dirs.get_mut(&Vec::new()).expect("root dir");
             for (name, child) in &mut top.children {
@@ -664,14 +683,16 @@ mod tests {
 
         damage();
         std::fs::write(wt.join("b.txt"), "b 2").expect("write");
-        let snap = crate::snapshot(&store, &root, &crate::CaptureOptions::default())
+        let snap = ws
+            .snapshot(&store, &root, &crate::CaptureOptions::default())
             .expect("snapshot past the damage");
         assert!(snap.changed);
         assert_eq!(a_in(snap.snapshot), Some(a_blob));
 
         damage();
         std::fs::write(wt.join("b.txt"), "b 3").expect("write");
-        let rolled = crate::rollback(&store, &root, first, &crate::RollbackOptions::default())
+        let rolled = ws
+            .rollback(&store, &root, first, &crate::RollbackOptions::default())
             .expect("rollback past the damage");
         assert_eq!(a_in(rolled.captured), Some(a_blob));
         assert_eq!(
@@ -695,7 +716,7 @@ mod tests {
             global: None,
         };
         let root = |name: &str| camino::Utf8PathBuf::from(format!("/w/{name}"));
-        let mut kept = KeptCaches::new(10);
+        let mut kept = KeptSet::new(10);
         assert!(kept.insert(&root("a"), 1, cache(3)).is_empty()); // 4 entries
         assert!(kept.insert(&root("b"), 2, cache(3)).is_empty());
         // Replaces a's: 4 + 5.

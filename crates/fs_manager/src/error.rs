@@ -70,9 +70,6 @@ pub enum CaptureError {
     /// The deny-pattern configuration is unreadable or invalid.
     #[error(transparent)]
     Deny(#[from] path_policy::DenyError),
-    /// Asking git about the directory failed.
-    #[error(transparent)]
-    Git(#[from] merge_back::GitStateError),
     /// An earlier operation on the worktree was interrupted.
     #[error(transparent)]
     Interrupted(#[from] crate::journal::Interrupted),

@@ -3,8 +3,9 @@
 //! op-log entry to commit afterwards. New contents are first written into a staging folder
 //! at the worktree root (an I/O error there changes nothing), then renamed into place. If
 //! the process dies part way, the journal stays; every command on the worktree refuses
-//! until [`recover`] finishes the step.
+//! until [`recover`](crate::Worktrees::recover) finishes the step.
 
+use crate::Worktrees;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -16,7 +17,7 @@ use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
 use crate::capture::Pending;
-use crate::dirstate::{self, Cache, DirState};
+use crate::dirstate::{self, DirState};
 use crate::error::RecoverError;
 use crate::fsops::{self, WriteFailure};
 use crate::scan::{split_parent, tree_order};
@@ -103,7 +104,11 @@ pub(crate) fn ensure_clear(reader: &Reader, root: &Utf8Path) -> Result<(), Journ
 
 /// The interrupted step pending at `path` or a folder above it, registered or not (an
 /// interrupted checkout registers its destination only when finished).
-pub(crate) fn pending_at(reader: &Reader, path: &Utf8Path) -> Result<(), JournalCheck> {
+pub(crate) fn pending_at(
+    ws: &Worktrees,
+    reader: &Reader,
+    path: &Utf8Path,
+) -> Result<(), JournalCheck> {
     let canonical = std::fs::canonicalize(path)
         .ok()
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok());
@@ -112,7 +117,7 @@ pub(crate) fn pending_at(reader: &Reader, path: &Utf8Path) -> Result<(), Journal
         .chain(canonical.iter().flat_map(|c| c.ancestors()))
     {
         // A step this process is running (a checkout under way) is not interrupted.
-        if !crate::lock::is_busy(dir) {
+        if !ws.locks.is_busy(dir) {
             ensure_clear(reader, dir)?;
         }
     }
@@ -186,17 +191,19 @@ fn staging_name() -> String {
 }
 
 /// Makes `plan` happen in worktree `record.root` and records `record` and `entry`, as one
-/// step that [`recover`] finishes if the process dies part way. `target` is the tree the
+/// step that [`recover`](crate::Worktrees::recover) finishes if the process dies part way. `target` is the tree the
 /// changed paths end up as. `first` is committed with the intent journal; every object the
 /// record and entry name must be stored already or be in it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
+    ws: &Worktrees,
     store: &Store,
     op: &str,
     target: TreeId,
     plan: &Plan,
     record: WorktreeRecord,
     entry: Option<OpRecord>,
-    mut first: Pending,
+    mut first: Pending<'_>,
 ) -> Result<(), ApplyFailure> {
     let root = record.root.clone();
     let fail = |cause: WriteFailure| ApplyFailure {
@@ -205,7 +212,7 @@ pub(crate) fn apply(
     };
     let store_failure = WriteFailure::Record;
     // Refused before the journal: whatever came first (a live capture) is still kept.
-    let refuse = |first: Pending, cause: WriteFailure| {
+    let refuse = |first: Pending<'_>, cause: WriteFailure| {
         let _ = first.commit(store);
         fail(cause)
     };
@@ -312,7 +319,7 @@ pub(crate) fn apply(
         .map(|(p, s)| (p.as_slice(), Some(*s)))
         .chain(plan.deleted.iter().map(|p| (p.as_slice(), None)));
     // The whole cache if this process kept it (and keeps it again), else what changes.
-    let mut kept = Cache::take_kept(store, &root);
+    let mut kept = ws.kept.take(store, &root);
     let mut dirs = match kept.as_mut() {
         Some(cache) => std::mem::take(&mut cache.dirs),
         None => load_dirs(&reader, &root, &plan.paths())
@@ -334,7 +341,7 @@ pub(crate) fn apply(
         .map_err(|e| interrupted(store_failure(e.into())))?;
     if let Some(mut cache) = kept {
         cache.dirs = dirs;
-        cache.keep(store, &root);
+        ws.kept.keep(cache, store, &root);
     }
     Ok(())
 }
@@ -386,7 +393,7 @@ fn remove_staging(root: &path_policy::Root, name: &str) {
     let _ = root.remove_all(name.as_bytes());
 }
 
-/// What [`recover`] did.
+/// What [`recover`](crate::Worktrees::recover) did.
 #[derive(Debug, Clone)]
 pub struct RecoverOutcome {
     /// The worktree root.
@@ -414,7 +421,11 @@ impl From<WriteFailure> for RecoverError {
 /// Finishes the interrupted operation of the worktree at or above `path`: every path it
 /// was changing is made equal to its result, its temporary files are removed, and its
 /// record and op-log entry are committed. With nothing interrupted it does nothing.
-pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, RecoverError> {
+pub(crate) fn recover(
+    ws: &Worktrees,
+    store: &Store,
+    path: &Utf8Path,
+) -> Result<RecoverOutcome, RecoverError> {
     let canonical = std::fs::canonicalize(path)
         .ok()
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
@@ -437,7 +448,7 @@ pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, Recover
             paths: 0,
         });
     };
-    let _busy = crate::lock::lock(&root);
+    let _busy = ws.locks.lock(&root);
     // Read again under the lock: the step may have been under way, and has finished now.
     drop(reader);
     let reader = store.reader()?;

@@ -1,8 +1,9 @@
 //! `fs_manager`: worktrees on disk.
 //!
-//! It onboards a directory in place ([`onboard`]), snapshots a worktree ([`snapshot`]),
-//! hydrates a snapshot into a new directory ([`checkout`]) and makes a worktree equal a
-//! snapshot again ([`rollback`]). A worktree's *scope* is every path under its root except
+//! Through a [`Worktrees`] value (one per open store) it onboards a directory in place
+//! ([`Worktrees::onboard`]), snapshots a worktree ([`Worktrees::snapshot`]), hydrates a
+//! snapshot into a new directory ([`Worktrees::checkout`]) and makes a worktree equal a
+//! snapshot again ([`Worktrees::rollback`]). A worktree's *scope* is every path under its root except
 //! what `.gitignore`/`.ignore` files inside it, `.git/info/exclude` and the global excludes
 //! file ignore, `.git/` and the store's folder. Nothing outside scope is read, written or
 //! deleted.
@@ -14,13 +15,14 @@
 //!
 //! ```no_run
 //! use camino::Utf8Path;
-//! use fs_manager::{CaptureOptions, CheckoutOptions, OnboardOptions};
+//! use fs_manager::{CaptureOptions, CheckoutOptions, OnboardOptions, Worktrees};
 //!
 //! let store = cas::Store::open(Utf8Path::new(".cairn"), &cas::OpenOptions { create: true, ..Default::default() })?;
-//! let onboarded = fs_manager::onboard(&store, Utf8Path::new("my-repo"), &OnboardOptions::default())?;
-//! let agent = fs_manager::checkout(&store, onboarded.snapshot, Utf8Path::new("/tmp/agent-1"), &CheckoutOptions::default())?;
+//! let worktrees = Worktrees::new();
+//! let onboarded = worktrees.onboard(&store, Utf8Path::new("my-repo"), &OnboardOptions::default())?;
+//! let agent = worktrees.checkout(&store, onboarded.snapshot, Utf8Path::new("/tmp/agent-1"), &CheckoutOptions::default())?;
 //! // ... the agent edits files in /tmp/agent-1 ...
-//! let turn = fs_manager::snapshot(&store, &agent.worktree, &CaptureOptions::default())?;
+//! let turn = worktrees.snapshot(&store, &agent.worktree, &CaptureOptions::default())?;
 //! println!("turn snapshot {} ({} files modified)", turn.snapshot, turn.modified);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -47,30 +49,22 @@ mod task;
 mod undo;
 mod watch;
 mod worktree;
+mod worktrees;
 
-pub use capture::{
-    CaptureOptions, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome, live_state,
-    onboard, record_change, snapshot,
-};
-pub use checkout::{CheckoutOptions, CheckoutOutcome, checkout};
+pub use capture::{CaptureOptions, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome};
+pub use checkout::{CheckoutOptions, CheckoutOutcome};
 pub use error::{
     CaptureError, CheckoutError, RecoverError, RollbackError, ScanError, TaskError, UndoError,
     WorktreeError,
 };
-pub use journal::{Interrupted, RecoverOutcome, recover};
+pub use journal::{Interrupted, RecoverOutcome};
 pub use progress::{Progress, Silent};
-pub use rollback::{RollbackOptions, RollbackOutcome, rollback};
+pub use rollback::{RollbackOptions, RollbackOutcome};
 pub use scan::{FileRecord, Skipped};
-pub use task::{
-    AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome, accept, checkpoint,
-    discard, rewind,
-};
-pub use undo::{Refusal, UndoOutcome, UndoStacks, redo, undo, undo_stacks};
-pub use watch::enable as enable_watching;
-pub use worktree::{
-    RootChanged, find as find_worktree, list as list_worktrees, rebind as rebind_worktree,
-    remove as remove_worktree,
-};
+pub use task::{AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome};
+pub use undo::{Refusal, UndoOutcome, UndoStacks, undo_stacks};
+pub use worktree::{RootChanged, find as find_worktree, list as list_worktrees};
+pub use worktrees::Worktrees;
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.
 pub use state::RACY_MARGIN;

@@ -1,5 +1,6 @@
 //! `rollback`: make a worktree's scope equal a snapshot, touching only what differs.
 
+use crate::Worktrees;
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -14,7 +15,7 @@ use crate::journal::{self, Plan};
 use crate::progress::{Progress, Silent};
 use crate::scan::tree_order;
 
-/// Options of [`rollback`].
+/// Options of [`rollback`](crate::Worktrees::rollback).
 #[derive(Clone, Copy)]
 pub struct RollbackOptions<'a> {
     /// Restore only these paths (relative to the root, `/`-separated); all if empty.
@@ -38,7 +39,7 @@ impl Default for RollbackOptions<'_> {
     }
 }
 
-/// What [`rollback`] did (or would do, on a dry run).
+/// What [`rollback`](crate::Worktrees::rollback) did (or would do, on a dry run).
 #[derive(Debug, Clone)]
 pub struct RollbackOutcome {
     /// The worktree root.
@@ -102,18 +103,20 @@ fn exists(
 /// and anything outside scope are never touched, and nothing is written through a symlink.
 /// Before changing anything it checks that nothing outside scope is in the way, and
 /// refuses (changing nothing) if something is.
-pub fn rollback(
+pub(crate) fn rollback(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     target: SnapshotId,
     options: &RollbackOptions<'_>,
 ) -> Result<RollbackOutcome, RollbackError> {
-    restore(store, path, target, options, "rollback", &|_| {})
+    restore(ws, store, path, target, options, "rollback", &|_| {})
 }
 
-/// [`rollback`], recorded in the op log as `op`, with `edit` applied to the worktree's
+/// [`rollback`](crate::Worktrees::rollback), recorded in the op log as `op`, with `edit` applied to the worktree's
 /// registry record in the same step.
 pub(crate) fn restore(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     target: SnapshotId,
@@ -126,7 +129,7 @@ pub(crate) fn restore(
             path: path.to_owned(),
         }
     })?;
-    let _busy = crate::lock::lock(&record.root);
+    let _busy = ws.locks.lock(&record.root);
     // Read again under the lock: another operation may have just finished.
     let reader = store.reader()?;
     let record = reader.worktree(&record.root)?.unwrap_or(record);
@@ -152,6 +155,7 @@ pub(crate) fn restore(
         Recording::Deferred
     };
     let mut captured = capture::capture(
+        ws,
         store,
         record,
         "capture",
@@ -198,6 +202,7 @@ pub(crate) fn restore(
     record.head = Some(planned.head);
     let entry = OpRecord::new(op, Some(captured.snapshot), Some(planned.head));
     journal::apply(
+        ws,
         store,
         op,
         target_tree,

@@ -1,5 +1,6 @@
 //! The worktree registry, as the rest of this crate sees it.
 
+use crate::Worktrees;
 use std::path::Path;
 
 use std::os::unix::fs::MetadataExt;
@@ -72,16 +73,22 @@ fn rooted_at(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeE
 }
 
 /// Forgets the worktree at `path` and its stat cache; its files are not touched.
-pub fn remove(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
+pub(crate) fn remove(
+    ws: &Worktrees,
+    store: &Store,
+    path: &Utf8Path,
+) -> Result<WorktreeRecord, WorktreeError> {
     let record = rooted_at(store, path)?;
     // Not while an operation on it is under way (it writes the same file states).
-    let _busy = crate::lock::lock(&record.root);
+    let _busy = ws.locks.lock(&record.root);
     let mut batch = WriteBatch::new();
     batch.remove_worktree(&record.root);
     batch.clear_file_states(&record.root);
     store.write(&batch)?;
-    crate::watch::forget(&record.root);
-    crate::dirstate::Cache::forget_kept(&record.root);
+    if let Some(w) = &ws.watcher {
+        w.forget(&record.root);
+    }
+    ws.kept.forget(&record.root);
     Ok(record)
 }
 
@@ -171,9 +178,13 @@ pub(crate) fn verify_root(record: &mut WorktreeRecord) -> Result<(), RootChanged
 /// `cairn worktree rebind PATH`: accepts that the registered root at `path` is now another
 /// directory. Its stat cache is dropped (every file is read afresh next time); its head,
 /// checkpoints and op log stay. A symlink is refused.
-pub fn rebind(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
+pub(crate) fn rebind(
+    ws: &Worktrees,
+    store: &Store,
+    path: &Utf8Path,
+) -> Result<WorktreeRecord, WorktreeError> {
     let found = rooted_at(store, path)?;
-    let _busy = crate::lock::lock(&found.root);
+    let _busy = ws.locks.lock(&found.root);
     let mut record = store.reader()?.worktree(&found.root)?.unwrap_or(found);
     let before = record.identity.take();
     verify_root(&mut record)?;
@@ -193,7 +204,9 @@ pub fn rebind(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, Worktree
         OpRecord::new("rebind", record.head, record.head),
     );
     store.write(&batch)?;
-    crate::watch::forget(&record.root);
-    crate::dirstate::Cache::forget_kept(&record.root);
+    if let Some(w) = &ws.watcher {
+        w.forget(&record.root);
+    }
+    ws.kept.forget(&record.root);
     Ok(record)
 }

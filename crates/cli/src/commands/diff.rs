@@ -33,10 +33,12 @@ pub enum Format {
 
 /// Resolves `spec`: an existing directory is a worktree's live files; anything else a
 /// snapshot (ref name or id prefix).
-pub fn side(store: &Store, reader: &Reader, spec: &str) -> Result<Side, CliError> {
+pub fn side(ctx: &Ctx, store: &Store, reader: &Reader, spec: &str) -> Result<Side, CliError> {
     let path = absolute(&current_dir()?, Utf8Path::new(spec));
     if path.is_dir() {
-        let live = fs_manager::live_state(store, &path, &CaptureOptions::default())?;
+        let live = ctx
+            .worktrees()
+            .live_state(store, &path, &CaptureOptions::default())?;
         return Ok(Side {
             tree: live.tree,
             memory: live.trees,
@@ -408,8 +410,8 @@ fn unmatched(paths: &[Vec<u8>], changes: &[Counted]) -> Vec<String> {
 pub fn run(ctx: &Ctx, args: &DiffArgs<'_>) -> Result<Report, CliError> {
     let store = ctx.open_read_only()?;
     let reader = store.reader()?;
-    let a = side(&store, &reader, args.a)?;
-    let b = side(&store, &reader, args.b)?;
+    let a = side(ctx, &store, &reader, args.a)?;
+    let b = side(ctx, &store, &reader, args.b)?;
     let root = a.root.as_deref().or(b.root.as_deref());
     let paths = crate::context::tree_paths(root, args.paths)?;
     let changes = compare(
@@ -460,7 +462,9 @@ pub fn status(ctx: &Ctx, worktree: Option<&Utf8Path>, short: bool) -> Result<Rep
         Some(p) => absolute(&current_dir()?, p),
         None => current_dir()?,
     };
-    let live = fs_manager::live_state(&store, &path, &CaptureOptions::default())?;
+    let live = ctx
+        .worktrees()
+        .live_state(&store, &path, &CaptureOptions::default())?;
     let reader = store.reader()?;
     let base = match live.head {
         Some(h) => Side {

@@ -64,7 +64,8 @@ pub fn merge(
             message: "live state before merge",
             ..fs_manager::CaptureOptions::default()
         };
-        fs_manager::record_change(&store, &repo, "capture", &capture)?;
+        ctx.worktrees()
+            .record_change(&store, &repo, "capture", &capture)?;
     }
     let options = MergeOptions {
         repo: &repo,
@@ -84,7 +85,11 @@ pub fn merge(
                 message: &message,
                 ..fs_manager::CaptureOptions::default()
             };
-            recorded = Some(fs_manager::record_change(&store, &repo, "merge", &capture)?.snapshot);
+            recorded = Some(
+                ctx.worktrees()
+                    .record_change(&store, &repo, "merge", &capture)?
+                    .snapshot,
+            );
         }
     }
     let conflicts: Vec<_> = out

@@ -61,8 +61,9 @@ pub fn checkpoint(
             ..CaptureOptions::default()
         },
         max_file_size,
+        git: Some(&merge_back::git_source),
     };
-    let out = fs_manager::checkpoint(&store, &dir, &options)?;
+    let out = ctx.worktrees().checkpoint(&store, &dir, &options)?;
     let s = &out.snapshot;
     let json = serde_json::json!({
         "worktree": s.root,
@@ -127,7 +128,7 @@ pub fn rewind(
         progress: &bar,
         ..RollbackOptions::default()
     };
-    let out = fs_manager::rewind(&store, &dir, target, &options)?;
+    let out = ctx.worktrees().rewind(&store, &dir, target, &options)?;
     Ok(rollback_report(&out, dry_run, "rewind"))
 }
 
@@ -137,9 +138,9 @@ pub fn undo(ctx: &Ctx, dir: Option<&Utf8Path>, redo: bool) -> Result<Report, Cli
     let store = ctx.open_existing()?;
     let field = if redo { "reapplied" } else { "reverted" };
     let result = if redo {
-        fs_manager::redo(&store, &dir)
+        ctx.worktrees().redo(&store, &dir)
     } else {
-        fs_manager::undo(&store, &dir)
+        ctx.worktrees().undo(&store, &dir)
     };
     let out = match result {
         Ok(out) => out,
@@ -268,7 +269,9 @@ pub fn review(ctx: &Ctx, dir: Option<&Utf8Path>) -> Result<Report, CliError> {
             root: record.root.clone(),
         })
     })?;
-    let live = fs_manager::live_state(&store, &record.root, &CaptureOptions::default())?;
+    let live = ctx
+        .worktrees()
+        .live_state(&store, &record.root, &CaptureOptions::default())?;
     let reader = store.reader()?;
     let base = Side {
         tree: reader.snapshot(task.baseline)?.tree,
@@ -327,7 +330,9 @@ pub fn accept(
     let store = ctx.open_existing()?;
     let record = registered(&store.reader()?, &dir)?;
     let paths = crate::context::tree_paths(Some(&record.root), paths)?;
-    let out = fs_manager::accept(&store, &record.root, &paths, &CaptureOptions::default())?;
+    let out = ctx
+        .worktrees()
+        .accept(&store, &record.root, &paths, &CaptureOptions::default())?;
     let json = serde_json::json!({
         "worktree": out.root,
         "accepted": paths_json(&out.accepted),
@@ -370,7 +375,7 @@ pub fn discard(
         progress: &bar,
         ..RollbackOptions::default()
     };
-    let out = fs_manager::discard(&store, &record.root, &options)?;
+    let out = ctx.worktrees().discard(&store, &record.root, &options)?;
     let json = serde_json::json!({
         "worktree": out.restored.root,
         "discarded": paths_json(&out.discarded),
@@ -432,7 +437,8 @@ pub fn recover(ctx: &Ctx, dir: Option<&Utf8Path>) -> Result<Report, CliError> {
                 message: "merge, finished by recover",
                 ..fs_manager::CaptureOptions::default()
             };
-            fs_manager::record_change(&store, &done.workdir, "merge", &capture)?;
+            ctx.worktrees()
+                .record_change(&store, &done.workdir, "merge", &capture)?;
         }
         let json = serde_json::json!({
             "worktree": done.workdir,
@@ -446,7 +452,7 @@ pub fn recover(ctx: &Ctx, dir: Option<&Utf8Path>) -> Result<Report, CliError> {
         );
         return Ok(Report::new(json, human));
     }
-    let out = fs_manager::recover(&store, &dir)?;
+    let out = ctx.worktrees().recover(&store, &dir)?;
     let json = serde_json::json!({
         "worktree": out.root,
         "recovered": out.op,

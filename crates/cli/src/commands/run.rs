@@ -65,7 +65,9 @@ impl<'a> Steps<'a> {
         match self {
             Steps::Direct(ctx) => {
                 let store = ctx.open_existing()?;
-                let live = fs_manager::live_state(&store, worktree, &CaptureOptions::default())?;
+                let live =
+                    ctx.worktrees()
+                        .live_state(&store, worktree, &CaptureOptions::default())?;
                 let store_dir = std::fs::canonicalize(store.root()).ok();
                 Ok((live.root, denied(&live.skipped), store_dir))
             }
@@ -90,7 +92,7 @@ impl<'a> Steps<'a> {
                     message,
                     ..CaptureOptions::default()
                 };
-                let snap = fs_manager::snapshot(&store, root, &options)?;
+                let snap = ctx.worktrees().snapshot(&store, root, &options)?;
                 Ok((serde_json::json!(snap.snapshot), denied(&snap.skipped)))
             }
             Steps::Server { .. } => {

@@ -533,12 +533,12 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, CliError> {
     let socket = socket
         .map(|s| crate::context::absolute(&crate::context::current_dir().unwrap_or_default(), s))
         .unwrap_or_else(|| cairn_client::Client::socket_of(&path));
-    // Captures made here watch their worktrees and skip what did not change.
-    fs_manager::enable_watching();
     let served = Served {
         shared: SharedStore {
             path: path.clone(),
             store: Arc::new(RwLock::new(store)),
+            // Captures made here watch their worktrees and skip what did not change.
+            worktrees: Arc::new(fs_manager::Worktrees::watching()),
         },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -61,8 +61,9 @@ pub fn onboard(
         },
         include_denied,
         max_file_size,
+        git: Some(&merge_back::git_source),
     };
-    let out = fs_manager::onboard(&store, &path_arg(src)?, &options)?;
+    let out = ctx.worktrees().onboard(&store, &path_arg(src)?, &options)?;
     let source = out
         .source
         .as_ref()
@@ -159,7 +160,9 @@ pub fn snapshot(
         progress: &bar,
         ..CaptureOptions::default()
     };
-    let out = fs_manager::snapshot(&store, &path_arg(worktree)?, &options)?;
+    let out = ctx
+        .worktrees()
+        .snapshot(&store, &path_arg(worktree)?, &options)?;
     let json = serde_json::json!({
         "snapshot": out.snapshot,
         "tree": out.tree,
@@ -187,7 +190,7 @@ pub fn checkout(ctx: &Ctx, snap: &str, dest: &Utf8Path) -> Result<Report, CliErr
     let store = ctx.open_existing()?;
     let id = crate::context::resolve_snapshot(&store.reader()?, snap)?;
     let bar = Bar::new();
-    let out = fs_manager::checkout(
+    let out = ctx.worktrees().checkout(
         &store,
         id,
         &path_arg(dest)?,
@@ -233,7 +236,9 @@ pub fn rollback(
         progress: &bar,
         ..RollbackOptions::default()
     };
-    let out = fs_manager::rollback(&store, &record.root, target, &options)?;
+    let out = ctx
+        .worktrees()
+        .rollback(&store, &record.root, target, &options)?;
     Ok(rollback_report(&out, dry_run, "rollback"))
 }
 
@@ -316,7 +321,7 @@ pub fn worktree(ctx: &Ctx, action: WorktreeAction) -> Result<Report, CliError> {
         }
         WorktreeAction::Remove { path } => {
             let store = ctx.open_existing()?;
-            let record = fs_manager::remove_worktree(&store, &path_arg(&path)?)?;
+            let record = ctx.worktrees().remove(&store, &path_arg(&path)?)?;
             let human = format!("removed worktree {} (files left in place)\n", record.root);
             Ok(Report::new(
                 serde_json::json!({ "worktrees": [{ "path": record.root, "head": record.head }] }),
@@ -325,7 +330,7 @@ pub fn worktree(ctx: &Ctx, action: WorktreeAction) -> Result<Report, CliError> {
         }
         WorktreeAction::Rebind { path } => {
             let store = ctx.open_existing()?;
-            let record = fs_manager::rebind_worktree(&store, &path_arg(&path)?)?;
+            let record = ctx.worktrees().rebind(&store, &path_arg(&path)?)?;
             let human = format!("worktree {} is the directory there now\n", record.root);
             Ok(Report::new(
                 serde_json::json!({ "worktrees": [{ "path": record.root, "head": record.head }] }),

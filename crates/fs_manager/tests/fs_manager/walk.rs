@@ -101,7 +101,8 @@ fn ignore_files_that_are_fifos_are_reported_not_waited_on() {
         let expected = [b"a.txt".to_vec(), b"sub/b.txt".to_vec(), b"x.log".to_vec()];
 
         let onboarded = finishes(&format!("onboard with a FIFO {kind}"), &fifos, || {
-            fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+            env.worktrees
+                .onboard(&env.store, &root, &OnboardOptions::default())
         })
         .unwrap_or_else(|e| panic!("{kind}: {e}"));
         assert_eq!(
@@ -125,7 +126,7 @@ fn ignore_files_that_are_fifos_are_reported_not_waited_on() {
             let snap = finishes(
                 &format!("snapshot ({step}) with a FIFO {kind}"),
                 &fifos,
-                || fs_manager::snapshot(&env.store, &root, &threads(n)),
+                || env.worktrees.snapshot(&env.store, &root, &threads(n)),
             )
             .unwrap_or_else(|e| panic!("{kind} {step}: {e}"));
             assert_eq!(
@@ -166,7 +167,7 @@ fn ignore_files_linked_to_dev_zero_are_not_read() {
     );
     for n in [1, 0] {
         let out = finishes("onboard with ignore files linked to /dev/zero", &[], || {
-            fs_manager::onboard(
+            env.worktrees.onboard(
                 &env.store,
                 &root,
                 &OnboardOptions {
@@ -217,7 +218,7 @@ fn ignore_files_over_the_size_limit_are_not_read() {
             .unwrap();
     }
     let out = finishes("onboard with huge ignore files", &[], || {
-        fs_manager::onboard(
+        env.worktrees.onboard(
             &env.store,
             &root,
             &OnboardOptions {
@@ -301,7 +302,8 @@ fn paths_too_long_are_left_out_and_the_rest_captured() {
         let deep = deep_dirs(root, &name, levels);
         assert!(root.as_str().len() + 1 + deep.len() > 4096);
         let out = finishes("onboard of a deep tree", &[], || {
-            fs_manager::onboard(&env.store, root, &OnboardOptions::default())
+            env.worktrees
+                .onboard(&env.store, root, &OnboardOptions::default())
         })
         .unwrap_or_else(|e| panic!("{root}: {e}"));
         assert!(
@@ -324,7 +326,9 @@ fn paths_too_long_are_left_out_and_the_rest_captured() {
                 settle();
             }
             std::fs::write(root.join("a.txt"), step).unwrap();
-            let snap = fs_manager::snapshot(&env.store, root, &threads(n))
+            let snap = env
+                .worktrees
+                .snapshot(&env.store, root, &threads(n))
                 .unwrap_or_else(|e| panic!("{root} {step}: {e}"));
             assert!(path_too_long_above(&snap.skipped, &deep), "{step}");
             let files = snapshot_files(&env.store, snap.snapshot);
@@ -379,7 +383,8 @@ fn pseudo_file_systems_inside_the_tree_are_not_entered() {
         return;
     };
     let out = finishes("onboard with a proc inside", &[], || {
-        fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+        env.worktrees
+            .onboard(&env.store, &root, &OnboardOptions::default())
     })
     .unwrap();
     for at in ["s/p", "s/v"] {
@@ -396,7 +401,7 @@ fn pseudo_file_systems_inside_the_tree_are_not_entered() {
         settle();
         std::fs::write(root.join("a.txt"), format!("{n}")).unwrap();
         let snap = finishes("snapshot with a proc inside", &[], || {
-            fs_manager::snapshot(&env.store, &root, &threads(n))
+            env.worktrees.snapshot(&env.store, &root, &threads(n))
         })
         .unwrap();
         assert_eq!(reason_of(&snap.skipped, "s/p"), Some("pseudo-filesystem"));
@@ -466,7 +471,7 @@ fn a_file_growing_while_read_is_captured_bounded() {
         });
         reset_peak_memory();
         let before = peak_memory();
-        let out = fs_manager::onboard(
+        let out = env.worktrees.onboard(
             &env.store,
             &root,
             &OnboardOptions {
@@ -505,7 +510,8 @@ fn a_file_growing_while_read_is_captured_bounded() {
 fn the_file_system_root_is_refused() {
     let env = Env::new();
     let err = finishes("onboard of /", &[], || {
-        fs_manager::onboard(&env.store, Utf8Path::new("/"), &OnboardOptions::default())
+        env.worktrees
+            .onboard(&env.store, Utf8Path::new("/"), &OnboardOptions::default())
     })
     .unwrap_err();
     assert!(
@@ -517,7 +523,7 @@ fn the_file_system_root_is_refused() {
     );
     assert!(err.to_string().starts_with("/: "), "{err}");
     let err = finishes("checkpoint of /", &[], || {
-        fs_manager::checkpoint(
+        env.worktrees.checkpoint(
             &env.store,
             Utf8Path::new("/"),
             &fs_manager::CheckpointOptions::default(),
@@ -540,31 +546,36 @@ fn paths_no_capture_could_reach_are_never_written() {
     write_tree(&src, &[("a.txt", file("a"))]);
     // 19 levels: a 3.8 KB path.
     let deep = deep_dirs(&src, &name, 19);
-    let snap = fs_manager::onboard(&env.store, &src, &OnboardOptions::default())
+    let snap = env
+        .worktrees
+        .onboard(&env.store, &src, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     assert!(snapshot_files(&env.store, snap).contains_key(deep.as_bytes()));
     // A checkout where the path fits works.
     let near = env.path("near");
-    fs_manager::checkout(
-        &env.store,
-        snap,
-        &near,
-        &fs_manager::CheckoutOptions::default(),
-    )
-    .unwrap();
+    env.worktrees
+        .checkout(
+            &env.store,
+            snap,
+            &near,
+            &fs_manager::CheckoutOptions::default(),
+        )
+        .unwrap();
     assert_eq!(read_deep(&near, &deep), b"deep");
 
     let long = env.path(&format!("{}/{}", "r".repeat(200), "r".repeat(200)));
     std::fs::create_dir_all(&long).unwrap();
     let dest = long.join("dest");
-    let err = fs_manager::checkout(
-        &env.store,
-        snap,
-        &dest,
-        &fs_manager::CheckoutOptions::default(),
-    )
-    .unwrap_err();
+    let err = env
+        .worktrees
+        .checkout(
+            &env.store,
+            snap,
+            &dest,
+            &fs_manager::CheckoutOptions::default(),
+        )
+        .unwrap_err();
     let message = err.to_string();
     assert!(
         message.contains(dest.as_str()) && message.contains("path-too-long"),
@@ -574,14 +585,18 @@ fn paths_no_capture_could_reach_are_never_written() {
 
     let w = long.join("w");
     write_tree(&w, &[("b.txt", file("b"))]);
-    fs_manager::onboard(&env.store, &w, &OnboardOptions::default()).unwrap();
-    let out = fs_manager::rollback(
-        &env.store,
-        &w,
-        snap,
-        &fs_manager::RollbackOptions::default(),
-    )
-    .unwrap();
+    env.worktrees
+        .onboard(&env.store, &w, &OnboardOptions::default())
+        .unwrap();
+    let out = env
+        .worktrees
+        .rollback(
+            &env.store,
+            &w,
+            snap,
+            &fs_manager::RollbackOptions::default(),
+        )
+        .unwrap();
     assert!(
         out.skipped
             .iter()
@@ -591,7 +606,10 @@ fn paths_no_capture_could_reach_are_never_written() {
     );
     assert_eq!(keys(&disk(&w, &[])), ["a.txt"]);
     // Its capture sees what is there; nothing is hidden beyond reach.
-    let snap = fs_manager::snapshot(&env.store, &w, &CaptureOptions::default()).unwrap();
+    let snap = env
+        .worktrees
+        .snapshot(&env.store, &w, &CaptureOptions::default())
+        .unwrap();
     assert!(!snap.changed);
     assert!(snap.skipped.is_empty(), "{:?}", snap.skipped);
 }
@@ -644,15 +662,17 @@ fn a_linked_git_directorys_exclude_file_applies() {
         ],
     );
     for n in [1, 0] {
-        let out = fs_manager::onboard(
-            &env.store,
-            &root,
-            &OnboardOptions {
-                capture: threads(n),
-                ..OnboardOptions::default()
-            },
-        )
-        .unwrap();
+        let out = env
+            .worktrees
+            .onboard(
+                &env.store,
+                &root,
+                &OnboardOptions {
+                    capture: threads(n),
+                    ..OnboardOptions::default()
+                },
+            )
+            .unwrap();
         let files = snapshot_files(&env.store, out.snapshot);
         assert_eq!(keys(&files), ["sub/z.txt", "x.tmp"], "{n} threads");
     }
