@@ -1,18 +1,19 @@
 //! `onboard` and `snapshot`: capture a worktree's scope as a snapshot.
 
-use crate::Worktrees;
+use crate::shared::Worktrees;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{
     GitSource, OpRecord, SnapshotId, Source, Store, Tree, TreeId, WorktreeKind, WorktreeRecord,
-    WriteBatch,
 };
 
 use crate::dirstate::Cache;
 use crate::error::CaptureError;
+use crate::paths::Skipped;
+use crate::pending::{Pending, PendingCapture, WatchDone};
 use crate::progress::{Progress, Silent};
-use crate::scan::{self, ScanOptions, Skipped};
+use crate::scan::{self, ScanOptions};
 use crate::worktree;
 
 /// Knobs shared by every capture.
@@ -138,54 +139,6 @@ pub(crate) struct Captured<'a> {
     pub pending: Option<Pending<'a>>,
 }
 
-/// Writes to commit together: a capture's, not committed yet, and whatever its caller adds.
-/// Dropping it stores nothing.
-#[derive(Default)]
-pub(crate) struct Pending<'a> {
-    batch: WriteBatch,
-    capture: Option<PendingCapture<'a>>,
-}
-
-/// What a deferred capture does once its writes are committed.
-struct PendingCapture<'a> {
-    kept: &'a crate::dirstate::KeptCaches,
-    root: Utf8PathBuf,
-    /// The stat cache as the store holds it then.
-    cache: Cache,
-    watching: WatchDone<'a>,
-}
-
-impl Pending<'_> {
-    /// Adds a tree to store with the rest.
-    pub fn add_tree(&mut self, tree: Tree) -> TreeId {
-        self.batch.add_tree(tree)
-    }
-
-    /// Adds a snapshot to store with the rest.
-    pub fn add_snapshot(&mut self, snapshot: cas::Snapshot) -> SnapshotId {
-        self.batch.add_snapshot(snapshot)
-    }
-
-    /// Sets worktree `root`'s intent journal with the rest.
-    pub fn set_journal(&mut self, root: &Utf8Path, journal: Vec<u8>) {
-        self.batch.set_journal(root, Some(journal));
-    }
-
-    /// Stores everything (if there is anything) in one transaction: every id in it
-    /// survives a crash once this returns.
-    pub fn commit(self, store: &Store) -> Result<(), cas::WriteError> {
-        if self.batch.is_empty() {
-            return Ok(());
-        }
-        store.write(&self.batch)?;
-        if let Some(c) = self.capture {
-            c.watching.committed(&c.cache);
-            c.kept.keep(c.cache, store, &c.root);
-        }
-        Ok(())
-    }
-}
-
 /// Captures `record`'s worktree. Unless a dry run, stores it: a new snapshot (parent: the
 /// head) when the tree changed, the refreshed stat cache, the head, and `op` in the op log.
 pub(crate) fn capture<'a>(
@@ -253,7 +206,7 @@ fn capture_once<'a>(
 ) -> Result<Captured<'a>, CaptureError> {
     let started = std::time::Instant::now();
     let mut record = record;
-    worktree::verify_root(&mut record)?;
+    crate::root::verify_root(&mut record)?;
     // A root that is gone is the caller's to fix (or checkout's to fill), not an I/O failure.
     if let Err(e) = record.root.symlink_metadata()
         && e.kind() == std::io::ErrorKind::NotFound
@@ -398,39 +351,6 @@ fn capture_once<'a>(
         tracing::debug!(elapsed = ?started.elapsed(), "written");
     }
     Ok(captured)
-}
-
-/// Tells the watcher how a capture ended (failed, unless told otherwise).
-struct WatchDone<'a> {
-    root: Utf8PathBuf,
-    /// The watcher of a watched worktree; `None` once told.
-    watcher: Option<&'a crate::watch::Watcher>,
-    ended: crate::watch::Ended,
-}
-
-// Both consume the guard: its `Drop` then reports nothing more (`committed`) or the
-// outcome set here (`unrecorded`).
-impl WatchDone<'_> {
-    /// The capture's cache is what the store holds now.
-    fn committed(mut self, cache: &Cache) {
-        if let Some(watcher) = self.watcher.take() {
-            let dirs = cache.dirs.keys();
-            watcher.after_capture(&self.root, crate::watch::Ended::Committed, dirs);
-        }
-    }
-
-    /// The capture succeeded without recording anything.
-    fn unrecorded(mut self) {
-        self.ended = crate::watch::Ended::Unrecorded;
-    }
-}
-
-impl Drop for WatchDone<'_> {
-    fn drop(&mut self) {
-        if let Some(watcher) = self.watcher {
-            watcher.after_capture(&self.root, self.ended, std::iter::empty());
-        }
-    }
 }
 
 /// Snapshots the directory `src` (working files, uncommitted changes included) and

@@ -1,6 +1,6 @@
 //! `checkout`: hydrate a snapshot into a new or empty directory, in parallel.
 
-use crate::Worktrees;
+use crate::shared::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, OpRecord, SnapshotId, Store, WorktreeKind, WorktreeRecord, WriteBatch};
 use rayon::prelude::*;
@@ -68,7 +68,7 @@ pub(crate) fn checkout(
     // anything is written.
     for f in &files {
         if let Err(e) = path_policy::check_path(&f.path) {
-            let path = crate::fsops::join(dest.as_std_path(), &f.path);
+            let path = crate::paths::join(dest.as_std_path(), &f.path);
             return Err(CheckoutError::Refused {
                 path,
                 reason: e.reason(),
@@ -148,7 +148,7 @@ pub(crate) fn checkout(
             let _ = std::fs::remove_dir(&root);
         }
         return Err(CheckoutError::Refused {
-            path: crate::fsops::join(dest.as_std_path(), &f.path),
+            path: crate::paths::join(dest.as_std_path(), &f.path),
             reason: "path-too-long: longer than the system takes from / under this destination",
         });
     }
@@ -171,7 +171,7 @@ pub(crate) fn checkout(
         include_denied: previous.as_ref().is_some_and(|p| p.include_denied),
         max_file_size: previous.as_ref().and_then(|p| p.max_file_size),
         created: time,
-        identity: crate::worktree::identity_of(&root),
+        identity: crate::root::identity_of(&root),
         ..WorktreeRecord::new(root.clone(), WorktreeKind::Isolated)
     };
     let entry = OpRecord::new("checkout", previous.and_then(|p| p.head), Some(snapshot));
@@ -248,7 +248,7 @@ fn hydrate(
     // Directories first, parents before children (files are in tree order).
     let mut last_dir: &[u8] = &[];
     for f in files {
-        let dir = crate::scan::split_parent(&f.path).0;
+        let dir = crate::paths::split_parent(&f.path).0;
         if dir != last_dir {
             fsops::ensure_dir(root, dir).map_err(failure)?;
             last_dir = dir;
@@ -259,7 +259,7 @@ fn hydrate(
         Default::default();
     for f in files.iter().filter(|f| f.kind != EntryKind::Symlink) {
         by_dir
-            .entry(crate::scan::split_parent(&f.path).0)
+            .entry(crate::paths::split_parent(&f.path).0)
             .or_default()
             .push(f);
     }
@@ -285,7 +285,7 @@ fn hydrate(
         .collect();
     for f in files.iter().filter(|f| f.kind == EntryKind::Symlink) {
         let dir = root
-            .open_dir(crate::scan::split_parent(&f.path).0)
+            .open_dir(crate::paths::split_parent(&f.path).0)
             .map_err(|e| failure(e.into()))?;
         let st = fsops::create(root, &dir, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
         progress.advance(1, f.size);

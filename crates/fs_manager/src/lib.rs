@@ -3,8 +3,8 @@
 //! Through a [`Worktrees`] value (one per open store) it onboards a directory in place
 //! ([`Worktrees::onboard`]), snapshots a worktree ([`Worktrees::snapshot`]), hydrates a
 //! snapshot into a new directory ([`Worktrees::checkout`]) and makes a worktree equal a
-//! snapshot again ([`Worktrees::rollback`]). A worktree's *scope* is every path under its root except
-//! what `.gitignore`/`.ignore` files inside it, `.git/info/exclude` and the global excludes
+//! snapshot again ([`Worktrees::rollback`]). A worktree's *scope* is every path under its
+//! root except what `.gitignore`/`.ignore` files inside it, `.git/info/exclude` and the global excludes
 //! file ignore, `.git/` and the store's folder. Nothing outside scope is read, written or
 //! deleted.
 //!
@@ -12,6 +12,26 @@
 //! per file), so a snapshot reads only files whose stat changed, and a checkout fills it so
 //! the next snapshot reads nothing. Files are hashed and compressed in parallel and written
 //! in batches; hydration writes in parallel and never through a symlink.
+//!
+//! It owns the worktree registry's meaning, the stat caches, intent journals and the op
+//! log's undo links (stored through `cas`), and what a process keeps between operations
+//! ([`Worktrees`]: per-worktree locks, watches, kept caches). It must not know git (the git
+//! source of an onboard is asked of a [`GitProbe`] the caller passes in), the command line,
+//! HTTP or how outcomes are printed.
+//!
+//! Its modules form layers; each uses only those below it:
+//!
+//! ```text
+//! worktrees                         the operations, public
+//! task, undo                        on rollback
+//! rollback                          on capture and journal
+//! capture, checkout, recover        one worktree, locked, from start to finish
+//! worktree, error                   the registry; one error enum per operation
+//! journal, pending                  multi-file steps that survive a crash; deferred writes
+//! build, scan, rules                trees from files; the walk; what is in scope
+//! shared, dirstate, fsops, watch    per-store state; stat caches; writes beneath a root
+//! paths, state, root, lock, progress
+//! ```
 //!
 //! ```no_run
 //! use camino::Utf8Path;
@@ -40,10 +60,15 @@ mod fsops;
 pub mod fuzzing;
 mod journal;
 mod lock;
+mod paths;
+mod pending;
 mod progress;
+mod recover;
 mod rollback;
+mod root;
 mod rules;
 mod scan;
+mod shared;
 mod state;
 mod task;
 mod undo;
@@ -51,20 +76,25 @@ mod watch;
 mod worktree;
 mod worktrees;
 
-pub use capture::{CaptureOptions, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome};
+pub use capture::{
+    CaptureOptions, GitProbe, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome,
+};
 pub use checkout::{CheckoutOptions, CheckoutOutcome};
 pub use error::{
     CaptureError, CheckoutError, RecoverError, RollbackError, ScanError, TaskError, UndoError,
     WorktreeError,
 };
-pub use journal::{Interrupted, RecoverOutcome};
+pub use journal::Interrupted;
+pub use paths::Skipped;
 pub use progress::{Progress, Silent};
+pub use recover::RecoverOutcome;
 pub use rollback::{RollbackOptions, RollbackOutcome};
-pub use scan::{FileRecord, Skipped};
+pub use root::RootChanged;
+pub use scan::FileRecord;
+pub use shared::Worktrees;
 pub use task::{AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome};
 pub use undo::{Refusal, UndoOutcome, UndoStacks, undo_stacks};
-pub use worktree::{RootChanged, find as find_worktree, list as list_worktrees};
-pub use worktrees::Worktrees;
+pub use worktree::{find as find_worktree, list as list_worktrees};
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.
 pub use state::RACY_MARGIN;

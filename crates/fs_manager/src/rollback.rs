@@ -1,6 +1,6 @@
 //! `rollback`: make a worktree's scope equal a snapshot, touching only what differs.
 
-use crate::Worktrees;
+use crate::shared::Worktrees;
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -8,12 +8,13 @@ use std::path::Path;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpRecord, SnapshotId, Source, Store, TreeId};
 
-use crate::capture::{self, CaptureOptions, Captured, Pending, Recording};
+use crate::capture::{self, CaptureOptions, Captured, Recording};
 use crate::error::RollbackError;
-use crate::fsops::{self, WriteFailure};
+use crate::fsops::WriteFailure;
 use crate::journal::{self, Plan};
+use crate::paths::tree_order;
+use crate::pending::Pending;
 use crate::progress::{Progress, Silent};
-use crate::scan::tree_order;
 
 /// Options of [`rollback`](crate::Worktrees::rollback).
 #[derive(Clone, Copy)]
@@ -294,7 +295,7 @@ fn plan(
     for (p, _) in &plan.writes {
         if let Err(e) = path_policy::check_path(p) {
             return Err(RollbackError::Blocked {
-                path: fsops::join(root.as_std_path(), p),
+                path: crate::paths::join(root.as_std_path(), p),
                 reason: e.reason().to_owned(),
             });
         }
@@ -366,7 +367,7 @@ pub(crate) fn check_obstacles(
             if !checked_dirs.insert(dir) {
                 continue;
             }
-            let full = fsops::join(root, dir);
+            let full = crate::paths::join(root, dir);
             match full.symlink_metadata() {
                 Ok(m) if m.is_dir() => {}
                 Ok(m) if !deleted.contains(dir) => {
@@ -385,7 +386,7 @@ pub(crate) fn check_obstacles(
                 _ => {}
             }
         }
-        let full = fsops::join(root, p);
+        let full = crate::paths::join(root, p);
         if full.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             let mut stack = vec![full.clone()];
             while let Some(dir) = stack.pop() {
@@ -412,7 +413,7 @@ pub(crate) fn check_obstacles(
                             path: full,
                             reason: format!(
                                 "directory holds {}, outside cairn's scope",
-                                crate::error::shown(&path)
+                                crate::paths::shown(&path)
                             ),
                         });
                     }

@@ -17,7 +17,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use path_policy::{RulesFile, RulesRefusal, read_rules_file};
 
 use crate::dirstate::{IGNORE_FILES, IgnoreStamp};
-use crate::scan::Skipped;
+use crate::paths::Skipped;
 
 /// Where `.git/info/exclude` sits in a directory's listing (as one name: it is never walked).
 pub(crate) const EXCLUDE: &[u8] = IGNORE_FILES[2].as_bytes();
@@ -243,7 +243,7 @@ pub(crate) fn load(
 /// Whether `rel` (a path from the worktree root) names a pattern file cairn reads in the
 /// tree: `.gitignore` and `.ignore` anywhere, `.cairndeny` at the root.
 pub(crate) fn is_rules_file(rel: &[u8]) -> bool {
-    let name = crate::scan::split_parent(rel).1;
+    let name = crate::paths::split_parent(rel).1;
     name == b".gitignore" || name == b".ignore" || rel == path_policy::WORKTREE_FILE.as_bytes()
 }
 

@@ -19,25 +19,40 @@ use cas::{BlobId, EntryKind, PreparedBlob, Store, WriteBatch};
 use rayon::prelude::*;
 
 use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp};
-use crate::error::ScanError;
-use crate::fsops::join;
+use crate::paths::{Skipped, join, shown, split_parent, tree_order};
 use crate::progress::Progress;
 use crate::rules::{self, Rules};
 use crate::state::{FileState, Stat, now_ns};
+
+/// Reading the worktree failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScanError {
+    /// A file or directory could not be read.
+    #[error("{}: {source}", shown(path))]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The directory can never be a worktree (the file-system root, a pseudo file system).
+    #[error("{}: {reason}", path.display())]
+    Refused {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
 
 /// Files larger than this are streamed into the store chunk by chunk.
 const STREAM_BYTES: u64 = 16 << 20;
 /// Raw bytes hashed per group before the group's blobs are written.
 const GROUP_BYTES: u64 = 64 << 20;
-
-/// A path left out of a snapshot, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    /// Path from the worktree root, raw bytes.
-    pub path: Vec<u8>,
-    /// Why it was left out.
-    pub reason: String,
-}
 
 /// A file in the captured state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,12 +75,6 @@ struct Walked {
     cached: Option<FileState>,
 }
 
-/// Orders paths as trees list them: component by component, by name bytes.
-pub(crate) fn tree_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let key = |c: &u8| if *c == b'/' { 0 } else { *c };
-    a.iter().map(key).cmp(b.iter().map(key))
-}
-
 /// The directory whose listing records a skipped `path`, and its name there: its parent,
 /// but for an exclude file, the directory holding its `.git`.
 fn listing_slot(path: &[u8]) -> (&[u8], &[u8]) {
@@ -80,13 +89,6 @@ fn tree_key(path: &[u8]) -> Vec<u8> {
     path.iter()
         .map(|&b| if b == b'/' { 0 } else { b })
         .collect()
-}
-
-pub(crate) fn split_parent(p: &[u8]) -> (&[u8], &[u8]) {
-    match p.iter().rposition(|&b| b == b'/') {
-        Some(i) => (&p[..i], &p[i + 1..]),
-        None => (&[], p),
-    }
 }
 
 fn special_name(meta: &Metadata) -> &'static str {

@@ -4,7 +4,7 @@
 //! forward path by path as changes are accepted. `accept` or `discard` without paths ends
 //! the task, and the next checkpoint starts a new one.
 
-use crate::Worktrees;
+use crate::shared::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{Checkpoint, OpRecord, SnapshotId, Source, Store, Task, WorktreeRecord, WriteBatch};
 
@@ -284,7 +284,7 @@ pub(crate) fn discard(
         .chain(&restored.deleted)
         .cloned()
         .collect();
-    discarded.sort_by(|a, b| crate::scan::tree_order(a, b));
+    discarded.sort_by(|a, b| crate::paths::tree_order(a, b));
     Ok(DiscardOutcome {
         restored,
         discarded,

@@ -1,7 +1,7 @@
 //! `undo` and `redo`: revert or re-apply one change set of a worktree's op log, only if
 //! every file it touches still holds what the change left there.
 
-use crate::Worktrees;
+use crate::shared::Worktrees;
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::Read;
@@ -13,9 +13,9 @@ use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::capture::Pending;
 use crate::error::UndoError;
 use crate::journal::{self, Plan};
+use crate::pending::Pending;
 use crate::state::Stat;
 
 /// A file that stops an undo or redo, and why (`hash mismatch`, `missing`,
@@ -119,7 +119,7 @@ fn step(
     let _busy = ws.locks.lock(&found.root);
     let reader = store.reader()?;
     let mut record = reader.worktree(&found.root)?.unwrap_or(found);
-    crate::worktree::verify_root(&mut record)?;
+    crate::root::verify_root(&mut record)?;
     let root = record.root.clone();
     match journal::ensure_clear(&reader, &root) {
         Ok(()) => {}
@@ -291,7 +291,7 @@ fn check(
             reason: reason.to_owned(),
         }))
     };
-    let (dir_rel, name) = crate::scan::split_parent(&c.path);
+    let (dir_rel, name) = crate::paths::split_parent(&c.path);
     let name = OsStr::from_bytes(name);
     let dir = match root.open_dir(dir_rel) {
         Ok(d) => Some(d),

@@ -278,7 +278,7 @@ impl Watch {
             .opened
             .iter()
             .filter(|(_, o)| o.suspect())
-            .map(|(p, _)| crate::scan::split_parent(p).0)
+            .map(|(p, _)| crate::paths::split_parent(p).0)
             .collect();
         move |dir: &[u8]| dirs.contains(dir) || self.moved_in.iter().any(|top| is_under(dir, top))
     }
@@ -308,7 +308,7 @@ impl Watch {
                 }
                 self.by_wd.remove(&event.wd);
                 self.by_dir.remove(&dir);
-                let parent = crate::scan::split_parent(&dir).0.to_vec();
+                let parent = crate::paths::split_parent(&dir).0.to_vec();
                 self.dirty.insert(parent);
             }
             self.dirty.insert(dir);
@@ -441,7 +441,7 @@ impl Watcher {
             if watch.by_dir.contains_key(dir) {
                 continue;
             }
-            let path = crate::fsops::join(root.as_std_path(), dir);
+            let path = crate::paths::join(root.as_std_path(), dir);
             // Out of watches, or gone meanwhile: never trusted, always checked.
             if let Ok(wd) = inotify::add_watch(watch.fd.as_ref(), &path, MASK) {
                 if let Some(old) = watch.by_wd.insert(wd, dir.clone()) {

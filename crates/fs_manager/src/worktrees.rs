@@ -3,9 +3,7 @@
 use camino::Utf8Path;
 use cas::{SnapshotId, Store, WorktreeRecord};
 
-use crate::dirstate::KeptCaches;
-use crate::lock::Locks;
-use crate::watch::Watcher;
+use crate::shared::Worktrees;
 use crate::{
     AcceptOutcome, CaptureError, CaptureOptions, CheckoutError, CheckoutOptions, CheckoutOutcome,
     CheckpointOptions, CheckpointOutcome, DiscardOutcome, LiveState, OnboardOptions,
@@ -13,34 +11,7 @@ use crate::{
     SnapshotOutcome, TaskError, UndoError, UndoOutcome, WorktreeError,
 };
 
-/// The worktree operations on stores, with what they keep between calls: which worktrees
-/// an operation holds now (two operations on one worktree run one after the other), the
-/// stat caches of recent operations, and, when watching, an inotify watch per worktree.
-///
-/// Keep one per open store and share it among every thread working on that store; a
-/// second value for the same store would let two operations on one worktree overlap.
-#[derive(Default)]
-pub struct Worktrees {
-    pub(crate) locks: Locks,
-    pub(crate) kept: KeptCaches,
-    pub(crate) watcher: Option<Watcher>,
-}
-
 impl Worktrees {
-    /// Worktree operations without watching: for one command, or a short-lived process.
-    pub fn new() -> Worktrees {
-        Worktrees::default()
-    }
-
-    /// Worktree operations that watch each worktree they capture (Linux inotify), so that
-    /// later captures skip directories where nothing happened: for a long-lived process.
-    pub fn watching() -> Worktrees {
-        Worktrees {
-            watcher: Some(Watcher::new()),
-            ..Worktrees::default()
-        }
-    }
-
     /// Snapshots directory `src` in place and registers it as a worktree (see
     /// [`OnboardOptions`]).
     pub fn onboard(
@@ -96,7 +67,7 @@ impl Worktrees {
 
     /// Finishes or rolls back an interrupted operation on the worktree holding `path`.
     pub fn recover(&self, store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, RecoverError> {
-        crate::journal::recover(self, store, path)
+        crate::recover::recover(self, store, path)
     }
 
     /// Makes the worktree's scope equal `target` (see [`RollbackOptions`]).
@@ -170,5 +141,155 @@ impl Worktrees {
     /// Accepts that the registered root `path` is now another directory.
     pub fn rebind(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
         crate::worktree::rebind(self, store, path)
+    }
+}
+
+/// The stat caches an operation keeps in memory, checked against the store through
+/// every kind of operation.
+#[cfg(test)]
+mod tests {
+    /// A store and a worktree of `files` onboarded into it: (temp dir, store, worktree
+    /// folder, its root as registered, its first snapshot).
+    fn onboarded(
+        files: &[(&str, &str)],
+    ) -> (
+        tempfile::TempDir,
+        cas::Store,
+        crate::Worktrees,
+        camino::Utf8PathBuf,
+        camino::Utf8PathBuf,
+        cas::SnapshotId,
+    ) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
+        let store = cas::Store::open(
+            &base.join("store"),
+            &cas::OpenOptions {
+                create: true,
+                ..cas::OpenOptions::default()
+            },
+        )
+        .expect("store");
+        let wt = base.join("wt");
+        for (path, body) in files {
+            let p = wt.join(path);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, body).expect("write");
+        }
+        let ws = crate::Worktrees::new();
+        let onboarded = ws
+            .onboard(&store, &wt, &crate::OnboardOptions::default())
+            .expect("onboard");
+        (dir, store, ws, wt, onboarded.root, onboarded.snapshot)
+    }
+
+    /// The cache an operation keeps in memory must be exactly what the store holds, after
+    /// every kind of operation that writes it; and it is not used once something else wrote.
+    #[test]
+    fn kept_cache_equals_the_stored_one() {
+        let (_dir, store, ws, wt, root, first) = onboarded(&[
+            ("a.txt", "a"),
+            ("src/lib.rs", "lib"),
+            ("src/deep/x.rs", "x"),
+            (".gitignore", "*.log\n"),
+            ("junk.log", "ignored"),
+        ]);
+        let same_as_stored = |step: &str| {
+            let kept = ws
+                .kept
+                .take(&store, &root)
+                .unwrap_or_else(|| panic!("{step}: nothing kept"));
+            let loaded = crate::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+                .expect("load");
+            assert_eq!(kept, loaded, "{step}");
+            ws.kept.keep(kept, &store, &root);
+        };
+        same_as_stored("onboard");
+
+        // Past the racy margin, so the next captures trust (and keep) cached states.
+        std::thread::sleep(crate::RACY_MARGIN * 2);
+        std::fs::write(wt.join("src/lib.rs"), "lib 2").expect("write");
+        std::fs::write(wt.join("src/new.rs"), "new").expect("write");
+        std::fs::remove_file(wt.join("src/deep/x.rs")).expect("rm");
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
+        same_as_stored("snapshot");
+        // Files written within the racy margin are read again (and their states updated)
+        // by each capture: past it, an unchanged snapshot verifies them for good.
+        std::thread::sleep(crate::RACY_MARGIN * 2);
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
+        same_as_stored("unchanged snapshot");
+        ws.live_state(&store, &root, &crate::CaptureOptions::default())
+            .expect("status");
+        same_as_stored("status");
+
+        std::fs::write(wt.join("a.txt"), "a 2").expect("write");
+        ws.rollback(&store, &root, first, &crate::RollbackOptions::default())
+            .expect("rollback");
+        same_as_stored("rollback");
+        ws.checkpoint(&store, &root, &crate::CheckpointOptions::default())
+            .expect("checkpoint");
+        std::fs::write(wt.join("src/lib.rs"), "lib 3").expect("write");
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
+        ws.undo(&store, &root).expect("undo");
+        same_as_stored("undo");
+
+        // Another write to the worktree's file states: the kept copy no longer counts.
+        let mut batch = cas::WriteBatch::new();
+        batch.set_file_state(&root, b"dx", None);
+        store.write(&batch).expect("write");
+        assert!(ws.kept.take(&store, &root).is_none());
+    }
+
+    /// A stat cache that names a blob the store does not hold costs a re-read of every
+    /// file, never a failed or wrong capture: in a snapshot, and in a rollback, whose
+    /// capture commits later, with its intent journal.
+    #[test]
+    fn a_cache_naming_a_missing_blob_is_read_past() {
+        let (_dir, store, ws, wt, root, first) = onboarded(&[("a.txt", "a"), ("b.txt", "b")]);
+        let a_blob = cas::BlobId::of(b"a");
+        let damage = || {
+            // Past the racy margin, so the cached states are trusted.
+            std::thread::sleep(crate::RACY_MARGIN * 2);
+            ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+                .expect("verify");
+            let mut cache = crate::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+                .expect("load");
+            let top = cache.dirs.get_mut(&Vec::new()).expect("root dir");
+            for (name, child) in &mut top.children {
+                if let (b"a.txt", crate::dirstate::Child::File(state)) = (name.as_slice(), child) {
+                    state.blob = cas::BlobId::of(b"never stored");
+                }
+            }
+            let mut batch = cas::WriteBatch::new();
+            batch.set_file_state(&root, &crate::dirstate::dir_key(b""), Some(top.encode()));
+            store.write(&batch).expect("write");
+        };
+        let a_in = |snapshot: cas::SnapshotId| {
+            let reader = store.reader().expect("reader");
+            let tree = reader.tree(reader.snapshot(snapshot).expect("snapshot").tree);
+            tree.expect("tree").get(b"a.txt").expect("a.txt").blob()
+        };
+
+        damage();
+        std::fs::write(wt.join("b.txt"), "b 2").expect("write");
+        let snap = ws
+            .snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot past the damage");
+        assert!(snap.changed);
+        assert_eq!(a_in(snap.snapshot), Some(a_blob));
+
+        damage();
+        std::fs::write(wt.join("b.txt"), "b 3").expect("write");
+        let rolled = ws
+            .rollback(&store, &root, first, &crate::RollbackOptions::default())
+            .expect("rollback past the damage");
+        assert_eq!(a_in(rolled.captured), Some(a_blob));
+        assert_eq!(
+            std::fs::read_to_string(wt.join("b.txt")).expect("read"),
+            "b"
+        );
     }
 }
