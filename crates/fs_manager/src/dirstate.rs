@@ -12,10 +12,11 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
+use crate::paths::{SkipReason, Special};
 use crate::state::{FileState, RACY_MARGIN, Stat};
 
 /// Bumped on any change to the encoding below.
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
 /// Bytes of the BLAKE3 checksum that ends every record.
 const CHECKSUM_LEN: usize = 8;
 
@@ -130,12 +131,97 @@ impl IgnoreStamp {
     }
 }
 
+const NAME_ERRORS: [path_policy::NameError; 8] = {
+    use path_policy::NameError::*;
+    [
+        Empty,
+        Dots,
+        Slash,
+        Control,
+        TooLong,
+        Git,
+        PathTooLong,
+        TooDeep,
+    ]
+};
+const SPECIALS: [Special; 5] = [
+    Special::Fifo,
+    Special::Socket,
+    Special::BlockDevice,
+    Special::CharacterDevice,
+    Special::Other,
+];
+
+/// Appends `reason` to a listing record: a tag byte, then what that reason holds.
+fn encode_reason(reason: &SkipReason, out: &mut Vec<u8>) {
+    let index_of = |found: Option<usize>| u8::try_from(found.unwrap_or(255)).unwrap_or(255);
+    match reason {
+        SkipReason::Denied { pattern } => {
+            out.push(0);
+            let bytes = pattern.as_bytes();
+            let len = u16::try_from(bytes.len()).unwrap_or(u16::MAX);
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&bytes[..usize::from(len)]);
+        }
+        SkipReason::InvalidName(e) => {
+            out.push(1);
+            out.push(index_of(NAME_ERRORS.iter().position(|n| n == e)));
+        }
+        SkipReason::PathTooLong => out.push(2),
+        SkipReason::PseudoFilesystem => out.push(3),
+        SkipReason::OverSizeCap { size, cap } => {
+            out.push(4);
+            out.extend_from_slice(&size.to_le_bytes());
+            out.extend_from_slice(&cap.to_le_bytes());
+        }
+        SkipReason::Special(kind) => {
+            out.push(5);
+            out.push(index_of(SPECIALS.iter().position(|k| k == kind)));
+        }
+        SkipReason::IgnoreFileNotRegular => out.push(6),
+        SkipReason::IgnoreFileTooLarge => out.push(7),
+        SkipReason::OutOfScope(inner) => {
+            out.push(8);
+            encode_reason(inner, out);
+        }
+    }
+}
+
+/// Reads what [`encode_reason`] wrote; `None` for anything it would not write.
+fn decode_reason<'a>(
+    take: &mut impl FnMut(usize) -> Option<&'a [u8]>,
+    depth: u8,
+) -> Option<SkipReason> {
+    let u64_ = |b: &[u8]| b.try_into().ok().map(u64::from_le_bytes);
+    Some(match take(1)?[0] {
+        0 => {
+            let len = u16::from_le_bytes(take(2)?.try_into().ok()?);
+            let pattern = std::str::from_utf8(take(usize::from(len))?).ok()?;
+            SkipReason::Denied {
+                pattern: pattern.to_owned(),
+            }
+        }
+        1 => SkipReason::InvalidName(*NAME_ERRORS.get(usize::from(take(1)?[0]))?),
+        2 => SkipReason::PathTooLong,
+        3 => SkipReason::PseudoFilesystem,
+        4 => SkipReason::OverSizeCap {
+            size: u64_(take(8)?)?,
+            cap: u64_(take(8)?)?,
+        },
+        5 => SkipReason::Special(*SPECIALS.get(usize::from(take(1)?[0]))?),
+        6 => SkipReason::IgnoreFileNotRegular,
+        7 => SkipReason::IgnoreFileTooLarge,
+        8 if depth == 0 => SkipReason::OutOfScope(Box::new(decode_reason(take, 1)?)),
+        _ => return None,
+    })
+}
+
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Child {
     File(FileState),
     Dir,
-    Skipped(String),
+    Skipped(SkipReason),
 }
 
 /// A directory as the last capture saw it.
@@ -214,14 +300,7 @@ impl DirState {
             match child {
                 Child::File(s) => out.extend_from_slice(&s.encode()),
                 Child::Dir => {}
-                Child::Skipped(reason) => {
-                    out.extend_from_slice(
-                        &u16::try_from(reason.len())
-                            .unwrap_or(u16::MAX)
-                            .to_le_bytes(),
-                    );
-                    out.extend_from_slice(reason.as_bytes());
-                }
+                Child::Skipped(reason) => encode_reason(reason, &mut out),
             }
         }
         seal(out)
@@ -286,10 +365,7 @@ impl DirState {
             let child = match tag {
                 1 => Child::File(FileState::decode(take(crate::state::ENCODED_LEN)?)?),
                 2 => Child::Dir,
-                3 => {
-                    let len = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
-                    Child::Skipped(String::from_utf8(take(len)?.to_vec()).ok()?)
-                }
+                3 => Child::Skipped(decode_reason(&mut take, 0)?),
                 _ => return None,
             };
             children.push((name, child));
@@ -633,6 +709,48 @@ mod tests {
         }
     }
 
+    /// Every skip reason a listing can hold comes back as it went in, and reads as the
+    /// `reason` text SPEC's `skipped` lists have always shown.
+    #[test]
+    fn skip_reasons_round_trip_with_their_texts() {
+        let reasons = [
+            (
+                SkipReason::Denied {
+                    pattern: "*.pem".into(),
+                },
+                "denied by pattern *.pem",
+            ),
+            (
+                SkipReason::InvalidName(path_policy::NameError::Git),
+                "invalid name: a spelling of .git",
+            ),
+            (SkipReason::PathTooLong, "path-too-long"),
+            (SkipReason::PseudoFilesystem, "pseudo-filesystem"),
+            (
+                SkipReason::OverSizeCap { size: 10, cap: 4 },
+                "larger than the size cap (10 bytes > 4 bytes)",
+            ),
+            (
+                SkipReason::Special(Special::Socket),
+                "socket (not a file, directory or symlink)",
+            ),
+            (SkipReason::IgnoreFileNotRegular, "ignore-file-not-regular"),
+            (SkipReason::IgnoreFileTooLarge, "ignore-file-too-large"),
+            (
+                SkipReason::OutOfScope(Box::new(SkipReason::PathTooLong)),
+                "out of scope: path-too-long",
+            ),
+        ];
+        let mut state = DirState::unverified();
+        for (i, (reason, text)) in reasons.iter().enumerate() {
+            assert_eq!(reason.to_string(), *text);
+            state
+                .children
+                .push((format!("n{i}").into_bytes(), Child::Skipped(reason.clone())));
+        }
+        assert_eq!(DirState::decode(&state.encode()), Some(state));
+    }
+
     #[test]
     fn dir_states_round_trip() {
         let file = FileState {
@@ -661,7 +779,10 @@ mod tests {
             children: vec![
                 (b"a".to_vec(), Child::File(file)),
                 (b"d".to_vec(), Child::Dir),
-                (b"p".to_vec(), Child::Skipped("fifo".into())),
+                (
+                    b"p".to_vec(),
+                    Child::Skipped(SkipReason::Special(Special::Fifo)),
+                ),
             ],
         };
         assert_eq!(DirState::decode(&state.encode()), Some(state.clone()));

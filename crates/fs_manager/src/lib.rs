@@ -85,7 +85,7 @@ pub use error::{
     WorktreeError,
 };
 pub use journal::Interrupted;
-pub use paths::Skipped;
+pub use paths::{SkipReason, Skipped, Special};
 pub use progress::{Progress, Silent};
 pub use recover::RecoverOutcome;
 pub use rollback::{RollbackOptions, RollbackOutcome};

@@ -12,7 +12,7 @@ use crate::capture::{self, CaptureOptions, Captured, Recording};
 use crate::error::RollbackError;
 use crate::fsops::WriteFailure;
 use crate::journal::{self, Plan};
-use crate::paths::tree_order;
+use crate::paths::{SkipReason, tree_order};
 use crate::pending::Pending;
 use crate::progress::{Progress, Silent};
 
@@ -254,10 +254,10 @@ fn plan(
     let deny = crate::capture::deny_list(store, &captured.record)?;
     let mut skipped = Vec::new();
     // What the capture left out (over the size cap, special files) is out of scope too.
-    let out_of_scope: std::collections::HashMap<&[u8], &str> = captured
+    let out_of_scope: std::collections::HashMap<&[u8], &SkipReason> = captured
         .skipped
         .iter()
-        .map(|s| (s.path.as_slice(), s.reason.as_str()))
+        .map(|s| (s.path.as_slice(), &s.reason))
         .collect();
     let changes: Vec<diff::Change> =
         diff::tree_changes(&trees, Some(captured.tree), Some(target_tree))?
@@ -268,8 +268,10 @@ fn plan(
                     deny.denied(&c.path, false),
                     out_of_scope.get(c.path.as_slice()),
                 ) {
-                    (Some(pattern), _) => format!("denied by pattern {pattern}"),
-                    (None, Some(reason)) => format!("out of scope: {reason}"),
+                    (Some(pattern), _) => SkipReason::Denied {
+                        pattern: pattern.to_owned(),
+                    },
+                    (None, Some(&reason)) => SkipReason::OutOfScope(Box::new(reason.clone())),
                     // Written, it would be out of every capture's reach. (A path over the
                     // tree limit is refused below.)
                     (None, None)
@@ -279,7 +281,7 @@ fn plan(
                                 &c.path,
                             ) =>
                     {
-                        format!("out of scope: {}", crate::rules::PATH_TOO_LONG)
+                        SkipReason::OutOfScope(Box::new(SkipReason::PathTooLong))
                     }
                     (None, None) => return true,
                 };

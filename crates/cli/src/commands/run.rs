@@ -31,7 +31,7 @@ fn beneath(e: BeneathError) -> CliError {
 fn denied(skipped: &[fs_manager::Skipped]) -> Vec<Vec<u8>> {
     skipped
         .iter()
-        .filter(|s| s.reason.starts_with("denied by pattern"))
+        .filter(|s| matches!(s.reason, fs_manager::SkipReason::Denied { .. }))
         .map(|s| s.path.clone())
         .collect()
 }

@@ -145,10 +145,12 @@ fn special_files_and_refused_names_are_reported_not_dropped_silently() {
         .onboard(&env.store, &root, &OnboardOptions::default())
         .unwrap();
     assert_eq!(keys(&snapshot_files(&env.store, out.snapshot)), ["ok.txt"]);
+    let reasons: Vec<String> = out.skipped.iter().map(|s| s.reason.to_string()).collect();
     let skipped: Vec<(Vec<u8>, &str)> = out
         .skipped
         .iter()
-        .map(|s| (s.path.clone(), s.reason.as_str()))
+        .zip(&reasons)
+        .map(|(s, reason)| (s.path.clone(), reason.as_str()))
         .collect();
     assert!(
         skipped
@@ -440,7 +442,7 @@ fn secrets_stay_out_of_scope_unless_a_worktree_opts_in() {
         .map(|s| {
             (
                 String::from_utf8_lossy(&s.path).into_owned(),
-                s.reason.clone(),
+                s.reason.to_string(),
             )
         })
         .collect();
@@ -520,7 +522,7 @@ fn names_that_spell_git_are_skipped_and_reported() {
     assert!(
         out.skipped
             .iter()
-            .all(|s| s.reason.contains("spelling of .git")),
+            .all(|s| s.reason.to_string().contains("spelling of .git")),
         "{:?}",
         out.skipped
     );

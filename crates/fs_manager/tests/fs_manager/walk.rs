@@ -58,11 +58,11 @@ fn mkfifo(path: &Utf8Path) {
     .unwrap();
 }
 
-fn reason_of<'a>(skipped: &'a [Skipped], path: &str) -> Option<&'a str> {
+fn reason_of(skipped: &[Skipped], path: &str) -> Option<String> {
     skipped
         .iter()
         .find(|s| s.path == path.as_bytes())
-        .map(|s| s.reason.as_str())
+        .map(|s| s.reason.to_string())
 }
 
 fn threads(n: usize) -> CaptureOptions<'static> {
@@ -106,7 +106,7 @@ fn ignore_files_that_are_fifos_are_reported_not_waited_on() {
         })
         .unwrap_or_else(|e| panic!("{kind}: {e}"));
         assert_eq!(
-            reason_of(&onboarded.skipped, kind),
+            reason_of(&onboarded.skipped, kind).as_deref(),
             Some("ignore-file-not-regular"),
             "{kind}: {:?}",
             onboarded.skipped
@@ -130,7 +130,7 @@ fn ignore_files_that_are_fifos_are_reported_not_waited_on() {
             )
             .unwrap_or_else(|e| panic!("{kind} {step}: {e}"));
             assert_eq!(
-                reason_of(&snap.skipped, kind),
+                reason_of(&snap.skipped, kind).as_deref(),
                 Some("ignore-file-not-regular"),
                 "{kind} {step}: {:?}",
                 snap.skipped
@@ -185,7 +185,7 @@ fn ignore_files_linked_to_dev_zero_are_not_read() {
             assert!(files.contains_key(f.as_bytes()), "{f} captured");
         }
         assert_eq!(
-            reason_of(&out.skipped, ".git/info/exclude"),
+            reason_of(&out.skipped, ".git/info/exclude").as_deref(),
             Some("ignore-file-not-regular"),
             "{:?}",
             out.skipped
@@ -232,7 +232,7 @@ fn ignore_files_over_the_size_limit_are_not_read() {
     let files = snapshot_files(&env.store, out.snapshot);
     assert_eq!(keys(&files), ["a.txt", "x.log", "y.tmp"]);
     assert_eq!(
-        reason_of(&out.skipped, ".git/info/exclude"),
+        reason_of(&out.skipped, ".git/info/exclude").as_deref(),
         Some("ignore-file-too-large"),
         "{:?}",
         out.skipped
@@ -277,7 +277,7 @@ fn deep_dirs(base: &Utf8Path, name: &str, levels: usize) -> String {
 
 fn path_too_long_above(skipped: &[Skipped], deep: &str) -> bool {
     skipped.iter().any(|s| {
-        s.reason == "path-too-long"
+        s.reason.to_string() == "path-too-long"
             && deep.as_bytes().starts_with(&s.path)
             && deep.as_bytes().get(s.path.len()) == Some(&b'/')
     })
@@ -389,7 +389,7 @@ fn pseudo_file_systems_inside_the_tree_are_not_entered() {
     .unwrap();
     for at in ["s/p", "s/v"] {
         assert_eq!(
-            reason_of(&out.skipped, at),
+            reason_of(&out.skipped, at).as_deref(),
             Some("pseudo-filesystem"),
             "{at}: {:?}",
             out.skipped
@@ -404,7 +404,10 @@ fn pseudo_file_systems_inside_the_tree_are_not_entered() {
             env.worktrees.snapshot(&env.store, &root, &threads(n))
         })
         .unwrap();
-        assert_eq!(reason_of(&snap.skipped, "s/p"), Some("pseudo-filesystem"));
+        assert_eq!(
+            reason_of(&snap.skipped, "s/p").as_deref(),
+            Some("pseudo-filesystem")
+        );
     }
 }
 
@@ -600,7 +603,8 @@ fn paths_no_capture_could_reach_are_never_written() {
     assert!(
         out.skipped
             .iter()
-            .any(|s| s.path == deep.as_bytes() && s.reason == "out of scope: path-too-long"),
+            .any(|s| s.path == deep.as_bytes()
+                && s.reason.to_string() == "out of scope: path-too-long"),
         "{:?}",
         out.skipped.iter().map(|s| &s.reason).collect::<Vec<_>>()
     );
