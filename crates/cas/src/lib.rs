@@ -10,6 +10,11 @@
 //! Every read verifies the hash of what it returns; every [`Store::write`] is one durable
 //! transaction, so an id handed out survives a crash.
 //!
+//! It owns the database file and its format, object encodings and integrity, refs, and
+//! the durability and group commit of writes. It must not know worktrees on disk, git, the
+//! command line or HTTP: the registry, op-log and stat-cache records it stores for
+//! `fs_manager` are still typed here (a known debt: `docs/design.md`, Layers).
+//!
 //! ```
 //! use cas::{EntryKind, OpenOptions, PreparedBlob, Snapshot, Store, Tree, TreeEntry, WriteBatch};
 //! # let dir = tempfile::tempdir().unwrap();

@@ -41,7 +41,7 @@ pub fn validate_ref_name(name: &str) -> Result<(), RefError> {
     Ok(())
 }
 
-/// What a [`Store::write`] stored (objects already present are not counted).
+/// What a [`Store::write`](crate::Store::write) stored (objects already present are not counted).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WriteOutcome {
     /// New blob entries, chunks included.
@@ -56,7 +56,7 @@ pub struct WriteOutcome {
     pub op_seqs: Vec<u64>,
 }
 
-/// Objects and registry updates written together by [`Store::write`], atomically.
+/// Objects and registry updates written together by [`Store::write`](crate::Store::write), atomically.
 #[derive(Debug, Default, Clone)]
 pub struct WriteBatch {
     pub(super) blobs: Vec<PreparedBlob>,

@@ -17,7 +17,7 @@ pub struct OpenOptions {
     pub on_wait: Option<fn(&Utf8Path)>,
     /// Open without the right to write: nothing in the file changes, and other read-only
     /// openers may hold the store at the same time. Writes then fail with
-    /// [`WriteError::ReadOnly`].
+    /// [`WriteError::ReadOnly`](crate::WriteError::ReadOnly).
     pub read_only: bool,
 }
 

@@ -408,7 +408,7 @@ impl Reader {
     }
 
     /// Refuses a batch whose trees or snapshots name an object that neither the batch nor
-    /// the store holds (the [`WriteError::Dangling`] that [`Store::write`] would give for
+    /// the store holds (the [`WriteError::Dangling`] that [`Store::write`](crate::Store::write) would give for
     /// them): for writers that commit a batch later, with more added to it. Refs, registry
     /// records and the parts of chunked blobs are not checked here.
     pub fn check_references(&self, batch: &WriteBatch) -> Result<(), WriteError> {
