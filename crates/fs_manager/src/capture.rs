@@ -418,41 +418,6 @@ pub(crate) fn deny_list(
     )?)
 }
 
-/// The registered worktree holding `path`.
-pub(crate) fn registered(
-    ws: &Worktrees,
-    store: &Store,
-    path: &Utf8Path,
-) -> Result<WorktreeRecord, CaptureError> {
-    let reader = store.reader()?;
-    match worktree::find(&reader, path)? {
-        Some(record) => Ok(record),
-        None => {
-            match crate::journal::pending_at(ws, &reader, path) {
-                Ok(()) => {}
-                Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
-                Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
-            }
-            Err(CaptureError::NotAWorktree {
-                path: path.to_owned(),
-            })
-        }
-    }
-}
-
-/// The registered worktree holding `path`, held for one operation: its record is read
-/// again once the lock is ours (another operation may just have changed it).
-pub(crate) fn locked<'a>(
-    ws: &'a Worktrees,
-    store: &Store,
-    path: &Utf8Path,
-) -> Result<(crate::lock::WorktreeLock<'a>, WorktreeRecord), CaptureError> {
-    let found = registered(ws, store, path)?;
-    let busy = ws.locks.lock(&found.root);
-    let record = registered(ws, store, &found.root)?;
-    Ok((busy, record))
-}
-
 /// Snapshots the worktree that holds `path`: a new snapshot whose parent is the head, or,
 /// if nothing in scope changed, nothing new (`changed: false`).
 pub(crate) fn snapshot(
@@ -461,8 +426,8 @@ pub(crate) fn snapshot(
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let (_busy, record) = locked(ws, store, path)?;
-    snapshot_as(ws, store, record, "snapshot", options, None)
+    let held = crate::held::hold(ws, store, path)?;
+    snapshot_as(ws, store, held.record.clone(), "snapshot", options, None)
 }
 
 /// Records a change made to the worktree holding `path` by something other than cairn
@@ -474,8 +439,8 @@ pub(crate) fn record_change(
     op: &str,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let (_busy, record) = locked(ws, store, path)?;
-    snapshot_as(ws, store, record, op, options, None)
+    let held = crate::held::hold(ws, store, path)?;
+    snapshot_as(ws, store, held.record.clone(), op, options, None)
 }
 
 /// A snapshot of `record`'s worktree logged as `op`, with `edit` applied to the record.
@@ -557,7 +522,8 @@ pub(crate) fn live_state(
     options: &CaptureOptions<'_>,
 ) -> Result<LiveState, CaptureError> {
     // Wait for an operation on it to finish rather than see it half done.
-    let (_busy, record) = locked(ws, store, path)?;
+    let held = crate::held::hold(ws, store, path)?;
+    let record = held.record.clone();
     let head = record.head;
     let root = record.root.clone();
     let c = capture(

@@ -26,6 +26,7 @@
 //! task, undo                        on rollback
 //! rollback                          on capture and journal
 //! capture, checkout, recover        one worktree, locked, from start to finish
+//! held                              a registered worktree held for one operation
 //! worktree, error                   the registry; one error enum per operation
 //! journal, pending                  multi-file steps that survive a crash; deferred writes
 //! build, scan, rules                trees from files; the walk; what is in scope
@@ -58,6 +59,7 @@ mod fsops;
 /// The record decoders for the fuzz targets in `fuzz/`; not part of the API.
 #[doc(hidden)]
 pub mod fuzzing;
+mod held;
 mod journal;
 mod lock;
 mod paths;

@@ -125,17 +125,9 @@ pub(crate) fn restore(
     op: &str,
     edit: &dyn Fn(&mut cas::WorktreeRecord),
 ) -> Result<RollbackOutcome, RollbackError> {
-    let record = crate::worktree::find(&store.reader()?, path)?.ok_or_else(|| {
-        RollbackError::NotAWorktree {
-            path: path.to_owned(),
-        }
-    })?;
-    let _busy = ws.locks.lock(&record.root);
-    // Read again under the lock: another operation may have just finished.
-    let reader = store.reader()?;
-    let record = reader.worktree(&record.root)?.unwrap_or(record);
-    let target_tree = reader.snapshot(target)?.tree;
-    drop(reader);
+    let held = crate::held::hold(ws, store, path)?;
+    let record = held.record.clone();
+    let target_tree = store.reader()?.snapshot(target)?.tree;
     let root = record.root.clone();
 
     let message = format!("live state before {op} to {}", target.short(12));

@@ -60,8 +60,8 @@ pub(crate) fn checkpoint(
     }
     let existing = crate::worktree::find(&store.reader()?, dir)?;
     let onboarded = existing.is_none();
-    let record = match existing {
-        Some(r) => r,
+    let root = match existing {
+        Some(r) => r.root,
         None => {
             let onboard = OnboardOptions {
                 capture: options.capture,
@@ -69,12 +69,11 @@ pub(crate) fn checkpoint(
                 max_file_size: options.max_file_size,
                 git: options.git,
             };
-            let out = capture::onboard(ws, store, dir, &onboard)?;
-            capture::registered(ws, store, &out.root)?
+            capture::onboard(ws, store, dir, &onboard)?.root
         }
     };
-    let _busy = ws.locks.lock(&record.root);
-    let mut record = capture::registered(ws, store, &record.root)?;
+    let held = crate::held::hold(ws, store, &root)?;
+    let mut record = held.record.clone();
     if options.max_file_size.is_some() {
         record.max_file_size = options.max_file_size;
     }
@@ -176,9 +175,8 @@ pub(crate) fn accept(
     paths: &[Vec<u8>],
     options: &CaptureOptions<'_>,
 ) -> Result<AcceptOutcome, TaskError> {
-    let record = worktree(store, path)?;
-    let _busy = ws.locks.lock(&record.root);
-    let record = worktree(store, &record.root)?;
+    let held = crate::held::hold(ws, store, path)?;
+    let record = held.record.clone();
     let root = record.root.clone();
     let task = record
         .task
@@ -201,7 +199,10 @@ pub(crate) fn accept(
             root,
         });
     }
-    let mut record = capture::registered(ws, store, &root)?;
+    // As the live capture left it.
+    let mut record = reader
+        .worktree(&root)?
+        .ok_or_else(|| TaskError::NotAWorktree { path: root.clone() })?;
     let mut batch = WriteBatch::new();
     let baseline = if paths.is_empty() {
         record.task = None;

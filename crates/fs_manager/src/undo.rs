@@ -112,20 +112,10 @@ fn step(
     path: &Utf8Path,
     direction: Direction,
 ) -> Result<UndoOutcome, UndoError> {
-    let found =
-        crate::worktree::find(&store.reader()?, path)?.ok_or_else(|| UndoError::NotAWorktree {
-            path: path.to_owned(),
-        })?;
-    let _busy = ws.locks.lock(&found.root);
-    let reader = store.reader()?;
-    let mut record = reader.worktree(&found.root)?.unwrap_or(found);
-    crate::root::verify_root(&mut record)?;
+    let held = crate::held::hold(ws, store, path)?;
+    let record = held.record.clone();
     let root = record.root.clone();
-    match journal::ensure_clear(&reader, &root) {
-        Ok(()) => {}
-        Err(journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
-        Err(journal::JournalCheck::Store(e)) => return Err(e.into()),
-    }
+    let reader = store.reader()?;
     let ops = reader.ops(&root)?;
     let stacks = undo_stacks(&ops);
     let stack = match direction {
