@@ -139,71 +139,55 @@ pub(crate) struct Captured<'a> {
     pub pending: Option<Pending<'a>>,
 }
 
+/// What a capture records, and how.
+pub(crate) struct Capture<'a> {
+    /// The op-log entry's name.
+    pub op: &'a str,
+    /// Where a new snapshot comes from.
+    pub source: Option<Source>,
+    /// Message, labels, threads, progress.
+    pub options: &'a CaptureOptions<'a>,
+    pub recording: Recording,
+    /// Applied to the stored record, which is then always written (and `op` logged even if
+    /// nothing changed).
+    pub edit: Option<RecordEdit<'a>>,
+}
+
+/// Edits the registry record in the same transaction as a capture, given the captured head.
+pub(crate) type RecordEdit<'a> = &'a dyn Fn(&mut WorktreeRecord, SnapshotId);
+
 /// Captures `record`'s worktree. Unless a dry run, stores it: a new snapshot (parent: the
 /// head) when the tree changed, the refreshed stat cache, the head, and `op` in the op log.
 pub(crate) fn capture<'a>(
     ws: &'a Worktrees,
     store: &Store,
     record: WorktreeRecord,
-    op: &str,
-    source: Option<Source>,
-    options: &CaptureOptions<'_>,
-    recording: Recording,
+    how: &Capture<'_>,
 ) -> Result<Captured<'a>, CaptureError> {
-    capture_with(ws, store, record, op, source, options, recording, None)
-}
-
-/// Edits the registry record in the same transaction as a capture, given the captured head.
-pub(crate) type RecordEdit<'a> = &'a dyn Fn(&mut WorktreeRecord, SnapshotId);
-
-/// [`capture`], with `edit` applied to the stored record (which is then always written, and
-/// `op` logged even if nothing changed).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn capture_with<'a>(
-    ws: &'a Worktrees,
-    store: &Store,
-    record: WorktreeRecord,
-    op: &str,
-    source: Option<Source>,
-    options: &CaptureOptions<'_>,
-    recording: Recording,
-    edit: Option<RecordEdit<'_>>,
-) -> Result<Captured<'a>, CaptureError> {
-    let once = |use_cache| {
-        capture_once(
-            ws,
-            store,
-            record.clone(),
-            op,
-            source.clone(),
-            options,
-            recording,
-            use_cache,
-            edit,
-        )
-    };
-    match once(true) {
+    match capture_once(ws, store, record.clone(), how, true) {
         // The cache names a blob or tree that is no longer stored: distrust it, read everything.
         Err(CaptureError::Store(cas::Error::Write(cas::WriteError::Dangling { kind, id }))) => {
             tracing::warn!(worktree = %record.root, "stat cache names a missing {kind} {id}; re-reading every file");
-            once(false)
+            capture_once(ws, store, record, how, false)
         }
         other => other,
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 fn capture_once<'a>(
     ws: &'a Worktrees,
     store: &Store,
     record: WorktreeRecord,
-    op: &str,
-    source: Option<Source>,
-    options: &CaptureOptions<'_>,
-    recording: Recording,
+    how: &Capture<'_>,
     use_cache: bool,
-    edit: Option<RecordEdit<'_>>,
 ) -> Result<Captured<'a>, CaptureError> {
+    let Capture {
+        op,
+        ref source,
+        options,
+        recording,
+        edit,
+    } = *how;
     let started = std::time::Instant::now();
     let mut record = record;
     crate::root::verify_root(&mut record)?;
@@ -270,7 +254,7 @@ fn capture_once<'a>(
         created,
         message: options.message.to_owned(),
         labels: options.labels.clone(),
-        source,
+        source: source.clone(),
     });
     let new_head = match &new_snapshot {
         Some(s) => Some(s.id()),
@@ -381,15 +365,14 @@ pub(crate) fn onboard(
         path: root.clone(),
         git: git_source.clone(),
     };
-    let c = capture(
-        ws,
-        store,
-        record,
-        "onboard",
-        Some(source),
-        &options.capture,
-        Recording::Now,
-    )?;
+    let how = Capture {
+        op: "onboard",
+        source: Some(source),
+        options: &options.capture,
+        recording: Recording::Now,
+        edit: None,
+    };
+    let c = capture(ws, store, record, &how)?;
     Ok(OnboardOutcome {
         root,
         snapshot: c.snapshot,
@@ -457,16 +440,14 @@ pub(crate) fn snapshot_as(
         path: record.root.clone(),
         git: None,
     };
-    let c = capture_with(
-        ws,
-        store,
-        record,
+    let how = Capture {
         op,
-        Some(source),
+        source: Some(source),
         options,
-        Recording::Now,
+        recording: Recording::Now,
         edit,
-    )?;
+    };
+    let c = capture(ws, store, record, &how)?;
     let (mut added, mut modified, mut removed) = (0, 0, 0);
     if c.changed {
         let reader = store.reader()?;
@@ -526,15 +507,14 @@ pub(crate) fn live_state(
     let record = held.record.clone();
     let head = record.head;
     let root = record.root.clone();
-    let c = capture(
-        ws,
-        store,
-        record,
-        "status",
-        None,
+    let how = Capture {
+        op: "status",
+        source: None,
         options,
-        Recording::DryRun,
-    )?;
+        recording: Recording::DryRun,
+        edit: None,
+    };
+    let c = capture(ws, store, record, &how)?;
     Ok(LiveState {
         root,
         head,

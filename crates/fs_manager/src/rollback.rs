@@ -147,15 +147,14 @@ pub(crate) fn restore(
     } else {
         Recording::Deferred
     };
-    let mut captured = capture::capture(
-        ws,
-        store,
-        record,
-        "capture",
+    let how = capture::Capture {
+        op: "capture",
         source,
-        &capture_options,
+        options: &capture_options,
         recording,
-    )?;
+        edit: None,
+    };
+    let mut captured = capture::capture(ws, store, record, &how)?;
     let mut first = captured.pending.take().unwrap_or_default();
     let planned = match plan(
         store,
