@@ -9,6 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 use crate::dirstate;
 use crate::error::CheckoutError;
 use crate::fsops::{self, WriteFailure};
+use crate::journal::Step;
+use crate::pending::Pending;
 use crate::progress::{Progress, Silent};
 use crate::state::{FileState, now_ns};
 
@@ -186,17 +188,16 @@ pub(crate) fn checkout(
         entry: Some(entry.clone()),
         started: time,
     };
-    let mut batch = WriteBatch::new();
-    batch.set_journal(&root, Some(journal.encode().map_err(failure)?));
-    if let Err(e) = store.write(&batch) {
-        clean_up(&root, created);
-        return Err(e.into());
-    }
+    let step = match Step::begin(store, &root, &journal, Pending::default()) {
+        Ok(step) => step,
+        Err(e) => {
+            clean_up(&root, created);
+            return Err(failure(e));
+        }
+    };
     let forget = |e: CheckoutError| {
         clean_up(&root, created);
-        let mut batch = WriteBatch::new();
-        batch.set_journal(&root, None);
-        let _ = store.write(&batch);
+        step.abandon();
         e
     };
 
@@ -221,9 +222,8 @@ pub(crate) fn checkout(
     }
     batch.put_worktree(record);
     batch.append_op(&root, entry);
-    batch.set_journal(&root, None);
     drop(reader);
-    store.write(&batch).map_err(|e| forget(e.into()))?;
+    step.finish(batch).map_err(|e| forget(e.into()))?;
     Ok(CheckoutOutcome {
         worktree: root,
         snapshot,

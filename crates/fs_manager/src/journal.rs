@@ -185,6 +185,55 @@ pub(crate) struct ApplyFailure {
     pub interrupted: bool,
 }
 
+/// A multi-file step under way in one worktree: its intent journal is stored, so
+/// [`recover`](crate::Worktrees::recover) finishes it if this process dies before
+/// [`Step::finish`]. Checkout and every rollback-like operation write through one.
+pub(crate) struct Step<'s> {
+    store: &'s Store,
+    root: Utf8PathBuf,
+}
+
+impl<'s> Step<'s> {
+    /// Stores `journal` for `root`, together with `first` (all or nothing). If the journal
+    /// cannot be stored, `first` still is, on its own.
+    pub(crate) fn begin(
+        store: &'s Store,
+        root: &Utf8Path,
+        journal: &Journal,
+        mut first: Pending<'_>,
+    ) -> Result<Step<'s>, WriteFailure> {
+        match journal.encode() {
+            Ok(encoded) => first.set_journal(root, encoded),
+            Err(e) => {
+                let _ = first.commit(store);
+                return Err(e);
+            }
+        }
+        first
+            .commit(store)
+            .map_err(|e| WriteFailure::Record(e.into()))?;
+        Ok(Step {
+            store,
+            root: root.to_owned(),
+        })
+    }
+
+    /// Drops the journal: nothing of the step is on disk after all. False if even that
+    /// failed (the journal stays, and recover finishes the step).
+    pub(crate) fn abandon(&self) -> bool {
+        let mut batch = WriteBatch::new();
+        batch.set_journal(&self.root, None);
+        self.store.write(&batch).is_ok()
+    }
+
+    /// Records the step's result, `batch` (the worktree's record, its op-log entry, the stat
+    /// cache of what was written), and drops the journal, in one transaction.
+    pub(crate) fn finish(&self, mut batch: WriteBatch) -> Result<(), cas::WriteError> {
+        batch.set_journal(&self.root, None);
+        self.store.write(&batch).map(drop)
+    }
+}
+
 fn staging_name() -> String {
     format!(".cairn-staging-{}-{}", std::process::id(), now_ns())
 }
@@ -202,7 +251,7 @@ pub(crate) fn apply(
     plan: &Plan,
     record: WorktreeRecord,
     entry: Option<OpRecord>,
-    mut first: Pending<'_>,
+    first: Pending<'_>,
 ) -> Result<(), ApplyFailure> {
     let root = record.root.clone();
     let fail = |cause: WriteFailure| ApplyFailure {
@@ -230,25 +279,12 @@ pub(crate) fn apply(
         entry: entry.clone(),
         started: jiff::Timestamp::now(),
     };
-    match journal.encode() {
-        Ok(encoded) => first.set_journal(&root, encoded),
-        Err(e) => return Err(refuse(first, e)),
-    }
-    first
-        .commit(store)
-        .map_err(|e| fail(store_failure(e.into())))?;
+    let step = Step::begin(store, &root, &journal, first).map_err(fail)?;
     // Nothing changed on disk: drop the journal, or, if even that fails, leave it and say
     // so (recover then finishes the step).
-    let forget_journal = |cause: WriteFailure| {
-        let mut batch = WriteBatch::new();
-        batch.set_journal(&root, None);
-        match store.write(&batch) {
-            Ok(_) => fail(cause),
-            Err(_) => ApplyFailure {
-                cause,
-                interrupted: true,
-            },
-        }
+    let forget_journal = |cause: WriteFailure| ApplyFailure {
+        cause,
+        interrupted: !step.abandon(),
     };
 
     // 1. Stage every new content. Nothing visible has changed yet.
@@ -334,9 +370,7 @@ pub(crate) fn apply(
     if let Some(entry) = entry {
         batch.append_op(&root, entry);
     }
-    batch.set_journal(&root, None);
-    store
-        .write(&batch)
+    step.finish(batch)
         .map_err(|e| interrupted(store_failure(e.into())))?;
     if let Some(mut cache) = kept {
         cache.dirs = dirs;
