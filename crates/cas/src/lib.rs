@@ -10,6 +10,11 @@
 //! Every read verifies the hash of what it returns; every [`Store::write`] is one durable
 //! transaction, so an id handed out survives a crash.
 //!
+//! It owns the database file and its format, object encodings and integrity, refs, and
+//! the durability and group commit of writes. It must not know worktrees on disk, git, the
+//! command line or HTTP: the registry, op-log and stat-cache records it stores for
+//! `fs_manager` are still typed here (a known debt: `docs/design.md`, Layers).
+//!
 //! ```
 //! use cas::{EntryKind, OpenOptions, PreparedBlob, Snapshot, Store, Tree, TreeEntry, WriteBatch};
 //! # let dir = tempfile::tempdir().unwrap();
@@ -50,15 +55,15 @@ mod verify;
 
 pub use id::{BlobId, HEX_LEN, ID_LEN, IdPrefix, ObjectId, ParseIdError, SnapshotId, TreeId};
 pub use object::{
-    EntryKind, GitSource, MAX_NAME_LEN, ObjectError, SNAPSHOT_CONTEXT, Snapshot, Source,
-    TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
+    EntryKind, GitSource, MAX_NAME_LEN, ObjectError, ObjectKind, SNAPSHOT_CONTEXT, Snapshot,
+    Source, TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
 };
 pub use store::{
     CHUNK_BYTES, Checkpoint, DATABASE_FILE, DirIdentity, Error, FORMAT_VERSION, FileStateEntry,
     FsckOptions, FsckOutcome, GcOptions, GcOutcome, InvalidLockTimeout, LOCK_TIMEOUT_VAR,
-    MaintenanceError, ObjectKind, OpRecord, OpenError, OpenOptions, PreparedBlob, Problem,
-    ReadError, Reader, RefError, RegistryError, ResolveError, StorageFailure, Store, Task,
-    WorktreeKind, WorktreeRecord, WriteBatch, WriteError, WriteOutcome, validate_ref_name,
+    MaintenanceError, OpRecord, OpenError, OpenOptions, PreparedBlob, Problem, ReadError, Reader,
+    RefError, RegistryError, ResolveError, StorageFailure, Store, Task, WorktreeKind,
+    WorktreeRecord, WriteBatch, WriteError, WriteOutcome, validate_ref_name,
 };
 pub use verify::{VerifiedObject, VerifyError, verify_object};
 

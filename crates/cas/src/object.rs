@@ -527,3 +527,25 @@ impl<'a> Decoder<'a> {
         }
     }
 }
+
+/// The three kinds of stored object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObjectKind {
+    /// File content or a symlink target.
+    Blob,
+    /// A directory listing.
+    Tree,
+    /// A commit object.
+    Snapshot,
+}
+
+impl std::fmt::Display for ObjectKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ObjectKind::Blob => "blob",
+            ObjectKind::Tree => "tree",
+            ObjectKind::Snapshot => "snapshot",
+        })
+    }
+}

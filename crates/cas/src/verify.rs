@@ -3,8 +3,8 @@
 //! its ids name, under the tree rules.
 
 use crate::id::{BlobId, ObjectId};
-use crate::object::{ObjectError, Snapshot, Tree};
-use crate::store::{ObjectKind, PreparedBlob, WriteBatch};
+use crate::object::{ObjectError, ObjectKind, Snapshot, Tree};
+use crate::store::{PreparedBlob, WriteBatch};
 
 /// An object whose bytes were checked against its claimed id; see [`verify_object`].
 #[derive(Debug, Clone)]

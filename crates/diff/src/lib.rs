@@ -5,6 +5,10 @@
 //! [`TreeSource`]: the store, or trees held in memory (a live worktree scanned but not
 //! stored).
 //!
+//! It owns comparing trees (changes, renames, line diffs, stats) and rendering paths and
+//! patches as git does. It reads trees through [`TreeSource`] and knows nothing of
+//! worktrees on disk, git repositories or the command line.
+//!
 //! ```
 //! use cas::{EntryKind, Tree, TreeEntry, TreeId};
 //! use std::collections::HashMap;

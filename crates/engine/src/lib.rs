@@ -1,8 +1,10 @@
 //! `cairn-engine`: cairn as a library. An [`Engine`] owns an open store and everything
-//! long-lived around it (the lock that lets `gc` have the store to itself, reopening after
-//! a write that ran out of space, the thread pools calls run on, the watching of worktrees);
-//! each verb is one method taking an options struct and returning an outcome that
-//! serializes to the JSON object SPEC.md names for that verb.
+//! long-lived around it: the lock that lets `gc` have the store to itself, reopening after
+//! a write that ran out of space, the thread pools calls run on, and the store's
+//! `fs_manager::Worktrees` (per-worktree locks, kept stat caches and, when watching, the
+//! inotify watches). Each verb is one method taking an options struct and returning an
+//! outcome that serializes to the JSON object SPEC.md names for that verb (extra fields
+//! allowed) and deserializes back, so a face can render an outcome from another process.
 //!
 //! The engine does not print, parse command lines or know HTTP: the `cairn` CLI, `cairn
 //! serve` and `cairn mcp` are faces that build a [`Request`], call an engine (or a server
@@ -105,6 +107,8 @@ pub struct Engine {
     path: Utf8PathBuf,
     holding: Holding,
     pools: Pools,
+    /// Per-worktree locks, kept caches and (when watching) the watcher of this store.
+    worktrees: fs_manager::Worktrees,
 }
 
 /// One call's context: the caller's directory (relative paths and the current worktree
@@ -157,6 +161,7 @@ impl Engine {
             path,
             holding: Holding::Open(std::sync::RwLock::new(store)),
             pools: Pools::default(),
+            worktrees: fs_manager::Worktrees::new(),
         })
     }
 
@@ -178,6 +183,7 @@ impl Engine {
             path: path.into(),
             holding: Holding::PerCall(options),
             pools: Pools::default(),
+            worktrees: fs_manager::Worktrees::new(),
         }
     }
 
@@ -186,10 +192,11 @@ impl Engine {
         &self.path
     }
 
-    /// From now on, captures watch their worktrees and skip reading what did not change
-    /// (for an engine that serves many calls).
-    pub fn watch(&self) {
-        fs_manager::enable_watching();
+    /// The same engine, its captures watching their worktrees so that later ones skip
+    /// reading what did not change (for an engine that serves many calls).
+    pub fn watching(mut self) -> Engine {
+        self.worktrees = fs_manager::Worktrees::watching();
+        self
     }
 
     /// Runs `f` on a thread pool no other running call uses, so calls do not queue behind

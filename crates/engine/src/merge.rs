@@ -99,7 +99,8 @@ impl Engine {
                 message: "live state before merge",
                 ..fs_manager::CaptureOptions::default()
             };
-            fs_manager::record_change(&store, &repo, "capture", &capture)?;
+            self.worktrees
+                .record_change(&store, &repo, "capture", &capture)?;
         }
         let merge = merge_back::MergeOptions {
             repo: &repo,
@@ -118,7 +119,11 @@ impl Engine {
                 message: &message,
                 ..fs_manager::CaptureOptions::default()
             };
-            recorded = Some(fs_manager::record_change(&store, &repo, "merge", &capture)?.snapshot);
+            recorded = Some(
+                self.worktrees
+                    .record_change(&store, &repo, "merge", &capture)?
+                    .snapshot,
+            );
         }
         let message = match &out.commit {
             Some(_) => None,

@@ -281,8 +281,9 @@ impl Engine {
                 ..fs_manager::CaptureOptions::default()
             },
             max_file_size: options.max_file_size,
+            git: Some(&merge_back::git_source),
         };
-        let out = fs_manager::checkpoint(&store, &dir, &checkpoint)?;
+        let out = self.worktrees.checkpoint(&store, &dir, &checkpoint)?;
         let s = out.snapshot;
         Ok(CheckpointOutcome {
             worktree: s.root,
@@ -318,7 +319,7 @@ impl Engine {
             progress: call.progress,
             ..fs_manager::RollbackOptions::default()
         };
-        let out = fs_manager::rewind(&store, &dir, target, &rollback)?;
+        let out = self.worktrees.rewind(&store, &dir, target, &rollback)?;
         Ok(RollbackOutcome::of(&out, options.dry_run))
     }
 
@@ -341,9 +342,9 @@ impl Engine {
         let dir = call.dir(options.worktree.as_deref());
         let store = self.store(Access::Write)?;
         let result = if redo {
-            fs_manager::redo(&store, &dir)
+            self.worktrees.redo(&store, &dir)
         } else {
-            fs_manager::undo(&store, &dir)
+            self.worktrees.undo(&store, &dir)
         };
         let split = |paths: Vec<TreePath>| {
             if redo {
@@ -432,7 +433,7 @@ impl Engine {
         let store = self.store(Access::Write)?;
         let record = registered(&store.reader()?, &dir)?;
         let paths = tree_paths(Some(&record.root), &options.paths)?;
-        let out = fs_manager::accept(
+        let out = self.worktrees.accept(
             &store,
             &record.root,
             &paths,
@@ -461,7 +462,7 @@ impl Engine {
             progress: call.progress,
             ..fs_manager::RollbackOptions::default()
         };
-        let out = fs_manager::discard(&store, &record.root, &rollback)?;
+        let out = self.worktrees.discard(&store, &record.root, &rollback)?;
         Ok(DiscardOutcome {
             worktree: out.restored.root,
             discarded: tree_path_list(&out.discarded),
@@ -485,7 +486,8 @@ impl Engine {
                     message: "merge, finished by recover",
                     ..fs_manager::CaptureOptions::default()
                 };
-                fs_manager::record_change(&store, &done.workdir, "merge", &capture)?;
+                self.worktrees
+                    .record_change(&store, &done.workdir, "merge", &capture)?;
             }
             return Ok(RecoverOutcome {
                 worktree: done.workdir,
@@ -494,7 +496,7 @@ impl Engine {
                 commit: Some(done.commit),
             });
         }
-        let out = fs_manager::recover(&store, &dir)?;
+        let out = self.worktrees.recover(&store, &dir)?;
         Ok(RecoverOutcome {
             worktree: out.root,
             recovered: out.op,

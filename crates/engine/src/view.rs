@@ -455,10 +455,16 @@ fn compare(
 
 /// Resolves `spec`: an existing directory is a worktree's live files; anything else a
 /// snapshot (ref name or id prefix).
-fn side(store: &Store, reader: &Reader, cwd: &Utf8Path, spec: &str) -> Result<Side, Error> {
+fn side(
+    worktrees: &fs_manager::Worktrees,
+    store: &Store,
+    reader: &Reader,
+    cwd: &Utf8Path,
+    spec: &str,
+) -> Result<Side, Error> {
     let path = absolute(cwd, Utf8Path::new(spec));
     if path.is_dir() {
-        let live = fs_manager::live_state(store, &path, &fs_manager::CaptureOptions::default())?;
+        let live = worktrees.live_state(store, &path, &fs_manager::CaptureOptions::default())?;
         return Ok(Side {
             tree: live.tree,
             memory: live.trees,
@@ -495,8 +501,8 @@ impl Engine {
     pub fn diff(&self, call: &Call, options: DiffOptions) -> Result<DiffOutcome, Error> {
         let store = self.store(Access::Read)?;
         let reader = store.reader()?;
-        let a = side(&store, &reader, &call.cwd, &options.a)?;
-        let b = side(&store, &reader, &call.cwd, &options.b)?;
+        let a = side(&self.worktrees, &store, &reader, &call.cwd, &options.a)?;
+        let b = side(&self.worktrees, &store, &reader, &call.cwd, &options.b)?;
         let root = a.root.as_deref().or(b.root.as_deref());
         let paths = tree_paths(root, &options.paths)?;
         let mut out = compare(&reader, &a, &b, &paths, options.detail)?;
@@ -516,7 +522,9 @@ impl Engine {
     pub fn status(&self, call: &Call, options: StatusOptions) -> Result<StatusOutcome, Error> {
         let store = self.store(Access::Read)?;
         let path = call.dir(options.worktree.as_deref());
-        let live = fs_manager::live_state(&store, &path, &fs_manager::CaptureOptions::default())?;
+        let live =
+            self.worktrees
+                .live_state(&store, &path, &fs_manager::CaptureOptions::default())?;
         let reader = store.reader()?;
         let empty = Tree::default();
         let base = match live.head {
@@ -555,8 +563,11 @@ impl Engine {
                 root: record.root.clone(),
             })
         })?;
-        let live =
-            fs_manager::live_state(&store, &record.root, &fs_manager::CaptureOptions::default())?;
+        let live = self.worktrees.live_state(
+            &store,
+            &record.root,
+            &fs_manager::CaptureOptions::default(),
+        )?;
         let reader = store.reader()?;
         let base = Side {
             tree: reader.snapshot(task.baseline)?.tree,

@@ -14,13 +14,20 @@ pub struct SkippedPath {
     pub path: TreePath,
     /// Why.
     pub reason: String,
+    /// For a path a deny pattern matched (a secret such as `.env`): the pattern.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_by: Option<String>,
 }
 
 pub(crate) fn skipped(list: &[fs_manager::Skipped]) -> Vec<SkippedPath> {
     list.iter()
         .map(|s| SkippedPath {
             path: TreePath(s.path.clone()),
-            reason: s.reason.clone(),
+            reason: s.reason.to_string(),
+            denied_by: match &s.reason {
+                fs_manager::SkipReason::Denied { pattern } => Some(pattern.clone()),
+                _ => None,
+            },
         })
         .collect()
 }
@@ -329,8 +336,11 @@ impl Engine {
             },
             include_denied: options.include_denied,
             max_file_size: options.max_file_size,
+            git: Some(&merge_back::git_source),
         };
-        let out = fs_manager::onboard(&store, &call.path(&options.src), &onboard)?;
+        let out = self
+            .worktrees
+            .onboard(&store, &call.path(&options.src), &onboard)?;
         Ok(OnboardOutcome {
             worktree: out.root,
             snapshot: out.snapshot,
@@ -373,6 +383,7 @@ impl Engine {
                 .map(|(p, r)| SkippedPath {
                     path: TreePath(p.clone()),
                     reason: r.clone(),
+                    denied_by: None,
                 })
                 .collect(),
             source: GitState {
@@ -397,7 +408,9 @@ impl Engine {
             progress: call.progress,
             ..fs_manager::CaptureOptions::default()
         };
-        let out = fs_manager::snapshot(&store, &call.path(&options.worktree), &capture)?;
+        let out = self
+            .worktrees
+            .snapshot(&store, &call.path(&options.worktree), &capture)?;
         Ok(SnapshotOutcome {
             snapshot: out.snapshot,
             tree: out.tree,
@@ -418,7 +431,7 @@ impl Engine {
     ) -> Result<CheckoutOutcome, Error> {
         let store = self.store(Access::Write)?;
         let id = crate::resolve_snapshot(&store.reader()?, &call.cwd, &options.snapshot)?;
-        let out = fs_manager::checkout(
+        let out = self.worktrees.checkout(
             &store,
             id,
             &call.path(&options.dest),
@@ -453,7 +466,9 @@ impl Engine {
             progress: call.progress,
             ..fs_manager::RollbackOptions::default()
         };
-        let out = fs_manager::rollback(&store, &record.root, target, &rollback)?;
+        let out = self
+            .worktrees
+            .rollback(&store, &record.root, target, &rollback)?;
         Ok(RollbackOutcome::of(&out, options.dry_run))
     }
 
@@ -487,7 +502,7 @@ impl Engine {
         options: WorktreePathOptions,
     ) -> Result<WorktreesChanged, Error> {
         let store = self.store(Access::Write)?;
-        let record = fs_manager::remove_worktree(&store, &call.path(&options.path))?;
+        let record = self.worktrees.remove(&store, &call.path(&options.path))?;
         Ok(WorktreesChanged {
             worktrees: vec![WorktreeHead {
                 path: record.root,
@@ -503,7 +518,7 @@ impl Engine {
         options: WorktreePathOptions,
     ) -> Result<WorktreesChanged, Error> {
         let store = self.store(Access::Write)?;
-        let record = fs_manager::rebind_worktree(&store, &call.path(&options.path))?;
+        let record = self.worktrees.rebind(&store, &call.path(&options.path))?;
         Ok(WorktreesChanged {
             worktrees: vec![WorktreeHead {
                 path: record.root,

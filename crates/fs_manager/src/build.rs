@@ -125,7 +125,7 @@ pub(crate) fn flatten(
         }
         stack.extend(subtrees.into_iter().rev());
     }
-    out.sort_by(|a, b| crate::scan::tree_order(&a.path, &b.path));
+    out.sort_by(|a, b| crate::paths::tree_order(&a.path, &b.path));
     Ok(out)
 }
 
@@ -159,6 +159,6 @@ pub(crate) fn patch(
         }
     }
     let mut files: Vec<FileRecord> = files.into_values().collect();
-    files.sort_by(|a, b| crate::scan::tree_order(&a.path, &b.path));
+    files.sort_by(|a, b| crate::paths::tree_order(&a.path, &b.path));
     Ok(build_trees(&files, &Reuse::new())?)
 }

@@ -1,17 +1,19 @@
 //! `onboard` and `snapshot`: capture a worktree's scope as a snapshot.
 
+use crate::shared::Worktrees;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{
     GitSource, OpRecord, SnapshotId, Source, Store, Tree, TreeId, WorktreeKind, WorktreeRecord,
-    WriteBatch,
 };
 
 use crate::dirstate::Cache;
 use crate::error::CaptureError;
+use crate::paths::Skipped;
+use crate::pending::{Pending, PendingCapture, WatchDone};
 use crate::progress::{Progress, Silent};
-use crate::scan::{self, ScanOptions, Skipped};
+use crate::scan::{self, ScanOptions};
 use crate::worktree;
 
 /// Knobs shared by every capture.
@@ -40,7 +42,7 @@ impl Default for CaptureOptions<'_> {
     }
 }
 
-/// Options of [`onboard`].
+/// Options of [`onboard`](crate::Worktrees::onboard).
 #[derive(Clone, Copy, Default)]
 pub struct OnboardOptions<'a> {
     /// Message, labels, threads, progress.
@@ -50,9 +52,16 @@ pub struct OnboardOptions<'a> {
     /// Leave files larger than this out of this worktree's captures (and report them);
     /// `None` keeps the worktree's earlier setting (no cap for a new one).
     pub max_file_size: Option<u64>,
+    /// Where the directory stands in git, asked of its canonical root (recorded as the
+    /// snapshot's source); `None` records no git source.
+    pub git: Option<GitProbe<'a>>,
 }
 
-/// What [`onboard`] did.
+/// Tells the git commit a directory's files come from, if any (`merge_back::git_source`):
+/// the files are what is captured, so an unreadable repository gives `None`, not an error.
+pub type GitProbe<'a> = &'a (dyn Fn(&Utf8Path) -> Option<GitSource> + Sync);
+
+/// What [`onboard`](crate::Worktrees::onboard) did.
 #[derive(Debug, Clone)]
 pub struct OnboardOutcome {
     /// The worktree root (canonical).
@@ -73,7 +82,7 @@ pub struct OnboardOutcome {
     pub source: Option<GitSource>,
 }
 
-/// What [`snapshot`] did.
+/// What [`snapshot`](crate::Worktrees::snapshot) did.
 #[derive(Debug, Clone)]
 pub struct SnapshotOutcome {
     /// The worktree root.
@@ -115,7 +124,7 @@ pub(crate) enum Recording {
 }
 
 /// A captured state, before or after it is recorded.
-pub(crate) struct Captured {
+pub(crate) struct Captured<'a> {
     pub tree: TreeId,
     /// Every tree of the state (for comparing without the store on a dry run).
     pub trees: HashMap<TreeId, Tree>,
@@ -127,119 +136,61 @@ pub(crate) struct Captured {
     pub read_files: u64,
     pub record: WorktreeRecord,
     /// With [`Recording::Deferred`]: what is left to store, if anything.
-    pub pending: Option<Pending>,
+    pub pending: Option<Pending<'a>>,
 }
 
-/// Writes to commit together: a capture's, not committed yet, and whatever its caller adds.
-/// Dropping it stores nothing.
-#[derive(Default)]
-pub(crate) struct Pending {
-    batch: WriteBatch,
-    capture: Option<PendingCapture>,
-}
-
-/// What a deferred capture does once its writes are committed.
-struct PendingCapture {
-    root: Utf8PathBuf,
-    /// The stat cache as the store holds it then.
-    cache: Cache,
-    watching: WatchDone,
-}
-
-impl Pending {
-    /// Adds a tree to store with the rest.
-    pub fn add_tree(&mut self, tree: Tree) -> TreeId {
-        self.batch.add_tree(tree)
-    }
-
-    /// Adds a snapshot to store with the rest.
-    pub fn add_snapshot(&mut self, snapshot: cas::Snapshot) -> SnapshotId {
-        self.batch.add_snapshot(snapshot)
-    }
-
-    /// Sets worktree `root`'s intent journal with the rest.
-    pub fn set_journal(&mut self, root: &Utf8Path, journal: Vec<u8>) {
-        self.batch.set_journal(root, Some(journal));
-    }
-
-    /// Stores everything (if there is anything) in one transaction: every id in it
-    /// survives a crash once this returns.
-    pub fn commit(self, store: &Store) -> Result<(), cas::WriteError> {
-        if self.batch.is_empty() {
-            return Ok(());
-        }
-        store.write(&self.batch)?;
-        if let Some(c) = self.capture {
-            c.watching.committed(&c.cache);
-            c.cache.keep(store, &c.root);
-        }
-        Ok(())
-    }
-}
-
-/// Captures `record`'s worktree. Unless a dry run, stores it: a new snapshot (parent: the
-/// head) when the tree changed, the refreshed stat cache, the head, and `op` in the op log.
-pub(crate) fn capture(
-    store: &Store,
-    record: WorktreeRecord,
-    op: &str,
-    source: Option<Source>,
-    options: &CaptureOptions<'_>,
-    recording: Recording,
-) -> Result<Captured, CaptureError> {
-    capture_with(store, record, op, source, options, recording, None)
+/// What a capture records, and how.
+pub(crate) struct Capture<'a> {
+    /// The op-log entry's name.
+    pub op: &'a str,
+    /// Where a new snapshot comes from.
+    pub source: Option<Source>,
+    /// Message, labels, threads, progress.
+    pub options: &'a CaptureOptions<'a>,
+    pub recording: Recording,
+    /// Applied to the stored record, which is then always written (and `op` logged even if
+    /// nothing changed).
+    pub edit: Option<RecordEdit<'a>>,
 }
 
 /// Edits the registry record in the same transaction as a capture, given the captured head.
 pub(crate) type RecordEdit<'a> = &'a dyn Fn(&mut WorktreeRecord, SnapshotId);
 
-/// [`capture`], with `edit` applied to the stored record (which is then always written, and
-/// `op` logged even if nothing changed).
-pub(crate) fn capture_with(
+/// Captures `record`'s worktree. Unless a dry run, stores it: a new snapshot (parent: the
+/// head) when the tree changed, the refreshed stat cache, the head, and `op` in the op log.
+pub(crate) fn capture<'a>(
+    ws: &'a Worktrees,
     store: &Store,
     record: WorktreeRecord,
-    op: &str,
-    source: Option<Source>,
-    options: &CaptureOptions<'_>,
-    recording: Recording,
-    edit: Option<RecordEdit<'_>>,
-) -> Result<Captured, CaptureError> {
-    let once = |use_cache| {
-        capture_once(
-            store,
-            record.clone(),
-            op,
-            source.clone(),
-            options,
-            recording,
-            use_cache,
-            edit,
-        )
-    };
-    match once(true) {
+    how: &Capture<'_>,
+) -> Result<Captured<'a>, CaptureError> {
+    match capture_once(ws, store, record.clone(), how, true) {
         // The cache names a blob or tree that is no longer stored: distrust it, read everything.
         Err(CaptureError::Store(cas::Error::Write(cas::WriteError::Dangling { kind, id }))) => {
             tracing::warn!(worktree = %record.root, "stat cache names a missing {kind} {id}; re-reading every file");
-            once(false)
+            capture_once(ws, store, record, how, false)
         }
         other => other,
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn capture_once(
+fn capture_once<'a>(
+    ws: &'a Worktrees,
     store: &Store,
     record: WorktreeRecord,
-    op: &str,
-    source: Option<Source>,
-    options: &CaptureOptions<'_>,
-    recording: Recording,
+    how: &Capture<'_>,
     use_cache: bool,
-    edit: Option<RecordEdit<'_>>,
-) -> Result<Captured, CaptureError> {
+) -> Result<Captured<'a>, CaptureError> {
+    let Capture {
+        op,
+        ref source,
+        options,
+        recording,
+        edit,
+    } = *how;
     let started = std::time::Instant::now();
     let mut record = record;
-    worktree::verify_root(&mut record)?;
+    crate::root::verify_root(&mut record)?;
     // A root that is gone is the caller's to fix (or checkout's to fill), not an I/O failure.
     if let Err(e) = record.root.symlink_metadata()
         && e.kind() == std::io::ErrorKind::NotFound
@@ -257,7 +208,8 @@ fn capture_once(
         Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
     }
     let cache = if use_cache {
-        Cache::take_or_load(store, &reader, &record.root, cache_version)?
+        ws.kept
+            .take_or_load(store, &reader, &record.root, cache_version)?
     } else {
         Cache::default()
     };
@@ -269,14 +221,11 @@ fn capture_once(
     tracing::debug!(elapsed = ?started.elapsed(), dirs = cache.dirs.len(), "cache loaded");
 
     // With a watcher (`cairn serve`): directories where nothing happened are not checked.
-    let quiet = if use_cache {
-        crate::watch::quiet_dirs(&record.root, cache.dirs.keys())
-    } else {
-        None
-    };
+    let watcher = ws.watcher.as_ref().filter(|_| use_cache);
+    let quiet = watcher.and_then(|w| w.quiet_dirs(&record.root, cache.dirs.keys()));
     let watching = WatchDone {
         root: record.root.clone(),
-        active: quiet.is_some(),
+        watcher: watcher.filter(|_| quiet.is_some()),
         ended: crate::watch::Ended::Failed,
     };
     let store_dir = worktree::store_dir(store);
@@ -305,7 +254,7 @@ fn capture_once(
         created,
         message: options.message.to_owned(),
         labels: options.labels.clone(),
-        source,
+        source: source.clone(),
     });
     let new_head = match &new_snapshot {
         Some(s) => Some(s.id()),
@@ -333,7 +282,7 @@ fn capture_once(
     if dry_run {
         // The cache kept stands only if this capture found nothing to change in it.
         if use_cache && cache_updates.is_empty() {
-            cache.keep(store, &record.root);
+            ws.kept.keep(cache, store, &record.root);
         }
         watching.unrecorded();
         return Ok(captured);
@@ -346,7 +295,7 @@ fn capture_once(
         && scanned.unstored.is_empty()
     {
         watching.committed(&cache);
-        cache.keep(store, &record.root);
+        ws.kept.keep(cache, store, &record.root);
         return Ok(captured);
     }
 
@@ -370,6 +319,7 @@ fn capture_once(
     let pending = Pending {
         batch,
         capture: Some(PendingCapture {
+            kept: &ws.kept,
             root: record.root.clone(),
             cache,
             watching,
@@ -387,61 +337,18 @@ fn capture_once(
     Ok(captured)
 }
 
-/// Tells the watcher how a capture ended (failed, unless told otherwise).
-struct WatchDone {
-    root: Utf8PathBuf,
-    active: bool,
-    ended: crate::watch::Ended,
-}
-
-// Both consume the guard: its `Drop` then reports nothing more (`committed`) or the
-// outcome set here (`unrecorded`).
-impl WatchDone {
-    /// The capture's cache is what the store holds now.
-    fn committed(mut self, cache: &Cache) {
-        if self.active {
-            let dirs = cache.dirs.keys();
-            crate::watch::after_capture(&self.root, crate::watch::Ended::Committed, dirs);
-            self.active = false;
-        }
-    }
-
-    /// The capture succeeded without recording anything.
-    fn unrecorded(mut self) {
-        self.ended = crate::watch::Ended::Unrecorded;
-    }
-}
-
-impl Drop for WatchDone {
-    fn drop(&mut self) {
-        if self.active {
-            crate::watch::after_capture(&self.root, self.ended, std::iter::empty());
-        }
-    }
-}
-
 /// Snapshots the directory `src` (working files, uncommitted changes included) and
 /// registers it as an in-place worktree. If it is registered already, this is a snapshot
 /// of it.
-pub fn onboard(
+pub(crate) fn onboard(
+    ws: &Worktrees,
     store: &Store,
     src: &Utf8Path,
     options: &OnboardOptions<'_>,
 ) -> Result<OnboardOutcome, CaptureError> {
     let root = worktree::canonical(src)?;
-    // The files are the truth; git's view is provenance. A `.git` that gitoxide cannot read
-    // (a stub, a damaged repository) must not stop a capture.
-    let git = merge_back::git_state(&root).unwrap_or_else(|e| {
-        tracing::warn!("{e}; recording no git source");
-        None
-    });
-    let git_source = git.and_then(|g| {
-        g.commit.map(|commit| GitSource {
-            commit,
-            dirty: g.dirty,
-        })
-    });
-    let _busy = crate::lock::lock(&root);
+    let git_source = options.git.and_then(|probe| probe(&root));
+    let _busy = ws.locks.lock(&root);
     let existing = store.reader()?.worktree(&root)?;
     // The latest onboard decides whether secrets are in scope.
     let existing = existing.map(|r| WorktreeRecord {
@@ -458,14 +365,14 @@ pub fn onboard(
         path: root.clone(),
         git: git_source.clone(),
     };
-    let c = capture(
-        store,
-        record,
-        "onboard",
-        Some(source),
-        &options.capture,
-        Recording::Now,
-    )?;
+    let how = Capture {
+        op: "onboard",
+        source: Some(source),
+        options: &options.capture,
+        recording: Recording::Now,
+        edit: None,
+    };
+    let c = capture(ws, store, record, &how)?;
     Ok(OnboardOutcome {
         root,
         snapshot: c.snapshot,
@@ -494,61 +401,34 @@ pub(crate) fn deny_list(
     )?)
 }
 
-/// The registered worktree holding `path`.
-pub(crate) fn registered(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, CaptureError> {
-    let reader = store.reader()?;
-    match worktree::find(&reader, path)? {
-        Some(record) => Ok(record),
-        None => {
-            match crate::journal::pending_at(&reader, path) {
-                Ok(()) => {}
-                Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
-                Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
-            }
-            Err(CaptureError::NotAWorktree {
-                path: path.to_owned(),
-            })
-        }
-    }
-}
-
-/// The registered worktree holding `path`, held for one operation: its record is read
-/// again once the lock is ours (another operation may just have changed it).
-pub(crate) fn locked(
-    store: &Store,
-    path: &Utf8Path,
-) -> Result<(crate::lock::WorktreeLock, WorktreeRecord), CaptureError> {
-    let found = registered(store, path)?;
-    let busy = crate::lock::lock(&found.root);
-    let record = registered(store, &found.root)?;
-    Ok((busy, record))
-}
-
 /// Snapshots the worktree that holds `path`: a new snapshot whose parent is the head, or,
 /// if nothing in scope changed, nothing new (`changed: false`).
-pub fn snapshot(
+pub(crate) fn snapshot(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let (_busy, record) = locked(store, path)?;
-    snapshot_as(store, record, "snapshot", options, None)
+    let held = crate::held::hold(ws, store, path)?;
+    snapshot_as(ws, store, held.record.clone(), "snapshot", options, None)
 }
 
 /// Records a change made to the worktree holding `path` by something other than cairn
 /// (`merge --checkout` into an onboarded repository): a snapshot logged as `op`.
-pub fn record_change(
+pub(crate) fn record_change(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     op: &str,
     options: &CaptureOptions<'_>,
 ) -> Result<SnapshotOutcome, CaptureError> {
-    let (_busy, record) = locked(store, path)?;
-    snapshot_as(store, record, op, options, None)
+    let held = crate::held::hold(ws, store, path)?;
+    snapshot_as(ws, store, held.record.clone(), op, options, None)
 }
 
 /// A snapshot of `record`'s worktree logged as `op`, with `edit` applied to the record.
 pub(crate) fn snapshot_as(
+    ws: &Worktrees,
     store: &Store,
     record: WorktreeRecord,
     op: &str,
@@ -560,15 +440,14 @@ pub(crate) fn snapshot_as(
         path: record.root.clone(),
         git: None,
     };
-    let c = capture_with(
-        store,
-        record,
+    let how = Capture {
         op,
-        Some(source),
+        source: Some(source),
         options,
-        Recording::Now,
+        recording: Recording::Now,
         edit,
-    )?;
+    };
+    let c = capture(ws, store, record, &how)?;
     let (mut added, mut modified, mut removed) = (0, 0, 0);
     if c.changed {
         let reader = store.reader()?;
@@ -617,16 +496,25 @@ pub struct LiveState {
 
 /// Captures the worktree holding `path` as it is now, storing nothing: for `diff` and
 /// `status`. File contents not in the store are to be read from the worktree itself.
-pub fn live_state(
+pub(crate) fn live_state(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
 ) -> Result<LiveState, CaptureError> {
     // Wait for an operation on it to finish rather than see it half done.
-    let (_busy, record) = locked(store, path)?;
+    let held = crate::held::hold(ws, store, path)?;
+    let record = held.record.clone();
     let head = record.head;
     let root = record.root.clone();
-    let c = capture(store, record, "status", None, options, Recording::DryRun)?;
+    let how = Capture {
+        op: "status",
+        source: None,
+        options,
+        recording: Recording::DryRun,
+        edit: None,
+    };
+    let c = capture(ws, store, record, &how)?;
     Ok(LiveState {
         root,
         head,

@@ -1,5 +1,6 @@
 //! `checkout`: hydrate a snapshot into a new or empty directory, in parallel.
 
+use crate::shared::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, OpRecord, SnapshotId, Store, WorktreeKind, WorktreeRecord, WriteBatch};
 use rayon::prelude::*;
@@ -8,10 +9,12 @@ use std::os::unix::ffi::OsStrExt;
 use crate::dirstate;
 use crate::error::CheckoutError;
 use crate::fsops::{self, WriteFailure};
+use crate::journal::Step;
+use crate::pending::Pending;
 use crate::progress::{Progress, Silent};
 use crate::state::{FileState, now_ns};
 
-/// Options of [`checkout`].
+/// Options of [`checkout`](crate::Worktrees::checkout).
 #[derive(Clone, Copy)]
 pub struct CheckoutOptions<'a> {
     /// Where progress goes.
@@ -24,7 +27,7 @@ impl Default for CheckoutOptions<'_> {
     }
 }
 
-/// What [`checkout`] did.
+/// What [`checkout`](crate::Worktrees::checkout) did.
 #[derive(Debug, Clone)]
 pub struct CheckoutOutcome {
     /// The new worktree's root (canonical).
@@ -53,7 +56,8 @@ fn failure(e: WriteFailure) -> CheckoutError {
 /// missing or empty folder of a registered worktree; registers it as an isolated worktree
 /// with a filled stat cache, so its next snapshot reads no file. A refused destination is
 /// left untouched; if writing fails half way, what was written is removed again.
-pub fn checkout(
+pub(crate) fn checkout(
+    ws: &Worktrees,
     store: &Store,
     snapshot: SnapshotId,
     dest: &Utf8Path,
@@ -66,7 +70,7 @@ pub fn checkout(
     // anything is written.
     for f in &files {
         if let Err(e) = path_policy::check_path(&f.path) {
-            let path = crate::fsops::join(dest.as_std_path(), &f.path);
+            let path = crate::paths::join(dest.as_std_path(), &f.path);
             return Err(CheckoutError::Refused {
                 path,
                 reason: e.reason(),
@@ -75,7 +79,7 @@ pub fn checkout(
     }
     // One checkout into a folder at a time: the emptiness check below must still hold when
     // writing starts.
-    let _dest_busy = crate::lock::lock(dest);
+    let _dest_busy = ws.locks.lock(dest);
     let previous = reader.worktree(dest)?;
     for path in [
         Some(dest.to_owned()),
@@ -146,11 +150,11 @@ pub fn checkout(
             let _ = std::fs::remove_dir(&root);
         }
         return Err(CheckoutError::Refused {
-            path: crate::fsops::join(dest.as_std_path(), &f.path),
+            path: crate::paths::join(dest.as_std_path(), &f.path),
             reason: "path-too-long: longer than the system takes from / under this destination",
         });
     }
-    let _busy = (root != dest).then(|| crate::lock::lock(&root));
+    let _busy = (root != dest).then(|| ws.locks.lock(&root));
     if let Some(store_dir) = crate::worktree::store_dir(store)
         && (root.as_std_path().starts_with(&store_dir) || store_dir.starts_with(root.as_std_path()))
     {
@@ -169,7 +173,7 @@ pub fn checkout(
         include_denied: previous.as_ref().is_some_and(|p| p.include_denied),
         max_file_size: previous.as_ref().and_then(|p| p.max_file_size),
         created: time,
-        identity: crate::worktree::identity_of(&root),
+        identity: crate::root::identity_of(&root),
         ..WorktreeRecord::new(root.clone(), WorktreeKind::Isolated)
     };
     let entry = OpRecord::new("checkout", previous.and_then(|p| p.head), Some(snapshot));
@@ -184,17 +188,16 @@ pub fn checkout(
         entry: Some(entry.clone()),
         started: time,
     };
-    let mut batch = WriteBatch::new();
-    batch.set_journal(&root, Some(journal.encode().map_err(failure)?));
-    if let Err(e) = store.write(&batch) {
-        clean_up(&root, created);
-        return Err(e.into());
-    }
+    let step = match Step::begin(store, &root, &journal, Pending::default()) {
+        Ok(step) => step,
+        Err(e) => {
+            clean_up(&root, created);
+            return Err(failure(e));
+        }
+    };
     let forget = |e: CheckoutError| {
         clean_up(&root, created);
-        let mut batch = WriteBatch::new();
-        batch.set_journal(&root, None);
-        let _ = store.write(&batch);
+        step.abandon();
         e
     };
 
@@ -219,9 +222,8 @@ pub fn checkout(
     }
     batch.put_worktree(record);
     batch.append_op(&root, entry);
-    batch.set_journal(&root, None);
     drop(reader);
-    store.write(&batch).map_err(|e| forget(e.into()))?;
+    step.finish(batch).map_err(|e| forget(e.into()))?;
     Ok(CheckoutOutcome {
         worktree: root,
         snapshot,
@@ -246,7 +248,7 @@ fn hydrate(
     // Directories first, parents before children (files are in tree order).
     let mut last_dir: &[u8] = &[];
     for f in files {
-        let dir = crate::scan::split_parent(&f.path).0;
+        let dir = crate::paths::split_parent(&f.path).0;
         if dir != last_dir {
             fsops::ensure_dir(root, dir).map_err(failure)?;
             last_dir = dir;
@@ -257,7 +259,7 @@ fn hydrate(
         Default::default();
     for f in files.iter().filter(|f| f.kind != EntryKind::Symlink) {
         by_dir
-            .entry(crate::scan::split_parent(&f.path).0)
+            .entry(crate::paths::split_parent(&f.path).0)
             .or_default()
             .push(f);
     }
@@ -283,7 +285,7 @@ fn hydrate(
         .collect();
     for f in files.iter().filter(|f| f.kind == EntryKind::Symlink) {
         let dir = root
-            .open_dir(crate::scan::split_parent(&f.path).0)
+            .open_dir(crate::paths::split_parent(&f.path).0)
             .map_err(|e| failure(e.into()))?;
         let st = fsops::create(root, &dir, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
         progress.advance(1, f.size);

@@ -10,12 +10,13 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
+use crate::paths::{SkipReason, Special};
 use crate::state::{FileState, RACY_MARGIN, Stat};
 
 /// Bumped on any change to the encoding below.
-const VERSION: u8 = 3;
+const VERSION: u8 = 4;
 /// Bytes of the BLAKE3 checksum that ends every record.
 const CHECKSUM_LEN: usize = 8;
 
@@ -130,12 +131,97 @@ impl IgnoreStamp {
     }
 }
 
+const NAME_ERRORS: [path_policy::NameError; 8] = {
+    use path_policy::NameError::*;
+    [
+        Empty,
+        Dots,
+        Slash,
+        Control,
+        TooLong,
+        Git,
+        PathTooLong,
+        TooDeep,
+    ]
+};
+const SPECIALS: [Special; 5] = [
+    Special::Fifo,
+    Special::Socket,
+    Special::BlockDevice,
+    Special::CharacterDevice,
+    Special::Other,
+];
+
+/// Appends `reason` to a listing record: a tag byte, then what that reason holds.
+fn encode_reason(reason: &SkipReason, out: &mut Vec<u8>) {
+    let index_of = |found: Option<usize>| u8::try_from(found.unwrap_or(255)).unwrap_or(255);
+    match reason {
+        SkipReason::Denied { pattern } => {
+            out.push(0);
+            let bytes = pattern.as_bytes();
+            let len = u16::try_from(bytes.len()).unwrap_or(u16::MAX);
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&bytes[..usize::from(len)]);
+        }
+        SkipReason::InvalidName(e) => {
+            out.push(1);
+            out.push(index_of(NAME_ERRORS.iter().position(|n| n == e)));
+        }
+        SkipReason::PathTooLong => out.push(2),
+        SkipReason::PseudoFilesystem => out.push(3),
+        SkipReason::OverSizeCap { size, cap } => {
+            out.push(4);
+            out.extend_from_slice(&size.to_le_bytes());
+            out.extend_from_slice(&cap.to_le_bytes());
+        }
+        SkipReason::Special(kind) => {
+            out.push(5);
+            out.push(index_of(SPECIALS.iter().position(|k| k == kind)));
+        }
+        SkipReason::IgnoreFileNotRegular => out.push(6),
+        SkipReason::IgnoreFileTooLarge => out.push(7),
+        SkipReason::OutOfScope(inner) => {
+            out.push(8);
+            encode_reason(inner, out);
+        }
+    }
+}
+
+/// Reads what [`encode_reason`] wrote; `None` for anything it would not write.
+fn decode_reason<'a>(
+    take: &mut impl FnMut(usize) -> Option<&'a [u8]>,
+    depth: u8,
+) -> Option<SkipReason> {
+    let u64_ = |b: &[u8]| b.try_into().ok().map(u64::from_le_bytes);
+    Some(match take(1)?[0] {
+        0 => {
+            let len = u16::from_le_bytes(take(2)?.try_into().ok()?);
+            let pattern = std::str::from_utf8(take(usize::from(len))?).ok()?;
+            SkipReason::Denied {
+                pattern: pattern.to_owned(),
+            }
+        }
+        1 => SkipReason::InvalidName(*NAME_ERRORS.get(usize::from(take(1)?[0]))?),
+        2 => SkipReason::PathTooLong,
+        3 => SkipReason::PseudoFilesystem,
+        4 => SkipReason::OverSizeCap {
+            size: u64_(take(8)?)?,
+            cap: u64_(take(8)?)?,
+        },
+        5 => SkipReason::Special(*SPECIALS.get(usize::from(take(1)?[0]))?),
+        6 => SkipReason::IgnoreFileNotRegular,
+        7 => SkipReason::IgnoreFileTooLarge,
+        8 if depth == 0 => SkipReason::OutOfScope(Box::new(decode_reason(take, 1)?)),
+        _ => return None,
+    })
+}
+
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Child {
     File(FileState),
     Dir,
-    Skipped(String),
+    Skipped(SkipReason),
 }
 
 /// A directory as the last capture saw it.
@@ -214,14 +300,7 @@ impl DirState {
             match child {
                 Child::File(s) => out.extend_from_slice(&s.encode()),
                 Child::Dir => {}
-                Child::Skipped(reason) => {
-                    out.extend_from_slice(
-                        &u16::try_from(reason.len())
-                            .unwrap_or(u16::MAX)
-                            .to_le_bytes(),
-                    );
-                    out.extend_from_slice(reason.as_bytes());
-                }
+                Child::Skipped(reason) => encode_reason(reason, &mut out),
             }
         }
         seal(out)
@@ -286,10 +365,7 @@ impl DirState {
             let child = match tag {
                 1 => Child::File(FileState::decode(take(crate::state::ENCODED_LEN)?)?),
                 2 => Child::Dir,
-                3 => {
-                    let len = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
-                    Child::Skipped(String::from_utf8(take(len)?.to_vec()).ok()?)
-                }
+                3 => Child::Skipped(decode_reason(&mut take, 0)?),
                 _ => return None,
             };
             children.push((name, child));
@@ -363,53 +439,6 @@ impl Cache {
         Ok(cache)
     }
 
-    /// The cache of `root` as the store holds it at file-states `version` (read before
-    /// `reader` was opened): the copy the last operation on it in this process kept, if it
-    /// is of that version, else loaded.
-    pub fn take_or_load(
-        store: &cas::Store,
-        reader: &cas::Reader,
-        root: &camino::Utf8Path,
-        version: u64,
-    ) -> Result<Cache, cas::StorageFailure> {
-        match Cache::take_kept(store, root) {
-            Some(kept) if store.file_states_version(root) == version => Ok(kept),
-            _ => Cache::load(reader, root),
-        }
-    }
-
-    /// The copy of `root`'s cache kept by the last operation on it, if the store has not
-    /// written its file states since.
-    pub fn take_kept(store: &cas::Store, root: &camino::Utf8Path) -> Option<Cache> {
-        let kept = KEPT
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take(root)?;
-        (kept.version == store.file_states_version(root)).then_some(kept.cache)
-    }
-
-    /// Keeps this cache in memory for the next operation on `root`. The caller holds the
-    /// worktree and has just read it from, or written it to, the store: it is what the
-    /// store holds at the version it has now.
-    pub fn keep(self, store: &cas::Store, root: &camino::Utf8Path) {
-        let version = store.file_states_version(root);
-        let dropped = KEPT
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(root, version, self);
-        // Large caches are freed outside the lock.
-        drop(dropped);
-    }
-
-    /// Forgets the copy kept for `root` (the worktree is gone).
-    pub fn forget_kept(root: &camino::Utf8Path) {
-        let dropped = KEPT
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take(root);
-        drop(dropped);
-    }
-
     fn entries(&self) -> usize {
         self.dirs.values().map(|d| d.children.len() + 1).sum()
     }
@@ -417,13 +446,68 @@ impl Cache {
 
 /// Caches kept between operations, by worktree root: loading one from the store costs
 /// about 15 ms for the Linux tree, a good part of a capture that a watcher made cheap.
-static KEPT: LazyLock<Mutex<KeptCaches>> =
-    LazyLock::new(|| Mutex::new(KeptCaches::new(KEPT_ENTRIES)));
+pub(crate) struct KeptCaches {
+    set: Mutex<KeptSet>,
+}
+
+impl Default for KeptCaches {
+    fn default() -> Self {
+        KeptCaches {
+            set: Mutex::new(KeptSet::new(KEPT_ENTRIES)),
+        }
+    }
+}
+
+impl KeptCaches {
+    fn set(&self) -> std::sync::MutexGuard<'_, KeptSet> {
+        self.set.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cache of `root` as the store holds it at file-states `version` (read before
+    /// `reader` was opened): the copy the last operation on it kept, if it is of that
+    /// version, else loaded.
+    pub fn take_or_load(
+        &self,
+        store: &cas::Store,
+        reader: &cas::Reader,
+        root: &camino::Utf8Path,
+        version: u64,
+    ) -> Result<Cache, cas::StorageFailure> {
+        match self.take(store, root) {
+            Some(kept) if store.file_states_version(root) == version => Ok(kept),
+            _ => Cache::load(reader, root),
+        }
+    }
+
+    /// The copy of `root`'s cache kept by the last operation on it, if the store has not
+    /// written its file states since.
+    pub fn take(&self, store: &cas::Store, root: &camino::Utf8Path) -> Option<Cache> {
+        let kept = self.set().take(root)?;
+        (kept.version == store.file_states_version(root)).then_some(kept.cache)
+    }
+
+    /// Keeps `cache` in memory for the next operation on `root`. The caller holds the
+    /// worktree and has just read it from, or written it to, the store: it is what the
+    /// store holds at the version it has now.
+    pub fn keep(&self, cache: Cache, store: &cas::Store, root: &camino::Utf8Path) {
+        let version = store.file_states_version(root);
+        let dropped = self.set().insert(root, version, cache);
+        // Large caches are freed outside the lock.
+        drop(dropped);
+    }
+
+    /// Forgets the copy kept for `root` (the worktree is gone).
+    pub fn forget(&self, root: &camino::Utf8Path) {
+        let dropped = self.set().take(root);
+        drop(dropped);
+    }
+}
+
 /// At most this many directory entries are kept in all (about 130 bytes each: some 13 Linux
 /// trees).
 const KEPT_ENTRIES: usize = 1 << 20;
 
-struct KeptCaches {
+struct KeptSet {
     /// Entries kept at most, in all.
     limit: usize,
     by_root: HashMap<camino::Utf8PathBuf, Kept>,
@@ -435,9 +519,9 @@ struct Kept {
     cache: Cache,
 }
 
-impl KeptCaches {
-    fn new(limit: usize) -> KeptCaches {
-        KeptCaches {
+impl KeptSet {
+    fn new(limit: usize) -> KeptSet {
+        KeptSet {
             limit,
             by_root: HashMap::new(),
         }
@@ -515,7 +599,7 @@ pub(crate) fn record_written<'a>(
 ) -> Vec<Vec<u8>> {
     let mut touched = std::collections::BTreeSet::new();
     for (path, state) in written {
-        let (parent, name) = crate::scan::split_parent(path);
+        let (parent, name) = crate::paths::split_parent(path);
         let dir = dirs
             .entry(parent.to_vec())
             .or_insert_with(DirState::unverified);
@@ -536,7 +620,7 @@ pub(crate) fn record_written<'a>(
         // Every directory above holds a different tree now.
         let mut up = parent;
         while !up.is_empty() {
-            up = crate::scan::split_parent(up).0;
+            up = crate::paths::split_parent(up).0;
             if let Some(d) = dirs.get_mut(up) {
                 d.tree = None;
                 touched.insert(up.to_vec());
@@ -549,136 +633,6 @@ pub(crate) fn record_written<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A store and a worktree of `files` onboarded into it: (temp dir, store, worktree
-    /// folder, its root as registered, its first snapshot).
-    fn onboarded(
-        files: &[(&str, &str)],
-    ) -> (
-        tempfile::TempDir,
-        cas::Store,
-        camino::Utf8PathBuf,
-        camino::Utf8PathBuf,
-        cas::SnapshotId,
-    ) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
-        let store = cas::Store::open(
-            &base.join("store"),
-            &cas::OpenOptions {
-                create: true,
-                ..cas::OpenOptions::default()
-            },
-        )
-        .expect("store");
-        let wt = base.join("wt");
-        for (path, body) in files {
-            let p = wt.join(path);
-            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-            std::fs::write(&p, body).expect("write");
-        }
-        let onboarded =
-            crate::onboard(&store, &wt, &crate::OnboardOptions::default()).expect("onboard");
-        (dir, store, wt, onboarded.root, onboarded.snapshot)
-    }
-
-    /// The cache an operation keeps in memory must be exactly what the store holds, after
-    /// every kind of operation that writes it; and it is not used once something else wrote.
-    #[test]
-    fn kept_cache_equals_the_stored_one() {
-        let (_dir, store, wt, root, first) = onboarded(&[
-            ("a.txt", "a"),
-            ("src/lib.rs", "lib"),
-            ("src/deep/x.rs", "x"),
-            (".gitignore", "*.log\n"),
-            ("junk.log", "ignored"),
-        ]);
-        let same_as_stored = |step: &str| {
-            let kept =
-                Cache::take_kept(&store, &root).unwrap_or_else(|| panic!("{step}: nothing kept"));
-            let loaded = Cache::load(&store.reader().expect("reader"), &root).expect("load");
-            assert_eq!(kept, loaded, "{step}");
-            kept.keep(&store, &root);
-        };
-        same_as_stored("onboard");
-
-        // Past the racy margin, so the next captures trust (and keep) cached states.
-        std::thread::sleep(crate::RACY_MARGIN * 2);
-        std::fs::write(wt.join("src/lib.rs"), "lib 2").expect("write");
-        std::fs::write(wt.join("src/new.rs"), "new").expect("write");
-        std::fs::remove_file(wt.join("src/deep/x.rs")).expect("rm");
-        crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("snapshot");
-        same_as_stored("snapshot");
-        // Files written within the racy margin are read again (and their states updated)
-        // by each capture: past it, an unchanged snapshot verifies them for good.
-        std::thread::sleep(crate::RACY_MARGIN * 2);
-        crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("snapshot");
-        same_as_stored("unchanged snapshot");
-        crate::live_state(&store, &root, &crate::CaptureOptions::default()).expect("status");
-        same_as_stored("status");
-
-        std::fs::write(wt.join("a.txt"), "a 2").expect("write");
-        crate::rollback(&store, &root, first, &crate::RollbackOptions::default())
-            .expect("rollback");
-        same_as_stored("rollback");
-        crate::checkpoint(&store, &root, &crate::CheckpointOptions::default()).expect("checkpoint");
-        std::fs::write(wt.join("src/lib.rs"), "lib 3").expect("write");
-        crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("snapshot");
-        crate::undo(&store, &root).expect("undo");
-        same_as_stored("undo");
-
-        // Another write to the worktree's file states: the kept copy no longer counts.
-        let mut batch = cas::WriteBatch::new();
-        batch.set_file_state(&root, b"dx", None);
-        store.write(&batch).expect("write");
-        assert!(Cache::take_kept(&store, &root).is_none());
-    }
-
-    /// A stat cache that names a blob the store does not hold costs a re-read of every
-    /// file, never a failed or wrong capture: in a snapshot, and in a rollback, whose
-    /// capture commits later, with its intent journal.
-    #[test]
-    fn a_cache_naming_a_missing_blob_is_read_past() {
-        let (_dir, store, wt, root, first) = onboarded(&[("a.txt", "a"), ("b.txt", "b")]);
-        let a_blob = cas::BlobId::of(b"a");
-        let damage = || {
-            // Past the racy margin, so the cached states are trusted.
-            std::thread::sleep(crate::RACY_MARGIN * 2);
-            crate::snapshot(&store, &root, &crate::CaptureOptions::default()).expect("verify");
-            let mut cache = Cache::load(&store.reader().expect("reader"), &root).expect("load");
-            let top = cache.dirs.get_mut(&Vec::new()).expect("root dir");
-            for (name, child) in &mut top.children {
-                if let (b"a.txt", Child::File(state)) = (name.as_slice(), child) {
-                    state.blob = cas::BlobId::of(b"never stored");
-                }
-            }
-            let mut batch = cas::WriteBatch::new();
-            batch.set_file_state(&root, &dir_key(b""), Some(top.encode()));
-            store.write(&batch).expect("write");
-        };
-        let a_in = |snapshot: cas::SnapshotId| {
-            let reader = store.reader().expect("reader");
-            let tree = reader.tree(reader.snapshot(snapshot).expect("snapshot").tree);
-            tree.expect("tree").get(b"a.txt").expect("a.txt").blob()
-        };
-
-        damage();
-        std::fs::write(wt.join("b.txt"), "b 2").expect("write");
-        let snap = crate::snapshot(&store, &root, &crate::CaptureOptions::default())
-            .expect("snapshot past the damage");
-        assert!(snap.changed);
-        assert_eq!(a_in(snap.snapshot), Some(a_blob));
-
-        damage();
-        std::fs::write(wt.join("b.txt"), "b 3").expect("write");
-        let rolled = crate::rollback(&store, &root, first, &crate::RollbackOptions::default())
-            .expect("rollback past the damage");
-        assert_eq!(a_in(rolled.captured), Some(a_blob));
-        assert_eq!(
-            std::fs::read_to_string(wt.join("b.txt")).expect("read"),
-            "b"
-        );
-    }
 
     #[test]
     fn kept_caches_stay_within_their_limit() {
@@ -695,7 +649,7 @@ mod tests {
             global: None,
         };
         let root = |name: &str| camino::Utf8PathBuf::from(format!("/w/{name}"));
-        let mut kept = KeptCaches::new(10);
+        let mut kept = KeptSet::new(10);
         assert!(kept.insert(&root("a"), 1, cache(3)).is_empty()); // 4 entries
         assert!(kept.insert(&root("b"), 2, cache(3)).is_empty());
         // Replaces a's: 4 + 5.
@@ -755,6 +709,48 @@ mod tests {
         }
     }
 
+    /// Every skip reason a listing can hold comes back as it went in, and reads as the
+    /// `reason` text SPEC's `skipped` lists have always shown.
+    #[test]
+    fn skip_reasons_round_trip_with_their_texts() {
+        let reasons = [
+            (
+                SkipReason::Denied {
+                    pattern: "*.pem".into(),
+                },
+                "denied by pattern *.pem",
+            ),
+            (
+                SkipReason::InvalidName(path_policy::NameError::Git),
+                "invalid name: a spelling of .git",
+            ),
+            (SkipReason::PathTooLong, "path-too-long"),
+            (SkipReason::PseudoFilesystem, "pseudo-filesystem"),
+            (
+                SkipReason::OverSizeCap { size: 10, cap: 4 },
+                "larger than the size cap (10 bytes > 4 bytes)",
+            ),
+            (
+                SkipReason::Special(Special::Socket),
+                "socket (not a file, directory or symlink)",
+            ),
+            (SkipReason::IgnoreFileNotRegular, "ignore-file-not-regular"),
+            (SkipReason::IgnoreFileTooLarge, "ignore-file-too-large"),
+            (
+                SkipReason::OutOfScope(Box::new(SkipReason::PathTooLong)),
+                "out of scope: path-too-long",
+            ),
+        ];
+        let mut state = DirState::unverified();
+        for (i, (reason, text)) in reasons.iter().enumerate() {
+            assert_eq!(reason.to_string(), *text);
+            state
+                .children
+                .push((format!("n{i}").into_bytes(), Child::Skipped(reason.clone())));
+        }
+        assert_eq!(DirState::decode(&state.encode()), Some(state));
+    }
+
     #[test]
     fn dir_states_round_trip() {
         let file = FileState {
@@ -783,7 +779,10 @@ mod tests {
             children: vec![
                 (b"a".to_vec(), Child::File(file)),
                 (b"d".to_vec(), Child::Dir),
-                (b"p".to_vec(), Child::Skipped("fifo".into())),
+                (
+                    b"p".to_vec(),
+                    Child::Skipped(SkipReason::Special(Special::Fifo)),
+                ),
             ],
         };
         assert_eq!(DirState::decode(&state.encode()), Some(state.clone()));

@@ -1,40 +1,11 @@
 //! One error enum per operation, each naming the path or id it failed on.
 
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use camino::Utf8PathBuf;
 
-/// A path for a message: as it is when it is UTF-8, else quoted as git quotes paths
-/// (`"caf\351"`), never with replacement characters.
-pub(crate) fn shown(path: &Path) -> String {
-    diff::path_text(path.as_os_str().as_bytes())
-}
-
-/// Reading the worktree failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ScanError {
-    /// A file or directory could not be read.
-    #[error("{}: {source}", shown(path))]
-    Io {
-        /// The path.
-        path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
-    /// The directory can never be a worktree (the file-system root, a pseudo file system).
-    #[error("{}: {reason}", path.display())]
-    Refused {
-        /// The directory.
-        path: PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] cas::Error),
-}
+use crate::paths::shown;
+pub use crate::scan::ScanError;
 
 /// `onboard` or `snapshot` failed; nothing was recorded.
 #[derive(Debug, thiserror::Error)]
@@ -70,15 +41,12 @@ pub enum CaptureError {
     /// The deny-pattern configuration is unreadable or invalid.
     #[error(transparent)]
     Deny(#[from] path_policy::DenyError),
-    /// Asking git about the directory failed.
-    #[error(transparent)]
-    Git(#[from] merge_back::GitStateError),
     /// An earlier operation on the worktree was interrupted.
     #[error(transparent)]
     Interrupted(#[from] crate::journal::Interrupted),
     /// The worktree's root is not the directory registered.
     #[error(transparent)]
-    RootChanged(#[from] crate::worktree::RootChanged),
+    RootChanged(#[from] crate::root::RootChanged),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
@@ -220,7 +188,7 @@ pub enum RecoverError {
     },
     /// The worktree's root is not the directory registered.
     #[error(transparent)]
-    RootChanged(#[from] crate::worktree::RootChanged),
+    RootChanged(#[from] crate::root::RootChanged),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
@@ -254,7 +222,7 @@ pub enum UndoError {
     Interrupted(#[from] crate::journal::Interrupted),
     /// The worktree's root is not the directory registered.
     #[error(transparent)]
-    RootChanged(#[from] crate::worktree::RootChanged),
+    RootChanged(#[from] crate::root::RootChanged),
     /// Reading a file failed.
     #[error("{}: {source}", shown(path))]
     Io {
@@ -343,7 +311,7 @@ pub enum WorktreeError {
     },
     /// The worktree's root is a symlink or not a directory.
     #[error(transparent)]
-    RootChanged(#[from] crate::worktree::RootChanged),
+    RootChanged(#[from] crate::root::RootChanged),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),

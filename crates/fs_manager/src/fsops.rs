@@ -7,7 +7,7 @@ use std::ffi::OsStr;
 use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cas::{BlobId, EntryKind, Reader};
 use path_policy::{BeneathError, Root};
@@ -15,15 +15,6 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::state::Stat;
-
-/// `root` joined with a tree path.
-pub(crate) fn join(root: &Path, rel: &[u8]) -> PathBuf {
-    if rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(OsStr::from_bytes(rel))
-    }
-}
 
 fn mode_of(kind: EntryKind) -> Mode {
     Mode::from_raw_mode(if kind == EntryKind::Executable {
@@ -34,7 +25,7 @@ fn mode_of(kind: EntryKind) -> Mode {
 }
 
 fn split(rel: &[u8]) -> (&[u8], &OsStr) {
-    let (dir, name) = crate::scan::split_parent(rel);
+    let (dir, name) = crate::paths::split_parent(rel);
     (dir, OsStr::from_bytes(name))
 }
 

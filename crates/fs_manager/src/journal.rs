@@ -3,8 +3,9 @@
 //! op-log entry to commit afterwards. New contents are first written into a staging folder
 //! at the worktree root (an I/O error there changes nothing), then renamed into place. If
 //! the process dies part way, the journal stays; every command on the worktree refuses
-//! until [`recover`] finishes the step.
+//! until [`recover`](crate::Worktrees::recover) finishes the step.
 
+use crate::shared::Worktrees;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -15,11 +16,10 @@ use rayon::prelude::*;
 use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
-use crate::capture::Pending;
-use crate::dirstate::{self, Cache, DirState};
-use crate::error::RecoverError;
+use crate::dirstate::{self, DirState};
 use crate::fsops::{self, WriteFailure};
-use crate::scan::{split_parent, tree_order};
+use crate::paths::{split_parent, tree_order};
+use crate::pending::Pending;
 use crate::state::{FileState, now_ns};
 
 /// What the store holds while a step is under way.
@@ -103,7 +103,11 @@ pub(crate) fn ensure_clear(reader: &Reader, root: &Utf8Path) -> Result<(), Journ
 
 /// The interrupted step pending at `path` or a folder above it, registered or not (an
 /// interrupted checkout registers its destination only when finished).
-pub(crate) fn pending_at(reader: &Reader, path: &Utf8Path) -> Result<(), JournalCheck> {
+pub(crate) fn pending_at(
+    ws: &Worktrees,
+    reader: &Reader,
+    path: &Utf8Path,
+) -> Result<(), JournalCheck> {
     let canonical = std::fs::canonicalize(path)
         .ok()
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok());
@@ -112,7 +116,7 @@ pub(crate) fn pending_at(reader: &Reader, path: &Utf8Path) -> Result<(), Journal
         .chain(canonical.iter().flat_map(|c| c.ancestors()))
     {
         // A step this process is running (a checkout under way) is not interrupted.
-        if !crate::lock::is_busy(dir) {
+        if !ws.locks.is_busy(dir) {
             ensure_clear(reader, dir)?;
         }
     }
@@ -181,22 +185,73 @@ pub(crate) struct ApplyFailure {
     pub interrupted: bool,
 }
 
+/// A multi-file step under way in one worktree: its intent journal is stored, so
+/// [`recover`](crate::Worktrees::recover) finishes it if this process dies before
+/// [`Step::finish`]. Checkout and every rollback-like operation write through one.
+pub(crate) struct Step<'s> {
+    store: &'s Store,
+    root: Utf8PathBuf,
+}
+
+impl<'s> Step<'s> {
+    /// Stores `journal` for `root`, together with `first` (all or nothing). If the journal
+    /// cannot be stored, `first` still is, on its own.
+    pub(crate) fn begin(
+        store: &'s Store,
+        root: &Utf8Path,
+        journal: &Journal,
+        mut first: Pending<'_>,
+    ) -> Result<Step<'s>, WriteFailure> {
+        match journal.encode() {
+            Ok(encoded) => first.set_journal(root, encoded),
+            Err(e) => {
+                let _ = first.commit(store);
+                return Err(e);
+            }
+        }
+        first
+            .commit(store)
+            .map_err(|e| WriteFailure::Record(e.into()))?;
+        Ok(Step {
+            store,
+            root: root.to_owned(),
+        })
+    }
+
+    /// Drops the journal: nothing of the step is on disk after all. False if even that
+    /// failed (the journal stays, and recover finishes the step).
+    pub(crate) fn abandon(&self) -> bool {
+        let mut batch = WriteBatch::new();
+        batch.set_journal(&self.root, None);
+        self.store.write(&batch).is_ok()
+    }
+
+    /// Records the step's result, `batch` (the worktree's record, its op-log entry, the stat
+    /// cache of what was written), and drops the journal, in one transaction.
+    pub(crate) fn finish(&self, mut batch: WriteBatch) -> Result<(), cas::WriteError> {
+        batch.set_journal(&self.root, None);
+        self.store.write(&batch).map(drop)
+    }
+}
+
 fn staging_name() -> String {
     format!(".cairn-staging-{}-{}", std::process::id(), now_ns())
 }
 
 /// Makes `plan` happen in worktree `record.root` and records `record` and `entry`, as one
-/// step that [`recover`] finishes if the process dies part way. `target` is the tree the
+/// step that [`recover`](crate::Worktrees::recover) finishes if the process dies part way. `target` is the tree the
 /// changed paths end up as. `first` is committed with the intent journal; every object the
 /// record and entry name must be stored already or be in it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
+    ws: &Worktrees,
     store: &Store,
     op: &str,
     target: TreeId,
     plan: &Plan,
     record: WorktreeRecord,
     entry: Option<OpRecord>,
-    mut first: Pending,
+    first: Pending<'_>,
 ) -> Result<(), ApplyFailure> {
     let root = record.root.clone();
     let fail = |cause: WriteFailure| ApplyFailure {
@@ -205,7 +260,7 @@ pub(crate) fn apply(
     };
     let store_failure = WriteFailure::Record;
     // Refused before the journal: whatever came first (a live capture) is still kept.
-    let refuse = |first: Pending, cause: WriteFailure| {
+    let refuse = |first: Pending<'_>, cause: WriteFailure| {
         let _ = first.commit(store);
         fail(cause)
     };
@@ -224,25 +279,12 @@ pub(crate) fn apply(
         entry: entry.clone(),
         started: jiff::Timestamp::now(),
     };
-    match journal.encode() {
-        Ok(encoded) => first.set_journal(&root, encoded),
-        Err(e) => return Err(refuse(first, e)),
-    }
-    first
-        .commit(store)
-        .map_err(|e| fail(store_failure(e.into())))?;
+    let step = Step::begin(store, &root, &journal, first).map_err(fail)?;
     // Nothing changed on disk: drop the journal, or, if even that fails, leave it and say
     // so (recover then finishes the step).
-    let forget_journal = |cause: WriteFailure| {
-        let mut batch = WriteBatch::new();
-        batch.set_journal(&root, None);
-        match store.write(&batch) {
-            Ok(_) => fail(cause),
-            Err(_) => ApplyFailure {
-                cause,
-                interrupted: true,
-            },
-        }
+    let forget_journal = |cause: WriteFailure| ApplyFailure {
+        cause,
+        interrupted: !step.abandon(),
     };
 
     // 1. Stage every new content. Nothing visible has changed yet.
@@ -312,7 +354,7 @@ pub(crate) fn apply(
         .map(|(p, s)| (p.as_slice(), Some(*s)))
         .chain(plan.deleted.iter().map(|p| (p.as_slice(), None)));
     // The whole cache if this process kept it (and keeps it again), else what changes.
-    let mut kept = Cache::take_kept(store, &root);
+    let mut kept = ws.kept.take(store, &root);
     let mut dirs = match kept.as_mut() {
         Some(cache) => std::mem::take(&mut cache.dirs),
         None => load_dirs(&reader, &root, &plan.paths())
@@ -328,13 +370,11 @@ pub(crate) fn apply(
     if let Some(entry) = entry {
         batch.append_op(&root, entry);
     }
-    batch.set_journal(&root, None);
-    store
-        .write(&batch)
+    step.finish(batch)
         .map_err(|e| interrupted(store_failure(e.into())))?;
     if let Some(mut cache) = kept {
         cache.dirs = dirs;
-        cache.keep(store, &root);
+        ws.kept.keep(cache, store, &root);
     }
     Ok(())
 }
@@ -382,197 +422,6 @@ fn stage(
     Ok(fd)
 }
 
-fn remove_staging(root: &path_policy::Root, name: &str) {
+pub(crate) fn remove_staging(root: &path_policy::Root, name: &str) {
     let _ = root.remove_all(name.as_bytes());
-}
-
-/// What [`recover`] did.
-#[derive(Debug, Clone)]
-pub struct RecoverOutcome {
-    /// The worktree root.
-    pub root: Utf8PathBuf,
-    /// The command that was interrupted and is now finished; `None` if nothing was.
-    pub op: Option<String>,
-    /// Paths made equal to the operation's result.
-    pub paths: u64,
-}
-
-impl From<WriteFailure> for RecoverError {
-    fn from(e: WriteFailure) -> Self {
-        match e {
-            WriteFailure::Io(path, source) => RecoverError::Io { path, source },
-            WriteFailure::Store(e) => RecoverError::Store(e.into()),
-            WriteFailure::Record(e) => RecoverError::Store(e),
-            WriteFailure::Blocked(path, reason) => RecoverError::Blocked {
-                path,
-                reason: reason.to_owned(),
-            },
-        }
-    }
-}
-
-/// Finishes the interrupted operation of the worktree at or above `path`: every path it
-/// was changing is made equal to its result, its temporary files are removed, and its
-/// record and op-log entry are committed. With nothing interrupted it does nothing.
-pub fn recover(store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, RecoverError> {
-    let canonical = std::fs::canonicalize(path)
-        .ok()
-        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
-        .unwrap_or_else(|| path.to_owned());
-    let reader = store.reader()?;
-    let mut found = None;
-    for dir in canonical.ancestors().chain(path.ancestors()) {
-        if let Some(bytes) = reader.journal(dir)? {
-            found = Some((dir.to_owned(), bytes));
-            break;
-        }
-    }
-    let Some((root, _)) = found else {
-        let root = crate::worktree::find(&reader, path)?
-            .map(|r| r.root)
-            .unwrap_or(canonical);
-        return Ok(RecoverOutcome {
-            root,
-            op: None,
-            paths: 0,
-        });
-    };
-    let _busy = crate::lock::lock(&root);
-    // Read again under the lock: the step may have been under way, and has finished now.
-    drop(reader);
-    let reader = store.reader()?;
-    let Some(bytes) = reader.journal(&root)? else {
-        return Ok(RecoverOutcome {
-            root,
-            op: None,
-            paths: 0,
-        });
-    };
-    let journal = Journal::decode(&root, &bytes)?;
-    // Never finish a step in a directory swapped in since it began.
-    crate::worktree::verify_root(&mut journal.record.clone())?;
-    if !root.is_dir() {
-        // The folder is gone, and with it what was half written: record the step as done
-        // (a later checkout re-hydrates a registered worktree's missing folder).
-        drop(reader);
-        store.write(&finished(&journal, &root))?;
-        return Ok(RecoverOutcome {
-            root,
-            op: Some(journal.op),
-            paths: 0,
-        });
-    }
-    let handle = path_policy::Root::open(root.as_std_path()).map_err(WriteFailure::from)?;
-    let entries: Vec<(Vec<u8>, Option<diff::FileEntry>)> = match &journal.paths {
-        None => crate::build::flatten(&reader, journal.target)?
-            .into_iter()
-            .map(|f| {
-                let entry = diff::FileEntry {
-                    kind: f.kind,
-                    id: f.blob.into(),
-                    size: f.size,
-                };
-                (f.path, Some(entry))
-            })
-            .collect(),
-        Some(paths) => paths
-            .iter()
-            .map(|p| Ok((p.clone(), lookup(&reader, journal.target, p)?)))
-            .collect::<Result<_, cas::ReadError>>()?,
-    };
-    let mut removals: Vec<&Vec<u8>> = entries
-        .iter()
-        .filter(|(_, e)| e.is_none())
-        .map(|(p, _)| p)
-        .collect();
-    removals.sort_by(|a, b| tree_order(b, a));
-    for p in removals {
-        fsops::remove(&handle, p)?;
-    }
-    for (p, e) in &entries {
-        let Some(e) = e else { continue };
-        let (dir, _) = split_parent(p);
-        fsops::ensure_dir(&handle, dir)?;
-        fsops::remove_empty_dir(&handle, p)?;
-        fsops::replace(&handle, p, e.kind, e.id.as_blob(), &reader)?;
-    }
-    if let Some(name) = &journal.staging {
-        remove_staging(&handle, name);
-    }
-    remove_temporaries(&handle, journal.pid, &entries);
-    drop(reader);
-    store.write(&finished(&journal, &root))?;
-    Ok(RecoverOutcome {
-        root,
-        op: Some(journal.op),
-        paths: entries.len() as u64,
-    })
-}
-
-/// The recovered step recorded as done: its registry record and op-log entry, the journal
-/// dropped, and the stat cache too (what it said about the step's paths is stale: the next
-/// capture reads everything).
-fn finished(journal: &Journal, root: &Utf8Path) -> WriteBatch {
-    let mut batch = WriteBatch::new();
-    batch.put_worktree(journal.record.clone());
-    if let Some(entry) = journal.entry.clone() {
-        batch.append_op(root, entry);
-    }
-    batch.clear_file_states(root);
-    batch.set_journal(root, None);
-    batch
-}
-
-/// Removes the interrupted process's temporary files (`.cairn-<pid>-…`) beside `entries`.
-fn remove_temporaries(
-    root: &path_policy::Root,
-    pid: u32,
-    entries: &[(Vec<u8>, Option<diff::FileEntry>)],
-) {
-    let prefix = format!(".cairn-{pid}-");
-    let dirs: BTreeSet<&[u8]> = entries.iter().map(|(p, _)| split_parent(p).0).collect();
-    for dir in dirs {
-        let Ok(fd) = root.open_dir(dir) else { continue };
-        let Ok(mut listing) = rustix::fs::Dir::read_from(&fd) else {
-            continue;
-        };
-        let mut stale = Vec::new();
-        while let Some(Ok(entry)) = listing.next() {
-            if entry.file_name().to_bytes().starts_with(prefix.as_bytes()) {
-                stale.push(entry.file_name().to_owned());
-            }
-        }
-        for name in stale {
-            let _ = rustix::fs::unlinkat(&fd, name.as_c_str(), AtFlags::empty());
-        }
-    }
-}
-
-/// What `tree` holds at `path`: a file entry, or `None` (absent or a directory).
-pub(crate) fn lookup(
-    source: &dyn diff::TreeSource,
-    tree: TreeId,
-    path: &[u8],
-) -> Result<Option<diff::FileEntry>, cas::ReadError> {
-    let mut current = tree;
-    let parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
-    for (i, name) in parts.iter().enumerate() {
-        let t = source.tree(current)?;
-        let Some(e) = t.get(name) else {
-            return Ok(None);
-        };
-        match e.tree() {
-            Some(sub) if i + 1 < parts.len() => current = sub,
-            Some(_) => return Ok(None),
-            None if i + 1 == parts.len() => {
-                return Ok(Some(diff::FileEntry {
-                    kind: e.kind,
-                    id: e.id,
-                    size: e.size,
-                }));
-            }
-            None => return Ok(None),
-        }
-    }
-    Ok(None)
 }

@@ -1,9 +1,10 @@
 //! `fs_manager`: worktrees on disk.
 //!
-//! It onboards a directory in place ([`onboard`]), snapshots a worktree ([`snapshot`]),
-//! hydrates a snapshot into a new directory ([`checkout`]) and makes a worktree equal a
-//! snapshot again ([`rollback`]). A worktree's *scope* is every path under its root except
-//! what `.gitignore`/`.ignore` files inside it, `.git/info/exclude` and the global excludes
+//! Through a [`Worktrees`] value (one per open store) it onboards a directory in place
+//! ([`Worktrees::onboard`]), snapshots a worktree ([`Worktrees::snapshot`]), hydrates a
+//! snapshot into a new directory ([`Worktrees::checkout`]) and makes a worktree equal a
+//! snapshot again ([`Worktrees::rollback`]). A worktree's *scope* is every path under its
+//! root except what `.gitignore`/`.ignore` files inside it, `.git/info/exclude` and the global excludes
 //! file ignore, `.git/` and the store's folder. Nothing outside scope is read, written or
 //! deleted.
 //!
@@ -12,15 +13,37 @@
 //! the next snapshot reads nothing. Files are hashed and compressed in parallel and written
 //! in batches; hydration writes in parallel and never through a symlink.
 //!
+//! It owns the worktree registry's meaning, the stat caches, intent journals and the op
+//! log's undo links (stored through `cas`), and what a process keeps between operations
+//! ([`Worktrees`]: per-worktree locks, watches, kept caches). It must not know git (the git
+//! source of an onboard is asked of a [`GitProbe`] the caller passes in), the command line,
+//! HTTP or how outcomes are printed.
+//!
+//! Its modules form layers; each uses only those below it:
+//!
+//! ```text
+//! worktrees                         the operations, public
+//! task, undo                        on rollback
+//! rollback                          on capture and journal
+//! capture, checkout, recover        one worktree, locked, from start to finish
+//! held                              a registered worktree held for one operation
+//! worktree, error                   the registry; one error enum per operation
+//! journal, pending                  multi-file steps that survive a crash; deferred writes
+//! build, scan, rules                trees from files; the walk; what is in scope
+//! shared, dirstate, fsops, watch    per-store state; stat caches; writes beneath a root
+//! paths, state, root, lock, progress
+//! ```
+//!
 //! ```no_run
 //! use camino::Utf8Path;
-//! use fs_manager::{CaptureOptions, CheckoutOptions, OnboardOptions};
+//! use fs_manager::{CaptureOptions, CheckoutOptions, OnboardOptions, Worktrees};
 //!
 //! let store = cas::Store::open(Utf8Path::new(".cairn"), &cas::OpenOptions { create: true, ..Default::default() })?;
-//! let onboarded = fs_manager::onboard(&store, Utf8Path::new("my-repo"), &OnboardOptions::default())?;
-//! let agent = fs_manager::checkout(&store, onboarded.snapshot, Utf8Path::new("/tmp/agent-1"), &CheckoutOptions::default())?;
+//! let worktrees = Worktrees::new();
+//! let onboarded = worktrees.onboard(&store, Utf8Path::new("my-repo"), &OnboardOptions::default())?;
+//! let agent = worktrees.checkout(&store, onboarded.snapshot, Utf8Path::new("/tmp/agent-1"), &CheckoutOptions::default())?;
 //! // ... the agent edits files in /tmp/agent-1 ...
-//! let turn = fs_manager::snapshot(&store, &agent.worktree, &CaptureOptions::default())?;
+//! let turn = worktrees.snapshot(&store, &agent.worktree, &CaptureOptions::default())?;
 //! println!("turn snapshot {} ({} files modified)", turn.snapshot, turn.modified);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -36,41 +59,44 @@ mod fsops;
 /// The record decoders for the fuzz targets in `fuzz/`; not part of the API.
 #[doc(hidden)]
 pub mod fuzzing;
+mod held;
 mod journal;
 mod lock;
+mod paths;
+mod pending;
 mod progress;
+mod recover;
 mod rollback;
+mod root;
 mod rules;
 mod scan;
+mod shared;
 mod state;
 mod task;
 mod undo;
 mod watch;
 mod worktree;
+mod worktrees;
 
 pub use capture::{
-    CaptureOptions, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome, live_state,
-    onboard, record_change, snapshot,
+    CaptureOptions, GitProbe, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome,
 };
-pub use checkout::{CheckoutOptions, CheckoutOutcome, checkout};
+pub use checkout::{CheckoutOptions, CheckoutOutcome};
 pub use error::{
     CaptureError, CheckoutError, RecoverError, RollbackError, ScanError, TaskError, UndoError,
     WorktreeError,
 };
-pub use journal::{Interrupted, RecoverOutcome, recover};
+pub use journal::Interrupted;
+pub use paths::{SkipReason, Skipped, Special};
 pub use progress::{Progress, Silent};
-pub use rollback::{RollbackOptions, RollbackOutcome, rollback};
-pub use scan::{FileRecord, Skipped};
-pub use task::{
-    AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome, accept, checkpoint,
-    discard, rewind,
-};
-pub use undo::{Refusal, UndoOutcome, UndoStacks, redo, undo, undo_stacks};
-pub use watch::enable as enable_watching;
-pub use worktree::{
-    RootChanged, find as find_worktree, list as list_worktrees, rebind as rebind_worktree,
-    remove as remove_worktree,
-};
+pub use recover::RecoverOutcome;
+pub use rollback::{RollbackOptions, RollbackOutcome};
+pub use root::RootChanged;
+pub use scan::FileRecord;
+pub use shared::Worktrees;
+pub use task::{AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome};
+pub use undo::{Refusal, UndoOutcome, UndoStacks, undo_stacks};
+pub use worktree::{find as find_worktree, list as list_worktrees};
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.
 pub use state::RACY_MARGIN;

@@ -1,5 +1,6 @@
 //! `rollback`: make a worktree's scope equal a snapshot, touching only what differs.
 
+use crate::shared::Worktrees;
 use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -7,14 +8,15 @@ use std::path::Path;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpRecord, SnapshotId, Source, Store, TreeId};
 
-use crate::capture::{self, CaptureOptions, Captured, Pending, Recording};
+use crate::capture::{self, CaptureOptions, Captured, Recording};
 use crate::error::RollbackError;
-use crate::fsops::{self, WriteFailure};
+use crate::fsops::WriteFailure;
 use crate::journal::{self, Plan};
+use crate::paths::{SkipReason, tree_order};
+use crate::pending::Pending;
 use crate::progress::{Progress, Silent};
-use crate::scan::tree_order;
 
-/// Options of [`rollback`].
+/// Options of [`rollback`](crate::Worktrees::rollback).
 #[derive(Clone, Copy)]
 pub struct RollbackOptions<'a> {
     /// Restore only these paths (relative to the root, `/`-separated); all if empty.
@@ -38,7 +40,7 @@ impl Default for RollbackOptions<'_> {
     }
 }
 
-/// What [`rollback`] did (or would do, on a dry run).
+/// What [`rollback`](crate::Worktrees::rollback) did (or would do, on a dry run).
 #[derive(Debug, Clone)]
 pub struct RollbackOutcome {
     /// The worktree root.
@@ -102,18 +104,20 @@ fn exists(
 /// and anything outside scope are never touched, and nothing is written through a symlink.
 /// Before changing anything it checks that nothing outside scope is in the way, and
 /// refuses (changing nothing) if something is.
-pub fn rollback(
+pub(crate) fn rollback(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     target: SnapshotId,
     options: &RollbackOptions<'_>,
 ) -> Result<RollbackOutcome, RollbackError> {
-    restore(store, path, target, options, "rollback", &|_| {})
+    restore(ws, store, path, target, options, "rollback", &|_| {})
 }
 
-/// [`rollback`], recorded in the op log as `op`, with `edit` applied to the worktree's
+/// [`rollback`](crate::Worktrees::rollback), recorded in the op log as `op`, with `edit` applied to the worktree's
 /// registry record in the same step.
 pub(crate) fn restore(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     target: SnapshotId,
@@ -121,17 +125,9 @@ pub(crate) fn restore(
     op: &str,
     edit: &dyn Fn(&mut cas::WorktreeRecord),
 ) -> Result<RollbackOutcome, RollbackError> {
-    let record = crate::worktree::find(&store.reader()?, path)?.ok_or_else(|| {
-        RollbackError::NotAWorktree {
-            path: path.to_owned(),
-        }
-    })?;
-    let _busy = crate::lock::lock(&record.root);
-    // Read again under the lock: another operation may have just finished.
-    let reader = store.reader()?;
-    let record = reader.worktree(&record.root)?.unwrap_or(record);
-    let target_tree = reader.snapshot(target)?.tree;
-    drop(reader);
+    let held = crate::held::hold(ws, store, path)?;
+    let record = held.record.clone();
+    let target_tree = store.reader()?.snapshot(target)?.tree;
     let root = record.root.clone();
 
     let message = format!("live state before {op} to {}", target.short(12));
@@ -151,14 +147,14 @@ pub(crate) fn restore(
     } else {
         Recording::Deferred
     };
-    let mut captured = capture::capture(
-        store,
-        record,
-        "capture",
+    let how = capture::Capture {
+        op: "capture",
         source,
-        &capture_options,
+        options: &capture_options,
         recording,
-    )?;
+        edit: None,
+    };
+    let mut captured = capture::capture(ws, store, record, &how)?;
     let mut first = captured.pending.take().unwrap_or_default();
     let planned = match plan(
         store,
@@ -198,6 +194,7 @@ pub(crate) fn restore(
     record.head = Some(planned.head);
     let entry = OpRecord::new(op, Some(captured.snapshot), Some(planned.head));
     journal::apply(
+        ws,
         store,
         op,
         target_tree,
@@ -248,10 +245,10 @@ fn plan(
     let deny = crate::capture::deny_list(store, &captured.record)?;
     let mut skipped = Vec::new();
     // What the capture left out (over the size cap, special files) is out of scope too.
-    let out_of_scope: std::collections::HashMap<&[u8], &str> = captured
+    let out_of_scope: std::collections::HashMap<&[u8], &SkipReason> = captured
         .skipped
         .iter()
-        .map(|s| (s.path.as_slice(), s.reason.as_str()))
+        .map(|s| (s.path.as_slice(), &s.reason))
         .collect();
     let changes: Vec<diff::Change> =
         diff::tree_changes(&trees, Some(captured.tree), Some(target_tree))?
@@ -262,8 +259,10 @@ fn plan(
                     deny.denied(&c.path, false),
                     out_of_scope.get(c.path.as_slice()),
                 ) {
-                    (Some(pattern), _) => format!("denied by pattern {pattern}"),
-                    (None, Some(reason)) => format!("out of scope: {reason}"),
+                    (Some(pattern), _) => SkipReason::Denied {
+                        pattern: pattern.to_owned(),
+                    },
+                    (None, Some(&reason)) => SkipReason::OutOfScope(Box::new(reason.clone())),
                     // Written, it would be out of every capture's reach. (A path over the
                     // tree limit is refused below.)
                     (None, None)
@@ -273,7 +272,7 @@ fn plan(
                                 &c.path,
                             ) =>
                     {
-                        format!("out of scope: {}", crate::rules::PATH_TOO_LONG)
+                        SkipReason::OutOfScope(Box::new(SkipReason::PathTooLong))
                     }
                     (None, None) => return true,
                 };
@@ -289,7 +288,7 @@ fn plan(
     for (p, _) in &plan.writes {
         if let Err(e) = path_policy::check_path(p) {
             return Err(RollbackError::Blocked {
-                path: fsops::join(root.as_std_path(), p),
+                path: crate::paths::join(root.as_std_path(), p),
                 reason: e.reason().to_owned(),
             });
         }
@@ -361,7 +360,7 @@ pub(crate) fn check_obstacles(
             if !checked_dirs.insert(dir) {
                 continue;
             }
-            let full = fsops::join(root, dir);
+            let full = crate::paths::join(root, dir);
             match full.symlink_metadata() {
                 Ok(m) if m.is_dir() => {}
                 Ok(m) if !deleted.contains(dir) => {
@@ -380,7 +379,7 @@ pub(crate) fn check_obstacles(
                 _ => {}
             }
         }
-        let full = fsops::join(root, p);
+        let full = crate::paths::join(root, p);
         if full.symlink_metadata().is_ok_and(|m| m.is_dir()) {
             let mut stack = vec![full.clone()];
             while let Some(dir) = stack.pop() {
@@ -407,7 +406,7 @@ pub(crate) fn check_obstacles(
                             path: full,
                             reason: format!(
                                 "directory holds {}, outside cairn's scope",
-                                crate::error::shown(&path)
+                                crate::paths::shown(&path)
                             ),
                         });
                     }

@@ -17,15 +17,10 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use path_policy::{RulesFile, RulesRefusal, read_rules_file};
 
 use crate::dirstate::{IGNORE_FILES, IgnoreStamp};
-use crate::scan::Skipped;
+use crate::paths::{SkipReason, Skipped};
 
 /// Where `.git/info/exclude` sits in a directory's listing (as one name: it is never walked).
 pub(crate) const EXCLUDE: &[u8] = IGNORE_FILES[2].as_bytes();
-
-/// Why a path is left out: longer than a tree holds, or than the system reaches from the root.
-pub(crate) const PATH_TOO_LONG: &str = "path-too-long";
-/// Why a directory is not entered: a pseudo file system is mounted there.
-pub(crate) const PSEUDO_FILESYSTEM: &str = "pseudo-filesystem";
 
 /// The longest absolute path the system takes (`PATH_MAX` less its NUL).
 const SYSTEM_PATH_MAX: usize = 4095;
@@ -37,7 +32,7 @@ pub(crate) fn beyond_reach(root: &Path, rel: &[u8]) -> bool {
     root.as_os_str().len() + 1 + rel.len() > SYSTEM_PATH_MAX
 }
 
-/// Whether the walk leaves `rel` out as [`PATH_TOO_LONG`]: longer than a tree holds, or
+/// Whether the walk leaves `rel` out as [`SkipReason::PathTooLong`](crate::paths::SkipReason::PathTooLong): longer than a tree holds, or
 /// [`beyond_reach`].
 pub(crate) fn too_long(root: &Path, rel: &[u8]) -> bool {
     rel.len() > path_policy::MAX_PATH_LEN || beyond_reach(root, rel)
@@ -221,7 +216,7 @@ pub(crate) fn load(
                 at.extend_from_slice(EXCLUDE);
                 reported = Some(Skipped {
                     path: at,
-                    reason: why.reason().to_owned(),
+                    reason: SkipReason::of_rules_file(why),
                 });
             }
             Gitignore::empty()
@@ -243,7 +238,7 @@ pub(crate) fn load(
 /// Whether `rel` (a path from the worktree root) names a pattern file cairn reads in the
 /// tree: `.gitignore` and `.ignore` anywhere, `.cairndeny` at the root.
 pub(crate) fn is_rules_file(rel: &[u8]) -> bool {
-    let name = crate::scan::split_parent(rel).1;
+    let name = crate::paths::split_parent(rel).1;
     name == b".gitignore" || name == b".ignore" || rel == path_policy::WORKTREE_FILE.as_bytes()
 }
 

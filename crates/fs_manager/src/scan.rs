@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::Metadata;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -19,25 +19,40 @@ use cas::{BlobId, EntryKind, PreparedBlob, Store, WriteBatch};
 use rayon::prelude::*;
 
 use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp};
-use crate::error::ScanError;
-use crate::fsops::join;
+use crate::paths::{SkipReason, Skipped, Special, join, shown, split_parent, tree_order};
 use crate::progress::Progress;
 use crate::rules::{self, Rules};
 use crate::state::{FileState, Stat, now_ns};
+
+/// Reading the worktree failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScanError {
+    /// A file or directory could not be read.
+    #[error("{}: {source}", shown(path))]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The directory can never be a worktree (the file-system root, a pseudo file system).
+    #[error("{}: {reason}", path.display())]
+    Refused {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] cas::Error),
+}
 
 /// Files larger than this are streamed into the store chunk by chunk.
 const STREAM_BYTES: u64 = 16 << 20;
 /// Raw bytes hashed per group before the group's blobs are written.
 const GROUP_BYTES: u64 = 64 << 20;
-
-/// A path left out of a snapshot, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    /// Path from the worktree root, raw bytes.
-    pub path: Vec<u8>,
-    /// Why it was left out.
-    pub reason: String,
-}
 
 /// A file in the captured state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,12 +75,6 @@ struct Walked {
     cached: Option<FileState>,
 }
 
-/// Orders paths as trees list them: component by component, by name bytes.
-pub(crate) fn tree_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let key = |c: &u8| if *c == b'/' { 0 } else { *c };
-    a.iter().map(key).cmp(b.iter().map(key))
-}
-
 /// The directory whose listing records a skipped `path`, and its name there: its parent,
 /// but for an exclude file, the directory holding its `.git`.
 fn listing_slot(path: &[u8]) -> (&[u8], &[u8]) {
@@ -82,36 +91,12 @@ fn tree_key(path: &[u8]) -> Vec<u8> {
         .collect()
 }
 
-pub(crate) fn split_parent(p: &[u8]) -> (&[u8], &[u8]) {
-    match p.iter().rposition(|&b| b == b'/') {
-        Some(i) => (&p[..i], &p[i + 1..]),
-        None => (&[], p),
-    }
-}
-
-fn special_name(meta: &Metadata) -> &'static str {
-    let ft = meta.file_type();
-    if ft.is_fifo() {
-        "fifo"
-    } else if ft.is_socket() {
-        "socket"
-    } else if ft.is_block_device() {
-        "block device"
-    } else if ft.is_char_device() {
-        "character device"
-    } else {
-        "special file"
-    }
-}
-
 /// Why a file is left out under the size cap, if it is.
-fn oversize(stat: &Stat, kind: cas::EntryKind, cap: Option<u64>) -> Option<String> {
+fn oversize(stat: &Stat, kind: cas::EntryKind, cap: Option<u64>) -> Option<SkipReason> {
     let cap = cap?;
-    (kind != cas::EntryKind::Symlink && stat.size > cap).then(|| {
-        format!(
-            "larger than the size cap ({} bytes > {cap} bytes)",
-            stat.size
-        )
+    (kind != cas::EntryKind::Symlink && stat.size > cap).then_some(SkipReason::OverSizeCap {
+        size: stat.size,
+        cap,
     })
 }
 
@@ -943,7 +928,7 @@ fn walk(
         else {
             return false;
         };
-        let refuse = |reason: String| {
+        let refuse = |reason: SkipReason| {
             if let Ok(mut list) = refused_f.lock() {
                 list.push(Skipped {
                     path: rel.clone(),
@@ -962,18 +947,16 @@ fn walk(
         ) {
             return false;
         }
-        if let Err(err) = cas::validate_name(e.file_name().as_bytes()) {
-            let reason = match err {
-                cas::ObjectError::InvalidName { reason, .. } => format!("invalid name: {reason}"),
-                other => other.to_string(),
-            };
-            return refuse(reason);
+        if let Err(err) = path_policy::check_name(e.file_name().as_bytes()) {
+            return refuse(SkipReason::InvalidName(err));
         }
         if rules::too_long(&filter_root, &rel) {
-            return refuse(rules::PATH_TOO_LONG.to_owned());
+            return refuse(SkipReason::PathTooLong);
         }
         if let Some(pattern) = deny.denied(&rel, is_dir) {
-            return refuse(format!("denied by pattern {pattern}"));
+            return refuse(SkipReason::Denied {
+                pattern: pattern.to_owned(),
+            });
         }
         if is_dir {
             if skip.contains(&rel) {
@@ -990,7 +973,7 @@ fn walk(
             let parent_dev = parent.as_ref().map_or(root_dev, |p| p.dev);
             if meta.dev() != parent_dev && rules::pseudo_filesystem(e.path(), meta.dev()).is_some()
             {
-                return refuse(rules::PSEUDO_FILESYSTEM.to_owned());
+                return refuse(SkipReason::PseudoFilesystem);
             }
             let stamp = DirStamp::of(&meta, now_ns());
             let (ignore, git_file) = IgnoreStamp::with_git_file(e.path(), None);
@@ -1053,7 +1036,7 @@ fn walk(
         {
             return Some(Found::Skip(Skipped {
                 path: rel,
-                reason: rules::PSEUDO_FILESYSTEM.to_owned(),
+                reason: SkipReason::PseudoFilesystem,
             }));
         }
         let stat = Stat::from_std(&meta);
@@ -1071,15 +1054,12 @@ fn walk(
                 cached: None,
             })),
             None if meta.is_dir() => None,
-            None if rules::is_rules_file(&rel) => {
-                let reason = path_policy::RulesRefusal::NotRegular(special_name(&meta));
-                Some(Found::Skip(Skipped {
-                    path: rel,
-                    reason: reason.reason().to_owned(),
-                }))
-            }
+            None if rules::is_rules_file(&rel) => Some(Found::Skip(Skipped {
+                path: rel,
+                reason: SkipReason::IgnoreFileNotRegular,
+            })),
             None => {
-                let reason = format!("{} (not a file, directory or symlink)", special_name(&meta));
+                let reason = SkipReason::Special(Special::of(&meta));
                 Some(Found::Skip(Skipped { path: rel, reason }))
             }
         }
@@ -1148,7 +1128,7 @@ fn walk_error(root: &Path, e: ignore::Error) -> Option<Found> {
         {
             return Some(Found::Skip(Skipped {
                 path: rel.as_os_str().as_bytes().to_vec(),
-                reason: rules::PATH_TOO_LONG.to_owned(),
+                reason: SkipReason::PathTooLong,
             }));
         }
         let source = std::io::Error::new(io.kind(), io.to_string());

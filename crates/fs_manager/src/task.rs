@@ -4,6 +4,7 @@
 //! forward path by path as changes are accepted. `accept` or `discard` without paths ends
 //! the task, and the next checkpoint starts a new one.
 
+use crate::shared::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{Checkpoint, OpRecord, SnapshotId, Source, Store, Task, WorktreeRecord, WriteBatch};
 
@@ -15,7 +16,7 @@ use crate::rollback::{RollbackOptions, RollbackOutcome};
 /// stay in the op log). Named ones are kept until the name is reused.
 pub const UNNAMED_CHECKPOINTS: usize = 256;
 
-/// Options of [`checkpoint`].
+/// Options of [`checkpoint`](crate::Worktrees::checkpoint).
 #[derive(Clone, Copy, Default)]
 pub struct CheckpointOptions<'a> {
     /// The checkpoint's name; reusing a name moves it here.
@@ -24,9 +25,12 @@ pub struct CheckpointOptions<'a> {
     pub capture: CaptureOptions<'a>,
     /// Leave files above this size out of the worktree's captures from now on.
     pub max_file_size: Option<u64>,
+    /// Where a directory onboarded by this checkpoint stands in git (see
+    /// [`OnboardOptions::git`]).
+    pub git: Option<crate::capture::GitProbe<'a>>,
 }
 
-/// What [`checkpoint`] did.
+/// What [`checkpoint`](crate::Worktrees::checkpoint) did.
 #[derive(Debug, Clone)]
 pub struct CheckpointOutcome {
     /// The snapshot taken (the head, if nothing changed).
@@ -42,7 +46,8 @@ pub struct CheckpointOutcome {
 /// Snapshots the worktree holding `dir` and pushes the result onto its checkpoint stack;
 /// a directory that is not a worktree yet is onboarded in place first (nothing git owns
 /// is touched). The first checkpoint of a task is its baseline.
-pub fn checkpoint(
+pub(crate) fn checkpoint(
+    ws: &Worktrees,
     store: &Store,
     dir: &Utf8Path,
     options: &CheckpointOptions<'_>,
@@ -55,20 +60,20 @@ pub fn checkpoint(
     }
     let existing = crate::worktree::find(&store.reader()?, dir)?;
     let onboarded = existing.is_none();
-    let record = match existing {
-        Some(r) => r,
+    let root = match existing {
+        Some(r) => r.root,
         None => {
             let onboard = OnboardOptions {
                 capture: options.capture,
                 include_denied: false,
                 max_file_size: options.max_file_size,
+                git: options.git,
             };
-            let out = capture::onboard(store, dir, &onboard)?;
-            capture::registered(store, &out.root)?
+            capture::onboard(ws, store, dir, &onboard)?.root
         }
     };
-    let _busy = crate::lock::lock(&record.root);
-    let mut record = capture::registered(store, &record.root)?;
+    let held = crate::held::hold(ws, store, &root)?;
+    let mut record = held.record.clone();
     if options.max_file_size.is_some() {
         record.max_file_size = options.max_file_size;
     }
@@ -100,8 +105,14 @@ pub fn checkpoint(
             });
         }
     };
-    let snapshot =
-        capture::snapshot_as(store, record, "checkpoint", &options.capture, Some(&edit))?;
+    let snapshot = capture::snapshot_as(
+        ws,
+        store,
+        record,
+        "checkpoint",
+        &options.capture,
+        Some(&edit),
+    )?;
     Ok(CheckpointOutcome {
         snapshot,
         name,
@@ -113,7 +124,8 @@ pub fn checkpoint(
 /// Makes the worktree holding `path` equal checkpoint `to` (default: the latest). The live
 /// state is captured first, and later checkpoints stay, so a rewind can be undone or
 /// rewound forward.
-pub fn rewind(
+pub(crate) fn rewind(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     to: Option<SnapshotId>,
@@ -133,6 +145,7 @@ pub fn rewind(
         }
     };
     Ok(crate::rollback::restore(
+        ws,
         store,
         &record.root,
         target,
@@ -142,7 +155,7 @@ pub fn rewind(
     )?)
 }
 
-/// What [`accept`] did.
+/// What [`accept`](crate::Worktrees::accept) did.
 #[derive(Debug, Clone)]
 pub struct AcceptOutcome {
     /// The worktree root.
@@ -155,21 +168,21 @@ pub struct AcceptOutcome {
 
 /// Keeps the task's changes: under `paths` (the baseline moves forward for them), or all
 /// of them, which ends the task. The live state is captured first.
-pub fn accept(
+pub(crate) fn accept(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     paths: &[Vec<u8>],
     options: &CaptureOptions<'_>,
 ) -> Result<AcceptOutcome, TaskError> {
-    let record = worktree(store, path)?;
-    let _busy = crate::lock::lock(&record.root);
-    let record = worktree(store, &record.root)?;
+    let held = crate::held::hold(ws, store, path)?;
+    let record = held.record.clone();
     let root = record.root.clone();
     let task = record
         .task
         .clone()
         .ok_or_else(|| TaskError::NoTask { root: root.clone() })?;
-    let live = capture::snapshot_as(store, record, "capture", options, None)?;
+    let live = capture::snapshot_as(ws, store, record, "capture", options, None)?;
     let reader = store.reader()?;
     let baseline_tree = reader.snapshot(task.baseline)?.tree;
     let changes: Vec<diff::Change> =
@@ -186,7 +199,10 @@ pub fn accept(
             root,
         });
     }
-    let mut record = capture::registered(store, &root)?;
+    // As the live capture left it.
+    let mut record = reader
+        .worktree(&root)?
+        .ok_or_else(|| TaskError::NotAWorktree { path: root.clone() })?;
     let mut batch = WriteBatch::new();
     let baseline = if paths.is_empty() {
         record.task = None;
@@ -227,7 +243,7 @@ pub fn accept(
     })
 }
 
-/// What [`discard`] did.
+/// What [`discard`](crate::Worktrees::discard) did.
 #[derive(Debug, Clone)]
 pub struct DiscardOutcome {
     /// The restore that did it.
@@ -239,7 +255,8 @@ pub struct DiscardOutcome {
 /// Throws away the task's changes: under `options.paths` (restored to the baseline), or
 /// all of them, which ends the task. The live state is captured first, so `undo` brings
 /// the changes back.
-pub fn discard(
+pub(crate) fn discard(
+    ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
     options: &RollbackOptions<'_>,
@@ -250,6 +267,7 @@ pub fn discard(
     })?;
     let ends = options.paths.is_empty();
     let restored = crate::rollback::restore(
+        ws,
         store,
         &record.root,
         task.baseline,
@@ -267,7 +285,7 @@ pub fn discard(
         .chain(&restored.deleted)
         .cloned()
         .collect();
-    discarded.sort_by(|a, b| crate::scan::tree_order(a, b));
+    discarded.sort_by(|a, b| crate::paths::tree_order(a, b));
     Ok(DiscardOutcome {
         restored,
         discarded,

@@ -1,6 +1,7 @@
 //! `undo` and `redo`: revert or re-apply one change set of a worktree's op log, only if
 //! every file it touches still holds what the change left there.
 
+use crate::shared::Worktrees;
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::Read;
@@ -12,9 +13,9 @@ use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::capture::Pending;
 use crate::error::UndoError;
 use crate::journal::{self, Plan};
+use crate::pending::Pending;
 use crate::state::Stat;
 
 /// A file that stops an undo or redo, and why (`hash mismatch`, `missing`,
@@ -27,7 +28,7 @@ pub struct Refusal {
     pub reason: String,
 }
 
-/// What [`undo`] or [`redo`] did; with refusals, nothing changed.
+/// What [`undo`](crate::Worktrees::undo) or [`redo`](crate::Worktrees::redo) did; with refusals, nothing changed.
 #[derive(Debug, Clone)]
 pub struct UndoOutcome {
     /// The worktree root.
@@ -88,30 +89,33 @@ enum Direction {
 }
 
 /// Reverts the newest change set of the worktree holding `path` that is not undone yet.
-pub fn undo(store: &Store, path: &Utf8Path) -> Result<UndoOutcome, UndoError> {
-    step(store, path, Direction::Undo)
+pub(crate) fn undo(
+    ws: &Worktrees,
+    store: &Store,
+    path: &Utf8Path,
+) -> Result<UndoOutcome, UndoError> {
+    step(ws, store, path, Direction::Undo)
 }
 
 /// Re-applies the newest undone change set of the worktree holding `path`.
-pub fn redo(store: &Store, path: &Utf8Path) -> Result<UndoOutcome, UndoError> {
-    step(store, path, Direction::Redo)
+pub(crate) fn redo(
+    ws: &Worktrees,
+    store: &Store,
+    path: &Utf8Path,
+) -> Result<UndoOutcome, UndoError> {
+    step(ws, store, path, Direction::Redo)
 }
 
-fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutcome, UndoError> {
-    let found =
-        crate::worktree::find(&store.reader()?, path)?.ok_or_else(|| UndoError::NotAWorktree {
-            path: path.to_owned(),
-        })?;
-    let _busy = crate::lock::lock(&found.root);
-    let reader = store.reader()?;
-    let mut record = reader.worktree(&found.root)?.unwrap_or(found);
-    crate::worktree::verify_root(&mut record)?;
+fn step(
+    ws: &Worktrees,
+    store: &Store,
+    path: &Utf8Path,
+    direction: Direction,
+) -> Result<UndoOutcome, UndoError> {
+    let held = crate::held::hold(ws, store, path)?;
+    let record = held.record.clone();
     let root = record.root.clone();
-    match journal::ensure_clear(&reader, &root) {
-        Ok(()) => {}
-        Err(journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
-        Err(journal::JournalCheck::Store(e)) => return Err(e.into()),
-    }
+    let reader = store.reader()?;
     let ops = reader.ops(&root)?;
     let stacks = undo_stacks(&ops);
     let stack = match direction {
@@ -244,7 +248,7 @@ fn step(store: &Store, path: &Utf8Path, direction: Direction) -> Result<UndoOutc
     }
     let mut after = record;
     after.head = Some(new_head);
-    journal::apply(store, op, to_tree, &plan, after, Some(entry), first).map_err(|e| {
+    journal::apply(ws, store, op, to_tree, &plan, after, Some(entry), first).map_err(|e| {
         let interrupted = e.interrupted;
         let cause = crate::rollback::failure(e.cause);
         UndoError::Write {
@@ -277,7 +281,7 @@ fn check(
             reason: reason.to_owned(),
         }))
     };
-    let (dir_rel, name) = crate::scan::split_parent(&c.path);
+    let (dir_rel, name) = crate::paths::split_parent(&c.path);
     let name = OsStr::from_bytes(name);
     let dir = match root.open_dir(dir_rel) {
         Ok(d) => Some(d),

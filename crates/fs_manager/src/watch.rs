@@ -1,6 +1,6 @@
 //! Watching worktrees for changes (Linux inotify), so a long-lived process (`cairn serve`)
 //! can skip the per-file `lstat` of directories where nothing happened since the last
-//! capture. Off unless [`enable`] was called.
+//! capture. Off unless the worktrees were made with watching on.
 //!
 //! Each captured worktree gets an inotify instance with a watch on every directory in its
 //! cache. A capture first drains the queue (every change made before it started is in the
@@ -25,6 +25,7 @@
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -75,39 +76,65 @@ fn is_under(path: &[u8], top: &[u8]) -> bool {
     top.is_empty() || path == top || (path.starts_with(top) && path.get(top.len()) == Some(&b'/'))
 }
 
-static WATCHES: Mutex<Option<HashMap<Utf8PathBuf, Watch>>> = Mutex::new(None);
+/// The watches of one store's worktrees, kept short by a draining thread of their own.
+pub(crate) struct Watcher {
+    watches: Arc<Mutex<HashMap<Utf8PathBuf, Watch>>>,
+    stop: Arc<AtomicBool>,
+    drainer: Option<std::thread::JoinHandle<()>>,
+}
 
-/// Turns watching on for this process (captures made from now on start watching).
-pub fn enable() {
-    let mut w = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
-    if w.is_none() {
-        *w = Some(HashMap::new());
+impl Watcher {
+    /// Starts watching: captures made from now on start a watch of their worktree.
+    pub(crate) fn new() -> Watcher {
+        let watches = Arc::new(Mutex::new(HashMap::new()));
+        let stop = Arc::new(AtomicBool::new(false));
         // A thread of its own keeps every queue short: a full walk alone opens each
         // directory it lists (four events apiece), which would overflow the kernel's queue
         // on a large tree if it waited for the next capture, and an overflow trusts
         // nothing, so the next capture would walk everything again.
-        let spawned = std::thread::Builder::new()
-            .name("cairn-watch".into())
-            .spawn(drain_forever);
-        if let Err(e) = spawned {
-            tracing::warn!("no thread to drain watch queues ({e}); captures drain them");
+        let drainer = {
+            let (watches, stop) = (watches.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("cairn-watch".into())
+                .spawn(move || drain_until(&watches, &stop))
+        };
+        let drainer = drainer
+            .map_err(|e| {
+                tracing::warn!("no thread to drain watch queues ({e}); captures drain them")
+            })
+            .ok();
+        Watcher {
+            watches,
+            stop,
+            drainer,
+        }
+    }
+
+    fn watches(&self) -> std::sync::MutexGuard<'_, HashMap<Utf8PathBuf, Watch>> {
+        self.watches.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(drainer) = self.drainer.take() {
+            let _ = drainer.join();
         }
     }
 }
 
-/// Waits for events on any watch and moves them into its bookkeeping, for the life of the
-/// process.
-fn drain_forever() {
+/// Waits for events on any watch and moves them into its bookkeeping, until `stop`.
+fn drain_until(watches: &Mutex<HashMap<Utf8PathBuf, Watch>>, stop: &AtomicBool) {
     let timeout = rustix::event::Timespec {
         tv_sec: 0,
         tv_nsec: 100_000_000,
     };
-    loop {
+    while !stop.load(Ordering::Relaxed) {
         let fds: Vec<(Utf8PathBuf, Arc<OwnedFd>)> = {
-            let guard = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
+            let guard = watches.lock().unwrap_or_else(PoisonError::into_inner);
             guard
                 .iter()
-                .flatten()
                 .map(|(root, w)| (root.clone(), w.fd.clone()))
                 .collect()
         };
@@ -129,9 +156,9 @@ fn drain_forever() {
             if !ready {
                 continue;
             }
-            let mut guard = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut guard = watches.lock().unwrap_or_else(PoisonError::into_inner);
             // Still the same watch (not forgotten and made again meanwhile).
-            if let Some(watch) = guard.as_mut().and_then(|m| m.get_mut(root))
+            if let Some(watch) = guard.get_mut(root)
                 && Arc::ptr_eq(&watch.fd, fd)
             {
                 watch.drain();
@@ -251,7 +278,7 @@ impl Watch {
             .opened
             .iter()
             .filter(|(_, o)| o.suspect())
-            .map(|(p, _)| crate::scan::split_parent(p).0)
+            .map(|(p, _)| crate::paths::split_parent(p).0)
             .collect();
         move |dir: &[u8]| dirs.contains(dir) || self.moved_in.iter().any(|top| is_under(dir, top))
     }
@@ -281,7 +308,7 @@ impl Watch {
                 }
                 self.by_wd.remove(&event.wd);
                 self.by_dir.remove(&dir);
-                let parent = crate::scan::split_parent(&dir).0.to_vec();
+                let parent = crate::paths::split_parent(&dir).0.to_vec();
                 self.dirty.insert(parent);
             }
             self.dirty.insert(dir);
@@ -331,33 +358,6 @@ struct Moves {
     from: HashMap<u32, (Vec<u8>, bool)>,
 }
 
-/// At the start of a capture of `root` (under its worktree lock): the cached directories
-/// that are quiet, or `None` when watching is off.
-pub(crate) fn quiet_dirs<'a>(
-    root: &Utf8Path,
-    cached: impl Iterator<Item = &'a Vec<u8>>,
-) -> Option<HashSet<Vec<u8>>> {
-    let mut guard = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
-    let map = guard.as_mut()?;
-    let watch = match map.entry(root.to_owned()) {
-        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-        std::collections::hash_map::Entry::Vacant(e) => e.insert(Watch::new()?),
-    };
-    watch.drain();
-    let dirty = std::mem::take(&mut watch.dirty);
-    let quiet = if watch.lost {
-        HashSet::new()
-    } else {
-        let suspect = watch.suspects();
-        cached
-            .filter(|d| watch.by_dir.contains_key(*d) && !dirty.contains(*d) && !suspect(d))
-            .cloned()
-            .collect()
-    };
-    watch.taken = dirty;
-    Some(quiet)
-}
-
 /// How a capture ended.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Ended {
@@ -369,66 +369,93 @@ pub(crate) enum Ended {
     Failed,
 }
 
-/// At the end of a capture of `root`. If it recorded its cache, watching follows the
-/// cache's directories (new watches count as dirty once: what happened before they existed
-/// was not seen); if not, what it took stays dirty.
-pub(crate) fn after_capture<'a>(
-    root: &Utf8Path,
-    ended: Ended,
-    dirs: impl Iterator<Item = &'a Vec<u8>>,
-) {
-    let mut guard = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
-    let Some(watch) = guard.as_mut().and_then(|m| m.get_mut(root)) else {
-        return;
-    };
-    let taken = std::mem::take(&mut watch.taken);
-    match ended {
-        Ended::Committed => {}
-        Ended::Unrecorded => {
-            watch.dirty.extend(taken);
-            return;
-        }
-        Ended::Failed => {
-            watch.dirty.extend(taken);
-            watch.lost = true;
-            return;
-        }
+impl Watcher {
+    /// At the start of a capture of `root` (under its worktree lock): the cached directories
+    /// that are quiet, or `None` when `root` cannot be watched.
+    pub(crate) fn quiet_dirs<'a>(
+        &self,
+        root: &Utf8Path,
+        cached: impl Iterator<Item = &'a Vec<u8>>,
+    ) -> Option<HashSet<Vec<u8>>> {
+        let mut map = self.watches();
+        let watch = match map.entry(root.to_owned()) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(Watch::new()?),
+        };
+        watch.drain();
+        let dirty = std::mem::take(&mut watch.dirty);
+        let quiet = if watch.lost {
+            HashSet::new()
+        } else {
+            let suspect = watch.suspects();
+            cached
+                .filter(|d| watch.by_dir.contains_key(*d) && !dirty.contains(*d) && !suspect(d))
+                .cloned()
+                .collect()
+        };
+        watch.taken = dirty;
+        Some(quiet)
     }
-    watch.lost = false;
-    let wanted: HashSet<&Vec<u8>> = dirs.collect();
-    // Stale watches go first: re-adding a moved directory may hand back its old id.
-    let stale: Vec<(Vec<u8>, i32)> = watch
-        .by_dir
-        .iter()
-        .filter(|(d, _)| !wanted.contains(d))
-        .map(|(d, wd)| (d.clone(), *wd))
-        .collect();
-    for (dir, wd) in stale {
-        let _ = inotify::remove_watch(watch.fd.as_ref(), wd);
-        watch.by_dir.remove(&dir);
-        watch.by_wd.remove(&wd);
-    }
-    for dir in wanted {
-        if watch.by_dir.contains_key(dir) {
-            continue;
-        }
-        let path = crate::fsops::join(root.as_std_path(), dir);
-        // Out of watches, or gone meanwhile: never trusted, always checked.
-        if let Ok(wd) = inotify::add_watch(watch.fd.as_ref(), &path, MASK) {
-            if let Some(old) = watch.by_wd.insert(wd, dir.clone()) {
-                watch.by_dir.remove(&old);
-            }
-            watch.by_dir.insert(dir.clone(), wd);
-            watch.dirty.insert(dir.clone());
-        }
-    }
-}
 
-/// Stops watching `root` (it was removed from the registry).
-pub(crate) fn forget(root: &Utf8Path) {
-    let mut guard = WATCHES.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(map) = guard.as_mut() {
-        map.remove(root);
+    /// At the end of a capture of `root`. If it recorded its cache, watching follows the
+    /// cache's directories (new watches count as dirty once: what happened before they existed
+    /// was not seen); if not, what it took stays dirty.
+    pub(crate) fn after_capture<'a>(
+        &self,
+        root: &Utf8Path,
+        ended: Ended,
+        dirs: impl Iterator<Item = &'a Vec<u8>>,
+    ) {
+        let mut map = self.watches();
+        let Some(watch) = map.get_mut(root) else {
+            return;
+        };
+        let taken = std::mem::take(&mut watch.taken);
+        match ended {
+            Ended::Committed => {}
+            Ended::Unrecorded => {
+                watch.dirty.extend(taken);
+                return;
+            }
+            Ended::Failed => {
+                watch.dirty.extend(taken);
+                watch.lost = true;
+                return;
+            }
+        }
+        watch.lost = false;
+        let wanted: HashSet<&Vec<u8>> = dirs.collect();
+        // Stale watches go first: re-adding a moved directory may hand back its old id.
+        let stale: Vec<(Vec<u8>, i32)> = watch
+            .by_dir
+            .iter()
+            .filter(|(d, _)| !wanted.contains(d))
+            .map(|(d, wd)| (d.clone(), *wd))
+            .collect();
+        for (dir, wd) in stale {
+            let _ = inotify::remove_watch(watch.fd.as_ref(), wd);
+            watch.by_dir.remove(&dir);
+            watch.by_wd.remove(&wd);
+        }
+        for dir in wanted {
+            if watch.by_dir.contains_key(dir) {
+                continue;
+            }
+            let path = crate::paths::join(root.as_std_path(), dir);
+            // Out of watches, or gone meanwhile: never trusted, always checked.
+            if let Ok(wd) = inotify::add_watch(watch.fd.as_ref(), &path, MASK) {
+                if let Some(old) = watch.by_wd.insert(wd, dir.clone()) {
+                    watch.by_dir.remove(&old);
+                }
+                watch.by_dir.insert(dir.clone(), wd);
+                watch.dirty.insert(dir.clone());
+            }
+        }
+    }
+
+    /// Stops watching `root` (it was removed from the registry).
+    pub(crate) fn forget(&self, root: &Utf8Path) {
+        self.watches().remove(root);
     }
 }
 
@@ -451,12 +478,16 @@ mod tests {
         }
         let mut all = dirs.clone();
         all.push(Vec::new());
-        enable();
+        let watcher = Watcher::new();
         // First capture: watches go on, every directory is dirty once.
-        assert!(quiet_dirs(&root, all.iter()).is_some_and(|q| q.is_empty()));
-        after_capture(&root, Ended::Committed, all.iter());
-        assert!(quiet_dirs(&root, all.iter()).is_some());
-        after_capture(&root, Ended::Committed, all.iter());
+        assert!(
+            watcher
+                .quiet_dirs(&root, all.iter())
+                .is_some_and(|q| q.is_empty())
+        );
+        watcher.after_capture(&root, Ended::Committed, all.iter());
+        assert!(watcher.quiet_dirs(&root, all.iter()).is_some());
+        watcher.after_capture(&root, Ended::Committed, all.iter());
         // A walk as a capture makes it: every directory listed, every file read.
         for (i, d) in dirs.iter().enumerate() {
             let dir = root.join(std::str::from_utf8(d).expect("ascii"));
@@ -468,14 +499,14 @@ mod tests {
             }
         }
         std::thread::sleep(std::time::Duration::from_millis(300));
-        let quiet = quiet_dirs(&root, all.iter()).expect("watching");
+        let quiet = watcher.quiet_dirs(&root, all.iter()).expect("watching");
         assert_eq!(
             quiet.len(),
             all.len(),
             "the walk's own events made {} directories untrusted",
             all.len() - quiet.len()
         );
-        after_capture(&root, Ended::Committed, all.iter());
-        forget(&root);
+        watcher.after_capture(&root, Ended::Committed, all.iter());
+        watcher.forget(&root);
     }
 }

@@ -94,7 +94,7 @@ fn every_nth(
             result.is_err(),
             "{name}: write {n} of {writes} failed, yet the step succeeded"
         );
-        let recovered = fs_manager::recover(&env.store, root);
+        let recovered = env.worktrees.recover(&env.store, root);
         assert!(
             recovered.is_ok(),
             "{name}, write {n}: recover: {recovered:?}"
@@ -127,7 +127,9 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
     let env = Env::new();
     let wt = env.path("w");
     write(&wt, &tree("a"));
-    let a = fs_manager::onboard(&env.store, &wt, &OnboardOptions::default())
+    let a = env
+        .worktrees
+        .onboard(&env.store, &wt, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     for entry in std::fs::read_dir(&wt).unwrap() {
@@ -138,14 +140,17 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
         }
     }
     write(&wt, &tree("b"));
-    let b = fs_manager::snapshot(&env.store, &wt, &fs_manager::CaptureOptions::default())
+    let b = env
+        .worktrees
+        .snapshot(&env.store, &wt, &fs_manager::CaptureOptions::default())
         .unwrap()
         .snapshot;
     let files_a = snapshot_files(&env.store, a);
     let files_b = snapshot_files(&env.store, b);
     assert_eq!(disk(&wt, &[]), files_b);
     let rollback = |to: SnapshotId| {
-        fs_manager::rollback(&env.store, &wt, to, &RollbackOptions::default())
+        env.worktrees
+            .rollback(&env.store, &wt, to, &RollbackOptions::default())
             .map(drop)
             .map_err(|e| e.to_string())
     };
@@ -175,7 +180,8 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
 
     // Undo of a rollback (b -> a), and redo of that undo.
     let undo = || {
-        fs_manager::undo(&env.store, &wt)
+        env.worktrees
+            .undo(&env.store, &wt)
             .map_err(|e| e.to_string())
             .and_then(|o| match o.refused.is_empty() {
                 true => Ok(()),
@@ -183,7 +189,8 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
             })
     };
     let redo = || {
-        fs_manager::redo(&env.store, &wt)
+        env.worktrees
+            .redo(&env.store, &wt)
             .map_err(|e| e.to_string())
             .and_then(|o| match o.refused.is_empty() {
                 true => Ok(()),
@@ -207,7 +214,8 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
     // Checkout into a new folder: nothing there, or all of it.
     let dest = env.path("co");
     let checkout = || {
-        fs_manager::checkout(&env.store, b, &dest, &CheckoutOptions::default())
+        env.worktrees
+            .checkout(&env.store, b, &dest, &CheckoutOptions::default())
             .map(drop)
             .map_err(|e| e.to_string())
     };
@@ -215,7 +223,7 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
         if dest.exists() {
             std::fs::remove_dir_all(&dest).unwrap();
         }
-        let _ = fs_manager::remove_worktree(&env.store, &dest);
+        let _ = env.worktrees.remove(&env.store, &dest);
     };
     let writes = count_writes(&checkout);
     clear();
@@ -227,7 +235,7 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
             result.is_err(),
             "checkout: write {n} failed, yet it succeeded"
         );
-        fs_manager::recover(&env.store, &dest).unwrap();
+        env.worktrees.recover(&env.store, &dest).unwrap();
         let now = if dest.exists() {
             disk(&dest, &[])
         } else {

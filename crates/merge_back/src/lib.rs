@@ -51,6 +51,21 @@ pub struct GitStateError {
     pub message: String,
 }
 
+/// The commit `dir`'s files come from, for a snapshot's source: `None` when `dir` is not
+/// the top of a git work tree, its HEAD is unborn, or gitoxide cannot read it (a stub, a
+/// damaged repository: the files are the truth, git's view is provenance, so this never
+/// stops a capture).
+pub fn git_source(dir: &Utf8Path) -> Option<cas::GitSource> {
+    let state = git_state(dir).unwrap_or_else(|e| {
+        tracing::warn!("{e}; recording no git source");
+        None
+    })?;
+    Some(cas::GitSource {
+        commit: state.commit?,
+        dirty: state.dirty,
+    })
+}
+
 /// The git state of `dir` if it is the top of a git work tree (holds `.git`), else `None`.
 pub fn git_state(dir: &Utf8Path) -> Result<Option<GitState>, GitStateError> {
     if !dir.join(".git").exists() {

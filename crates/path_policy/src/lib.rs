@@ -12,6 +12,11 @@
 //!   gitignore-syntax patterns, by default `.ssh/`, `.env`, `.env.*`, `*.pem`, `*.key`,
 //!   `id_rsa*`, `id_ed25519*`, `.git/`.
 //!
+//! It owns what may be named and where cairn may write: names, deny lists, ignore-file
+//! reading limits, file handles beneath a worktree root that never follow a symlink, the
+//! secrets put-back of `cairn run`, and the Landlock sandbox. It knows nothing of stores,
+//! snapshots, git or the command line.
+//!
 //! ```
 //! use path_policy::{check_name, DenyList};
 //!

@@ -121,7 +121,7 @@ fn protect(paths: &[PathBuf]) -> Result<(), SandboxError> {
 ///
 /// Landlock only adds rights beneath a directory, so `read_only_subpaths` below a writable
 /// root are made read-only first by bind-mounting each over itself read-only in a private
-/// mount namespace ([`protect`]); this must run while the process has a single thread.
+/// mount namespace (`protect`); this must run while the process has a single thread.
 pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<(), SandboxError> {
     let writable: Vec<PathBuf> = match policy {
         SandboxPolicy::DangerFullAccess => return Ok(()),

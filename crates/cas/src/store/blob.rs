@@ -10,9 +10,9 @@ use std::cell::RefCell;
 
 use redb::{ReadableTable, Table};
 
-use super::ObjectKind;
 use super::error::{ReadError, StorageFailure, StorageResult};
 use crate::id::BlobId;
+use crate::object::ObjectKind;
 
 /// Blobs larger than this are stored as a list of chunks of this size.
 pub const CHUNK_BYTES: usize = 1 << 20;

@@ -6,7 +6,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::id::ObjectId;
 use crate::object::ObjectError;
-use crate::store::ObjectKind;
+use crate::object::ObjectKind;
 
 /// A failure inside the embedded database (I/O, or damage to the database file), naming the
 /// store once the store's call boundary has added it.

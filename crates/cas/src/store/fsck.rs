@@ -7,11 +7,12 @@ use redb::ReadableTable;
 
 use super::blob::Location;
 use super::error::{MaintenanceError, StorageResult};
+use super::error::{ReadError, RegistryError};
+use super::handle::Store;
+use super::reader::{Reader, decode_snapshot_value, decode_tree_value};
 use super::tables::{BLOBS, OPLOG, SNAPSHOTS, TREES};
-use super::{
-    ObjectKind, ReadError, Reader, RegistryError, Store, decode_snapshot_value, decode_tree_value,
-};
 use crate::id::{BlobId, SnapshotId, TreeId};
+use crate::object::ObjectKind;
 
 /// Knobs for [`Store::fsck`].
 #[derive(Debug, Clone, Default)]

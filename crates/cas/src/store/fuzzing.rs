@@ -60,18 +60,18 @@ pub fn unpack_blob(
 /// Decodes a `trees` table value (codec byte, then the encoding, maybe compressed) and
 /// checks it against `id`, as [`crate::Reader::tree`] does.
 pub fn decode_tree_record(id: TreeId, value: &[u8]) -> Result<Tree, ReadError> {
-    super::decode_tree_value(id, value)
+    super::reader::decode_tree_value(id, value)
 }
 
 /// A `trees` table value as the store writes it.
 pub fn encode_tree_record(tree: &Tree) -> Vec<u8> {
-    super::encode_tree_value(tree)
+    super::handle::encode_tree_value(tree)
 }
 
 /// Decodes a `snapshots` table value and checks it against `id`, as
 /// [`crate::Reader::snapshot`] does.
 pub fn decode_snapshot_record(id: SnapshotId, value: &[u8]) -> Result<Snapshot, ReadError> {
-    super::decode_snapshot_value(id, value)
+    super::reader::decode_snapshot_value(id, value)
 }
 
 /// Decodes a `worktrees` table value (JSON), as [`crate::Reader::worktree`] does.

@@ -7,9 +7,11 @@ use redb::ReadableTable;
 use super::blob::{self, Location, LogWriter};
 use super::contain::open_held;
 use super::error::{MaintenanceError, StorageResult};
+use super::handle::Store;
+use super::reader::Reader;
 use super::tables::{BLOBS, GIT_OIDS, LOG_END_KEY, META, OPLOG, SEGMENTS, SNAPSHOTS, TREES};
-use super::{ObjectKind, Reader, Store};
 use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
+use crate::object::ObjectKind;
 
 /// Knobs for [`Store::gc`].
 #[derive(Debug, Clone, Default)]

@@ -7,36 +7,36 @@
 
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
-use super::error::{InStore, OutOfSpace, StorageResult, WriteError};
-use super::{Store, WriteBatch, WriteOutcome};
+use super::batch::{WriteBatch, WriteOutcome};
+use super::error::WriteError;
 
 /// Batches larger than this (compressed blob bytes) commit on their own, uncopied.
 pub(crate) const GROUP_MAX_BYTES: u64 = 4 << 20;
 
 #[derive(Default)]
 pub(crate) struct Group {
-    state: Mutex<State>,
-    done: Condvar,
+    pub(super) state: Mutex<State>,
+    pub(super) done: Condvar,
 }
 
 #[derive(Default)]
-struct State {
-    queue: Vec<Arc<Pending>>,
-    leading: bool,
-    transactions: u64,
+pub(super) struct State {
+    pub(super) queue: Vec<Arc<Pending>>,
+    pub(super) leading: bool,
+    pub(super) transactions: u64,
 }
 
 pub(crate) struct Pending {
-    batch: WriteBatch,
-    result: Mutex<Option<Result<WriteOutcome, WriteError>>>,
+    pub(super) batch: WriteBatch,
+    pub(super) result: Mutex<Option<Result<WriteOutcome, WriteError>>>,
 }
 
 impl Pending {
-    fn set(&self, r: Result<WriteOutcome, WriteError>) {
+    pub(super) fn set(&self, r: Result<WriteOutcome, WriteError>) {
         *self.result.lock().unwrap_or_else(PoisonError::into_inner) = Some(r);
     }
 
-    fn take(&self) -> Option<Result<WriteOutcome, WriteError>> {
+    pub(super) fn take(&self) -> Option<Result<WriteOutcome, WriteError>> {
         self.result
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -45,9 +45,9 @@ impl Pending {
 }
 
 /// Hands leadership back when a group is done (or its commit panicked).
-struct Leader<'a> {
-    group: &'a Group,
-    members: &'a [Arc<Pending>],
+pub(super) struct Leader<'a> {
+    pub(super) group: &'a Group,
+    pub(super) members: &'a [Arc<Pending>],
 }
 
 impl Drop for Leader<'_> {
@@ -71,126 +71,10 @@ impl Drop for Leader<'_> {
     }
 }
 
-impl Store {
-    /// [`Store::write`] through the group: returns once `batch` is durable (or refused).
-    pub(crate) fn write_grouped(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
-        let pending = Arc::new(Pending {
-            batch: batch.clone(),
-            result: Mutex::new(None),
-        });
-        let group = &self.group;
-        let mut state = group.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.queue.push(Arc::clone(&pending));
-        loop {
-            if let Some(r) = pending.take() {
-                return r;
-            }
-            if !state.leading {
-                state.leading = true;
-                let members = std::mem::take(&mut state.queue);
-                drop(state);
-                // Even if committing panics, the next writer must be able to lead and every
-                // member must get an answer.
-                let leader = Leader {
-                    group,
-                    members: &members,
-                };
-                self.commit_group(&members);
-                drop(leader);
-                state = group.state.lock().unwrap_or_else(PoisonError::into_inner);
-                continue;
-            }
-            state = group
-                .done
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-
-    /// Durable write transactions committed by the group so far (for tests and stats).
-    pub fn group_transactions(&self) -> u64 {
-        self.group
-            .state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .transactions
-    }
-
-    /// Commits `members` in one transaction and sets each one's result. If any batch is
-    /// refused, that transaction is dropped and each batch is committed on its own, so a
-    /// refusal reaches only its writer.
-    pub(crate) fn commit_group(&self, members: &[Arc<Pending>]) {
-        // Each member's answer names the store, and a panic in redb fails them all.
-        if members.len() > 1 {
-            let together = self
-                .health
-                .catch(|| self.try_together(members))
-                .unwrap_or_else(|damaged| Err(Some(damaged.into())));
-            match together {
-                Ok(results) => {
-                    for (m, r) in members.iter().zip(results) {
-                        m.set(Ok(r));
-                    }
-                    return;
-                }
-                Err(Some(e)) => {
-                    let reason = e.in_store(&self.root).to_string();
-                    for m in members {
-                        m.set(Err(WriteError::Commit {
-                            reason: reason.clone(),
-                        }));
-                    }
-                    return;
-                }
-                Err(None) => {}
-            }
-        }
-        for m in members {
-            m.set(self.health.run(|| self.write_alone(&m.batch)));
-        }
-    }
-
-    /// All of `members` in one transaction. `Err(None)`: a batch was refused, nothing was
-    /// committed; `Err(Some(e))`: the transaction failed.
-    fn try_together(
-        &self,
-        members: &[Arc<Pending>],
-    ) -> Result<Vec<WriteOutcome>, Option<WriteError>> {
-        let (txn, len_before) = self.begin_write().map_err(Some)?;
-        let mut outcomes = Vec::with_capacity(members.len());
-        for m in members {
-            match self.write_in(&txn, &m.batch) {
-                Ok(o) => outcomes.push(o),
-                // Out of space is the transaction's failure, not one batch's refusal.
-                Err(e) if e.is_out_of_space() => {
-                    return Err(Some(self.after_failed_write(len_before, e)));
-                }
-                Err(_) => {
-                    let _ = txn.abort();
-                    return Err(None);
-                }
-            }
-        }
-        txn.commit()
-            .storage()
-            .map_err(|e| Some(self.after_failed_write(len_before, e.into())))?;
-        Ok(outcomes)
-    }
-
-    /// One batch in its own transaction.
-    pub(crate) fn write_alone(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
-        let (txn, len_before) = self.begin_write()?;
-        let written = self.write_in(&txn, batch).and_then(|outcome| {
-            txn.commit().storage()?;
-            Ok(outcome)
-        });
-        written.map_err(|e| self.after_failed_write(len_before, e))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::handle::Store;
     use crate::{EntryKind, OpenOptions, PreparedBlob, Tree, TreeEntry};
 
     fn store() -> (tempfile::TempDir, Store) {

@@ -20,32 +20,32 @@ use camino::Utf8Path;
 use redb::Database;
 use rustix::fs::FallocateFlags;
 
-use super::Store;
+use super::tables::DATABASE_FILE;
 
-/// Gives back what lies past `len_before` in the database file; call it before closing the
-/// database, which holds the file meanwhile.
-pub(super) fn give_back(store: &Store, len_before: u64) {
-    match punch_tail(&store.database_path(), len_before) {
+/// Gives back what lies past `len_before` in the database file of the store at `root`;
+/// call it before closing the database, which holds the file meanwhile.
+pub(super) fn give_back(root: &Utf8Path, len_before: u64) {
+    match punch_tail(&root.join(DATABASE_FILE), len_before) {
         Ok(0) => {}
         Ok(bytes) => {
-            tracing::info!(store = %store.root, bytes, "gave back the space of a write that ran out of it");
+            tracing::info!(store = %root, bytes, "gave back the space of a write that ran out of it");
         }
         Err(e) => {
-            tracing::warn!(store = %store.root, "could not give back the space of a failed write: {e}");
+            tracing::warn!(store = %root, "could not give back the space of a failed write: {e}");
         }
     }
 }
 
 /// Opens the closed database once, so that redb repairs it (the failed write left it marked
 /// for that) and shrinks the file while there is room; else the next open does.
-pub(super) fn repair(store: &Store) {
-    let path = store.database_path();
+pub(super) fn repair(root: &Utf8Path) {
+    let path = root.join(DATABASE_FILE);
     let repaired =
         super::contain::quietly(|| Database::builder().create(path.as_std_path()).map(drop));
     match repaired {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => tracing::warn!(store = %store.root, "repairing after a failed write: {e}"),
-        Err(e) => tracing::warn!(store = %store.root, "repairing after a failed write: {e}"),
+        Ok(Err(e)) => tracing::warn!(store = %root, "repairing after a failed write: {e}"),
+        Err(e) => tracing::warn!(store = %root, "repairing after a failed write: {e}"),
     }
 }
 

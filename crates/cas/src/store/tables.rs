@@ -35,3 +35,9 @@ pub(crate) const JOURNALS: TableDefinition<&str, &[u8]> = TableDefinition::new("
 pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
 pub(crate) const SEGMENT_BYTES_KEY: &str = "segment_bytes";
 pub(crate) const LOG_END_KEY: &str = "log_end";
+
+/// The on-disk format this build reads and writes.
+pub const FORMAT_VERSION: u64 = 1;
+
+/// The database file inside the store folder.
+pub const DATABASE_FILE: &str = "store.redb";

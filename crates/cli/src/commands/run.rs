@@ -36,7 +36,7 @@ fn beneath(e: BeneathError) -> Error {
 fn denied(skipped: &[SkippedPath]) -> Vec<Vec<u8>> {
     skipped
         .iter()
-        .filter(|s| s.reason.starts_with("denied by pattern"))
+        .filter(|s| s.denied_by.is_some())
         .map(|s| s.path.as_bytes().to_vec())
         .collect()
 }

@@ -13,10 +13,16 @@ fn snapshots_record_changes_labels_and_skip_unchanged_trees() {
         &root,
         &[("a", file("1")), ("b", file("2")), ("dir/c", file("3"))],
     );
-    let first = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let first = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
     assert!(first.changed);
 
-    let same = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+    let same = env
+        .worktrees
+        .snapshot(&env.store, &root, &CaptureOptions::default())
+        .unwrap();
     assert!(!same.changed);
     assert_eq!(same.snapshot, first.snapshot);
 
@@ -29,7 +35,10 @@ fn snapshots_record_changes_labels_and_skip_unchanged_trees() {
         labels: &labels,
         ..Default::default()
     };
-    let next = fs_manager::snapshot(&env.store, &root.join("new"), &opts).unwrap();
+    let next = env
+        .worktrees
+        .snapshot(&env.store, &root.join("new"), &opts)
+        .unwrap();
     assert!(next.changed);
     assert_eq!(next.parent, Some(first.snapshot));
     assert_eq!((next.added, next.modified, next.removed), (1, 1, 1));
@@ -60,12 +69,20 @@ fn the_stat_cache_means_unchanged_files_are_not_read() {
     let spec: Vec<(&str, Node)> = spec.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
     write_tree(&root, &spec);
     settle();
-    fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
-    let again = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+    env.worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
+    let again = env
+        .worktrees
+        .snapshot(&env.store, &root, &CaptureOptions::default())
+        .unwrap();
     assert_eq!(again.read_files, 0, "nothing changed, nothing read");
     settle();
     std::fs::write(root.join("f7"), "changed!!").unwrap();
-    let after = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+    let after = env
+        .worktrees
+        .snapshot(&env.store, &root, &CaptureOptions::default())
+        .unwrap();
     assert_eq!(after.read_files, 1);
     assert_eq!(after.modified, 1);
 
@@ -73,11 +90,19 @@ fn the_stat_cache_means_unchanged_files_are_not_read() {
     // once more by the next snapshot (as git re-hashes racily clean entries); after that,
     // nothing is read.
     let wt = env.path("checkout");
-    fs_manager::checkout(&env.store, after.snapshot, &wt, &CheckoutOptions::default()).unwrap();
+    env.worktrees
+        .checkout(&env.store, after.snapshot, &wt, &CheckoutOptions::default())
+        .unwrap();
     settle();
-    let s = fs_manager::snapshot(&env.store, &wt, &CaptureOptions::default()).unwrap();
+    let s = env
+        .worktrees
+        .snapshot(&env.store, &wt, &CaptureOptions::default())
+        .unwrap();
     assert!(!s.changed);
-    let s = fs_manager::snapshot(&env.store, &wt, &CaptureOptions::default()).unwrap();
+    let s = env
+        .worktrees
+        .snapshot(&env.store, &wt, &CaptureOptions::default())
+        .unwrap();
     assert_eq!(s.read_files, 0);
 }
 
@@ -86,11 +111,16 @@ fn a_same_size_rewrite_right_after_a_snapshot_is_seen() {
     let env = Env::new();
     let root = env.path("w");
     write_tree(&root, &[("f", file("aaaa"))]);
-    fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    env.worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
     for round in 0..20 {
         let content = format!("{:04}", round);
         std::fs::write(root.join("f"), &content).unwrap();
-        let s = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+        let s = env
+            .worktrees
+            .snapshot(&env.store, &root, &CaptureOptions::default())
+            .unwrap();
         assert_eq!(
             snapshot_files(&env.store, s.snapshot)[&b"f".to_vec()],
             file(&content),
@@ -108,7 +138,9 @@ fn files_edited_during_snapshots_never_poison_the_cache() {
         std::fs::create_dir_all(&root).unwrap();
         std::fs::write(root.join(n), vec![b'0'; 200_000]).unwrap();
     }
-    fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    env.worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -122,13 +154,21 @@ fn files_edited_during_snapshots_never_poison_the_cache() {
             }
         });
         for _ in 0..25 {
-            fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+            env.worktrees
+                .snapshot(&env.store, &root, &CaptureOptions::default())
+                .unwrap();
         }
         stop.store(true, Ordering::Relaxed);
     });
-    let last = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+    let last = env
+        .worktrees
+        .snapshot(&env.store, &root, &CaptureOptions::default())
+        .unwrap();
     settle();
-    let settled = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+    let settled = env
+        .worktrees
+        .snapshot(&env.store, &root, &CaptureOptions::default())
+        .unwrap();
     let on_disk = disk(&root, &[]);
     assert_eq!(
         snapshot_files(&env.store, last.snapshot),
@@ -165,10 +205,15 @@ fn round_trip_preserves_bytes_modes_links_and_odd_names() {
     std::fs::write(&raw, "non-UTF-8 name").unwrap();
     std::fs::create_dir_all(src.join("empty-dir")).unwrap();
 
-    let out = fs_manager::onboard(&env.store, &src, &OnboardOptions::default()).unwrap();
+    let out = env
+        .worktrees
+        .onboard(&env.store, &src, &OnboardOptions::default())
+        .unwrap();
     let dest = env.path("dest");
-    let co =
-        fs_manager::checkout(&env.store, out.snapshot, &dest, &CheckoutOptions::default()).unwrap();
+    let co = env
+        .worktrees
+        .checkout(&env.store, out.snapshot, &dest, &CheckoutOptions::default())
+        .unwrap();
     assert_eq!(co.files, out.files);
     assert_eq!(disk(&dest, &[]), disk(&src, &[]));
     assert!(

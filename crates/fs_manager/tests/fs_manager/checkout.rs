@@ -7,25 +7,31 @@ fn a_non_empty_destination_is_refused_and_untouched() {
     let env = Env::new();
     let src = env.path("src");
     write_tree(&src, &[("a", file("1"))]);
-    let snap = fs_manager::onboard(&env.store, &src, &OnboardOptions::default())
+    let snap = env
+        .worktrees
+        .onboard(&env.store, &src, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     let dest = env.path("dest");
     write_tree(&dest, &[("mine.txt", file("not yours"))]);
     let before = disk(&dest, &[]);
-    let err =
-        fs_manager::checkout(&env.store, snap, &dest, &CheckoutOptions::default()).unwrap_err();
+    let err = env
+        .worktrees
+        .checkout(&env.store, snap, &dest, &CheckoutOptions::default())
+        .unwrap_err();
     assert!(matches!(err, CheckoutError::NotEmpty { .. }), "{err}");
     assert!(err.to_string().contains(dest.as_str()));
     assert_eq!(disk(&dest, &[]), before);
     // A file is not a destination either.
-    let err = fs_manager::checkout(
-        &env.store,
-        snap,
-        &dest.join("mine.txt"),
-        &CheckoutOptions::default(),
-    )
-    .unwrap_err();
+    let err = env
+        .worktrees
+        .checkout(
+            &env.store,
+            snap,
+            &dest.join("mine.txt"),
+            &CheckoutOptions::default(),
+        )
+        .unwrap_err();
     assert!(matches!(err, CheckoutError::NotADirectory { .. }), "{err}");
 }
 
@@ -34,21 +40,30 @@ fn a_deleted_worktree_folder_can_be_checked_out_again() {
     let env = Env::new();
     let src = env.path("src");
     write_tree(&src, &[("a", file("1")), ("d/b", file("2"))]);
-    let snap = fs_manager::onboard(&env.store, &src, &OnboardOptions::default())
+    let snap = env
+        .worktrees
+        .onboard(&env.store, &src, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     let dest = env.path("agent");
-    fs_manager::checkout(&env.store, snap, &dest, &CheckoutOptions::default()).unwrap();
+    env.worktrees
+        .checkout(&env.store, snap, &dest, &CheckoutOptions::default())
+        .unwrap();
     std::fs::write(dest.join("a"), "edited").unwrap();
-    let edited = fs_manager::snapshot(&env.store, &dest, &CaptureOptions::default()).unwrap();
+    let edited = env
+        .worktrees
+        .snapshot(&env.store, &dest, &CaptureOptions::default())
+        .unwrap();
     std::fs::remove_dir_all(&dest).unwrap();
-    let again = fs_manager::checkout(
-        &env.store,
-        edited.snapshot,
-        &dest,
-        &CheckoutOptions::default(),
-    )
-    .unwrap();
+    let again = env
+        .worktrees
+        .checkout(
+            &env.store,
+            edited.snapshot,
+            &dest,
+            &CheckoutOptions::default(),
+        )
+        .unwrap();
     assert_eq!(again.snapshot, edited.snapshot);
     assert_eq!(
         disk(&dest, &[]),
@@ -69,15 +84,21 @@ fn multiple_worktrees_share_and_dedupe_content() {
         .map(|i| (i.wrapping_mul(7919) % 256) as u8)
         .collect();
     write_tree(&src, &[("big", Node::File(big))]);
-    let snap = fs_manager::onboard(&env.store, &src, &OnboardOptions::default())
+    let snap = env
+        .worktrees
+        .onboard(&env.store, &src, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     let size = || std::fs::metadata(env.store.database_path()).unwrap().len();
     let before = size();
     for i in 0..3 {
         let dest = env.path(&format!("agent-{i}"));
-        fs_manager::checkout(&env.store, snap, &dest, &CheckoutOptions::default()).unwrap();
-        fs_manager::snapshot(&env.store, &dest, &CaptureOptions::default()).unwrap();
+        env.worktrees
+            .checkout(&env.store, snap, &dest, &CheckoutOptions::default())
+            .unwrap();
+        env.worktrees
+            .snapshot(&env.store, &dest, &CaptureOptions::default())
+            .unwrap();
     }
     assert_eq!(fs_manager::list_worktrees(&env.store).unwrap().len(), 4);
     assert!(

@@ -35,7 +35,9 @@ fn scene() -> Scene {
             ("keep", file("k")),
         ],
     );
-    let snap = fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+    let snap = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     Scene {
@@ -122,7 +124,9 @@ fn rollback_never_reaches_outside() {
         let before = canary(&s);
         plant(&s);
         let result =
-            fs_manager::rollback(&s.env.store, &s.root, s.snap, &RollbackOptions::default());
+            s.env
+                .worktrees
+                .rollback(&s.env.store, &s.root, s.snap, &RollbackOptions::default());
         assert_eq!(canary(&s), before, "{name}: the outside changed");
         match result {
             Ok(_) => {
@@ -152,8 +156,11 @@ fn checkout_refuses_a_destination_that_is_a_link() {
     std::fs::create_dir_all(&empty_outside).unwrap();
     let dest = s.env.path("dest");
     std::os::unix::fs::symlink(&empty_outside, &dest).unwrap();
-    let err =
-        fs_manager::checkout(&s.env.store, s.snap, &dest, &CheckoutOptions::default()).unwrap_err();
+    let err = s
+        .env
+        .worktrees
+        .checkout(&s.env.store, s.snap, &dest, &CheckoutOptions::default())
+        .unwrap_err();
     assert!(err.to_string().contains(dest.as_str()), "{err}");
     assert_eq!(std::fs::read_dir(&empty_outside).unwrap().count(), 0);
     assert_eq!(canary(&s), before);
@@ -304,7 +311,9 @@ fn crafted_trees_are_refused_and_nothing_is_written() {
             ..Default::default()
         };
         let store = cas::Store::open(&base.join("store"), &options).unwrap();
-        fs_manager::onboard(&store, &root, &OnboardOptions::default()).unwrap();
+        fs_manager::Worktrees::new()
+            .onboard(&store, &root, &OnboardOptions::default())
+            .unwrap();
         let entries: Vec<(&[u8], EntryKind)> =
             entries.iter().map(|(n, k)| (n.as_slice(), *k)).collect();
         let patch: Vec<(&[u8], &[u8])> = patch
@@ -313,8 +322,9 @@ fn crafted_trees_are_refused_and_nothing_is_written() {
             .collect();
         let (store, snap) = crafted(store, &entries, &patch);
         let dest = base.join("dest");
-        let err =
-            fs_manager::checkout(&store, snap, &dest, &CheckoutOptions::default()).unwrap_err();
+        let err = fs_manager::Worktrees::new()
+            .checkout(&store, snap, &dest, &CheckoutOptions::default())
+            .unwrap_err();
         assert!(
             err.to_string().contains("tree") && err.to_string().contains("corrupt"),
             "{label}: {err}"
@@ -324,8 +334,9 @@ fn crafted_trees_are_refused_and_nothing_is_written() {
             "{label}: checkout wrote something"
         );
         let live = disk(&root, &[]);
-        let err =
-            fs_manager::rollback(&store, &root, snap, &RollbackOptions::default()).unwrap_err();
+        let err = fs_manager::Worktrees::new()
+            .rollback(&store, &root, snap, &RollbackOptions::default())
+            .unwrap_err();
         assert!(err.to_string().contains("corrupt"), "{label}: {err}");
         assert_eq!(
             disk(&root, &[]),
@@ -368,8 +379,10 @@ fn a_path_deeper_than_the_rules_allow_is_refused_cleanly() {
     });
     env.store.write(&batch).unwrap();
     let dest = env.path("dest");
-    let err =
-        fs_manager::checkout(&env.store, snap, &dest, &CheckoutOptions::default()).unwrap_err();
+    let err = env
+        .worktrees
+        .checkout(&env.store, snap, &dest, &CheckoutOptions::default())
+        .unwrap_err();
     assert!(
         err.to_string().contains("longer than 4096 bytes") || err.to_string().contains("deeper"),
         "{err}"
@@ -381,8 +394,13 @@ fn a_path_deeper_than_the_rules_allow_is_refused_cleanly() {
     // Rolling a worktree back to it is refused the same way, before anything changes.
     let w = env.path("w");
     write_tree(&w, &[("a", file("1"))]);
-    fs_manager::onboard(&env.store, &w, &OnboardOptions::default()).unwrap();
-    let err = fs_manager::rollback(&env.store, &w, snap, &RollbackOptions::default()).unwrap_err();
+    env.worktrees
+        .onboard(&env.store, &w, &OnboardOptions::default())
+        .unwrap();
+    let err = env
+        .worktrees
+        .rollback(&env.store, &w, snap, &RollbackOptions::default())
+        .unwrap_err();
     assert!(err.to_string().contains("longer than 4096 bytes"), "{err}");
     assert_eq!(disk(&w, &[]), [(b"a".to_vec(), file("1"))].into());
 }

@@ -96,12 +96,16 @@ fn symlinks_swapped_in_during_writes_never_lead_outside_the_root() {
         write_tree(root, &refs);
     };
     write(&wt, &state("a"));
-    let a = fs_manager::onboard(&env.store, &wt, &OnboardOptions::default())
+    let a = env
+        .worktrees
+        .onboard(&env.store, &wt, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     std::fs::remove_file(wt.join("d0/only-a.txt")).unwrap();
     write(&wt, &state("b"));
-    let b = fs_manager::snapshot(&env.store, &wt, &fs_manager::CaptureOptions::default())
+    let b = env
+        .worktrees
+        .snapshot(&env.store, &wt, &fs_manager::CaptureOptions::default())
         .unwrap()
         .snapshot;
 
@@ -122,17 +126,22 @@ fn symlinks_swapped_in_during_writes_never_lead_outside_the_root() {
         let result: Result<(), String> = match i % 4 {
             0 | 1 => {
                 let to = if i % 8 < 4 { a } else { b };
-                fs_manager::rollback(&env.store, &wt, to, &RollbackOptions::default())
+                env.worktrees
+                    .rollback(&env.store, &wt, to, &RollbackOptions::default())
                     .map(drop)
                     .map_err(|e| e.to_string())
             }
-            2 => fs_manager::undo(&env.store, &wt)
+            2 => env
+                .worktrees
+                .undo(&env.store, &wt)
                 .map(drop)
                 .map_err(|e| e.to_string()),
             _ => {
                 let dest = env.path(&format!("co{i}"));
                 roots.lock().unwrap().push(dest.clone());
-                let r = fs_manager::checkout(&env.store, b, &dest, &CheckoutOptions::default())
+                let r = env
+                    .worktrees
+                    .checkout(&env.store, b, &dest, &CheckoutOptions::default())
                     .map(drop)
                     .map_err(|e| e.to_string());
                 roots.lock().unwrap().retain(|r| r != &dest);
@@ -145,7 +154,7 @@ fn symlinks_swapped_in_during_writes_never_lead_outside_the_root() {
                 failed += 1;
                 // A step cut short by the race is finished (or refused) by recover; either
                 // way it must not write outside either.
-                let _ = fs_manager::recover(&env.store, &wt);
+                let _ = env.worktrees.recover(&env.store, &wt);
             }
         }
         assert_eq!(

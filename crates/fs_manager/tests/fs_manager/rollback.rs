@@ -21,7 +21,9 @@ fn setup(env: &Env) -> (camino::Utf8PathBuf, cas::SnapshotId) {
     );
     std::fs::create_dir_all(root.join(".git")).unwrap();
     std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-    let snap = fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+    let snap = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     (root, snap)
@@ -58,16 +60,18 @@ fn rollback_restores_exactly_the_snapshot_and_spares_ignored_files_and_git() {
     mess_up(&root);
     let live_before = disk(&root, &[".git", "debug.log"]);
 
-    let dry = fs_manager::rollback(
-        &env.store,
-        &root,
-        snap,
-        &RollbackOptions {
-            dry_run: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let dry = env
+        .worktrees
+        .rollback(
+            &env.store,
+            &root,
+            snap,
+            &RollbackOptions {
+                dry_run: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert_eq!(
         disk(&root, &[".git", "debug.log"]),
         live_before,
@@ -76,7 +80,10 @@ fn rollback_restores_exactly_the_snapshot_and_spares_ignored_files_and_git() {
     assert!(dry.written.contains(&b"edit.txt".to_vec()));
     assert!(dry.deleted.contains(&b"created.txt".to_vec()));
 
-    let out = fs_manager::rollback(&env.store, &root, snap, &RollbackOptions::default()).unwrap();
+    let out = env
+        .worktrees
+        .rollback(&env.store, &root, snap, &RollbackOptions::default())
+        .unwrap();
     assert_eq!(out.written, dry.written);
     assert_eq!(out.deleted, dry.deleted);
     assert!(
@@ -109,7 +116,9 @@ fn rollback_restores_exactly_the_snapshot_and_spares_ignored_files_and_git() {
         .head;
     assert_eq!(head, Some(snap));
     // And back again, to the captured state.
-    fs_manager::rollback(&env.store, &root, out.captured, &RollbackOptions::default()).unwrap();
+    env.worktrees
+        .rollback(&env.store, &root, out.captured, &RollbackOptions::default())
+        .unwrap();
     assert_eq!(disk(&root, &[".git", "debug.log"]), live_before);
 }
 
@@ -119,16 +128,18 @@ fn rollback_of_given_paths_restores_only_those() {
     let (root, snap) = setup(&env);
     mess_up(&root);
     let paths = vec![b"edit.txt".to_vec(), b"new".to_vec()];
-    let out = fs_manager::rollback(
-        &env.store,
-        &root,
-        snap,
-        &RollbackOptions {
-            paths: &paths,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let out = env
+        .worktrees
+        .rollback(
+            &env.store,
+            &root,
+            snap,
+            &RollbackOptions {
+                paths: &paths,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert_eq!(out.written, vec![b"edit.txt".to_vec()]);
     assert_eq!(out.deleted, vec![b"new/deep/x".to_vec()]);
     assert_eq!(
@@ -145,16 +156,18 @@ fn rollback_of_given_paths_restores_only_those() {
         snapshot_files(&env.store, out.snapshot),
         disk(&root, &[".git", "debug.log"])
     );
-    let err = fs_manager::rollback(
-        &env.store,
-        &root,
-        snap,
-        &RollbackOptions {
-            paths: &[b"no/such".to_vec()],
-            ..Default::default()
-        },
-    )
-    .unwrap_err();
+    let err = env
+        .worktrees
+        .rollback(
+            &env.store,
+            &root,
+            snap,
+            &RollbackOptions {
+                paths: &[b"no/such".to_vec()],
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
     assert!(matches!(err, RollbackError::NoSuchPath { .. }), "{err}");
 }
 
@@ -177,7 +190,9 @@ fn planted_symlinks_are_replaced_never_followed() {
     std::fs::remove_file(root.join("edit.txt")).unwrap();
     std::os::unix::fs::symlink(outside.join("canary.txt"), root.join("edit.txt")).unwrap();
 
-    fs_manager::rollback(&env.store, &root, snap, &RollbackOptions::default()).unwrap();
+    env.worktrees
+        .rollback(&env.store, &root, snap, &RollbackOptions::default())
+        .unwrap();
     assert_eq!(
         disk(&outside, &[]),
         canary,
@@ -200,7 +215,9 @@ fn an_ignored_symlink_in_the_way_is_refused_before_anything_changes() {
         &root,
         &[("logs.d/keep.txt", file("kept")), ("a.txt", file("a"))],
     );
-    let snap = fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+    let snap = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     // logs.d becomes an ignored symlink to the outside.
@@ -209,8 +226,10 @@ fn an_ignored_symlink_in_the_way_is_refused_before_anything_changes() {
     std::fs::write(root.join(".gitignore"), "logs.d\n").unwrap();
     std::fs::write(root.join("a.txt"), "changed").unwrap();
     let before = disk(&root, &[]);
-    let err =
-        fs_manager::rollback(&env.store, &root, snap, &RollbackOptions::default()).unwrap_err();
+    let err = env
+        .worktrees
+        .rollback(&env.store, &root, snap, &RollbackOptions::default())
+        .unwrap_err();
     assert!(matches!(err, RollbackError::Blocked { .. }), "{err}");
     assert!(err.to_string().contains("logs.d"), "{err}");
     assert_eq!(disk(&root, &[]), before, "nothing changed");
@@ -225,33 +244,43 @@ fn rollback_on_a_checked_out_worktree_and_bad_input() {
     let env = Env::new();
     let (root, snap) = setup(&env);
     let agent = env.path("agent");
-    fs_manager::checkout(&env.store, snap, &agent, &CheckoutOptions::default()).unwrap();
+    env.worktrees
+        .checkout(&env.store, snap, &agent, &CheckoutOptions::default())
+        .unwrap();
     mess_up(&agent);
-    let turn = fs_manager::snapshot(&env.store, &agent, &CaptureOptions::default()).unwrap();
-    fs_manager::rollback(&env.store, &agent, snap, &RollbackOptions::default()).unwrap();
+    let turn = env
+        .worktrees
+        .snapshot(&env.store, &agent, &CaptureOptions::default())
+        .unwrap();
+    env.worktrees
+        .rollback(&env.store, &agent, snap, &RollbackOptions::default())
+        .unwrap();
     assert_eq!(
         disk(&agent, &["debug.log"]),
         snapshot_files(&env.store, snap)
     );
-    fs_manager::rollback(
-        &env.store,
-        &agent,
-        turn.snapshot,
-        &RollbackOptions::default(),
-    )
-    .unwrap();
+    env.worktrees
+        .rollback(
+            &env.store,
+            &agent,
+            turn.snapshot,
+            &RollbackOptions::default(),
+        )
+        .unwrap();
     assert_eq!(
         disk(&agent, &["debug.log"]),
         snapshot_files(&env.store, turn.snapshot)
     );
 
-    let err = fs_manager::rollback(
-        &env.store,
-        &env.path("nowhere"),
-        snap,
-        &RollbackOptions::default(),
-    )
-    .unwrap_err();
+    let err = env
+        .worktrees
+        .rollback(
+            &env.store,
+            &env.path("nowhere"),
+            snap,
+            &RollbackOptions::default(),
+        )
+        .unwrap_err();
     assert!(matches!(err, RollbackError::NotAWorktree { .. }), "{err}");
     let _ = root;
 }
@@ -265,16 +294,18 @@ fn rollback_never_writes_or_deletes_a_secret() {
         &source,
         &[("app.txt", file("v2")), (".env", file("THEIRS"))],
     );
-    let with_secret = fs_manager::onboard(
-        &env.store,
-        &source,
-        &OnboardOptions {
-            include_denied: true,
-            ..Default::default()
-        },
-    )
-    .unwrap()
-    .snapshot;
+    let with_secret = env
+        .worktrees
+        .onboard(
+            &env.store,
+            &source,
+            &OnboardOptions {
+                include_denied: true,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+        .snapshot;
     let root = env.path("w");
     write_tree(
         &root,
@@ -284,9 +315,13 @@ fn rollback_never_writes_or_deletes_a_secret() {
             ("key.pem", file("MINE TOO")),
         ],
     );
-    fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
-    let out =
-        fs_manager::rollback(&env.store, &root, with_secret, &RollbackOptions::default()).unwrap();
+    env.worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
+    let out = env
+        .worktrees
+        .rollback(&env.store, &root, with_secret, &RollbackOptions::default())
+        .unwrap();
     assert_eq!(std::fs::read_to_string(root.join("app.txt")).unwrap(), "v2");
     assert_eq!(
         std::fs::read_to_string(root.join(".env")).unwrap(),

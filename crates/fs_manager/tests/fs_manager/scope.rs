@@ -31,7 +31,10 @@ fn scope_honours_ignore_files_inside_and_only_inside_the_root() {
             ("proj/vendor/lib.rs", file("kept")),
         ],
     );
-    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let out = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
     let files = snapshot_files(&env.store, out.snapshot);
     assert_eq!(
         keys(&files),
@@ -83,7 +86,26 @@ fn git_info_exclude_is_honoured_and_git_state_recorded() {
     git(&["commit", "-qm", "init"]);
     let head = git(&["rev-parse", "HEAD"]).trim().to_owned();
     std::fs::write(root.join("tracked.txt"), "v2 uncommitted").unwrap();
-    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    // What git says of the directory comes from the caller (cairn asks gitoxide, in
+    // merge_back); here the git CLI answers.
+    let probe = |dir: &camino::Utf8Path| {
+        assert_eq!(dir, root, "asked of the canonical root");
+        Some(cas::GitSource {
+            commit: git(&["rev-parse", "HEAD"]).trim().to_owned(),
+            dirty: !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty(),
+        })
+    };
+    let out = env
+        .worktrees
+        .onboard(
+            &env.store,
+            &root,
+            &OnboardOptions {
+                git: Some(&probe),
+                ..OnboardOptions::default()
+            },
+        )
+        .unwrap();
     let files = snapshot_files(&env.store, out.snapshot);
     assert_eq!(keys(&files), ["tracked.txt"]);
     assert_eq!(
@@ -118,12 +140,17 @@ fn special_files_and_refused_names_are_reported_not_dropped_silently() {
         .join(std::ffi::OsStr::from_bytes(b"dir\x02"));
     std::fs::create_dir(&bad_dir).unwrap();
     std::fs::write(bad_dir.join("inner"), "x").unwrap();
-    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let out = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
     assert_eq!(keys(&snapshot_files(&env.store, out.snapshot)), ["ok.txt"]);
+    let reasons: Vec<String> = out.skipped.iter().map(|s| s.reason.to_string()).collect();
     let skipped: Vec<(Vec<u8>, &str)> = out
         .skipped
         .iter()
-        .map(|s| (s.path.clone(), s.reason.as_str()))
+        .zip(&reasons)
+        .map(|(s, reason)| (s.path.clone(), reason.as_str()))
         .collect();
     assert!(
         skipped
@@ -154,7 +181,9 @@ fn the_store_folder_inside_the_worktree_is_never_captured() {
     )
     .unwrap();
     write_tree(&root, &[("a.txt", file("a"))]);
-    let out = fs_manager::onboard(&store, &root, &OnboardOptions::default()).unwrap();
+    let out = fs_manager::Worktrees::new()
+        .onboard(&store, &root, &OnboardOptions::default())
+        .unwrap();
     assert_eq!(keys(&snapshot_files(&store, out.snapshot)), ["a.txt"]);
 }
 
@@ -176,31 +205,35 @@ fn sequential_and_parallel_walks_give_the_same_tree() {
     spec.push(("a.b/y".into(), Node::Link(b"../a/x".to_vec())));
     let spec: Vec<(&str, Node)> = spec.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
     write_tree(&root, &spec);
-    let seq = fs_manager::onboard(
-        &env.store,
-        &root,
-        &OnboardOptions {
-            capture: CaptureOptions {
-                threads: 1,
+    let seq = env
+        .worktrees
+        .onboard(
+            &env.store,
+            &root,
+            &OnboardOptions {
+                capture: CaptureOptions {
+                    threads: 1,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
-            ..Default::default()
-        },
-    )
-    .unwrap();
+        )
+        .unwrap();
     let other = Env::new();
-    let par = fs_manager::onboard(
-        &other.store,
-        &root,
-        &OnboardOptions {
-            capture: CaptureOptions {
-                threads: 4,
+    let par = other
+        .worktrees
+        .onboard(
+            &other.store,
+            &root,
+            &OnboardOptions {
+                capture: CaptureOptions {
+                    threads: 4,
+                    ..Default::default()
+                },
                 ..Default::default()
             },
-            ..Default::default()
-        },
-    )
-    .unwrap();
+        )
+        .unwrap();
     assert_eq!(seq.tree, par.tree);
     assert_eq!(seq.files, 303);
 }
@@ -221,7 +254,9 @@ fn cached_scans_agree_with_fresh_scans() {
     }
     let spec: Vec<(&str, Node)> = spec.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
     write_tree(&root, &spec);
-    fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    env.worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
 
     type Step = fn(&camino::Utf8Path);
     let steps: Vec<(&str, Step)> = vec![
@@ -288,13 +323,22 @@ fn cached_scans_agree_with_fresh_scans() {
     for (name, step) in steps {
         step(&root);
         settle();
-        let cached = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+        let cached = env
+            .worktrees
+            .snapshot(&env.store, &root, &CaptureOptions::default())
+            .unwrap();
         let fresh = Env::new();
-        let expect = fs_manager::onboard(&fresh.store, &root, &OnboardOptions::default()).unwrap();
+        let expect = fresh
+            .worktrees
+            .onboard(&fresh.store, &root, &OnboardOptions::default())
+            .unwrap();
         assert_eq!(cached.tree, expect.tree, "after {name}");
         // Once more with everything settled: the fast path proper.
         settle();
-        let again = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+        let again = env
+            .worktrees
+            .snapshot(&env.store, &root, &CaptureOptions::default())
+            .unwrap();
         assert_eq!(again.tree, expect.tree, "again after {name}");
         assert_eq!(
             again.read_files, 0,
@@ -318,7 +362,10 @@ fn a_damaged_cache_never_changes_what_is_captured() {
         ],
     );
     settle();
-    let first = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let first = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
     let worktree = fs_manager::find_worktree(&env.store.reader().unwrap(), &root)
         .unwrap()
         .unwrap()
@@ -338,7 +385,10 @@ fn a_damaged_cache_never_changes_what_is_captured() {
             batch.set_file_state(&worktree, &key, Some(value));
         }
         env.store.write(&batch).unwrap();
-        let s = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+        let s = env
+            .worktrees
+            .snapshot(&env.store, &root, &CaptureOptions::default())
+            .unwrap();
         assert_eq!(s.tree, first.tree);
         assert!(!s.changed);
     }
@@ -353,7 +403,10 @@ fn a_damaged_cache_never_changes_what_is_captured() {
         batch.set_file_state(&worktree, key, Some(value.clone()));
     }
     env.store.write(&batch).unwrap();
-    let s = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+    let s = env
+        .worktrees
+        .snapshot(&env.store, &root, &CaptureOptions::default())
+        .unwrap();
     assert_eq!(s.tree, first.tree);
 }
 
@@ -375,7 +428,10 @@ fn secrets_stay_out_of_scope_unless_a_worktree_opts_in() {
             (".cairndeny", file("*.sqlite\n!.env.example\n")),
         ],
     );
-    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let out = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
     assert_eq!(
         keys(&snapshot_files(&env.store, out.snapshot)),
         [".cairndeny", ".env.example", "src/main.rs"]
@@ -386,7 +442,7 @@ fn secrets_stay_out_of_scope_unless_a_worktree_opts_in() {
         .map(|s| {
             (
                 String::from_utf8_lossy(&s.path).into_owned(),
-                s.reason.clone(),
+                s.reason.to_string(),
             )
         })
         .collect();
@@ -413,21 +469,26 @@ fn secrets_stay_out_of_scope_unless_a_worktree_opts_in() {
     );
 
     let other = Env::new();
-    let all = fs_manager::onboard(
-        &other.store,
-        &root,
-        &OnboardOptions {
-            include_denied: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let all = other
+        .worktrees
+        .onboard(
+            &other.store,
+            &root,
+            &OnboardOptions {
+                include_denied: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
     assert!(snapshot_files(&other.store, all.snapshot).contains_key(b".env".as_slice()));
 
     // Changing the worktree's deny file changes the scope of the next snapshot.
     std::fs::write(root.join(".cairndeny"), "*.sqlite\n!.env.example\n*.rs\n").unwrap();
     settle();
-    let s = fs_manager::snapshot(&env.store, &root, &CaptureOptions::default()).unwrap();
+    let s = env
+        .worktrees
+        .snapshot(&env.store, &root, &CaptureOptions::default())
+        .unwrap();
     assert_eq!(
         keys(&snapshot_files(&env.store, s.snapshot)),
         [".cairndeny", ".env.example"]
@@ -447,7 +508,10 @@ fn names_that_spell_git_are_skipped_and_reported() {
             ("sub/.git.", file("y")),
         ],
     );
-    let out = fs_manager::onboard(&env.store, &root, &OnboardOptions::default()).unwrap();
+    let out = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
+        .unwrap();
     assert_eq!(keys(&snapshot_files(&env.store, out.snapshot)), ["ok.txt"]);
     let reported: Vec<String> = out
         .skipped
@@ -458,7 +522,7 @@ fn names_that_spell_git_are_skipped_and_reported() {
     assert!(
         out.skipped
             .iter()
-            .all(|s| s.reason.contains("spelling of .git")),
+            .all(|s| s.reason.to_string().contains("spelling of .git")),
         "{:?}",
         out.skipped
     );

@@ -9,6 +9,7 @@ use cas::{EntryKind, OpenOptions, SnapshotId, Store};
 pub struct Env {
     pub dir: tempfile::TempDir,
     pub store: Store,
+    pub worktrees: fs_manager::Worktrees,
 }
 
 impl Env {
@@ -23,7 +24,11 @@ impl Env {
             },
         )
         .unwrap();
-        Env { dir, store }
+        Env {
+            dir,
+            store,
+            worktrees: fs_manager::Worktrees::new(),
+        }
     }
 
     pub fn path(&self, rel: &str) -> Utf8PathBuf {

@@ -127,7 +127,9 @@ fn undo_and_redo_restore(from: Kind, to: Kind) -> Result<(), String> {
     std::fs::create_dir_all(&root).unwrap();
     write_file(&root.join("keep.txt"), b"unchanged\n", false);
     put(&root, from, 0);
-    let first = fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+    let first = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
         .map_err(|e| format!("onboard: {e}"))?
         .snapshot;
     let state_a = listing(&root);
@@ -135,12 +137,16 @@ fn undo_and_redo_restore(from: Kind, to: Kind) -> Result<(), String> {
     put(&root, to, 1);
     let state_b = listing(&root);
 
-    fs_manager::rollback(&env.store, &root, first, &RollbackOptions::default())
+    env.worktrees
+        .rollback(&env.store, &root, first, &RollbackOptions::default())
         .map_err(|e| format!("rollback: {e}"))?;
     if listing(&root) != state_a {
         return Err(format!("rollback left {:?}", listing(&root)));
     }
-    let undone = fs_manager::undo(&env.store, &root).map_err(|e| format!("undo: {e}"))?;
+    let undone = env
+        .worktrees
+        .undo(&env.store, &root)
+        .map_err(|e| format!("undo: {e}"))?;
     if !undone.refused.is_empty() {
         return Err(format!("undo refused: {:?}", refusals(&undone.refused)));
     }
@@ -150,7 +156,10 @@ fn undo_and_redo_restore(from: Kind, to: Kind) -> Result<(), String> {
             listing(&root)
         ));
     }
-    let redone = fs_manager::redo(&env.store, &root).map_err(|e| format!("redo: {e}"))?;
+    let redone = env
+        .worktrees
+        .redo(&env.store, &root)
+        .map_err(|e| format!("redo: {e}"))?;
     if !redone.refused.is_empty() {
         return Err(format!("redo refused: {:?}", refusals(&redone.refused)));
     }
@@ -161,7 +170,10 @@ fn undo_and_redo_restore(from: Kind, to: Kind) -> Result<(), String> {
         ));
     }
     // And back once more: undo after redo still holds.
-    let again = fs_manager::undo(&env.store, &root).map_err(|e| format!("second undo: {e}"))?;
+    let again = env
+        .worktrees
+        .undo(&env.store, &root)
+        .map_err(|e| format!("second undo: {e}"))?;
     if !again.refused.is_empty() || listing(&root) != state_b {
         return Err(format!(
             "second undo: refused {:?}, left {:?}",
@@ -201,15 +213,19 @@ fn undo_refuses_a_file_made_since_where_its_directory_goes_and_changes_nothing()
     let root = env.path("w");
     std::fs::create_dir_all(&root).unwrap();
     write_file(&root.join("keep.txt"), b"unchanged\n", false);
-    let first = fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+    let first = env
+        .worktrees
+        .onboard(&env.store, &root, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     put(&root, Kind::Dir, 0);
-    fs_manager::rollback(&env.store, &root, first, &RollbackOptions::default()).unwrap();
+    env.worktrees
+        .rollback(&env.store, &root, first, &RollbackOptions::default())
+        .unwrap();
     // Not left by the rollback: a new file where undo would recreate the directory.
     write_file(&root.join("a"), b"made after the rollback\n", false);
     let before = listing(&root);
-    let out = fs_manager::undo(&env.store, &root).unwrap();
+    let out = env.worktrees.undo(&env.store, &root).unwrap();
     assert!(
         refusals(&out.refused)
             .iter()

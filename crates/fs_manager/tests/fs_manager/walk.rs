@@ -58,11 +58,11 @@ fn mkfifo(path: &Utf8Path) {
     .unwrap();
 }
 
-fn reason_of<'a>(skipped: &'a [Skipped], path: &str) -> Option<&'a str> {
+fn reason_of(skipped: &[Skipped], path: &str) -> Option<String> {
     skipped
         .iter()
         .find(|s| s.path == path.as_bytes())
-        .map(|s| s.reason.as_str())
+        .map(|s| s.reason.to_string())
 }
 
 fn threads(n: usize) -> CaptureOptions<'static> {
@@ -101,11 +101,12 @@ fn ignore_files_that_are_fifos_are_reported_not_waited_on() {
         let expected = [b"a.txt".to_vec(), b"sub/b.txt".to_vec(), b"x.log".to_vec()];
 
         let onboarded = finishes(&format!("onboard with a FIFO {kind}"), &fifos, || {
-            fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+            env.worktrees
+                .onboard(&env.store, &root, &OnboardOptions::default())
         })
         .unwrap_or_else(|e| panic!("{kind}: {e}"));
         assert_eq!(
-            reason_of(&onboarded.skipped, kind),
+            reason_of(&onboarded.skipped, kind).as_deref(),
             Some("ignore-file-not-regular"),
             "{kind}: {:?}",
             onboarded.skipped
@@ -125,11 +126,11 @@ fn ignore_files_that_are_fifos_are_reported_not_waited_on() {
             let snap = finishes(
                 &format!("snapshot ({step}) with a FIFO {kind}"),
                 &fifos,
-                || fs_manager::snapshot(&env.store, &root, &threads(n)),
+                || env.worktrees.snapshot(&env.store, &root, &threads(n)),
             )
             .unwrap_or_else(|e| panic!("{kind} {step}: {e}"));
             assert_eq!(
-                reason_of(&snap.skipped, kind),
+                reason_of(&snap.skipped, kind).as_deref(),
                 Some("ignore-file-not-regular"),
                 "{kind} {step}: {:?}",
                 snap.skipped
@@ -166,7 +167,7 @@ fn ignore_files_linked_to_dev_zero_are_not_read() {
     );
     for n in [1, 0] {
         let out = finishes("onboard with ignore files linked to /dev/zero", &[], || {
-            fs_manager::onboard(
+            env.worktrees.onboard(
                 &env.store,
                 &root,
                 &OnboardOptions {
@@ -184,7 +185,7 @@ fn ignore_files_linked_to_dev_zero_are_not_read() {
             assert!(files.contains_key(f.as_bytes()), "{f} captured");
         }
         assert_eq!(
-            reason_of(&out.skipped, ".git/info/exclude"),
+            reason_of(&out.skipped, ".git/info/exclude").as_deref(),
             Some("ignore-file-not-regular"),
             "{:?}",
             out.skipped
@@ -217,7 +218,7 @@ fn ignore_files_over_the_size_limit_are_not_read() {
             .unwrap();
     }
     let out = finishes("onboard with huge ignore files", &[], || {
-        fs_manager::onboard(
+        env.worktrees.onboard(
             &env.store,
             &root,
             &OnboardOptions {
@@ -231,7 +232,7 @@ fn ignore_files_over_the_size_limit_are_not_read() {
     let files = snapshot_files(&env.store, out.snapshot);
     assert_eq!(keys(&files), ["a.txt", "x.log", "y.tmp"]);
     assert_eq!(
-        reason_of(&out.skipped, ".git/info/exclude"),
+        reason_of(&out.skipped, ".git/info/exclude").as_deref(),
         Some("ignore-file-too-large"),
         "{:?}",
         out.skipped
@@ -276,7 +277,7 @@ fn deep_dirs(base: &Utf8Path, name: &str, levels: usize) -> String {
 
 fn path_too_long_above(skipped: &[Skipped], deep: &str) -> bool {
     skipped.iter().any(|s| {
-        s.reason == "path-too-long"
+        s.reason.to_string() == "path-too-long"
             && deep.as_bytes().starts_with(&s.path)
             && deep.as_bytes().get(s.path.len()) == Some(&b'/')
     })
@@ -301,7 +302,8 @@ fn paths_too_long_are_left_out_and_the_rest_captured() {
         let deep = deep_dirs(root, &name, levels);
         assert!(root.as_str().len() + 1 + deep.len() > 4096);
         let out = finishes("onboard of a deep tree", &[], || {
-            fs_manager::onboard(&env.store, root, &OnboardOptions::default())
+            env.worktrees
+                .onboard(&env.store, root, &OnboardOptions::default())
         })
         .unwrap_or_else(|e| panic!("{root}: {e}"));
         assert!(
@@ -324,7 +326,9 @@ fn paths_too_long_are_left_out_and_the_rest_captured() {
                 settle();
             }
             std::fs::write(root.join("a.txt"), step).unwrap();
-            let snap = fs_manager::snapshot(&env.store, root, &threads(n))
+            let snap = env
+                .worktrees
+                .snapshot(&env.store, root, &threads(n))
                 .unwrap_or_else(|e| panic!("{root} {step}: {e}"));
             assert!(path_too_long_above(&snap.skipped, &deep), "{step}");
             let files = snapshot_files(&env.store, snap.snapshot);
@@ -379,12 +383,13 @@ fn pseudo_file_systems_inside_the_tree_are_not_entered() {
         return;
     };
     let out = finishes("onboard with a proc inside", &[], || {
-        fs_manager::onboard(&env.store, &root, &OnboardOptions::default())
+        env.worktrees
+            .onboard(&env.store, &root, &OnboardOptions::default())
     })
     .unwrap();
     for at in ["s/p", "s/v"] {
         assert_eq!(
-            reason_of(&out.skipped, at),
+            reason_of(&out.skipped, at).as_deref(),
             Some("pseudo-filesystem"),
             "{at}: {:?}",
             out.skipped
@@ -396,10 +401,13 @@ fn pseudo_file_systems_inside_the_tree_are_not_entered() {
         settle();
         std::fs::write(root.join("a.txt"), format!("{n}")).unwrap();
         let snap = finishes("snapshot with a proc inside", &[], || {
-            fs_manager::snapshot(&env.store, &root, &threads(n))
+            env.worktrees.snapshot(&env.store, &root, &threads(n))
         })
         .unwrap();
-        assert_eq!(reason_of(&snap.skipped, "s/p"), Some("pseudo-filesystem"));
+        assert_eq!(
+            reason_of(&snap.skipped, "s/p").as_deref(),
+            Some("pseudo-filesystem")
+        );
     }
 }
 
@@ -466,7 +474,7 @@ fn a_file_growing_while_read_is_captured_bounded() {
         });
         reset_peak_memory();
         let before = peak_memory();
-        let out = fs_manager::onboard(
+        let out = env.worktrees.onboard(
             &env.store,
             &root,
             &OnboardOptions {
@@ -505,7 +513,8 @@ fn a_file_growing_while_read_is_captured_bounded() {
 fn the_file_system_root_is_refused() {
     let env = Env::new();
     let err = finishes("onboard of /", &[], || {
-        fs_manager::onboard(&env.store, Utf8Path::new("/"), &OnboardOptions::default())
+        env.worktrees
+            .onboard(&env.store, Utf8Path::new("/"), &OnboardOptions::default())
     })
     .unwrap_err();
     assert!(
@@ -517,7 +526,7 @@ fn the_file_system_root_is_refused() {
     );
     assert!(err.to_string().starts_with("/: "), "{err}");
     let err = finishes("checkpoint of /", &[], || {
-        fs_manager::checkpoint(
+        env.worktrees.checkpoint(
             &env.store,
             Utf8Path::new("/"),
             &fs_manager::CheckpointOptions::default(),
@@ -540,31 +549,36 @@ fn paths_no_capture_could_reach_are_never_written() {
     write_tree(&src, &[("a.txt", file("a"))]);
     // 19 levels: a 3.8 KB path.
     let deep = deep_dirs(&src, &name, 19);
-    let snap = fs_manager::onboard(&env.store, &src, &OnboardOptions::default())
+    let snap = env
+        .worktrees
+        .onboard(&env.store, &src, &OnboardOptions::default())
         .unwrap()
         .snapshot;
     assert!(snapshot_files(&env.store, snap).contains_key(deep.as_bytes()));
     // A checkout where the path fits works.
     let near = env.path("near");
-    fs_manager::checkout(
-        &env.store,
-        snap,
-        &near,
-        &fs_manager::CheckoutOptions::default(),
-    )
-    .unwrap();
+    env.worktrees
+        .checkout(
+            &env.store,
+            snap,
+            &near,
+            &fs_manager::CheckoutOptions::default(),
+        )
+        .unwrap();
     assert_eq!(read_deep(&near, &deep), b"deep");
 
     let long = env.path(&format!("{}/{}", "r".repeat(200), "r".repeat(200)));
     std::fs::create_dir_all(&long).unwrap();
     let dest = long.join("dest");
-    let err = fs_manager::checkout(
-        &env.store,
-        snap,
-        &dest,
-        &fs_manager::CheckoutOptions::default(),
-    )
-    .unwrap_err();
+    let err = env
+        .worktrees
+        .checkout(
+            &env.store,
+            snap,
+            &dest,
+            &fs_manager::CheckoutOptions::default(),
+        )
+        .unwrap_err();
     let message = err.to_string();
     assert!(
         message.contains(dest.as_str()) && message.contains("path-too-long"),
@@ -574,24 +588,32 @@ fn paths_no_capture_could_reach_are_never_written() {
 
     let w = long.join("w");
     write_tree(&w, &[("b.txt", file("b"))]);
-    fs_manager::onboard(&env.store, &w, &OnboardOptions::default()).unwrap();
-    let out = fs_manager::rollback(
-        &env.store,
-        &w,
-        snap,
-        &fs_manager::RollbackOptions::default(),
-    )
-    .unwrap();
+    env.worktrees
+        .onboard(&env.store, &w, &OnboardOptions::default())
+        .unwrap();
+    let out = env
+        .worktrees
+        .rollback(
+            &env.store,
+            &w,
+            snap,
+            &fs_manager::RollbackOptions::default(),
+        )
+        .unwrap();
     assert!(
         out.skipped
             .iter()
-            .any(|s| s.path == deep.as_bytes() && s.reason == "out of scope: path-too-long"),
+            .any(|s| s.path == deep.as_bytes()
+                && s.reason.to_string() == "out of scope: path-too-long"),
         "{:?}",
         out.skipped.iter().map(|s| &s.reason).collect::<Vec<_>>()
     );
     assert_eq!(keys(&disk(&w, &[])), ["a.txt"]);
     // Its capture sees what is there; nothing is hidden beyond reach.
-    let snap = fs_manager::snapshot(&env.store, &w, &CaptureOptions::default()).unwrap();
+    let snap = env
+        .worktrees
+        .snapshot(&env.store, &w, &CaptureOptions::default())
+        .unwrap();
     assert!(!snap.changed);
     assert!(snap.skipped.is_empty(), "{:?}", snap.skipped);
 }
@@ -644,15 +666,17 @@ fn a_linked_git_directorys_exclude_file_applies() {
         ],
     );
     for n in [1, 0] {
-        let out = fs_manager::onboard(
-            &env.store,
-            &root,
-            &OnboardOptions {
-                capture: threads(n),
-                ..OnboardOptions::default()
-            },
-        )
-        .unwrap();
+        let out = env
+            .worktrees
+            .onboard(
+                &env.store,
+                &root,
+                &OnboardOptions {
+                    capture: threads(n),
+                    ..OnboardOptions::default()
+                },
+            )
+            .unwrap();
         let files = snapshot_files(&env.store, out.snapshot);
         assert_eq!(keys(&files), ["sub/z.txt", "x.tmp"], "{n} threads");
     }

@@ -297,3 +297,31 @@ impl ReplaceFirst for Vec<u8> {
         [&self[..at], to, &self[at + from.len()..]].concat()
     }
 }
+
+/// The source an onboard records: HEAD and whether tracked files differ from it; nothing
+/// for a directory that is not a work tree's top, an unborn HEAD or an unreadable `.git`.
+#[test]
+fn git_source_tells_the_commit_and_whether_the_files_moved_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Utf8Path::from_path(tmp.path()).unwrap();
+    let repo = source_repo(dir);
+    let head = git(&repo, &["rev-parse", "HEAD"]);
+    let clean = merge_back::git_source(&repo).expect("a repository with a commit");
+    assert_eq!((clean.commit.as_str(), clean.dirty), (head.as_str(), false));
+    std::fs::write(repo.join("README"), "edited\n").unwrap();
+    let dirty = merge_back::git_source(&repo).expect("a repository with a commit");
+    assert_eq!((dirty.commit.as_str(), dirty.dirty), (head.as_str(), true));
+
+    assert!(
+        merge_back::git_source(&repo.join("deep")).is_none(),
+        "not the top"
+    );
+    let unborn = dir.join("unborn");
+    std::fs::create_dir(&unborn).unwrap();
+    git(&unborn, &["init", "-q"]);
+    assert!(merge_back::git_source(&unborn).is_none(), "no commit yet");
+    let stub = dir.join("stub");
+    std::fs::create_dir(&stub).unwrap();
+    std::fs::write(stub.join(".git"), "gitdir: /nowhere/at/all\n").unwrap();
+    assert!(merge_back::git_source(&stub).is_none(), "unreadable .git");
+}

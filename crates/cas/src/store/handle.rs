@@ -1,0 +1,913 @@
+//! [`Store`]: an open store, and writing to it.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use redb::{Database, ReadableDatabase, ReadableTable, Table, WriteTransaction};
+
+use super::blob::{Body, Codec, Location, LogWriter};
+use super::contain::{Health, open_held};
+use super::error::StorageResult;
+use super::tables::*;
+
+use super::blob::{CHUNK_BYTES, PreparedBlob};
+use super::error::*;
+use crate::id::{BlobId, SnapshotId, TreeId};
+use crate::object::Tree;
+use std::sync::Mutex;
+
+use crate::object::ObjectKind;
+
+use super::batch::*;
+use super::group::{Leader, Pending};
+use super::options::*;
+use super::reader::*;
+use std::sync::PoisonError;
+
+/// Trees whose encoding is larger than this are stored zstd-compressed.
+const TREE_COMPRESS_THRESHOLD: usize = 512;
+
+/// The database, opened for writing or read-only; closed only while the store is dropped.
+pub(super) enum Db {
+    Write(Database),
+    Read(redb::ReadOnlyDatabase),
+    Closed,
+}
+
+impl Db {
+    pub(super) fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Db::Write(db) => db.begin_read(),
+            Db::Read(db) => db.begin_read(),
+            Db::Closed => Err(redb::StorageError::DatabaseClosed.into()),
+        }
+    }
+}
+
+/// An open store. A writer holds it alone; read-only opens share it with each other;
+/// everyone else waits (see [`OpenOptions`]).
+pub struct Store {
+    pub(super) db: Db,
+    pub(super) root: Utf8PathBuf,
+    /// Every call into redb runs through it (see `contain`).
+    pub(super) health: Arc<Health>,
+    pub(super) segment_bytes: u64,
+    pub(super) group: super::group::Group,
+    pub(super) versions: super::versions::Versions,
+    /// Set when a write transaction ran out of space: the database file's length when it
+    /// began, so that what it took is given back when the store closes (see `reclaim`).
+    pub(super) reclaim_past: std::sync::Mutex<Option<u64>>,
+    /// How it was opened, to open it again after such a write.
+    pub(super) options: Box<OpenOptions>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("root", &self.root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens the store folder `root`, creating it if `options.create`.
+    pub fn open(root: &Utf8Path, options: &OpenOptions) -> Result<Store, OpenError> {
+        let db_path = root.join(DATABASE_FILE);
+        let exists = db_path.is_file();
+        if !exists && !options.create {
+            return Err(OpenError::Missing {
+                path: root.to_owned(),
+            });
+        }
+        if !exists {
+            std::fs::create_dir_all(root).map_err(|source| OpenError::Io {
+                path: root.to_owned(),
+                source,
+            })?;
+        }
+        let health = Arc::new(Health::new(root));
+        let damaged = |source| OpenError::Database {
+            path: db_path.clone(),
+            source,
+        };
+        let db = health
+            .catch(|| Self::open_database(root, &db_path, options))
+            .map_err(damaged)??;
+        let mut store = Store {
+            db,
+            root: root.to_owned(),
+            health: Arc::clone(&health),
+            segment_bytes: 0,
+            group: super::group::Group::default(),
+            versions: super::versions::Versions::default(),
+            reclaim_past: std::sync::Mutex::new(None),
+            options: Box::new(options.clone()),
+        };
+        store.segment_bytes = health
+            .catch(|| store.prepare(options.create))
+            .map_err(damaged)??;
+        Ok(store)
+    }
+
+    pub(super) fn open_database(
+        root: &Utf8Path,
+        db_path: &Utf8Path,
+        options: &OpenOptions,
+    ) -> Result<Db, OpenError> {
+        let started = Instant::now();
+        let mut announced = false;
+        let mut pause = Duration::from_millis(5);
+        let mut read_only = options.read_only;
+        loop {
+            let mut builder = Database::builder();
+            builder.set_cache_size(options.cache_bytes);
+            let opened = if read_only {
+                builder.open_read_only(db_path).map(Db::Read)
+            } else {
+                builder.create(db_path).map(Db::Write)
+            };
+            match opened {
+                Ok(db) => return Ok(db),
+                Err(redb::DatabaseError::DatabaseAlreadyOpen) => {
+                    let waited = started.elapsed();
+                    if waited >= options.lock_timeout {
+                        return Err(OpenError::LockTimeout {
+                            path: root.to_owned(),
+                            waited,
+                        });
+                    }
+                    if !announced {
+                        announced = true;
+                        tracing::info!(store = %root, "store is held by another process; waiting");
+                        if let Some(notify) = options.on_wait {
+                            notify(root);
+                        }
+                    }
+                    std::thread::sleep(pause.min(options.lock_timeout.saturating_sub(waited)));
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                // A store left behind by a crash needs the repair that only a writer does;
+                // any other failure is reported as it is, with the file untouched.
+                Err(redb::DatabaseError::RepairAborted) if read_only => {
+                    tracing::info!(store = %root, "store was not closed cleanly; repairing it");
+                    read_only = false;
+                }
+                Err(e) => {
+                    return Err(OpenError::Database {
+                        path: db_path.to_owned(),
+                        source: StorageFailure::from(e),
+                    });
+                }
+            }
+        }
+    }
+
+    pub(super) fn writer(&self) -> Result<&Database, WriteError> {
+        match &self.db {
+            Db::Write(db) => Ok(db),
+            Db::Read(_) => Err(WriteError::ReadOnly {
+                path: self.root.clone(),
+            }),
+            Db::Closed => Err(StorageFailure::from(redb::StorageError::DatabaseClosed).into()),
+        }
+    }
+
+    /// Begins a write transaction and returns it with the database file's length. While it
+    /// is open nothing else grows the file (redb has one writer, and a writable store is held
+    /// by one process), so what lies past that length is this transaction's alone.
+    pub(super) fn begin_write(&self) -> Result<(WriteTransaction, u64), WriteError> {
+        Ok(self.begin_write_on(self.writer()?)?)
+    }
+
+    pub(super) fn begin_write_on(
+        &self,
+        db: &Database,
+    ) -> Result<(WriteTransaction, u64), StorageFailure> {
+        let txn = db.begin_write().storage()?;
+        let len = std::fs::metadata(self.database_path())
+            .map_err(|e| StorageFailure::from(redb::StorageError::Io(e)))?;
+        Ok((txn, len.len()))
+    }
+
+    /// Passes on `e`, the failure of a write transaction begun when the file was
+    /// `len_before` long; if the file system filled up, that space is given back on close.
+    pub(super) fn after_failed_write<E: super::error::OutOfSpace>(
+        &self,
+        len_before: u64,
+        e: E,
+    ) -> E {
+        if e.is_out_of_space() {
+            let mut past = self
+                .reclaim_past
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            *past = Some(past.map_or(len_before, |p| p.min(len_before)));
+        }
+        e
+    }
+
+    /// Checks the format version, initialising a new database; returns the segment size.
+    pub(super) fn prepare(&self, create: bool) -> Result<u64, OpenError> {
+        let db_err = |e: StorageFailure| OpenError::Database {
+            path: self.root.join(DATABASE_FILE),
+            source: e,
+        };
+        let existing = {
+            let txn = self.db.begin_read().storage().map_err(db_err)?;
+            match txn.open_table(META) {
+                Ok(meta) => {
+                    let version = meta.get(FORMAT_VERSION_KEY).storage().map_err(db_err)?;
+                    let segment = meta.get(SEGMENT_BYTES_KEY).storage().map_err(db_err)?;
+                    Some((version.map(|v| v.value()), segment.map(|v| v.value())))
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(db_err(e.into())),
+            }
+        };
+        match existing {
+            Some((Some(FORMAT_VERSION), Some(segment))) => {
+                // Every read and write allocates a segment: a damaged size must not reach them.
+                if (super::blob::MIN_SEGMENT_BYTES..=super::blob::MAX_SEGMENT_BYTES)
+                    .contains(&segment)
+                {
+                    Ok(segment)
+                } else {
+                    Err(OpenError::Corrupt {
+                        path: self.root.clone(),
+                        reason: format!(
+                            "its blob log segment size, {segment} bytes, is not possible"
+                        ),
+                    })
+                }
+            }
+            Some((found, _)) => Err(OpenError::UnsupportedFormat {
+                path: self.root.clone(),
+                found: found.unwrap_or(0),
+                expected: FORMAT_VERSION,
+            }),
+            None if !create => Err(OpenError::UnsupportedFormat {
+                path: self.root.clone(),
+                found: 0,
+                expected: FORMAT_VERSION,
+            }),
+            None => {
+                let Db::Write(db) = &self.db else {
+                    return Err(OpenError::UnsupportedFormat {
+                        path: self.root.clone(),
+                        found: 0,
+                        expected: FORMAT_VERSION,
+                    });
+                };
+                let txn = db.begin_write().storage().map_err(db_err)?;
+                {
+                    let mut meta = open_held(&txn, META).storage().map_err(db_err)?;
+                    meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
+                        .storage()
+                        .map_err(db_err)?;
+                    meta.insert(SEGMENT_BYTES_KEY, super::blob::DEFAULT_SEGMENT_BYTES)
+                        .storage()
+                        .map_err(db_err)?;
+                    meta.insert(LOG_END_KEY, 0).storage().map_err(db_err)?;
+                    open_held(&txn, BLOBS).storage().map_err(db_err)?;
+                    open_held(&txn, SEGMENTS).storage().map_err(db_err)?;
+                    open_held(&txn, TREES).storage().map_err(db_err)?;
+                    open_held(&txn, SNAPSHOTS).storage().map_err(db_err)?;
+                    open_held(&txn, REFS).storage().map_err(db_err)?;
+                    open_held(&txn, WORKTREES).storage().map_err(db_err)?;
+                    open_held(&txn, OPLOG).storage().map_err(db_err)?;
+                    open_held(&txn, FILE_STATES).storage().map_err(db_err)?;
+                }
+                txn.commit().storage().map_err(db_err)?;
+                Ok(super::blob::DEFAULT_SEGMENT_BYTES)
+            }
+        }
+    }
+
+    /// The store folder.
+    pub fn root(&self) -> &Utf8Path {
+        &self.root
+    }
+
+    /// The database file.
+    pub fn database_path(&self) -> Utf8PathBuf {
+        self.root.join(DATABASE_FILE)
+    }
+
+    /// A consistent read view of the store as of now.
+    pub fn reader(&self) -> Result<Reader, StorageFailure> {
+        self.health.run(|| self.open_reader())
+    }
+
+    pub(super) fn open_reader(&self) -> Result<Reader, StorageFailure> {
+        let txn = self.db.begin_read().storage()?;
+        Ok(Reader {
+            health: Arc::clone(&self.health),
+            blobs: txn.open_table(BLOBS).storage()?,
+            segments: txn.open_table(SEGMENTS).storage()?,
+            trees: txn.open_table(TREES).storage()?,
+            snapshots: txn.open_table(SNAPSHOTS).storage()?,
+            refs: txn.open_table(REFS).storage()?,
+            worktrees: txn.open_table(WORKTREES).storage()?,
+            oplog: txn.open_table(OPLOG).storage()?,
+            file_states: txn.open_table(FILE_STATES).storage()?,
+            git_oids: match txn.open_table(GIT_OIDS) {
+                Ok(t) => Some(t),
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(e.into()),
+            },
+            journals: match txn.open_table(JOURNALS) {
+                Ok(t) => Some(t),
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(e.into()),
+            },
+            segment_bytes: self.segment_bytes,
+        })
+    }
+
+    /// Writes everything in `batch` in one durable transaction: when this returns `Ok`, every
+    /// id in the batch survives a crash. Objects already stored are skipped.
+    ///
+    /// Threads writing at the same time share one transaction (group commit); each batch is
+    /// still applied whole or not at all.
+    pub fn write(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
+        // New versions before and after: a version read while the commit is under way
+        // is never current afterwards, and a failed commit (which may have landed) makes
+        // what was known stale too.
+        self.versions.bump(batch.file_state_roots());
+        let result = self.health.run(|| {
+            if batch.stored_bytes() > super::group::GROUP_MAX_BYTES {
+                self.write_alone(batch)
+            } else {
+                self.write_grouped(batch)
+            }
+        });
+        self.versions.bump(batch.file_state_roots());
+        result
+    }
+
+    /// The version of worktree `root`'s file states in this store: every write that
+    /// touches them changes it. A copy of them read, or written, while this returned `v`
+    /// is still what the store holds while it returns `v`, provided whoever writes a
+    /// worktree's file states holds that worktree (as `fs_manager`'s operations do).
+    pub fn file_states_version(&self, root: &Utf8Path) -> u64 {
+        self.versions.of(root)
+    }
+
+    pub(super) fn write_in(
+        &self,
+        txn: &WriteTransaction,
+        batch: &WriteBatch,
+    ) -> Result<WriteOutcome, WriteError> {
+        let mut outcome = WriteOutcome::default();
+        let mut meta = open_held(txn, META).storage()?;
+        let mut blobs = open_held(txn, BLOBS).storage()?;
+        let mut segments = open_held(txn, SEGMENTS).storage()?;
+        let end = meta
+            .get(LOG_END_KEY)
+            .storage()?
+            .map(|v| v.value())
+            .unwrap_or(0);
+        let mut log = LogWriter::open(&segments, self.segment_bytes, end)?;
+        for blob in &batch.blobs {
+            write_blob(&mut blobs, &mut segments, &mut log, blob, &mut outcome)?;
+        }
+        let new_end = log.end();
+        log.finish(&mut segments)?;
+        if new_end != end {
+            meta.insert(LOG_END_KEY, new_end).storage()?;
+        }
+
+        let mut trees = open_held(txn, TREES).storage()?;
+        let batch_trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
+        for (id, tree) in &batch.trees {
+            if trees.get(id.as_bytes()).storage()?.is_some() {
+                continue;
+            }
+            for entry in tree.entries() {
+                let present = match (entry.blob(), entry.tree()) {
+                    (Some(b), _) => blobs.get(b.as_bytes()).storage()?.is_some(),
+                    (_, Some(t)) => {
+                        batch_trees.contains(&t) || trees.get(t.as_bytes()).storage()?.is_some()
+                    }
+                    _ => true,
+                };
+                if !present {
+                    let kind = if entry.kind.is_blob() {
+                        ObjectKind::Blob
+                    } else {
+                        ObjectKind::Tree
+                    };
+                    return Err(WriteError::Dangling { kind, id: entry.id });
+                }
+            }
+            trees
+                .insert(id.as_bytes(), encode_tree_value(tree).as_slice())
+                .storage()?;
+            outcome.trees_written += 1;
+        }
+
+        let mut snapshots = open_held(txn, SNAPSHOTS).storage()?;
+        for (id, snap) in &batch.snapshots {
+            if snapshots.get(id.as_bytes()).storage()?.is_some() {
+                continue;
+            }
+            if trees.get(snap.tree.as_bytes()).storage()?.is_none() {
+                return Err(WriteError::Dangling {
+                    kind: ObjectKind::Tree,
+                    id: snap.tree.into(),
+                });
+            }
+            for p in &snap.parents {
+                if snapshots.get(p.as_bytes()).storage()?.is_none() {
+                    return Err(WriteError::Dangling {
+                        kind: ObjectKind::Snapshot,
+                        id: (*p).into(),
+                    });
+                }
+            }
+            snapshots
+                .insert(id.as_bytes(), snap.encode().as_slice())
+                .storage()?;
+            outcome.snapshots_written += 1;
+        }
+
+        let snapshot_present = |id: &SnapshotId| -> Result<(), WriteError> {
+            if snapshots.get(id.as_bytes()).storage()?.is_none() {
+                return Err(WriteError::Dangling {
+                    kind: ObjectKind::Snapshot,
+                    id: (*id).into(),
+                });
+            }
+            Ok(())
+        };
+        let mut refs = open_held(txn, REFS).storage()?;
+        for (name, target) in &batch.refs {
+            match target {
+                Some(id) => {
+                    snapshot_present(id)?;
+                    refs.insert(name.as_str(), id.as_bytes()).storage()?;
+                }
+                None => {
+                    refs.remove(name.as_str()).storage()?;
+                }
+            }
+        }
+        let mut worktrees = open_held(txn, WORKTREES).storage()?;
+        for record in &batch.worktrees {
+            for id in record.snapshots() {
+                snapshot_present(&id)?;
+            }
+            let json = serde_json::to_vec(record).map_err(|e| WriteError::Encode {
+                what: format!("worktree record {}", record.root),
+                reason: e.to_string(),
+            })?;
+            worktrees
+                .insert(record.root.as_str(), json.as_slice())
+                .storage()?;
+        }
+        for root in &batch.removed_worktrees {
+            worktrees.remove(root.as_str()).storage()?;
+        }
+        let mut oplog = open_held(txn, OPLOG).storage()?;
+        for (root, op) in &batch.ops {
+            for id in op.snapshots() {
+                snapshot_present(&id)?;
+            }
+            let next = oplog
+                .range((root.as_str(), 0)..=(root.as_str(), u64::MAX))
+                .storage()?
+                .next_back()
+                .transpose()
+                .storage()?
+                .map(|(k, _)| k.value().1 + 1)
+                .unwrap_or(1);
+            let mut op = op.clone();
+            op.seq = next;
+            let json = serde_json::to_vec(&op).map_err(|e| WriteError::Encode {
+                what: format!("op-log entry for {root}"),
+                reason: e.to_string(),
+            })?;
+            oplog
+                .insert((root.as_str(), next), json.as_slice())
+                .storage()?;
+            outcome.op_seqs.push(next);
+        }
+        let mut states = open_held(txn, FILE_STATES).storage()?;
+        let past_any_path = [0xffu8; 4097];
+        for root in &batch.cleared_states {
+            let root = root.as_str();
+            states
+                .retain_in::<(&str, &[u8]), _>(
+                    (root, &[][..])..(root, &past_any_path[..]),
+                    |_, _| false,
+                )
+                .storage()?;
+        }
+        if !batch.journals.is_empty() {
+            let mut journals = open_held(txn, JOURNALS).storage()?;
+            for (root, journal) in &batch.journals {
+                match journal {
+                    Some(j) => {
+                        journals.insert(root.as_str(), j.as_slice()).storage()?;
+                    }
+                    None => {
+                        journals.remove(root.as_str()).storage()?;
+                    }
+                }
+            }
+        }
+        if !batch.git_oids.is_empty() {
+            let mut map = open_held(txn, GIT_OIDS).storage()?;
+            for (id, oid) in &batch.git_oids {
+                map.insert(id.as_bytes(), oid.as_slice()).storage()?;
+            }
+        }
+        for (root, path, state) in &batch.file_states {
+            match state {
+                Some(v) => {
+                    states
+                        .insert((root.as_str(), path.as_slice()), v.as_slice())
+                        .storage()?;
+                }
+                None => {
+                    states.remove((root.as_str(), path.as_slice())).storage()?;
+                }
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Stores one blob given in memory and returns its id.
+    pub fn put_blob(&self, content: &[u8]) -> Result<BlobId, WriteError> {
+        let mut batch = WriteBatch::new();
+        let id = batch.add_blob(PreparedBlob::new(content));
+        self.write(&batch)?;
+        Ok(id)
+    }
+
+    /// Streams a blob of any size from `input` with memory bounded by a few chunks.
+    ///
+    /// Chunks are committed in batches of about 64 MiB; the blob's own entry goes in last, so
+    /// an interrupted call leaves only unreferenced chunks, which `gc` removes.
+    pub fn put_blob_stream(
+        &self,
+        mut input: impl std::io::Read,
+        what: &str,
+    ) -> Result<BlobId, WriteError> {
+        const BATCH_BYTES: u64 = 64 << 20;
+        let read_err = |source| WriteError::Input {
+            what: what.to_owned(),
+            source,
+        };
+        let mut buf = vec![0u8; CHUNK_BYTES];
+        let mut n = read_full(&mut input, &mut buf).map_err(read_err)?;
+        if n < CHUNK_BYTES {
+            return self.put_blob(&buf[..n]);
+        }
+        let mut hasher = blake3::Hasher::new();
+        let mut chunks = Vec::new();
+        let mut batch = WriteBatch::new();
+        let mut size = 0u64;
+        while n > 0 {
+            let chunk = &buf[..n];
+            hasher.update(chunk);
+            size += n as u64;
+            let id = BlobId::of(chunk);
+            chunks.push(id);
+            if !self.reader()?.has_blob(id)? {
+                batch.add_blob(PreparedBlob::with_id(id, chunk));
+            }
+            if batch.stored_bytes() >= BATCH_BYTES {
+                self.write(&batch)?;
+                batch = WriteBatch::new();
+            }
+            n = read_full(&mut input, &mut buf).map_err(read_err)?;
+        }
+        let id = BlobId::from_bytes(*hasher.finalize().as_bytes());
+        if chunks.len() > 1 {
+            let body = Body::Chunked {
+                chunks,
+                parts: Vec::new(),
+            };
+            batch.add_blob(PreparedBlob { id, size, body });
+        }
+        // A single full chunk is its own blob: its id is the whole content's id.
+        self.write(&batch)?;
+        Ok(id)
+    }
+
+    /// Points ref `name` at `target`.
+    pub fn set_ref(&self, name: &str, target: SnapshotId) -> Result<(), RefError> {
+        validate_ref_name(name)?;
+        let mut batch = WriteBatch::new();
+        batch.set_ref(name, target);
+        self.write(&batch).map_err(|e| match e {
+            WriteError::Dangling { id, .. } => RefError::UnknownSnapshot { id },
+            WriteError::Storage(s) => RefError::Storage(s),
+            other => RefError::Write(Box::new(other)),
+        })?;
+        Ok(())
+    }
+
+    /// Removes ref `name`, returning where it pointed.
+    pub fn remove_ref(&self, name: &str) -> Result<SnapshotId, RefError> {
+        self.health.run(|| self.remove_ref_in_db(name))
+    }
+
+    pub(super) fn remove_ref_in_db(&self, name: &str) -> Result<SnapshotId, RefError> {
+        let (txn, len_before) = self
+            .begin_write()
+            .map_err(|e| RefError::Write(Box::new(e)))?;
+        let removed = (|| {
+            let old = {
+                let mut refs = open_held(&txn, REFS).storage()?;
+                refs.remove(name)
+                    .storage()?
+                    .map(|v| SnapshotId::from_bytes(v.value()))
+            };
+            let Some(old) = old else {
+                return Err(RefError::NotFound {
+                    name: name.to_owned(),
+                });
+            };
+            txn.commit().storage()?;
+            Ok(old)
+        })();
+        removed.map_err(|e| self.after_failed_write(len_before, e))
+    }
+
+    /// Shrinks the database file to what it holds. Slow on large stores; `gc` calls it.
+    pub fn compact(&mut self) -> Result<(), StorageFailure> {
+        let health = Arc::clone(&self.health);
+        health.run(|| {
+            if let Db::Write(db) = &mut self.db {
+                db.compact().storage()?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl Store {
+    /// True after a write ran out of space: the database then refuses every call until
+    /// [`Store::reopen_after_failed_write`], or until the store is dropped (which gives the
+    /// space back too).
+    pub fn write_failed_for_space(&self) -> bool {
+        self.reclaim_past
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_some()
+    }
+
+    /// Gives back the space of a write that ran out of it and opens the database again, so
+    /// that a store held open for long (`cairn serve`) goes on working once there is room.
+    pub fn reopen_after_failed_write(&mut self) -> Result<(), OpenError> {
+        let past = self
+            .reclaim_past
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(len_before) = past else {
+            return Ok(());
+        };
+        super::reclaim::give_back(&self.root, len_before);
+        self.close_db();
+        let db_path = self.database_path();
+        let options = self.options.clone();
+        self.db = self
+            .health
+            .catch(|| Self::open_database(&self.root, &db_path, &options))
+            .map_err(|source| OpenError::Database {
+                path: db_path.clone(),
+                source,
+            })??;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Closes the database. redb's drop commits once more (its allocator state), which can
+    /// panic on a damaged file, and does after a caught panic poisoned its locks; a drop must
+    /// not panic, and the next open repairs what the close left undone.
+    pub(super) fn close_db(&mut self) {
+        let db = std::mem::replace(&mut self.db, Db::Closed);
+        if let Err(reason) = super::contain::quietly(|| drop(db))
+            && !self.health.is_damaged()
+        {
+            tracing::warn!(store = %self.root, "closing the database failed ({reason}); the next open repairs it");
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let past = self
+            .reclaim_past
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        match past {
+            Some(len_before) if !self.health.is_damaged() => {
+                super::reclaim::give_back(&self.root, len_before);
+                self.close_db();
+                super::reclaim::repair(&self.root);
+            }
+            _ => self.close_db(),
+        }
+    }
+}
+
+fn read_full(input: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match input.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
+fn write_blob(
+    blobs: &mut Table<[u8; 32], &[u8]>,
+    segments: &mut Table<u64, &[u8]>,
+    log: &mut LogWriter,
+    blob: &PreparedBlob,
+    outcome: &mut WriteOutcome,
+) -> Result<(), WriteError> {
+    if blobs.get(blob.id.as_bytes()).storage()?.is_some() {
+        return Ok(());
+    }
+    let location = match &blob.body {
+        Body::Packed { codec, payload } => {
+            let offset = log.append(segments, payload)?;
+            outcome.bytes_written += payload.len() as u64;
+            Location::Packed {
+                offset,
+                len: u32::try_from(payload.len()).unwrap_or(u32::MAX),
+                size: blob.size,
+                codec: *codec,
+            }
+        }
+        Body::Chunked { chunks, parts } => {
+            for part in parts {
+                write_blob(blobs, segments, log, part, outcome)?;
+            }
+            for chunk in chunks {
+                if blobs.get(chunk.as_bytes()).storage()?.is_none() {
+                    return Err(WriteError::Dangling {
+                        kind: ObjectKind::Blob,
+                        id: (*chunk).into(),
+                    });
+                }
+            }
+            Location::Chunked {
+                size: blob.size,
+                chunks: chunks.clone(),
+            }
+        }
+    };
+    blobs
+        .insert(blob.id.as_bytes(), location.encode().as_slice())
+        .storage()?;
+    outcome.blobs_written += 1;
+    Ok(())
+}
+
+pub(super) fn encode_tree_value(tree: &Tree) -> Vec<u8> {
+    let encoded = tree.encode();
+    if encoded.len() > TREE_COMPRESS_THRESHOLD
+        && let Ok(c) = zstd::bulk::compress(&encoded, 3)
+        && c.len() < encoded.len()
+    {
+        let mut out = Vec::with_capacity(c.len() + 1);
+        out.push(Codec::Zstd as u8);
+        out.extend_from_slice(&c);
+        return out;
+    }
+    let mut out = Vec::with_capacity(encoded.len() + 1);
+    out.push(Codec::Raw as u8);
+    out.extend_from_slice(&encoded);
+    out
+}
+
+impl Store {
+    /// [`Store::write`] through the group: returns once `batch` is durable (or refused).
+    pub(crate) fn write_grouped(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
+        let pending = Arc::new(Pending {
+            batch: batch.clone(),
+            result: Mutex::new(None),
+        });
+        let group = &self.group;
+        let mut state = group.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.queue.push(Arc::clone(&pending));
+        loop {
+            if let Some(r) = pending.take() {
+                return r;
+            }
+            if !state.leading {
+                state.leading = true;
+                let members = std::mem::take(&mut state.queue);
+                drop(state);
+                // Even if committing panics, the next writer must be able to lead and every
+                // member must get an answer.
+                let leader = Leader {
+                    group,
+                    members: &members,
+                };
+                self.commit_group(&members);
+                drop(leader);
+                state = group.state.lock().unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            state = group
+                .done
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Durable write transactions committed by the group so far (for tests and stats).
+    pub fn group_transactions(&self) -> u64 {
+        self.group
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .transactions
+    }
+
+    /// Commits `members` in one transaction and sets each one's result. If any batch is
+    /// refused, that transaction is dropped and each batch is committed on its own, so a
+    /// refusal reaches only its writer.
+    pub(crate) fn commit_group(&self, members: &[Arc<Pending>]) {
+        // Each member's answer names the store, and a panic in redb fails them all.
+        if members.len() > 1 {
+            let together = self
+                .health
+                .catch(|| self.try_together(members))
+                .unwrap_or_else(|damaged| Err(Some(damaged.into())));
+            match together {
+                Ok(results) => {
+                    for (m, r) in members.iter().zip(results) {
+                        m.set(Ok(r));
+                    }
+                    return;
+                }
+                Err(Some(e)) => {
+                    let reason = e.in_store(&self.root).to_string();
+                    for m in members {
+                        m.set(Err(WriteError::Commit {
+                            reason: reason.clone(),
+                        }));
+                    }
+                    return;
+                }
+                Err(None) => {}
+            }
+        }
+        for m in members {
+            m.set(self.health.run(|| self.write_alone(&m.batch)));
+        }
+    }
+
+    /// All of `members` in one transaction. `Err(None)`: a batch was refused, nothing was
+    /// committed; `Err(Some(e))`: the transaction failed.
+    pub(super) fn try_together(
+        &self,
+        members: &[Arc<Pending>],
+    ) -> Result<Vec<WriteOutcome>, Option<WriteError>> {
+        let (txn, len_before) = self.begin_write().map_err(Some)?;
+        let mut outcomes = Vec::with_capacity(members.len());
+        for m in members {
+            match self.write_in(&txn, &m.batch) {
+                Ok(o) => outcomes.push(o),
+                // Out of space is the transaction's failure, not one batch's refusal.
+                Err(e) if e.is_out_of_space() => {
+                    return Err(Some(self.after_failed_write(len_before, e)));
+                }
+                Err(_) => {
+                    let _ = txn.abort();
+                    return Err(None);
+                }
+            }
+        }
+        txn.commit()
+            .storage()
+            .map_err(|e| Some(self.after_failed_write(len_before, e.into())))?;
+        Ok(outcomes)
+    }
+
+    /// One batch in its own transaction.
+    pub(crate) fn write_alone(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
+        let (txn, len_before) = self.begin_write()?;
+        let written = self.write_in(&txn, batch).and_then(|outcome| {
+            txn.commit().storage()?;
+            Ok(outcome)
+        });
+        written.map_err(|e| self.after_failed_write(len_before, e))
+    }
+}

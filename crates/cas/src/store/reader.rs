@@ -1,0 +1,506 @@
+//! [`Reader`]: a consistent, read-only view of a store, and the stored records' decoding.
+
+use std::collections::{BTreeSet, BinaryHeap, HashSet};
+use std::io::Write;
+use std::sync::Arc;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use redb::{ReadOnlyTable, ReadableTable};
+
+use super::blob::Location;
+use super::contain::Health;
+use super::error::StorageResult;
+
+use super::blob::CHUNK_BYTES;
+use super::error::*;
+use super::registry::{OpRecord, WorktreeRecord};
+use crate::id::{BlobId, IdPrefix, ObjectId, SnapshotId, TreeId};
+use crate::object::{Snapshot, Tree};
+
+use crate::object::ObjectKind;
+
+use super::batch::*;
+
+/// Decodes a stored tree value and checks it against its id.
+pub(crate) fn decode_tree_value(id: TreeId, value: &[u8]) -> Result<Tree, ReadError> {
+    let corrupt = |reason: String| ReadError::corrupt(ObjectKind::Tree, id, reason);
+    let Some((&codec, body)) = value.split_first() else {
+        return Err(corrupt("empty record".into()));
+    };
+    let owned;
+    let encoded = match codec {
+        0 => body,
+        1 => {
+            owned = zstd::stream::decode_all(body).map_err(|e| corrupt(format!("zstd: {e}")))?;
+            owned.as_slice()
+        }
+        other => return Err(corrupt(format!("unknown codec {other}"))),
+    };
+    if crate::object::hash_with(crate::object::TREE_CONTEXT, encoded) != *id.as_bytes() {
+        return Err(corrupt("encoding does not match its hash".into()));
+    }
+    Tree::decode(encoded).map_err(|e| corrupt(e.to_string()))
+}
+
+/// Decodes a stored snapshot and checks it against its id.
+pub(crate) fn decode_snapshot_value(id: SnapshotId, value: &[u8]) -> Result<Snapshot, ReadError> {
+    if crate::object::hash_with(crate::object::SNAPSHOT_CONTEXT, value) != *id.as_bytes() {
+        return Err(ReadError::corrupt(
+            ObjectKind::Snapshot,
+            id,
+            "encoding does not match its hash",
+        ));
+    }
+    Snapshot::decode(value).map_err(|e| ReadError::corrupt(ObjectKind::Snapshot, id, e))
+}
+
+/// A path and its opaque file state, as stored by [`WriteBatch::set_file_state`].
+pub type FileStateEntry = (Vec<u8>, Vec<u8>);
+
+/// A consistent, read-only view of the store. Cheap to create; many may exist at once.
+pub struct Reader {
+    pub(super) health: Arc<Health>,
+    pub(super) blobs: ReadOnlyTable<[u8; 32], &'static [u8]>,
+    pub(super) segments: ReadOnlyTable<u64, &'static [u8]>,
+    pub(super) trees: ReadOnlyTable<[u8; 32], &'static [u8]>,
+    pub(super) snapshots: ReadOnlyTable<[u8; 32], &'static [u8]>,
+    pub(super) refs: ReadOnlyTable<&'static str, [u8; 32]>,
+    pub(super) worktrees: ReadOnlyTable<&'static str, &'static [u8]>,
+    pub(super) oplog: ReadOnlyTable<(&'static str, u64), &'static [u8]>,
+    pub(super) file_states: ReadOnlyTable<(&'static str, &'static [u8]), &'static [u8]>,
+    /// Absent in stores that never exported.
+    pub(super) git_oids: Option<ReadOnlyTable<[u8; 32], &'static [u8]>>,
+    /// Absent in stores that never journaled.
+    pub(super) journals: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
+    pub(super) segment_bytes: u64,
+}
+
+impl Reader {
+    pub(super) fn location(&self, id: BlobId) -> Result<Location, ReadError> {
+        self.health.run(|| {
+            let Some(v) = self.blobs.get(id.as_bytes()).storage()? else {
+                return Err(ReadError::NotFound {
+                    kind: ObjectKind::Blob,
+                    id: id.into(),
+                });
+            };
+            Location::decode(v.value()).ok_or_else(|| {
+                ReadError::corrupt(ObjectKind::Blob, id, "unreadable location record")
+            })
+        })
+    }
+
+    /// True if the blob is stored.
+    pub fn has_blob(&self, id: BlobId) -> Result<bool, StorageFailure> {
+        self.health
+            .run(|| Ok(self.blobs.get(id.as_bytes()).storage()?.is_some()))
+    }
+
+    /// True if the tree is stored.
+    pub fn has_tree(&self, id: TreeId) -> Result<bool, StorageFailure> {
+        self.health
+            .run(|| Ok(self.trees.get(id.as_bytes()).storage()?.is_some()))
+    }
+
+    /// True if the snapshot is stored.
+    pub fn has_snapshot(&self, id: SnapshotId) -> Result<bool, StorageFailure> {
+        self.health
+            .run(|| Ok(self.snapshots.get(id.as_bytes()).storage()?.is_some()))
+    }
+
+    /// The size of a stored blob, without reading it.
+    pub fn blob_size(&self, id: BlobId) -> Result<u64, ReadError> {
+        Ok(self.location(id)?.size())
+    }
+
+    /// A blob's bytes, verified against its id.
+    pub fn blob(&self, id: BlobId) -> Result<Vec<u8>, ReadError> {
+        let mut out = Vec::new();
+        self.write_blob_to(id, &mut out)?;
+        Ok(out)
+    }
+
+    pub(super) fn packed(&self, id: BlobId) -> Result<Vec<u8>, ReadError> {
+        self.health.run(|| match self.location(id)? {
+            Location::Packed {
+                offset,
+                len,
+                size,
+                codec,
+            } => {
+                // Payloads are never larger than their chunk (else stored raw): a damaged
+                // length must not make a huge allocation.
+                if u64::from(len) > CHUNK_BYTES as u64 {
+                    return Err(ReadError::corrupt(
+                        ObjectKind::Blob,
+                        id,
+                        format!("stored length {len} is more than a chunk"),
+                    ));
+                }
+                let payload =
+                    super::blob::read_log(&self.segments, self.segment_bytes, id, offset, len)?;
+                super::blob::unpack(id, codec, payload, size)
+            }
+            Location::Chunked { .. } => Err(ReadError::corrupt(
+                ObjectKind::Blob,
+                id,
+                "a chunk that is itself chunked",
+            )),
+        })
+    }
+
+    /// Streams a blob into `sink`, one verified chunk at a time, and checks the whole content
+    /// against `id` at the end. On error the sink may hold a prefix of verified chunks: write
+    /// to a temporary file and keep it only on `Ok`.
+    pub fn write_blob_to(&self, id: BlobId, sink: &mut impl Write) -> Result<u64, ReadError> {
+        let sink_err = |source| ReadError::Sink {
+            id: id.into(),
+            source,
+        };
+        match self.location(id)? {
+            Location::Packed { .. } => {
+                let bytes = self.packed(id)?;
+                sink.write_all(&bytes).map_err(sink_err)?;
+                Ok(bytes.len() as u64)
+            }
+            Location::Chunked { size, chunks } => {
+                let mut hasher = blake3::Hasher::new();
+                let mut written = 0u64;
+                for chunk in chunks {
+                    let bytes = self.packed(chunk).map_err(|e| match e {
+                        ReadError::NotFound { id: c, .. } => ReadError::corrupt(
+                            ObjectKind::Blob,
+                            id,
+                            format!("chunk {c} is missing"),
+                        ),
+                        other => other,
+                    })?;
+                    hasher.update(&bytes);
+                    written += bytes.len() as u64;
+                    sink.write_all(&bytes).map_err(sink_err)?;
+                }
+                if written != size || hasher.finalize().as_bytes() != id.as_bytes() {
+                    return Err(ReadError::corrupt(
+                        ObjectKind::Blob,
+                        id,
+                        "chunks do not add up to the blob",
+                    ));
+                }
+                Ok(written)
+            }
+        }
+    }
+
+    /// A tree, verified against its id.
+    pub fn tree(&self, id: TreeId) -> Result<Tree, ReadError> {
+        self.health.run(|| {
+            let Some(v) = self.trees.get(id.as_bytes()).storage()? else {
+                return Err(ReadError::NotFound {
+                    kind: ObjectKind::Tree,
+                    id: id.into(),
+                });
+            };
+            decode_tree_value(id, v.value())
+        })
+    }
+
+    /// A snapshot, verified against its id.
+    pub fn snapshot(&self, id: SnapshotId) -> Result<Snapshot, ReadError> {
+        self.health.run(|| {
+            let Some(v) = self.snapshots.get(id.as_bytes()).storage()? else {
+                return Err(ReadError::NotFound {
+                    kind: ObjectKind::Snapshot,
+                    id: id.into(),
+                });
+            };
+            decode_snapshot_value(id, v.value())
+        })
+    }
+
+    /// Where ref `name` points.
+    pub fn ref_target(&self, name: &str) -> Result<Option<SnapshotId>, StorageFailure> {
+        self.health.run(|| {
+            Ok(self
+                .refs
+                .get(name)
+                .storage()?
+                .map(|v| SnapshotId::from_bytes(v.value())))
+        })
+    }
+
+    /// Every ref, by name.
+    pub fn refs(&self) -> Result<Vec<(String, SnapshotId)>, StorageFailure> {
+        self.health.run(|| {
+            let mut out = Vec::new();
+            for item in self.refs.iter().storage()? {
+                let (k, v) = item.storage()?;
+                out.push((k.value().to_owned(), SnapshotId::from_bytes(v.value())));
+            }
+            Ok(out)
+        })
+    }
+
+    pub(super) fn prefix_matches(
+        table: &ReadOnlyTable<[u8; 32], &'static [u8]>,
+        prefix: &IdPrefix,
+        out: &mut Vec<ObjectId>,
+    ) -> Result<(), StorageFailure> {
+        let (low, high) = (prefix.low(), prefix.high());
+        for item in table.range::<&[u8; 32]>(&low..=&high).storage()? {
+            let (k, _) = item.storage()?;
+            out.push(ObjectId::from_bytes(k.value()));
+            if out.len() > 16 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Resolves a ref name or unique id prefix (at least 6 hex digits) to a snapshot.
+    /// Checkpoint names are worktree-specific and resolved by the caller first.
+    pub fn resolve_snapshot(&self, spec: &str) -> Result<SnapshotId, ResolveError> {
+        self.health.run(|| {
+            if let Some(id) = self.ref_target(spec)? {
+                return Ok(id);
+            }
+            let unknown = || ResolveError::Unknown {
+                spec: spec.to_owned(),
+                wanted: "snapshot",
+            };
+            let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
+            let mut found = Vec::new();
+            Self::prefix_matches(&self.snapshots, &prefix, &mut found)?;
+            match found.as_slice() {
+                [] => Err(unknown()),
+                [one] => Ok(one.as_snapshot()),
+                many => Err(ResolveError::Ambiguous {
+                    spec: spec.to_owned(),
+                    candidates: many.iter().map(|id| (ObjectKind::Snapshot, *id)).collect(),
+                }),
+            }
+        })
+    }
+
+    /// Resolves a ref name or unique id prefix to an object of any kind.
+    pub fn resolve_object(&self, spec: &str) -> Result<(ObjectKind, ObjectId), ResolveError> {
+        self.health.run(|| {
+            if let Some(id) = self.ref_target(spec)? {
+                return Ok((ObjectKind::Snapshot, id.into()));
+            }
+            let unknown = || ResolveError::Unknown {
+                spec: spec.to_owned(),
+                wanted: "object",
+            };
+            let prefix = IdPrefix::parse(spec).ok_or_else(unknown)?;
+            let mut candidates = BTreeSet::new();
+            for (kind, table) in [
+                (ObjectKind::Snapshot, &self.snapshots),
+                (ObjectKind::Tree, &self.trees),
+                (ObjectKind::Blob, &self.blobs),
+            ] {
+                let mut found = Vec::new();
+                Self::prefix_matches(table, &prefix, &mut found)?;
+                candidates.extend(found.into_iter().map(|id| (kind, id)));
+            }
+            let mut candidates: Vec<_> = candidates.into_iter().collect();
+            match candidates.len() {
+                0 => Err(unknown()),
+                1 => Ok(candidates.remove(0)),
+                _ => Err(ResolveError::Ambiguous {
+                    spec: spec.to_owned(),
+                    candidates,
+                }),
+            }
+        })
+    }
+
+    /// History from `start`: it and its ancestors, newest first (by creation time, ties by
+    /// id), at most `limit` of them.
+    pub fn log(
+        &self,
+        start: SnapshotId,
+        limit: Option<usize>,
+    ) -> Result<Vec<(SnapshotId, Snapshot)>, ReadError> {
+        self.health.run(|| {
+            let mut out = Vec::new();
+            let mut seen = HashSet::new();
+            let mut loaded = std::collections::HashMap::new();
+            let mut queue = BinaryHeap::new();
+            let first = self.snapshot(start)?;
+            seen.insert(start);
+            queue.push((first.created, start));
+            loaded.insert(start, first);
+            while let Some((_, id)) = queue.pop() {
+                if limit.is_some_and(|n| out.len() >= n) {
+                    break;
+                }
+                let Some(snap) = loaded.remove(&id) else {
+                    continue;
+                };
+                for &p in &snap.parents {
+                    if seen.insert(p) {
+                        let parent = self.snapshot(p).map_err(ReadError::as_referenced)?;
+                        queue.push((parent.created, p));
+                        loaded.insert(p, parent);
+                    }
+                }
+                out.push((id, snap));
+            }
+            Ok(out)
+        })
+    }
+
+    /// The registry record of the worktree at `root`.
+    pub fn worktree(&self, root: &Utf8Path) -> Result<Option<WorktreeRecord>, RegistryError> {
+        self.health
+            .run(|| match self.worktrees.get(root.as_str()).storage()? {
+                None => Ok(None),
+                Some(v) => super::registry::decode_worktree(root, v.value()).map(Some),
+            })
+    }
+
+    /// Every registered worktree, by root path.
+    pub fn worktrees(&self) -> Result<Vec<WorktreeRecord>, RegistryError> {
+        self.health.run(|| {
+            let mut out = Vec::new();
+            for item in self.worktrees.iter().storage()? {
+                let (k, v) = item.storage()?;
+                out.push(super::registry::decode_worktree(
+                    Utf8Path::new(k.value()),
+                    v.value(),
+                )?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Every file state of worktree `root`, sorted by path bytes.
+    pub fn file_states(&self, root: &Utf8Path) -> Result<Vec<FileStateEntry>, StorageFailure> {
+        self.health.run(|| {
+            let mut out = Vec::new();
+            let root = root.as_str();
+            let upper = [0xffu8; 4097];
+            for item in self
+                .file_states
+                .range::<(&str, &[u8])>((root, &[][..])..(root, &upper[..]))
+                .storage()?
+            {
+                let (k, v) = item.storage()?;
+                out.push((k.value().1.to_vec(), v.value().to_vec()));
+            }
+            Ok(out)
+        })
+    }
+
+    /// One file state of worktree `root`.
+    pub fn file_state(
+        &self,
+        root: &Utf8Path,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StorageFailure> {
+        self.health.run(|| {
+            Ok(self
+                .file_states
+                .get((root.as_str(), key))
+                .storage()?
+                .map(|v| v.value().to_vec()))
+        })
+    }
+
+    /// Refuses a batch whose trees or snapshots name an object that neither the batch nor
+    /// the store holds (the [`WriteError::Dangling`] that [`Store::write`](crate::Store::write) would give for
+    /// them): for writers that commit a batch later, with more added to it. Refs, registry
+    /// records and the parts of chunked blobs are not checked here.
+    pub fn check_references(&self, batch: &WriteBatch) -> Result<(), WriteError> {
+        self.health.run(|| {
+            let blobs: HashSet<BlobId> = batch.blobs.iter().map(|b| b.id).collect();
+            let trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
+            let snapshots: HashSet<SnapshotId> =
+                batch.snapshots.iter().map(|(id, _)| *id).collect();
+            let dangling = |kind, id| Err(WriteError::Dangling { kind, id });
+            for (id, tree) in &batch.trees {
+                if self.has_tree(*id)? {
+                    continue;
+                }
+                for entry in tree.entries() {
+                    match (entry.blob(), entry.tree()) {
+                        (Some(b), _) if !blobs.contains(&b) && !self.has_blob(b)? => {
+                            return dangling(ObjectKind::Blob, entry.id);
+                        }
+                        (_, Some(t)) if !trees.contains(&t) && !self.has_tree(t)? => {
+                            return dangling(ObjectKind::Tree, entry.id);
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            for (_, snap) in &batch.snapshots {
+                if !trees.contains(&snap.tree) && !self.has_tree(snap.tree)? {
+                    return dangling(ObjectKind::Tree, snap.tree.into());
+                }
+                for p in &snap.parents {
+                    if !snapshots.contains(p) && !self.has_snapshot(*p)? {
+                        return dangling(ObjectKind::Snapshot, (*p).into());
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// The git id recorded for `id` by an earlier export, if any.
+    pub fn git_oid(&self, id: ObjectId) -> Result<Option<Vec<u8>>, StorageFailure> {
+        self.health.run(|| {
+            let Some(map) = &self.git_oids else {
+                return Ok(None);
+            };
+            Ok(map
+                .get(id.as_bytes())
+                .storage()?
+                .map(|v| v.value().to_vec()))
+        })
+    }
+
+    /// The intent journal of an unfinished operation on worktree `root`, if any.
+    pub fn journal(&self, root: &Utf8Path) -> Result<Option<Vec<u8>>, StorageFailure> {
+        self.health.run(|| {
+            let Some(journals) = &self.journals else {
+                return Ok(None);
+            };
+            Ok(journals
+                .get(root.as_str())
+                .storage()?
+                .map(|v| v.value().to_vec()))
+        })
+    }
+
+    /// Every worktree with an unfinished operation.
+    pub fn journaled_worktrees(&self) -> Result<Vec<Utf8PathBuf>, StorageFailure> {
+        self.health.run(|| {
+            let Some(journals) = &self.journals else {
+                return Ok(Vec::new());
+            };
+            let mut out = Vec::new();
+            for item in journals.iter().storage()? {
+                out.push(Utf8PathBuf::from(item.storage()?.0.value()));
+            }
+            Ok(out)
+        })
+    }
+
+    /// A worktree's op log, oldest first.
+    pub fn ops(&self, root: &Utf8Path) -> Result<Vec<OpRecord>, RegistryError> {
+        self.health.run(|| {
+            let mut out = Vec::new();
+            let range = self
+                .oplog
+                .range((root.as_str(), 0)..=(root.as_str(), u64::MAX))
+                .storage()?;
+            for item in range {
+                let (_, v) = item.storage()?;
+                out.push(super::registry::decode_op(root, v.value())?);
+            }
+            Ok(out)
+        })
+    }
+}

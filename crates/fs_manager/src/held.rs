@@ -1,0 +1,118 @@
+//! [`Held`]: one registered worktree, held for one operation.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{Store, WorktreeRecord};
+
+use crate::error::{CaptureError, RollbackError, TaskError, UndoError};
+use crate::journal::{JournalCheck, ensure_clear, pending_at};
+use crate::lock::WorktreeLock;
+use crate::root::verify_root;
+use crate::shared::Worktrees;
+
+/// A registered worktree held by this process for one operation (as jj's
+/// `LockedWorkingCopy`): found, locked, its record read again once the lock was ours (another
+/// operation may just have changed it), its root still the directory registered, and no
+/// interrupted step pending in it. Released on drop.
+pub(crate) struct Held<'a> {
+    _lock: WorktreeLock<'a>,
+    /// The record as the store holds it now.
+    pub record: WorktreeRecord,
+}
+
+/// Why [`hold`] refused.
+#[derive(Debug)]
+pub(crate) enum HoldError {
+    NotAWorktree { path: Utf8PathBuf },
+    Interrupted(crate::journal::Interrupted),
+    RootChanged(crate::root::RootChanged),
+    Store(cas::Error),
+}
+
+impl From<cas::StorageFailure> for HoldError {
+    fn from(e: cas::StorageFailure) -> Self {
+        HoldError::Store(cas::ReadError::from(e).into())
+    }
+}
+
+impl From<cas::RegistryError> for HoldError {
+    fn from(e: cas::RegistryError) -> Self {
+        HoldError::Store(e.into())
+    }
+}
+
+impl From<JournalCheck> for HoldError {
+    fn from(e: JournalCheck) -> Self {
+        match e {
+            JournalCheck::Interrupted(i) => HoldError::Interrupted(i),
+            JournalCheck::Store(e) => HoldError::Store(e),
+        }
+    }
+}
+
+/// Holds the registered worktree at or above `path` (see [`Held`]). For a path no
+/// worktree holds, an interrupted step pending there (a checkout's) is reported first.
+pub(crate) fn hold<'a>(
+    ws: &'a Worktrees,
+    store: &Store,
+    path: &Utf8Path,
+) -> Result<Held<'a>, HoldError> {
+    let reader = store.reader()?;
+    let Some(found) = crate::worktree::find(&reader, path)? else {
+        pending_at(ws, &reader, path)?;
+        return Err(HoldError::NotAWorktree {
+            path: path.to_owned(),
+        });
+    };
+    drop(reader);
+    let lock = ws.locks.lock(&found.root);
+    let reader = store.reader()?;
+    let mut record = reader.worktree(&found.root)?.unwrap_or(found);
+    verify_root(&mut record).map_err(HoldError::RootChanged)?;
+    ensure_clear(&reader, &record.root)?;
+    Ok(Held {
+        _lock: lock,
+        record,
+    })
+}
+
+impl From<HoldError> for CaptureError {
+    fn from(e: HoldError) -> Self {
+        use HoldError::*;
+        match e {
+            NotAWorktree { path } => CaptureError::NotAWorktree { path },
+            Interrupted(i) => CaptureError::Interrupted(i),
+            RootChanged(r) => CaptureError::RootChanged(r),
+            Store(e) => CaptureError::Store(e),
+        }
+    }
+}
+
+impl From<HoldError> for RollbackError {
+    fn from(e: HoldError) -> Self {
+        match e {
+            HoldError::NotAWorktree { path } => RollbackError::NotAWorktree { path },
+            other => RollbackError::Capture(other.into()),
+        }
+    }
+}
+
+impl From<HoldError> for UndoError {
+    fn from(e: HoldError) -> Self {
+        use HoldError::*;
+        match e {
+            NotAWorktree { path } => UndoError::NotAWorktree { path },
+            Interrupted(i) => UndoError::Interrupted(i),
+            RootChanged(r) => UndoError::RootChanged(r),
+            Store(e) => UndoError::Store(e),
+        }
+    }
+}
+
+impl From<HoldError> for TaskError {
+    fn from(e: HoldError) -> Self {
+        match e {
+            HoldError::NotAWorktree { path } => TaskError::NotAWorktree { path },
+            other => TaskError::Capture(other.into()),
+        }
+    }
+}

@@ -1,0 +1,295 @@
+//! [`Worktrees`]: what a process keeps about one store's worktrees between operations.
+
+use camino::Utf8Path;
+use cas::{SnapshotId, Store, WorktreeRecord};
+
+use crate::shared::Worktrees;
+use crate::{
+    AcceptOutcome, CaptureError, CaptureOptions, CheckoutError, CheckoutOptions, CheckoutOutcome,
+    CheckpointOptions, CheckpointOutcome, DiscardOutcome, LiveState, OnboardOptions,
+    OnboardOutcome, RecoverError, RecoverOutcome, RollbackError, RollbackOptions, RollbackOutcome,
+    SnapshotOutcome, TaskError, UndoError, UndoOutcome, WorktreeError,
+};
+
+impl Worktrees {
+    /// Snapshots directory `src` in place and registers it as a worktree (see
+    /// [`OnboardOptions`]).
+    pub fn onboard(
+        &self,
+        store: &Store,
+        src: &Utf8Path,
+        options: &OnboardOptions<'_>,
+    ) -> Result<OnboardOutcome, CaptureError> {
+        crate::capture::onboard(self, store, src, options)
+    }
+
+    /// A new snapshot of the worktree holding `path`, parent = its head.
+    pub fn snapshot(
+        &self,
+        store: &Store,
+        path: &Utf8Path,
+        options: &CaptureOptions<'_>,
+    ) -> Result<SnapshotOutcome, CaptureError> {
+        crate::capture::snapshot(self, store, path, options)
+    }
+
+    /// Records what a command did to the worktree as operation `op` of its op log.
+    pub fn record_change(
+        &self,
+        store: &Store,
+        path: &Utf8Path,
+        op: &str,
+        options: &CaptureOptions<'_>,
+    ) -> Result<SnapshotOutcome, CaptureError> {
+        crate::capture::record_change(self, store, path, op, options)
+    }
+
+    /// The worktree's live files as a tree, recording nothing but its stat cache.
+    pub fn live_state(
+        &self,
+        store: &Store,
+        path: &Utf8Path,
+        options: &CaptureOptions<'_>,
+    ) -> Result<LiveState, CaptureError> {
+        crate::capture::live_state(self, store, path, options)
+    }
+
+    /// Hydrates `snapshot` into `dest` and registers it as a worktree.
+    pub fn checkout(
+        &self,
+        store: &Store,
+        snapshot: SnapshotId,
+        dest: &Utf8Path,
+        options: &CheckoutOptions<'_>,
+    ) -> Result<CheckoutOutcome, CheckoutError> {
+        crate::checkout::checkout(self, store, snapshot, dest, options)
+    }
+
+    /// Finishes or rolls back an interrupted operation on the worktree holding `path`.
+    pub fn recover(&self, store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, RecoverError> {
+        crate::recover::recover(self, store, path)
+    }
+
+    /// Makes the worktree's scope equal `target` (see [`RollbackOptions`]).
+    pub fn rollback(
+        &self,
+        store: &Store,
+        path: &Utf8Path,
+        target: SnapshotId,
+        options: &RollbackOptions<'_>,
+    ) -> Result<RollbackOutcome, RollbackError> {
+        crate::rollback::rollback(self, store, path, target, options)
+    }
+
+    /// A named snapshot on the worktree's checkpoint stack (onboarding `dir` if needed).
+    pub fn checkpoint(
+        &self,
+        store: &Store,
+        dir: &Utf8Path,
+        options: &CheckpointOptions<'_>,
+    ) -> Result<CheckpointOutcome, TaskError> {
+        crate::task::checkpoint(self, store, dir, options)
+    }
+
+    /// Rolls the worktree back to checkpoint `to` (default: the latest).
+    pub fn rewind(
+        &self,
+        store: &Store,
+        path: &Utf8Path,
+        to: Option<SnapshotId>,
+        options: &RollbackOptions<'_>,
+    ) -> Result<RollbackOutcome, TaskError> {
+        crate::task::rewind(self, store, path, to, options)
+    }
+
+    /// Keeps the task's changes (under `paths` only, if any).
+    pub fn accept(
+        &self,
+        store: &Store,
+        path: &Utf8Path,
+        paths: &[Vec<u8>],
+        options: &CaptureOptions<'_>,
+    ) -> Result<AcceptOutcome, TaskError> {
+        crate::task::accept(self, store, path, paths, options)
+    }
+
+    /// Puts the task's changes back to its baseline (see [`RollbackOptions::paths`]).
+    pub fn discard(
+        &self,
+        store: &Store,
+        path: &Utf8Path,
+        options: &RollbackOptions<'_>,
+    ) -> Result<DiscardOutcome, TaskError> {
+        crate::task::discard(self, store, path, options)
+    }
+
+    /// Reverts the newest change set not yet undone.
+    pub fn undo(&self, store: &Store, path: &Utf8Path) -> Result<UndoOutcome, UndoError> {
+        crate::undo::undo(self, store, path)
+    }
+
+    /// Re-applies the newest undone change set.
+    pub fn redo(&self, store: &Store, path: &Utf8Path) -> Result<UndoOutcome, UndoError> {
+        crate::undo::redo(self, store, path)
+    }
+
+    /// Removes the worktree rooted at `path` from the registry (its files stay).
+    pub fn remove(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
+        crate::worktree::remove(self, store, path)
+    }
+
+    /// Accepts that the registered root `path` is now another directory.
+    pub fn rebind(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
+        crate::worktree::rebind(self, store, path)
+    }
+}
+
+/// The stat caches an operation keeps in memory, checked against the store through
+/// every kind of operation.
+#[cfg(test)]
+mod tests {
+    /// A store and a worktree of `files` onboarded into it: (temp dir, store, worktree
+    /// folder, its root as registered, its first snapshot).
+    fn onboarded(
+        files: &[(&str, &str)],
+    ) -> (
+        tempfile::TempDir,
+        cas::Store,
+        crate::Worktrees,
+        camino::Utf8PathBuf,
+        camino::Utf8PathBuf,
+        cas::SnapshotId,
+    ) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
+        let store = cas::Store::open(
+            &base.join("store"),
+            &cas::OpenOptions {
+                create: true,
+                ..cas::OpenOptions::default()
+            },
+        )
+        .expect("store");
+        let wt = base.join("wt");
+        for (path, body) in files {
+            let p = wt.join(path);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, body).expect("write");
+        }
+        let ws = crate::Worktrees::new();
+        let onboarded = ws
+            .onboard(&store, &wt, &crate::OnboardOptions::default())
+            .expect("onboard");
+        (dir, store, ws, wt, onboarded.root, onboarded.snapshot)
+    }
+
+    /// The cache an operation keeps in memory must be exactly what the store holds, after
+    /// every kind of operation that writes it; and it is not used once something else wrote.
+    #[test]
+    fn kept_cache_equals_the_stored_one() {
+        let (_dir, store, ws, wt, root, first) = onboarded(&[
+            ("a.txt", "a"),
+            ("src/lib.rs", "lib"),
+            ("src/deep/x.rs", "x"),
+            (".gitignore", "*.log\n"),
+            ("junk.log", "ignored"),
+        ]);
+        let same_as_stored = |step: &str| {
+            let kept = ws
+                .kept
+                .take(&store, &root)
+                .unwrap_or_else(|| panic!("{step}: nothing kept"));
+            let loaded = crate::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+                .expect("load");
+            assert_eq!(kept, loaded, "{step}");
+            ws.kept.keep(kept, &store, &root);
+        };
+        same_as_stored("onboard");
+
+        // Past the racy margin, so the next captures trust (and keep) cached states.
+        std::thread::sleep(crate::RACY_MARGIN * 2);
+        std::fs::write(wt.join("src/lib.rs"), "lib 2").expect("write");
+        std::fs::write(wt.join("src/new.rs"), "new").expect("write");
+        std::fs::remove_file(wt.join("src/deep/x.rs")).expect("rm");
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
+        same_as_stored("snapshot");
+        // Files written within the racy margin are read again (and their states updated)
+        // by each capture: past it, an unchanged snapshot verifies them for good.
+        std::thread::sleep(crate::RACY_MARGIN * 2);
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
+        same_as_stored("unchanged snapshot");
+        ws.live_state(&store, &root, &crate::CaptureOptions::default())
+            .expect("status");
+        same_as_stored("status");
+
+        std::fs::write(wt.join("a.txt"), "a 2").expect("write");
+        ws.rollback(&store, &root, first, &crate::RollbackOptions::default())
+            .expect("rollback");
+        same_as_stored("rollback");
+        ws.checkpoint(&store, &root, &crate::CheckpointOptions::default())
+            .expect("checkpoint");
+        std::fs::write(wt.join("src/lib.rs"), "lib 3").expect("write");
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
+        ws.undo(&store, &root).expect("undo");
+        same_as_stored("undo");
+
+        // Another write to the worktree's file states: the kept copy no longer counts.
+        let mut batch = cas::WriteBatch::new();
+        batch.set_file_state(&root, b"dx", None);
+        store.write(&batch).expect("write");
+        assert!(ws.kept.take(&store, &root).is_none());
+    }
+
+    /// A stat cache that names a blob the store does not hold costs a re-read of every
+    /// file, never a failed or wrong capture: in a snapshot, and in a rollback, whose
+    /// capture commits later, with its intent journal.
+    #[test]
+    fn a_cache_naming_a_missing_blob_is_read_past() {
+        let (_dir, store, ws, wt, root, first) = onboarded(&[("a.txt", "a"), ("b.txt", "b")]);
+        let a_blob = cas::BlobId::of(b"a");
+        let damage = || {
+            // Past the racy margin, so the cached states are trusted.
+            std::thread::sleep(crate::RACY_MARGIN * 2);
+            ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+                .expect("verify");
+            let mut cache = crate::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+                .expect("load");
+            let top = cache.dirs.get_mut(&Vec::new()).expect("root dir");
+            for (name, child) in &mut top.children {
+                if let (b"a.txt", crate::dirstate::Child::File(state)) = (name.as_slice(), child) {
+                    state.blob = cas::BlobId::of(b"never stored");
+                }
+            }
+            let mut batch = cas::WriteBatch::new();
+            batch.set_file_state(&root, &crate::dirstate::dir_key(b""), Some(top.encode()));
+            store.write(&batch).expect("write");
+        };
+        let a_in = |snapshot: cas::SnapshotId| {
+            let reader = store.reader().expect("reader");
+            let tree = reader.tree(reader.snapshot(snapshot).expect("snapshot").tree);
+            tree.expect("tree").get(b"a.txt").expect("a.txt").blob()
+        };
+
+        damage();
+        std::fs::write(wt.join("b.txt"), "b 2").expect("write");
+        let snap = ws
+            .snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot past the damage");
+        assert!(snap.changed);
+        assert_eq!(a_in(snap.snapshot), Some(a_blob));
+
+        damage();
+        std::fs::write(wt.join("b.txt"), "b 3").expect("write");
+        let rolled = ws
+            .rollback(&store, &root, first, &crate::RollbackOptions::default())
+            .expect("rollback past the damage");
+        assert_eq!(a_in(rolled.captured), Some(a_blob));
+        assert_eq!(
+            std::fs::read_to_string(wt.join("b.txt")).expect("read"),
+            "b"
+        );
+    }
+}
