@@ -365,7 +365,7 @@ pub(crate) fn scan(
     };
     tracing::debug!(elapsed = ?t.elapsed(), reuse, prunable = skip.len(), "validated cache");
 
-    let mut read_dirs: HashMap<Vec<u8>, (DirStamp, IgnoreStamp)> = HashMap::new();
+    let mut read_dirs: ReadDirs = HashMap::new();
     let mut walked = Vec::new();
     let mut skipped = Vec::new();
     let pruned: Vec<Vec<u8>> = if skip.contains(&Vec::new()) {
@@ -461,9 +461,59 @@ pub(crate) fn scan(
     let hashed = hash_walked(store, root_path, &walked, options.dry_run, options.progress)?;
     tracing::debug!(elapsed = ?t.elapsed(), "hashed");
 
-    // The new per-directory state: unchanged directories as cached (with the states of
-    // files read again), listed ones afresh.
-    let mut dirs = cache.dirs;
+    let Assembled { dirs, dirty, stale } = assemble_dirs(
+        cache.dirs,
+        &unchanged,
+        &read_dirs,
+        &pruned,
+        (&walked, &hashed.results),
+        &vanished,
+        &skipped,
+    );
+    let reuse_trees = trees_to_reuse(
+        &dirs,
+        &unchanged,
+        &read_dirs,
+        (&walked, &hashed.results),
+        &vanished,
+    );
+    tracing::debug!(elapsed = ?t.elapsed(), dirty = dirty.len(), reused = reuse_trees.len(), "state assembled");
+
+    let collected = collect_files(root_path, walked, hashed.results, &stand_ins)?;
+    Ok(Scan {
+        file_count: collected.files.len() as u64 - collected.stand_in_files + frozen.files,
+        files: collected.files,
+        skipped,
+        read_files: hashed.read_files,
+        unstored: hashed.unstored,
+        bytes: collected.bytes - collected.stand_in_bytes + frozen.bytes,
+        dirs,
+        reuse: reuse_trees,
+        dirty,
+        stale,
+        global,
+        global_changed: !reuse,
+    })
+}
+
+/// Directory paths read whole at the last capture.
+type ReadDirs = HashMap<Vec<u8>, (DirStamp, IgnoreStamp)>;
+
+/// Each walked file with what reading it gave (`None`: it vanished or changed type).
+type WalkedWith<'a> = (&'a [Walked], &'a [Option<Content>]);
+
+/// The new per-directory state: `unchanged` directories as `cached` (with the states of
+/// files read again), listed ones afresh.
+fn assemble_dirs(
+    cached: HashMap<Vec<u8>, DirState>,
+    unchanged: &HashSet<Vec<u8>>,
+    read_dirs: &ReadDirs,
+    pruned: &[Vec<u8>],
+    (walked, results): WalkedWith<'_>,
+    vanished: &[Vec<u8>],
+    skipped: &[Skipped],
+) -> Assembled {
+    let mut dirs = cached;
     let stale: Vec<Vec<u8>> = dirs
         .keys()
         .filter(|k| !unchanged.contains(*k) && !read_dirs.contains_key(*k))
@@ -473,7 +523,7 @@ pub(crate) fn scan(
         dirs.remove(k);
     }
     let mut dirty: HashSet<Vec<u8>> = HashSet::new();
-    for (path, (stamp, ignore)) in &read_dirs {
+    for (path, (stamp, ignore)) in read_dirs {
         dirs.insert(
             path.clone(),
             DirState {
@@ -485,7 +535,7 @@ pub(crate) fn scan(
         );
         dirty.insert(path.clone());
     }
-    for (w, result) in walked.iter().zip(&hashed.results) {
+    for (w, result) in walked.iter().zip(results) {
         let (parent, name) = split_parent(&w.path);
         let listed_now = read_dirs.contains_key(parent);
         let was_read = result.as_ref().is_none_or(|c| c.state != w.cached);
@@ -517,7 +567,7 @@ pub(crate) fn scan(
             dirty.insert(parent.to_vec());
         }
     }
-    for path in &vanished {
+    for path in vanished {
         let (parent, name) = split_parent(path);
         if let Some(dir) = dirs.get_mut(parent) {
             dir.stamp.verified_ns = 0;
@@ -535,7 +585,7 @@ pub(crate) fn scan(
             (parent.to_vec(), name.to_vec(), Child::Dir)
         })
         .collect();
-    for s in &skipped {
+    for s in skipped {
         let (parent, name) = listing_slot(&s.path);
         if read_dirs.contains_key(parent) {
             additions.push((
@@ -558,9 +608,27 @@ pub(crate) fn scan(
             dir.children.dedup_by(|a, b| a.0 == b.0);
         }
     }
+    Assembled { dirs, dirty, stale }
+}
 
-    // Subtrees to rebuild: directories listed afresh or holding a file that was read or
-    // vanished, and everything above them. The rest keep their trees.
+/// What [`assemble_dirs`] gives.
+struct Assembled {
+    dirs: HashMap<Vec<u8>, DirState>,
+    /// Directories whose records changed.
+    dirty: HashSet<Vec<u8>>,
+    /// Cached directories that are gone.
+    stale: Vec<Vec<u8>>,
+}
+
+/// The trees of unchanged directories that stand as they are: not listed afresh, holding
+/// no file read again or vanished, and nothing below them either.
+fn trees_to_reuse(
+    dirs: &HashMap<Vec<u8>, DirState>,
+    unchanged: &HashSet<Vec<u8>>,
+    read_dirs: &ReadDirs,
+    (walked, results): WalkedWith<'_>,
+    vanished: &[Vec<u8>],
+) -> HashMap<Vec<u8>, (cas::TreeId, u64)> {
     let mut changed: HashSet<Vec<u8>> = HashSet::new();
     fn mark(changed: &mut HashSet<Vec<u8>>, mut dir: &[u8]) {
         while changed.insert(dir.to_vec()) && !dir.is_empty() {
@@ -570,27 +638,42 @@ pub(crate) fn scan(
     for path in read_dirs.keys() {
         mark(&mut changed, path);
     }
-    for (w, result) in walked.iter().zip(&hashed.results) {
+    for (w, result) in walked.iter().zip(results) {
         if result.as_ref().is_none_or(|c| c.state != w.cached) {
             mark(&mut changed, split_parent(&w.path).0);
         }
     }
-    for path in &vanished {
+    for path in vanished {
         mark(&mut changed, split_parent(path).0);
     }
-    let reuse_trees: HashMap<Vec<u8>, (cas::TreeId, u64)> = unchanged
+    unchanged
         .iter()
         .filter(|d| !changed.contains(*d))
         .filter_map(|d| dirs.get(d).and_then(|s| s.tree).map(|t| (d.clone(), t)))
-        .collect();
-    tracing::debug!(elapsed = ?t.elapsed(), dirty = dirty.len(), reused = reuse_trees.len(), "state assembled");
+        .collect()
+}
 
+/// The captured files, with their count and bytes, less the watcher's stand-ins (counted
+/// with their subtrees elsewhere).
+struct Collected {
+    files: Vec<FileRecord>,
+    bytes: u64,
+    stand_in_files: u64,
+    stand_in_bytes: u64,
+}
+
+fn collect_files(
+    root_path: &Path,
+    walked: Vec<Walked>,
+    results: Vec<Option<Content>>,
+    stand_ins: &HashSet<Vec<u8>>,
+) -> Result<Collected, ScanError> {
     let mut files = Vec::with_capacity(walked.len());
     let mut bytes: u64 = 0;
     // Stand-ins are counted with their subtrees, in `frozen`. One that was read again
     // would make its subtree's tree from itself alone: never let that through.
     let (mut stand_in_files, mut stand_in_bytes) = (0u64, 0u64);
-    for (w, result) in walked.iter().zip(&hashed.results) {
+    for (w, result) in walked.iter().zip(&results) {
         if !stand_ins.contains(&w.path) {
             continue;
         }
@@ -609,7 +692,7 @@ pub(crate) fn scan(
             }
         }
     }
-    for (w, result) in walked.into_iter().zip(hashed.results) {
+    for (w, result) in walked.into_iter().zip(results) {
         if let Some(c) = result {
             bytes += c.size;
             files.push(FileRecord {
@@ -620,19 +703,11 @@ pub(crate) fn scan(
             });
         }
     }
-    Ok(Scan {
-        file_count: files.len() as u64 - stand_in_files + frozen.files,
+    Ok(Collected {
         files,
-        skipped,
-        read_files: hashed.read_files,
-        unstored: hashed.unstored,
-        bytes: bytes - stand_in_bytes + frozen.bytes,
-        dirs,
-        reuse: reuse_trees,
-        dirty,
-        stale,
-        global,
-        global_changed: !reuse,
+        bytes,
+        stand_in_files,
+        stand_in_bytes,
     })
 }
 
