@@ -227,6 +227,35 @@ fn commands_print_the_same_through_the_server_and_change_the_store_there() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
+/// The command line was the transport: a path after `--` that is not UTF-8 could not be
+/// sent to the server (exit 2), and `diff`'s note about paths nothing changed under was
+/// printed on the server's stderr instead of the caller's. Requests carry path bytes and
+/// outcomes carry the note, so both come out as without a server.
+#[test]
+fn paths_that_are_not_utf8_and_notes_come_out_the_same_through_the_server() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let (_, a, b) = setup(&env);
+    let ask = || {
+        let mut cmd = env.command();
+        cmd.env("CAIRN_LOCK_TIMEOUT", "0")
+            .args(["--store", env.store().as_str(), "diff", &a, &b, "--"])
+            .arg(std::ffi::OsStr::from_bytes(b"caf\xe9"))
+            .arg("src");
+        let out = cmd.output().unwrap();
+        (out.status.code(), stdout(&out), stderr(&out))
+    };
+    let direct = ask();
+    assert_eq!(direct.0, Some(0), "{direct:?}");
+    assert!(
+        direct.2.contains("no changes under \"caf\\351\""),
+        "{direct:?}"
+    );
+    assert!(direct.1.contains("src/lib.rs"), "{direct:?}");
+    let _server = Server::start(&env);
+    assert_eq!(ask(), direct, "through the server");
+}
+
 #[test]
 fn bad_requests_get_4xx_and_leave_the_store_unchanged() {
     let env = Env::new();
