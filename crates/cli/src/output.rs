@@ -105,14 +105,7 @@ impl Rendered {
     pub fn error(json_mode: bool, e: &Error) -> Rendered {
         let mut out = Rendered::default();
         if json_mode {
-            let obj = ErrorJson {
-                error: ErrorBody {
-                    code: e.code(),
-                    message: e.to_string(),
-                },
-            };
-            let text = serde_json::to_string(&obj).unwrap_or_default();
-            out.stdout = format!("{text}\n").into_bytes();
+            out.stdout = format!("{}\n", error_json(e)).into_bytes();
         } else {
             out.stderr = format!("cairn: error: {e}\n");
         }
@@ -134,7 +127,18 @@ impl Rendered {
     }
 }
 
-/// `--json`'s error object.
+/// `--json`'s error object, `{"error": {"code", "message"}}` (also a verb route's and an
+/// MCP tool's).
+pub fn error_json(e: &Error) -> serde_json::Value {
+    let obj = ErrorJson {
+        error: ErrorBody {
+            code: e.code(),
+            message: e.to_string(),
+        },
+    };
+    serde_json::to_value(obj).unwrap_or_default()
+}
+
 #[derive(Serialize)]
 struct ErrorJson<'a> {
     error: ErrorBody<'a>,

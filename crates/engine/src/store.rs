@@ -192,3 +192,25 @@ impl Pools {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_runs_on_a_pool_no_running_call_uses_and_pools_are_kept() {
+        let pools = Pools::default();
+        let (outer, inner) = pools.install(|| {
+            let outer = std::thread::current().id();
+            // Another call while this one runs: a pool of its own, on its own threads.
+            let inner = pools.install(|| std::thread::current().id());
+            (outer, inner)
+        });
+        assert_ne!(outer, inner);
+        let kept = |p: &Pools| p.free.lock().unwrap_or_else(PoisonError::into_inner).len();
+        assert_eq!(kept(&pools), 2);
+        // Later calls take a kept pool instead of building one.
+        pools.install(|| ());
+        assert_eq!(kept(&pools), 2);
+    }
+}

@@ -11,7 +11,6 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::json;
 
 use cairn_engine::Request;
 
@@ -82,10 +81,7 @@ impl ServerHandler for Server {
         .map_err(|e| ErrorData::internal_error(format!("the command failed to run: {e}"), None))?;
         let (text, code) = match answer {
             Ok((outcome, exit)) => (outcome.to_json().to_string(), exit),
-            Err(e) => (
-                json!({ "error": { "code": e.code(), "message": e.to_string() } }).to_string(),
-                e.exit(),
-            ),
+            Err(e) => (crate::output::error_json(&e).to_string(), e.exit()),
         };
         let result = if code == 0 {
             CallToolResult::success(vec![ContentBlock::text(text)])

@@ -334,10 +334,7 @@ async fn verb(
     };
     let answer: Answer = |result| match result {
         Ok(outcome) => (status_of(outcome.exit()), outcome.to_json()),
-        Err(e) => (
-            status_of(e.exit()),
-            json!({ "error": { "code": e.code(), "message": e.to_string() } }),
-        ),
+        Err(e) => (status_of(e.exit()), crate::output::error_json(&e)),
     };
     perform(
         s.engine.clone(),
