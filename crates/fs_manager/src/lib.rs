@@ -19,19 +19,20 @@
 //! source of an onboard is asked of a [`GitProbe`] the caller passes in), the command line,
 //! HTTP or how outcomes are printed.
 //!
-//! Its modules form layers; each uses only those below it:
+//! Its modules form layers; each line uses only the lines under it:
 //!
 //! ```text
-//! worktrees                         the operations, public
-//! task, undo                        on rollback
-//! rollback                          on capture and journal
-//! capture, checkout, recover        one worktree, locked, from start to finish
-//! held                              a registered worktree held for one operation
-//! worktree, error                   the registry; one error enum per operation
-//! journal, pending                  multi-file steps that survive a crash; deferred writes
-//! build, scan, rules                trees from files; the walk; what is in scope
-//! shared, dirstate, fsops, watch    per-store state; stat caches; writes beneath a root
-//! paths, state, root, lock, progress
+//! worktrees                      the operations, public
+//! task, undo
+//! rollback
+//! capture                        a worktree's files into a snapshot
+//! checkout, held, recover        held: one worktree, locked for one operation
+//! worktree                       the registry
+//! build, error                   trees from files; one error enum per operation
+//! journal, scan                  multi-file steps that survive a crash; the walk
+//! pending, rules, shared         deferred writes; what is in scope; per-store state
+//! dirstate, fsops, watch         stat caches; writes beneath a root; inotify
+//! lock, paths, progress, root, state
 //! ```
 //!
 //! ```no_run
