@@ -11,6 +11,19 @@
 //! holding one) and present the [`Outcome`]. The caller's directory and progress are
 //! arguments of each call ([`Call`]), never process-wide state.
 //!
+//! Its modules form layers; each uses only those below it:
+//!
+//! ```text
+//! wire                               a call and its answer as values (for another process)
+//! request                            Request / Outcome of every verb, Engine::handle
+//! view, reversible, merge, objects   the verbs
+//! worktrees                          onboard, snapshot, checkout, rollback, the registry
+//! engine                             Engine, Call, resolving snapshot names
+//! store                              finding and holding the store; thread pools
+//! path                               tree paths; directories against the caller's
+//! error                              Error, with codes and exit statuses
+//! ```
+//!
 //! An agent harness can drive a whole loop without a process boundary:
 //!
 //! ```
@@ -60,6 +73,7 @@
 //! ```
 #![deny(clippy::unwrap_used)]
 
+mod engine;
 mod error;
 mod merge;
 mod objects;
@@ -71,8 +85,7 @@ mod view;
 pub mod wire;
 mod worktrees;
 
-use camino::{Utf8Path, Utf8PathBuf};
-
+pub use engine::{Call, Engine};
 pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply};
 pub use fs_manager::{Progress, Silent};
 pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
@@ -99,191 +112,3 @@ pub use worktrees::{
     SnapshotOutcome, WorktreeHead, WorktreeItem, WorktreeListOptions, WorktreeListOutcome,
     WorktreePathOptions, WorktreesChanged,
 };
-
-use store::{Access, Holding, Pools, StoreMut, StoreRef};
-
-/// An open cairn store and what lives as long as it: see the crate doc.
-pub struct Engine {
-    path: Utf8PathBuf,
-    holding: Holding,
-    pools: Pools,
-    /// Per-worktree locks, kept caches and (when watching) the watcher of this store.
-    worktrees: fs_manager::Worktrees,
-}
-
-/// One call's context: the caller's directory (relative paths and the current worktree
-/// are resolved against it) and where its progress goes.
-pub struct Call<'a> {
-    /// The caller's directory; absolute.
-    pub cwd: Utf8PathBuf,
-    /// Receives the progress of long operations.
-    pub progress: &'a dyn Progress,
-}
-
-impl Call<'static> {
-    /// A call from `cwd` whose progress goes nowhere.
-    pub fn new(cwd: impl Into<Utf8PathBuf>) -> Call<'static> {
-        Call {
-            cwd: cwd.into(),
-            progress: &Silent,
-        }
-    }
-}
-
-impl<'a> Call<'a> {
-    /// The same call with its progress sent to `progress`.
-    pub fn with_progress<'b>(self, progress: &'b dyn Progress) -> Call<'b> {
-        Call {
-            cwd: self.cwd,
-            progress,
-        }
-    }
-
-    fn path(&self, p: &Utf8Path) -> Utf8PathBuf {
-        path::absolute(&self.cwd, p)
-    }
-
-    /// `dir` resolved, or the caller's directory.
-    fn dir(&self, dir: Option<&Utf8Path>) -> Utf8PathBuf {
-        match dir {
-            Some(d) => self.path(d),
-            None => self.cwd.clone(),
-        }
-    }
-}
-
-impl Engine {
-    /// Opens the store at `path` and holds it open for every call.
-    pub fn open(path: impl Into<Utf8PathBuf>, options: &cas::OpenOptions) -> Result<Engine, Error> {
-        let path = path.into();
-        let store = cas::Store::open(&path, options)?;
-        Ok(Engine {
-            path,
-            holding: Holding::Open(std::sync::RwLock::new(store)),
-            pools: Pools::default(),
-            worktrees: fs_manager::Worktrees::new(),
-        })
-    }
-
-    /// Opens the store at `path`, creating it if missing, with the options of the
-    /// environment (`CAIRN_LOCK_TIMEOUT`, ...).
-    pub fn create(path: impl Into<Utf8PathBuf>) -> Result<Engine, Error> {
-        let options = cas::OpenOptions {
-            create: true,
-            ..cas::OpenOptions::try_from_env()?
-        };
-        Engine::open(path, &options)
-    }
-
-    /// An engine for the store at `path` that opens it in each call, in the mode that call
-    /// needs (read-only for reads, so other processes may read at the same time): for a
-    /// process that makes one call.
-    pub fn per_call(path: impl Into<Utf8PathBuf>, options: cas::OpenOptions) -> Engine {
-        Engine {
-            path: path.into(),
-            holding: Holding::PerCall(options),
-            pools: Pools::default(),
-            worktrees: fs_manager::Worktrees::new(),
-        }
-    }
-
-    /// The store folder.
-    pub fn store_path(&self) -> &Utf8Path {
-        &self.path
-    }
-
-    /// The same engine, its captures watching their worktrees so that later ones skip
-    /// reading what did not change (for an engine that serves many calls).
-    pub fn watching(mut self) -> Engine {
-        self.worktrees = fs_manager::Worktrees::watching();
-        self
-    }
-
-    /// Runs `f` on a thread pool no other running call uses, so calls do not queue behind
-    /// each other's parallel work.
-    pub fn isolated<T: Send>(&self, f: impl FnOnce() -> T + Send) -> T {
-        self.pools.install(f)
-    }
-
-    /// Runs `f` on the open store (for calls on stored objects themselves, such as a
-    /// server's object transfer).
-    pub fn with_store<T>(&self, f: impl FnOnce(&cas::Store) -> T) -> Result<T, Error> {
-        let store = self.store(Access::Write)?;
-        Ok(f(&store))
-    }
-
-    fn store(&self, access: Access) -> Result<StoreRef<'_>, Error> {
-        self.holding.get(&self.path, access)
-    }
-
-    fn store_exclusive(&self) -> Result<StoreMut<'_>, Error> {
-        self.holding.exclusive(&self.path)
-    }
-}
-
-/// A snapshot spec where no worktree is named: a checkpoint name of the worktree holding
-/// `cwd`, else a ref name or unique id prefix (SPEC.md's order).
-fn resolve_snapshot(
-    reader: &cas::Reader,
-    cwd: &Utf8Path,
-    spec: &str,
-) -> Result<cas::SnapshotId, Error> {
-    let record = fs_manager::find_worktree(reader, cwd)?;
-    match record.as_ref().and_then(|r| r.checkpoint(spec)) {
-        Some(c) => Ok(c.snapshot),
-        None => Ok(reader.resolve_snapshot(spec)?),
-    }
-}
-
-/// A snapshot spec in the context of a worktree: its checkpoint name, else a ref name or
-/// unique id prefix.
-fn resolve_in(
-    reader: &cas::Reader,
-    record: &cas::WorktreeRecord,
-    spec: &str,
-) -> Result<cas::SnapshotId, Error> {
-    match record.checkpoint(spec) {
-        Some(c) => Ok(c.snapshot),
-        None => Ok(reader.resolve_snapshot(spec)?),
-    }
-}
-
-fn registered(reader: &cas::Reader, dir: &Utf8Path) -> Result<cas::WorktreeRecord, Error> {
-    fs_manager::find_worktree(reader, dir)?.ok_or_else(|| {
-        Error::usage(
-            "not_a_worktree",
-            format!("{dir} is not a registered worktree"),
-        )
-    })
-}
-
-fn labels(raw: &[String]) -> Result<std::collections::BTreeMap<String, String>, Error> {
-    let mut out = std::collections::BTreeMap::new();
-    for label in raw {
-        let (k, v) =
-            cas::parse_label(label).map_err(|e| Error::usage("invalid_label", e.to_string()))?;
-        out.insert(k, v);
-    }
-    Ok(out)
-}
-
-/// Serde for optional byte strings as base64 text.
-mod base64_bytes {
-    use base64::Engine;
-    use base64::engine::general_purpose::STANDARD;
-
-    pub fn serialize<S: serde::Serializer>(v: &Option<Vec<u8>>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.serialize_str(&STANDARD.encode(v)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: serde::Deserializer<'de>>(
-        d: D,
-    ) -> Result<Option<Vec<u8>>, D::Error> {
-        let text: Option<String> = serde::Deserialize::deserialize(d)?;
-        text.map(|t| STANDARD.decode(t).map_err(serde::de::Error::custom))
-            .transpose()
-    }
-}

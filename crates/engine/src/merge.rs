@@ -4,8 +4,11 @@ use camino::Utf8PathBuf;
 use cas::SnapshotId;
 use serde::{Deserialize, Serialize};
 
+use crate::engine::{Call, Engine, resolve_snapshot};
+use crate::error::Error;
+use crate::path::TreePath;
+use crate::store::Access;
 use crate::worktrees::canonical_dir as canonical;
-use crate::{Access, Call, Engine, Error, TreePath};
 
 /// `merge SNAP --into REPO [--base SNAP] [--branch B] [--checkout] [-m MSG]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -82,11 +85,11 @@ impl Engine {
         let store = self.store(Access::Write)?;
         let (snapshot, base) = {
             let reader = store.reader()?;
-            let snapshot = crate::resolve_snapshot(&reader, &call.cwd, &options.snapshot)?;
+            let snapshot = resolve_snapshot(&reader, &call.cwd, &options.snapshot)?;
             let base = options
                 .base
                 .as_deref()
-                .map(|b| crate::resolve_snapshot(&reader, &call.cwd, b))
+                .map(|b| resolve_snapshot(&reader, &call.cwd, b))
                 .transpose()?;
             (snapshot, base)
         };

@@ -4,7 +4,10 @@ use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, ObjectId, ObjectKind, Reader, SnapshotId, TreeId};
 use serde::{Deserialize, Serialize};
 
-use crate::{Access, Call, Engine, Error, TreePath};
+use crate::engine::{Call, Engine, resolve_snapshot};
+use crate::error::Error;
+use crate::path::TreePath;
+use crate::store::Access;
 
 /// The store `init` made (or found).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -76,7 +79,7 @@ pub enum ShowOutcome {
         #[serde(
             default,
             skip_serializing_if = "Option::is_none",
-            with = "crate::base64_bytes"
+            with = "crate::engine::base64_bytes"
         )]
         contents: Option<Vec<u8>>,
     },
@@ -336,7 +339,7 @@ impl Engine {
     pub fn ref_set(&self, call: &Call, options: RefSetOptions) -> Result<RefsOutcome, Error> {
         cas::validate_ref_name(&options.name)?;
         let store = self.store(Access::Create)?;
-        let id = crate::resolve_snapshot(&store.reader()?, &call.cwd, &options.snapshot)?;
+        let id = resolve_snapshot(&store.reader()?, &call.cwd, &options.snapshot)?;
         store.set_ref(&options.name, id)?;
         Ok(RefsOutcome {
             refs: vec![RefEntry {

@@ -3,7 +3,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::Error;
+use crate::error::Error;
 
 /// A path inside a tree, as raw bytes (file names need not be UTF-8). In JSON it is the
 /// path itself when valid UTF-8, else git's quoted form (`"\377"`), which reads back to the

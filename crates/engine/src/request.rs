@@ -4,7 +4,27 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::*;
+use crate::engine::{Call, Engine};
+use crate::error::Error;
+use crate::merge::{MergeOptions, MergeOutcome};
+use crate::objects::{
+    FsckOptions, FsckOutcome, GcOptions, GcOutcome, RefListOptions, RefRmOptions, RefSetOptions,
+    RefsOutcome, ShowOptions, ShowOutcome,
+};
+use crate::reversible::{
+    AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,
+    DiscardOutcome, OpLogOptions, OpLogOutcome, RecoverOptions, RecoverOutcome, RewindOptions,
+    UndoOptions, UndoOutcome,
+};
+use crate::view::{
+    DiffOptions, DiffOutcome, LogOptions, LogOutcome, ReviewOptions, ReviewOutcome, StatusOptions,
+    StatusOutcome,
+};
+use crate::worktrees::{
+    CheckoutOptions, CheckoutOutcome, ImportOptions, ImportOutcome, OnboardOptions, OnboardOutcome,
+    RollbackOptions, RollbackOutcome, SnapshotOptions, SnapshotOutcome, WorktreeListOptions,
+    WorktreeListOutcome, WorktreePathOptions, WorktreesChanged,
+};
 
 macro_rules! verbs {
     ($( $variant:ident($options:ty) -> $outcome:ty = $verb:literal via $method:ident; )*) => {

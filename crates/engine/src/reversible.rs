@@ -5,9 +5,12 @@ use camino::Utf8PathBuf;
 use cas::{SnapshotId, TreeId};
 use serde::{Deserialize, Serialize};
 
+use crate::engine::{Call, Engine, registered, resolve_in};
+use crate::error::Error;
+use crate::path::TreePath;
 use crate::path::tree_paths;
+use crate::store::Access;
 use crate::worktrees::{RollbackOutcome, SkippedPath, skipped, tree_path_list};
-use crate::{Access, Call, Engine, Error, TreePath, registered, resolve_in};
 
 /// `checkpoint [DIR] [--name NAME]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpenOptions, Store};
 
-use crate::Error;
+use crate::error::Error;
 use crate::path::absolute;
 
 /// The store a caller in `cwd` means: `named` (`--store` / `$CAIRN_STORE`), else the

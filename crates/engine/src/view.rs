@@ -9,9 +9,12 @@ use diff::text::LineDiff;
 use diff::{FileDiff, FileEntry, Status};
 use serde::{Deserialize, Serialize};
 
+use crate::engine::{Call, Engine, registered, resolve_snapshot};
+use crate::error::Error;
+use crate::path::TreePath;
 use crate::path::{absolute, tree_paths};
+use crate::store::Access;
 use crate::worktrees::{SkippedPath, skipped};
-use crate::{Access, Call, Engine, Error, TreePath, registered};
 
 /// One side of a comparison: a stored snapshot, or a worktree's live files.
 struct Side {
@@ -87,14 +90,14 @@ pub struct FileChange {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        with = "crate::base64_bytes"
+        with = "crate::engine::base64_bytes"
     )]
     pub old_content: Option<Vec<u8>>,
     /// After's bytes, with [`Detail::Contents`].
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        with = "crate::base64_bytes"
+        with = "crate::engine::base64_bytes"
     )]
     pub new_content: Option<Vec<u8>>,
 }
@@ -471,7 +474,7 @@ fn side(
             root: Some(live.root),
         });
     }
-    let id = crate::resolve_snapshot(reader, cwd, spec)?;
+    let id = resolve_snapshot(reader, cwd, spec)?;
     Ok(Side {
         tree: reader.snapshot(id)?.tree,
         memory: HashMap::new(),
@@ -595,7 +598,7 @@ impl Engine {
             Some(t) if absolute(&call.cwd, Utf8Path::new(t)).is_dir() => {
                 worktree_head(&reader, &absolute(&call.cwd, Utf8Path::new(t)), true)?
             }
-            Some(t) => Some(crate::resolve_snapshot(&reader, &call.cwd, t)?),
+            Some(t) => Some(resolve_snapshot(&reader, &call.cwd, t)?),
             None => worktree_head(&reader, &call.cwd, false)?,
         };
         let history = match start {

@@ -4,7 +4,8 @@
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, ErrorReply, Outcome, Request};
+use crate::error::{Error, ErrorReply};
+use crate::request::{Outcome, Request};
 
 /// A call: the caller's directory and the request.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -4,8 +4,11 @@ use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, TreeId};
 use serde::{Deserialize, Serialize};
 
+use crate::engine::{Call, Engine, labels, registered, resolve_in, resolve_snapshot};
+use crate::error::Error;
+use crate::path::TreePath;
 use crate::path::tree_paths;
-use crate::{Access, Call, Engine, Error, TreePath, labels, registered, resolve_in};
+use crate::store::Access;
 
 /// A path left out of a capture, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -430,7 +433,7 @@ impl Engine {
         options: CheckoutOptions,
     ) -> Result<CheckoutOutcome, Error> {
         let store = self.store(Access::Write)?;
-        let id = crate::resolve_snapshot(&store.reader()?, &call.cwd, &options.snapshot)?;
+        let id = resolve_snapshot(&store.reader()?, &call.cwd, &options.snapshot)?;
         let out = self.worktrees.checkout(
             &store,
             id,
