@@ -18,7 +18,7 @@ from schemathesis.openapi.checks import RejectedPositiveData
 SANDBOX = os.environ["CAIRN_SANDBOX"]
 
 # Verb arguments that name a directory (or may: `a`, `b`, `target` also take snapshots).
-PATH_ARGUMENTS = {"worktree", "dest", "dir", "target", "a", "b", "into", "paths"}
+PATH_ARGUMENTS = {"worktree", "dest", "dir", "target", "a", "b", "into", "paths", "src", "path"}
 
 def inside(value):
     """`value` as a name that stays in the directory it is resolved against."""
@@ -49,12 +49,23 @@ def before_call(context, case, kwargs):
         return
     confine_cwd(body)
     has_cwd = isinstance(body.get("cwd"), str)
-    for key in PATH_ARGUMENTS & body.keys():
-        value = body[key]
+    if path == "/v1/call":
+        # The typed request of any verb: its arguments are under request.args.
+        request = body.get("request")
+        args = request.get("args") if isinstance(request, dict) else None
+        if isinstance(args, dict):
+            confine_arguments(args, has_cwd)
+        return
+    confine_arguments(body, has_cwd)
+
+
+def confine_arguments(args, has_cwd):
+    for key in PATH_ARGUMENTS & args.keys():
+        value = args[key]
         if isinstance(value, list):
-            body[key] = [confine_path(item, has_cwd) for item in value]
+            args[key] = [confine_path(item, has_cwd) for item in value]
         else:
-            body[key] = confine_path(value, has_cwd)
+            args[key] = confine_path(value, has_cwd)
 
 
 # 400s with these codes come from the server's reading of the request, never from the

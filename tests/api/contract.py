@@ -91,9 +91,6 @@ def main():
         "1",
         "--request-timeout",
         "60",
-        # The CLI's own route: its body is cairn-engine's typed request (see the file).
-        "--exclude-path",
-        "/v1/call",
         *sys.argv[6:],
     ]
     print("+", " ".join(command), flush=True)

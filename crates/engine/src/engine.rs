@@ -199,3 +199,33 @@ pub(crate) mod base64_bytes {
             .transpose()
     }
 }
+
+/// Serde for optional counts and sizes that JSON may write as a whole float (`5.0`, as JSON
+/// Schema's `integer` allows): the number, if it is whole and fits.
+pub(crate) mod whole_number {
+    pub(crate) fn deserialize<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+        T: TryFrom<u64>,
+    {
+        use serde::de::Error;
+        let Some(n) = <Option<serde_json::Number> as serde::Deserialize>::deserialize(d)? else {
+            return Ok(None);
+        };
+        let whole = match (n.as_u64(), n.as_f64()) {
+            (Some(u), _) => Some(u),
+            // Below 2^64 (which is exactly representable), and whole.
+            (None, Some(f))
+                if f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&f) =>
+            {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                Some(f as u64)
+            }
+            _ => None,
+        };
+        whole
+            .and_then(|u| T::try_from(u).ok())
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("{n}: not a whole number in range")))
+    }
+}

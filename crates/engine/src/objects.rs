@@ -188,7 +188,7 @@ pub struct GcOptions {
     #[serde(default)]
     pub dry_run: bool,
     /// First drop op-log entries older than this many days.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub prune_ops: Option<u32>,
 }
 

@@ -31,10 +31,24 @@ macro_rules! verbs {
         /// One call of any verb, with its options. Serialized as
         /// `{"verb": NAME, "args": {...}}`; the args' names are the verb's JSON arguments.
         #[derive(Debug, Clone, Serialize, Deserialize)]
-        #[serde(tag = "verb", content = "args")]
+        #[serde(tag = "verb", content = "args", try_from = "Tagged")]
         #[allow(missing_docs)]
         pub enum Request {
             $( #[serde(rename = $verb)] $variant($options), )*
+        }
+
+        impl TryFrom<Tagged> for Request {
+            type Error = String;
+
+            fn try_from(t: Tagged) -> Result<Request, String> {
+                let args = serde_json::Value::Object(t.args);
+                match t.verb.as_str() {
+                    $( $verb => serde_json::from_value(args)
+                        .map(Request::$variant)
+                        .map_err(|e| format!("{}: {e}", $verb)), )*
+                    other => Err(format!("unknown verb {other:?}")),
+                }
+            }
         }
 
         /// The outcome of any verb. Serialized as `{"verb": NAME, "outcome": {...}}`;
@@ -47,6 +61,9 @@ macro_rules! verbs {
         }
 
         impl Request {
+            /// Every verb's name.
+            pub const VERBS: &'static [&'static str] = &[$( $verb, )*];
+
             /// The verb's name.
             pub fn verb(&self) -> &'static str {
                 match self {
@@ -144,6 +161,14 @@ fn refuse_nul(call: &Call, request: &Request) -> Result<(), Error> {
     }
 }
 
+/// A request as it is read: the verb and its arguments, which must be a JSON object.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Tagged {
+    verb: String,
+    args: serde_json::Map<String, serde_json::Value>,
+}
+
 impl Request {
     /// The request of verb `verb` with JSON arguments `args` (unknown arguments, missing
     /// required ones and wrong types are refused, naming them).
@@ -151,8 +176,10 @@ impl Request {
         verb: &str,
         args: serde_json::Map<String, serde_json::Value>,
     ) -> Result<Request, String> {
-        let tagged = serde_json::json!({ "verb": verb, "args": args });
-        serde_json::from_value(tagged).map_err(|e| e.to_string())
+        Request::try_from(Tagged {
+            verb: verb.to_owned(),
+            args,
+        })
     }
 }
 
@@ -174,5 +201,66 @@ impl Outcome {
     /// The exit status: 0, or 1 for a refusal.
     pub fn exit(&self) -> u8 {
         u8::from(self.refusal().is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(body: &str) -> Result<crate::wire::CallRequest, String> {
+        serde_json::from_str(body).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_request_is_a_verb_and_an_object_of_its_arguments_and_nothing_else() {
+        let ok = call(r#"{"cwd": "/", "request": {"verb": "log", "args": {"max_count": 5.0}}}"#)
+            .expect("a whole float is a count");
+        let Request::Log(log) = ok.request else {
+            panic!("a log")
+        };
+        assert_eq!(log.max_count, Some(5));
+        for bad in [
+            // The arguments as a list, which serde would read field by field.
+            r#"{"cwd": "/", "request": {"verb": "checkpoint", "args": [null, null]}}"#,
+            r#"{"cwd": "/", "request": {"verb": "log", "args": {}, "extra": 1}}"#,
+            r#"{"cwd": "/", "request": {"verb": "log", "args": {"max_count": 1.5}}}"#,
+            r#"{"cwd": "/", "request": {"verb": "log", "args": {"max_count": -1}}}"#,
+            r#"{"cwd": "/", "request": {"verb": "gc", "args": {"prune_ops": 4294967296}}}"#,
+            r#"{"cwd": "/", "request": {"verb": "nope", "args": {}}}"#,
+            r#"{"cwd": "/", "request": {"verb": "status"}}"#,
+        ] {
+            assert!(call(bad).is_err(), "accepted {bad}");
+        }
+    }
+
+    #[test]
+    fn every_verb_reads_back_as_itself() {
+        for verb in Request::VERBS {
+            // The least each takes: its required arguments, as strings.
+            let required: &[&str] = match *verb {
+                "onboard" => &["src"],
+                "import" => &["src", "rev"],
+                "snapshot" => &["worktree"],
+                "checkout" => &["snapshot", "dest"],
+                "rollback" => &["worktree", "snapshot"],
+                "merge" => &["snapshot", "into"],
+                "worktree_remove" | "worktree_rebind" => &["path"],
+                "diff" => &["a", "b"],
+                "show" => &["object"],
+                "ref_set" => &["name", "snapshot"],
+                "ref_rm" => &["name"],
+                _ => &[],
+            };
+            let args = required
+                .iter()
+                .map(|k| ((*k).to_owned(), serde_json::Value::from("x")))
+                .collect();
+            let request = Request::from_verb(verb, args).expect(verb);
+            assert_eq!(request.verb(), *verb);
+            let wire = serde_json::to_string(&request).expect("encodes");
+            let back: Request = serde_json::from_str(&wire).expect("decodes");
+            assert_eq!(back.verb(), *verb);
+        }
     }
 }

@@ -26,7 +26,7 @@ pub struct CheckpointOptions {
     #[serde(default)]
     pub message: Option<String>,
     /// Leave out files larger than this (when it onboards the directory).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub max_file_size: Option<u64>,
 }
 

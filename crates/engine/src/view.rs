@@ -261,7 +261,7 @@ pub struct LogOptions {
     #[serde(default)]
     pub target: Option<String>,
     /// At most this many.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub max_count: Option<usize>,
     /// Each snapshot's changes against its first parent.
     #[serde(default)]

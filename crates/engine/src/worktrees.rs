@@ -64,7 +64,7 @@ pub struct OnboardOptions {
     #[serde(default)]
     pub include_denied: bool,
     /// Leave out files larger than this.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub max_file_size: Option<u64>,
 }
 

@@ -184,6 +184,28 @@ mod tests {
     }
 
     #[test]
+    fn the_openapi_file_documents_every_verb_of_the_call_route() {
+        let doc = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/openapi.yaml"
+        ))
+        .expect("docs/openapi.yaml");
+        for verb in cairn_engine::Request::VERBS {
+            let variant = format!(
+                "properties: {{ verb: {{ const: {verb} }}, args: {{ $ref: \"#/components/schemas/CallArgs_{verb}\" }} }}"
+            );
+            assert!(
+                doc.contains(&variant),
+                "docs/openapi.yaml: /v1/call's request lacks the verb {verb}"
+            );
+            assert!(
+                doc.contains(&format!("\n    CallArgs_{verb}:\n")),
+                "docs/openapi.yaml lacks CallArgs_{verb}"
+            );
+        }
+    }
+
+    #[test]
     fn verb_arguments_of_the_wrong_type_or_range_are_refused() {
         let refused = |verb: &str, args: Value| {
             request(verb, args.clone()).expect_err(&format!("{verb} {args:?}"))
