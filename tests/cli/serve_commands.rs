@@ -634,6 +634,34 @@ fn requests_use_the_callers_terminal_settings_and_never_prompt_on_the_server() {
         "no colour from the server"
     );
     assert_eq!(reply["outcome"]["outcome"]["stats"]["files"], 1, "{reply}");
+    // Through the server (CAIRN_LOCK_TIMEOUT=0: the store is the server's), a terminal
+    // still gets colour and a pipe none.
+    let diff_on = |tty: bool| {
+        let line = format!(
+            "{} --store {} diff {a} {b}",
+            env!("CARGO_BIN_EXE_cairn"),
+            env.store()
+        );
+        let mut cmd = if tty {
+            let mut c = std::process::Command::new("script");
+            c.args(["-qec", &line, "/dev/null"]);
+            c
+        } else {
+            let mut c = std::process::Command::new("sh");
+            c.args(["-c", &line]);
+            c
+        };
+        let out = cmd
+            .env("CAIRN_LOCK_TIMEOUT", "0")
+            .env_remove("NO_COLOR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        out.stdout
+    };
+    let coloured = String::from_utf8_lossy(&diff_on(true)).into_owned();
+    assert!(coloured.contains("\x1b[32m+fn a() { changed }"), "{coloured:?}");
+    assert!(!diff_on(false).contains(&0x1b), "none when piped");
 
     let (status, reply) = client
         .post_json(
