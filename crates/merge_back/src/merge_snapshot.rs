@@ -8,8 +8,11 @@ use cas::{SnapshotId, Store};
 use gix::refs::transaction::{PreviousValue, RefEdit};
 
 use crate::export::export_into;
-use crate::merge::merge_trees_in;
-use crate::{ExportError, MergeConflict, MergeError, worktree};
+use crate::git::signature;
+use crate::journal::{self, CheckoutJournal};
+use crate::merge::{MergeConflict, merge_trees_in};
+use crate::snapshot_error::MergeSnapshotError;
+use crate::worktree;
 
 /// What to merge, and where the result goes.
 #[derive(Debug, Clone)]
@@ -44,111 +47,6 @@ pub struct MergeOutcome {
     /// With `checkout`: the paths the merge must change that have uncommitted changes (or
     /// untracked files in the way).
     pub dirty: Vec<Vec<u8>>,
-}
-
-/// The merge could not be attempted; the repository's refs, index and files are untouched.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum MergeSnapshotError {
-    /// The path is not a git repository.
-    #[error("{path}: not a git repository ({message})")]
-    NotARepository {
-        /// The path given.
-        path: Utf8PathBuf,
-        /// What gitoxide said.
-        message: String,
-    },
-    /// `HEAD` has no commit yet.
-    #[error("{path}: HEAD has no commit to merge into")]
-    UnbornHead {
-        /// The repository.
-        path: Utf8PathBuf,
-    },
-    /// A merge, rebase, cherry-pick or similar is under way.
-    #[error("{path}: a {state} is in progress; finish or abort it first")]
-    InProgress {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// What git is in the middle of.
-        state: String,
-    },
-    /// No ancestor of the snapshot was onboarded from this repository.
-    #[error(
-        "snapshot {snapshot}: no ancestor was onboarded from git repository {path}; pass --base"
-    )]
-    NoBase {
-        /// The snapshot.
-        snapshot: SnapshotId,
-        /// The repository.
-        path: Utf8PathBuf,
-    },
-    /// The branch name is not a valid git reference name.
-    #[error("{branch}: not a valid branch name ({message})")]
-    InvalidBranch {
-        /// The name given.
-        branch: String,
-        /// What gitoxide said.
-        message: String,
-    },
-    /// The branch already exists; cairn does not move existing branches.
-    #[error("{path}: branch {branch} already exists; pass another --branch")]
-    BranchExists {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// The branch.
-        branch: String,
-    },
-    /// A branch exists whose name is a folder of the new one's, or the other way round.
-    #[error(
-        "{path}: branch {branch} cannot coexist with existing branch {existing}; pass another --branch"
-    )]
-    BranchConflict {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// The branch asked for.
-        branch: String,
-        /// The branch in the way.
-        existing: String,
-    },
-    /// Exporting a snapshot into the repository failed.
-    #[error(transparent)]
-    Export(#[from] ExportError),
-    /// The three-way merge failed.
-    #[error(transparent)]
-    Merge(#[from] MergeError),
-    /// Reading or writing the repository failed.
-    #[error("{path}: {message}")]
-    Git {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// What gitoxide said.
-        message: String,
-    },
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] cas::Error),
-    /// An earlier `merge --checkout` (or another cairn step) into this work tree was
-    /// interrupted; `cairn recover` finishes it.
-    #[error("{path}: {what} left it half done; run `cairn recover {path}` to finish it")]
-    Interrupted {
-        /// The work tree.
-        path: Utf8PathBuf,
-        /// What was interrupted.
-        what: String,
-    },
-    /// Moving the index and working files failed part way; `HEAD` was not moved. The step
-    /// is journaled: `cairn recover` finishes it.
-    #[error(
-        "{path}: checking out the merge failed, HEAD left at {head} ({message}); run `cairn recover {path}` to finish it"
-    )]
-    Checkout {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// Where `HEAD` still points.
-        head: String,
-        /// What failed.
-        message: String,
-    },
 }
 
 /// The nearest ancestor of `start` (itself included, breadth first) onboarded or imported
@@ -219,7 +117,7 @@ pub fn merge_snapshot(
     let target = if options.checkout {
         let state = checkout_state(&repo, path)?;
         let workdir = journal_key(&state.0, path)?;
-        if let Some(what) = crate::journal::pending(store, &workdir)? {
+        if let Some(what) = journal::pending(store, &workdir)? {
             return Err(MergeSnapshotError::Interrupted {
                 path: workdir,
                 what,
@@ -309,7 +207,7 @@ pub fn merge_snapshot(
                 Some(name) => name.as_bstr().to_string(),
                 None => "HEAD".to_owned(),
             };
-            let journal = crate::journal::CheckoutJournal::new(
+            let journal = CheckoutJournal::new(
                 journal_key(&workdir, path)?,
                 head_ref,
                 head_id,
@@ -475,27 +373,4 @@ fn checkout_state(
         None => "HEAD".to_owned(),
     };
     Ok((workdir, index, branch))
-}
-
-/// The configured author or committer, else a fallback naming cairn (a merge must not fail
-/// for want of `user.name`).
-pub(crate) fn signature(repo: &gix::Repository, author: bool) -> gix::actor::Signature {
-    let configured = if author {
-        repo.author()
-    } else {
-        repo.committer()
-    };
-    let now = gix::date::Time::now_local_or_utc();
-    match configured.and_then(Result::ok) {
-        Some(s) => gix::actor::Signature {
-            name: s.name.into(),
-            email: s.email.into(),
-            time: s.time().unwrap_or(now),
-        },
-        None => gix::actor::Signature {
-            name: "cairn".into(),
-            email: "cairn@localhost".into(),
-            time: now,
-        },
-    }
 }
