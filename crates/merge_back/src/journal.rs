@@ -41,6 +41,15 @@ pub(crate) struct CheckoutJournal {
     changes: Vec<JournalChange>,
 }
 
+/// A journal entry that does not decode: the store's record was damaged.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CorruptJournal {
+    #[error("merge journal: {hex}: {source}")]
+    Id { hex: String, source: gix::Error },
+    #[error("merge journal: mode {mode:o}")]
+    Mode { mode: u32 },
+}
+
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 struct JournalChange {
     path: Vec<u8>,
@@ -99,16 +108,20 @@ impl CheckoutJournal {
         serde_json::from_slice(bytes).ok()
     }
 
-    pub(crate) fn changes(&self) -> Result<Vec<Change>, String> {
+    pub(crate) fn changes(&self) -> Result<Vec<Change>, CorruptJournal> {
         self.changes
             .iter()
             .map(|c| {
                 let new = match &c.new {
                     None => None,
                     Some((hex, mode)) => {
-                        let id = gix::ObjectId::from_hex(hex.as_bytes())
-                            .map_err(|e| format!("{hex}: {e}"))?;
-                        let kind = kind_of(*mode).ok_or_else(|| format!("mode {mode:o}"))?;
+                        let id = gix::ObjectId::from_hex(hex.as_bytes()).map_err(|source| {
+                            CorruptJournal::Id {
+                                hex: hex.clone(),
+                                source,
+                            }
+                        })?;
+                        let kind = kind_of(*mode).ok_or(CorruptJournal::Mode { mode: *mode })?;
                         Some((id, kind))
                     }
                 };

@@ -6,7 +6,8 @@
 //! ([`export`]), the three-way merge of trees with git's rules ([`merge_trees`]), bringing a
 //! snapshot back as a commit on a branch or onto `HEAD` ([`merge_snapshot`]) and the intent
 //! journal that makes `merge --checkout` one step ([`recover_checkout`] finishes it after a
-//! kill). No gix type appears in its API: ids are hex.
+//! kill). No gix type appears in its API: ids are hex, and gitoxide's errors are kept whole,
+//! boxed, as the `source()` of this crate's own ([`BoxError`]).
 //!
 //! It must not know the CLI, HTTP or printing: callers get outcomes and typed errors whose
 //! `Display` is the message, and decide how to show them and what exit code they mean.
@@ -17,7 +18,7 @@
 //! merge_snapshot   recover           move HEAD: the merge; finishing a killed --checkout
 //! journal   snapshot_error           the --checkout intent record; the error both report
 //! export  import  merge  state  worktree   one concern each, each with its own error
-//! git                                what several share: the commit signature
+//! git                                what all share: the boxed error, the commit signature
 //! ```
 //!
 //! ```no_run
@@ -42,6 +43,7 @@ mod state;
 mod worktree;
 
 pub use export::{ExportError, ExportOutcome, export};
+pub use git::BoxError;
 pub use import::{ImportError, ImportOutcome, import};
 pub use merge::{ConflictKind, MergeConflict, MergeError, TreeMerge, merge_trees};
 pub use merge_snapshot::{MergeOptions, MergeOutcome, merge_snapshot};

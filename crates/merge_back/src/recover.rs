@@ -6,9 +6,10 @@ use camino::{Utf8Path, Utf8PathBuf};
 use cas::Store;
 use gix::refs::transaction::{PreviousValue, RefEdit};
 
+use crate::git::BoxError;
 use crate::git::signature;
 use crate::journal::CheckoutJournal;
-use crate::snapshot_error::MergeSnapshotError;
+use crate::snapshot_error::{MergeSnapshotError, Refusal};
 use crate::worktree;
 
 /// What [`recover_checkout`] did.
@@ -53,25 +54,21 @@ pub fn recover_checkout(
         return Ok(None);
     };
     let workdir = journal.workdir.clone();
-    let fail = |message: String| MergeSnapshotError::Git {
+    let fail = |source: BoxError| MergeSnapshotError::Git {
         path: workdir.clone(),
-        message,
+        source,
     };
-    let changes = journal
-        .changes()
-        .map_err(|e| fail(format!("merge journal: {e}")))?;
+    let changes = journal.changes().map_err(|e| fail(e.into()))?;
     let repo =
         gix::open(workdir.as_std_path()).map_err(|e| MergeSnapshotError::NotARepository {
             path: workdir.clone(),
-            message: e.to_string(),
+            source: e.into(),
         })?;
-    let old = gix::ObjectId::from_hex(journal.old.as_bytes()).map_err(|e| fail(e.to_string()))?;
-    let new = gix::ObjectId::from_hex(journal.new.as_bytes()).map_err(|e| fail(e.to_string()))?;
-    let head = repo.head_id().map_err(|e| fail(e.to_string()))?.detach();
+    let old = gix::ObjectId::from_hex(journal.old.as_bytes()).map_err(|e| fail(e.into()))?;
+    let new = gix::ObjectId::from_hex(journal.new.as_bytes()).map_err(|e| fail(e.into()))?;
+    let head = repo.head_id().map_err(|e| fail(e.into()))?.detach();
     if head != old && head != new {
-        return Err(fail(format!(
-            "HEAD moved to {head} since the interrupted merge --checkout (from {old} to {new}); nothing was changed: move HEAD back to {old} and run `cairn recover` again"
-        )));
+        return Err(fail(Refusal::HeadMoved { head, old, new }.into()));
     }
     let started = std::time::SystemTime::from(journal.started);
     // Lock files the dead process held: only those made after it started are its own.
@@ -81,18 +78,17 @@ pub fn recover_checkout(
     if journal.head_ref != "HEAD" {
         remove_lock(&git_dir.join(format!("{}.lock", journal.head_ref)), started);
     }
-    let root = path_policy::Root::open(workdir.as_std_path()).map_err(|e| fail(e.to_string()))?;
+    let root = path_policy::Root::open(workdir.as_std_path()).map_err(|e| fail(e.into()))?;
     worktree::remove_temporaries(&root, &changes);
     drop(root);
-    let index = repo.index_or_empty().map_err(|e| fail(e.to_string()))?;
+    let index = repo.index_or_empty().map_err(|e| fail(e.into()))?;
     let index: gix::index::File = (**index).clone();
-    worktree::apply(&repo, workdir.as_std_path(), index, &changes)
-        .map_err(|e| fail(e.to_string()))?;
+    worktree::apply(&repo, workdir.as_std_path(), index, &changes).map_err(fail)?;
 
     if head == old {
         let name: gix::refs::FullName = "HEAD"
             .try_into()
-            .map_err(|e: gix::validate::reference::name::Error| fail(e.to_string()))?;
+            .map_err(|e: gix::validate::reference::name::Error| fail(e.into()))?;
         let mut edit = RefEdit::update(
             name,
             new,
@@ -103,7 +99,7 @@ pub fn recover_checkout(
         let committer = signature(&repo, false);
         let mut time = gix::date::parse::TimeBuf::default();
         repo.edit_references_as([edit], Some(committer.to_ref(&mut time)))
-            .map_err(|e| fail(e.to_string()))?;
+            .map_err(|e| fail(e.into()))?;
     }
     journal.end(store)?;
     Ok(Some(RecoveredCheckout {

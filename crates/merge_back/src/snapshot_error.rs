@@ -2,10 +2,13 @@
 //! [`recover_checkout`](crate::recover_checkout) fail: one error for both, as the CLI reports
 //! them alike.
 
+use std::path::PathBuf;
+
 use camino::Utf8PathBuf;
 use cas::SnapshotId;
 
 use crate::export::ExportError;
+use crate::git::BoxError;
 use crate::merge::MergeError;
 
 /// The merge could not be attempted; the repository's refs, index and files are untouched.
@@ -13,12 +16,12 @@ use crate::merge::MergeError;
 #[non_exhaustive]
 pub enum MergeSnapshotError {
     /// The path is not a git repository.
-    #[error("{path}: not a git repository ({message})")]
+    #[error("{path}: not a git repository ({source})")]
     NotARepository {
         /// The path given.
         path: Utf8PathBuf,
         /// What gitoxide said.
-        message: String,
+        source: BoxError,
     },
     /// `HEAD` has no commit yet.
     #[error("{path}: HEAD has no commit to merge into")]
@@ -45,12 +48,12 @@ pub enum MergeSnapshotError {
         path: Utf8PathBuf,
     },
     /// The branch name is not a valid git reference name.
-    #[error("{branch}: not a valid branch name ({message})")]
+    #[error("{branch}: not a valid branch name ({source})")]
     InvalidBranch {
         /// The name given.
         branch: String,
-        /// What gitoxide said.
-        message: String,
+        /// The rule it breaks, as gitoxide (or cairn, for a leading `-`) says.
+        source: BoxError,
     },
     /// The branch already exists; cairn does not move existing branches.
     #[error("{path}: branch {branch} already exists; pass another --branch")]
@@ -79,12 +82,12 @@ pub enum MergeSnapshotError {
     #[error(transparent)]
     Merge(#[from] MergeError),
     /// Reading or writing the repository failed.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     Git {
         /// The repository.
         path: Utf8PathBuf,
-        /// What gitoxide said.
-        message: String,
+        /// What gitoxide said, or what cairn refuses to do there.
+        source: BoxError,
     },
     /// The store failed.
     #[error(transparent)]
@@ -101,7 +104,7 @@ pub enum MergeSnapshotError {
     /// Moving the index and working files failed part way; `HEAD` was not moved. The step
     /// is journaled: `cairn recover` finishes it.
     #[error(
-        "{path}: checking out the merge failed, HEAD left at {head} ({message}); run `cairn recover {path}` to finish it"
+        "{path}: checking out the merge failed, HEAD left at {head} ({source}); run `cairn recover {path}` to finish it"
     )]
     Checkout {
         /// The repository.
@@ -109,6 +112,31 @@ pub enum MergeSnapshotError {
         /// Where `HEAD` still points.
         head: String,
         /// What failed.
-        message: String,
+        source: BoxError,
+    },
+}
+
+/// What cairn will not do in a repository, where no gitoxide error is behind it: the source
+/// of a [`MergeSnapshotError::Git`] or [`MergeSnapshotError::InvalidBranch`].
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Refusal {
+    /// git would read the branch as an option.
+    #[error("a branch name cannot start with '-'")]
+    BranchStartsWithDash,
+    #[error("a bare repository has no working tree to check out into")]
+    BareRepository,
+    #[error("a split or sparse index is not supported by merge --checkout")]
+    SplitOrSparseIndex,
+    /// The store's journal is keyed by UTF-8 paths.
+    #[error("{}: work tree path is not valid UTF-8", .0.display())]
+    WorkTreeNotUtf8(PathBuf),
+    /// Recovery moves `HEAD` only from the commit the interrupted step left it on.
+    #[error(
+        "HEAD moved to {head} since the interrupted merge --checkout (from {old} to {new}); nothing was changed: move HEAD back to {old} and run `cairn recover` again"
+    )]
+    HeadMoved {
+        head: gix::ObjectId,
+        old: gix::ObjectId,
+        new: gix::ObjectId,
     },
 }

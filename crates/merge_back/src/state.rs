@@ -3,6 +3,8 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 
+use crate::git::BoxError;
+
 /// Where a repository's `HEAD` stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GitState {
@@ -15,12 +17,12 @@ pub struct GitState {
 
 /// Reading a repository's state failed.
 #[derive(Debug, thiserror::Error)]
-#[error("git repository {path}: {message}")]
+#[error("git repository {path}: {source}")]
 pub struct GitStateError {
     /// The repository.
     pub path: Utf8PathBuf,
     /// What gitoxide reported.
-    pub message: String,
+    pub source: BoxError,
 }
 
 /// The commit `dir`'s files come from, for a snapshot's source: `None` when `dir` is not
@@ -43,12 +45,12 @@ pub fn git_state(dir: &Utf8Path) -> Result<Option<GitState>, GitStateError> {
     if !dir.join(".git").exists() {
         return Ok(None);
     }
-    let fail = |e: &dyn std::fmt::Display| GitStateError {
+    let fail = |source: BoxError| GitStateError {
         path: dir.to_owned(),
-        message: e.to_string(),
+        source,
     };
-    let repo = gix::open(dir.as_std_path()).map_err(|e| fail(&e))?;
+    let repo = gix::open(dir.as_std_path()).map_err(|e| fail(e.into()))?;
     let commit = repo.head_id().ok().map(|id| id.to_string());
-    let dirty = repo.is_dirty().map_err(|e| fail(&e))?;
+    let dirty = repo.is_dirty().map_err(|e| fail(e.into()))?;
     Ok(Some(GitState { commit, dirty }))
 }
