@@ -3,6 +3,8 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, ObjectId, Store, Tree, TreeId, WriteBatch};
 
+use crate::git::BoxError;
+
 /// What [`export`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportOutcome {
@@ -19,20 +21,20 @@ pub struct ExportOutcome {
 #[non_exhaustive]
 pub enum ExportError {
     /// The path is not a git repository.
-    #[error("{path}: not a git repository ({message})")]
+    #[error("{path}: not a git repository ({source})")]
     NotARepository {
         /// The path given.
         path: Utf8PathBuf,
         /// What gitoxide said.
-        message: String,
+        source: BoxError,
     },
     /// Writing to the repository failed.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     Git {
         /// The repository.
         path: Utf8PathBuf,
         /// What gitoxide said.
-        message: String,
+        source: BoxError,
     },
     /// The store failed.
     #[error(transparent)]
@@ -69,7 +71,7 @@ pub fn export(
 ) -> Result<ExportOutcome, ExportError> {
     let repo = gix::open(repo_path.as_std_path()).map_err(|e| ExportError::NotARepository {
         path: repo_path.to_owned(),
-        message: e.to_string(),
+        source: e.into(),
     })?;
     export_into(store, &repo, repo_path, root)
 }
@@ -81,9 +83,9 @@ pub(crate) fn export_into(
     repo_path: &Utf8Path,
     root: TreeId,
 ) -> Result<ExportOutcome, ExportError> {
-    let git_err = |e: &dyn std::fmt::Display| ExportError::Git {
+    let git_err = |source: BoxError| ExportError::Git {
         path: repo_path.to_owned(),
-        message: e.to_string(),
+        source,
     };
     let reader = store
         .reader()
@@ -116,16 +118,16 @@ pub(crate) fn export_into(
     }];
     let root_oid = loop {
         let Some(frame) = stack.last_mut() else {
-            return Err(git_err(&"empty export stack"));
+            return Err(git_err("empty export stack".into()));
         };
         if frame.next == frame.tree.entries().len() {
             let Some(mut done) = stack.pop() else {
-                return Err(git_err(&"empty export stack"));
+                return Err(git_err("empty export stack".into()));
             };
             done.made.sort();
             let oid = repo
                 .write_object(gix::objs::Tree { entries: done.made })
-                .map_err(|e| git_err(&e))?
+                .map_err(|e| git_err(e.into()))?
                 .detach();
             outcome.written += 1;
             map.map_git_oid(done.id.into(), oid.as_bytes());
@@ -164,7 +166,10 @@ pub(crate) fn export_into(
             }
             None => {
                 let bytes = reader.blob(entry.id.as_blob()).map_err(cas::Error::from)?;
-                let oid = repo.write_blob(&bytes).map_err(|e| git_err(&e))?.detach();
+                let oid = repo
+                    .write_blob(&bytes)
+                    .map_err(|e| git_err(e.into()))?
+                    .detach();
                 outcome.written += 1;
                 map.map_git_oid(entry.id, oid.as_bytes());
                 oid

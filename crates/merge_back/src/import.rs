@@ -8,6 +8,8 @@ use cas::{
     TreeEntry, TreeId, WriteBatch,
 };
 
+use crate::git::BoxError;
+
 /// What [`import`] stored.
 #[derive(Debug, Clone)]
 pub struct ImportOutcome {
@@ -30,22 +32,22 @@ pub struct ImportOutcome {
 #[non_exhaustive]
 pub enum ImportError {
     /// The path is not a git repository.
-    #[error("{path}: not a git repository ({message})")]
+    #[error("{path}: not a git repository ({source})")]
     NotARepository {
         /// The path given.
         path: Utf8PathBuf,
         /// What gitoxide said.
-        message: String,
+        source: BoxError,
     },
     /// The revision does not name a commit.
-    #[error("{path}: no commit '{rev}' ({message})")]
+    #[error("{path}: no commit '{rev}' ({source})")]
     UnknownRevision {
         /// The repository.
         path: Utf8PathBuf,
         /// The revision.
         rev: String,
         /// What gitoxide said.
-        message: String,
+        source: BoxError,
     },
     /// The commit's tree holds a name cairn refuses; the whole tree is refused.
     #[error("{path}: commit {commit} has a path cairn refuses: {name}: {reason}")]
@@ -57,15 +59,16 @@ pub enum ImportError {
         /// The offending path.
         name: String,
         /// The rule.
-        reason: String,
+        #[source]
+        reason: cas::ObjectError,
     },
     /// Reading from the repository failed.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     Git {
         /// The repository.
         path: Utf8PathBuf,
         /// What gitoxide said.
-        message: String,
+        source: BoxError,
     },
     /// The store failed.
     #[error(transparent)]
@@ -94,42 +97,42 @@ pub fn import(
     labels: &BTreeMap<String, String>,
     deny: &path_policy::DenyList,
 ) -> Result<ImportOutcome, ImportError> {
-    let git_err = |e: &dyn std::fmt::Display| ImportError::Git {
+    let git_err = |source: BoxError| ImportError::Git {
         path: repo_path.to_owned(),
-        message: e.to_string(),
+        source,
     };
     let repo = gix::open(repo_path.as_std_path()).map_err(|e| ImportError::NotARepository {
         path: repo_path.to_owned(),
-        message: e.to_string(),
+        source: e.into(),
     })?;
-    let unknown = |e: &dyn std::fmt::Display| ImportError::UnknownRevision {
+    let unknown = |source: BoxError| ImportError::UnknownRevision {
         path: repo_path.to_owned(),
         rev: rev.to_owned(),
-        message: e.to_string(),
+        source,
     };
     let commit = repo
         .rev_parse_single(rev)
-        .map_err(|e| unknown(&e))?
+        .map_err(|e| unknown(e.into()))?
         .object()
-        .map_err(|e| unknown(&e))?
+        .map_err(|e| unknown(e.into()))?
         .peel_to_commit()
-        .map_err(|e| unknown(&e))?;
+        .map_err(|e| unknown(e.into()))?;
     let commit_hex = commit.id.to_string();
-    let root = commit.tree_id().map_err(|e| git_err(&e))?.detach();
+    let root = commit.tree_id().map_err(|e| git_err(e.into()))?.detach();
 
     let read_tree = |id: gix::ObjectId| -> Result<
         Vec<(Vec<u8>, gix::objs::tree::EntryKind, gix::ObjectId)>,
         ImportError,
     > {
-        let tree = repo.find_tree(id).map_err(|e| git_err(&e))?;
-        let decoded = tree.decode().map_err(|e| git_err(&e))?;
+        let tree = repo.find_tree(id).map_err(|e| git_err(e.into()))?;
+        let decoded = tree.decode().map_err(|e| git_err(e.into()))?;
         Ok(decoded
             .entries
             .iter()
             .map(|e| (e.filename.to_vec(), e.mode.kind(), e.oid.to_owned()))
             .collect())
     };
-    let refuse = |name: &[u8], reason: String| ImportError::Refused {
+    let refuse = |name: &[u8], reason: cas::ObjectError| ImportError::Refused {
         path: repo_path.to_owned(),
         commit: commit_hex.clone(),
         name: String::from_utf8_lossy(name).into_owned(),
@@ -147,13 +150,13 @@ pub fn import(
     }];
     let root_tree = loop {
         let Some(frame) = stack.last_mut() else {
-            return Err(git_err(&"empty import stack"));
+            return Err(git_err("empty import stack".into()));
         };
         if frame.next == frame.entries.len() {
             let Some(done) = stack.pop() else {
-                return Err(git_err(&"empty import stack"));
+                return Err(git_err("empty import stack".into()));
             };
-            let tree = Tree::new(done.built).map_err(|e| refuse(&done.prefix, e.to_string()))?;
+            let tree = Tree::new(done.built).map_err(|e| refuse(&done.prefix, e))?;
             let size = tree.size();
             let empty = tree.entries().is_empty();
             let id = batch.add_tree(tree);
@@ -184,7 +187,7 @@ pub fn import(
             path.push(b'/');
         }
         path.extend_from_slice(&name);
-        cas::validate_name(&name).map_err(|e| refuse(&path, e.to_string()))?;
+        cas::validate_name(&name).map_err(|e| refuse(&path, e))?;
         use gix::objs::tree::EntryKind as G;
         if let Some(pattern) = deny.denied(&path, kind == G::Tree) {
             skipped.push((path, format!("denied by pattern {pattern}")));
@@ -209,7 +212,7 @@ pub fn import(
             G::BlobExecutable => EntryKind::Executable,
             G::Link => EntryKind::Symlink,
         };
-        let object = repo.find_object(oid).map_err(|e| git_err(&e))?;
+        let object = repo.find_object(oid).map_err(|e| git_err(e.into()))?;
         let prepared = PreparedBlob::new(&object.data);
         let size = prepared.size();
         files += 1;

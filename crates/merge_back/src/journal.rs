@@ -1,20 +1,16 @@
 //! `merge --checkout` as one step: before the first working file changes, an intent journal
 //! goes into the store under the repository's work tree (the commit already written, every
 //! path's new entry, the branch and the commit it must move from). A process killed part
-//! way leaves the journal; [`recover_checkout`] finishes the step (files, index, branch, and
+//! way leaves the journal; [`recover_checkout`](crate::recover_checkout) finishes the step (files, index, branch, and
 //! the lock and temporary files the dead process left), and until then cairn's commands on
 //! that directory refuse, naming `cairn recover`.
-
-use std::path::Path;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{Store, WriteBatch};
 use gix::bstr::BString;
 use gix::objs::tree::EntryKind;
-use gix::refs::transaction::{PreviousValue, RefEdit};
 
-use crate::merge_snapshot::MergeSnapshotError;
-use crate::worktree::{self, Change};
+use crate::worktree::Change;
 
 /// The command name the journal shows to other commands.
 pub(crate) const OP: &str = "merge --checkout";
@@ -33,16 +29,25 @@ pub(crate) struct CheckoutJournal {
     kind: Kind,
     /// As every journal has: the command and when it started.
     op: String,
-    started: jiff::Timestamp,
+    pub(crate) started: jiff::Timestamp,
     /// The work tree.
-    workdir: Utf8PathBuf,
+    pub(crate) workdir: Utf8PathBuf,
     /// The reference `HEAD` names (`HEAD` itself when detached).
-    head_ref: String,
+    pub(crate) head_ref: String,
     /// The commit `HEAD` pointed at, and the merge commit it must point at.
-    old: String,
-    new: String,
+    pub(crate) old: String,
+    pub(crate) new: String,
     /// Every path that changes: its bytes and new entry (hex id and mode), none if deleted.
     changes: Vec<JournalChange>,
+}
+
+/// A journal entry that does not decode: the store's record was damaged.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CorruptJournal {
+    #[error("merge journal: {hex}: {source}")]
+    Id { hex: String, source: gix::Error },
+    #[error("merge journal: mode {mode:o}")]
+    Mode { mode: u32 },
 }
 
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -99,20 +104,24 @@ impl CheckoutJournal {
     }
 
     /// The journal in `bytes`, if it is one of a `merge --checkout`.
-    fn decode(bytes: &[u8]) -> Option<CheckoutJournal> {
+    pub(crate) fn decode(bytes: &[u8]) -> Option<CheckoutJournal> {
         serde_json::from_slice(bytes).ok()
     }
 
-    fn changes(&self) -> Result<Vec<Change>, String> {
+    pub(crate) fn changes(&self) -> Result<Vec<Change>, CorruptJournal> {
         self.changes
             .iter()
             .map(|c| {
                 let new = match &c.new {
                     None => None,
                     Some((hex, mode)) => {
-                        let id = gix::ObjectId::from_hex(hex.as_bytes())
-                            .map_err(|e| format!("{hex}: {e}"))?;
-                        let kind = kind_of(*mode).ok_or_else(|| format!("mode {mode:o}"))?;
+                        let id = gix::ObjectId::from_hex(hex.as_bytes()).map_err(|source| {
+                            CorruptJournal::Id {
+                                hex: hex.clone(),
+                                source,
+                            }
+                        })?;
+                        let kind = kind_of(*mode).ok_or(CorruptJournal::Mode { mode: *mode })?;
                         Some((id, kind))
                     }
                 };
@@ -125,7 +134,8 @@ impl CheckoutJournal {
             .collect()
     }
 
-    /// Writes the journal: from here on, a kill is finished by [`recover_checkout`].
+    /// Writes the journal: from here on, a kill is finished by
+    /// [`recover_checkout`](crate::recover_checkout).
     pub(crate) fn begin(&self, store: &Store) -> Result<(), cas::Error> {
         let bytes = serde_json::to_vec(self).map_err(|e| {
             cas::Error::Write(cas::WriteError::Encode {
@@ -161,116 +171,4 @@ pub(crate) fn pending(store: &Store, workdir: &Utf8Path) -> Result<Option<String
         Some(j) => format!("an interrupted {} (started {})", j.op, j.started),
         None => "an interrupted cairn operation".to_owned(),
     }))
-}
-
-/// What [`recover_checkout`] did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecoveredCheckout {
-    /// The work tree.
-    pub workdir: Utf8PathBuf,
-    /// The commit `HEAD` now names.
-    pub commit: String,
-    /// The paths made equal to the merge.
-    pub paths: u64,
-}
-
-/// Finishes an interrupted `merge --checkout` of the repository at or above `path`, if
-/// there is one: lock and temporary files the dead process left are removed, every path it
-/// was changing is made equal to the merge, the index entries are replaced, and `HEAD`'s
-/// branch moves to the merge commit (only from the commit it was on). `None` if no such
-/// step is pending there.
-pub fn recover_checkout(
-    store: &Store,
-    path: &Utf8Path,
-) -> Result<Option<RecoveredCheckout>, MergeSnapshotError> {
-    let canonical = std::fs::canonicalize(path)
-        .ok()
-        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
-        .unwrap_or_else(|| path.to_owned());
-    let reader = store
-        .reader()
-        .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
-    let mut found = None;
-    for dir in canonical.ancestors().chain(path.ancestors()) {
-        let bytes = reader
-            .journal(dir)
-            .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
-        if let Some(bytes) = bytes {
-            found = CheckoutJournal::decode(&bytes);
-            break;
-        }
-    }
-    drop(reader);
-    let Some(journal) = found else {
-        return Ok(None);
-    };
-    let workdir = journal.workdir.clone();
-    let fail = |message: String| MergeSnapshotError::Git {
-        path: workdir.clone(),
-        message,
-    };
-    let changes = journal
-        .changes()
-        .map_err(|e| fail(format!("merge journal: {e}")))?;
-    let repo =
-        gix::open(workdir.as_std_path()).map_err(|e| MergeSnapshotError::NotARepository {
-            path: workdir.clone(),
-            message: e.to_string(),
-        })?;
-    let old = gix::ObjectId::from_hex(journal.old.as_bytes()).map_err(|e| fail(e.to_string()))?;
-    let new = gix::ObjectId::from_hex(journal.new.as_bytes()).map_err(|e| fail(e.to_string()))?;
-    let head = repo.head_id().map_err(|e| fail(e.to_string()))?.detach();
-    if head != old && head != new {
-        return Err(fail(format!(
-            "HEAD moved to {head} since the interrupted merge --checkout (from {old} to {new}); nothing was changed: move HEAD back to {old} and run `cairn recover` again"
-        )));
-    }
-    let started = std::time::SystemTime::from(journal.started);
-    // Lock files the dead process held: only those made after it started are its own.
-    let git_dir = repo.git_dir().to_owned();
-    remove_lock(&git_dir.join("index.lock"), started);
-    remove_lock(&git_dir.join("HEAD.lock"), started);
-    if journal.head_ref != "HEAD" {
-        remove_lock(&git_dir.join(format!("{}.lock", journal.head_ref)), started);
-    }
-    let root = path_policy::Root::open(workdir.as_std_path()).map_err(|e| fail(e.to_string()))?;
-    worktree::remove_temporaries(&root, &changes);
-    drop(root);
-    let index = repo.index_or_empty().map_err(|e| fail(e.to_string()))?;
-    let index: gix::index::File = (**index).clone();
-    worktree::apply(&repo, workdir.as_std_path(), index, &changes)
-        .map_err(|e| fail(e.to_string()))?;
-
-    if head == old {
-        let name: gix::refs::FullName = "HEAD"
-            .try_into()
-            .map_err(|e: gix::validate::reference::name::Error| fail(e.to_string()))?;
-        let mut edit = RefEdit::update(
-            name,
-            new,
-            PreviousValue::MustExistAndMatch(gix::refs::Target::Object(old)),
-            format!("cairn recover: finish merge --checkout {new}"),
-        );
-        edit.deref = true;
-        let committer = crate::merge_snapshot::signature(&repo, false);
-        let mut time = gix::date::parse::TimeBuf::default();
-        repo.edit_references_as([edit], Some(committer.to_ref(&mut time)))
-            .map_err(|e| fail(e.to_string()))?;
-    }
-    journal.end(store)?;
-    Ok(Some(RecoveredCheckout {
-        workdir,
-        commit: new.to_string(),
-        paths: changes.len() as u64,
-    }))
-}
-
-fn remove_lock(lock: &Path, started: std::time::SystemTime) {
-    let ours = lock
-        .symlink_metadata()
-        .and_then(|m| m.modified())
-        .is_ok_and(|t| t >= started - std::time::Duration::from_secs(1));
-    if ours {
-        let _ = std::fs::remove_file(lock);
-    }
 }

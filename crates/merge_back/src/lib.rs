@@ -1,10 +1,25 @@
 //! `merge_back`: the one crate that knows git, through gitoxide.
 //!
-//! It answers where a directory's git repository stands (the commit `HEAD` points at and
-//! whether tracked files differ from it) and imports a commit's tree as a snapshot
-//! ([`import`]), writes a snapshot's tree into the repository ([`export`]), merges trees with
-//! git's rules ([`merge_trees`]) and brings a snapshot back as a commit on a branch
-//! ([`merge_snapshot`]).
+//! It owns everything git in cairn: reading a repository (where `HEAD` stands and whether
+//! tracked files differ from it, [`git_state`]), importing a commit's tree as a snapshot
+//! ([`import`]), exporting a snapshot's tree into a repository's object database
+//! ([`export`]), the three-way merge of trees with git's rules ([`merge_trees`]), bringing a
+//! snapshot back as a commit on a branch or onto `HEAD` ([`merge_snapshot`]) and the intent
+//! journal that makes `merge --checkout` one step ([`recover_checkout`] finishes it after a
+//! kill). No gix type appears in its API: ids are hex, and gitoxide's errors are kept whole,
+//! boxed, as the `source()` of this crate's own ([`BoxError`]).
+//!
+//! It must not know the CLI, HTTP or printing: callers get outcomes and typed errors whose
+//! `Display` is the message, and decide how to show them and what exit code they mean.
+//!
+//! Its modules form layers; each uses only modules in rows below it:
+//!
+//! ```text
+//! merge_snapshot   recover           move HEAD: the merge; finishing a killed --checkout
+//! journal   snapshot_error           the --checkout intent record; the error both report
+//! export  import  merge  state  worktree   one concern each, each with its own error
+//! git                                what all share: the boxed error, the commit signature
+//! ```
 //!
 //! ```no_run
 //! let state = merge_back::git_state(camino::Utf8Path::new("/path/to/repo"))?;
@@ -17,66 +32,21 @@
 #![warn(missing_docs)]
 
 mod export;
+mod git;
 mod import;
 mod journal;
 mod merge;
 mod merge_snapshot;
+mod recover;
+mod snapshot_error;
+mod state;
 mod worktree;
 
 pub use export::{ExportError, ExportOutcome, export};
+pub use git::BoxError;
 pub use import::{ImportError, ImportOutcome, import};
-pub use journal::{RecoveredCheckout, recover_checkout};
 pub use merge::{ConflictKind, MergeConflict, MergeError, TreeMerge, merge_trees};
-pub use merge_snapshot::{MergeOptions, MergeOutcome, MergeSnapshotError, merge_snapshot};
-
-use camino::{Utf8Path, Utf8PathBuf};
-
-/// Where a repository's `HEAD` stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitState {
-    /// The commit `HEAD` resolves to, as hex; `None` on an unborn branch.
-    pub commit: Option<String>,
-    /// Whether tracked files differ from `HEAD`, staged or not (untracked files do not
-    /// count, as with `git describe --dirty`).
-    pub dirty: bool,
-}
-
-/// Reading a repository's state failed.
-#[derive(Debug, thiserror::Error)]
-#[error("git repository {path}: {message}")]
-pub struct GitStateError {
-    /// The repository.
-    pub path: Utf8PathBuf,
-    /// What gitoxide reported.
-    pub message: String,
-}
-
-/// The commit `dir`'s files come from, for a snapshot's source: `None` when `dir` is not
-/// the top of a git work tree, its HEAD is unborn, or gitoxide cannot read it (a stub, a
-/// damaged repository: the files are the truth, git's view is provenance, so this never
-/// stops a capture).
-pub fn git_source(dir: &Utf8Path) -> Option<cas::GitSource> {
-    let state = git_state(dir).unwrap_or_else(|e| {
-        tracing::warn!("{e}; recording no git source");
-        None
-    })?;
-    Some(cas::GitSource {
-        commit: state.commit?,
-        dirty: state.dirty,
-    })
-}
-
-/// The git state of `dir` if it is the top of a git work tree (holds `.git`), else `None`.
-pub fn git_state(dir: &Utf8Path) -> Result<Option<GitState>, GitStateError> {
-    if !dir.join(".git").exists() {
-        return Ok(None);
-    }
-    let fail = |e: &dyn std::fmt::Display| GitStateError {
-        path: dir.to_owned(),
-        message: e.to_string(),
-    };
-    let repo = gix::open(dir.as_std_path()).map_err(|e| fail(&e))?;
-    let commit = repo.head_id().ok().map(|id| id.to_string());
-    let dirty = repo.is_dirty().map_err(|e| fail(&e))?;
-    Ok(Some(GitState { commit, dirty }))
-}
+pub use merge_snapshot::{MergeOptions, MergeOutcome, merge_snapshot};
+pub use recover::{RecoveredCheckout, recover_checkout};
+pub use snapshot_error::MergeSnapshotError;
+pub use state::{GitState, GitStateError, git_source, git_state};

@@ -2,6 +2,8 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 
+use crate::git::BoxError;
+
 /// How a path conflicts, as `cairn merge` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub enum ConflictKind {
@@ -48,20 +50,20 @@ pub struct TreeMerge {
 #[non_exhaustive]
 pub enum MergeError {
     /// The path is not a git repository.
-    #[error("{path}: not a git repository ({message})")]
+    #[error("{path}: not a git repository ({source})")]
     NotARepository {
         /// The path given.
         path: Utf8PathBuf,
         /// What gitoxide said.
-        message: String,
+        source: BoxError,
     },
     /// Reading or writing the repository failed.
-    #[error("{path}: {message}")]
+    #[error("{path}: {source}")]
     Git {
         /// The repository.
         path: Utf8PathBuf,
         /// What gitoxide said.
-        message: String,
+        source: BoxError,
     },
 }
 
@@ -83,7 +85,7 @@ pub fn merge_trees(
 ) -> Result<TreeMerge, MergeError> {
     let repo = gix::open(repo_path.as_std_path()).map_err(|e| MergeError::NotARepository {
         path: repo_path.to_owned(),
-        message: e.to_string(),
+        source: e.into(),
     })?;
     merge_trees_in(&repo, repo_path, base, ours, theirs)
 }
@@ -96,13 +98,13 @@ pub(crate) fn merge_trees_in(
     ours: &str,
     theirs: &str,
 ) -> Result<TreeMerge, MergeError> {
-    let git_err = |e: &dyn std::fmt::Display| MergeError::Git {
+    let git_err = |source: BoxError| MergeError::Git {
         path: repo_path.to_owned(),
-        message: e.to_string(),
+        source,
     };
-    let id = |hex: &str| gix::ObjectId::from_hex(hex.as_bytes()).map_err(|e| git_err(&e));
+    let id = |hex: &str| gix::ObjectId::from_hex(hex.as_bytes()).map_err(|e| git_err(e.into()));
     let (base, ours, theirs) = (id(base)?, id(ours)?, id(theirs)?);
-    let options = repo.tree_merge_options().map_err(|e| git_err(&e))?;
+    let options = repo.tree_merge_options().map_err(|e| git_err(e.into()))?;
     let labels = gix::merge::blob::builtin_driver::text::Labels {
         ancestor: Some("base".into()),
         current: Some("ours".into()),
@@ -110,7 +112,7 @@ pub(crate) fn merge_trees_in(
     };
     let mut outcome = repo
         .merge_trees(base, ours, theirs, labels, options)
-        .map_err(|e| git_err(&e))?;
+        .map_err(|e| git_err(e.into()))?;
     let how = gix::merge::tree::TreatAsUnresolved::git();
     use gix::merge::tree::{Resolution as R, ResolutionFailure as F};
     let mut conflicts = Vec::new();
@@ -158,7 +160,11 @@ pub(crate) fn merge_trees_in(
             conflicts,
         });
     }
-    let tree = outcome.tree.write().map_err(|e| git_err(&e))?.detach();
+    let tree = outcome
+        .tree
+        .write()
+        .map_err(|e| git_err(e.into()))?
+        .detach();
     Ok(TreeMerge {
         tree: Some(tree.to_string()),
         conflicts,

@@ -8,8 +8,11 @@ use cas::{SnapshotId, Store};
 use gix::refs::transaction::{PreviousValue, RefEdit};
 
 use crate::export::export_into;
-use crate::merge::merge_trees_in;
-use crate::{ExportError, MergeConflict, MergeError, worktree};
+use crate::git::{BoxError, signature};
+use crate::journal::{self, CheckoutJournal};
+use crate::merge::{MergeConflict, merge_trees_in};
+use crate::snapshot_error::{MergeSnapshotError, Refusal};
+use crate::worktree;
 
 /// What to merge, and where the result goes.
 #[derive(Debug, Clone)]
@@ -44,111 +47,6 @@ pub struct MergeOutcome {
     /// With `checkout`: the paths the merge must change that have uncommitted changes (or
     /// untracked files in the way).
     pub dirty: Vec<Vec<u8>>,
-}
-
-/// The merge could not be attempted; the repository's refs, index and files are untouched.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum MergeSnapshotError {
-    /// The path is not a git repository.
-    #[error("{path}: not a git repository ({message})")]
-    NotARepository {
-        /// The path given.
-        path: Utf8PathBuf,
-        /// What gitoxide said.
-        message: String,
-    },
-    /// `HEAD` has no commit yet.
-    #[error("{path}: HEAD has no commit to merge into")]
-    UnbornHead {
-        /// The repository.
-        path: Utf8PathBuf,
-    },
-    /// A merge, rebase, cherry-pick or similar is under way.
-    #[error("{path}: a {state} is in progress; finish or abort it first")]
-    InProgress {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// What git is in the middle of.
-        state: String,
-    },
-    /// No ancestor of the snapshot was onboarded from this repository.
-    #[error(
-        "snapshot {snapshot}: no ancestor was onboarded from git repository {path}; pass --base"
-    )]
-    NoBase {
-        /// The snapshot.
-        snapshot: SnapshotId,
-        /// The repository.
-        path: Utf8PathBuf,
-    },
-    /// The branch name is not a valid git reference name.
-    #[error("{branch}: not a valid branch name ({message})")]
-    InvalidBranch {
-        /// The name given.
-        branch: String,
-        /// What gitoxide said.
-        message: String,
-    },
-    /// The branch already exists; cairn does not move existing branches.
-    #[error("{path}: branch {branch} already exists; pass another --branch")]
-    BranchExists {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// The branch.
-        branch: String,
-    },
-    /// A branch exists whose name is a folder of the new one's, or the other way round.
-    #[error(
-        "{path}: branch {branch} cannot coexist with existing branch {existing}; pass another --branch"
-    )]
-    BranchConflict {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// The branch asked for.
-        branch: String,
-        /// The branch in the way.
-        existing: String,
-    },
-    /// Exporting a snapshot into the repository failed.
-    #[error(transparent)]
-    Export(#[from] ExportError),
-    /// The three-way merge failed.
-    #[error(transparent)]
-    Merge(#[from] MergeError),
-    /// Reading or writing the repository failed.
-    #[error("{path}: {message}")]
-    Git {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// What gitoxide said.
-        message: String,
-    },
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] cas::Error),
-    /// An earlier `merge --checkout` (or another cairn step) into this work tree was
-    /// interrupted; `cairn recover` finishes it.
-    #[error("{path}: {what} left it half done; run `cairn recover {path}` to finish it")]
-    Interrupted {
-        /// The work tree.
-        path: Utf8PathBuf,
-        /// What was interrupted.
-        what: String,
-    },
-    /// Moving the index and working files failed part way; `HEAD` was not moved. The step
-    /// is journaled: `cairn recover` finishes it.
-    #[error(
-        "{path}: checking out the merge failed, HEAD left at {head} ({message}); run `cairn recover {path}` to finish it"
-    )]
-    Checkout {
-        /// The repository.
-        path: Utf8PathBuf,
-        /// Where `HEAD` still points.
-        head: String,
-        /// What failed.
-        message: String,
-    },
 }
 
 /// The nearest ancestor of `start` (itself included, breadth first) onboarded or imported
@@ -193,13 +91,13 @@ pub fn merge_snapshot(
     options: &MergeOptions<'_>,
 ) -> Result<MergeOutcome, MergeSnapshotError> {
     let path = options.repo;
-    let git_err = |e: &dyn std::fmt::Display| MergeSnapshotError::Git {
+    let git_err = |source: BoxError| MergeSnapshotError::Git {
         path: path.to_owned(),
-        message: e.to_string(),
+        source,
     };
     let repo = gix::open(path.as_std_path()).map_err(|e| MergeSnapshotError::NotARepository {
         path: path.to_owned(),
-        message: e.to_string(),
+        source: e.into(),
     })?;
     if let Some(state) = repo.state() {
         return Err(MergeSnapshotError::InProgress {
@@ -213,13 +111,13 @@ pub fn merge_snapshot(
             path: path.to_owned(),
         })?;
     let head_id = head.id;
-    let ours = head.tree_id().map_err(|e| git_err(&e))?.detach();
+    let ours = head.tree_id().map_err(|e| git_err(e.into()))?.detach();
 
     let hex = options.snapshot.to_string();
     let target = if options.checkout {
         let state = checkout_state(&repo, path)?;
         let workdir = journal_key(&state.0, path)?;
-        if let Some(what) = crate::journal::pending(store, &workdir)? {
+        if let Some(what) = journal::pending(store, &workdir)? {
             return Err(MergeSnapshotError::Interrupted {
                 path: workdir,
                 what,
@@ -260,12 +158,12 @@ pub fn merge_snapshot(
             dirty: Vec::new(),
         });
     };
-    let tree = gix::ObjectId::from_hex(tree.as_bytes()).map_err(|e| git_err(&e))?;
+    let tree = gix::ObjectId::from_hex(tree.as_bytes()).map_err(|e| git_err(e.into()))?;
     let plan = match &target {
         Target::Head(state) => {
             let (workdir, index, _) = &**state;
-            let changes = worktree::changes(&repo, ours, tree).map_err(|e| git_err(&e))?;
-            let dirty = worktree::dirty(workdir, index, &changes).map_err(|e| git_err(&e))?;
+            let changes = worktree::changes(&repo, ours, tree).map_err(git_err)?;
+            let dirty = worktree::dirty(workdir, index, &changes).map_err(git_err)?;
             if !dirty.is_empty() {
                 return Ok(MergeOutcome {
                     base,
@@ -297,7 +195,7 @@ pub fn merge_snapshot(
     };
     let commit_id = repo
         .write_object(&commit)
-        .map_err(|e| git_err(&e))?
+        .map_err(|e| git_err(e.into()))?
         .detach();
     let mut finish = None;
     let (refname, expected, branch) = match target {
@@ -305,11 +203,11 @@ pub fn merge_snapshot(
         Target::Head(state) => {
             let (workdir, index, branch) = *state;
             let changes = plan.unwrap_or_default();
-            let head_ref = match repo.head_name().map_err(|e| git_err(&e))? {
+            let head_ref = match repo.head_name().map_err(|e| git_err(e.into()))? {
                 Some(name) => name.as_bstr().to_string(),
                 None => "HEAD".to_owned(),
             };
-            let journal = crate::journal::CheckoutJournal::new(
+            let journal = CheckoutJournal::new(
                 journal_key(&workdir, path)?,
                 head_ref,
                 head_id,
@@ -317,17 +215,17 @@ pub fn merge_snapshot(
                 &changes,
             );
             journal.begin(store)?;
-            worktree::apply(&repo, &workdir, index, &changes).map_err(|e| {
+            worktree::apply(&repo, &workdir, index, &changes).map_err(|source| {
                 MergeSnapshotError::Checkout {
                     path: path.to_owned(),
                     head: head_id.to_string(),
-                    message: e.to_string(),
+                    source,
                 }
             })?;
             finish = Some(journal);
             let head: gix::refs::FullName = "HEAD"
                 .try_into()
-                .map_err(|e: gix::validate::reference::name::Error| git_err(&e))?;
+                .map_err(|e: gix::validate::reference::name::Error| git_err(e.into()))?;
             let expected = PreviousValue::MustExistAndMatch(gix::refs::Target::Object(head_id));
             (head, expected, branch)
         }
@@ -341,7 +239,7 @@ pub fn merge_snapshot(
     edit.deref = true;
     let mut time = gix::date::parse::TimeBuf::default();
     repo.edit_references_as([edit], Some(committer.to_ref(&mut time)))
-        .map_err(|e| git_err(&e))?;
+        .map_err(|e| git_err(e.into()))?;
     if let Some(journal) = finish {
         journal.end(store)?;
     }
@@ -372,37 +270,36 @@ fn new_branch(
         Some(b) => b.to_owned(),
         None => format!("cairn/{}", &hex[..12.min(hex.len())]),
     };
-    let invalid = |message: String| MergeSnapshotError::InvalidBranch {
+    let invalid = |source: BoxError| MergeSnapshotError::InvalidBranch {
         branch: branch.clone(),
-        message,
+        source,
     };
     // As `git check-ref-format --branch`: a name git would read as an option is refused
     // too, and `refs/heads/HEAD` (which makes git warn on every command) is reserved.
     if branch.starts_with('-') {
-        return Err(invalid("a branch name cannot start with '-'".to_owned()));
+        return Err(invalid(Refusal::BranchStartsWithDash.into()));
     }
     let full = format!("refs/heads/{branch}");
-    gix::validate::reference::branch_name(full.as_bytes().into())
-        .map_err(|e| invalid(e.to_string()))?;
+    gix::validate::reference::branch_name(full.as_bytes().into()).map_err(|e| invalid(e.into()))?;
     let refname: gix::refs::FullName = full
         .try_into()
-        .map_err(|e: gix::validate::reference::name::Error| invalid(e.to_string()))?;
-    let git_err = |e: &dyn std::fmt::Display| MergeSnapshotError::Git {
+        .map_err(|e: gix::validate::reference::name::Error| invalid(e.into()))?;
+    let git_err = |source: BoxError| MergeSnapshotError::Git {
         path: path.to_owned(),
-        message: e.to_string(),
+        source,
     };
     // Exactly this ref (a partial name would also find look-alikes elsewhere).
     let find = |name: String| -> Result<bool, MergeSnapshotError> {
         let name: gix::refs::FullName = name
             .try_into()
-            .map_err(|e: gix::validate::reference::name::Error| invalid(e.to_string()))?;
+            .map_err(|e: gix::validate::reference::name::Error| invalid(e.into()))?;
         repo.try_find_reference(name.as_ref())
             .map(|r| r.is_some())
-            .map_err(|e| git_err(&e))
+            .map_err(|e| git_err(e.into()))
     };
     if repo
         .try_find_reference(refname.as_ref())
-        .map_err(|e| git_err(&e))?
+        .map_err(|e| git_err(e.into()))?
         .is_some()
     {
         return Err(MergeSnapshotError::BranchExists {
@@ -423,10 +320,12 @@ fn new_branch(
         above = parent;
     }
     let below = format!("refs/heads/{branch}/");
-    let platform = repo.references().map_err(|e| git_err(&e))?;
-    let mut nested = platform.prefixed(below.as_str()).map_err(|e| git_err(&e))?;
+    let platform = repo.references().map_err(|e| git_err(e.into()))?;
+    let mut nested = platform
+        .prefixed(below.as_str())
+        .map_err(|e| git_err(e.into()))?;
     if let Some(existing) = nested.next() {
-        let existing = existing.map_err(|e| git_err(&e))?;
+        let existing = existing.map_err(|e| git_err(e.into()))?;
         return Err(MergeSnapshotError::BranchConflict {
             path: path.to_owned(),
             branch: branch.clone(),
@@ -446,7 +345,7 @@ fn journal_key(
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
         .ok_or_else(|| MergeSnapshotError::Git {
             path: path.to_owned(),
-            message: format!("{}: work tree path is not valid UTF-8", workdir.display()),
+            source: Refusal::WorkTreeNotUtf8(workdir.to_owned()).into(),
         })
 }
 
@@ -455,47 +354,22 @@ fn checkout_state(
     repo: &gix::Repository,
     path: &Utf8Path,
 ) -> Result<(std::path::PathBuf, gix::index::File, String), MergeSnapshotError> {
-    let git_err = |message: String| MergeSnapshotError::Git {
+    let git_err = |source: BoxError| MergeSnapshotError::Git {
         path: path.to_owned(),
-        message,
+        source,
     };
     let workdir = repo
         .workdir()
-        .ok_or_else(|| git_err("a bare repository has no working tree to check out into".into()))?
+        .ok_or_else(|| git_err(Refusal::BareRepository.into()))?
         .to_owned();
-    let index = repo.index_or_empty().map_err(|e| git_err(e.to_string()))?;
+    let index = repo.index_or_empty().map_err(|e| git_err(e.into()))?;
     let index: gix::index::File = (**index).clone();
     if index.link().is_some() || index.is_sparse() {
-        return Err(git_err(
-            "a split or sparse index is not supported by merge --checkout".into(),
-        ));
+        return Err(git_err(Refusal::SplitOrSparseIndex.into()));
     }
-    let branch = match repo.head_name().map_err(|e| git_err(e.to_string()))? {
+    let branch = match repo.head_name().map_err(|e| git_err(e.into()))? {
         Some(name) => name.shorten().to_string(),
         None => "HEAD".to_owned(),
     };
     Ok((workdir, index, branch))
-}
-
-/// The configured author or committer, else a fallback naming cairn (a merge must not fail
-/// for want of `user.name`).
-pub(crate) fn signature(repo: &gix::Repository, author: bool) -> gix::actor::Signature {
-    let configured = if author {
-        repo.author()
-    } else {
-        repo.committer()
-    };
-    let now = gix::date::Time::now_local_or_utc();
-    match configured.and_then(Result::ok) {
-        Some(s) => gix::actor::Signature {
-            name: s.name.into(),
-            email: s.email.into(),
-            time: s.time().unwrap_or(now),
-        },
-        None => gix::actor::Signature {
-            name: "cairn".into(),
-            email: "cairn@localhost".into(),
-            time: now,
-        },
-    }
 }

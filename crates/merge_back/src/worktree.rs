@@ -26,7 +26,15 @@ pub(crate) struct Change {
     pub(crate) new: Option<Entry>,
 }
 
-pub(crate) type Fail = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type Fail = crate::git::BoxError;
+
+/// A working file could not be written or removed.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {source}", path.display())]
+struct FileError {
+    path: PathBuf,
+    source: std::io::Error,
+}
 
 /// Every non-tree entry below `tree`, by full path.
 fn flatten(repo: &gix::Repository, tree: gix::ObjectId) -> Result<BTreeMap<BString, Entry>, Fail> {
@@ -173,7 +181,13 @@ fn remove(root: &Root, rel: &BStr) -> Result<(), Fail> {
     };
     match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
         Ok(()) | Err(Errno::NOENT) => {}
-        Err(e) => return Err(format!("{}: {e}", root.display(rel).display()).into()),
+        Err(e) => {
+            return Err(FileError {
+                path: root.display(rel),
+                source: e.into(),
+            }
+            .into());
+        }
     }
     let mut up = dir_rel;
     while !up.is_empty() {
@@ -200,7 +214,10 @@ fn write(repo: &gix::Repository, root: &Root, rel: &BStr, (id, kind): Entry) -> 
     let (dir_rel, name) = split(rel);
     let dir = root.create_dir_all(dir_rel)?;
     let blob = repo.find_blob(id)?;
-    let fail = |e: &dyn std::fmt::Display| format!("{}: {e}", root.display(rel).display());
+    let fail = |source: std::io::Error| FileError {
+        path: root.display(rel),
+        source,
+    };
     let mut temp = std::ffi::OsString::from(format!(
         "{TEMP_PREFIX}{}-{}-",
         std::process::id(),
@@ -208,7 +225,8 @@ fn write(repo: &gix::Repository, root: &Root, rel: &BStr, (id, kind): Entry) -> 
     ));
     temp.push(name);
     if kind == EntryKind::Link {
-        rustix::fs::symlinkat(OsStr::from_bytes(&blob.data), &dir, &temp).map_err(|e| fail(&e))?;
+        rustix::fs::symlinkat(OsStr::from_bytes(&blob.data), &dir, &temp)
+            .map_err(|e| fail(e.into()))?;
     } else {
         let mode = if kind == EntryKind::BlobExecutable {
             0o755
@@ -218,19 +236,19 @@ fn write(repo: &gix::Repository, root: &Root, rel: &BStr, (id, kind): Entry) -> 
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(&dir, &temp, flags, Mode::from_raw_mode(mode))
-            .map_err(|e| fail(&e))?;
+            .map_err(|e| fail(e.into()))?;
         let mut file = std::fs::File::from(fd);
         let written = file
             .write_all(&blob.data)
             .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(mode)));
         if let Err(e) = written {
             let _ = rustix::fs::unlinkat(&dir, &temp, AtFlags::empty());
-            return Err(fail(&e).into());
+            return Err(fail(e).into());
         }
     }
     if let Err(e) = rustix::fs::renameat(&dir, &temp, &dir, name) {
         let _ = rustix::fs::unlinkat(&dir, &temp, AtFlags::empty());
-        return Err(fail(&e).into());
+        return Err(fail(e.into()).into());
     }
     Ok(())
 }
@@ -302,4 +320,31 @@ pub(crate) fn apply(
     index.remove_resolve_undo();
     index.write(gix::index::write::Options::default())?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A working file that cannot be removed names its path, and the errno stays reachable
+    /// as the source (it was flattened into the message before).
+    #[test]
+    fn a_failed_removal_keeps_the_io_error_as_its_source() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("d/inner")).expect("a directory");
+        let root = Root::open(dir.path()).expect("root");
+        // unlink(2) of a directory fails, for root too.
+        let err = remove(&root, BStr::new("d")).expect_err("a directory is not unlinked");
+        let io = std::error::Error::source(&*err)
+            .and_then(|e| e.downcast_ref::<std::io::Error>())
+            .expect("the io error as the source");
+        assert_eq!(
+            io.raw_os_error(),
+            Some(rustix::io::Errno::ISDIR.raw_os_error())
+        );
+        assert_eq!(
+            err.to_string(),
+            format!("{}/d: {}", dir.path().display(), Errno::ISDIR)
+        );
+    }
 }

@@ -325,3 +325,101 @@ fn git_source_tells_the_commit_and_whether_the_files_moved_on() {
     std::fs::write(stub.join(".git"), "gitdir: /nowhere/at/all\n").unwrap();
     assert!(merge_back::git_source(&stub).is_none(), "unreadable .git");
 }
+
+/// The errors of a chain, outermost first, as `Display` shows them.
+fn chain(err: &dyn std::error::Error) -> Vec<String> {
+    let mut out = vec![err.to_string()];
+    let mut at = err.source();
+    while let Some(e) = at {
+        out.push(e.to_string());
+        at = e.source();
+    }
+    out
+}
+
+/// gitoxide's errors stay reachable through `source()` (the CLI and logs can walk the
+/// chain), while each message reads exactly as it did when the cause was flattened to text.
+#[test]
+fn gitoxide_errors_are_kept_as_sources_and_messages_do_not_change() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Utf8Path::from_path(tmp.path()).unwrap();
+    let store = store(dir);
+    let plain = dir.join("plain");
+    std::fs::create_dir(&plain).unwrap();
+
+    let err = merge_back::merge_trees(&plain, "", "", "").unwrap_err();
+    let source = std::error::Error::source(&err).expect("gitoxide's error as the source");
+    assert!(source.is::<gix::Error>(), "{source:?}");
+    let cause = format!("\"{plain}\" does not appear to be a git repository");
+    assert_eq!(
+        chain(&err)[..2],
+        [format!("{plain}: not a git repository ({cause})"), cause]
+    );
+
+    let stub = dir.join("stub");
+    std::fs::create_dir(&stub).unwrap();
+    std::fs::write(stub.join(".git"), "gitdir: /nowhere/at/all\n").unwrap();
+    let err = merge_back::git_state(&stub).unwrap_err();
+    let cause = format!("\"{stub}\" does not appear to be a git repository");
+    assert_eq!(
+        chain(&err)[..2],
+        [format!("git repository {stub}: {cause}"), cause]
+    );
+
+    let repo = source_repo(dir);
+    let deny = path_policy::DenyList::nothing();
+    let err = merge_back::import(
+        &store,
+        &repo,
+        "no-such-rev",
+        "m",
+        &Default::default(),
+        &deny,
+    )
+    .unwrap_err();
+    let cause = "couldn't parse revision, input=\"no-such-rev\"";
+    assert_eq!(
+        chain(&err)[..2],
+        [
+            format!("{repo}: no commit 'no-such-rev' ({cause})"),
+            cause.to_owned()
+        ]
+    );
+
+    let imported =
+        merge_back::import(&store, &repo, "HEAD", "import", &Default::default(), &deny).unwrap();
+    let options = merge_back::MergeOptions {
+        repo: &repo,
+        snapshot: imported.snapshot,
+        base: None,
+        branch: Some("two..dots"),
+        message: None,
+        checkout: false,
+    };
+    let err = merge_back::merge_snapshot(&store, &options).unwrap_err();
+    assert!(
+        matches!(err, merge_back::MergeSnapshotError::InvalidBranch { .. }),
+        "{err:?}"
+    );
+    assert_eq!(
+        chain(&err)[..2],
+        [
+            "two..dots: not a valid branch name (Reference name cannot contain repeated dots)",
+            "Reference name cannot contain repeated dots"
+        ]
+    );
+
+    // cairn's own rule reads as before too, and is the source in gitoxide's place.
+    let options = merge_back::MergeOptions {
+        branch: Some("-dash"),
+        ..options
+    };
+    let err = merge_back::merge_snapshot(&store, &options).unwrap_err();
+    assert_eq!(
+        chain(&err),
+        [
+            "-dash: not a valid branch name (a branch name cannot start with '-')",
+            "a branch name cannot start with '-'"
+        ]
+    );
+}
