@@ -1,0 +1,359 @@
+//! The crates' structure, as `docs/design.md` draws it: no crate's modules use each other in
+//! a circle, and only `merge_back` and the binary depend on gitoxide.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A module's source without comments and without its `#[cfg(test)]` part (tests may use
+/// anything).
+fn code(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn ident(s: &str) -> &str {
+    let end = s
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(s.len());
+    &s[..end]
+}
+
+/// The first path segments named after each `prefix` in `src`: `crate::a::x` gives `a`,
+/// `crate::{a, b::c}` gives `a` and `b`.
+fn named_after(src: &str, prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (at, _) in src.match_indices(prefix) {
+        if src[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+            continue;
+        }
+        let rest = &src[at + prefix.len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 0;
+            let mut item = String::new();
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => {
+                        out.push(ident(item.trim()).to_owned());
+                        item.clear();
+                        continue;
+                    }
+                    _ => {}
+                }
+                item.push(c);
+            }
+            out.push(ident(item.trim()).to_owned());
+        } else {
+            out.push(ident(rest).to_owned());
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    out
+}
+
+/// Names a module's `pub use child::{…}` lines re-export, by the child they come from.
+fn reexports(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in code(text).split(';') {
+        let line = line.trim();
+        let Some(rest) = line
+            .strip_prefix("pub use ")
+            .or_else(|| line.strip_prefix("pub(crate) use "))
+        else {
+            continue;
+        };
+        let child = ident(rest).to_owned();
+        let names = rest[child.len()..].trim_start_matches("::");
+        let names = names.trim_start_matches('{').trim_end_matches('}');
+        for name in names.split(',') {
+            let name = name.split(" as ").last().unwrap_or_default().trim();
+            let name = name.rsplit("::").next().unwrap_or_default();
+            if !name.is_empty() {
+                out.insert(name.to_owned(), child.clone());
+            }
+        }
+    }
+    out
+}
+
+/// A cycle in `graph`, if there is one.
+fn cycle(graph: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        done: &mut BTreeSet<String>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut found = path[at..].to_vec();
+            found.push(node.to_owned());
+            return Some(found);
+        }
+        if !done.insert(node.to_owned()) {
+            return None;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            if let Some(found) = visit(next, graph, done, path) {
+                return Some(found);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|n| visit(n, graph, &mut done, &mut Vec::new()))
+}
+
+/// The module graphs of the crate whose sources are in `src`: one of its top-level modules
+/// (a folder module with everything below it), and one per folder module of its children.
+fn graphs(src: &Path) -> Vec<(String, BTreeMap<String, BTreeSet<String>>)> {
+    let root = ["lib.rs", "main.rs"]
+        .iter()
+        .map(|f| src.join(f))
+        .find(|p| p.exists())
+        .expect("a crate root");
+    let crate_names = reexports(&std::fs::read_to_string(&root).unwrap());
+    let mut top: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut folders: BTreeMap<String, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    let mut files = Vec::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && p != root {
+                files.push(p);
+            }
+        }
+    }
+    let modules: BTreeSet<String> = files
+        .iter()
+        .map(|f| {
+            let rel = f.strip_prefix(src).unwrap();
+            let first = rel.components().next().unwrap();
+            first
+                .as_os_str()
+                .to_str()
+                .unwrap()
+                .trim_end_matches(".rs")
+                .to_owned()
+        })
+        .collect();
+    for file in &files {
+        let rel = file.strip_prefix(src).unwrap();
+        let parts: Vec<String> = rel
+            .with_extension("")
+            .components()
+            .map(|c| c.as_os_str().to_str().unwrap().to_owned())
+            .collect();
+        let text = std::fs::read_to_string(file).unwrap();
+        let src_code = code(&text);
+        let module = parts[0].clone();
+        let edges = top.entry(module.clone()).or_default();
+        for name in named_after(&src_code, "crate::") {
+            let target = crate_names.get(&name).cloned().unwrap_or(name);
+            if modules.contains(&target) && target != module {
+                edges.insert(target);
+            }
+        }
+        // Inside a folder module: its children and how they use each other.
+        let folder = src.join(&module);
+        if parts.len() == 2 && parts[1] != "mod" {
+            let children: BTreeSet<String> = std::fs::read_dir(&folder)
+                .unwrap()
+                .map(|e| {
+                    let p = e.unwrap().path();
+                    p.file_stem().unwrap().to_str().unwrap().to_owned()
+                })
+                .filter(|c| c != "mod")
+                .collect();
+            let parent_names = reexports(&std::fs::read_to_string(folder.join("mod.rs")).unwrap());
+            let mut used: Vec<String> = named_after(&src_code, "super::");
+            let inner = format!("crate::{module}::");
+            used.extend(named_after(&src_code, &inner));
+            let graph = folders.entry(module.clone()).or_default();
+            let me = graph.entry(parts[1].clone()).or_default();
+            for name in used {
+                let target = parent_names.get(&name).cloned().unwrap_or(name);
+                if children.contains(&target) && target != parts[1] {
+                    me.insert(target);
+                }
+            }
+        }
+    }
+    let mut out = vec![("crate".to_owned(), top)];
+    out.extend(folders);
+    out
+}
+
+#[test]
+fn no_crate_has_modules_that_use_each_other_in_a_circle() {
+    let crates = workspace().join("crates");
+    let mut found = Vec::new();
+    let mut checked = 0;
+    for e in std::fs::read_dir(&crates).unwrap() {
+        let src = e.unwrap().path().join("src");
+        for (scope, graph) in graphs(&src) {
+            checked += graph.len();
+            if let Some(c) = cycle(&graph) {
+                found.push(format!("{}: {scope}: {}", src.display(), c.join(" → ")));
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} modules found");
+    assert!(found.is_empty(), "module cycles:\n{}", found.join("\n"));
+}
+
+/// The checker itself finds a circle, direct or through a re-export.
+#[test]
+fn the_cycle_check_sees_a_circle() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::write(src.join("lib.rs"), "mod a; mod b;\npub use b::Thing;\n").unwrap();
+    std::fs::write(src.join("a.rs"), "use crate::Thing; // crate::c\n").unwrap();
+    std::fs::write(
+        src.join("b.rs"),
+        "pub struct Thing;\nfn f() { crate::a::g() }\n",
+    )
+    .unwrap();
+    let (_, graph) = graphs(src).remove(0);
+    assert_eq!(
+        cycle(&graph),
+        Some(vec!["a".to_owned(), "b".to_owned(), "a".to_owned()])
+    );
+    std::fs::write(
+        src.join("b.rs"),
+        "pub struct Thing;\n#[cfg(test)]\nfn f() { crate::a::g() }\n",
+    )
+    .unwrap();
+    let (_, graph) = graphs(src).remove(0);
+    assert_eq!(cycle(&graph), None, "tests may use anything");
+}
+
+#[test]
+fn only_merge_back_and_the_binary_depend_on_gitoxide() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let packages = ["cas", "path_policy", "fs_manager", "diff", "cairn-client"];
+    for package in packages {
+        let out = std::process::Command::new(&cargo)
+            .current_dir(workspace())
+            .args([
+                "tree",
+                "--offline",
+                "--prefix",
+                "none",
+                "-e",
+                "normal,build,dev",
+                "-p",
+                package,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let tree = String::from_utf8(out.stdout).unwrap();
+        assert!(tree.lines().count() > 5, "{package}: {tree}");
+        let gix: Vec<&str> = tree.lines().filter(|l| l.starts_with("gix")).collect();
+        assert!(gix.is_empty(), "{package} depends on {gix:?}");
+    }
+    let out = std::process::Command::new(&cargo)
+        .current_dir(workspace())
+        .args(["tree", "--offline", "--prefix", "none", "-p", "merge_back"])
+        .output()
+        .unwrap();
+    let tree = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        tree.lines().any(|l| l.starts_with("gix ")),
+        "the check sees gix where it is"
+    );
+}
+
+/// Every `static` (`thread_local!` ones included) in the crates' code, with why it may be
+/// one: none holds per-store or per-request state. A new one fails here until it is
+/// justified in this list.
+#[test]
+fn no_static_holds_per_store_or_per_request_state() {
+    let allowed: BTreeSet<(&str, &str)> = [
+        // zstd contexts, reused by each thread.
+        ("cas/src/store/blob.rs", "COMPRESSOR"),
+        ("cas/src/store/blob.rs", "DECOMPRESSOR"),
+        // The panic hook is process-wide by nature; these say whether this thread is
+        // inside a contained call and what it caught.
+        ("cas/src/store/contain.rs", "QUIET"),
+        ("cas/src/store/contain.rs", "CAUGHT"),
+        ("cas/src/store/contain.rs", "HOOK"),
+        ("cli/src/error.rs", "CONTAINING"),
+        ("cli/src/error.rs", "CAUGHT"),
+        ("cli/src/error.rs", "HOOK"),
+        // Version numbers unique across every store of the process.
+        ("cas/src/store/versions.rs", "NEXT"),
+        // An empty label map to point at.
+        ("fs_manager/src/capture.rs", "NO_LABELS"),
+        // Unique temporary names.
+        ("fs_manager/src/fsops.rs", "COUNTER"),
+        ("merge_back/src/worktree.rs", "COUNTER"),
+    ]
+    .into_iter()
+    .collect();
+    let crates = workspace().join("crates");
+    let mut found = BTreeSet::new();
+    let mut files = vec![crates.clone()];
+    while let Some(p) = files.pop() {
+        if p.is_dir() {
+            files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        if p.extension().is_none_or(|x| x != "rs")
+            || !p.components().any(|c| c.as_os_str() == "src")
+        {
+            continue;
+        }
+        let rel = p
+            .strip_prefix(&crates)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let text = code(&std::fs::read_to_string(&p).unwrap());
+        for (at, _) in text.match_indices("static ") {
+            if text[..at].ends_with(|c: char| c == '\'' || c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest = text[at + "static ".len()..].trim_start_matches("mut ");
+            let name = ident(rest);
+            if !name.is_empty() && rest[name.len()..].trim_start().starts_with(':') {
+                found.insert((rel.clone(), name.to_owned()));
+            }
+        }
+    }
+    let found: BTreeSet<(&str, &str)> = found
+        .iter()
+        .map(|(f, n)| (f.as_str(), n.as_str()))
+        .collect();
+    let new: Vec<_> = found.difference(&allowed).collect();
+    let gone: Vec<_> = allowed.difference(&found).collect();
+    assert!(
+        new.is_empty(),
+        "statics not justified in this test: {new:?}"
+    );
+    assert!(
+        gone.is_empty(),
+        "statics listed here that no longer exist: {gone:?}"
+    );
+}
