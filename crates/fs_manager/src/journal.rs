@@ -48,7 +48,7 @@ impl Journal {
         serde_json::to_vec(self).map_err(|e| {
             WriteFailure::Record(cas::Error::Write(cas::WriteError::Encode {
                 what: format!("intent journal for {}", self.record.root),
-                reason: e.to_string(),
+                source: e,
             }))
         })
     }

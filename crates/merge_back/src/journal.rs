@@ -140,7 +140,7 @@ impl CheckoutJournal {
         let bytes = serde_json::to_vec(self).map_err(|e| {
             cas::Error::Write(cas::WriteError::Encode {
                 what: format!("merge journal for {}", self.workdir),
-                reason: e.to_string(),
+                source: e,
             })
         })?;
         let mut batch = WriteBatch::new();

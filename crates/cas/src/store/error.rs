@@ -363,12 +363,12 @@ pub enum WriteError {
         reason: String,
     },
     /// A record could not be encoded.
-    #[error("encoding {what}: {reason}")]
+    #[error("encoding {what}: {source}")]
     Encode {
         /// What was encoded.
         what: String,
         /// Why it failed.
-        reason: String,
+        source: serde_json::Error,
     },
     /// Reading existing state failed.
     #[error(transparent)]
@@ -448,14 +448,6 @@ pub enum RegistryError {
     /// A record in the registry could not be decoded.
     #[error("registry record for {root} is corrupt: {reason}")]
     Corrupt {
-        /// The worktree root.
-        root: Utf8PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// A record could not be encoded.
-    #[error("encoding the record for {root}: {reason}")]
-    Encode {
         /// The worktree root.
         root: Utf8PathBuf,
         /// Why.

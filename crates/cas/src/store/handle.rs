@@ -461,7 +461,7 @@ impl Store {
             }
             let json = serde_json::to_vec(record).map_err(|e| WriteError::Encode {
                 what: format!("worktree record {}", record.root),
-                reason: e.to_string(),
+                source: e,
             })?;
             worktrees
                 .insert(record.root.as_str(), json.as_slice())
@@ -487,7 +487,7 @@ impl Store {
             op.seq = next;
             let json = serde_json::to_vec(&op).map_err(|e| WriteError::Encode {
                 what: format!("op-log entry for {root}"),
-                reason: e.to_string(),
+                source: e,
             })?;
             oplog
                 .insert((root.as_str(), next), json.as_slice())
