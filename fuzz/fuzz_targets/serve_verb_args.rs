@@ -34,6 +34,16 @@ fn expected(spec: &ToolSpec, args: &JsonObject) -> Option<JsonObject> {
                 }
                 out.insert(key.clone(), Value::String(text));
             }
+            // A count is a whole number of at least 1 (given as a JSON number).
+            Arg::Option("max_count", _) => {
+                let whole = value
+                    .as_f64()
+                    .is_some_and(|f| f.fract() == 0.0 && f >= 1.0);
+                if !whole {
+                    return None;
+                }
+                out.insert(key.clone(), Value::String(text?));
+            }
             Arg::Option(..) => {
                 out.insert(key.clone(), Value::String(text?));
             }

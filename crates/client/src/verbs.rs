@@ -332,9 +332,33 @@ pub fn arg_name(arg: &Arg) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn spec(name: &str) -> &'static ToolSpec {
         TOOLS.iter().find(|t| t.name == name).expect("a verb")
+    }
+
+    /// A count is a whole number of at least 1, given as a number: anything else is
+    /// refused naming it (the serve_verb_args fuzz target's oracle once took any string).
+    #[test]
+    fn counts_are_whole_numbers_of_at_least_one() {
+        let log = spec("log");
+        let args = |v: Value| -> JsonObject { [("max_count".to_owned(), v)].into_iter().collect() };
+        for bad in [
+            json!("/w"),
+            json!("3"),
+            json!(0),
+            json!(-1),
+            json!(2.5),
+            json!(true),
+        ] {
+            let refused = check(log, &args(bad.clone())).expect_err("refused");
+            assert!(refused.contains("max_count"), "{bad}: {refused}");
+        }
+        for (good, n) in [(json!(3), 3), (json!(5.0), 5)] {
+            let checked = check(log, &args(good.clone())).expect("accepted");
+            assert_eq!(checked["max_count"], json!(n), "{good}");
+        }
     }
 
     /// Found by the `serve_verb_args` fuzz target: `--branch -` (and `--message -x`) put
