@@ -20,10 +20,10 @@ fn expected(spec: &ToolSpec, args: &JsonObject) -> Option<JsonObject> {
     let mut out = JsonObject::new();
     for (key, value) in args {
         let (arg, _) = spec.args.iter().find(|(a, _)| arg_name(a) == key)?;
+        // Text is a JSON string: a number is no name, message or id (and never was).
         let text = match value {
             Value::Null => continue,
             Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
             _ => None,
         };
         match arg {
@@ -42,7 +42,7 @@ fn expected(spec: &ToolSpec, args: &JsonObject) -> Option<JsonObject> {
                 if !whole {
                     return None;
                 }
-                out.insert(key.clone(), Value::String(text?));
+                out.insert(key.clone(), value.clone());
             }
             Arg::Option(..) => {
                 out.insert(key.clone(), Value::String(text?));

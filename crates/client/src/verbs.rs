@@ -361,6 +361,15 @@ mod tests {
         }
     }
 
+    /// A name, message or id is a JSON string; a number there is refused naming the
+    /// argument, as the command-line table always did.
+    #[test]
+    fn numbers_are_not_text() {
+        let args: JsonObject = [("to".to_owned(), json!(2096))].into_iter().collect();
+        let refused = check(spec("rewind"), &args).expect_err("refused");
+        assert_eq!(refused, "to must be a string, not 2096");
+    }
+
     /// Found by the `serve_verb_args` fuzz target: `--branch -` (and `--message -x`) put
     /// the value where a command-line parser reads a flag, so a message or branch starting
     /// with '-' was refused as bad usage, or taken for another flag.
