@@ -660,7 +660,10 @@ fn requests_use_the_callers_terminal_settings_and_never_prompt_on_the_server() {
         out.stdout
     };
     let coloured = String::from_utf8_lossy(&diff_on(true)).into_owned();
-    assert!(coloured.contains("\x1b[32m+fn a() { changed }"), "{coloured:?}");
+    assert!(
+        coloured.contains("\x1b[32m+fn a() { changed }"),
+        "{coloured:?}"
+    );
     assert!(!diff_on(false).contains(&0x1b), "none when piped");
 
     let (status, reply) = client
