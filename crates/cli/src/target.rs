@@ -18,6 +18,16 @@ pub fn open_options() -> cas::OpenOptions {
     }
 }
 
+/// `engine` with the git backend every engine of this binary has (gitoxide).
+pub fn with_git(engine: Engine) -> Engine {
+    engine.with_git(cairn_git::Gitoxide)
+}
+
+/// An engine in this process for `store`, opened per call.
+fn local_engine(store: &Utf8Path) -> Engine {
+    with_git(Engine::per_call(store, open_options()))
+}
+
 /// An engine in this process, or a server.
 pub enum Target {
     Local(Box<Engine>),
@@ -35,7 +45,7 @@ impl Target {
                 client,
                 store: store.to_owned(),
             },
-            Err(_) => Target::Local(Box::new(Engine::per_call(store, open_options()))),
+            Err(_) => Target::Local(Box::new(local_engine(store))),
         }
     }
 
@@ -65,7 +75,7 @@ impl Target {
                     // A stale socket (the server was killed): open the store here instead.
                     Err(e @ cairn_client::ClientError::Unavailable { .. }) => {
                         tracing::debug!("not using a server: {e}");
-                        let engine = Engine::per_call(store, open_options());
+                        let engine = local_engine(store);
                         return local(&engine, cwd, body.request, bar);
                     }
                     Err(e) => return Err(Error::failure("server", e.to_string())),

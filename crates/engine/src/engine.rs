@@ -4,6 +4,7 @@
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::error::Error;
+use crate::git::Git;
 use crate::path;
 use crate::store::{Access, Holding, Pools, StoreMut, StoreRef};
 use fs_manager::{Progress, Silent};
@@ -15,6 +16,8 @@ pub struct Engine {
     pools: Pools,
     /// Per-worktree locks, kept caches and (when watching) the watcher of this store.
     pub(crate) worktrees: fs_manager::Worktrees,
+    /// The git backend, if the embedder gave one.
+    git: Option<Box<dyn Git>>,
 }
 
 /// One call's context: the caller's directory (relative paths and the current worktree
@@ -68,6 +71,7 @@ impl Engine {
             holding: Holding::Open(std::sync::RwLock::new(store)),
             pools: Pools::default(),
             worktrees: fs_manager::Worktrees::new(),
+            git: None,
         })
     }
 
@@ -90,6 +94,7 @@ impl Engine {
             holding: Holding::PerCall(options),
             pools: Pools::default(),
             worktrees: fs_manager::Worktrees::new(),
+            git: None,
         }
     }
 
@@ -103,6 +108,24 @@ impl Engine {
     pub fn watching(mut self) -> Engine {
         self.worktrees = fs_manager::Worktrees::watching();
         self
+    }
+
+    /// The same engine with `git` as its git backend (for `onboard`'s git source,
+    /// `onboard --git`, `merge` and recovering a `merge --checkout`); without one those
+    /// record no source or are refused.
+    pub fn with_git(mut self, git: impl Git + 'static) -> Engine {
+        self.git = Some(Box::new(git));
+        self
+    }
+
+    /// The git backend, if any.
+    pub(crate) fn git(&self) -> Option<&dyn Git> {
+        self.git.as_deref()
+    }
+
+    /// The git backend, or the refusal naming `repo`.
+    pub(crate) fn git_for(&self, repo: &Utf8Path) -> Result<&dyn Git, Error> {
+        self.git().ok_or_else(|| crate::git::no_git(repo))
     }
 
     /// Runs `f` on a thread pool no other running call uses, so calls do not queue behind

@@ -102,10 +102,55 @@ pub enum Error {
     Worktree(#[from] fs_manager::WorktreeError),
     #[error(transparent)]
     #[allow(missing_docs)]
-    Merge(#[from] merge_back::MergeSnapshotError),
-    #[error(transparent)]
-    #[allow(missing_docs)]
-    Import(#[from] merge_back::ImportError),
+    Git(#[from] GitError),
+}
+
+/// A git backend's failure (see [`crate::Git`]): the backend's own error as its source and
+/// message, and how the engine counts it.
+#[derive(Debug, thiserror::Error)]
+#[error("{source}")]
+pub struct GitError {
+    class: GitErrorClass,
+    #[source]
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+/// How a [`GitError`] counts: its exit status and stable code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GitErrorClass {
+    /// Bad usage or input (exit 2): `invalid_input`, `branch_exists`, `no_base`, ...
+    Usage(&'static str),
+    /// A store or git failure (exit 3): `git`, `interrupted`, `corrupt`, ...
+    Failure(&'static str),
+}
+
+impl GitErrorClass {
+    /// The class the engine gives the store failure `e`.
+    pub fn of_store(e: &cas::Error) -> GitErrorClass {
+        match any_store(e) {
+            (EXIT_USAGE, code) => GitErrorClass::Usage(code),
+            (_, code) => GitErrorClass::Failure(code),
+        }
+    }
+}
+
+impl GitError {
+    /// The backend's error `source`, counted as `class`.
+    pub fn new(
+        class: GitErrorClass,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> GitError {
+        GitError {
+            class,
+            source: source.into(),
+        }
+    }
+
+    /// How it counts.
+    pub fn class(&self) -> GitErrorClass {
+        self.class
+    }
 }
 
 /// An exit status and a code.
@@ -176,8 +221,10 @@ impl Error {
             Error::Undo(e) => undo(e),
             Error::Recover(e) => recover(e),
             Error::Worktree(e) => worktree(e),
-            Error::Merge(e) => merge(e),
-            Error::Import(e) => import(e),
+            Error::Git(e) => match e.class {
+                GitErrorClass::Usage(code) => usage(code),
+                GitErrorClass::Failure(code) => store(code),
+            },
         }
     }
 }
@@ -371,32 +418,6 @@ fn worktree(e: &fs_manager::WorktreeError) -> Class {
         E::RootChanged(_) => usage("worktree_moved"),
         E::Store(e) => any_store(e),
         _ => store("store"),
-    }
-}
-
-fn merge(e: &merge_back::MergeSnapshotError) -> Class {
-    use merge_back::MergeSnapshotError as E;
-    match e {
-        E::Store(e) => any_store(e),
-        E::Export(merge_back::ExportError::Store(e)) => any_store(e),
-        E::Git { .. }
-        | E::Checkout { .. }
-        | E::Export(_)
-        | E::Merge(merge_back::MergeError::Git { .. }) => store("git"),
-        E::Interrupted { .. } => store("interrupted"),
-        E::BranchExists { .. } | E::BranchConflict { .. } => usage("branch_exists"),
-        E::InProgress { .. } => usage("repository_busy"),
-        E::NoBase { .. } => usage("no_base"),
-        E::InvalidBranch { .. } => usage("invalid_name"),
-        _ => usage("invalid_input"),
-    }
-}
-
-fn import(e: &merge_back::ImportError) -> Class {
-    match e {
-        merge_back::ImportError::Store(e) => any_store(e),
-        merge_back::ImportError::Git { .. } => store("git"),
-        _ => usage("invalid_input"),
     }
 }
 

@@ -6,6 +6,11 @@
 //! outcome that serializes to the JSON object SPEC.md names for that verb (extra fields
 //! allowed) and deserializes back, so a face can render an outcome from another process.
 //!
+//! Nor does it link git: `onboard`'s git source, `onboard --git`, `merge` and recovering a
+//! `merge --checkout` go through the [`Git`] backend given to [`Engine::with_git`] (the
+//! `cairn-git` crate's gitoxide one). An engine without one records no git source and
+//! refuses those calls (code `no_git`), naming the repository.
+//!
 //! The engine does not print, parse command lines or know HTTP: the `cairn` CLI, `cairn
 //! serve` and `cairn mcp` are faces that build a [`Request`], call an engine (or a server
 //! holding one) and present the [`Outcome`]. The caller's directory and progress are
@@ -19,39 +24,30 @@
 //! view, reversible, merge, objects   the verbs
 //! worktrees                          onboard, snapshot, checkout, rollback, the registry
 //! engine                             Engine, Call, resolving snapshot names
+//! git                                Git: the git backend an embedder injects
 //! store                              finding and holding the store; thread pools
 //! path                               tree paths; directories against the caller's
 //! error                              Error, with codes and exit statuses
 //! ```
 //!
-//! An agent harness can drive a whole loop without a process boundary:
+//! An agent harness can drive a loop without a process boundary (`cairn-git`'s crate doc
+//! carries it on to the merge):
 //!
 //! ```
-//! use cairn_engine::{Call, CheckoutOptions, DiffOptions, Engine, MergeOptions, OnboardOptions,
-//!     SnapshotOptions};
-//! # fn git(dir: &std::path::Path, args: &[&str]) {
-//! #     let ok = std::process::Command::new("git").arg("-C").arg(dir).args(args)
-//! #         .env("GIT_AUTHOR_NAME", "a").env("GIT_AUTHOR_EMAIL", "a@example.com")
-//! #         .env("GIT_COMMITTER_NAME", "a").env("GIT_COMMITTER_EMAIL", "a@example.com")
-//! #         .status().expect("git runs").success();
-//! #     assert!(ok, "git {args:?}");
-//! # }
+//! use cairn_engine::{Call, CheckoutOptions, DiffOptions, Engine, OnboardOptions, SnapshotOptions};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let tmp = tempfile::tempdir()?;
 //! # let dir = camino::Utf8PathBuf::try_from(tmp.path().to_path_buf())?;
-//! // A git repository with one commit.
-//! let repo = dir.join("repo");
+//! // A project.
+//! let repo = dir.join("project");
 //! std::fs::create_dir(&repo)?;
-//! # git(repo.as_std_path(), &["init", "-q", "-b", "main"]);
 //! std::fs::write(repo.join("hello.txt"), "hello\n")?;
-//! # git(repo.as_std_path(), &["add", "."]);
-//! # git(repo.as_std_path(), &["commit", "-q", "-m", "first"]);
 //!
 //! // Open (creating) a store, and act from `dir`.
 //! let engine = Engine::create(dir.join("store"))?;
 //! let call = Call::new(dir.clone());
 //!
-//! // Onboard the repository, and check its snapshot out where an agent may work.
+//! // Onboard the project, and check its snapshot out where an agent may work.
 //! let onboarded = engine.onboard(&call, OnboardOptions::new(&repo))?;
 //! let work = dir.join("agent");
 //! engine.checkout(&call, CheckoutOptions::new(onboarded.snapshot.to_string(), &work))?;
@@ -64,10 +60,6 @@
 //!     DiffOptions::new(onboarded.snapshot.to_string(), snap.snapshot.to_string()),
 //! )?;
 //! assert_eq!(diff.modified.len(), 1);
-//!
-//! // Merge it back into the repository as a commit on a new branch.
-//! let merged = engine.merge(&call, MergeOptions::new(snap.snapshot.to_string(), &repo))?;
-//! assert!(merged.merged, "{:?}", merged.conflicts);
 //! # Ok(())
 //! # }
 //! ```
@@ -75,6 +67,7 @@
 
 mod engine;
 mod error;
+mod git;
 mod merge;
 mod objects;
 pub mod path;
@@ -86,8 +79,9 @@ pub mod wire;
 mod worktrees;
 
 pub use engine::{Call, Engine};
-pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply};
+pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply, GitError, GitErrorClass};
 pub use fs_manager::{Progress, Silent};
+pub use git::{Git, GitImport, GitImported, GitMerge, GitMerged, GitRecovered};
 pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
 pub use objects::{
     FsckChecked, FsckOptions, FsckOutcome, FsckProblem, GcOptions, GcOutcome, GcRemoved,

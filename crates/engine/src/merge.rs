@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::Error;
+use crate::git::GitMerge;
 use crate::path::TreePath;
 use crate::store::Access;
 use crate::worktrees::canonical_dir as canonical;
@@ -82,6 +83,7 @@ impl Engine {
     /// `cairn merge SNAP --into REPO`.
     pub fn merge(&self, call: &Call, options: MergeOptions) -> Result<MergeOutcome, Error> {
         let repo = canonical(&call.path(&options.into))?;
+        let git = self.git_for(&repo)?;
         let store = self.store(Access::Write)?;
         let (snapshot, base) = {
             let reader = store.reader()?;
@@ -105,7 +107,7 @@ impl Engine {
             self.worktrees
                 .record_change(&store, &repo, "capture", &capture)?;
         }
-        let merge = merge_back::MergeOptions {
+        let merge = GitMerge {
             repo: &repo,
             snapshot,
             base,
@@ -113,7 +115,7 @@ impl Engine {
             message: options.message.as_deref(),
             checkout: options.checkout,
         };
-        let out = merge_back::merge_snapshot(&store, &merge)?;
+        let out = git.merge(&store, &merge)?;
         // The merge changed an onboarded repository's files: record that in its op log.
         let mut recorded = None;
         if registered && out.commit.is_some() {
@@ -150,16 +152,13 @@ impl Engine {
             base: out.base,
             conflicts: out
                 .conflicts
-                .iter()
-                .map(|c| MergeConflictOut {
-                    path: TreePath(c.path.clone()),
-                    kind: serde_json::to_value(c.kind)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
+                .into_iter()
+                .map(|(path, kind)| MergeConflictOut {
+                    path: TreePath(path),
+                    kind,
                 })
                 .collect(),
-            dirty: out.dirty.iter().cloned().map(TreePath).collect(),
+            dirty: out.dirty.into_iter().map(TreePath).collect(),
             worktree_snapshot: recorded,
             snapshot,
             repository: repo,

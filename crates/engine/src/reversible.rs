@@ -1,7 +1,7 @@
 //! Reversible work: `checkpoint`, `rewind`, `undo`, `redo`, `op log`, `accept`, `discard`,
 //! `recover`.
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, TreeId};
 use serde::{Deserialize, Serialize};
 
@@ -270,6 +270,7 @@ impl Engine {
         let dir = call.dir(options.dir.as_deref());
         let store = self.store(Access::Create)?;
         let name = options.name.as_deref();
+        let source = |dir: &Utf8Path| self.git().and_then(|g| g.source(dir));
         let message = options.message.clone().unwrap_or_else(|| {
             format!(
                 "checkpoint{}",
@@ -284,7 +285,10 @@ impl Engine {
                 ..fs_manager::CaptureOptions::default()
             },
             max_file_size: options.max_file_size,
-            git: Some(&merge_back::git_source),
+            git: self
+                .git()
+                .is_some()
+                .then_some(&source as fs_manager::GitProbe),
         };
         let out = self.worktrees.checkpoint(&store, &dir, &checkpoint)?;
         let s = out.snapshot;
@@ -481,7 +485,14 @@ impl Engine {
         let dir = call.dir(options.dir.as_deref());
         let store = self.store(Access::Write)?;
         // A repository left half way by `merge --checkout` (registered as a worktree or not).
-        if let Some(done) = merge_back::recover_checkout(&store, &dir)? {
+        let recovered = match self.git() {
+            Some(git) => git.recover_merge(&store, &dir)?,
+            None => match crate::git::pending_merge(&store, &dir)? {
+                Some(repo) => return Err(crate::git::no_git(&repo)),
+                None => None,
+            },
+        };
+        if let Some(done) = recovered {
             let onboarded = fs_manager::find_worktree(&store.reader()?, &done.workdir)?
                 .is_some_and(|r| r.root == done.workdir);
             if onboarded {

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, labels, registered, resolve_in, resolve_snapshot};
 use crate::error::Error;
+use crate::git::GitImport;
 use crate::path::TreePath;
 use crate::path::tree_paths;
 use crate::store::Access;
@@ -330,6 +331,7 @@ impl Engine {
         let labels = labels(&options.labels)?;
         let store = self.store(Access::Create)?;
         let message = options.message.as_deref().unwrap_or("onboard");
+        let source = |dir: &Utf8Path| self.git().and_then(|g| g.source(dir));
         let onboard = fs_manager::OnboardOptions {
             capture: fs_manager::CaptureOptions {
                 message,
@@ -339,7 +341,10 @@ impl Engine {
             },
             include_denied: options.include_denied,
             max_file_size: options.max_file_size,
-            git: Some(&merge_back::git_source),
+            git: self
+                .git()
+                .is_some()
+                .then_some(&source as fs_manager::GitProbe),
         };
         let out = self
             .worktrees
@@ -363,6 +368,7 @@ impl Engine {
     pub fn import(&self, call: &Call, options: ImportOptions) -> Result<ImportOutcome, Error> {
         let labels = labels(&options.labels)?;
         let repo = canonical_dir(&call.path(&options.src))?;
+        let git = self.git_for(&repo)?;
         let store = self.store(Access::Create)?;
         let message = options
             .message
@@ -374,7 +380,14 @@ impl Engine {
             path_policy::DenyList::load(store.root().as_std_path(), repo.as_std_path())
                 .map_err(|e| Error::usage("invalid_config", e.to_string()))?
         };
-        let out = merge_back::import(&store, &repo, &options.rev, &message, &labels, &deny)?;
+        let import = GitImport {
+            repo: &repo,
+            rev: &options.rev,
+            message: &message,
+            labels: &labels,
+            deny: &deny,
+        };
+        let out = git.import(&store, &import)?;
         Ok(ImportOutcome {
             snapshot: out.snapshot,
             tree: out.tree,
@@ -382,10 +395,10 @@ impl Engine {
             bytes: out.bytes,
             skipped: out
                 .skipped
-                .iter()
-                .map(|(p, r)| SkippedPath {
-                    path: TreePath(p.clone()),
-                    reason: r.clone(),
+                .into_iter()
+                .map(|(path, reason)| SkippedPath {
+                    path: TreePath(path),
+                    reason,
                     denied_by: None,
                 })
                 .collect(),

@@ -630,7 +630,7 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, Error> {
         .map(|s| crate::context::absolute(&cwd, s))
         .unwrap_or_else(|| cairn_client::Client::socket_of(&path));
     // Captures made here watch their worktrees and skip what did not change.
-    let engine = engine.watching();
+    let engine = crate::target::with_git(engine.watching());
     let served = Served {
         engine: Arc::new(engine),
     };

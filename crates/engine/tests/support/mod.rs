@@ -1,4 +1,5 @@
-//! A temporary store, a git repository onboarded into it, and an agent's checkout.
+//! A temporary store, a git repository onboarded into it, and an agent's checkout (shared
+//! with `cairn-git`'s tests, which give the engine its git backend).
 
 #![allow(dead_code)]
 
@@ -42,7 +43,13 @@ pub struct World {
 }
 
 impl World {
+    /// A world whose engine has no git backend.
     pub fn new() -> World {
+        World::with_engine(|store| Engine::create(store).expect("a store"))
+    }
+
+    /// A world whose engine `open` opens on the store folder it is given.
+    pub fn with_engine(open: impl FnOnce(Utf8PathBuf) -> Engine) -> World {
         let tmp = tempfile::tempdir().expect("a temporary directory");
         let dir = Utf8PathBuf::try_from(tmp.path().canonicalize().expect("canonical"))
             .expect("a UTF-8 temporary directory");
@@ -53,7 +60,7 @@ impl World {
         std::fs::write(repo.join("README"), "hello\n").expect("write");
         git(&repo, &["add", "."]);
         git(&repo, &["commit", "-q", "-m", "first"]);
-        let engine = Engine::create(dir.join("store")).expect("a store");
+        let engine = open(dir.join("store"));
         let call = Call::new(dir.clone());
         let onboarded = engine
             .onboard(&call, OnboardOptions::new(&repo))
