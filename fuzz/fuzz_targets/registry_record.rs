@@ -1,8 +1,8 @@
-//! Values of the store's `worktrees` and `oplog` tables: JSON registry records and op-log
+//! Values of the `fs.worktrees` and `fs.oplog` side tables: JSON registry records and op-log
 //! entries.
 #![no_main]
 
-use cas::fuzzing::{decode_op_record, decode_worktree_record};
+use fs_manager::fuzzing::{decode_op_record, decode_worktree_record};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

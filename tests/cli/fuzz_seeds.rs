@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpenOptions, Store, Tree, TreeEntry};
+use fs_manager::RegistryRead as _;
 use serde_json::json;
 
 use crate::support::Env;

@@ -15,5 +15,6 @@ mod reversible_commands;
 mod run_commands;
 mod serve_commands;
 mod store_commands;
+mod store_upgrade;
 mod support;
 mod worktree_commands;

@@ -4,16 +4,17 @@
 //! blobs (file bytes, id = plain BLAKE3 so `b3sum` agrees), trees (sorted directory listings)
 //! and snapshots (commit objects). Trees and snapshots have one canonical encoding each,
 //! written down with test vectors in `docs/format.md`. Objects live in a redb database in the
-//! store folder, blobs zstd-compressed in a packed log (`docs/design.md`), next to refs, the
-//! worktree registry and per-worktree op logs.
+//! store folder, blobs zstd-compressed in a packed log (`docs/design.md`), next to refs and
+//! the side tables that layers above own ([`SideTable`]): records they commit in the same
+//! transaction as the objects those records name.
 //!
 //! Every read verifies the hash of what it returns; every [`Store::write`] is one durable
 //! transaction, so an id handed out survives a crash.
 //!
 //! It owns the database file and its format, object encodings and integrity, refs, and
 //! the durability and group commit of writes. It must not know worktrees on disk, git, the
-//! command line or HTTP: the registry, op-log and stat-cache records it stores for
-//! `fs_manager` are still typed here (a known debt: `docs/design.md`, Layers).
+//! command line or HTTP: side tables hold their owners' bytes, and `gc` and `fsck` ask the
+//! owners ([`SideOwner`]) what their records keep alive.
 //!
 //! ```
 //! use cas::{EntryKind, OpenOptions, PreparedBlob, Snapshot, Store, Tree, TreeEntry, WriteBatch};
@@ -59,11 +60,12 @@ pub use object::{
     Source, TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
 };
 pub use store::{
-    CHUNK_BYTES, Checkpoint, DATABASE_FILE, DirIdentity, Error, FORMAT_VERSION, FileStateEntry,
-    FsckOptions, FsckOutcome, GcOptions, GcOutcome, InvalidLockTimeout, LOCK_TIMEOUT_VAR,
-    MaintenanceError, OpRecord, OpenError, OpenOptions, PreparedBlob, Problem, ReadError, Reader,
-    RefError, RegistryError, ResolveError, StorageFailure, Store, Task, WorktreeKind,
-    WorktreeRecord, WriteBatch, WriteError, WriteOutcome, validate_ref_name,
+    BoxError, CHUNK_BYTES, Checked, DATABASE_FILE, Error, FORMAT_1_FILE_STATES, FORMAT_1_GIT_OIDS,
+    FORMAT_1_OPLOG, FORMAT_1_WORKTREES, FORMAT_VERSION, FsckOptions, FsckOutcome, GcOptions,
+    GcOutcome, InvalidLockTimeout, JOURNALS, KeyValue, LOCK_TIMEOUT_VAR, MaintenanceError,
+    OpenError, OpenOptions, PreparedBlob, Problem, ReadError, Reader, RefError, ResolveError,
+    Roots, ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure, Store, WriteBatch,
+    WriteError, WriteOutcome, sequence_key, sequence_of, validate_ref_name,
 };
 pub use verify::{VerifiedObject, VerifyError, verify_object};
 

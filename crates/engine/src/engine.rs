@@ -168,7 +168,7 @@ pub(crate) fn resolve_snapshot(
 /// unique id prefix.
 pub(crate) fn resolve_in(
     reader: &cas::Reader,
-    record: &cas::WorktreeRecord,
+    record: &fs_manager::WorktreeRecord,
     spec: &str,
 ) -> Result<cas::SnapshotId, Error> {
     match record.checkpoint(spec) {
@@ -180,7 +180,7 @@ pub(crate) fn resolve_in(
 pub(crate) fn registered(
     reader: &cas::Reader,
     dir: &Utf8Path,
-) -> Result<cas::WorktreeRecord, Error> {
+) -> Result<fs_manager::WorktreeRecord, Error> {
     fs_manager::find_worktree(reader, dir)?.ok_or_else(|| {
         Error::usage(
             "not_a_worktree",

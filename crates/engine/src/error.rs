@@ -1,9 +1,7 @@
 //! The engine's error: the failure as the lower layers reported it (sources kept), with a
 //! stable code for `--json` and an exit status (2 bad usage or input, 3 store or I/O).
 
-use cas::{
-    MaintenanceError, OpenError, ReadError, RefError, RegistryError, ResolveError, WriteError,
-};
+use cas::{MaintenanceError, OpenError, ReadError, RefError, ResolveError, WriteError};
 
 /// Exit status for bad usage or bad input.
 pub const EXIT_USAGE: u8 = 2;
@@ -66,7 +64,7 @@ pub enum Error {
     Write(#[from] WriteError),
     #[error(transparent)]
     #[allow(missing_docs)]
-    Registry(#[from] RegistryError),
+    Registry(#[from] fs_manager::RegistryError),
     #[error(transparent)]
     #[allow(missing_docs)]
     Maintenance(#[from] MaintenanceError),
@@ -280,10 +278,9 @@ fn write(e: &WriteError) -> Class {
     }
 }
 
-fn registry(e: &RegistryError) -> Class {
+fn registry(e: &fs_manager::RegistryError) -> Class {
     match e {
-        RegistryError::NotRegistered { .. } => usage("not_a_worktree"),
-        RegistryError::Storage(s) => storage(s),
+        fs_manager::RegistryError::Storage(s) => storage(s),
         _ => store("store"),
     }
 }
@@ -312,7 +309,6 @@ fn any_store(e: &cas::Error) -> Class {
         cas::Error::Write(e) => write(e),
         cas::Error::Resolve(e) => resolve(e),
         cas::Error::Ref(e) => reference(e),
-        cas::Error::Registry(e) => registry(e),
         cas::Error::Maintenance(e) => maintenance(e),
         _ => store("store"),
     }
@@ -336,6 +332,7 @@ fn capture(e: &fs_manager::CaptureError) -> Class {
         E::RootChanged(_) => usage("worktree_moved"),
         E::Scan(e) => scan(e),
         E::Store(e) => any_store(e),
+        E::Registry(e) => registry(e),
         _ => store("io"),
     }
 }
@@ -350,6 +347,7 @@ fn checkout(e: &fs_manager::CheckoutError) -> Class {
         | E::InsideStore { .. }
         | E::Refused { .. } => usage("invalid_path"),
         E::Store(e) => any_store(e),
+        E::Registry(e) => registry(e),
         _ => store("io"),
     }
 }
@@ -363,6 +361,7 @@ fn rollback(e: &fs_manager::RollbackError) -> Class {
         E::Deny(_) => usage("invalid_config"),
         E::Capture(e) => capture(e),
         E::Store(e) => any_store(e),
+        E::Registry(e) => registry(e),
         E::Unfinished { .. } => store("interrupted"),
         _ => store("io"),
     }
@@ -379,6 +378,7 @@ fn task(e: &fs_manager::TaskError) -> Class {
         E::Capture(e) => capture(e),
         E::Rollback(e) => rollback(e),
         E::Store(e) => any_store(e),
+        E::Registry(e) => registry(e),
         _ => store("io"),
     }
 }
@@ -395,6 +395,7 @@ fn undo(e: &fs_manager::UndoError) -> Class {
         } => rollback(cause),
         E::Write { .. } => store("interrupted"),
         E::Store(e) => any_store(e),
+        E::Registry(e) => registry(e),
         _ => store("io"),
     }
 }
@@ -406,6 +407,7 @@ fn recover(e: &fs_manager::RecoverError) -> Class {
         E::Blocked { .. } => usage("blocked"),
         E::RootChanged(_) => usage("worktree_moved"),
         E::Store(e) => any_store(e),
+        E::Registry(e) => registry(e),
         _ => store("io"),
     }
 }
@@ -417,6 +419,7 @@ fn worktree(e: &fs_manager::WorktreeError) -> Class {
         E::Missing { .. } => usage("invalid_path"),
         E::RootChanged(_) => usage("worktree_moved"),
         E::Store(e) => any_store(e),
+        E::Registry(e) => registry(e),
         _ => store("store"),
     }
 }

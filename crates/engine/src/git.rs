@@ -33,7 +33,6 @@ pub trait Git: Send + Sync {
 }
 
 /// What to import.
-#[derive(Debug)]
 pub struct GitImport<'a> {
     /// The repository (canonical).
     pub repo: &'a Utf8Path,
@@ -45,6 +44,8 @@ pub struct GitImport<'a> {
     pub labels: &'a BTreeMap<String, String>,
     /// Paths left out (secrets).
     pub deny: &'a path_policy::DenyList,
+    /// Adds the caller's records about the new snapshot to the batch that stores it.
+    pub records: &'a dyn Fn(&mut cas::WriteBatch, SnapshotId) -> Result<(), cas::BoxError>,
 }
 
 /// What an import recorded.

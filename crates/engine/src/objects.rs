@@ -376,7 +376,8 @@ impl Engine {
     /// `cairn fsck`: every object and reference verified.
     pub fn fsck(&self, _call: &Call, _options: FsckOptions) -> Result<FsckOutcome, Error> {
         let store = self.store(Access::Read)?;
-        let out = store.fsck(&cas::FsckOptions::default())?;
+        let owners: [&dyn cas::SideOwner; 1] = [&fs_manager::Registry::default()];
+        let out = store.fsck(&cas::FsckOptions::default(), &owners)?;
         let n = out.problems.len();
         let message = (n > 0).then(|| {
             format!(
@@ -421,10 +422,13 @@ impl Engine {
             })
             .transpose()?;
         let mut store = self.store_exclusive()?;
-        let out = store.gc(&cas::GcOptions {
-            dry_run: options.dry_run,
-            prune_ops_before,
-        })?;
+        let registry = fs_manager::Registry { prune_ops_before };
+        let out = store.gc(
+            &cas::GcOptions {
+                dry_run: options.dry_run,
+            },
+            &[&registry],
+        )?;
         Ok(GcOutcome {
             removed: out
                 .removed
@@ -435,7 +439,7 @@ impl Engine {
                 })
                 .collect(),
             bytes_freed: out.bytes_freed,
-            ops_pruned: out.ops_pruned,
+            ops_pruned: fs_manager::Registry::ops_pruned(&out.dropped),
             dry_run: options.dry_run,
             file_bytes_before: out.file_bytes_before,
             file_bytes_after: out.file_bytes_after,

@@ -3,6 +3,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, TreeId};
+use fs_manager::RegistryRead as _;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, registered, resolve_in};

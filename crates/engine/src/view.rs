@@ -1,5 +1,6 @@
 //! `diff`, `status`, `review` and `log`: comparisons of snapshots and live worktrees.
 
+use fs_manager::RegistryRead as _;
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
 

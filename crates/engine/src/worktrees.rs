@@ -2,6 +2,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, TreeId};
+use fs_manager::RegistryWrite as _;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, labels, registered, resolve_in, resolve_snapshot};
@@ -386,6 +387,10 @@ impl Engine {
             message: &message,
             labels: &labels,
             deny: &deny,
+            records: &|batch, id| {
+                let op = fs_manager::OpRecord::new("import", None, Some(id));
+                Ok(batch.append_op(&repo, &op)?)
+            },
         };
         let out = git.import(&store, &import)?;
         Ok(ImportOutcome {
@@ -500,8 +505,8 @@ impl Engine {
             .into_iter()
             .map(|r| WorktreeItem {
                 kind: match r.kind {
-                    cas::WorktreeKind::InPlace => "in-place",
-                    cas::WorktreeKind::Isolated => "isolated",
+                    fs_manager::WorktreeKind::InPlace => "in-place",
+                    fs_manager::WorktreeKind::Isolated => "isolated",
                 }
                 .to_owned(),
                 path: r.root,

@@ -1,12 +1,12 @@
 //! `onboard` and `snapshot`: capture a worktree's scope as a snapshot.
 
+use crate::registry::{RegistryRead, RegistryWrite};
 use crate::shared::Worktrees;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::registry::{OpRecord, WorktreeKind, WorktreeRecord};
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{
-    GitSource, OpRecord, SnapshotId, Source, Store, Tree, TreeId, WorktreeKind, WorktreeRecord,
-};
+use cas::{GitSource, SnapshotId, Source, Store, Tree, TreeId};
 
 use crate::dirstate::Cache;
 use crate::error::CaptureError;
@@ -200,12 +200,13 @@ fn capture_once<'a>(
     let dry_run = recording == Recording::DryRun;
     // Before the reader: a write landing in between makes the cache read look stale,
     // never the other way round.
-    let cache_version = store.file_states_version(&record.root);
+    let cache_version = store.side_version(crate::registry::FILE_STATES, record.root.as_str());
     let reader = store.reader()?;
     match crate::journal::ensure_clear(&reader, &record.root) {
         Ok(()) => {}
         Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
         Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
+        Err(crate::journal::JournalCheck::Registry(e)) => return Err(e.into()),
     }
     let cache = if use_cache {
         ws.kept
@@ -307,7 +308,7 @@ fn capture_once<'a>(
         batch.add_snapshot(snap);
     }
     if changed || edit.is_some() {
-        batch.append_op(&record.root, OpRecord::new(op, record.head, new_head));
+        batch.append_op(&record.root, &OpRecord::new(op, record.head, new_head))?;
     }
     if !use_cache {
         batch.clear_file_states(&record.root);
@@ -315,7 +316,7 @@ fn capture_once<'a>(
     for (key, value) in cache_updates {
         batch.set_file_state(&record.root, &key, value);
     }
-    batch.put_worktree(captured.record.clone());
+    batch.put_worktree(&captured.record)?;
     let pending = Pending {
         batch,
         capture: Some(PendingCapture {

@@ -1,8 +1,10 @@
 //! `checkout`: hydrate a snapshot into a new or empty directory, in parallel.
 
+use crate::registry::{OpRecord, WorktreeKind, WorktreeRecord};
+use crate::registry::{RegistryRead, RegistryWrite};
 use crate::shared::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{EntryKind, OpRecord, SnapshotId, Store, WorktreeKind, WorktreeRecord, WriteBatch};
+use cas::{EntryKind, SnapshotId, Store, WriteBatch};
 use rayon::prelude::*;
 use std::os::unix::ffi::OsStrExt;
 
@@ -45,6 +47,7 @@ fn failure(e: WriteFailure) -> CheckoutError {
         WriteFailure::Io(path, source) => CheckoutError::Io { path, source },
         WriteFailure::Store(e) => CheckoutError::Store(e.into()),
         WriteFailure::Record(e) => CheckoutError::Store(e),
+        WriteFailure::Registry(e) => CheckoutError::Registry(e),
         WriteFailure::Blocked(path, reason) => CheckoutError::Io {
             path,
             source: std::io::Error::other(reason),
@@ -94,6 +97,7 @@ pub(crate) fn checkout(
             Ok(()) => {}
             Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
             Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
+            Err(crate::journal::JournalCheck::Registry(e)) => return Err(e.into()),
         }
     }
 
@@ -220,8 +224,10 @@ pub(crate) fn checkout(
             batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state.encode()));
         }
     }
-    batch.put_worktree(record);
-    batch.append_op(&root, entry);
+    batch.put_worktree(&record).map_err(|e| forget(e.into()))?;
+    batch
+        .append_op(&root, &entry)
+        .map_err(|e| forget(e.into()))?;
     drop(reader);
     step.finish(batch).map_err(|e| forget(e.into()))?;
     Ok(CheckoutOutcome {

@@ -8,6 +8,7 @@
 //! `readdir` and no ignore matching: only its files are `lstat`ed. A changed ignore file
 //! invalidates its directory and everything below it.
 
+use crate::registry::RegistryRead;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -474,7 +475,11 @@ impl KeptCaches {
         version: u64,
     ) -> Result<Cache, cas::StorageFailure> {
         match self.take(store, root) {
-            Some(kept) if store.file_states_version(root) == version => Ok(kept),
+            Some(kept)
+                if store.side_version(crate::registry::FILE_STATES, root.as_str()) == version =>
+            {
+                Ok(kept)
+            }
             _ => Cache::load(reader, root),
         }
     }
@@ -483,14 +488,15 @@ impl KeptCaches {
     /// written its file states since.
     pub fn take(&self, store: &cas::Store, root: &camino::Utf8Path) -> Option<Cache> {
         let kept = self.set().take(root)?;
-        (kept.version == store.file_states_version(root)).then_some(kept.cache)
+        (kept.version == store.side_version(crate::registry::FILE_STATES, root.as_str()))
+            .then_some(kept.cache)
     }
 
     /// Keeps `cache` in memory for the next operation on `root`. The caller holds the
     /// worktree and has just read it from, or written it to, the store: it is what the
     /// store holds at the version it has now.
     pub fn keep(&self, cache: Cache, store: &cas::Store, root: &camino::Utf8Path) {
-        let version = store.file_states_version(root);
+        let version = store.side_version(crate::registry::FILE_STATES, root.as_str());
         let dropped = self.set().insert(root, version, cache);
         // Large caches are freed outside the lock.
         drop(dropped);

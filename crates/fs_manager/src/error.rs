@@ -50,6 +50,9 @@ pub enum CaptureError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
+    /// A registry record could not be read or written.
+    #[error(transparent)]
+    Registry(#[from] crate::RegistryError),
 }
 
 /// `checkout` failed. A refused destination is left untouched; a checkout that fails half
@@ -107,6 +110,9 @@ pub enum CheckoutError {
     /// The store failed, or an object is missing or corrupt.
     #[error(transparent)]
     Store(#[from] cas::Error),
+    /// A registry record could not be read or written.
+    #[error(transparent)]
+    Registry(#[from] crate::RegistryError),
 }
 
 /// `rollback` failed; the worktree was not changed.
@@ -158,6 +164,9 @@ pub enum RollbackError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
+    /// A registry record could not be read or written.
+    #[error(transparent)]
+    Registry(#[from] crate::RegistryError),
 }
 
 /// `recover` failed; the journal stays, so it can run again.
@@ -192,6 +201,9 @@ pub enum RecoverError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
+    /// A registry record could not be read or written.
+    #[error(transparent)]
+    Registry(#[from] crate::RegistryError),
 }
 
 /// `undo` or `redo` failed. A refusal (files changed since) is not an error: see
@@ -242,6 +254,9 @@ pub enum UndoError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
+    /// A registry record could not be read or written.
+    #[error(transparent)]
+    Registry(#[from] crate::RegistryError),
 }
 
 /// `checkpoint`, `rewind`, `accept` or `discard` failed.
@@ -291,6 +306,9 @@ pub enum TaskError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
+    /// A registry record could not be read or written.
+    #[error(transparent)]
+    Registry(#[from] crate::RegistryError),
 }
 
 /// A worktree registry operation failed.
@@ -315,13 +333,15 @@ pub enum WorktreeError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
+    /// A registry record could not be read or written.
+    #[error(transparent)]
+    Registry(#[from] crate::RegistryError),
 }
 
 macro_rules! store_errors {
     ($($ty:ty),*) => {$(
         impl From<cas::ReadError> for $ty { fn from(e: cas::ReadError) -> Self { cas::Error::from(e).into() } }
         impl From<cas::WriteError> for $ty { fn from(e: cas::WriteError) -> Self { cas::Error::from(e).into() } }
-        impl From<cas::RegistryError> for $ty { fn from(e: cas::RegistryError) -> Self { cas::Error::from(e).into() } }
         impl From<cas::StorageFailure> for $ty { fn from(e: cas::StorageFailure) -> Self { cas::Error::from(cas::ReadError::from(e)).into() } }
         impl From<cas::ObjectError> for $ty { fn from(e: cas::ObjectError) -> Self { cas::Error::from(e).into() } }
     )*};

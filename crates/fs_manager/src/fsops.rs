@@ -36,6 +36,8 @@ pub(crate) enum WriteFailure {
     Store(cas::ReadError),
     /// Recording in the store failed.
     Record(cas::Error),
+    /// A registry record could not be written.
+    Registry(crate::RegistryError),
     /// Something that is not a directory (or a link) stands where a directory must be.
     Blocked(PathBuf, &'static str),
 }

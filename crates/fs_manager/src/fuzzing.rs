@@ -44,3 +44,14 @@ pub fn seal_dir_record(body: &[u8]) -> Vec<u8> {
 pub fn reencode_file_record(bytes: &[u8]) -> Option<Vec<u8>> {
     FileState::decode(bytes).map(|s| s.encode())
 }
+
+/// Decodes a `fs.worktrees` side-table value (JSON), as [`crate::RegistryRead::worktree`] does.
+pub fn decode_worktree_record(bytes: &[u8]) -> Result<crate::WorktreeRecord, crate::RegistryError> {
+    crate::registry::decode_worktree(Utf8Path::new("/fuzz"), bytes)
+}
+
+/// Decodes a `fs.oplog` side-table value (JSON) stored under sequence number 1, as
+/// [`crate::RegistryRead::ops`] does.
+pub fn decode_op_record(bytes: &[u8]) -> Result<crate::OpRecord, crate::RegistryError> {
+    crate::registry::decode_op(Utf8Path::new("/fuzz"), &cas::sequence_key(1), bytes)
+}

@@ -1,7 +1,9 @@
 //! [`Held`]: one registered worktree, held for one operation.
 
+use crate::registry::RegistryRead;
+use crate::registry::WorktreeRecord;
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{Store, WorktreeRecord};
+use cas::Store;
 
 use crate::error::{CaptureError, RollbackError, TaskError, UndoError};
 use crate::journal::{JournalCheck, ensure_clear, pending_at};
@@ -26,6 +28,7 @@ pub(crate) enum HoldError {
     Interrupted(crate::journal::Interrupted),
     RootChanged(crate::root::RootChanged),
     Store(cas::Error),
+    Registry(crate::RegistryError),
 }
 
 impl From<cas::StorageFailure> for HoldError {
@@ -34,9 +37,9 @@ impl From<cas::StorageFailure> for HoldError {
     }
 }
 
-impl From<cas::RegistryError> for HoldError {
-    fn from(e: cas::RegistryError) -> Self {
-        HoldError::Store(e.into())
+impl From<crate::registry::RegistryError> for HoldError {
+    fn from(e: crate::registry::RegistryError) -> Self {
+        HoldError::Registry(e)
     }
 }
 
@@ -45,6 +48,7 @@ impl From<JournalCheck> for HoldError {
         match e {
             JournalCheck::Interrupted(i) => HoldError::Interrupted(i),
             JournalCheck::Store(e) => HoldError::Store(e),
+            JournalCheck::Registry(e) => HoldError::Registry(e),
         }
     }
 }
@@ -83,6 +87,7 @@ impl From<HoldError> for CaptureError {
             Interrupted(i) => CaptureError::Interrupted(i),
             RootChanged(r) => CaptureError::RootChanged(r),
             Store(e) => CaptureError::Store(e),
+            Registry(e) => CaptureError::Registry(e),
         }
     }
 }
@@ -104,6 +109,7 @@ impl From<HoldError> for UndoError {
             Interrupted(i) => UndoError::Interrupted(i),
             RootChanged(r) => UndoError::RootChanged(r),
             Store(e) => UndoError::Store(e),
+            Registry(e) => UndoError::Registry(e),
         }
     }
 }

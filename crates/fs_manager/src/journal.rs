@@ -5,13 +5,15 @@
 //! the process dies part way, the journal stays; every command on the worktree refuses
 //! until [`recover`](crate::Worktrees::recover) finishes the step.
 
+use crate::registry::{RegistryRead, RegistryWrite};
 use crate::shared::Worktrees;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 
+use crate::registry::{OpRecord, WorktreeRecord};
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{OpRecord, Reader, Store, TreeId, WorktreeRecord, WriteBatch};
+use cas::{Reader, Store, TreeId, WriteBatch};
 use rayon::prelude::*;
 use rustix::fs::AtFlags;
 use rustix::io::Errno;
@@ -53,8 +55,11 @@ impl Journal {
         })
     }
 
-    pub(crate) fn decode(root: &Utf8Path, bytes: &[u8]) -> Result<Journal, cas::RegistryError> {
-        serde_json::from_slice(bytes).map_err(|e| cas::RegistryError::Corrupt {
+    pub(crate) fn decode(
+        root: &Utf8Path,
+        bytes: &[u8],
+    ) -> Result<Journal, crate::registry::RegistryError> {
+        serde_json::from_slice(bytes).map_err(|e| crate::registry::RegistryError::Corrupt {
             root: root.to_owned(),
             reason: format!("intent journal: {e}"),
         })
@@ -87,11 +92,12 @@ pub(crate) fn ensure_clear(reader: &Reader, root: &Utf8Path) -> Result<(), Journ
                 op: String,
                 started: jiff::Timestamp,
             }
-            let j: Header =
-                serde_json::from_slice(&bytes).map_err(|e| cas::RegistryError::Corrupt {
+            let j: Header = serde_json::from_slice(&bytes).map_err(|e| {
+                crate::registry::RegistryError::Corrupt {
                     root: root.to_owned(),
                     reason: format!("intent journal: {e}"),
-                })?;
+                }
+            })?;
             Err(JournalCheck::Interrupted(Interrupted {
                 root: root.to_owned(),
                 op: j.op,
@@ -127,6 +133,7 @@ pub(crate) fn pending_at(
 #[derive(Debug)]
 pub(crate) enum JournalCheck {
     Interrupted(Interrupted),
+    Registry(crate::RegistryError),
     Store(cas::Error),
 }
 
@@ -136,9 +143,9 @@ impl From<cas::StorageFailure> for JournalCheck {
     }
 }
 
-impl From<cas::RegistryError> for JournalCheck {
-    fn from(e: cas::RegistryError) -> Self {
-        JournalCheck::Store(e.into())
+impl From<crate::registry::RegistryError> for JournalCheck {
+    fn from(e: crate::registry::RegistryError) -> Self {
+        JournalCheck::Registry(e)
     }
 }
 
@@ -366,9 +373,13 @@ pub(crate) fn apply(
         }
     }
     drop(reader);
-    batch.put_worktree(record);
+    batch
+        .put_worktree(&record)
+        .map_err(|e| interrupted(WriteFailure::Registry(e)))?;
     if let Some(entry) = entry {
-        batch.append_op(&root, entry);
+        batch
+            .append_op(&root, &entry)
+            .map_err(|e| interrupted(WriteFailure::Registry(e)))?;
     }
     step.finish(batch)
         .map_err(|e| interrupted(store_failure(e.into())))?;

@@ -13,8 +13,8 @@
 //! the next snapshot reads nothing. Files are hashed and compressed in parallel and written
 //! in batches; hydration writes in parallel and never through a symlink.
 //!
-//! It owns the worktree registry's meaning, the stat caches, intent journals and the op
-//! log's undo links (stored through `cas`), and what a process keeps between operations
+//! It owns the worktree registry, the stat caches, intent journals and the op log with its
+//! undo links (side tables in the store, [`registry`]), and what a process keeps between operations
 //! ([`Worktrees`]: per-worktree locks, watches, kept caches). It must not know git (the git
 //! source of an onboard is asked of a [`GitProbe`] the caller passes in), the command line,
 //! HTTP or how outcomes are printed.
@@ -27,12 +27,12 @@
 //! rollback
 //! capture                        a worktree's files into a snapshot
 //! checkout, held, recover        held: one worktree, locked for one operation
-//! worktree                       the registry
+//! worktree                       finding worktrees
 //! build, error                   trees from files; one error enum per operation
 //! journal, scan                  multi-file steps that survive a crash; the walk
 //! pending, rules, shared         deferred writes; what is in scope; per-store state
 //! dirstate, fsops, watch         stat caches; writes beneath a root; inotify
-//! lock, paths, progress, root, state
+//! lock, paths, progress, registry, root, state
 //! ```
 //!
 //! ```no_run
@@ -67,6 +67,7 @@ mod paths;
 mod pending;
 mod progress;
 mod recover;
+pub mod registry;
 mod rollback;
 mod root;
 mod rules;
@@ -91,6 +92,10 @@ pub use journal::Interrupted;
 pub use paths::{SkipReason, Skipped, Special};
 pub use progress::{Progress, Silent};
 pub use recover::RecoverOutcome;
+pub use registry::{
+    Checkpoint, DirIdentity, OpRecord, Registry, RegistryError, RegistryRead, RegistryWrite, Task,
+    WorktreeKind, WorktreeRecord,
+};
 pub use rollback::{RollbackOptions, RollbackOutcome};
 pub use root::RootChanged;
 pub use scan::FileRecord;

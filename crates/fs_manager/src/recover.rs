@@ -1,5 +1,6 @@
 //! Finishing an operation that was interrupted part way, from its intent journal.
 
+use crate::registry::RegistryWrite;
 use std::collections::BTreeSet;
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -29,6 +30,7 @@ impl From<WriteFailure> for RecoverError {
             WriteFailure::Io(path, source) => RecoverError::Io { path, source },
             WriteFailure::Store(e) => RecoverError::Store(e.into()),
             WriteFailure::Record(e) => RecoverError::Store(e),
+            WriteFailure::Registry(e) => RecoverError::Registry(e),
             WriteFailure::Blocked(path, reason) => RecoverError::Blocked {
                 path,
                 reason: reason.to_owned(),
@@ -85,7 +87,7 @@ pub(crate) fn recover(
         // The folder is gone, and with it what was half written: record the step as done
         // (a later checkout re-hydrates a registered worktree's missing folder).
         drop(reader);
-        store.write(&finished(&journal, &root))?;
+        store.write(&finished(&journal, &root)?)?;
         return Ok(RecoverOutcome {
             root,
             op: Some(journal.op),
@@ -131,7 +133,7 @@ pub(crate) fn recover(
     }
     remove_temporaries(&handle, journal.pid, &entries);
     drop(reader);
-    store.write(&finished(&journal, &root))?;
+    store.write(&finished(&journal, &root)?)?;
     Ok(RecoverOutcome {
         root,
         op: Some(journal.op),
@@ -142,15 +144,15 @@ pub(crate) fn recover(
 /// The recovered step recorded as done: its registry record and op-log entry, the journal
 /// dropped, and the stat cache too (what it said about the step's paths is stale: the next
 /// capture reads everything).
-fn finished(journal: &Journal, root: &Utf8Path) -> WriteBatch {
+fn finished(journal: &Journal, root: &Utf8Path) -> Result<WriteBatch, crate::RegistryError> {
     let mut batch = WriteBatch::new();
-    batch.put_worktree(journal.record.clone());
-    if let Some(entry) = journal.entry.clone() {
-        batch.append_op(root, entry);
+    batch.put_worktree(&journal.record)?;
+    if let Some(entry) = &journal.entry {
+        batch.append_op(root, entry)?;
     }
     batch.clear_file_states(root);
     batch.set_journal(root, None);
-    batch
+    Ok(batch)
 }
 
 /// Removes the interrupted process's temporary files (`.cairn-<pid>-…`) beside `entries`.

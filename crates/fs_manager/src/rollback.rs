@@ -5,8 +5,9 @@ use std::collections::HashSet;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+use crate::registry::OpRecord;
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{OpRecord, SnapshotId, Source, Store, TreeId};
+use cas::{SnapshotId, Source, Store, TreeId};
 
 use crate::capture::{self, CaptureOptions, Captured, Recording};
 use crate::error::RollbackError;
@@ -63,6 +64,7 @@ pub(crate) fn failure(e: WriteFailure) -> RollbackError {
         WriteFailure::Io(path, source) => RollbackError::Io { path, source },
         WriteFailure::Store(e) => RollbackError::Store(e.into()),
         WriteFailure::Record(e) => RollbackError::Store(e),
+        WriteFailure::Registry(e) => RollbackError::Registry(e),
         WriteFailure::Blocked(path, reason) => RollbackError::Blocked {
             path,
             reason: reason.to_owned(),
@@ -123,7 +125,7 @@ pub(crate) fn restore(
     target: SnapshotId,
     options: &RollbackOptions<'_>,
     op: &str,
-    edit: &dyn Fn(&mut cas::WorktreeRecord),
+    edit: &dyn Fn(&mut crate::registry::WorktreeRecord),
 ) -> Result<RollbackOutcome, RollbackError> {
     let held = crate::held::hold(ws, store, path)?;
     let record = held.record.clone();

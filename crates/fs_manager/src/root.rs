@@ -2,8 +2,8 @@
 
 use std::os::unix::fs::MetadataExt;
 
+use crate::registry::{DirIdentity, WorktreeRecord};
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{DirIdentity, WorktreeRecord};
 
 /// A registered worktree's root is no longer the directory cairn registered: it was swapped
 /// for a symlink or another directory behind cairn's back. Nothing is read or recorded.

@@ -4,9 +4,11 @@
 //! forward path by path as changes are accepted. `accept` or `discard` without paths ends
 //! the task, and the next checkpoint starts a new one.
 
+use crate::registry::{Checkpoint, OpRecord, Task, WorktreeRecord};
+use crate::registry::{RegistryRead, RegistryWrite};
 use crate::shared::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{Checkpoint, OpRecord, SnapshotId, Source, Store, Task, WorktreeRecord, WriteBatch};
+use cas::{SnapshotId, Source, Store, WriteBatch};
 
 use crate::capture::{self, CaptureOptions, OnboardOptions, SnapshotOutcome};
 use crate::error::TaskError;
@@ -233,8 +235,8 @@ pub(crate) fn accept(
         Some(id)
     };
     drop(reader);
-    batch.append_op(&root, OpRecord::new("accept", record.head, record.head));
-    batch.put_worktree(record);
+    batch.append_op(&root, &OpRecord::new("accept", record.head, record.head))?;
+    batch.put_worktree(&record)?;
     store.write(&batch)?;
     Ok(AcceptOutcome {
         root,

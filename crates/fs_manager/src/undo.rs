@@ -1,14 +1,16 @@
 //! `undo` and `redo`: revert or re-apply one change set of a worktree's op log, only if
 //! every file it touches still holds what the change left there.
 
+use crate::registry::RegistryRead;
 use crate::shared::Worktrees;
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 
+use crate::registry::OpRecord;
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{BlobId, EntryKind, OpRecord, SnapshotId, Source, Store, TreeId};
+use cas::{BlobId, EntryKind, SnapshotId, Source, Store, TreeId};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;

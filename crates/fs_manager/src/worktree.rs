@@ -1,10 +1,12 @@
 //! The worktree registry, as the rest of this crate sees it.
 
+use crate::registry::{RegistryRead, RegistryWrite};
 use crate::shared::Worktrees;
 use std::path::Path;
 
+use crate::registry::{OpRecord, WorktreeRecord};
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{OpRecord, Reader, Store, WorktreeRecord, WriteBatch};
+use cas::{Reader, Store, WriteBatch};
 
 use crate::error::{CaptureError, WorktreeError};
 use crate::root::verify_root;
@@ -39,7 +41,7 @@ pub(crate) fn canonical(path: &Utf8Path) -> Result<Utf8PathBuf, CaptureError> {
 pub fn find(
     reader: &Reader,
     path: &Utf8Path,
-) -> Result<Option<WorktreeRecord>, cas::RegistryError> {
+) -> Result<Option<WorktreeRecord>, crate::registry::RegistryError> {
     let canonical = std::fs::canonicalize(path)
         .ok()
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok());
@@ -126,11 +128,11 @@ pub(crate) fn rebind(
     }
     let mut batch = WriteBatch::new();
     batch.clear_file_states(&record.root);
-    batch.put_worktree(record.clone());
+    batch.put_worktree(&record)?;
     batch.append_op(
         &record.root,
-        OpRecord::new("rebind", record.head, record.head),
-    );
+        &OpRecord::new("rebind", record.head, record.head),
+    )?;
     store.write(&batch)?;
     if let Some(w) = &ws.watcher {
         w.forget(&record.root);

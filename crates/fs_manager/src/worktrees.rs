@@ -1,7 +1,8 @@
 //! [`Worktrees`]: what a process keeps about one store's worktrees between operations.
 
+use crate::registry::WorktreeRecord;
 use camino::Utf8Path;
-use cas::{SnapshotId, Store, WorktreeRecord};
+use cas::{SnapshotId, Store};
 
 use crate::shared::Worktrees;
 use crate::{
@@ -148,6 +149,8 @@ impl Worktrees {
 /// every kind of operation.
 #[cfg(test)]
 mod tests {
+    use crate::registry::RegistryWrite as _;
+
     /// A store and a worktree of `files` onboarded into it: (temp dir, store, worktree
     /// folder, its root as registered, its first snapshot).
     fn onboarded(

@@ -50,7 +50,13 @@ fn write(root: &Utf8Path, spec: &[(String, Node)]) {
 }
 
 fn fsck_clean(env: &Env, what: &str) {
-    let out = env.store.fsck(&cas::FsckOptions::default()).unwrap();
+    let out = env
+        .store
+        .fsck(
+            &cas::FsckOptions::default(),
+            &[&fs_manager::Registry::default()],
+        )
+        .unwrap();
     assert!(out.problems.is_empty(), "{what}: fsck: {:?}", out.problems);
 }
 

@@ -79,6 +79,7 @@ impl Git for Gitoxide {
             import.message,
             import.labels,
             import.deny,
+            import.records,
         )
         .map_err(import_error)?;
         Ok(GitImported {

@@ -5,6 +5,10 @@ use cas::{EntryKind, ObjectId, Store, Tree, TreeId, WriteBatch};
 
 use crate::git::BoxError;
 
+/// Object id → the id of the same object in git repositories (SHA-1 bytes), so exports
+/// skip what was exported before. Entries go with their objects in `gc`.
+pub const GIT_OIDS: cas::SideTable = cas::SideTable::keyed_by_object("git.oids");
+
 /// What [`export`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportOutcome {
@@ -92,7 +96,7 @@ pub(crate) fn export_into(
         .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
     let known = |id: ObjectId| -> Result<Option<gix::ObjectId>, ExportError> {
         let mapped = reader
-            .git_oid(id)
+            .side_of_object(GIT_OIDS, id)
             .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
         Ok(mapped
             .and_then(|raw| gix::ObjectId::try_from(raw.as_slice()).ok())
@@ -130,7 +134,7 @@ pub(crate) fn export_into(
                 .map_err(|e| git_err(e.into()))?
                 .detach();
             outcome.written += 1;
-            map.map_git_oid(done.id.into(), oid.as_bytes());
+            map.put_side(GIT_OIDS, "", done.id.as_bytes(), oid.as_bytes().to_vec());
             let name = stack
                 .last()
                 .and_then(|parent| parent.tree.entries().get(parent.next - 1))
@@ -171,7 +175,7 @@ pub(crate) fn export_into(
                     .map_err(|e| git_err(e.into()))?
                     .detach();
                 outcome.written += 1;
-                map.map_git_oid(entry.id, oid.as_bytes());
+                map.put_side(GIT_OIDS, "", entry.id.as_bytes(), oid.as_bytes().to_vec());
                 oid
             }
         };
@@ -187,4 +191,12 @@ pub(crate) fn export_into(
     store.write(&map).map_err(cas::Error::from)?;
     outcome.tree = root_oid.to_string();
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn git_ids_are_where_format_1_moved_them() {
+        assert_eq!(super::GIT_OIDS, cas::FORMAT_1_GIT_OIDS);
+    }
 }

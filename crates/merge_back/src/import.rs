@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{
-    EntryKind, GitSource, OpRecord, PreparedBlob, Snapshot, SnapshotId, Source, Store, Tree,
-    TreeEntry, TreeId, WriteBatch,
+    EntryKind, GitSource, PreparedBlob, Snapshot, SnapshotId, Source, Store, Tree, TreeEntry,
+    TreeId, WriteBatch,
 };
 
 use crate::git::BoxError;
@@ -70,6 +70,14 @@ pub enum ImportError {
         /// What gitoxide said.
         source: BoxError,
     },
+    /// The caller's records for the snapshot could not be added.
+    #[error("{path}: recording the import: {source}")]
+    Record {
+        /// The repository.
+        path: Utf8PathBuf,
+        /// Why.
+        source: BoxError,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
@@ -84,8 +92,9 @@ struct Frame {
 }
 
 /// Imports the tree of commit `rev` of the repository at `repo` as a snapshot whose source is
-/// that commit; registers no worktree (an op-log entry under the repository's path keeps the
-/// snapshot alive for gc). Modes map 100644 → file, 100755 → executable, 120000 → symlink,
+/// that commit; registers no worktree. `records` adds the caller's records about the new
+/// snapshot to the batch that stores it (an op-log entry under the repository's path, which
+/// keeps it alive for gc), so they commit together. Modes map 100644 → file, 100755 → executable, 120000 → symlink,
 /// 040000 → tree; submodules (160000) are reported in `skipped`. Every name passes the tree
 /// rules or the import is refused whole.
 /// Paths `deny` matches (secrets) stay out, reported in `skipped`, as in any scope.
@@ -96,6 +105,7 @@ pub fn import(
     message: &str,
     labels: &BTreeMap<String, String>,
     deny: &path_policy::DenyList,
+    records: &dyn Fn(&mut WriteBatch, SnapshotId) -> Result<(), BoxError>,
 ) -> Result<ImportOutcome, ImportError> {
     let git_err = |source: BoxError| ImportError::Git {
         path: repo_path.to_owned(),
@@ -247,7 +257,10 @@ pub fn import(
         }),
     };
     let id = batch.add_snapshot(snapshot);
-    batch.append_op(repo_path, OpRecord::new("import", None, Some(id)));
+    records(&mut batch, id).map_err(|source| ImportError::Record {
+        path: repo_path.to_owned(),
+        source,
+    })?;
     store.write(&batch).map_err(cas::Error::from)?;
     Ok(ImportOutcome {
         snapshot: id,

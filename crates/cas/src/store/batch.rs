@@ -1,10 +1,8 @@
 //! [`WriteBatch`]: what one transaction writes, and the names it may write.
 
-use camino::{Utf8Path, Utf8PathBuf};
-
 use super::blob::PreparedBlob;
 use super::error::*;
-use super::registry::{OpRecord, WorktreeRecord};
+use super::side::{SideKey, SideOp, SideTable};
 use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
 use crate::object::{Snapshot, Tree};
 
@@ -52,24 +50,22 @@ pub struct WriteOutcome {
     pub trees_written: u64,
     /// New snapshots.
     pub snapshots_written: u64,
-    /// Sequence numbers given to the batch's op-log entries, in order.
-    pub op_seqs: Vec<u64>,
+    /// Sequence numbers given to the batch's appended side entries, in order.
+    pub appended: Vec<u64>,
 }
 
-/// Objects and registry updates written together by [`Store::write`](crate::Store::write), atomically.
+/// Objects, refs and side-table changes written together by
+/// [`Store::write`](crate::Store::write), atomically.
 #[derive(Debug, Default, Clone)]
 pub struct WriteBatch {
     pub(super) blobs: Vec<PreparedBlob>,
     pub(super) trees: Vec<(TreeId, Tree)>,
     pub(super) snapshots: Vec<(SnapshotId, Snapshot)>,
     pub(super) refs: Vec<(String, Option<SnapshotId>)>,
-    pub(super) worktrees: Vec<WorktreeRecord>,
-    pub(super) removed_worktrees: Vec<Utf8PathBuf>,
-    pub(super) ops: Vec<(Utf8PathBuf, OpRecord)>,
-    pub(super) cleared_states: Vec<Utf8PathBuf>,
-    pub(super) file_states: Vec<(Utf8PathBuf, Vec<u8>, Option<Vec<u8>>)>,
-    pub(super) git_oids: Vec<(ObjectId, Vec<u8>)>,
-    pub(super) journals: Vec<(Utf8PathBuf, Option<Vec<u8>>)>,
+    /// Applied in order, after the objects and refs.
+    pub(super) side: Vec<SideOp>,
+    /// Snapshots the side entries name: each must be stored or in the batch.
+    pub(super) required: Vec<SnapshotId>,
 }
 
 impl WriteBatch {
@@ -104,48 +100,48 @@ impl WriteBatch {
         self.refs.push((name.to_owned(), Some(target)));
     }
 
-    /// Registers or updates a worktree.
-    pub fn put_worktree(&mut self, record: WorktreeRecord) {
-        self.worktrees.push(record);
+    /// Sets `key` in `scope` of side table `table` to `value`.
+    pub fn put_side(&mut self, table: SideTable, scope: &str, key: &[u8], value: Vec<u8>) {
+        self.side
+            .push(SideOp::Put(side_key(table, scope, key), value));
     }
 
-    /// Forgets a worktree (its op log stays until `gc --prune-ops`).
-    pub fn remove_worktree(&mut self, root: &Utf8Path) {
-        self.removed_worktrees.push(root.to_owned());
+    /// Removes `key` from `scope` of side table `table`.
+    pub fn remove_side(&mut self, table: SideTable, scope: &str, key: &[u8]) {
+        self.side.push(SideOp::Remove(side_key(table, scope, key)));
     }
 
-    /// Appends an entry to a worktree's op log; the store assigns its sequence number.
-    pub fn append_op(&mut self, root: &Utf8Path, op: OpRecord) {
-        self.ops.push((root.to_owned(), op));
+    /// Removes every entry of `scope` from side table `table`.
+    pub fn clear_side_scope(&mut self, table: SideTable, scope: &str) {
+        self.side.push(SideOp::ClearScope(table, scope.to_owned()));
     }
 
-    /// Drops every file state of a worktree (applied before the batch's own file states).
-    pub fn clear_file_states(&mut self, root: &Utf8Path) {
-        self.cleared_states.push(root.to_owned());
+    /// Adds `value` to `scope` of side table `table` under the scope's next sequence number
+    /// ([`sequence_key`](crate::sequence_key)), reported in [`WriteOutcome::appended`].
+    pub fn append_side(&mut self, table: SideTable, scope: &str, value: Vec<u8>) {
+        self.side
+            .push(SideOp::Append(table, scope.to_owned(), value));
     }
 
-    /// Sets (`Some`) or removes (`None`) the file state of `path` in worktree `root`.
-    pub fn set_file_state(&mut self, root: &Utf8Path, path: &[u8], state: Option<Vec<u8>>) {
-        self.file_states
-            .push((root.to_owned(), path.to_vec(), state));
+    /// Records that the batch's side entries name `ids`: the write fails with
+    /// [`WriteError::Dangling`] unless each is stored or in the batch.
+    pub fn require_snapshots(&mut self, ids: impl IntoIterator<Item = SnapshotId>) {
+        self.required.extend(ids);
     }
 
-    /// Sets (`Some`) or clears (`None`) the intent journal of worktree `root`.
-    pub fn set_journal(&mut self, root: &Utf8Path, journal: Option<Vec<u8>>) {
-        self.journals.push((root.to_owned(), journal));
+    /// Sets (`Some`) or clears (`None`) the intent journal of directory `dir` (see
+    /// [`JOURNALS`](crate::JOURNALS)).
+    pub fn set_journal(&mut self, dir: &camino::Utf8Path, journal: Option<Vec<u8>>) {
+        let table = super::side::JOURNALS;
+        match journal {
+            Some(j) => self.put_side(table, dir.as_str(), b"", j),
+            None => self.remove_side(table, dir.as_str(), b""),
+        }
     }
 
-    /// Records that `id` is `git_oid` in git repositories.
-    pub fn map_git_oid(&mut self, id: ObjectId, git_oid: &[u8]) {
-        self.git_oids.push((id, git_oid.to_vec()));
-    }
-
-    /// The worktrees whose file states the batch changes.
-    pub(super) fn file_state_roots(&self) -> impl Iterator<Item = &Utf8PathBuf> {
-        self.cleared_states
-            .iter()
-            .chain(&self.removed_worktrees)
-            .chain(self.file_states.iter().map(|(root, _, _)| root))
+    /// The side tables and scopes the batch changes.
+    pub(super) fn side_scopes(&self) -> impl Iterator<Item = (SideTable, &str)> {
+        self.side.iter().map(SideOp::table_and_scope)
     }
 
     /// Compressed bytes the batch's blobs would add.
@@ -159,12 +155,14 @@ impl WriteBatch {
             && self.trees.is_empty()
             && self.snapshots.is_empty()
             && self.refs.is_empty()
-            && self.worktrees.is_empty()
-            && self.removed_worktrees.is_empty()
-            && self.ops.is_empty()
-            && self.cleared_states.is_empty()
-            && self.file_states.is_empty()
-            && self.git_oids.is_empty()
-            && self.journals.is_empty()
+            && self.side.is_empty()
+    }
+}
+
+fn side_key(table: SideTable, scope: &str, key: &[u8]) -> SideKey {
+    SideKey {
+        table,
+        scope: scope.to_owned(),
+        key: key.to_vec(),
     }
 }

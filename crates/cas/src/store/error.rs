@@ -191,15 +191,6 @@ impl InStore for RefError {
     }
 }
 
-impl InStore for RegistryError {
-    fn in_store(self, root: &Utf8Path) -> Self {
-        match self {
-            RegistryError::Storage(s) => RegistryError::Storage(s.in_store(root)),
-            other => other,
-        }
-    }
-}
-
 impl InStore for MaintenanceError {
     fn in_store(self, root: &Utf8Path) -> Self {
         match self {
@@ -370,6 +361,16 @@ pub enum WriteError {
         /// Why it failed.
         source: serde_json::Error,
     },
+    /// An append to a side table's scope found a key there that is not a sequence number.
+    #[error(
+        "cannot append to side table {table}, scope {scope:?}: it holds a key that is not a sequence number"
+    )]
+    NotASequence {
+        /// The table.
+        table: &'static str,
+        /// The scope.
+        scope: String,
+    },
     /// Reading existing state failed.
     #[error(transparent)]
     Read(#[from] ReadError),
@@ -435,28 +436,8 @@ pub enum RefError {
     Storage(#[from] StorageFailure),
 }
 
-/// A worktree-registry or op-log operation failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegistryError {
-    /// The path is not a registered worktree.
-    #[error("{root} is not a registered worktree")]
-    NotRegistered {
-        /// The path given.
-        root: Utf8PathBuf,
-    },
-    /// A record in the registry could not be decoded.
-    #[error("registry record for {root} is corrupt: {reason}")]
-    Corrupt {
-        /// The worktree root.
-        root: Utf8PathBuf,
-        /// Why.
-        reason: String,
-    },
-    /// The database failed.
-    #[error(transparent)]
-    Storage(#[from] StorageFailure),
-}
+/// Any error of a side table's owner.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// `fsck` or `gc` could not run to the end (problems found are not errors: see the outcomes).
 #[derive(Debug, thiserror::Error)]
@@ -479,6 +460,14 @@ pub enum MaintenanceError {
     /// An object needed to decide reachability is damaged or missing.
     #[error("gc stopped, nothing removed: {0}")]
     Unsafe(#[source] ReadError),
+    /// The owner of side tables could not say what its records keep alive.
+    #[error("gc stopped, nothing removed: {source}")]
+    Owner {
+        /// The owner's name.
+        owner: &'static str,
+        /// Why.
+        source: BoxError,
+    },
     /// The database failed.
     #[error(transparent)]
     Storage(#[from] StorageFailure),
@@ -499,8 +488,6 @@ pub enum Error {
     Resolve(#[from] ResolveError),
     #[error(transparent)]
     Ref(#[from] RefError),
-    #[error(transparent)]
-    Registry(#[from] RegistryError),
     #[error(transparent)]
     Maintenance(#[from] MaintenanceError),
     #[error(transparent)]

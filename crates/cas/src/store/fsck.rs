@@ -6,11 +6,12 @@ use rayon::prelude::*;
 use redb::ReadableTable;
 
 use super::blob::Location;
+use super::error::ReadError;
 use super::error::{MaintenanceError, StorageResult};
-use super::error::{ReadError, RegistryError};
 use super::handle::Store;
+use super::owner::{Problem, SideOwner};
 use super::reader::{Reader, decode_snapshot_value, decode_tree_value};
-use super::tables::{BLOBS, OPLOG, SNAPSHOTS, TREES};
+use super::tables::{BLOBS, SNAPSHOTS, TREES};
 use crate::id::{BlobId, SnapshotId, TreeId};
 use crate::object::ObjectKind;
 
@@ -19,24 +20,6 @@ use crate::object::ObjectKind;
 pub struct FsckOptions {
     /// Skip reading blob content (checks structure and references only).
     pub skip_content: bool,
-}
-
-/// One thing `fsck` found wrong.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Problem {
-    /// What it is about: `blob`, `tree`, `snapshot`, `ref`, `worktree`, `op`, or `store` for
-    /// a part of the database that could not be read.
-    pub kind: &'static str,
-    /// The id, ref name, worktree path, or for `store` the table.
-    pub name: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}: {}", self.kind, self.name, self.message)
-    }
 }
 
 /// What `fsck` checked and found.
@@ -50,16 +33,12 @@ pub struct FsckOutcome {
     pub trees: u64,
     /// Snapshots checked.
     pub snapshots: u64,
-    /// Refs, worktrees and op-log entries checked.
+    /// Refs, and records of side-table owners, checked.
     pub references: u64,
 }
 
 fn problem(kind: &'static str, name: impl ToString, message: impl ToString) -> Problem {
-    Problem {
-        kind,
-        name: name.to_string(),
-        message: message.to_string(),
-    }
+    Problem::new(kind, name, message)
 }
 
 fn read_problem(e: &ReadError) -> Problem {
@@ -94,11 +73,16 @@ impl std::io::Write for Discard {
 
 impl Store {
     /// Verifies every object's hash, tree invariants (sorted, unique, valid names, sizes) and
-    /// that every tree entry, snapshot parent, ref, worktree head and op-log entry points at
-    /// something present. Problems are reported in the outcome, not as errors; so is a part
-    /// of the database that cannot be read (kind `store`, named by its table), and the checks
-    /// that needed it are skipped rather than reporting what it holds as missing.
-    pub fn fsck(&self, options: &FsckOptions) -> Result<FsckOutcome, MaintenanceError> {
+    /// that every tree entry, snapshot parent and ref points at something present, then has
+    /// each of `owners` check its side-table records. Problems are reported in the outcome,
+    /// not as errors; so is a part of the database that cannot be read (kind `store`, named
+    /// by its table or owner), and the checks that needed it are skipped rather than
+    /// reporting what it holds as missing.
+    pub fn fsck(
+        &self,
+        options: &FsckOptions,
+        owners: &[&dyn SideOwner],
+    ) -> Result<FsckOutcome, MaintenanceError> {
         let mut out = FsckOutcome::default();
         // Nothing at all can be read: that is an error, not a finding.
         let txn = self.health.run(|| self.db.begin_read().storage())?;
@@ -225,8 +209,19 @@ impl Store {
 
         // References into the object graph.
         self.fsck_part(&mut out, "refs", |out| check_refs(&reader, out));
-        self.fsck_part(&mut out, "worktrees", |out| check_worktrees(&reader, out));
-        self.fsck_part(&mut out, "oplog", |out| check_oplog(&reader, &txn, out));
+        for owner in owners {
+            self.fsck_part(&mut out, owner.name(), |out| {
+                let checked = owner
+                    .check(&reader)
+                    .map_err(|source| MaintenanceError::Owner {
+                        owner: owner.name(),
+                        source,
+                    })?;
+                out.references += checked.references;
+                out.problems.extend(checked.problems);
+                Ok(())
+            });
+        }
 
         // A store that stopped reading answers every later read alike: say it once.
         let mut seen = std::collections::HashSet::new();
@@ -263,57 +258,6 @@ fn check_refs(reader: &Reader, out: &mut FsckOutcome) -> Result<(), MaintenanceE
                 name,
                 format!("points at missing snapshot {target}"),
             ));
-        }
-    }
-    Ok(())
-}
-
-fn check_worktrees(reader: &Reader, out: &mut FsckOutcome) -> Result<(), MaintenanceError> {
-    match reader.worktrees() {
-        Ok(records) => {
-            for wt in records {
-                out.references += 1;
-                for id in wt.snapshots() {
-                    if !reader.has_snapshot(id)? {
-                        out.problems.push(problem(
-                            "worktree",
-                            &wt.root,
-                            format!("snapshot {id} (head, checkpoint or baseline) is missing"),
-                        ));
-                    }
-                }
-            }
-        }
-        Err(RegistryError::Storage(e)) => return Err(e.into()),
-        Err(e) => out.problems.push(problem("worktree", "", e)),
-    }
-    Ok(())
-}
-
-fn check_oplog(
-    reader: &Reader,
-    txn: &redb::ReadTransaction,
-    out: &mut FsckOutcome,
-) -> Result<(), MaintenanceError> {
-    let oplog = txn.open_table(OPLOG).storage()?;
-    for item in oplog.iter().storage()? {
-        let (k, v) = item.storage()?;
-        let (root, seq) = k.value();
-        out.references += 1;
-        let name = format!("{root}#{seq}");
-        match super::registry::decode_op(camino::Utf8Path::new(root), v.value()) {
-            Ok(op) => {
-                for id in op.snapshots() {
-                    if !reader.has_snapshot(id)? {
-                        out.problems.push(problem(
-                            "op",
-                            &name,
-                            format!("snapshot {id} is missing"),
-                        ));
-                    }
-                }
-            }
-            Err(e) => out.problems.push(problem("op", &name, e)),
         }
     }
     Ok(())

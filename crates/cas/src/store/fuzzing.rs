@@ -2,8 +2,7 @@
 //! is another crate). Not an API: each function is exactly what a read of that table does.
 
 use super::blob::{self, Codec, Location};
-use super::error::{ReadError, RegistryError};
-use super::registry::{self, OpRecord, WorktreeRecord};
+use super::error::ReadError;
 use crate::id::{BlobId, SnapshotId, TreeId};
 use crate::object::{Snapshot, Tree};
 
@@ -72,14 +71,4 @@ pub fn encode_tree_record(tree: &Tree) -> Vec<u8> {
 /// [`crate::Reader::snapshot`] does.
 pub fn decode_snapshot_record(id: SnapshotId, value: &[u8]) -> Result<Snapshot, ReadError> {
     super::reader::decode_snapshot_value(id, value)
-}
-
-/// Decodes a `worktrees` table value (JSON), as [`crate::Reader::worktree`] does.
-pub fn decode_worktree_record(bytes: &[u8]) -> Result<WorktreeRecord, RegistryError> {
-    registry::decode_worktree(camino::Utf8Path::new("/fuzz"), bytes)
-}
-
-/// Decodes an `oplog` table value (JSON), as [`crate::Reader::ops`] does.
-pub fn decode_op_record(bytes: &[u8]) -> Result<OpRecord, RegistryError> {
-    registry::decode_op(camino::Utf8Path::new("/fuzz"), bytes)
 }

@@ -8,8 +8,10 @@ use super::blob::{self, Location, LogWriter};
 use super::contain::open_held;
 use super::error::{MaintenanceError, StorageResult};
 use super::handle::Store;
+use super::owner::{Roots, SideOwner};
 use super::reader::Reader;
-use super::tables::{BLOBS, GIT_OIDS, LOG_END_KEY, META, OPLOG, SEGMENTS, SNAPSHOTS, TREES};
+use super::side::SideKey;
+use super::tables::{BLOBS, LOG_END_KEY, META, SEGMENTS, SNAPSHOTS, TREES};
 use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
 use crate::object::ObjectKind;
 
@@ -18,19 +20,17 @@ use crate::object::ObjectKind;
 pub struct GcOptions {
     /// Report what would be removed, change nothing.
     pub dry_run: bool,
-    /// First drop op-log entries older than this (they then keep nothing alive).
-    pub prune_ops_before: Option<jiff::Timestamp>,
 }
 
 /// What `gc` removed (or would remove, on a dry run).
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct GcOutcome {
     /// Every unreachable object.
     pub removed: Vec<(ObjectKind, ObjectId)>,
     /// Stored bytes of those objects.
     pub bytes_freed: u64,
-    /// Op-log entries dropped by `prune_ops_before`.
-    pub ops_pruned: u64,
+    /// Side entries dropped at their owners' request (see [`Roots::drop`]).
+    pub dropped: Vec<SideKey>,
     /// Size of the database file before.
     pub file_bytes_before: u64,
     /// Size of the database file after (equal to before on a dry run).
@@ -45,32 +45,43 @@ struct Live {
 }
 
 impl Store {
-    /// Removes every object that no ref, worktree head, op-log entry or ancestry of those
-    /// reaches, moves live blobs out of mostly-dead log segments, and compacts the file.
+    /// Removes every object that no ref, no root of `owners` (the layers that keep records
+    /// in side tables) and no ancestry of those reaches, drops the side entries the owners
+    /// ask it to and those about removed objects, moves live blobs out of mostly-dead log
+    /// segments, and compacts the file.
     ///
-    /// If a reachable object is missing or corrupt, it stops before removing anything: what
-    /// lies below a damaged tree cannot be told apart from garbage.
-    pub fn gc(&mut self, options: &GcOptions) -> Result<GcOutcome, MaintenanceError> {
+    /// It stops before removing anything if an operation is under way on some directory
+    /// (a [`JOURNALS`](crate::JOURNALS) entry), if an owner cannot say what it keeps, or if a
+    /// reachable object is missing or corrupt: what lies below a damaged tree cannot be
+    /// told apart from garbage.
+    pub fn gc(
+        &mut self,
+        options: &GcOptions,
+        owners: &[&dyn SideOwner],
+    ) -> Result<GcOutcome, MaintenanceError> {
         let health = std::sync::Arc::clone(&self.health);
-        health.run(|| self.collect(options))
+        health.run(|| self.collect(options, owners))
     }
 
-    fn collect(&mut self, options: &GcOptions) -> Result<GcOutcome, MaintenanceError> {
+    fn collect(
+        &mut self,
+        options: &GcOptions,
+        owners: &[&dyn SideOwner],
+    ) -> Result<GcOutcome, MaintenanceError> {
         let db_path = self.database_path();
         let file_len = || std::fs::metadata(&db_path).map(|m| m.len()).unwrap_or(0);
         let mut outcome = GcOutcome {
             file_bytes_before: file_len(),
             ..GcOutcome::default()
         };
-        let (live, pruned_ops) = self.mark(options.prune_ops_before)?;
-        outcome.ops_pruned = pruned_ops.len() as u64;
+        let (live, dropped) = self.mark(owners)?;
 
         let db = self.writer().map_err(|_| MaintenanceError::ReadOnly {
             path: self.root().to_owned(),
         })?;
         let (txn, len_before) = self.begin_write_on(db)?;
         let swept = self
-            .sweep(&txn, &live, &pruned_ops, options, &mut outcome)
+            .sweep(&txn, &live, &dropped, options, &mut outcome)
             .and_then(|()| {
                 if options.dry_run {
                     txn.abort().storage()?;
@@ -80,6 +91,7 @@ impl Store {
                 Ok(())
             });
         swept.map_err(|e| self.after_failed_write(len_before, e))?;
+        outcome.dropped = dropped;
         if options.dry_run {
             outcome.file_bytes_after = outcome.file_bytes_before;
             return Ok(outcome);
@@ -94,7 +106,7 @@ impl Store {
         &self,
         txn: &redb::WriteTransaction,
         live: &Live,
-        pruned_ops: &[(String, u64)],
+        dropped: &[SideKey],
         options: &GcOptions,
         outcome: &mut GcOutcome,
     ) -> Result<(), MaintenanceError> {
@@ -147,59 +159,38 @@ impl Store {
                     snapshots.remove(k).storage()?;
                 }
                 drop((trees, snapshots));
-                let mut git_oids = open_held(txn, GIT_OIDS).storage()?;
-                for k in dead_blobs
+                let dead_objects: Vec<[u8; 32]> = dead_blobs
                     .iter()
                     .map(|b| *b.as_bytes())
                     .chain(dead_trees.iter().copied())
-                {
-                    git_oids.remove(&k).storage()?;
-                }
-                drop(git_oids);
-                let mut oplog = open_held(txn, OPLOG).storage()?;
-                for (root, seq) in pruned_ops {
-                    oplog.remove((root.as_str(), *seq)).storage()?;
-                }
-                drop(oplog);
+                    .chain(dead_snaps.iter().copied())
+                    .collect();
+                super::side::drop_with_objects(txn, &dead_objects)?;
+                super::side::drop_entries(txn, dropped)?;
                 self.reclaim_segments(txn, &mut blobs)?;
             }
         }
         Ok(())
     }
 
-    /// What is reachable, and the op-log entries older than `prune_before` (left out).
-    fn mark(
-        &self,
-        prune_before: Option<jiff::Timestamp>,
-    ) -> Result<(Live, Vec<(String, u64)>), MaintenanceError> {
+    /// What is reachable, and the side entries the owners want dropped.
+    fn mark(&self, owners: &[&dyn SideOwner]) -> Result<(Live, Vec<SideKey>), MaintenanceError> {
         let reader = self.reader()?;
-        if let Some(root) = reader.journaled_worktrees()?.into_iter().next() {
+        if let Some(root) = reader.journaled_dirs()?.into_iter().next() {
             return Err(MaintenanceError::Interrupted { root });
         }
         let mut live = Live::default();
+        let mut roots = Roots::default();
+        for owner in owners {
+            owner
+                .roots(&reader, &mut roots)
+                .map_err(|source| MaintenanceError::Owner {
+                    owner: owner.name(),
+                    source,
+                })?;
+        }
         let mut pending: Vec<SnapshotId> = reader.refs()?.into_iter().map(|(_, id)| id).collect();
-        for wt in reader
-            .worktrees()
-            .map_err(|e| MaintenanceError::Unsafe(registry_read(e)))?
-        {
-            pending.extend(wt.snapshots());
-        }
-        let mut pruned = Vec::new();
-        {
-            let txn = self.db.begin_read().storage()?;
-            let oplog = txn.open_table(OPLOG).storage()?;
-            for item in oplog.iter().storage()? {
-                let (k, v) = item.storage()?;
-                let root = camino::Utf8Path::new(k.value().0);
-                let op = super::registry::decode_op(root, v.value())
-                    .map_err(|e| MaintenanceError::Unsafe(registry_read(e)))?;
-                if prune_before.is_some_and(|t| op.time < t) {
-                    pruned.push((k.value().0.to_owned(), k.value().1));
-                    continue;
-                }
-                pending.extend(op.snapshots());
-            }
-        }
+        pending.extend(roots.snapshots);
         let mut trees = Vec::new();
         while let Some(id) = pending.pop() {
             if !live.snapshots.insert(id) {
@@ -222,7 +213,7 @@ impl Store {
                 }
             }
         }
-        Ok((live, pruned))
+        Ok((live, roots.drop))
     }
 
     /// Deletes segments no live blob uses and relocates blobs out of segments that are less
@@ -357,12 +348,4 @@ fn mark_blob(reader: &Reader, id: BlobId, live: &mut Live) -> Result<(), Mainten
         live.blobs.extend(chunks);
     }
     Ok(())
-}
-
-fn registry_read(e: super::RegistryError) -> super::ReadError {
-    super::ReadError::Corrupt {
-        kind: ObjectKind::Snapshot,
-        id: ObjectId::from_bytes([0; 32]),
-        reason: e.to_string(),
-    }
 }

@@ -24,6 +24,7 @@ use super::batch::*;
 use super::group::{Leader, Pending};
 use super::options::*;
 use super::reader::*;
+use super::side::SideTable;
 use std::sync::PoisonError;
 
 /// Trees whose encoding is larger than this are stored zstd-compressed.
@@ -105,9 +106,24 @@ impl Store {
             reclaim_past: std::sync::Mutex::new(None),
             options: Box::new(options.clone()),
         };
-        store.segment_bytes = health
+        match health
             .catch(|| store.prepare(options.create))
-            .map_err(damaged)??;
+            .map_err(damaged)?
+        {
+            Ok(segment_bytes) => store.segment_bytes = segment_bytes,
+            // An old format read-only: upgrading it takes a writer, once.
+            Err(OpenError::UnsupportedFormat { found: 1, .. }) if options.read_only => {
+                drop(store);
+                let writer = OpenOptions {
+                    read_only: false,
+                    create: false,
+                    ..options.clone()
+                };
+                drop(Store::open(root, &writer)?);
+                return Store::open(root, options);
+            }
+            Err(e) => return Err(e),
+        }
         Ok(store)
     }
 
@@ -226,6 +242,13 @@ impl Store {
                 Err(e) => return Err(db_err(e.into())),
             }
         };
+        if let (Some((Some(1), Some(_))), Db::Write(db)) = (&existing, &self.db) {
+            let txn = db.begin_write().storage().map_err(db_err)?;
+            super::upgrade::from_format_1(&txn).map_err(db_err)?;
+            txn.commit().storage().map_err(db_err)?;
+            tracing::info!(store = %self.root, "upgraded the store from format 1 to {FORMAT_VERSION}");
+            return self.prepare(create);
+        }
         match existing {
             Some((Some(FORMAT_VERSION), Some(segment))) => {
                 // Every read and write allocates a segment: a damaged size must not reach them.
@@ -275,9 +298,6 @@ impl Store {
                     open_held(&txn, TREES).storage().map_err(db_err)?;
                     open_held(&txn, SNAPSHOTS).storage().map_err(db_err)?;
                     open_held(&txn, REFS).storage().map_err(db_err)?;
-                    open_held(&txn, WORKTREES).storage().map_err(db_err)?;
-                    open_held(&txn, OPLOG).storage().map_err(db_err)?;
-                    open_held(&txn, FILE_STATES).storage().map_err(db_err)?;
                 }
                 txn.commit().storage().map_err(db_err)?;
                 Ok(super::blob::DEFAULT_SEGMENT_BYTES)
@@ -309,19 +329,7 @@ impl Store {
             trees: txn.open_table(TREES).storage()?,
             snapshots: txn.open_table(SNAPSHOTS).storage()?,
             refs: txn.open_table(REFS).storage()?,
-            worktrees: txn.open_table(WORKTREES).storage()?,
-            oplog: txn.open_table(OPLOG).storage()?,
-            file_states: txn.open_table(FILE_STATES).storage()?,
-            git_oids: match txn.open_table(GIT_OIDS) {
-                Ok(t) => Some(t),
-                Err(redb::TableError::TableDoesNotExist(_)) => None,
-                Err(e) => return Err(e.into()),
-            },
-            journals: match txn.open_table(JOURNALS) {
-                Ok(t) => Some(t),
-                Err(redb::TableError::TableDoesNotExist(_)) => None,
-                Err(e) => return Err(e.into()),
-            },
+            sides: super::side::open_side_tables(&txn)?,
             segment_bytes: self.segment_bytes,
         })
     }
@@ -335,7 +343,7 @@ impl Store {
         // New versions before and after: a version read while the commit is under way
         // is never current afterwards, and a failed commit (which may have landed) makes
         // what was known stale too.
-        self.versions.bump(batch.file_state_roots());
+        self.versions.bump(batch.side_scopes());
         let result = self.health.run(|| {
             if batch.stored_bytes() > super::group::GROUP_MAX_BYTES {
                 self.write_alone(batch)
@@ -343,16 +351,16 @@ impl Store {
                 self.write_grouped(batch)
             }
         });
-        self.versions.bump(batch.file_state_roots());
+        self.versions.bump(batch.side_scopes());
         result
     }
 
-    /// The version of worktree `root`'s file states in this store: every write that
-    /// touches them changes it. A copy of them read, or written, while this returned `v`
-    /// is still what the store holds while it returns `v`, provided whoever writes a
-    /// worktree's file states holds that worktree (as `fs_manager`'s operations do).
-    pub fn file_states_version(&self, root: &Utf8Path) -> u64 {
-        self.versions.of(root)
+    /// The version of `scope` of side table `table` in this store: every write that
+    /// touches it changes it. A copy of the scope read, or written, while this returned `v`
+    /// is still what the store holds while it returns `v`, provided its writers take turns
+    /// (as `fs_manager`'s operations do, holding the worktree).
+    pub fn side_version(&self, table: SideTable, scope: &str) -> u64 {
+        self.versions.of(table, scope)
     }
 
     pub(super) fn write_in(
@@ -454,88 +462,11 @@ impl Store {
                 }
             }
         }
-        let mut worktrees = open_held(txn, WORKTREES).storage()?;
-        for record in &batch.worktrees {
-            for id in record.snapshots() {
-                snapshot_present(&id)?;
-            }
-            let json = serde_json::to_vec(record).map_err(|e| WriteError::Encode {
-                what: format!("worktree record {}", record.root),
-                source: e,
-            })?;
-            worktrees
-                .insert(record.root.as_str(), json.as_slice())
-                .storage()?;
+        for id in &batch.required {
+            snapshot_present(id)?;
         }
-        for root in &batch.removed_worktrees {
-            worktrees.remove(root.as_str()).storage()?;
-        }
-        let mut oplog = open_held(txn, OPLOG).storage()?;
-        for (root, op) in &batch.ops {
-            for id in op.snapshots() {
-                snapshot_present(&id)?;
-            }
-            let next = oplog
-                .range((root.as_str(), 0)..=(root.as_str(), u64::MAX))
-                .storage()?
-                .next_back()
-                .transpose()
-                .storage()?
-                .map(|(k, _)| k.value().1 + 1)
-                .unwrap_or(1);
-            let mut op = op.clone();
-            op.seq = next;
-            let json = serde_json::to_vec(&op).map_err(|e| WriteError::Encode {
-                what: format!("op-log entry for {root}"),
-                source: e,
-            })?;
-            oplog
-                .insert((root.as_str(), next), json.as_slice())
-                .storage()?;
-            outcome.op_seqs.push(next);
-        }
-        let mut states = open_held(txn, FILE_STATES).storage()?;
-        let past_any_path = [0xffu8; 4097];
-        for root in &batch.cleared_states {
-            let root = root.as_str();
-            states
-                .retain_in::<(&str, &[u8]), _>(
-                    (root, &[][..])..(root, &past_any_path[..]),
-                    |_, _| false,
-                )
-                .storage()?;
-        }
-        if !batch.journals.is_empty() {
-            let mut journals = open_held(txn, JOURNALS).storage()?;
-            for (root, journal) in &batch.journals {
-                match journal {
-                    Some(j) => {
-                        journals.insert(root.as_str(), j.as_slice()).storage()?;
-                    }
-                    None => {
-                        journals.remove(root.as_str()).storage()?;
-                    }
-                }
-            }
-        }
-        if !batch.git_oids.is_empty() {
-            let mut map = open_held(txn, GIT_OIDS).storage()?;
-            for (id, oid) in &batch.git_oids {
-                map.insert(id.as_bytes(), oid.as_slice()).storage()?;
-            }
-        }
-        for (root, path, state) in &batch.file_states {
-            match state {
-                Some(v) => {
-                    states
-                        .insert((root.as_str(), path.as_slice()), v.as_slice())
-                        .storage()?;
-                }
-                None => {
-                    states.remove((root.as_str(), path.as_slice())).storage()?;
-                }
-            }
-        }
+        drop((refs, snapshots, trees));
+        super::side::apply(txn, &batch.side, &mut outcome.appended)?;
         Ok(outcome)
     }
 

@@ -1,5 +1,5 @@
-//! The store: one folder holding a redb database of blobs, trees, snapshots, refs, the
-//! worktree registry and the op log.
+//! The store: one folder holding a redb database of blobs, trees, snapshots, refs, and the
+//! side tables of the layers above.
 
 mod batch;
 mod blob;
@@ -12,22 +12,26 @@ mod gc;
 mod group;
 mod handle;
 mod options;
+mod owner;
 mod reader;
 mod reclaim;
-mod registry;
+mod side;
 mod tables;
+mod upgrade;
 mod versions;
 
 pub use batch::{WriteBatch, WriteOutcome, validate_ref_name};
 pub use blob::{CHUNK_BYTES, PreparedBlob};
 pub use error::{
-    Error, MaintenanceError, OpenError, ReadError, RefError, RegistryError, ResolveError,
+    BoxError, Error, MaintenanceError, OpenError, ReadError, RefError, ResolveError,
     StorageFailure, WriteError,
 };
-pub use fsck::{FsckOptions, FsckOutcome, Problem};
+pub use fsck::{FsckOptions, FsckOutcome};
 pub use gc::{GcOptions, GcOutcome};
 pub use handle::Store;
 pub use options::{InvalidLockTimeout, LOCK_TIMEOUT_VAR, OpenOptions};
-pub use reader::{FileStateEntry, Reader};
-pub use registry::{Checkpoint, DirIdentity, OpRecord, Task, WorktreeKind, WorktreeRecord};
+pub use owner::{Checked, Problem, Roots, SideOwner};
+pub use reader::Reader;
+pub use side::{JOURNALS, KeyValue, ScopedEntry, SideKey, SideTable, sequence_key, sequence_of};
 pub use tables::{DATABASE_FILE, FORMAT_VERSION};
+pub use upgrade::{FORMAT_1_FILE_STATES, FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES};

@@ -13,13 +13,13 @@ use super::error::StorageResult;
 
 use super::blob::CHUNK_BYTES;
 use super::error::*;
-use super::registry::{OpRecord, WorktreeRecord};
 use crate::id::{BlobId, IdPrefix, ObjectId, SnapshotId, TreeId};
 use crate::object::{Snapshot, Tree};
 
 use crate::object::ObjectKind;
 
 use super::batch::*;
+use super::side::{KeyValue, ScopedEntry, SideTable, scope_bounds};
 
 /// Decodes a stored tree value and checks it against its id.
 pub(crate) fn decode_tree_value(id: TreeId, value: &[u8]) -> Result<Tree, ReadError> {
@@ -54,9 +54,6 @@ pub(crate) fn decode_snapshot_value(id: SnapshotId, value: &[u8]) -> Result<Snap
     Snapshot::decode(value).map_err(|e| ReadError::corrupt(ObjectKind::Snapshot, id, e))
 }
 
-/// A path and its opaque file state, as stored by [`WriteBatch::set_file_state`].
-pub type FileStateEntry = (Vec<u8>, Vec<u8>);
-
 /// A consistent, read-only view of the store. Cheap to create; many may exist at once.
 pub struct Reader {
     pub(super) health: Arc<Health>,
@@ -65,13 +62,8 @@ pub struct Reader {
     pub(super) trees: ReadOnlyTable<[u8; 32], &'static [u8]>,
     pub(super) snapshots: ReadOnlyTable<[u8; 32], &'static [u8]>,
     pub(super) refs: ReadOnlyTable<&'static str, [u8; 32]>,
-    pub(super) worktrees: ReadOnlyTable<&'static str, &'static [u8]>,
-    pub(super) oplog: ReadOnlyTable<(&'static str, u64), &'static [u8]>,
-    pub(super) file_states: ReadOnlyTable<(&'static str, &'static [u8]), &'static [u8]>,
-    /// Absent in stores that never exported.
-    pub(super) git_oids: Option<ReadOnlyTable<[u8; 32], &'static [u8]>>,
-    /// Absent in stores that never journaled.
-    pub(super) journals: Option<ReadOnlyTable<&'static str, &'static [u8]>>,
+    /// Every side table written so far, by database name.
+    pub(super) sides: std::collections::HashMap<String, super::side::SideReadTable>,
     pub(super) segment_bytes: u64,
 }
 
@@ -350,63 +342,6 @@ impl Reader {
         })
     }
 
-    /// The registry record of the worktree at `root`.
-    pub fn worktree(&self, root: &Utf8Path) -> Result<Option<WorktreeRecord>, RegistryError> {
-        self.health
-            .run(|| match self.worktrees.get(root.as_str()).storage()? {
-                None => Ok(None),
-                Some(v) => super::registry::decode_worktree(root, v.value()).map(Some),
-            })
-    }
-
-    /// Every registered worktree, by root path.
-    pub fn worktrees(&self) -> Result<Vec<WorktreeRecord>, RegistryError> {
-        self.health.run(|| {
-            let mut out = Vec::new();
-            for item in self.worktrees.iter().storage()? {
-                let (k, v) = item.storage()?;
-                out.push(super::registry::decode_worktree(
-                    Utf8Path::new(k.value()),
-                    v.value(),
-                )?);
-            }
-            Ok(out)
-        })
-    }
-
-    /// Every file state of worktree `root`, sorted by path bytes.
-    pub fn file_states(&self, root: &Utf8Path) -> Result<Vec<FileStateEntry>, StorageFailure> {
-        self.health.run(|| {
-            let mut out = Vec::new();
-            let root = root.as_str();
-            let upper = [0xffu8; 4097];
-            for item in self
-                .file_states
-                .range::<(&str, &[u8])>((root, &[][..])..(root, &upper[..]))
-                .storage()?
-            {
-                let (k, v) = item.storage()?;
-                out.push((k.value().1.to_vec(), v.value().to_vec()));
-            }
-            Ok(out)
-        })
-    }
-
-    /// One file state of worktree `root`.
-    pub fn file_state(
-        &self,
-        root: &Utf8Path,
-        key: &[u8],
-    ) -> Result<Option<Vec<u8>>, StorageFailure> {
-        self.health.run(|| {
-            Ok(self
-                .file_states
-                .get((root.as_str(), key))
-                .storage()?
-                .map(|v| v.value().to_vec()))
-        })
-    }
-
     /// Refuses a batch whose trees or snapshots name an object that neither the batch nor
     /// the store holds (the [`WriteError::Dangling`] that [`Store::write`](crate::Store::write) would give for
     /// them): for writers that commit a batch later, with more added to it. Refs, registry
@@ -448,59 +383,126 @@ impl Reader {
         })
     }
 
-    /// The git id recorded for `id` by an earlier export, if any.
-    pub fn git_oid(&self, id: ObjectId) -> Result<Option<Vec<u8>>, StorageFailure> {
+    /// The intent journal of an unfinished operation on directory `dir`, if any (see
+    /// [`JOURNALS`](crate::JOURNALS)).
+    pub fn journal(&self, dir: &Utf8Path) -> Result<Option<Vec<u8>>, StorageFailure> {
+        self.side_get(super::side::JOURNALS, dir.as_str(), b"")
+    }
+
+    /// Every directory with an unfinished operation.
+    pub fn journaled_dirs(&self) -> Result<Vec<Utf8PathBuf>, StorageFailure> {
+        Ok(self
+            .side_entries(super::side::JOURNALS)?
+            .into_iter()
+            .map(|(dir, _, _)| Utf8PathBuf::from(dir))
+            .collect())
+    }
+}
+
+impl Reader {
+    // Side tables (see `side`).
+
+    /// The value of `key` in `scope` of `table`.
+    pub fn side_get(
+        &self,
+        table: SideTable,
+        scope: &str,
+        key: &[u8],
+    ) -> Result<Option<Vec<u8>>, StorageFailure> {
         self.health.run(|| {
-            let Some(map) = &self.git_oids else {
+            let Some(t) = self.side_table(table) else {
                 return Ok(None);
             };
-            Ok(map
-                .get(id.as_bytes())
-                .storage()?
-                .map(|v| v.value().to_vec()))
+            Ok(t.get((scope, key)).storage()?.map(|v| v.value().to_vec()))
         })
     }
 
-    /// The intent journal of an unfinished operation on worktree `root`, if any.
-    pub fn journal(&self, root: &Utf8Path) -> Result<Option<Vec<u8>>, StorageFailure> {
+    /// Every entry of `scope` in `table`, sorted by key: (key, value).
+    pub fn side_scope(
+        &self,
+        table: SideTable,
+        scope: &str,
+    ) -> Result<Vec<KeyValue>, StorageFailure> {
+        let mut out = Vec::new();
+        self.side_scope_each(table, scope, |k, v| {
+            out.push((k.to_vec(), v.to_vec()));
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `f` on every entry of `scope` in `table`, in key order, while it returns true.
+    pub fn side_scope_each(
+        &self,
+        table: SideTable,
+        scope: &str,
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StorageFailure> {
         self.health.run(|| {
-            let Some(journals) = &self.journals else {
-                return Ok(None);
+            let Some(t) = self.side_table(table) else {
+                return Ok(());
             };
-            Ok(journals
-                .get(root.as_str())
-                .storage()?
-                .map(|v| v.value().to_vec()))
+            let (low, high) = scope_bounds(scope);
+            let range = t
+                .range::<(&str, &[u8])>((low.as_str(), &[][..])..(high.as_str(), &[][..]))
+                .storage()?;
+            for item in range {
+                let (k, v) = item.storage()?;
+                if !f(k.value().1, v.value()) {
+                    break;
+                }
+            }
+            Ok(())
         })
     }
 
-    /// Every worktree with an unfinished operation.
-    pub fn journaled_worktrees(&self) -> Result<Vec<Utf8PathBuf>, StorageFailure> {
+    /// The last entry of `scope` in `table`, by key.
+    pub fn side_last(
+        &self,
+        table: SideTable,
+        scope: &str,
+    ) -> Result<Option<KeyValue>, StorageFailure> {
         self.health.run(|| {
-            let Some(journals) = &self.journals else {
+            let Some(t) = self.side_table(table) else {
+                return Ok(None);
+            };
+            let (low, high) = scope_bounds(scope);
+            let last = t
+                .range::<(&str, &[u8])>((low.as_str(), &[][..])..(high.as_str(), &[][..]))
+                .storage()?
+                .next_back()
+                .transpose()
+                .storage()?;
+            Ok(last.map(|(k, v)| (k.value().1.to_vec(), v.value().to_vec())))
+        })
+    }
+
+    /// Every entry of `table`: (scope, key, value), sorted by scope, then key.
+    pub fn side_entries(&self, table: SideTable) -> Result<Vec<ScopedEntry>, StorageFailure> {
+        self.health.run(|| {
+            let Some(t) = self.side_table(table) else {
                 return Ok(Vec::new());
             };
             let mut out = Vec::new();
-            for item in journals.iter().storage()? {
-                out.push(Utf8PathBuf::from(item.storage()?.0.value()));
+            for item in t.iter().storage()? {
+                let (k, v) = item.storage()?;
+                let (scope, key) = k.value();
+                out.push((scope.to_owned(), key.to_vec(), v.value().to_vec()));
             }
             Ok(out)
         })
     }
 
-    /// A worktree's op log, oldest first.
-    pub fn ops(&self, root: &Utf8Path) -> Result<Vec<OpRecord>, RegistryError> {
-        self.health.run(|| {
-            let mut out = Vec::new();
-            let range = self
-                .oplog
-                .range((root.as_str(), 0)..=(root.as_str(), u64::MAX))
-                .storage()?;
-            for item in range {
-                let (_, v) = item.storage()?;
-                out.push(super::registry::decode_op(root, v.value())?);
-            }
-            Ok(out)
-        })
+    /// The value recorded for object `id` in a table [keyed by object](SideTable::keyed_by_object).
+    pub fn side_of_object(
+        &self,
+        table: SideTable,
+        id: ObjectId,
+    ) -> Result<Option<Vec<u8>>, StorageFailure> {
+        self.side_get(table, "", id.as_bytes())
+    }
+
+    fn side_table(&self, table: SideTable) -> Option<&super::side::SideReadTable> {
+        self.sides.get(&table.table_name())
     }
 }

@@ -14,30 +14,15 @@ pub(crate) const TREES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new(
 pub(crate) const SNAPSHOTS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("snapshots");
 /// Ref name → snapshot id.
 pub(crate) const REFS: TableDefinition<&str, [u8; 32]> = TableDefinition::new("refs");
-/// Worktree root → JSON `WorktreeRecord`.
-pub(crate) const WORKTREES: TableDefinition<&str, &[u8]> = TableDefinition::new("worktrees");
-/// (worktree root, sequence number) → JSON `OpRecord`.
-pub(crate) const OPLOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("oplog");
-
-/// (worktree root, path) → an opaque per-file record owned by the worktree manager (the stat
-/// cache).
-pub(crate) const FILE_STATES: TableDefinition<(&str, &[u8]), &[u8]> =
-    TableDefinition::new("file_states");
-
-/// Object id → the id of the same object in a git (SHA-1) repository, so exports skip what
-/// was exported before. Stores created before this table existed gain it on their next write.
-pub(crate) const GIT_OIDS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("git_oids");
-
-/// Worktree root → the intent journal of an operation on its files that has not finished
-/// (opaque to the store, owned by the worktree manager). Created on first use.
-pub(crate) const JOURNALS: TableDefinition<&str, &[u8]> = TableDefinition::new("journals");
+// Side tables (`side/NAME`, `side-by-object/NAME`) are declared by their owners; see `side`.
 
 pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
 pub(crate) const SEGMENT_BYTES_KEY: &str = "segment_bytes";
 pub(crate) const LOG_END_KEY: &str = "log_end";
 
-/// The on-disk format this build reads and writes.
-pub const FORMAT_VERSION: u64 = 1;
+/// The on-disk format this build reads and writes. Format 1 stores are upgraded when
+/// opened (see `upgrade`).
+pub const FORMAT_VERSION: u64 = 2;
 
 /// The database file inside the store folder.
 pub const DATABASE_FILE: &str = "store.redb";

@@ -1,13 +1,13 @@
-//! Versions of each worktree's file states, for callers that keep a copy of them in memory
-//! (a long-running process reusing its directory cache between captures). Every write that
-//! touches a worktree's file states gives it new versions; numbers are unique across every
-//! store opened in this process, so a copy taken from one store never passes for another's.
+//! Versions of each scope of each side table, for owners that keep a copy of one in memory
+//! (a long-running process reusing a worktree's directory cache between captures). Every
+//! write that touches a scope gives it new versions; numbers are unique across every store
+//! opened in this process, so a copy taken from one store never passes for another's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use camino::{Utf8Path, Utf8PathBuf};
+use super::side::SideTable;
 
 static NEXT: AtomicU64 = AtomicU64::new(1);
 
@@ -16,9 +16,9 @@ fn next() -> u64 {
 }
 
 pub(crate) struct Versions {
-    /// The version of every worktree this store has not written file states for.
+    /// The version of every scope this store has not written.
     opened: u64,
-    written: Mutex<HashMap<Utf8PathBuf, u64>>,
+    written: Mutex<HashMap<(SideTable, String), u64>>,
 }
 
 impl Default for Versions {
@@ -31,16 +31,19 @@ impl Default for Versions {
 }
 
 impl Versions {
-    pub(crate) fn of(&self, root: &Utf8Path) -> u64 {
+    pub(crate) fn of(&self, table: SideTable, scope: &str) -> u64 {
         let written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        written.get(root).copied().unwrap_or(self.opened)
+        written
+            .get(&(table, scope.to_owned()))
+            .copied()
+            .unwrap_or(self.opened)
     }
 
-    /// Gives each of `roots` a new version.
-    pub(crate) fn bump<'a>(&self, roots: impl Iterator<Item = &'a Utf8PathBuf>) {
+    /// Gives each of `scopes` a new version.
+    pub(crate) fn bump<'a>(&self, scopes: impl Iterator<Item = (SideTable, &'a str)>) {
         let mut written = self.written.lock().unwrap_or_else(PoisonError::into_inner);
-        for root in roots {
-            written.insert(root.clone(), next());
+        for (table, scope) in scopes {
+            written.insert((table, scope.to_owned()), next());
         }
     }
 }

@@ -2,6 +2,8 @@
 
 mod maintenance;
 mod object;
+mod side;
 mod store;
+mod upgrade;
 mod util;
 mod verify;

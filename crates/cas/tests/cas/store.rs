@@ -46,7 +46,7 @@ fn streamed_blobs_match_in_memory_ids() {
     }
     assert!(
         t.store
-            .fsck(&FsckOptions::default())
+            .fsck(&FsckOptions::default(), &[])
             .unwrap()
             .problems
             .is_empty()
@@ -236,35 +236,6 @@ fn missing_store_and_foreign_database_are_errors() {
     assert!(err.to_string().contains(junk.as_str()), "{err}");
 }
 
-#[test]
-fn registry_and_op_log_round_trip() {
-    let t = temp_store();
-    let a = commit(&t.store, &[("a", b"1")], vec![], "a");
-    let root = Utf8Path::new("/work/agent-1");
-    let mut batch = WriteBatch::new();
-    batch.put_worktree(WorktreeRecord {
-        head: Some(a),
-        ..WorktreeRecord::new(root.to_owned(), WorktreeKind::Isolated)
-    });
-    batch.append_op(root, OpRecord::new("checkout", None, Some(a)));
-    batch.append_op(root, OpRecord::new("snapshot", Some(a), Some(a)));
-    let out = t.store.write(&batch).unwrap();
-    assert_eq!(out.op_seqs, vec![1, 2]);
-    let r = t.store.reader().unwrap();
-    assert_eq!(r.worktree(root).unwrap().unwrap().head, Some(a));
-    let ops = r.ops(root).unwrap();
-    assert_eq!(
-        ops.iter()
-            .map(|o| (o.seq, o.op.as_str()))
-            .collect::<Vec<_>>(),
-        vec![(1, "checkout"), (2, "snapshot")]
-    );
-    assert!(
-        r.ops(Utf8Path::new("/work/agent-10")).unwrap().is_empty(),
-        "logs are per worktree"
-    );
-}
-
 /// The second process: holds the store, writes, waits, writes again, exits.
 #[test]
 fn holder_process() {
@@ -307,89 +278,6 @@ fn two_processes_share_a_store() {
     let r = store.reader().unwrap();
     let held = r.ref_target("holder").unwrap().expect("holder's ref");
     assert_eq!(r.snapshot(held).unwrap().message, "second from holder");
-}
-
-#[test]
-fn file_states_round_trip_per_worktree() {
-    let t = temp_store();
-    let (a, b) = (Utf8Path::new("/w/a"), Utf8Path::new("/w/a2"));
-    let mut batch = WriteBatch::new();
-    batch.set_file_state(a, b"x", Some(vec![1]));
-    batch.set_file_state(a, b"dir/y", Some(vec![2]));
-    batch.set_file_state(b, b"x", Some(vec![3]));
-    t.store.write(&batch).unwrap();
-    let r = t.store.reader().unwrap();
-    assert_eq!(
-        r.file_states(a).unwrap(),
-        vec![(b"dir/y".to_vec(), vec![2]), (b"x".to_vec(), vec![1])]
-    );
-    assert_eq!(r.file_states(b).unwrap().len(), 1);
-    drop(r);
-    let mut batch = WriteBatch::new();
-    batch.set_file_state(a, b"x", None);
-    t.store.write(&batch).unwrap();
-    assert_eq!(t.store.reader().unwrap().file_states(a).unwrap().len(), 1);
-    let mut batch = WriteBatch::new();
-    batch.clear_file_states(a);
-    t.store.write(&batch).unwrap();
-    assert!(t.store.reader().unwrap().file_states(a).unwrap().is_empty());
-    assert_eq!(
-        t.store.reader().unwrap().file_states(b).unwrap().len(),
-        1,
-        "other worktrees keep theirs"
-    );
-}
-
-#[test]
-fn file_states_version_follows_writes_to_that_worktree() {
-    let t = temp_store();
-    let (a, b) = (Utf8Path::new("/w/a"), Utf8Path::new("/w/b"));
-    let (a0, b0) = (
-        t.store.file_states_version(a),
-        t.store.file_states_version(b),
-    );
-    let mut batch = WriteBatch::new();
-    batch.set_file_state(a, b"x", Some(vec![1]));
-    t.store.write(&batch).unwrap();
-    let written = t.store.file_states_version(a);
-    assert_ne!(written, a0);
-    assert_eq!(t.store.file_states_version(b), b0, "b was not written");
-
-    // Writes that touch no file states leave every version alone.
-    let snap = commit(&t.store, &[("f", b"x")], vec![], "s");
-    let mut batch = WriteBatch::new();
-    batch.set_ref("r", snap);
-    t.store.write(&batch).unwrap();
-    assert_eq!(t.store.file_states_version(a), written);
-    assert_eq!(t.store.file_states_version(b), b0);
-
-    for change in [
-        |batch: &mut WriteBatch, a: &Utf8Path| batch.clear_file_states(a),
-        |batch: &mut WriteBatch, a: &Utf8Path| batch.remove_worktree(a),
-        |batch: &mut WriteBatch, a: &Utf8Path| batch.set_file_state(a, b"x", None),
-    ] {
-        let before = t.store.file_states_version(a);
-        let mut batch = WriteBatch::new();
-        change(&mut batch, a);
-        t.store.write(&batch).unwrap();
-        assert_ne!(t.store.file_states_version(a), before);
-    }
-
-    // A refused write may still have changed what was known: a new version too.
-    let before = t.store.file_states_version(a);
-    let mut batch = WriteBatch::new();
-    batch.set_file_state(a, b"x", Some(vec![2]));
-    batch.set_ref("dangling", SnapshotId::from_bytes([7; 32]));
-    assert!(t.store.write(&batch).is_err());
-    assert_ne!(t.store.file_states_version(a), before);
-
-    // Another store (or the same one opened again) never reports a version seen here.
-    let other = temp_store();
-    assert_ne!(
-        other.store.file_states_version(a),
-        t.store.file_states_version(a)
-    );
-    assert_ne!(other.store.file_states_version(b), b0);
 }
 
 /// The child of the next test: stores blobs, printing each id once the call returned,
@@ -455,7 +343,7 @@ fn ids_survive_a_kill_right_after_they_are_handed_out() {
     drop(r);
     assert!(
         store
-            .fsck(&FsckOptions::default())
+            .fsck(&FsckOptions::default(), &[])
             .unwrap()
             .problems
             .is_empty()

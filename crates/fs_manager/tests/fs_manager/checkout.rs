@@ -1,6 +1,7 @@
 use fs_manager::{CaptureOptions, CheckoutError, CheckoutOptions, OnboardOptions};
 
 use crate::support::*;
+use fs_manager::RegistryRead as _;
 
 #[test]
 fn a_non_empty_destination_is_refused_and_untouched() {

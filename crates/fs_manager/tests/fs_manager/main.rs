@@ -4,6 +4,7 @@ mod capture;
 mod checkout;
 mod hostile;
 mod races;
+mod registry;
 mod rollback;
 mod scope;
 mod support;

@@ -1,6 +1,7 @@
 use std::os::unix::ffi::OsStrExt;
 
 use fs_manager::{CaptureOptions, OnboardOptions};
+use fs_manager::{RegistryRead as _, RegistryWrite as _};
 
 use crate::support::*;
 

@@ -183,7 +183,10 @@ fn undo_and_redo_restore(from: Kind, to: Kind) -> Result<(), String> {
     }
     let fsck = env
         .store
-        .fsck(&cas::FsckOptions::default())
+        .fsck(
+            &cas::FsckOptions::default(),
+            &[&fs_manager::Registry::default()],
+        )
         .map_err(|e| format!("fsck: {e}"))?;
     if !fsck.problems.is_empty() {
         return Err(format!("fsck: {:?}", fsck.problems));

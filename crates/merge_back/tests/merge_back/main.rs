@@ -2,6 +2,11 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 
+/// Imports here record nothing of their own about the snapshot.
+fn no_records(_: &mut cas::WriteBatch, _: cas::SnapshotId) -> Result<(), cas::BoxError> {
+    Ok(())
+}
+
 fn git(dir: &Utf8Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args([
@@ -61,8 +66,16 @@ fn export_reproduces_git_tree_ids_and_reuses_what_it_exported() {
     let src = source_repo(dir);
     let store = store(dir);
     let deny = path_policy::DenyList::nothing();
-    let imported =
-        merge_back::import(&store, &src, "HEAD", "import", &Default::default(), &deny).unwrap();
+    let imported = merge_back::import(
+        &store,
+        &src,
+        "HEAD",
+        "import",
+        &Default::default(),
+        &deny,
+        &no_records,
+    )
+    .unwrap();
 
     let target = dir.join("target");
     std::fs::create_dir_all(&target).unwrap();
@@ -85,8 +98,16 @@ fn export_reproduces_git_tree_ids_and_reuses_what_it_exported() {
     // One file changed: that blob and the trees above it.
     std::fs::write(src.join("deep/er/x.c"), "int x = 1;\n").unwrap();
     git(&src, &["commit", "-qam", "second"]);
-    let second =
-        merge_back::import(&store, &src, "HEAD", "second", &Default::default(), &deny).unwrap();
+    let second = merge_back::import(
+        &store,
+        &src,
+        "HEAD",
+        "second",
+        &Default::default(),
+        &deny,
+        &no_records,
+    )
+    .unwrap();
     let out = merge_back::export(&store, &target, second.tree).unwrap();
     assert_eq!(out.tree, git(&src, &["rev-parse", "HEAD^{tree}"]));
     assert_eq!(out.written, 4, "x.c, deep/er, deep and the root: {out:?}");
@@ -375,6 +396,7 @@ fn gitoxide_errors_are_kept_as_sources_and_messages_do_not_change() {
         "m",
         &Default::default(),
         &deny,
+        &no_records,
     )
     .unwrap_err();
     let cause = "couldn't parse revision, input=\"no-such-rev\"";
@@ -386,8 +408,16 @@ fn gitoxide_errors_are_kept_as_sources_and_messages_do_not_change() {
         ]
     );
 
-    let imported =
-        merge_back::import(&store, &repo, "HEAD", "import", &Default::default(), &deny).unwrap();
+    let imported = merge_back::import(
+        &store,
+        &repo,
+        "HEAD",
+        "import",
+        &Default::default(),
+        &deny,
+        &no_records,
+    )
+    .unwrap();
     let options = merge_back::MergeOptions {
         repo: &repo,
         snapshot: imported.snapshot,

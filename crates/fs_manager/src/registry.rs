@@ -1,0 +1,413 @@
+//! The worktree registry, op logs and stat caches: `fs_manager`'s side tables in the store
+//! (`cas` keeps their bytes and commits them with the objects they name). Records are JSON so
+//! later fields can be added with defaults without a format change.
+//!
+//! [`RegistryRead`] and [`RegistryWrite`] read and write them through a store's `Reader` and
+//! `WriteBatch`; [`Registry`] tells `gc` and `fsck` what they keep alive.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{Reader, SideTable, SnapshotId, StorageFailure, WriteBatch};
+
+/// Worktree root → JSON [`WorktreeRecord`] (key `""`).
+pub const WORKTREES: SideTable = SideTable::new("fs.worktrees");
+/// Worktree root, sequence number → JSON [`OpRecord`].
+pub const OPLOG: SideTable = SideTable::new("fs.oplog");
+/// Worktree root, directory key → the stat cache of that directory (see `dirstate`).
+pub const FILE_STATES: SideTable = SideTable::new("fs.file_states");
+
+/// A registry record could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// A record could not be decoded.
+    #[error("registry record for {root} is corrupt: {reason}")]
+    Corrupt {
+        /// The worktree root.
+        root: Utf8PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A record could not be encoded.
+    #[error("encoding the registry record for {root}: {source}")]
+    Encode {
+        /// The worktree root.
+        root: Utf8PathBuf,
+        /// Why.
+        source: serde_json::Error,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Storage(#[from] StorageFailure),
+}
+
+/// How a worktree came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorktreeKind {
+    /// A user's directory, onboarded where it is.
+    InPlace,
+    /// A directory hydrated by `checkout`.
+    Isolated,
+}
+
+/// A registered worktree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WorktreeRecord {
+    /// Absolute path of the worktree root.
+    pub root: Utf8PathBuf,
+    /// How it was created.
+    pub kind: WorktreeKind,
+    /// Its current snapshot.
+    pub head: Option<SnapshotId>,
+    /// Whether deny-pattern paths (secrets) are in scope for it.
+    #[serde(default)]
+    pub include_denied: bool,
+    /// When it was registered.
+    pub created: jiff::Timestamp,
+    /// Its checkpoints, oldest first; names are unique.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checkpoints: Vec<Checkpoint>,
+    /// The task under way, if a checkpoint started one that was not yet accepted or
+    /// discarded as a whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+    /// Files larger than this many bytes are left out of captures (and reported); no cap if
+    /// `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_file_size: Option<u64>,
+    /// The root directory's identity when it was registered (or rebound): a root that is
+    /// now another directory, swapped in behind cairn's back, is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<DirIdentity>,
+}
+
+/// Which directory a path named: its device and inode numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DirIdentity {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+impl WorktreeRecord {
+    /// A new record with no head, checkpoints or task.
+    pub fn new(root: Utf8PathBuf, kind: WorktreeKind) -> WorktreeRecord {
+        WorktreeRecord {
+            root,
+            kind,
+            head: None,
+            include_denied: false,
+            created: jiff::Timestamp::now(),
+            checkpoints: Vec::new(),
+            task: None,
+            max_file_size: None,
+            identity: None,
+        }
+    }
+
+    /// Every snapshot the record keeps alive: head, checkpoints, task baseline.
+    pub fn snapshots(&self) -> impl Iterator<Item = SnapshotId> + '_ {
+        self.head
+            .iter()
+            .copied()
+            .chain(self.checkpoints.iter().map(|c| c.snapshot))
+            .chain(self.task.iter().map(|t| t.baseline))
+    }
+
+    /// The checkpoint called `name`.
+    pub fn checkpoint(&self, name: &str) -> Option<&Checkpoint> {
+        self.checkpoints
+            .iter()
+            .find(|c| c.name.as_deref() == Some(name))
+    }
+}
+
+/// One checkpoint of a worktree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Checkpoint {
+    /// Its name, if it was given one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The snapshot it recorded.
+    pub snapshot: SnapshotId,
+    /// When it was taken.
+    pub created: jiff::Timestamp,
+}
+
+/// A task: what `review`, `accept` and `discard` compare against.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Task {
+    /// The first checkpoint, with accepted paths moved forward.
+    pub baseline: SnapshotId,
+    /// When its first checkpoint was taken.
+    pub started: jiff::Timestamp,
+}
+
+/// One entry of a worktree's op log.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OpRecord {
+    /// Position in the worktree's log, from 1; assigned by the store.
+    #[serde(default)]
+    pub seq: u64,
+    /// When it ran.
+    pub time: jiff::Timestamp,
+    /// The command (`snapshot`, `checkout`, `rollback`, ...).
+    pub op: String,
+    /// The worktree's recorded state before.
+    pub before: Option<SnapshotId>,
+    /// The worktree's recorded state after.
+    pub after: Option<SnapshotId>,
+    /// For an `undo`: the entry whose change it reverted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<u64>,
+    /// For a `redo`: the entry whose change it re-applied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redoes: Option<u64>,
+}
+
+impl OpRecord {
+    /// A new entry for `op`, timed now.
+    pub fn new(op: &str, before: Option<SnapshotId>, after: Option<SnapshotId>) -> OpRecord {
+        OpRecord {
+            seq: 0,
+            time: jiff::Timestamp::now(),
+            op: op.to_owned(),
+            before,
+            after,
+            undoes: None,
+            redoes: None,
+        }
+    }
+
+    /// True if the entry changed the worktree's recorded state.
+    pub fn is_change(&self) -> bool {
+        self.before != self.after
+    }
+
+    /// Every snapshot the entry references.
+    pub fn snapshots(&self) -> impl Iterator<Item = SnapshotId> + '_ {
+        self.before.iter().chain(self.after.iter()).copied()
+    }
+}
+
+pub(crate) fn decode_worktree(
+    root: &Utf8Path,
+    bytes: &[u8],
+) -> Result<WorktreeRecord, RegistryError> {
+    serde_json::from_slice(bytes).map_err(|e| RegistryError::Corrupt {
+        root: root.to_owned(),
+        reason: e.to_string(),
+    })
+}
+
+/// Decodes an op-log entry; its sequence number is its key's.
+pub(crate) fn decode_op(
+    root: &Utf8Path,
+    key: &[u8],
+    bytes: &[u8],
+) -> Result<OpRecord, RegistryError> {
+    let corrupt = |reason: String| RegistryError::Corrupt {
+        root: root.to_owned(),
+        reason,
+    };
+    let seq = cas::sequence_of(key)
+        .ok_or_else(|| corrupt("op-log key is not a sequence number".into()))?;
+    let mut op: OpRecord =
+        serde_json::from_slice(bytes).map_err(|e| corrupt(format!("op-log entry: {e}")))?;
+    op.seq = seq;
+    Ok(op)
+}
+
+/// Reading the registry, op logs and stat caches from a store's [`Reader`].
+pub trait RegistryRead {
+    /// The record of the worktree at `root`.
+    fn worktree(&self, root: &Utf8Path) -> Result<Option<WorktreeRecord>, RegistryError>;
+    /// Every registered worktree, by root path.
+    fn worktrees(&self) -> Result<Vec<WorktreeRecord>, RegistryError>;
+    /// A worktree's op log, oldest first.
+    fn ops(&self, root: &Utf8Path) -> Result<Vec<OpRecord>, RegistryError>;
+    /// Every stat-cache entry of worktree `root`: (key, value), sorted by key.
+    fn file_states(&self, root: &Utf8Path) -> Result<Vec<cas::KeyValue>, StorageFailure>;
+    /// One stat-cache entry of worktree `root`.
+    fn file_state(&self, root: &Utf8Path, key: &[u8]) -> Result<Option<Vec<u8>>, StorageFailure>;
+}
+
+impl RegistryRead for Reader {
+    fn worktree(&self, root: &Utf8Path) -> Result<Option<WorktreeRecord>, RegistryError> {
+        match self.side_get(WORKTREES, root.as_str(), b"")? {
+            None => Ok(None),
+            Some(bytes) => decode_worktree(root, &bytes).map(Some),
+        }
+    }
+
+    fn worktrees(&self) -> Result<Vec<WorktreeRecord>, RegistryError> {
+        self.side_entries(WORKTREES)?
+            .into_iter()
+            .map(|(root, _, bytes)| decode_worktree(Utf8Path::new(&root), &bytes))
+            .collect()
+    }
+
+    fn ops(&self, root: &Utf8Path) -> Result<Vec<OpRecord>, RegistryError> {
+        self.side_scope(OPLOG, root.as_str())?
+            .into_iter()
+            .map(|(key, bytes)| decode_op(root, &key, &bytes))
+            .collect()
+    }
+
+    fn file_states(&self, root: &Utf8Path) -> Result<Vec<cas::KeyValue>, StorageFailure> {
+        self.side_scope(FILE_STATES, root.as_str())
+    }
+
+    fn file_state(&self, root: &Utf8Path, key: &[u8]) -> Result<Option<Vec<u8>>, StorageFailure> {
+        self.side_get(FILE_STATES, root.as_str(), key)
+    }
+}
+
+/// Writing the registry, op logs and stat caches into a store's [`WriteBatch`].
+pub trait RegistryWrite {
+    /// Registers or updates a worktree; the snapshots it keeps must be stored or in the batch.
+    fn put_worktree(&mut self, record: &WorktreeRecord) -> Result<(), RegistryError>;
+    /// Forgets a worktree and its stat cache (its op log stays until `gc --prune-ops`).
+    fn remove_worktree(&mut self, root: &Utf8Path);
+    /// Appends an entry to a worktree's op log; the store gives it the next sequence number.
+    fn append_op(&mut self, root: &Utf8Path, op: &OpRecord) -> Result<(), RegistryError>;
+    /// Drops worktree `root`'s whole stat cache (before the batch's later entries).
+    fn clear_file_states(&mut self, root: &Utf8Path);
+    /// Sets (`Some`) or removes (`None`) one stat-cache entry of worktree `root`.
+    fn set_file_state(&mut self, root: &Utf8Path, key: &[u8], state: Option<Vec<u8>>);
+}
+
+impl RegistryWrite for WriteBatch {
+    fn put_worktree(&mut self, record: &WorktreeRecord) -> Result<(), RegistryError> {
+        let json = serde_json::to_vec(record).map_err(|source| RegistryError::Encode {
+            root: record.root.clone(),
+            source,
+        })?;
+        self.require_snapshots(record.snapshots());
+        self.put_side(WORKTREES, record.root.as_str(), b"", json);
+        Ok(())
+    }
+
+    fn remove_worktree(&mut self, root: &Utf8Path) {
+        self.remove_side(WORKTREES, root.as_str(), b"");
+        self.clear_side_scope(FILE_STATES, root.as_str());
+    }
+
+    fn append_op(&mut self, root: &Utf8Path, op: &OpRecord) -> Result<(), RegistryError> {
+        let json = serde_json::to_vec(op).map_err(|source| RegistryError::Encode {
+            root: root.to_owned(),
+            source,
+        })?;
+        self.require_snapshots(op.snapshots());
+        self.append_side(OPLOG, root.as_str(), json);
+        Ok(())
+    }
+
+    fn clear_file_states(&mut self, root: &Utf8Path) {
+        self.clear_side_scope(FILE_STATES, root.as_str());
+    }
+
+    fn set_file_state(&mut self, root: &Utf8Path, key: &[u8], state: Option<Vec<u8>>) {
+        match state {
+            Some(v) => self.put_side(FILE_STATES, root.as_str(), key, v),
+            None => self.remove_side(FILE_STATES, root.as_str(), key),
+        }
+    }
+}
+
+/// What the registry and op logs keep alive, for `gc` and `fsck`: every worktree's head,
+/// checkpoints and task baseline, and the states every op-log entry names.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Registry {
+    /// `gc` first drops op-log entries older than this; they then keep nothing alive.
+    pub prune_ops_before: Option<jiff::Timestamp>,
+}
+
+impl Registry {
+    /// How many of the entries a `gc` dropped were op-log entries.
+    pub fn ops_pruned(dropped: &[cas::SideKey]) -> u64 {
+        dropped.iter().filter(|k| k.table == OPLOG).count() as u64
+    }
+}
+
+impl cas::SideOwner for Registry {
+    fn roots(&self, reader: &Reader, roots: &mut cas::Roots) -> Result<(), cas::BoxError> {
+        for wt in reader.worktrees()? {
+            roots.snapshots.extend(wt.snapshots());
+        }
+        for (root, key, bytes) in reader.side_entries(OPLOG)? {
+            let op = decode_op(Utf8Path::new(&root), &key, &bytes)?;
+            if self.prune_ops_before.is_some_and(|t| op.time < t) {
+                roots.drop.push(cas::SideKey {
+                    table: OPLOG,
+                    scope: root,
+                    key,
+                });
+                continue;
+            }
+            roots.snapshots.extend(op.snapshots());
+        }
+        Ok(())
+    }
+
+    fn check(&self, reader: &Reader) -> Result<cas::Checked, cas::BoxError> {
+        let mut out = cas::Checked::default();
+        match reader.worktrees() {
+            Ok(records) => {
+                for wt in records {
+                    out.references += 1;
+                    for id in wt.snapshots() {
+                        if !reader.has_snapshot(id)? {
+                            out.problems.push(cas::Problem::new(
+                                "worktree",
+                                &wt.root,
+                                format!("snapshot {id} (head, checkpoint or baseline) is missing"),
+                            ));
+                        }
+                    }
+                }
+            }
+            Err(RegistryError::Storage(e)) => return Err(e.into()),
+            Err(e) => out.problems.push(cas::Problem::new("worktree", "", e)),
+        }
+        for (root, key, bytes) in reader.side_entries(OPLOG)? {
+            out.references += 1;
+            let name = match cas::sequence_of(&key) {
+                Some(seq) => format!("{root}#{seq}"),
+                None => format!("{root}#?"),
+            };
+            match decode_op(Utf8Path::new(&root), &key, &bytes) {
+                Ok(op) => {
+                    for id in op.snapshots() {
+                        if !reader.has_snapshot(id)? {
+                            out.problems.push(cas::Problem::new(
+                                "op",
+                                &name,
+                                format!("snapshot {id} is missing"),
+                            ));
+                        }
+                    }
+                }
+                Err(e) => out.problems.push(cas::Problem::new("op", &name, e)),
+            }
+        }
+        Ok(out)
+    }
+
+    fn name(&self) -> &'static str {
+        "worktree registry"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_are_where_format_1_moved_their_records() {
+        assert_eq!(WORKTREES, cas::FORMAT_1_WORKTREES);
+        assert_eq!(OPLOG, cas::FORMAT_1_OPLOG);
+        assert_eq!(FILE_STATES, cas::FORMAT_1_FILE_STATES);
+    }
+}
