@@ -1061,3 +1061,61 @@ fn a_rollback_keeps_an_edit_made_through_a_shared_map_for_undo() {
         "undo brings back the edit made through the map after the last snapshot"
     );
 }
+
+/// A Rust program drives the server with typed requests and gets typed outcomes, the same
+/// as an engine in its own process would give, errors included.
+#[test]
+fn the_rust_client_calls_the_servers_engine_with_typed_requests() {
+    use cairn_engine::{Outcome, Request, SnapshotOptions, StatusOptions};
+
+    let env = Env::new();
+    let (wt, _, second) = setup(&env);
+    let server = Server::start(&env);
+    let client = server.client();
+
+    std::fs::write(wt.join("README"), "hello, typed\n").unwrap();
+    let status = client
+        .run(&wt, Request::Status(StatusOptions::default()), None)
+        .unwrap()
+        .unwrap();
+    let Outcome::Status(status) = status.0 else {
+        panic!("a status outcome: {status:?}");
+    };
+    assert_eq!(status.changes.modified.len(), 1, "{status:?}");
+
+    let mut events = Vec::new();
+    let mut on_progress = |e: &cairn_client::ProgressEvent| events.push(e.what.clone());
+    let (outcome, exit) = client
+        .run(
+            env.path(),
+            Request::Snapshot(SnapshotOptions::new(wt.clone()).message("typed")),
+            Some(&mut on_progress),
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(exit, 0);
+    let Outcome::Snapshot(snap) = outcome else {
+        panic!("a snapshot outcome: {outcome:?}");
+    };
+    assert!(snap.changed);
+    assert_eq!(snap.parent.map(|p| p.to_hex()), Some(second));
+    assert_eq!(snap.modified, 1);
+    let log = cairn(&env, &["--json", "log", "-n", "1", wt.as_str()]);
+    let log: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
+    assert_eq!(log["snapshots"][0]["id"], snap.snapshot.to_hex());
+    assert_eq!(log["snapshots"][0]["message"], "typed");
+
+    // The engine's own error comes back typed, with its code and exit status.
+    let err = client
+        .run(
+            env.path(),
+            Request::Snapshot(SnapshotOptions::new(env.path().join("nowhere"))),
+            None,
+        )
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(err.exit(), 2, "{err}");
+    assert!(err.to_string().contains("nowhere"), "{err}");
+    drop(events);
+    assert!(server.stop().success());
+}

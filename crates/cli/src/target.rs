@@ -1,7 +1,6 @@
 //! Where a request runs: the `cairn serve` holding the store, when one answers on its
 //! socket, else an engine in this process. Either way the caller gets the typed outcome.
 
-use cairn_engine::wire::{CallReply, CallRequest};
 use cairn_engine::{Call, Engine, Error, Outcome, Request};
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -61,31 +60,17 @@ impl Target {
         match self {
             Target::Local(engine) => local(engine, cwd, request, bar),
             Target::Server { client, store } => {
-                let body = CallRequest {
-                    cwd: cwd.to_owned(),
-                    request,
-                };
-                let reply = if stream {
-                    client.post_json_streaming("/v1/call", &body, |e| bar.show(e))
-                } else {
-                    client.post_json("/v1/call", &body)
-                };
-                let (status, value) = match reply {
-                    Ok(r) => r,
+                let mut show = |e: &cairn_client::ProgressEvent| bar.show(e);
+                let on_progress = stream.then_some(&mut show as &mut dyn FnMut(&_));
+                match client.run(cwd, request.clone(), on_progress) {
+                    Ok(answer) => answer,
                     // A stale socket (the server was killed): open the store here instead.
                     Err(e @ cairn_client::ClientError::Unavailable { .. }) => {
                         tracing::debug!("not using a server: {e}");
                         let engine = local_engine(store);
-                        return local(&engine, cwd, body.request, bar);
+                        local(&engine, cwd, request, bar)
                     }
-                    Err(e) => return Err(Error::failure("server", e.to_string())),
-                };
-                match serde_json::from_value::<CallReply>(value) {
-                    Ok(reply) => reply.into_result(),
-                    Err(e) => Err(Error::failure(
-                        "server",
-                        format!("unreadable answer from the server (status {status}): {e}"),
-                    )),
+                    Err(e) => Err(Error::failure("server", e.to_string())),
                 }
             }
         }

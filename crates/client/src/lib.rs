@@ -5,13 +5,19 @@
 //! taking its JSON arguments and answering its JSON object; `/v1/call` takes any verb's
 //! typed request as the `cairn` CLI sends it; the content-addressed object routes move
 //! objects between stores. All are described in `docs/openapi.yaml`. This crate is the
-//! transport only: the request and outcome types are `cairn-engine`'s.
+//! transport: the request and outcome types are `cairn-engine`'s, and with the feature
+//! `engine` [`Client::run`] sends and answers them typed.
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
 use camino::Utf8PathBuf;
 
+#[cfg(feature = "engine")]
+mod typed;
 pub mod verbs;
+
+#[cfg(feature = "engine")]
+pub use typed::Answer;
 
 /// The socket's file name inside the store folder.
 pub const SOCKET_NAME: &str = "serve.sock";
