@@ -329,7 +329,7 @@ impl Store {
             trees: txn.open_table(TREES).storage()?,
             snapshots: txn.open_table(SNAPSHOTS).storage()?,
             refs: txn.open_table(REFS).storage()?,
-            sides: super::side::open_side_tables(&txn)?,
+            sides: super::side::SideTables::open(&txn)?,
             segment_bytes: self.segment_bytes,
         })
     }

@@ -63,7 +63,7 @@ pub struct Reader {
     pub(super) snapshots: ReadOnlyTable<[u8; 32], &'static [u8]>,
     pub(super) refs: ReadOnlyTable<&'static str, [u8; 32]>,
     /// Every side table written so far, by database name.
-    pub(super) sides: std::collections::HashMap<String, super::side::SideReadTable>,
+    pub(super) sides: super::side::SideTables,
     pub(super) segment_bytes: u64,
 }
 
@@ -503,6 +503,6 @@ impl Reader {
     }
 
     fn side_table(&self, table: SideTable) -> Option<&super::side::SideReadTable> {
-        self.sides.get(&table.table_name())
+        self.sides.get(table)
     }
 }

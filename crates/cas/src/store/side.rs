@@ -131,23 +131,45 @@ pub fn sequence_of(key: &[u8]) -> Option<u64> {
 
 pub(crate) type SideReadTable = redb::ReadOnlyTable<(&'static str, &'static [u8]), &'static [u8]>;
 
-/// Every side table there is in `txn`'s view, by database name (one not yet written is
-/// absent, and reads as empty).
-pub(crate) fn open_side_tables(
-    txn: &redb::ReadTransaction,
-) -> Result<HashMap<String, SideReadTable>, StorageFailure> {
-    let names: Vec<String> = txn
-        .list_tables()
-        .storage()?
-        .map(|t| t.name().to_owned())
-        .filter(|n| n.starts_with(PLAIN_PREFIX) || n.starts_with(BY_OBJECT_PREFIX))
-        .collect();
-    let mut out = HashMap::with_capacity(names.len());
-    for name in names {
-        let table = txn.open_table(SideDef::new(&name)).storage()?;
-        out.insert(name, table);
+/// The side tables of a read transaction, by name (plain and keyed by object apart, so a
+/// lookup by [`SideTable`] allocates nothing).
+#[derive(Default)]
+pub(crate) struct SideTables {
+    plain: HashMap<String, SideReadTable>,
+    by_object: HashMap<String, SideReadTable>,
+}
+
+impl SideTables {
+    /// Every side table there is in `txn`'s view (one not yet written is absent, and reads
+    /// as empty).
+    pub(crate) fn open(txn: &redb::ReadTransaction) -> Result<SideTables, StorageFailure> {
+        let names: Vec<String> = txn
+            .list_tables()
+            .storage()?
+            .map(|t| t.name().to_owned())
+            .collect();
+        let mut out = SideTables::default();
+        for name in names {
+            let (map, bare) = if let Some(bare) = name.strip_prefix(PLAIN_PREFIX) {
+                (&mut out.plain, bare)
+            } else if let Some(bare) = name.strip_prefix(BY_OBJECT_PREFIX) {
+                (&mut out.by_object, bare)
+            } else {
+                continue;
+            };
+            let table = txn.open_table(SideDef::new(&name)).storage()?;
+            map.insert(bare.to_owned(), table);
+        }
+        Ok(out)
     }
-    Ok(out)
+
+    pub(crate) fn get(&self, table: SideTable) -> Option<&SideReadTable> {
+        if table.by_object {
+            self.by_object.get(table.name)
+        } else {
+            self.plain.get(table.name)
+        }
+    }
 }
 
 /// Applies `ops` in order in `txn`; the sequence numbers appends get go to `appended`.
