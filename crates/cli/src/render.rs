@@ -550,7 +550,7 @@ fn gc(o: &GcOutcome, view: &View) -> String {
 }
 
 fn checkpoint(o: &CheckpointOutcome) -> String {
-    let mut human = skipped_human(&o.skipped);
+    let mut human = skipped_human(&o.capture.skipped);
     if o.onboarded {
         human.push_str(&format!("onboarded {} in place\n", o.worktree));
     }
@@ -561,10 +561,10 @@ fn checkpoint(o: &CheckpointOutcome) -> String {
         .unwrap_or_default();
     human.push_str(&format!(
         "checkpoint{label} {} ({} added, {} modified, {} removed{})\n",
-        o.snapshot,
-        o.added,
-        o.modified,
-        o.removed,
+        o.capture.snapshot,
+        o.capture.added,
+        o.capture.modified,
+        o.capture.removed,
         if o.task_started { "; task started" } else { "" }
     ));
     human

@@ -2,7 +2,7 @@
 //! `recover`.
 
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{SnapshotId, TreeId};
+use cas::SnapshotId;
 use fs_manager::RegistryRead as _;
 use serde::{Deserialize, Serialize};
 
@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::path::TreePath;
 use crate::path::tree_paths;
 use crate::store::Access;
-use crate::worktrees::{RollbackOutcome, SkippedPath, skipped, tree_path_list};
+use crate::worktrees::{RollbackOutcome, SkippedPath, SnapshotOutcome, skipped, tree_path_list};
 
 /// `checkpoint [DIR] [--name NAME]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -36,22 +36,9 @@ pub struct CheckpointOptions {
 pub struct CheckpointOutcome {
     /// The worktree.
     pub worktree: Utf8PathBuf,
-    /// The snapshot.
-    pub snapshot: SnapshotId,
-    /// Its tree.
-    pub tree: TreeId,
-    /// Its parent.
-    pub parent: Option<SnapshotId>,
-    /// Whether anything changed.
-    pub changed: bool,
-    /// Files added.
-    pub added: u64,
-    /// Files modified.
-    pub modified: u64,
-    /// Files removed.
-    pub removed: u64,
-    /// Paths left out.
-    pub skipped: Vec<SkippedPath>,
+    /// The snapshot it took, with `snapshot`'s fields.
+    #[serde(flatten)]
+    pub capture: SnapshotOutcome,
     /// Its name.
     pub name: Option<String>,
     /// Whether the directory was onboarded by it.
@@ -292,17 +279,9 @@ impl Engine {
                 .then_some(&source as fs_manager::GitProbe),
         };
         let out = self.worktrees.checkpoint(&store, &dir, &checkpoint)?;
-        let s = out.snapshot;
         Ok(CheckpointOutcome {
-            worktree: s.root,
-            snapshot: s.snapshot,
-            tree: s.tree,
-            parent: s.parent,
-            changed: s.changed,
-            added: s.added,
-            modified: s.modified,
-            removed: s.removed,
-            skipped: skipped(&s.skipped),
+            capture: SnapshotOutcome::of(&out.snapshot),
+            worktree: out.snapshot.root,
             name: out.name,
             onboarded: out.onboarded,
             task_started: out.task_started,

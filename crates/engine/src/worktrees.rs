@@ -190,6 +190,22 @@ pub struct SnapshotOutcome {
     pub skipped: Vec<SkippedPath>,
 }
 
+impl SnapshotOutcome {
+    /// The outcome of the capture `out`.
+    pub(crate) fn of(out: &fs_manager::SnapshotOutcome) -> SnapshotOutcome {
+        SnapshotOutcome {
+            snapshot: out.snapshot,
+            tree: out.tree,
+            parent: out.parent,
+            changed: out.changed,
+            added: out.added,
+            modified: out.modified,
+            removed: out.removed,
+            skipped: skipped(&out.skipped),
+        }
+    }
+}
+
 /// `checkout`: hydrate a snapshot into a new or empty directory.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -319,6 +335,17 @@ pub struct WorktreesChanged {
     pub worktrees: Vec<WorktreeHead>,
 }
 
+impl WorktreesChanged {
+    fn one(record: fs_manager::WorktreeRecord) -> WorktreesChanged {
+        WorktreesChanged {
+            worktrees: vec![WorktreeHead {
+                path: record.root,
+                head: record.head,
+            }],
+        }
+    }
+}
+
 pub(crate) fn canonical_dir(path: &Utf8Path) -> Result<Utf8PathBuf, Error> {
     std::fs::canonicalize(path)
         .ok()
@@ -432,16 +459,7 @@ impl Engine {
         let out = self
             .worktrees
             .snapshot(&store, &call.path(&options.worktree), &capture)?;
-        Ok(SnapshotOutcome {
-            snapshot: out.snapshot,
-            tree: out.tree,
-            parent: out.parent,
-            changed: out.changed,
-            added: out.added,
-            modified: out.modified,
-            removed: out.removed,
-            skipped: skipped(&out.skipped),
-        })
+        Ok(SnapshotOutcome::of(&out))
     }
 
     /// `cairn checkout SNAP DEST`.
@@ -524,12 +542,7 @@ impl Engine {
     ) -> Result<WorktreesChanged, Error> {
         let store = self.store(Access::Write)?;
         let record = self.worktrees.remove(&store, &call.path(&options.path))?;
-        Ok(WorktreesChanged {
-            worktrees: vec![WorktreeHead {
-                path: record.root,
-                head: record.head,
-            }],
-        })
+        Ok(WorktreesChanged::one(record))
     }
 
     /// `cairn worktree rebind PATH`: the worktree's root is the directory there now.
@@ -540,11 +553,6 @@ impl Engine {
     ) -> Result<WorktreesChanged, Error> {
         let store = self.store(Access::Write)?;
         let record = self.worktrees.rebind(&store, &call.path(&options.path))?;
-        Ok(WorktreesChanged {
-            worktrees: vec![WorktreeHead {
-                path: record.root,
-                head: record.head,
-            }],
-        })
+        Ok(WorktreesChanged::one(record))
     }
 }
