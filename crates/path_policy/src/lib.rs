@@ -49,6 +49,6 @@ pub use deny::{DEFAULT_DENY, DenyError, DenyList, WORKTREE_FILE};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
 pub use path_text::{from_path_text, path_text, quote_path};
 pub use putback::{Change, PutBack, SecretCopy};
-pub use repo_path::{RepoPath, RepoPathBuf, RepoPathError};
+pub use repo_path::{RepoPath, RepoPathBuf, RepoPathError, bytes as raw_path};
 pub use rules_file::{MAX_RULES_FILE, RulesFile, RulesRefusal, read_rules_file};
 pub use sandbox::{SandboxError, SandboxPolicy, enforce};

@@ -90,10 +90,8 @@ impl RepoPath {
     /// The directory holding this path and its name there; the root's children have the
     /// root as parent, and the root splits into the root and an empty name.
     pub fn split_parent(&self) -> (&RepoPath, &[u8]) {
-        match self.0.iter().rposition(|&b| b == b'/') {
-            Some(i) => (RepoPath::cast(&self.0[..i]), &self.0[i + 1..]),
-            None => (RepoPath::root(), &self.0),
-        }
+        let (parent, name) = bytes::split_parent(&self.0);
+        (RepoPath::cast(parent), name)
     }
 
     /// The directory holding this path; `None` for the root.
@@ -108,9 +106,7 @@ impl RepoPath {
 
     /// True if `self` is `base` or lies below it; everything lies below the root.
     pub fn starts_with(&self, base: &RepoPath) -> bool {
-        base.is_root()
-            || self.0 == base.0
-            || (self.0.starts_with(&base.0) && self.0.get(base.0.len()) == Some(&b'/'))
+        bytes::is_under(&self.0, &base.0)
     }
 
     /// `self` with `name` below it, the name and the result checked as
@@ -134,17 +130,49 @@ impl RepoPath {
     /// directory's files come right after its name, before any name it is a prefix of).
     /// This is also `Ord` on repo paths; plain byte order is `as_bytes().cmp(..)`.
     pub fn cmp_tree_order(&self, other: &RepoPath) -> std::cmp::Ordering {
-        // No name holds a NUL, so '/' as 0 sorts every component before any longer name.
-        let key = |c: &u8| if *c == b'/' { 0 } else { *c };
-        self.0.iter().map(key).cmp(other.0.iter().map(key))
+        bytes::tree_order(&self.0, &other.0)
     }
 
     /// The file-system path of this path under `root`.
     pub fn to_fs_path(&self, root: &Path) -> PathBuf {
-        if self.is_root() {
+        bytes::to_fs_path(root, &self.0)
+    }
+}
+
+/// [`RepoPath`]'s operations on raw bytes, for paths that are not repo paths: a name the
+/// scan skipped as invalid, a path read back from an on-disk journal or cache. One
+/// implementation: the methods of [`RepoPath`] call these.
+pub mod bytes {
+    use super::*;
+
+    /// [`RepoPath::cmp_tree_order`] on raw bytes.
+    pub fn tree_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+        // No name holds a NUL, so '/' as 0 sorts every component before any longer name.
+        let key = |c: &u8| if *c == b'/' { 0 } else { *c };
+        a.iter().map(key).cmp(b.iter().map(key))
+    }
+
+    /// [`RepoPath::starts_with`] on raw bytes: `path` is `top` or below it.
+    pub fn is_under(path: &[u8], top: &[u8]) -> bool {
+        top.is_empty()
+            || path == top
+            || (path.starts_with(top) && path.get(top.len()) == Some(&b'/'))
+    }
+
+    /// [`RepoPath::split_parent`] on raw bytes.
+    pub fn split_parent(p: &[u8]) -> (&[u8], &[u8]) {
+        match p.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&p[..i], &p[i + 1..]),
+            None => (&[], p),
+        }
+    }
+
+    /// [`RepoPath::to_fs_path`] on raw bytes.
+    pub fn to_fs_path(root: &Path, rel: &[u8]) -> PathBuf {
+        if rel.is_empty() {
             root.to_path_buf()
         } else {
-            root.join(OsStr::from_bytes(&self.0))
+            root.join(OsStr::from_bytes(rel))
         }
     }
 }
