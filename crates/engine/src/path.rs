@@ -73,10 +73,7 @@ pub fn absolute(cwd: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
 /// Tree paths from `-- PATH…` arguments: relative to the worktree root as given, or
 /// absolute inside `root`; `.` components dropped, `..` refused, and what is left checked
 /// as a [`RepoPathBuf`] (no name a tree cannot hold, such as `.git`).
-pub fn tree_paths(
-    root: Option<&Utf8Path>,
-    raw: &[TreePath],
-) -> Result<Vec<RepoPathBuf>, Error> {
+pub fn tree_paths(root: Option<&Utf8Path>, raw: &[TreePath]) -> Result<Vec<RepoPathBuf>, Error> {
     let quote = diff::quote_path;
     let mut out = Vec::new();
     for p in raw {

@@ -276,7 +276,10 @@ fn hydrate(
                         .map_err(failure)?;
                     progress.advance(1, f.size);
                     // Stat-cache keys stay the path's bytes.
-                    Ok((f.path.as_bytes().to_vec(), FileState::from_stat(&st, f.blob, 0)))
+                    Ok((
+                        f.path.as_bytes().to_vec(),
+                        FileState::from_stat(&st, f.blob, 0),
+                    ))
                 })
                 .collect::<Result<Vec<_>, CheckoutError>>()
         })
@@ -291,7 +294,10 @@ fn hydrate(
         let st = fsops::create(root, &dir, f.path.as_bytes(), f.kind, f.blob, &reader)
             .map_err(failure)?;
         progress.advance(1, f.size);
-        states.push((f.path.as_bytes().to_vec(), FileState::from_stat(&st, f.blob, 0)));
+        states.push((
+            f.path.as_bytes().to_vec(),
+            FileState::from_stat(&st, f.blob, 0),
+        ));
     }
     progress.finish();
     Ok(states)

@@ -18,9 +18,9 @@ use rustix::io::Errno;
 
 use crate::dirstate::{self, DirState};
 use crate::fsops::{self, WriteFailure};
-use path_policy::RepoPathBuf;
 use crate::pending::Pending;
 use crate::state::{FileState, now_ns};
+use path_policy::RepoPathBuf;
 
 /// What the store holds while a step is under way.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]

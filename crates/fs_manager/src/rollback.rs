@@ -13,9 +13,9 @@ use crate::error::RollbackError;
 use crate::fsops::WriteFailure;
 use crate::journal::{self, Plan};
 use crate::paths::SkipReason;
-use path_policy::{RepoPath, RepoPathBuf};
 use crate::pending::Pending;
 use crate::progress::{Progress, Silent};
+use path_policy::{RepoPath, RepoPathBuf};
 
 /// Options of [`rollback`](crate::Worktrees::rollback).
 #[derive(Clone, Copy)]

@@ -6,8 +6,8 @@
 
 use crate::shared::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
-use path_policy::RepoPathBuf;
 use cas::{Checkpoint, OpRecord, SnapshotId, Source, Store, Task, WorktreeRecord, WriteBatch};
+use path_policy::RepoPathBuf;
 
 use crate::capture::{self, CaptureOptions, OnboardOptions, SnapshotOutcome};
 use crate::error::TaskError;

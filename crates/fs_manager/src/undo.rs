@@ -9,9 +9,9 @@ use std::os::unix::ffi::OsStrExt;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{BlobId, EntryKind, OpRecord, SnapshotId, Source, Store, TreeId};
+use path_policy::{RepoPath, RepoPathBuf};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
-use path_policy::{RepoPath, RepoPathBuf};
 use rustix::io::Errno;
 
 use crate::error::UndoError;

@@ -477,7 +477,15 @@ mod tests {
 
     #[test]
     fn ordering_is_tree_order() {
-        let mut paths = vec![p("a-b"), p("a/b"), p("a"), p("a!"), p("b"), p("a/b/c"), p("")];
+        let mut paths = [
+            p("a-b"),
+            p("a/b"),
+            p("a"),
+            p("a!"),
+            p("b"),
+            p("a/b/c"),
+            p(""),
+        ];
         paths.sort();
         let shown: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
         assert_eq!(shown, ["", "a", "a/b", "a/b/c", "a!", "a-b", "b"]);
@@ -504,7 +512,10 @@ mod tests {
         assert_eq!(latin.to_string(), path_text(b"caf\xe9"));
         assert_eq!(latin.to_string(), "\"caf\\351\"");
         let json = serde_json::to_string(&latin).expect("json");
-        assert_eq!(json, serde_json::to_string(&path_text(b"caf\xe9")).expect("json"));
+        assert_eq!(
+            json,
+            serde_json::to_string(&path_text(b"caf\xe9")).expect("json")
+        );
         let back: RepoPathBuf = serde_json::from_str(&json).expect("reads back");
         assert_eq!(back, latin);
         let utf8 = p("café/ü");

@@ -335,7 +335,5 @@ fn rollback_never_writes_or_deletes_a_secret() {
     );
     assert_eq!(out.skipped.len(), 1);
     assert_eq!(out.skipped[0].path, b".env");
-    assert!(
-        !out.written.contains(&repo(".env")) && !out.deleted.contains(&repo("key.pem"))
-    );
+    assert!(!out.written.contains(&repo(".env")) && !out.deleted.contains(&repo("key.pem")));
 }
