@@ -208,6 +208,44 @@ fn checkout_refuses_a_non_empty_destination_and_hydrates_an_empty_one() {
     );
 }
 
+/// A path no tree can hold (a spelling of `.git`, a control character) is bad input naming
+/// it, for every verb that takes `-- PATH…`, before anything is read or changed.
+#[test]
+fn a_path_no_tree_can_hold_is_bad_input_naming_it() {
+    let env = Env::new();
+    let src = env.path().join("w");
+    write(&src, &[("a", "1")]);
+    let snap = env.json(&["onboard", src.as_str()]).1["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    write(&src, &[("a", "edited")]);
+    let (code, v) = env.json(&["checkpoint", src.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    for bad in ["src/.GIT/config", "tab\there"] {
+        for args in [
+            vec!["rollback", src.as_str(), &snap, "--", bad],
+            vec!["diff", &snap, src.as_str(), "--", bad],
+            vec!["accept", src.as_str(), "--", bad],
+            vec!["discard", src.as_str(), "--", bad],
+        ] {
+            let (code, v) = env.json(&args);
+            assert_eq!(code, 2, "{args:?}: {v}");
+            assert_eq!(v["error"]["code"], "invalid_path", "{args:?}: {v}");
+            let message = v["error"]["message"].as_str().unwrap();
+            let reason = if bad.contains('\t') {
+                "contains a control character"
+            } else {
+                "a spelling of .git"
+            };
+            assert!(message.contains(reason), "{args:?}: {message}");
+            let named = message.starts_with(&diff::quote_path(bad.as_bytes()));
+            assert!(named, "{args:?}: {message}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string(src.join("a")).unwrap(), "edited");
+}
+
 #[test]
 fn rollback_whole_per_path_and_dry_run() {
     let env = Env::new();

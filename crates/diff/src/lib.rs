@@ -23,7 +23,7 @@
 //! let new = Tree::new(vec![file("a", b"1"), file("b", b"3"), file("c", b"4")])?;
 //! let trees: HashMap<TreeId, Tree> = [(old.id(), old.clone()), (new.id(), new.clone())].into();
 //! let changes = diff::tree_changes(&trees, Some(old.id()), Some(new.id()))?;
-//! let paths: Vec<&[u8]> = changes.iter().map(|c| c.path.as_slice()).collect();
+//! let paths: Vec<&[u8]> = changes.iter().map(|c| c.path.as_bytes()).collect();
 //! assert_eq!(paths, [&b"b"[..], b"c"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -36,6 +36,9 @@ pub mod text;
 use std::collections::HashMap;
 
 use cas::{EntryKind, ObjectId, ObjectKind, ReadError, Reader, Tree, TreeId};
+use path_policy::{RepoPath, RepoPathBuf};
+// Paths are shown in one place, the path type's.
+pub use path_policy::{path_text, quote_path};
 
 /// Where trees are read from.
 pub trait TreeSource {
@@ -90,8 +93,8 @@ pub struct FileEntry {
 /// (absent, or a directory).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
-    /// Path from the tree root, `/`-separated raw bytes.
-    pub path: Vec<u8>,
+    /// Path from the tree root.
+    pub path: RepoPathBuf,
     /// What the old tree has there.
     pub old: Option<FileEntry>,
     /// What the new tree has there.
@@ -177,7 +180,9 @@ pub fn tree_changes(
         let (old_file, new_file) = (left.as_ref().and_then(file), right.as_ref().and_then(file));
         if (old_file.is_some() || new_file.is_some()) && old_file != new_file {
             out.push(Change {
-                path: prefix.clone(),
+                // Every name on the way is a `cas::Tree` entry's, checked when the tree
+                // was built or decoded.
+                path: RepoPathBuf::from_bytes_unchecked(prefix.clone()),
                 old: old_file,
                 new: new_file,
             });
@@ -195,13 +200,6 @@ pub fn tree_changes(
         }
     }
     Ok(out)
-}
-
-/// True if `path` is `filter` or lies below it; an empty filter holds everything.
-pub fn path_is_under(path: &[u8], filter: &[u8]) -> bool {
-    filter.is_empty()
-        || path == filter
-        || (path.starts_with(filter) && path.get(filter.len()) == Some(&b'/'))
 }
 
 /// How a path changed, as git's `--name-status` letters it.
@@ -238,9 +236,9 @@ pub struct FileDiff {
     /// What happened.
     pub status: Status,
     /// The path before (absent for additions).
-    pub old_path: Option<Vec<u8>>,
+    pub old_path: Option<RepoPathBuf>,
     /// The path after (absent for deletions).
-    pub new_path: Option<Vec<u8>>,
+    pub new_path: Option<RepoPathBuf>,
     /// The entry before.
     pub old: Option<FileEntry>,
     /// The entry after.
@@ -249,11 +247,11 @@ pub struct FileDiff {
 
 impl FileDiff {
     /// The path to sort and filter by: the new path, else the old one.
-    pub fn path(&self) -> &[u8] {
+    pub fn path(&self) -> &RepoPath {
         self.new_path
             .as_deref()
             .or(self.old_path.as_deref())
-            .unwrap_or_default()
+            .unwrap_or(RepoPath::root())
     }
 
     /// True if only the executable bit changed.
@@ -330,46 +328,7 @@ pub fn classify(changes: Vec<Change>) -> Vec<FileDiff> {
         }
     }
     let mut out: Vec<FileDiff> = out.into_iter().flatten().collect();
-    out.sort_by(|a, b| a.path().cmp(b.path()));
-    out
-}
-
-/// A path for JSON and messages: as it is when valid UTF-8, else in [`quote_path`]'s form
-/// (`"caf\351"`), never with replacement characters.
-pub fn path_text(name: &[u8]) -> String {
-    match std::str::from_utf8(name) {
-        Ok(s) => s.to_owned(),
-        Err(_) => quote_path(name),
-    }
-}
-
-/// A path as git prints it with `core.quotePath=true`: unchanged when it holds only
-/// printable ASCII other than `"` and `\`, else in double quotes with C escapes and
-/// octal for other bytes.
-pub fn quote_path(name: &[u8]) -> String {
-    let plain = name
-        .iter()
-        .all(|&b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
-    if plain {
-        return String::from_utf8_lossy(name).into_owned();
-    }
-    let mut out = String::with_capacity(name.len() + 8);
-    out.push('"');
-    for &b in name {
-        match b {
-            b'\x07' => out.push_str("\\a"),
-            b'\x08' => out.push_str("\\b"),
-            b'\t' => out.push_str("\\t"),
-            b'\n' => out.push_str("\\n"),
-            b'\x0b' => out.push_str("\\v"),
-            b'\x0c' => out.push_str("\\f"),
-            b'\r' => out.push_str("\\r"),
-            b'"' => out.push_str("\\\""),
-            b'\\' => out.push_str("\\\\"),
-            0x20..=0x7e => out.push(char::from(b)),
-            _ => out.push_str(&format!("\\{b:03o}")),
-        }
-    }
-    out.push('"');
+    // Byte order, as git prints it (not tree order).
+    out.sort_by(|a, b| a.path().as_bytes().cmp(b.path().as_bytes()));
     out
 }

@@ -2,6 +2,7 @@
 //! and tree paths as raw bytes that serialize as SPEC.md's JSON path text.
 
 use camino::{Utf8Path, Utf8PathBuf};
+use path_policy::{RepoPath, RepoPathBuf};
 
 use crate::error::Error;
 
@@ -24,6 +25,12 @@ impl From<Vec<u8>> for TreePath {
     }
 }
 
+impl From<&RepoPath> for TreePath {
+    fn from(path: &RepoPath) -> Self {
+        TreePath(path.as_bytes().to_vec())
+    }
+}
+
 impl From<&str> for TreePath {
     fn from(s: &str) -> Self {
         TreePath(s.as_bytes().to_vec())
@@ -39,59 +46,8 @@ impl serde::Serialize for TreePath {
 impl<'de> serde::Deserialize<'de> for TreePath {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text: String = serde::Deserialize::deserialize(d)?;
-        Ok(TreePath(from_path_text(&text)))
+        Ok(TreePath(path_policy::from_path_text(&text)))
     }
-}
-
-/// The bytes `diff::path_text` wrote `text` from: the quoted form is only ever written for
-/// bytes that are not UTF-8, so a text that unquotes to UTF-8 is a name as it is.
-pub fn from_path_text(text: &str) -> Vec<u8> {
-    unquote(text)
-        .filter(|bytes| std::str::from_utf8(bytes).is_err())
-        .unwrap_or_else(|| text.as_bytes().to_vec())
-}
-
-/// Git's C-style quoting undone, if `text` is in that form.
-fn unquote(text: &str) -> Option<Vec<u8>> {
-    let inner = text.strip_prefix('"')?.strip_suffix('"')?.as_bytes();
-    let mut out = Vec::with_capacity(inner.len());
-    let mut i = 0;
-    while i < inner.len() {
-        let b = inner[i];
-        if b != b'\\' {
-            out.push(b);
-            i += 1;
-            continue;
-        }
-        let next = *inner.get(i + 1)?;
-        let simple = match next {
-            b'a' => Some(0x07),
-            b'b' => Some(0x08),
-            b't' => Some(b'\t'),
-            b'n' => Some(b'\n'),
-            b'v' => Some(0x0b),
-            b'f' => Some(0x0c),
-            b'r' => Some(b'\r'),
-            b'"' => Some(b'"'),
-            b'\\' => Some(b'\\'),
-            _ => None,
-        };
-        if let Some(s) = simple {
-            out.push(s);
-            i += 2;
-            continue;
-        }
-        let digits = inner.get(i + 1..i + 4)?;
-        if !digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
-            return None;
-        }
-        let value = digits
-            .iter()
-            .fold(0u32, |acc, d| acc * 8 + u32::from(d - b'0'));
-        out.push(u8::try_from(value).ok()?);
-        i += 4;
-    }
-    Some(out)
 }
 
 /// `p` made absolute against `cwd`, with `.` and `..` components resolved lexically.
@@ -115,8 +71,9 @@ pub fn absolute(cwd: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
 }
 
 /// Tree paths from `-- PATH…` arguments: relative to the worktree root as given, or
-/// absolute inside `root`; `.` components dropped, `..` refused.
-pub fn tree_paths(root: Option<&Utf8Path>, raw: &[TreePath]) -> Result<Vec<Vec<u8>>, Error> {
+/// absolute inside `root`; `.` components dropped, `..` refused, and what is left checked
+/// as a [`RepoPathBuf`] (no name a tree cannot hold, such as `.git`).
+pub fn tree_paths(root: Option<&Utf8Path>, raw: &[TreePath]) -> Result<Vec<RepoPathBuf>, Error> {
     let quote = diff::quote_path;
     let mut out = Vec::new();
     for p in raw {
@@ -152,7 +109,13 @@ pub fn tree_paths(root: Option<&Utf8Path>, raw: &[TreePath]) -> Result<Vec<Vec<u
                 c => parts.push(c),
             }
         }
-        out.push(parts.join(&b'/'));
+        let path = RepoPathBuf::new(parts.join(&b'/')).map_err(|e| {
+            Error::usage(
+                "invalid_path",
+                format!("{}: {}", quote(bytes), e.reason.reason()),
+            )
+        })?;
+        out.push(path);
     }
     Ok(out)
 }

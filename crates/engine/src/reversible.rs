@@ -375,7 +375,7 @@ impl Engine {
                 .refused
                 .iter()
                 .map(|r| RefusedPath {
-                    path: TreePath(r.path.clone()),
+                    path: TreePath::from(&*r.path),
                     reason: r.reason.clone(),
                 })
                 .collect(),

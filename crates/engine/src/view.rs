@@ -8,6 +8,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, ObjectId, Reader, SnapshotId, Store, Tree, TreeId};
 use diff::text::LineDiff;
 use diff::{FileDiff, FileEntry, Status};
+use path_policy::{RepoPath, RepoPathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, registered, resolve_snapshot};
@@ -334,7 +335,12 @@ fn kind_name(kind: EntryKind) -> &'static str {
 }
 
 /// A file's bytes: from the store when it has them (verified), else from the live worktree.
-fn content(reader: &Reader, side: &Side, path: &[u8], entry: &FileEntry) -> Result<Vec<u8>, Error> {
+fn content(
+    reader: &Reader,
+    side: &Side,
+    path: &RepoPath,
+    entry: &FileEntry,
+) -> Result<Vec<u8>, Error> {
     if reader.has_blob(entry.id.as_blob())? {
         return Ok(reader.blob(entry.id.as_blob())?);
     }
@@ -344,7 +350,7 @@ fn content(reader: &Reader, side: &Side, path: &[u8], entry: &FileEntry) -> Resu
             format!("blob {} is missing from the store", entry.id),
         ));
     };
-    let full = root.as_std_path().join(std::ffi::OsStr::from_bytes(path));
+    let full = path.to_fs_path(root.as_std_path());
     let io = |e: std::io::Error| Error::failure("io", format!("{}: {e}", full.display()));
     if entry.kind == EntryKind::Symlink {
         Ok(std::fs::read_link(&full)
@@ -378,7 +384,7 @@ fn file_change(
         None => (None, None),
     };
     FileChange {
-        path: TreePath(d.path().to_vec()),
+        path: TreePath::from(d.path()),
         status: d.status.letter().to_owned(),
         old: d.old.as_ref().map(entry_side),
         new: d.new.as_ref().map(entry_side),
@@ -391,8 +397,8 @@ fn file_change(
         binary,
         insertions: counts.0,
         deletions: counts.1,
-        from: renamed.then(|| TreePath(d.old_path.clone().unwrap_or_default())),
-        to: renamed.then(|| TreePath(d.new_path.clone().unwrap_or_default())),
+        from: renamed.then(|| TreePath::from(d.old_path.as_deref().unwrap_or(RepoPath::root()))),
+        to: renamed.then(|| TreePath::from(d.new_path.as_deref().unwrap_or(RepoPath::root()))),
         old_content,
         new_content,
     }
@@ -404,7 +410,7 @@ fn compare(
     reader: &Reader,
     a: &Side,
     b: &Side,
-    paths: &[Vec<u8>],
+    paths: &[RepoPathBuf],
     detail: Detail,
 ) -> Result<DiffOutcome, Error> {
     let mut memory = a.memory.clone();
@@ -414,11 +420,10 @@ fn compare(
         store: reader,
     };
     let changes = diff::tree_changes(&trees, Some(a.tree), Some(b.tree))?;
-    let under = |p: &[u8]| paths.is_empty() || paths.iter().any(|f| diff::path_is_under(p, f));
+    let under = |p: &RepoPathBuf| paths.is_empty() || paths.iter().any(|f| p.starts_with(f));
     let mut out = DiffOutcome::default();
     for d in diff::classify(changes) {
-        let hit =
-            d.old_path.as_deref().is_some_and(under) || d.new_path.as_deref().is_some_and(under);
+        let hit = d.old_path.as_ref().is_some_and(under) || d.new_path.as_ref().is_some_and(under);
         if !hit {
             continue;
         }
@@ -484,7 +489,7 @@ fn side(
 }
 
 /// The paths asked for that nothing changed under.
-fn unmatched(paths: &[Vec<u8>], changes: &DiffOutcome) -> Vec<String> {
+fn unmatched(paths: &[RepoPathBuf], changes: &DiffOutcome) -> Vec<String> {
     let all = changes.changes();
     paths
         .iter()
@@ -493,10 +498,10 @@ fn unmatched(paths: &[Vec<u8>], changes: &DiffOutcome) -> Vec<String> {
                 [c.old_path(), c.new_path()]
                     .into_iter()
                     .flatten()
-                    .any(|p| diff::path_is_under(p, f))
+                    .any(|p| path_policy::raw_path::is_under(p, f.as_bytes()))
             })
         })
-        .map(|f| diff::quote_path(f))
+        .map(|f| diff::quote_path(f.as_bytes()))
         .collect()
 }
 

@@ -37,8 +37,8 @@ pub(crate) fn skipped(list: &[fs_manager::Skipped]) -> Vec<SkippedPath> {
         .collect()
 }
 
-pub(crate) fn tree_path_list(list: &[Vec<u8>]) -> Vec<TreePath> {
-    list.iter().cloned().map(TreePath).collect()
+pub(crate) fn tree_path_list(list: &[path_policy::RepoPathBuf]) -> Vec<TreePath> {
+    list.iter().map(|p| TreePath::from(&**p)).collect()
 }
 
 /// The git state of a captured directory.

@@ -4,6 +4,8 @@ use std::collections::HashMap;
 
 use cas::{EntryKind, ObjectError, Tree, TreeEntry, TreeId};
 
+use path_policy::RepoPathBuf;
+
 use crate::scan::FileRecord;
 
 /// Directory path → its tree and size, for subtrees known not to have changed.
@@ -18,7 +20,7 @@ pub(crate) struct Built {
     pub dirs: Vec<(Vec<u8>, TreeId, u64)>,
 }
 
-/// Builds the tree of `files` (sorted in tree order, see `scan::tree_order`), taking the
+/// Builds the tree of `files` (sorted in tree order, `RepoPathBuf`'s `Ord`), taking the
 /// trees of unchanged subtrees from `reuse` instead of rebuilding them.
 pub(crate) fn build_trees(files: &[FileRecord], reuse: &Reuse) -> Result<Built, ObjectError> {
     let mut built = Built {
@@ -46,7 +48,7 @@ fn build(
     let mut entries = Vec::new();
     let mut i = 0;
     while i < files.len() {
-        let rest = &files[i].path[prefix..];
+        let rest = &files[i].path.as_bytes()[prefix..];
         match rest.iter().position(|&b| b == b'/') {
             None => {
                 let f = &files[i];
@@ -62,14 +64,14 @@ fn build(
                 let name = &rest[..k];
                 let mut j = i + 1;
                 while j < files.len() {
-                    let other = &files[j].path[prefix..];
+                    let other = &files[j].path.as_bytes()[prefix..];
                     if other.len() > k && other[..k] == *name && other[k] == b'/' {
                         j += 1;
                     } else {
                         break;
                     }
                 }
-                let sub = &files[i].path[..prefix + k];
+                let sub = &files[i].path.as_bytes()[..prefix + k];
                 let (id, size) = match reuse.get(sub) {
                     Some(&(id, size)) => (id, size),
                     None => {
@@ -102,17 +104,16 @@ pub(crate) fn flatten(
     root: TreeId,
 ) -> Result<Vec<FileRecord>, cas::ReadError> {
     let mut out = Vec::new();
-    let mut stack: Vec<(Vec<u8>, TreeId)> = vec![(Vec::new(), root)];
+    let mut stack: Vec<(RepoPathBuf, TreeId)> = vec![(RepoPathBuf::root(), root)];
     while let Some((prefix, id)) = stack.pop() {
         // A snapshot's or a tree's own: missing means damaged.
         let tree = source.tree(id).map_err(cas::ReadError::as_referenced)?;
         let mut subtrees = Vec::new();
         for e in tree.entries() {
             let mut path = prefix.clone();
-            if !path.is_empty() {
-                path.push(b'/');
-            }
-            path.extend_from_slice(&e.name);
+            // A `cas::Tree` holds only names `check_name` accepts (checked when built or
+            // decoded).
+            path.push_name_unchecked(&e.name);
             match e.tree() {
                 Some(sub) => subtrees.push((path, sub)),
                 None => out.push(FileRecord {
@@ -125,7 +126,7 @@ pub(crate) fn flatten(
         }
         stack.extend(subtrees.into_iter().rev());
     }
-    out.sort_by(|a, b| crate::paths::tree_order(&a.path, &b.path));
+    out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
 
@@ -134,9 +135,10 @@ pub(crate) fn flatten(
 pub(crate) fn patch(
     source: &dyn diff::TreeSource,
     base: TreeId,
-    changes: &[(Vec<u8>, Option<diff::FileEntry>)],
+    changes: &[(RepoPathBuf, Option<diff::FileEntry>)],
 ) -> Result<Built, cas::Error> {
-    let mut files: std::collections::BTreeMap<Vec<u8>, FileRecord> = flatten(source, base)?
+    // Keyed in tree order (`RepoPathBuf`'s `Ord`), as `build_trees` wants them.
+    let mut files: std::collections::BTreeMap<RepoPathBuf, FileRecord> = flatten(source, base)?
         .into_iter()
         .map(|f| (f.path.clone(), f))
         .collect();
@@ -158,7 +160,6 @@ pub(crate) fn patch(
             }
         }
     }
-    let mut files: Vec<FileRecord> = files.into_values().collect();
-    files.sort_by(|a, b| crate::paths::tree_order(&a.path, &b.path));
+    let files: Vec<FileRecord> = files.into_values().collect();
     Ok(build_trees(&files, &Reuse::new())?)
 }

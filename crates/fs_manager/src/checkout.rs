@@ -72,8 +72,8 @@ pub(crate) fn checkout(
     // Names were checked when the trees were decoded; whole paths are checked here, before
     // anything is written.
     for f in &files {
-        if let Err(e) = path_policy::check_path(&f.path) {
-            let path = crate::paths::join(dest.as_std_path(), &f.path);
+        if let Err(e) = path_policy::check_path(f.path.as_bytes()) {
+            let path = f.path.to_fs_path(dest.as_std_path());
             return Err(CheckoutError::Refused {
                 path,
                 reason: e.reason(),
@@ -148,13 +148,13 @@ pub(crate) fn checkout(
     // out of every capture's reach.
     if let Some(f) = files
         .iter()
-        .find(|f| crate::rules::beyond_reach(root.as_std_path(), &f.path))
+        .find(|f| crate::rules::beyond_reach(root.as_std_path(), f.path.as_bytes()))
     {
         if created {
             let _ = std::fs::remove_dir(&root);
         }
         return Err(CheckoutError::Refused {
-            path: crate::paths::join(dest.as_std_path(), &f.path),
+            path: f.path.to_fs_path(dest.as_std_path()),
             reason: "path-too-long: longer than the system takes from / under this destination",
         });
     }
@@ -254,7 +254,7 @@ fn hydrate(
     // Directories first, parents before children (files are in tree order).
     let mut last_dir: &[u8] = &[];
     for f in files {
-        let dir = crate::paths::split_parent(&f.path).0;
+        let dir = f.path.split_parent().0.as_bytes();
         if dir != last_dir {
             fsops::ensure_dir(root, dir).map_err(failure)?;
             last_dir = dir;
@@ -265,7 +265,7 @@ fn hydrate(
         Default::default();
     for f in files.iter().filter(|f| f.kind != EntryKind::Symlink) {
         by_dir
-            .entry(crate::paths::split_parent(&f.path).0)
+            .entry(f.path.split_parent().0.as_bytes())
             .or_default()
             .push(f);
     }
@@ -278,10 +278,14 @@ fn hydrate(
             group
                 .par_iter()
                 .map(|f| {
-                    let st = fsops::create(root, &dir, &f.path, f.kind, f.blob, &reader)
+                    let st = fsops::create(root, &dir, f.path.as_bytes(), f.kind, f.blob, &reader)
                         .map_err(failure)?;
                     progress.advance(1, f.size);
-                    Ok((f.path.clone(), FileState::from_stat(&st, f.blob, 0)))
+                    // Stat-cache keys stay the path's bytes.
+                    Ok((
+                        f.path.as_bytes().to_vec(),
+                        FileState::from_stat(&st, f.blob, 0),
+                    ))
                 })
                 .collect::<Result<Vec<_>, CheckoutError>>()
         })
@@ -291,11 +295,15 @@ fn hydrate(
         .collect();
     for f in files.iter().filter(|f| f.kind == EntryKind::Symlink) {
         let dir = root
-            .open_dir(crate::paths::split_parent(&f.path).0)
+            .open_dir(f.path.split_parent().0.as_bytes())
             .map_err(|e| failure(e.into()))?;
-        let st = fsops::create(root, &dir, &f.path, f.kind, f.blob, &reader).map_err(failure)?;
+        let st = fsops::create(root, &dir, f.path.as_bytes(), f.kind, f.blob, &reader)
+            .map_err(failure)?;
         progress.advance(1, f.size);
-        states.push((f.path.clone(), FileState::from_stat(&st, f.blob, 0)));
+        states.push((
+            f.path.as_bytes().to_vec(),
+            FileState::from_stat(&st, f.blob, 0),
+        ));
     }
     progress.finish();
     Ok(states)

@@ -20,9 +20,9 @@ use rustix::io::Errno;
 
 use crate::dirstate::{self, DirState};
 use crate::fsops::{self, WriteFailure};
-use crate::paths::{split_parent, tree_order};
 use crate::pending::Pending;
 use crate::state::{FileState, now_ns};
+use path_policy::RepoPathBuf;
 
 /// What the store holds while a step is under way.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -153,9 +153,9 @@ impl From<crate::registry::RegistryError> for JournalCheck {
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Plan {
     /// Files and symlinks to remove.
-    pub deleted: Vec<Vec<u8>>,
-    /// Files and symlinks to write.
-    pub writes: Vec<(Vec<u8>, diff::FileEntry)>,
+    pub deleted: Vec<RepoPathBuf>,
+    /// Files and symlinks to write, in tree order.
+    pub writes: Vec<(RepoPathBuf, diff::FileEntry)>,
 }
 
 impl Plan {
@@ -168,18 +168,19 @@ impl Plan {
                 None => plan.deleted.push(c.path.clone()),
             }
         }
-        plan.writes.sort_by(|a, b| tree_order(&a.0, &b.0));
+        plan.writes.sort_by(|a, b| a.0.cmp(&b.0));
         plan
     }
 
-    pub fn paths(&self) -> Vec<Vec<u8>> {
-        let mut all: Vec<Vec<u8>> = self
+    /// Every path the plan touches, in tree order.
+    pub fn paths(&self) -> Vec<RepoPathBuf> {
+        let mut all: Vec<RepoPathBuf> = self
             .deleted
             .iter()
             .cloned()
             .chain(self.writes.iter().map(|(p, _)| p.clone()))
             .collect();
-        all.sort_by(|a, b| tree_order(a, b));
+        all.sort();
         all
     }
 }
@@ -281,7 +282,13 @@ pub(crate) fn apply(
         pid: std::process::id(),
         staging: staging.clone(),
         target,
-        paths: Some(plan.paths()),
+        // Bytes on disk, as before the path type.
+        paths: Some(
+            plan.paths()
+                .into_iter()
+                .map(RepoPathBuf::into_bytes)
+                .collect(),
+        ),
         record: record.clone(),
         entry: entry.clone(),
         started: jiff::Timestamp::now(),
@@ -318,14 +325,16 @@ pub(crate) fn apply(
         interrupted: true,
     };
     let mut order = plan.deleted.clone();
-    order.sort_by(|a, b| tree_order(b, a));
+    order.sort_by(|a, b| b.cmp(a));
     for p in &order {
-        fsops::remove(&handle, p).map_err(interrupted)?;
+        fsops::remove(&handle, p.as_bytes()).map_err(interrupted)?;
     }
     let mut states = Vec::with_capacity(plan.writes.len());
     if let (Some(staging_fd), Some(name)) = (&staged, &staging) {
         for (i, (p, e)) in plan.writes.iter().enumerate() {
-            let (dir_rel, leaf) = split_parent(p);
+            let (dir_rel, leaf) = p.split_parent();
+            let dir_rel = dir_rel.as_bytes();
+            let p = p.as_bytes();
             fsops::ensure_dir(&handle, dir_rel).map_err(interrupted)?;
             fsops::remove_empty_dir(&handle, p).map_err(interrupted)?;
             let dir = handle
@@ -345,7 +354,7 @@ pub(crate) fn apply(
                     return Err(interrupted(WriteFailure::Io(handle.display(p), e.into())));
                 }
             };
-            states.push((p.clone(), FileState::from_stat(&stat, e.id.as_blob(), 0)));
+            states.push((p, FileState::from_stat(&stat, e.id.as_blob(), 0)));
         }
         remove_staging(&handle, name);
     }
@@ -358,8 +367,8 @@ pub(crate) fn apply(
     }
     let changes = states
         .iter()
-        .map(|(p, s)| (p.as_slice(), Some(*s)))
-        .chain(plan.deleted.iter().map(|p| (p.as_slice(), None)));
+        .map(|(p, s)| (*p, Some(*s)))
+        .chain(plan.deleted.iter().map(|p| (p.as_bytes(), None)));
     // The whole cache if this process kept it (and keeps it again), else what changes.
     let mut kept = ws.kept.take(store, &root);
     let mut dirs = match kept.as_mut() {
@@ -394,16 +403,14 @@ pub(crate) fn apply(
 fn load_dirs(
     reader: &Reader,
     root: &Utf8Path,
-    paths: &[Vec<u8>],
+    paths: &[RepoPathBuf],
 ) -> Result<HashMap<Vec<u8>, DirState>, cas::StorageFailure> {
     let mut wanted: BTreeSet<&[u8]> = BTreeSet::new();
     for p in paths {
-        let mut up = split_parent(p).0;
-        loop {
-            if !wanted.insert(up) || up.is_empty() {
+        for up in p.ancestors().skip(1) {
+            if !wanted.insert(up.as_bytes()) {
                 break;
             }
-            up = split_parent(up).0;
         }
     }
     wanted.insert(b"");
@@ -422,7 +429,7 @@ fn load_dirs(
 fn stage(
     root: &path_policy::Root,
     name: &str,
-    writes: &[(Vec<u8>, diff::FileEntry)],
+    writes: &[(RepoPathBuf, diff::FileEntry)],
     reader: &Reader,
 ) -> Result<std::os::fd::OwnedFd, WriteFailure> {
     let fd = root.create_dir_all(name.as_bytes())?;

@@ -1,14 +1,14 @@
 //! Paths inside a worktree (`/`-separated bytes from its root) and how they are ordered,
 //! joined and shown.
 
-use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A path left out of a snapshot, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
-    /// Path from the worktree root, raw bytes.
+    /// Path from the worktree root, raw bytes: not a `RepoPath`, as a name a tree cannot
+    /// hold is among the reasons to skip one.
     pub path: Vec<u8>,
     /// Why it was left out.
     pub reason: SkipReason,
@@ -129,28 +129,9 @@ impl std::fmt::Display for SkipReason {
     }
 }
 
-/// Orders paths as trees list them: component by component, by name bytes.
-pub(crate) fn tree_order(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
-    let key = |c: &u8| if *c == b'/' { 0 } else { *c };
-    a.iter().map(key).cmp(b.iter().map(key))
-}
-
-/// `p`'s parent directory and its name there (the root's children have parent `""`).
-pub(crate) fn split_parent(p: &[u8]) -> (&[u8], &[u8]) {
-    match p.iter().rposition(|&b| b == b'/') {
-        Some(i) => (&p[..i], &p[i + 1..]),
-        None => (&[], p),
-    }
-}
-
-/// `root` joined with a tree path.
-pub(crate) fn join(root: &Path, rel: &[u8]) -> PathBuf {
-    if rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(OsStr::from_bytes(rel))
-    }
-}
+// Raw-byte forms of `RepoPath`'s operations, for paths held as bytes inside the scan, the
+// stat cache and the journal (some of which, like skipped names, are not repo paths).
+pub(crate) use path_policy::raw_path::{split_parent, to_fs_path as join, tree_order};
 
 /// A path for a message: as it is when it is UTF-8, else quoted as git quotes paths
 /// (`"caf\351"`), never with replacement characters.

@@ -104,7 +104,8 @@ pub(crate) fn recover(
                     id: f.blob.into(),
                     size: f.size,
                 };
-                (f.path, Some(entry))
+                // As the journal holds them: bytes, read back unchecked from the store.
+                (f.path.into_bytes(), Some(entry))
             })
             .collect(),
         Some(paths) => paths

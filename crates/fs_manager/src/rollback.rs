@@ -13,15 +13,16 @@ use crate::capture::{self, CaptureOptions, Captured, Recording};
 use crate::error::RollbackError;
 use crate::fsops::WriteFailure;
 use crate::journal::{self, Plan};
-use crate::paths::{SkipReason, tree_order};
+use crate::paths::SkipReason;
 use crate::pending::Pending;
 use crate::progress::{Progress, Silent};
+use path_policy::{RepoPath, RepoPathBuf};
 
 /// Options of [`rollback`](crate::Worktrees::rollback).
 #[derive(Clone, Copy)]
 pub struct RollbackOptions<'a> {
-    /// Restore only these paths (relative to the root, `/`-separated); all if empty.
-    pub paths: &'a [Vec<u8>],
+    /// Restore only these paths (the root names everything); all if empty.
+    pub paths: &'a [RepoPathBuf],
     /// Report what would change; change nothing.
     pub dry_run: bool,
     /// Walk threads for the capture: 0 picks, 1 walks sequentially.
@@ -52,9 +53,9 @@ pub struct RollbackOutcome {
     /// The live state captured first (the head, if nothing had changed since it).
     pub captured: SnapshotId,
     /// Paths written, in tree order.
-    pub written: Vec<Vec<u8>>,
+    pub written: Vec<RepoPathBuf>,
     /// Paths deleted, in tree order.
-    pub deleted: Vec<Vec<u8>>,
+    pub deleted: Vec<RepoPathBuf>,
     /// Paths of the target left alone (secrets outside scope), with reasons.
     pub skipped: Vec<crate::Skipped>,
 }
@@ -72,21 +73,18 @@ pub(crate) fn failure(e: WriteFailure) -> RollbackError {
     }
 }
 
-fn matches(path: &[u8], filters: &[Vec<u8>]) -> bool {
-    filters.is_empty() || filters.iter().any(|f| diff::path_is_under(path, f))
+fn matches(path: &RepoPath, filters: &[RepoPathBuf]) -> bool {
+    filters.is_empty() || filters.iter().any(|f| path.starts_with(f))
 }
 
 /// True if `path` names a file or directory in the tree.
 fn exists(
     source: &dyn diff::TreeSource,
     root: TreeId,
-    path: &[u8],
+    path: &RepoPath,
 ) -> Result<bool, cas::ReadError> {
     let mut tree = root;
-    let parts: Vec<&[u8]> = path
-        .split(|&b| b == b'/')
-        .filter(|c| !c.is_empty())
-        .collect();
+    let parts: Vec<&[u8]> = path.components().collect();
     for (i, name) in parts.iter().enumerate() {
         let t = source.tree(tree)?;
         match t.get(name) {
@@ -177,9 +175,9 @@ pub(crate) fn restore(
             return Err(e);
         }
     };
-    let written: Vec<Vec<u8>> = planned.plan.writes.iter().map(|(p, _)| p.clone()).collect();
+    let written: Vec<RepoPathBuf> = planned.plan.writes.iter().map(|(p, _)| p.clone()).collect();
     let mut deleted = planned.plan.deleted.clone();
-    deleted.sort_by(|a, b| tree_order(a, b));
+    deleted.sort();
     let outcome = RollbackOutcome {
         root,
         snapshot: planned.head,
@@ -238,7 +236,7 @@ fn plan(
     for p in options.paths {
         if !exists(&trees, captured.tree, p)? && !exists(&trees, target_tree, p)? {
             return Err(RollbackError::NoSuchPath {
-                path: diff::path_text(p),
+                path: p.to_string(),
                 snapshot: target,
             });
         }
@@ -258,8 +256,8 @@ fn plan(
             .filter(|c| matches(&c.path, options.paths))
             .filter(|c| {
                 let reason = match (
-                    deny.denied(&c.path, false),
-                    out_of_scope.get(c.path.as_slice()),
+                    deny.denied(c.path.as_bytes(), false),
+                    out_of_scope.get(c.path.as_bytes()),
                 ) {
                     (Some(pattern), _) => SkipReason::Denied {
                         pattern: pattern.to_owned(),
@@ -268,10 +266,10 @@ fn plan(
                     // Written, it would be out of every capture's reach. (A path over the
                     // tree limit is refused below.)
                     (None, None)
-                        if c.path.len() <= path_policy::MAX_PATH_LEN
+                        if c.path.as_bytes().len() <= path_policy::MAX_PATH_LEN
                             && crate::rules::beyond_reach(
                                 captured.record.root.as_std_path(),
-                                &c.path,
+                                c.path.as_bytes(),
                             ) =>
                     {
                         SkipReason::OutOfScope(Box::new(SkipReason::PathTooLong))
@@ -279,7 +277,7 @@ fn plan(
                     (None, None) => return true,
                 };
                 skipped.push(crate::Skipped {
-                    path: c.path.clone(),
+                    path: c.path.as_bytes().to_vec(),
                     reason,
                 });
                 false
@@ -288,9 +286,10 @@ fn plan(
     let plan = Plan::from_changes(&changes);
     let root = &captured.record.root;
     for (p, _) in &plan.writes {
-        if let Err(e) = path_policy::check_path(p) {
+        // Built from a tree's names, so possibly longer or deeper than a path may be.
+        if let Err(e) = path_policy::check_path(p.as_bytes()) {
             return Err(RollbackError::Blocked {
-                path: crate::paths::join(root.as_std_path(), p),
+                path: p.to_fs_path(root.as_std_path()),
                 reason: e.reason().to_owned(),
             });
         }
@@ -302,13 +301,13 @@ fn plan(
     } else {
         // The result mixes both states (some paths, or all but those out of scope): record
         // it as a snapshot of its own, so undo compares against what is really there.
-        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
+        let patched: Vec<(RepoPathBuf, Option<diff::FileEntry>)> =
             changes.iter().map(|c| (c.path.clone(), c.new)).collect();
         let built = crate::build::patch(&trees, captured.tree, &patched)?;
         let names: Vec<String> = if options.paths.is_empty() {
             vec!["everything in scope".to_owned()]
         } else {
-            options.paths.iter().map(|p| diff::path_text(p)).collect()
+            options.paths.iter().map(|p| p.to_string()).collect()
         };
         for t in built.trees.into_values() {
             first.add_tree(t);
@@ -349,12 +348,13 @@ pub(crate) fn applied(e: journal::ApplyFailure) -> RollbackError {
 /// that must become a file but holds files outside scope.
 pub(crate) fn check_obstacles(
     root: &Path,
-    deleted: &[Vec<u8>],
-    writes: &[(Vec<u8>, diff::FileEntry)],
+    deleted: &[RepoPathBuf],
+    writes: &[(RepoPathBuf, diff::FileEntry)],
 ) -> Result<(), RollbackError> {
-    let deleted: HashSet<&[u8]> = deleted.iter().map(Vec::as_slice).collect();
+    let deleted: HashSet<&[u8]> = deleted.iter().map(|p| p.as_bytes()).collect();
     let mut checked_dirs: HashSet<&[u8]> = HashSet::new();
     for (p, _) in writes {
+        let p = p.as_bytes();
         let mut end = 0;
         while let Some(i) = p[end..].iter().position(|&b| b == b'/') {
             let dir = &p[..end + i];

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use camino::Utf8Path;
 use cas::{BlobId, EntryKind, PreparedBlob, Store, WriteBatch};
+use path_policy::RepoPathBuf;
 use rayon::prelude::*;
 
 use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp};
@@ -58,7 +59,7 @@ const GROUP_BYTES: u64 = 64 << 20;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRecord {
     /// Path from the worktree root.
-    pub path: Vec<u8>,
+    pub path: RepoPathBuf,
     /// File, executable or symlink.
     pub kind: EntryKind,
     /// Its content.
@@ -696,7 +697,10 @@ fn collect_files(
         if let Some(c) = result {
             bytes += c.size;
             files.push(FileRecord {
-                path: w.path,
+                // Walked paths hold only names the walk's filter passed through
+                // `check_name` (or the stat cache recorded from such a walk; a damaged
+                // cache is still refused by `cas::Tree` when the tree is built).
+                path: RepoPathBuf::from_bytes_unchecked(w.path),
                 kind: c.kind,
                 blob: c.blob,
                 size: c.size,

@@ -9,6 +9,7 @@ use crate::registry::{RegistryRead, RegistryWrite};
 use crate::shared::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, Source, Store, WriteBatch};
+use path_policy::RepoPathBuf;
 
 use crate::capture::{self, CaptureOptions, OnboardOptions, SnapshotOutcome};
 use crate::error::TaskError;
@@ -163,7 +164,7 @@ pub struct AcceptOutcome {
     /// The worktree root.
     pub root: Utf8PathBuf,
     /// Paths whose changes were kept, in tree order.
-    pub accepted: Vec<Vec<u8>>,
+    pub accepted: Vec<RepoPathBuf>,
     /// The task's baseline now; `None` once the task ended.
     pub baseline: Option<SnapshotId>,
 }
@@ -174,7 +175,7 @@ pub(crate) fn accept(
     ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
-    paths: &[Vec<u8>],
+    paths: &[RepoPathBuf],
     options: &CaptureOptions<'_>,
 ) -> Result<AcceptOutcome, TaskError> {
     let held = crate::held::hold(ws, store, path)?;
@@ -190,14 +191,14 @@ pub(crate) fn accept(
     let changes: Vec<diff::Change> =
         diff::tree_changes(&reader, Some(baseline_tree), Some(live.tree))?
             .into_iter()
-            .filter(|c| paths.is_empty() || paths.iter().any(|f| diff::path_is_under(&c.path, f)))
+            .filter(|c| paths.is_empty() || paths.iter().any(|f| c.path.starts_with(f)))
             .collect();
     if let Some(p) = paths
         .iter()
-        .find(|f| !changes.iter().any(|c| diff::path_is_under(&c.path, f)))
+        .find(|f| !changes.iter().any(|c| c.path.starts_with(f)))
     {
         return Err(TaskError::NoChanges {
-            path: diff::path_text(p),
+            path: p.to_string(),
             root,
         });
     }
@@ -210,13 +211,13 @@ pub(crate) fn accept(
         record.task = None;
         None
     } else {
-        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
+        let patched: Vec<(RepoPathBuf, Option<diff::FileEntry>)> =
             changes.iter().map(|c| (c.path.clone(), c.new)).collect();
         let built = crate::build::patch(&reader, baseline_tree, &patched)?;
         for t in built.trees.into_values() {
             batch.add_tree(t);
         }
-        let names: Vec<String> = paths.iter().map(|p| diff::path_text(p)).collect();
+        let names: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
         let id = batch.add_snapshot(cas::Snapshot {
             tree: built.root,
             parents: vec![task.baseline],
@@ -251,7 +252,7 @@ pub struct DiscardOutcome {
     /// The restore that did it.
     pub restored: RollbackOutcome,
     /// Paths put back to the baseline, in tree order.
-    pub discarded: Vec<Vec<u8>>,
+    pub discarded: Vec<RepoPathBuf>,
 }
 
 /// Throws away the task's changes: under `options.paths` (restored to the baseline), or
@@ -281,13 +282,13 @@ pub(crate) fn discard(
             }
         },
     )?;
-    let mut discarded: Vec<Vec<u8>> = restored
+    let mut discarded: Vec<RepoPathBuf> = restored
         .written
         .iter()
         .chain(&restored.deleted)
         .cloned()
         .collect();
-    discarded.sort_by(|a, b| crate::paths::tree_order(a, b));
+    discarded.sort();
     Ok(DiscardOutcome {
         restored,
         discarded,

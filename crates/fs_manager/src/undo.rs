@@ -11,6 +11,7 @@ use std::os::unix::ffi::OsStrExt;
 use crate::registry::OpRecord;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{BlobId, EntryKind, SnapshotId, Source, Store, TreeId};
+use path_policy::{RepoPath, RepoPathBuf};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
@@ -25,7 +26,7 @@ use crate::state::Stat;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     /// Path from the worktree root.
-    pub path: Vec<u8>,
+    pub path: RepoPathBuf,
     /// Why.
     pub reason: String,
 }
@@ -38,7 +39,7 @@ pub struct UndoOutcome {
     /// The op-log entry whose change was reverted or re-applied.
     pub change: u64,
     /// Paths written or removed, in tree order (empty when refused).
-    pub paths: Vec<Vec<u8>>,
+    pub paths: Vec<RepoPathBuf>,
     /// Why it refused, per file; empty on success.
     pub refused: Vec<Refusal>,
     /// The worktree's head afterwards.
@@ -151,9 +152,9 @@ fn step(
     })?;
     let changes: Vec<diff::Change> = diff::tree_changes(&reader, Some(from_tree), Some(to_tree))?
         .into_iter()
-        .filter(|c| deny.denied(&c.path, false).is_none())
+        .filter(|c| deny.denied(c.path.as_bytes(), false).is_none())
         .collect();
-    let paths: Vec<Vec<u8>> = changes.iter().map(|c| c.path.clone()).collect();
+    let paths: Vec<RepoPathBuf> = changes.iter().map(|c| c.path.clone()).collect();
 
     let handle = path_policy::Root::open(root.as_std_path()).map_err(|e| UndoError::Io {
         path: root.as_std_path().to_owned(),
@@ -161,10 +162,10 @@ fn step(
     })?;
     let cap = record.max_file_size;
     // Files and symlinks the change left (where the other side may have directories).
-    let left_files: HashSet<&[u8]> = changes
+    let left_files: HashSet<&RepoPath> = changes
         .iter()
         .filter(|c| c.old.is_some())
-        .map(|c| c.path.as_slice())
+        .map(|c| c.path.as_repo_path())
         .collect();
     let mut refused: Vec<Refusal> = changes
         .par_iter()
@@ -178,10 +179,17 @@ fn step(
         match crate::rollback::check_obstacles(root.as_std_path(), &plan.deleted, &plan.writes) {
             Ok(()) => {}
             Err(crate::error::RollbackError::Blocked { path: p, reason }) => {
+                // The path of a write or a directory above it, below the root.
                 let rel = p
                     .strip_prefix(root.as_std_path())
-                    .map(|r| r.as_os_str().as_bytes().to_vec())
-                    .unwrap_or_else(|_| p.as_os_str().as_bytes().to_vec());
+                    .ok()
+                    .and_then(|r| RepoPathBuf::new(r.as_os_str().as_bytes()).ok());
+                let Some(rel) = rel else {
+                    return Err(UndoError::Write {
+                        cause: Box::new(crate::error::RollbackError::Blocked { path: p, reason }),
+                        interrupted: false,
+                    });
+                };
                 refused.push(Refusal { path: rel, reason });
             }
             Err(other) => {
@@ -213,7 +221,7 @@ fn step(
     let new_head = if head_tree == Some(from_tree) {
         to
     } else {
-        let patched: Vec<(Vec<u8>, Option<diff::FileEntry>)> =
+        let patched: Vec<(RepoPathBuf, Option<diff::FileEntry>)> =
             changes.iter().map(|c| (c.path.clone(), c.new)).collect();
         let base = head_tree.unwrap_or(from_tree);
         let built = crate::build::patch(&reader, base, &patched)?;
@@ -274,7 +282,7 @@ fn check(
     reader: &cas::Reader,
     old_tree: TreeId,
     c: &diff::Change,
-    left_files: &HashSet<&[u8]>,
+    left_files: &HashSet<&RepoPath>,
     cap: Option<u64>,
 ) -> Result<Option<Refusal>, UndoError> {
     let refuse = |reason: &str| {
@@ -283,15 +291,15 @@ fn check(
             reason: reason.to_owned(),
         }))
     };
-    let (dir_rel, name) = crate::paths::split_parent(&c.path);
+    let (dir_rel, name) = c.path.split_parent();
     let name = OsStr::from_bytes(name);
-    let dir = match root.open_dir(dir_rel) {
+    let dir = match root.open_dir(dir_rel.as_bytes()) {
         Ok(d) => Some(d),
         Err(e) if e.is_not_found() => None,
         // The change left a file or symlink where this path's directories go (a kind
         // change): nothing is here, as the change left it; that file is checked on its own.
         Err(path_policy::BeneathError::Refused { .. })
-            if c.old.is_none() && ancestors(&c.path).any(|a| left_files.contains(a)) =>
+            if c.old.is_none() && c.path.ancestors().skip(1).any(|a| left_files.contains(a)) =>
         {
             None
         }
@@ -299,13 +307,13 @@ fn check(
         // The error alone: its path is named once, in the quoted form.
         Err(path_policy::BeneathError::Io { source, .. }) => {
             return Err(UndoError::Io {
-                path: root.display(&c.path),
+                path: root.display(c.path.as_bytes()),
                 source,
             });
         }
         Err(e) => {
             return Err(UndoError::Io {
-                path: root.display(&c.path),
+                path: root.display(c.path.as_bytes()),
                 source: std::io::Error::other(e.to_string()),
             });
         }
@@ -317,7 +325,7 @@ fn check(
             Err(Errno::NOENT) => None,
             Err(e) => {
                 return Err(UndoError::Io {
-                    path: root.display(&c.path),
+                    path: root.display(c.path.as_bytes()),
                     source: e.into(),
                 });
             }
@@ -357,7 +365,7 @@ fn check(
         return refuse("hash mismatch");
     }
     let io = |e: std::io::Error| UndoError::Io {
-        path: root.display(&c.path),
+        path: root.display(c.path.as_bytes()),
         source: e,
     };
     let id = if kind == EntryKind::Symlink {
@@ -392,17 +400,9 @@ fn check(
     Ok(None)
 }
 
-/// The directories above `path`, nearest the root first.
-fn ancestors(path: &[u8]) -> impl Iterator<Item = &[u8]> {
-    path.iter()
-        .enumerate()
-        .filter(|&(_, &b)| b == b'/')
-        .map(move |(i, _)| &path[..i])
-}
-
-fn is_dir_in(reader: &cas::Reader, tree: TreeId, path: &[u8]) -> Result<bool, cas::ReadError> {
+fn is_dir_in(reader: &cas::Reader, tree: TreeId, path: &RepoPath) -> Result<bool, cas::ReadError> {
     let mut current = tree;
-    for name in path.split(|&b| b == b'/') {
+    for name in path.components() {
         let t = diff::TreeSource::tree(reader, current)?;
         match t.get(name).and_then(|e| e.tree()) {
             Some(sub) => current = sub,

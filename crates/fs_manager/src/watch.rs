@@ -22,6 +22,7 @@
 //! read-only close can look like the last: a writer's map is then trusted again until it
 //! closes), and writes to a file through a hard link that lives outside the worktree.
 
+use path_policy::raw_path::is_under;
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
@@ -70,10 +71,6 @@ fn child(dir: &[u8], name: &[u8]) -> Vec<u8> {
     }
     path.extend_from_slice(name);
     path
-}
-
-fn is_under(path: &[u8], top: &[u8]) -> bool {
-    top.is_empty() || path == top || (path.starts_with(top) && path.get(top.len()) == Some(&b'/'))
 }
 
 /// The watches of one store's worktrees, kept short by a draining thread of their own.

@@ -108,7 +108,7 @@ impl Worktrees {
         &self,
         store: &Store,
         path: &Utf8Path,
-        paths: &[Vec<u8>],
+        paths: &[path_policy::RepoPathBuf],
         options: &CaptureOptions<'_>,
     ) -> Result<AcceptOutcome, TaskError> {
         crate::task::accept(self, store, path, paths, options)

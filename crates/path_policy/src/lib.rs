@@ -7,12 +7,16 @@
 //!   that some file system would resolve to `.git` (case, trailing dots and spaces, the 8.3
 //!   short name `git~1`, HFS+ ignorable code points, NTFS streams). Windows device names and
 //!   `\ < > : " | ? *` are fine on Linux and accepted. [`check_path`] adds the limits of a
-//!   whole path (4096 bytes, 2048 levels).
+//!   whole path (4096 bytes, 2048 levels). [`RepoPath`] and [`RepoPathBuf`] are paths
+//!   inside a tree that hold only such names: checked once where bytes come in, then
+//!   carried, ordered (tree order), joined, split and shown ([`path_text`]) without
+//!   checking again.
 //! - [`DenyList`]: which paths are secrets, outside every scope unless a worktree opts in:
 //!   gitignore-syntax patterns, by default `.ssh/`, `.env`, `.env.*`, `*.pem`, `*.key`,
 //!   `id_rsa*`, `id_ed25519*`, `.git/`.
 //!
-//! It owns what may be named and where cairn may write: names, deny lists, ignore-file
+//! It owns what may be named and where cairn may write: names, repo paths and their text
+//! form (git-quoted when not UTF-8), deny lists, ignore-file
 //! reading limits, file handles beneath a worktree root that never follow a symlink, the
 //! secrets put-back of `cairn run`, and the Landlock sandbox. It knows nothing of stores,
 //! snapshots, git or the command line.
@@ -34,13 +38,17 @@
 mod beneath;
 mod deny;
 mod name;
+mod path_text;
 mod putback;
+mod repo_path;
 mod rules_file;
 mod sandbox;
 
 pub use beneath::{BeneathError, Root, is_path_safe};
 pub use deny::{DEFAULT_DENY, DenyError, DenyList, WORKTREE_FILE};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
+pub use path_text::{from_path_text, path_text, quote_path};
 pub use putback::{Change, PutBack, SecretCopy};
+pub use repo_path::{RepoPath, RepoPathBuf, RepoPathError, bytes as raw_path};
 pub use rules_file::{MAX_RULES_FILE, RulesFile, RulesRefusal, read_rules_file};
 pub use sandbox::{SandboxError, SandboxPolicy, enforce};

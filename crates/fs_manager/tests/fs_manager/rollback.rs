@@ -77,8 +77,8 @@ fn rollback_restores_exactly_the_snapshot_and_spares_ignored_files_and_git() {
         live_before,
         "a dry run changes nothing"
     );
-    assert!(dry.written.contains(&b"edit.txt".to_vec()));
-    assert!(dry.deleted.contains(&b"created.txt".to_vec()));
+    assert!(dry.written.contains(&repo("edit.txt")));
+    assert!(dry.deleted.contains(&repo("created.txt")));
 
     let out = env
         .worktrees
@@ -87,7 +87,7 @@ fn rollback_restores_exactly_the_snapshot_and_spares_ignored_files_and_git() {
     assert_eq!(out.written, dry.written);
     assert_eq!(out.deleted, dry.deleted);
     assert!(
-        !out.written.contains(&b"keep.txt".to_vec()),
+        !out.written.contains(&repo("keep.txt")),
         "unchanged files are not touched"
     );
     assert_eq!(
@@ -127,7 +127,7 @@ fn rollback_of_given_paths_restores_only_those() {
     let env = Env::new();
     let (root, snap) = setup(&env);
     mess_up(&root);
-    let paths = vec![b"edit.txt".to_vec(), b"new".to_vec()];
+    let paths = vec![repo("edit.txt"), repo("new")];
     let out = env
         .worktrees
         .rollback(
@@ -140,8 +140,8 @@ fn rollback_of_given_paths_restores_only_those() {
             },
         )
         .unwrap();
-    assert_eq!(out.written, vec![b"edit.txt".to_vec()]);
-    assert_eq!(out.deleted, vec![b"new/deep/x".to_vec()]);
+    assert_eq!(out.written, vec![repo("edit.txt")]);
+    assert_eq!(out.deleted, vec![repo("new/deep/x")]);
     assert_eq!(
         std::fs::read_to_string(root.join("edit.txt")).unwrap(),
         "original"
@@ -163,7 +163,7 @@ fn rollback_of_given_paths_restores_only_those() {
             &root,
             snap,
             &RollbackOptions {
-                paths: &[b"no/such".to_vec()],
+                paths: &[repo("no/such")],
                 ..Default::default()
             },
         )
@@ -335,7 +335,5 @@ fn rollback_never_writes_or_deletes_a_secret() {
     );
     assert_eq!(out.skipped.len(), 1);
     assert_eq!(out.skipped[0].path, b".env");
-    assert!(
-        !out.written.contains(&b".env".to_vec()) && !out.deleted.contains(&b"key.pem".to_vec())
-    );
+    assert!(!out.written.contains(&repo(".env")) && !out.deleted.contains(&repo("key.pem")));
 }

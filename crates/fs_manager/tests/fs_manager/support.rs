@@ -45,6 +45,11 @@ pub enum Node {
 }
 
 /// Writes `spec` under `root`: `name -> Node`; `/` in names makes directories.
+/// A path inside a tree, for comparing with outcomes.
+pub fn repo(text: &str) -> path_policy::RepoPathBuf {
+    path_policy::RepoPathBuf::new(text).unwrap()
+}
+
 pub fn write_tree(root: &Utf8Path, spec: &[(&str, Node)]) {
     for (name, node) in spec {
         let path = root.join(name);

@@ -117,7 +117,13 @@ fn listing(root: &Utf8Path) -> BTreeMap<Vec<u8>, Entry> {
 fn refusals(refused: &[fs_manager::Refusal]) -> Vec<String> {
     refused
         .iter()
-        .map(|r| format!("{}: {}", String::from_utf8_lossy(&r.path), r.reason))
+        .map(|r| {
+            format!(
+                "{}: {}",
+                String::from_utf8_lossy(r.path.as_bytes()),
+                r.reason
+            )
+        })
         .collect()
 }
 
