@@ -178,16 +178,14 @@ pub(crate) fn apply(
     ops: &[SideOp],
     appended: &mut Vec<u64>,
 ) -> Result<(), WriteError> {
-    let mut open: HashMap<String, WriteTable<'_>> = HashMap::new();
+    let mut open: HashMap<SideTable, WriteTable<'_>> = HashMap::new();
     for op in ops {
         let (table, scope) = op.table_and_scope();
-        let name = table.table_name();
-        if !open.contains_key(&name) {
-            let t = open_held(txn, SideDef::new(&name)).storage()?;
-            open.insert(name.clone(), t);
-        }
-        let Some(t) = open.get_mut(&name) else {
-            continue;
+        let t = match open.entry(table) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(open_held(txn, SideDef::new(&table.table_name())).storage()?)
+            }
         };
         match op {
             SideOp::Put(k, value) => {
