@@ -462,18 +462,9 @@ impl Reader {
         table: SideTable,
         scope: &str,
     ) -> Result<Option<KeyValue>, StorageFailure> {
-        self.health.run(|| {
-            let Some(t) = self.side_table(table) else {
-                return Ok(None);
-            };
-            let (low, high) = scope_bounds(scope);
-            let last = t
-                .range::<(&str, &[u8])>((low.as_str(), &[][..])..(high.as_str(), &[][..]))
-                .storage()?
-                .next_back()
-                .transpose()
-                .storage()?;
-            Ok(last.map(|(k, v)| (k.value().1.to_vec(), v.value().to_vec())))
+        self.health.run(|| match self.side_table(table) {
+            Some(t) => super::side::last_in_scope(t, scope),
+            None => Ok(None),
         })
     }
 

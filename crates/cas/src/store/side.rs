@@ -172,6 +172,21 @@ impl SideTables {
     }
 }
 
+/// The last entry of `scope` in table `t`, by key.
+pub(crate) fn last_in_scope(
+    t: &impl ReadableTable<(&'static str, &'static [u8]), &'static [u8]>,
+    scope: &str,
+) -> Result<Option<KeyValue>, StorageFailure> {
+    let (low, high) = scope_bounds(scope);
+    let last = t
+        .range::<(&str, &[u8])>((low.as_str(), &[][..])..(high.as_str(), &[][..]))
+        .storage()?
+        .next_back()
+        .transpose()
+        .storage()?;
+    Ok(last.map(|(k, v)| (k.value().1.to_vec(), v.value().to_vec())))
+}
+
 /// Applies `ops` in order in `txn`; the sequence numbers appends get go to `appended`.
 pub(crate) fn apply(
     txn: &redb::WriteTransaction,
@@ -204,14 +219,7 @@ pub(crate) fn apply(
                 .storage()?;
             }
             SideOp::Append(_, _, value) => {
-                let (low, high) = scope_bounds(scope);
-                let last = t
-                    .range::<(&str, &[u8])>((low.as_str(), &[][..])..(high.as_str(), &[][..]))
-                    .storage()?
-                    .next_back()
-                    .transpose()
-                    .storage()?
-                    .map(|(k, _)| sequence_of(k.value().1));
+                let last = last_in_scope(&**t, scope)?.map(|(k, _)| sequence_of(&k));
                 let next = match last {
                     None => 1,
                     Some(Some(seq)) => seq + 1,
