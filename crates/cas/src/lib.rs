@@ -60,12 +60,12 @@ pub use object::{
     Source, TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
 };
 pub use store::{
-    BoxError, CHUNK_BYTES, Checked, DATABASE_FILE, Error, FORMAT_1_FILE_STATES, FORMAT_1_GIT_OIDS,
-    FORMAT_1_OPLOG, FORMAT_1_WORKTREES, FORMAT_VERSION, FsckOptions, FsckOutcome, GcOptions,
-    GcOutcome, InvalidLockTimeout, JOURNALS, KeyValue, LOCK_TIMEOUT_VAR, MaintenanceError,
-    OpenError, OpenOptions, PreparedBlob, Problem, ReadError, Reader, RefError, ResolveError,
-    Roots, ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure, Store, WriteBatch,
-    WriteError, WriteOutcome, sequence_key, sequence_of, validate_ref_name,
+    BlobPayload, BoxError, CHUNK_BYTES, Checked, DATABASE_FILE, Error, FORMAT_1_FILE_STATES,
+    FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES, FORMAT_VERSION, FsckOptions,
+    FsckOutcome, GcOptions, GcOutcome, InvalidLockTimeout, JOURNALS, KeyValue, LOCK_TIMEOUT_VAR,
+    MaintenanceError, OpenError, OpenOptions, PROMISED, PreparedBlob, Problem, ReadError, Reader,
+    RefError, ResolveError, Roots, ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure,
+    Store, WriteBatch, WriteError, WriteOutcome, sequence_key, sequence_of, validate_ref_name,
 };
 pub use verify::{VerifiedObject, VerifyError, verify_object};
 

@@ -42,6 +42,14 @@ pub enum VerifyError {
         /// What is wrong with the bytes.
         source: ObjectError,
     },
+    /// A blob payload that does not decode to the size its record gives.
+    #[error("blob {id}: {reason}")]
+    BadPayload {
+        /// The id it claimed.
+        id: ObjectId,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The bytes are a valid object, but of another id.
     #[error("{kind:?} {claimed}: its bytes hash to {actual}")]
     HashMismatch {

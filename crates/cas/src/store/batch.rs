@@ -139,6 +139,30 @@ impl WriteBatch {
         }
     }
 
+    /// Records that object `id`, which the batch's objects may name without it being
+    /// stored, is on remote `remote` (see [`PROMISED`](crate::PROMISED)).
+    pub fn promise(&mut self, id: ObjectId, remote: &str) {
+        self.put_side(
+            super::transfer::PROMISED,
+            "",
+            id.as_bytes(),
+            remote.as_bytes().to_vec(),
+        );
+    }
+
+    /// The ids this batch promises.
+    pub(super) fn promised(&self) -> std::collections::HashSet<[u8; 32]> {
+        self.side
+            .iter()
+            .filter_map(|op| match op {
+                SideOp::Put(k, _) if k.table == super::transfer::PROMISED => {
+                    k.key.as_slice().try_into().ok()
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The side tables and scopes the batch changes.
     pub(super) fn side_scopes(&self) -> impl Iterator<Item = (SideTable, &str)> {
         self.side.iter().map(SideOp::table_and_scope)

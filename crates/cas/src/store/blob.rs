@@ -143,7 +143,7 @@ thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
-fn compress(content: &[u8]) -> (Codec, Vec<u8>) {
+pub(crate) fn compress(content: &[u8]) -> (Codec, Vec<u8>) {
     let compressed = COMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {

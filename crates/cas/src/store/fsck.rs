@@ -149,6 +149,7 @@ impl Store {
                         _ => None,
                     };
                     match actual {
+                        None if reader.promised(entry.id).ok().flatten().is_some() => {}
                         None => out.problems.push(problem(
                             "tree",
                             id,
@@ -186,7 +187,9 @@ impl Store {
             out.snapshots = snapshots.len() as u64;
             self.fsck_part(&mut out, "snapshots", |out| {
                 for (id, snap) in &snapshots {
-                    if trees.as_ref().is_some_and(|t| !t.contains_key(&snap.tree)) {
+                    if trees.as_ref().is_some_and(|t| !t.contains_key(&snap.tree))
+                        && reader.promised(snap.tree.into())?.is_none()
+                    {
                         out.problems.push(problem(
                             "snapshot",
                             id,
@@ -194,7 +197,7 @@ impl Store {
                         ));
                     }
                     for p in &snap.parents {
-                        if !reader.has_snapshot(*p)? {
+                        if !reader.has_snapshot(*p)? && reader.promised((*p).into())?.is_none() {
                             out.problems.push(problem(
                                 "snapshot",
                                 id,

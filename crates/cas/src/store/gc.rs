@@ -196,12 +196,18 @@ impl Store {
             if !live.snapshots.insert(id) {
                 continue;
             }
+            if !reader.has_snapshot(id)? && reader.promised(id.into())?.is_some() {
+                continue;
+            }
             let snap = reader.snapshot(id).map_err(MaintenanceError::Unsafe)?;
             trees.push(snap.tree);
             pending.extend(snap.parents);
         }
         while let Some(id) = trees.pop() {
             if !live.trees.insert(id) {
+                continue;
+            }
+            if !reader.has_tree(id)? && reader.promised(id.into())?.is_some() {
                 continue;
             }
             let tree = reader.tree(id).map_err(MaintenanceError::Unsafe)?;

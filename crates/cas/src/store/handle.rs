@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
-use redb::{Database, ReadableDatabase, ReadableTable, Table, WriteTransaction};
+use redb::{
+    Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, Table, WriteTransaction,
+};
 
 use super::blob::{Body, Codec, Location, LogWriter};
 use super::contain::{Health, open_held};
@@ -24,7 +26,8 @@ use super::batch::*;
 use super::group::{Leader, Pending};
 use super::options::*;
 use super::reader::*;
-use super::side::SideTable;
+use super::side::{SideDef, SideTable};
+use super::transfer::PROMISED;
 use std::sync::PoisonError;
 
 /// Trees whose encoding is larger than this are stored zstd-compressed.
@@ -387,6 +390,13 @@ impl Store {
             meta.insert(LOG_END_KEY, new_end).storage()?;
         }
 
+        let mut promised = open_held(txn, SideDef::new(&PROMISED.table_name())).storage()?;
+        let batch_promised = batch.promised();
+        let is_promised = |t: &redb::Table<(&str, &[u8]), &[u8]>, id: &[u8; 32]| {
+            Ok::<_, WriteError>(
+                batch_promised.contains(id) || t.get(("", &id[..])).storage()?.is_some(),
+            )
+        };
         let mut trees = open_held(txn, TREES).storage()?;
         let batch_trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
         for (id, tree) in &batch.trees {
@@ -401,7 +411,7 @@ impl Store {
                     }
                     _ => true,
                 };
-                if !present {
+                if !present && !is_promised(&promised, entry.id.as_bytes())? {
                     let kind = if entry.kind.is_blob() {
                         ObjectKind::Blob
                     } else {
@@ -421,14 +431,18 @@ impl Store {
             if snapshots.get(id.as_bytes()).storage()?.is_some() {
                 continue;
             }
-            if trees.get(snap.tree.as_bytes()).storage()?.is_none() {
+            if trees.get(snap.tree.as_bytes()).storage()?.is_none()
+                && !is_promised(&promised, snap.tree.as_bytes())?
+            {
                 return Err(WriteError::Dangling {
                     kind: ObjectKind::Tree,
                     id: snap.tree.into(),
                 });
             }
             for p in &snap.parents {
-                if snapshots.get(p.as_bytes()).storage()?.is_none() {
+                if snapshots.get(p.as_bytes()).storage()?.is_none()
+                    && !is_promised(&promised, p.as_bytes())?
+                {
                     return Err(WriteError::Dangling {
                         kind: ObjectKind::Snapshot,
                         id: (*p).into(),
@@ -465,7 +479,16 @@ impl Store {
         for id in &batch.required {
             snapshot_present(id)?;
         }
-        drop((refs, snapshots, trees));
+        // What the batch stores is no longer only promised.
+        if !ReadableTableMetadata::is_empty(&*promised).storage()? {
+            let stored = (batch.blobs.iter().map(|b| *b.id.as_bytes()))
+                .chain(batch.trees.iter().map(|(id, _)| *id.as_bytes()))
+                .chain(batch.snapshots.iter().map(|(id, _)| *id.as_bytes()));
+            for id in stored {
+                promised.remove(("", &id[..])).storage()?;
+            }
+        }
+        drop((refs, snapshots, trees, promised));
         super::side::apply(txn, &batch.side, &mut outcome.appended)?;
         Ok(outcome)
     }

@@ -17,6 +17,7 @@ mod reader;
 mod reclaim;
 mod side;
 mod tables;
+mod transfer;
 mod upgrade;
 mod versions;
 
@@ -34,4 +35,5 @@ pub use owner::{Checked, Problem, Roots, SideOwner};
 pub use reader::Reader;
 pub use side::{JOURNALS, KeyValue, ScopedEntry, SideKey, SideTable, sequence_key, sequence_of};
 pub use tables::{DATABASE_FILE, FORMAT_VERSION};
+pub use transfer::{BlobPayload, PROMISED};
 pub use upgrade::{FORMAT_1_FILE_STATES, FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES};

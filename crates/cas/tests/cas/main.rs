@@ -4,6 +4,7 @@ mod maintenance;
 mod object;
 mod side;
 mod store;
+mod transfer;
 mod upgrade;
 mod util;
 mod verify;

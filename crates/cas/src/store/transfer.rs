@@ -1,0 +1,122 @@
+//! Objects as they travel between stores (`cairn`'s remotes): a blob's stored payload goes
+//! out as it is, without compressing it again, and comes back in checked against its id
+//! before it can join a batch; and the objects a store lacks but knows where to find.
+
+use super::blob::{Body, Codec, Location, PreparedBlob, decompress};
+use super::error::{ReadError, StorageFailure};
+use super::reader::Reader;
+use super::side::SideTable;
+use crate::id::{BlobId, ObjectId};
+use crate::object::ObjectKind;
+use crate::verify::VerifyError;
+
+/// Objects this store does not hold but knows to be on a remote: scope `""`, key the
+/// object id, value the remote's name. A snapshot fetched without its history names
+/// parents recorded here; reference checks, `fsck` and `gc` count them as present
+/// elsewhere rather than missing. An entry goes when its object is stored.
+pub const PROMISED: SideTable = SideTable::new("cas.promised");
+
+/// A blob's bytes for transfer: zstd-compressed (`zstd`) or raw, `size` bytes decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobPayload {
+    /// The content's size.
+    pub size: u64,
+    /// True if `bytes` is a zstd frame, false if it is the content itself.
+    pub zstd: bool,
+    /// The payload.
+    pub bytes: Vec<u8>,
+}
+
+impl Reader {
+    /// The blob's payload for transfer, verified against its id: a blob stored whole goes
+    /// out as stored; a chunked one (over [`CHUNK_BYTES`](crate::CHUNK_BYTES)) is read
+    /// whole and compressed once.
+    pub fn blob_payload(&self, id: BlobId) -> Result<BlobPayload, ReadError> {
+        match self.location(id)? {
+            Location::Packed {
+                offset,
+                len,
+                size,
+                codec,
+            } => {
+                let payload = self.health.run(|| {
+                    super::blob::read_log(&self.segments, self.segment_bytes, id, offset, len)
+                })?;
+                super::blob::unpack(id, codec, payload.clone(), size)?;
+                Ok(BlobPayload {
+                    size,
+                    zstd: codec == Codec::Zstd,
+                    bytes: payload,
+                })
+            }
+            Location::Chunked { size, .. } => {
+                let content = self.blob(id)?;
+                let (codec, bytes) = super::blob::compress(&content);
+                Ok(BlobPayload {
+                    size,
+                    zstd: codec == Codec::Zstd,
+                    bytes,
+                })
+            }
+        }
+    }
+
+    /// The remote a missing object is known to be on, if any (see [`PROMISED`]).
+    pub fn promised(&self, id: ObjectId) -> Result<Option<String>, StorageFailure> {
+        Ok(self
+            .side_get(PROMISED, "", id.as_bytes())?
+            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+}
+
+impl PreparedBlob {
+    /// A blob received as `payload`, checked to be the content `claimed` names before it
+    /// can be stored: a payload of one chunk is kept as it came, a larger blob is chunked
+    /// and compressed as a local write would.
+    pub fn from_payload(
+        claimed: BlobId,
+        payload: BlobPayload,
+    ) -> Result<PreparedBlob, VerifyError> {
+        let invalid = |reason: String| VerifyError::BadPayload {
+            id: claimed.into(),
+            reason,
+        };
+        let size = usize::try_from(payload.size)
+            .map_err(|_| invalid(format!("size {} does not fit in memory", payload.size)))?;
+        let content = if payload.zstd {
+            decompress(&payload.bytes, size).map_err(|e| invalid(format!("zstd: {e}")))?
+        } else {
+            payload.bytes.clone()
+        };
+        if content.len() != size {
+            return Err(invalid(format!(
+                "{} bytes, its record says {size}",
+                content.len()
+            )));
+        }
+        let actual = BlobId::of(&content);
+        if actual != claimed {
+            return Err(VerifyError::HashMismatch {
+                kind: ObjectKind::Blob,
+                claimed: claimed.into(),
+                actual: actual.into(),
+            });
+        }
+        if size > super::blob::CHUNK_BYTES {
+            return Ok(PreparedBlob::with_id(actual, &content));
+        }
+        let codec = if payload.zstd {
+            Codec::Zstd
+        } else {
+            Codec::Raw
+        };
+        Ok(PreparedBlob {
+            id: actual,
+            size: payload.size,
+            body: Body::Packed {
+                codec,
+                payload: payload.bytes,
+            },
+        })
+    }
+}
