@@ -1,0 +1,187 @@
+//! What can go wrong with a remote; every error names the remote and the id or ref.
+
+use cas::{ObjectId, SnapshotId};
+
+/// A remote operation's failure.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemoteError {
+    /// No remote of that name is configured.
+    #[error("no remote named {name} (cairn remote add {name} URL)")]
+    Unknown {
+        /// The name.
+        name: String,
+    },
+    /// `remote add` of a name that exists.
+    #[error("remote {name} exists already ({url})")]
+    Exists {
+        /// The name.
+        name: String,
+        /// Where it points.
+        url: String,
+    },
+    /// A remote name or URL that cannot be one.
+    #[error("{0}")]
+    Invalid(String),
+    /// The engine refused, failed or could not be reached (after bounded retries).
+    #[error("remote {remote}: {source}")]
+    Transport {
+        /// The remote.
+        remote: String,
+        /// What the object store said.
+        #[source]
+        source: object_store::Error,
+    },
+    /// Credentials could not be read.
+    #[error("remote {remote}: credentials: {reason}")]
+    Credentials {
+        /// The remote.
+        remote: String,
+        /// Why.
+        reason: String,
+    },
+    /// Bytes on the remote that are not what their name or index claims.
+    #[error("remote {remote}: {what} is damaged: {reason}")]
+    Corrupt {
+        /// The remote.
+        remote: String,
+        /// The object id, pack or key.
+        what: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A snapshot the remote does not hold (or not whole).
+    #[error("snapshot {id} is not on remote {remote}")]
+    NotOnRemote {
+        /// The remote.
+        remote: String,
+        /// The snapshot.
+        id: SnapshotId,
+    },
+    /// A ref the remote does not have.
+    #[error("no ref {name}@{remote}")]
+    NoSuchRef {
+        /// The remote.
+        remote: String,
+        /// The ref.
+        name: String,
+    },
+    /// The engine does not enforce conditional writes, so refs there could be lost.
+    #[error(
+        "remote {remote} does not enforce conditional writes (found by `remote add`), so refs cannot be updated there safely; pushing snapshots still works"
+    )]
+    NoConditionalWrites {
+        /// The remote.
+        remote: String,
+    },
+    /// The ref holds another value than the caller expected (a refusal, not a failure).
+    #[error("ref {name}@{remote} holds {}, not {}", show(.current), show(.expected))]
+    RefMoved {
+        /// The remote.
+        remote: String,
+        /// The ref.
+        name: String,
+        /// Its value now.
+        current: Option<SnapshotId>,
+        /// What the caller expected.
+        expected: Option<SnapshotId>,
+    },
+    /// A remote written by a newer cairn, or something else at its prefix.
+    #[error("remote {remote}: {reason}")]
+    Format {
+        /// The remote.
+        remote: String,
+        /// Why.
+        reason: String,
+    },
+    /// The local store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A failure of the local store during a remote operation.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// Reading.
+    #[error(transparent)]
+    Read(#[from] cas::ReadError),
+    /// Writing.
+    #[error(transparent)]
+    Write(#[from] cas::WriteError),
+    /// The database.
+    #[error(transparent)]
+    Storage(#[from] cas::StorageFailure),
+}
+
+impl From<cas::ReadError> for RemoteError {
+    fn from(e: cas::ReadError) -> Self {
+        RemoteError::Store(e.into())
+    }
+}
+impl From<cas::WriteError> for RemoteError {
+    fn from(e: cas::WriteError) -> Self {
+        RemoteError::Store(e.into())
+    }
+}
+impl From<cas::StorageFailure> for RemoteError {
+    fn from(e: cas::StorageFailure) -> Self {
+        RemoteError::Store(e.into())
+    }
+}
+
+fn show(id: &Option<SnapshotId>) -> String {
+    match id {
+        Some(id) => id.to_string(),
+        None => "nothing".to_owned(),
+    }
+}
+
+impl RemoteError {
+    pub(crate) fn corrupt(remote: &str, what: impl ToString, reason: impl ToString) -> Self {
+        RemoteError::Corrupt {
+            remote: remote.to_owned(),
+            what: what.to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    pub(crate) fn object(remote: &str, id: ObjectId, reason: impl ToString) -> Self {
+        RemoteError::corrupt(remote, format!("object {id}"), reason)
+    }
+
+    /// The code a face reports (`--json` errors).
+    pub fn code(&self) -> &'static str {
+        match self {
+            RemoteError::Unknown { .. } => "unknown_remote",
+            RemoteError::Exists { .. } => "remote_exists",
+            RemoteError::Invalid(_) => "invalid_remote",
+            RemoteError::Transport { .. } => "remote_failed",
+            RemoteError::Credentials { .. } => "remote_credentials",
+            RemoteError::Corrupt { .. } => "remote_corrupt",
+            RemoteError::NotOnRemote { .. } => "not_on_remote",
+            RemoteError::NoSuchRef { .. } => "unknown_ref",
+            RemoteError::NoConditionalWrites { .. } => "no_conditional_writes",
+            RemoteError::RefMoved { .. } => "ref_moved",
+            RemoteError::Format { .. } => "remote_format",
+            RemoteError::Store(_) => "store_failed",
+        }
+    }
+
+    /// True for bad usage or input (exit 2): an unknown remote, id or ref.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            RemoteError::Unknown { .. }
+                | RemoteError::Exists { .. }
+                | RemoteError::Invalid(_)
+                | RemoteError::NotOnRemote { .. }
+                | RemoteError::NoSuchRef { .. }
+        )
+    }
+
+    /// True for a refusal (exit 1): a ref that moved.
+    pub fn is_refusal(&self) -> bool {
+        matches!(self, RemoteError::RefMoved { .. })
+    }
+}

@@ -1,0 +1,291 @@
+//! Fetch: bring snapshots from a remote, reading only the byte ranges of the objects this
+//! store lacks, each checked as a local read is before anything is stored.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use futures_util::{StreamExt, TryStreamExt};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use cas::{
+    BlobId, BlobPayload, ObjectId, ObjectKind, PreparedBlob, Snapshot, SnapshotId, Tree, TreeId,
+    VerifiedObject, WriteBatch,
+};
+
+use crate::Progress;
+use crate::catalog::{CONCURRENCY, Catalog, Located};
+use crate::error::RemoteError;
+use crate::layout::pack_key;
+use crate::transport::Remote;
+
+/// How much of a snapshot's history to bring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// The snapshot and everything its tree reaches; its parents stay on the remote
+    /// (recorded as promised there), as a partial clone leaves them.
+    Closure,
+    /// The snapshot and all its history.
+    History,
+}
+
+/// What a fetch brought (SPEC's `pull` fields).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FetchOutcome {
+    /// The snapshots now here, as asked.
+    pub pulled: Vec<SnapshotId>,
+    /// Objects received and stored.
+    pub objects_received: u64,
+    /// Payload bytes received.
+    pub bytes_received: u64,
+}
+
+/// Blobs fetched and written per batch, by payload bytes.
+const BATCH_BYTES: u64 = 64 << 20;
+/// The most a blob, tree or snapshot from a remote may decode to before it is refused
+/// (decoding happens in memory).
+const MAX_OBJECT: u64 = 4 << 30;
+const MAX_TREE: u64 = 256 << 20;
+
+/// Brings `snapshots` from `remote` into `store` as `need` says; what the store has
+/// already is not fetched.
+pub fn fetch(
+    remote: &Remote,
+    store: &cas::Store,
+    snapshots: &[SnapshotId],
+    need: Need,
+    progress: &dyn Progress,
+) -> Result<FetchOutcome, RemoteError> {
+    let catalog = Catalog::sync(remote, store)?;
+    let name = remote.name();
+    for id in snapshots {
+        let here = store.reader()?.has_snapshot(*id)?;
+        if !here && !catalog.has((*id).into()) {
+            return Err(RemoteError::NotOnRemote {
+                remote: name.to_owned(),
+                id: *id,
+            });
+        }
+    }
+    let mut out = FetchOutcome {
+        pulled: snapshots.to_vec(),
+        ..FetchOutcome::default()
+    };
+
+    // Snapshots, level by level through the history when it is wanted.
+    let mut snaps: Vec<(SnapshotId, Snapshot)> = Vec::new();
+    let mut promised: Vec<SnapshotId> = Vec::new();
+    let mut seen: HashSet<SnapshotId> = HashSet::new();
+    let mut level: Vec<SnapshotId> = snapshots.to_vec();
+    while !level.is_empty() {
+        let reader = store.reader()?;
+        let mut wanted: Vec<ObjectId> = Vec::new();
+        let mut next = Vec::new();
+        for id in level.drain(..).filter(|id| seen.insert(*id)) {
+            if !reader.has_snapshot(id)? {
+                wanted.push(id.into());
+            } else if need == Need::History {
+                // Here, but its history may be only promised.
+                next.extend(reader.snapshot(id)?.parents);
+            }
+        }
+        for object in read_objects(remote, &catalog, &wanted, ObjectKind::Snapshot, &mut out)? {
+            let VerifiedObject::Snapshot(snap) = object else {
+                continue;
+            };
+            for p in &snap.parents {
+                match need {
+                    Need::History => next.push(*p),
+                    Need::Closure if !reader.has_snapshot(*p)? => promised.push(*p),
+                    Need::Closure => {}
+                }
+            }
+            snaps.push((snap.id(), snap));
+        }
+        level = next;
+    }
+
+    // Trees, level by level; the blobs they name that the store lacks.
+    let reader = store.reader()?;
+    let mut trees: Vec<Tree> = Vec::new();
+    let mut blobs: Vec<BlobId> = Vec::new();
+    let mut seen_trees: HashSet<TreeId> = HashSet::new();
+    let mut seen_blobs: HashSet<BlobId> = HashSet::new();
+    let mut level: Vec<TreeId> = snaps.iter().map(|(_, s)| s.tree).collect();
+    while !level.is_empty() {
+        let wanted: Vec<ObjectId> = level
+            .drain(..)
+            .filter(|t| seen_trees.insert(*t))
+            .filter(|t| !reader.has_tree(*t).unwrap_or(false))
+            .map(Into::into)
+            .collect();
+        for object in read_objects(remote, &catalog, &wanted, ObjectKind::Tree, &mut out)? {
+            let VerifiedObject::Tree(tree) = object else {
+                continue;
+            };
+            for entry in tree.entries() {
+                match (entry.blob(), entry.tree()) {
+                    (Some(b), _) if seen_blobs.insert(b) && !reader.has_blob(b)? => blobs.push(b),
+                    (_, Some(t)) => level.push(t),
+                    _ => {}
+                }
+            }
+            trees.push(tree);
+        }
+    }
+    drop(reader);
+
+    // Blobs, in batches written as they come (unreachable until the snapshots land).
+    let total: u64 = blobs
+        .iter()
+        .filter_map(|b| catalog.locate((*b).into()).map(|l| l.entry.len as u64))
+        .sum();
+    progress.start("fetch", blobs.len() as u64, total);
+    let mut start = 0;
+    while start < blobs.len() {
+        let mut end = start;
+        let mut bytes = 0;
+        while end < blobs.len() && (end == start || bytes < BATCH_BYTES) {
+            bytes += catalog
+                .locate(blobs[end].into())
+                .map_or(0, |l| l.entry.len as u64);
+            end += 1;
+        }
+        let wanted: Vec<ObjectId> = blobs[start..end].iter().map(|b| (*b).into()).collect();
+        let got = read_objects(remote, &catalog, &wanted, ObjectKind::Blob, &mut out)?;
+        let mut batch = WriteBatch::new();
+        let mut count = 0;
+        for object in got {
+            if let VerifiedObject::Blob(b) = object {
+                count += 1;
+                batch.add_blob(b);
+            }
+        }
+        store.write(&batch)?;
+        progress.advance(count, bytes);
+        start = end;
+    }
+    progress.finish();
+
+    // Last, trees and snapshots together: the snapshots appear whole or not at all.
+    let mut batch = WriteBatch::new();
+    for tree in trees {
+        batch.add_tree(tree);
+    }
+    for (_, snap) in snaps {
+        batch.add_snapshot(snap);
+    }
+    for p in promised {
+        batch.promise(p.into(), name);
+    }
+    store.write(&batch)?;
+    Ok(out)
+}
+
+/// Reads objects of `kind` from the remote, grouped by pack, and checks each.
+pub(crate) fn read_objects(
+    remote: &Remote,
+    catalog: &Catalog,
+    ids: &[ObjectId],
+    kind: ObjectKind,
+    out: &mut FetchOutcome,
+) -> Result<Vec<VerifiedObject>, RemoteError> {
+    let name = remote.name();
+    let mut by_pack: HashMap<Arc<str>, Vec<Located>> = HashMap::new();
+    for id in ids {
+        let located = catalog.locate(*id).ok_or_else(|| {
+            RemoteError::object(
+                name,
+                *id,
+                "is not on the remote, yet a snapshot there reaches it",
+            )
+        })?;
+        if located.entry.kind != kind {
+            return Err(RemoteError::object(
+                name,
+                *id,
+                format!("its index says {:?}, expected {kind:?}", located.entry.kind),
+            ));
+        }
+        by_pack
+            .entry(located.pack.clone())
+            .or_default()
+            .push(located.clone());
+    }
+    let fetched: Vec<(Vec<Located>, Vec<bytes::Bytes>)> = remote.block_on(async {
+        futures_util::stream::iter(by_pack.into_values().map(|entries| async move {
+            let ranges: Vec<std::ops::Range<u64>> = entries
+                .iter()
+                .map(|l| l.entry.offset..l.entry.offset + u64::from(l.entry.len))
+                .collect();
+            let pack = &entries[0].pack;
+            let data = remote.get_ranges(&pack_key(pack), &ranges).await?;
+            Ok::<_, RemoteError>((entries, data))
+        }))
+        .buffer_unordered(CONCURRENCY)
+        .try_collect()
+        .await
+    })?;
+    let pairs: Vec<(Located, bytes::Bytes)> = fetched
+        .into_iter()
+        .flat_map(|(entries, data)| entries.into_iter().zip(data))
+        .collect();
+    out.objects_received += pairs.len() as u64;
+    out.bytes_received += pairs.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
+    pairs
+        .into_par_iter()
+        .map(|(located, data)| verify(name, &located, data))
+        .collect()
+}
+
+fn verify(
+    remote: &str,
+    located: &Located,
+    data: bytes::Bytes,
+) -> Result<VerifiedObject, RemoteError> {
+    let e = &located.entry;
+    let bad = |reason: String| {
+        RemoteError::object(remote, e.id, format!("{reason} (pack {})", located.pack))
+    };
+    if data.len() != e.len as usize {
+        return Err(bad(format!(
+            "{} bytes read, its index says {}",
+            data.len(),
+            e.len
+        )));
+    }
+    let limit = if e.kind == ObjectKind::Blob {
+        MAX_OBJECT
+    } else {
+        MAX_TREE
+    };
+    if e.size > limit {
+        return Err(bad(format!(
+            "{} bytes is more than cairn reads from a remote",
+            e.size
+        )));
+    }
+    if e.kind == ObjectKind::Blob {
+        let payload = BlobPayload {
+            size: e.size,
+            zstd: e.zstd,
+            bytes: data.to_vec(),
+        };
+        let blob = PreparedBlob::from_payload(BlobId::from_bytes(*e.id.as_bytes()), payload)
+            .map_err(|err| bad(err.to_string()))?;
+        return Ok(VerifiedObject::Blob(blob));
+    }
+    let encoded = if e.zstd {
+        zstd::bulk::decompress(&data, e.size as usize).map_err(|err| bad(format!("zstd: {err}")))?
+    } else {
+        data.to_vec()
+    };
+    if encoded.len() as u64 != e.size {
+        return Err(bad(format!(
+            "{} bytes, its index says {}",
+            encoded.len(),
+            e.size
+        )));
+    }
+    cas::verify_object(e.kind, e.id, &encoded).map_err(|err| bad(err.to_string()))
+}

@@ -1,0 +1,60 @@
+//! `remote`: cairn's snapshots on other machines, through an object store that already
+//! exists (any S3-compatible engine, or a folder for `file://` remotes), never a server
+//! of our own.
+//!
+//! A remote holds objects in packs of tens of MB, each with an index that says which
+//! objects it holds and where ([`layout`]); a push sends only what the remote's indexes
+//! lack, and the pack holding its snapshots goes last, so a snapshot is visible only once
+//! everything it reaches is there. A fetch reads just the byte ranges it needs and checks
+//! every object as a local read does before anything is stored. Refs on a remote are
+//! chains of create-only objects, so two machines updating one ref never overwrite each
+//! other, on S3 and on a folder alike ([`refs`]).
+//!
+//! It owns the remote layout, the transport and the records a store keeps about its
+//! remotes (their configuration, what it last saw of their refs, a cache of their
+//! indexes). It must not know worktrees, git, the command line or HTTP.
+
+mod catalog;
+mod config;
+mod credentials;
+mod error;
+mod fetch;
+mod gc;
+pub mod layout;
+mod probe;
+mod push;
+pub mod refs;
+mod transport;
+mod url;
+
+pub use catalog::Catalog;
+pub use config::{
+    Conditional, INDEX_CACHE, Probe, REMOTES, RemoteConfig, RemotesOwner, TRACKING, add_remote,
+    remote_config, remotes, remove_remote, set_tracking, tracking_ref, tracking_refs,
+    validate_remote_name,
+};
+pub use error::RemoteError;
+pub use fetch::{FetchOutcome, Need, fetch};
+pub use gc::{RemoteGcOptions, RemoteGcOutcome, gc};
+pub use probe::probe;
+pub use push::{PushOutcome, push};
+pub use refs::{RefUpdate, RemoteRef};
+pub use transport::Remote;
+pub use url::RemoteUrl;
+
+/// Receives progress of pushes and fetches. Called from worker threads.
+pub trait Progress: Sync {
+    /// The work ahead: objects and bytes.
+    fn start(&self, _what: &str, _objects: u64, _bytes: u64) {}
+    /// Objects and bytes done since the last call.
+    fn advance(&self, _objects: u64, _bytes: u64) {}
+    /// The step is over.
+    fn finish(&self) {}
+}
+
+/// Reports nothing.
+pub struct Silent;
+impl Progress for Silent {}
+
+/// The remote used when none is named.
+pub const DEFAULT_REMOTE: &str = "origin";

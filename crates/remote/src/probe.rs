@@ -1,0 +1,159 @@
+//! `remote add`'s checks: the remote is reachable with these credentials, holds a cairn
+//! remote of a format this build reads (or nothing yet), and enforces the conditional
+//! writes refs rely on. Some engines accept the headers and ignore them; only trying tells.
+
+use bytes::Bytes;
+use object_store::{PutMode, UpdateVersion};
+
+use crate::config::{Conditional, Probe, RemoteConfig};
+use crate::error::RemoteError;
+use crate::layout::{FORMAT, MARKER};
+use crate::transport::Remote;
+
+fn nonce() -> String {
+    let seed = format!(
+        "{}-{:?}-{:?}",
+        std::process::id(),
+        std::time::SystemTime::now(),
+        std::thread::current().id()
+    );
+    blake3::hash(seed.as_bytes()).to_hex()[..16].to_owned()
+}
+
+/// Connects to `config`'s remote, writes its marker if it is new, and records what the
+/// engine does with conditional writes in the returned config.
+pub fn probe(config: &RemoteConfig) -> Result<RemoteConfig, RemoteError> {
+    if let crate::url::RemoteUrl::File { path } = config.location()? {
+        std::fs::create_dir_all(&path).map_err(|e| RemoteError::Transport {
+            remote: config.name.clone(),
+            source: object_store::Error::Generic {
+                store: "LocalFileSystem",
+                source: format!("{path}: {e}").into(),
+            },
+        })?;
+    }
+    let remote = Remote::connect(config)?;
+    let conditional = remote.block_on(async {
+        check_marker(&remote).await?;
+        let key = format!("probe/{}", nonce());
+        let result = probe_conditions(&remote, &key).await;
+        let _ = remote.delete(&key).await;
+        let _ = remote.delete(&format!("{key}-update")).await;
+        result
+    })?;
+    Ok(RemoteConfig {
+        conditional,
+        ..config.clone()
+    })
+}
+
+async fn check_marker(remote: &Remote) -> Result<(), RemoteError> {
+    let marker = serde_json::json!({ "format": FORMAT }).to_string();
+    match remote
+        .put(MARKER, Bytes::from(marker), PutMode::Create)
+        .await
+    {
+        Ok(_) => return Ok(()),
+        Err(
+            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
+        ) => {}
+        // An engine without create-only writes: the marker is read below.
+        Err(
+            object_store::Error::NotImplemented { .. } | object_store::Error::NotSupported { .. },
+        ) => {}
+        Err(e) => return Err(remote.fail(e)),
+    }
+    let Some(bytes) = remote.get(MARKER).await? else {
+        return Err(RemoteError::Format {
+            remote: remote.name().to_owned(),
+            reason: format!("{MARKER} could not be written or read back"),
+        });
+    };
+    let format = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
+    match format {
+        Some(FORMAT) => Ok(()),
+        Some(other) => Err(RemoteError::Format {
+            remote: remote.name().to_owned(),
+            reason: format!("remote layout format {other}; this cairn reads format {FORMAT}"),
+        }),
+        None => Err(RemoteError::Format {
+            remote: remote.name().to_owned(),
+            reason: format!("{MARKER} is not a cairn remote marker"),
+        }),
+    }
+}
+
+async fn probe_conditions(remote: &Remote, key: &str) -> Result<Conditional, RemoteError> {
+    let unsupported = |e: &object_store::Error| {
+        matches!(
+            e,
+            object_store::Error::NotImplemented { .. } | object_store::Error::NotSupported { .. }
+        )
+    };
+    let refused = |e: &object_store::Error| {
+        matches!(
+            e,
+            object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }
+        )
+    };
+    // A second create of one key must fail.
+    let create = match remote
+        .put(key, Bytes::from_static(b"1"), PutMode::Create)
+        .await
+    {
+        Ok(_) => match remote
+            .put(key, Bytes::from_static(b"2"), PutMode::Create)
+            .await
+        {
+            Ok(_) => false,
+            Err(e) if refused(&e) => true,
+            Err(e) if unsupported(&e) => false,
+            Err(e) => return Err(remote.fail(e)),
+        },
+        Err(e) if unsupported(&e) => false,
+        Err(e) => return Err(remote.fail(e)),
+    };
+    // A write naming a version that is no longer current must fail.
+    let update_key = format!("{key}-update");
+    let first = remote
+        .put(&update_key, Bytes::from_static(b"a"), PutMode::Overwrite)
+        .await
+        .map_err(|e| remote.fail(e))?;
+    let stale = UpdateVersion {
+        e_tag: first.e_tag,
+        version: first.version,
+    };
+    let stale_update = match remote
+        .put(
+            &update_key,
+            Bytes::from_static(b"b"),
+            PutMode::Update(stale.clone()),
+        )
+        .await
+    {
+        Err(e) if unsupported(&e) => Probe::Unsupported,
+        // Even a current version was refused: such writes are not usable here, and refs
+        // do not use them.
+        Err(e) if refused(&e) => Probe::Unsupported,
+        Err(e) => return Err(remote.fail(e)),
+        Ok(_) => match remote
+            .put(
+                &update_key,
+                Bytes::from_static(b"c"),
+                PutMode::Update(stale),
+            )
+            .await
+        {
+            Ok(_) => Probe::Accepted,
+            Err(e) if refused(&e) => Probe::Refused,
+            Err(e) if unsupported(&e) => Probe::Unsupported,
+            Err(e) => return Err(remote.fail(e)),
+        },
+    };
+    Ok(Conditional {
+        create,
+        stale_update,
+    })
+}

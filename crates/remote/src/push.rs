@@ -1,0 +1,284 @@
+//! Push: send a remote what it lacks of some snapshots, packs first and the snapshots
+//! last, so nothing becomes visible before everything it reaches is there.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
+use object_store::PutMode;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use cas::{BlobId, ObjectKind, Reader, SnapshotId, TreeId, WriteBatch};
+
+use crate::Progress;
+use crate::catalog::Catalog;
+use crate::config::INDEX_CACHE;
+use crate::error::RemoteError;
+use crate::layout::{PACK_TARGET, Pack, PackBuilder, index_key, pack_key};
+use crate::transport::Remote;
+
+/// Packs uploaded at once.
+const UPLOADS: usize = 4;
+/// Blobs read from the store per parallel step.
+const READ_STEP: usize = 256;
+
+/// What a push did (SPEC's fields).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PushOutcome {
+    /// The snapshots now on the remote, as asked.
+    pub pushed: Vec<SnapshotId>,
+    /// Objects sent.
+    pub objects_sent: u64,
+    /// Bytes sent: packs and their indexes.
+    pub bytes_sent: u64,
+    /// Objects the remote had already (counted where the walk met them).
+    pub objects_present: u64,
+}
+
+/// What the remote lacks of `snapshots` and their history.
+struct Missing {
+    snapshots: Vec<SnapshotId>,
+    trees: Vec<TreeId>,
+    blobs: Vec<BlobId>,
+    present: u64,
+}
+
+fn find_missing(
+    reader: &Reader,
+    catalog: &Catalog,
+    remote: &str,
+    snapshots: &[SnapshotId],
+) -> Result<Missing, RemoteError> {
+    let mut out = Missing {
+        snapshots: Vec::new(),
+        trees: Vec::new(),
+        blobs: Vec::new(),
+        present: 0,
+    };
+    let mut seen_snaps = HashSet::new();
+    let mut seen_trees = HashSet::new();
+    let mut seen_blobs = HashSet::new();
+    let mut pending: Vec<SnapshotId> = snapshots.to_vec();
+    let mut trees = Vec::new();
+    while let Some(id) = pending.pop() {
+        if !seen_snaps.insert(id) {
+            continue;
+        }
+        // A snapshot the remote has comes with everything it reaches.
+        if catalog.has_for_push(id.into()) {
+            out.present += 1;
+            continue;
+        }
+        if !reader.has_snapshot(id)? {
+            return Err(RemoteError::Invalid(format!(
+                "snapshot {id} is neither in this store nor on remote {remote} (fetched without its history from another remote?)"
+            )));
+        }
+        let snap = reader.snapshot(id)?;
+        trees.push(snap.tree);
+        pending.extend(snap.parents.iter().copied());
+        out.snapshots.push(id);
+    }
+    while let Some(id) = trees.pop() {
+        if !seen_trees.insert(id) {
+            continue;
+        }
+        // Present trees are still walked: an interrupted push may have left a tree
+        // indexed whose blobs never arrived.
+        if catalog.has_for_push(id.into()) {
+            out.present += 1;
+            if !reader.has_tree(id)? {
+                continue;
+            }
+        } else {
+            out.trees.push(id);
+        }
+        for entry in reader.tree(id)?.entries() {
+            match (entry.blob(), entry.tree()) {
+                (Some(b), _) if seen_blobs.insert(b) => {
+                    if catalog.has_for_push(b.into()) {
+                        out.present += 1;
+                    } else {
+                        out.blobs.push(b);
+                    }
+                }
+                (_, Some(t)) => trees.push(t),
+                _ => {}
+            }
+        }
+    }
+    // Parents before children in the trees' pack does not matter (one index); blobs
+    // keep the walk's order, so files of one directory share a pack.
+    Ok(out)
+}
+
+/// Sends `snapshots` (and their history) to `remote`: only the objects its indexes lack,
+/// in packs of about [`PACK_TARGET`] bytes, verified as read; the snapshots' own pack
+/// goes last. A push that was cut off resumes: what reached the remote with its index is
+/// not sent again.
+pub fn push(
+    remote: &Remote,
+    store: &cas::Store,
+    snapshots: &[SnapshotId],
+    progress: &dyn Progress,
+) -> Result<PushOutcome, RemoteError> {
+    let catalog = Catalog::sync(remote, store)?;
+    let reader = store.reader()?;
+    let missing = find_missing(&reader, &catalog, remote.name(), snapshots)?;
+    let total_bytes: u64 = missing
+        .blobs
+        .iter()
+        .map(|b| reader.blob_size(*b).unwrap_or(0))
+        .sum();
+    let objects = (missing.blobs.len() + missing.trees.len() + missing.snapshots.len()) as u64;
+    progress.start("push", objects, total_bytes);
+
+    let sent_bytes = AtomicU64::new(0);
+    let mut uploaded: Vec<(String, Vec<u8>)> = Vec::new();
+    if !missing.blobs.is_empty() || !missing.trees.is_empty() {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Pack, RemoteError>>(2);
+        uploaded = std::thread::scope(|s| {
+            let reader = &reader;
+            let missing = &missing;
+            s.spawn(move || {
+                if let Err(e) = build_packs(reader, missing, progress, &tx) {
+                    let _ = tx.blocking_send(Err(e));
+                }
+            });
+            remote.block_on(async {
+                tokio_stream(rx)
+                    .map(|pack| async { upload(remote, pack?, &sent_bytes).await })
+                    .buffer_unordered(UPLOADS)
+                    .try_collect::<Vec<_>>()
+                    .await
+            })
+        })?;
+    }
+
+    // Last, the snapshots: once their index is there, they are visible.
+    if !missing.snapshots.is_empty() {
+        let mut builder = PackBuilder::default();
+        for id in &missing.snapshots {
+            let encoded = reader.snapshot(*id)?.encode();
+            builder.add(
+                ObjectKind::Snapshot,
+                (*id).into(),
+                false,
+                encoded.len() as u64,
+                &encoded,
+            );
+        }
+        uploaded.push(remote.block_on(upload(remote, builder.finish(), &sent_bytes))?);
+    }
+    progress.finish();
+
+    // The next sync need not read back what this push wrote.
+    let mut batch = WriteBatch::new();
+    for (pack, index) in uploaded {
+        batch.put_side(INDEX_CACHE, remote.name(), pack.as_bytes(), index);
+    }
+    drop(reader);
+    if !batch.is_empty() {
+        store.write(&batch)?;
+    }
+    Ok(PushOutcome {
+        pushed: snapshots.to_vec(),
+        objects_sent: objects,
+        bytes_sent: sent_bytes.load(Ordering::Relaxed),
+        objects_present: missing.present,
+    })
+}
+
+fn tokio_stream<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures_util::Stream<Item = T> {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
+
+/// A pack, then its index (so an index never names a pack that is not there); gives
+/// back the pack's id and index.
+async fn upload(
+    remote: &Remote,
+    pack: Pack,
+    sent: &AtomicU64,
+) -> Result<(String, Vec<u8>), RemoteError> {
+    let size = (pack.bytes.len() + pack.index.len()) as u64;
+    remote
+        .put(
+            &pack_key(&pack.id),
+            Bytes::from(pack.bytes),
+            PutMode::Overwrite,
+        )
+        .await
+        .map_err(|e| remote.fail(e))?;
+    remote
+        .put(
+            &index_key(&pack.id),
+            Bytes::copy_from_slice(&pack.index),
+            PutMode::Overwrite,
+        )
+        .await
+        .map_err(|e| remote.fail(e))?;
+    sent.fetch_add(size, Ordering::Relaxed);
+    Ok((pack.id, pack.index))
+}
+
+/// Reads the missing blobs (in parallel, each verified) and trees into packs, handing
+/// each full pack to the uploader.
+fn build_packs(
+    reader: &Reader,
+    missing: &Missing,
+    progress: &dyn Progress,
+    tx: &tokio::sync::mpsc::Sender<Result<Pack, RemoteError>>,
+) -> Result<(), RemoteError> {
+    let mut builder = PackBuilder::default();
+    // An error here only stops this thread: the uploader stopped on a failure of its own,
+    // and that is the one reported.
+    let send = |builder: PackBuilder| -> Result<(), RemoteError> {
+        tx.blocking_send(Ok(builder.finish()))
+            .map_err(|_| RemoteError::Invalid("upload stopped".to_owned()))
+    };
+    for step in missing.blobs.chunks(READ_STEP) {
+        let payloads: Vec<_> = step
+            .par_iter()
+            .map(|id| reader.blob_payload(*id).map(|p| (*id, p)))
+            .collect::<Result<_, _>>()?;
+        for (id, p) in payloads {
+            builder.add(ObjectKind::Blob, id.into(), p.zstd, p.size, &p.bytes);
+            progress.advance(1, p.size);
+            if builder.len() >= PACK_TARGET {
+                send(std::mem::take(&mut builder))?;
+            }
+        }
+    }
+    for id in &missing.trees {
+        let encoded = reader.tree(*id)?.encode();
+        let compressed = zstd::bulk::compress(&encoded, 3)
+            .ok()
+            .filter(|c| c.len() < encoded.len());
+        match compressed {
+            Some(c) => builder.add(
+                ObjectKind::Tree,
+                (*id).into(),
+                true,
+                encoded.len() as u64,
+                &c,
+            ),
+            None => builder.add(
+                ObjectKind::Tree,
+                (*id).into(),
+                false,
+                encoded.len() as u64,
+                &encoded,
+            ),
+        }
+        progress.advance(1, 0);
+        if builder.len() >= PACK_TARGET {
+            send(std::mem::take(&mut builder))?;
+        }
+    }
+    if !builder.is_empty() {
+        send(builder)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,241 @@
+//! A connection to a remote's object store: S3 (any engine, through `object_store`) or a
+//! folder, with bounded retries and timeouts, every failure naming the remote.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::TryStreamExt;
+use object_store::path::Path;
+use object_store::{
+    BackoffConfig, ClientOptions, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
+    PutPayload, PutResult, RetryConfig,
+};
+
+use crate::config::RemoteConfig;
+use crate::error::RemoteError;
+use crate::url::RemoteUrl;
+
+/// An open remote.
+pub struct Remote {
+    config: RemoteConfig,
+    store: Arc<dyn ObjectStore>,
+    root: Vec<String>,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// Requests are retried this often, within this long, before the error is the caller's.
+const RETRIES: usize = 3;
+const RETRY_WITHIN: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
+impl Remote {
+    /// Connects to the remote `config` describes (nothing is sent yet). Credentials come
+    /// from the AWS environment variables, else the shared credentials file
+    /// (`AWS_SHARED_CREDENTIALS_FILE`, default `~/.aws/credentials`, profile
+    /// `AWS_PROFILE` or `default`); the region from `--region`, `AWS_REGION`, the shared
+    /// config file, else `us-east-1`.
+    pub fn connect(config: &RemoteConfig) -> Result<Remote, RemoteError> {
+        let name = &config.name;
+        let (store, root): (Arc<dyn ObjectStore>, String) = match config.location()? {
+            RemoteUrl::File { path } => {
+                let local = object_store::local::LocalFileSystem::new_with_prefix(&path).map_err(
+                    |source| RemoteError::Transport {
+                        remote: name.clone(),
+                        source,
+                    },
+                )?;
+                (Arc::new(local), String::new())
+            }
+            RemoteUrl::S3 { bucket, prefix } => {
+                let mut builder = object_store::aws::AmazonS3Builder::from_env()
+                    .with_bucket_name(&bucket)
+                    .with_retry(RetryConfig {
+                        backoff: BackoffConfig::default(),
+                        max_retries: RETRIES,
+                        retry_timeout: RETRY_WITHIN,
+                    })
+                    .with_client_options(
+                        ClientOptions::new()
+                            .with_connect_timeout(CONNECT_TIMEOUT)
+                            .with_timeout(REQUEST_TIMEOUT)
+                            .with_allow_http(
+                                config
+                                    .endpoint
+                                    .as_deref()
+                                    .is_some_and(|e| e.starts_with("http://")),
+                            ),
+                    );
+                if let Some(endpoint) = &config.endpoint {
+                    builder = builder
+                        .with_endpoint(endpoint)
+                        .with_virtual_hosted_style_request(false);
+                }
+                let files = crate::credentials::from_files(name)?;
+                if std::env::var_os("AWS_ACCESS_KEY_ID").is_none()
+                    && let Some((key, secret, token)) = files.keys
+                {
+                    {
+                        builder = builder
+                            .with_access_key_id(key)
+                            .with_secret_access_key(secret);
+                        if let Some(token) = token {
+                            builder = builder.with_token(token);
+                        }
+                    }
+                }
+                let region = config
+                    .region
+                    .clone()
+                    .or_else(|| std::env::var("AWS_REGION").ok())
+                    .or_else(|| std::env::var("AWS_DEFAULT_REGION").ok())
+                    .or(files.region)
+                    .unwrap_or_else(|| "us-east-1".to_owned());
+                let s3 = builder.with_region(region).build().map_err(|source| {
+                    RemoteError::Transport {
+                        remote: name.clone(),
+                        source,
+                    }
+                })?;
+                (Arc::new(s3), prefix)
+            }
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("cairn-remote")
+            .enable_all()
+            .build()
+            .map_err(|e| RemoteError::Transport {
+                remote: name.clone(),
+                source: object_store::Error::Generic {
+                    store: "runtime",
+                    source: Box::new(e),
+                },
+            })?;
+        Ok(Remote {
+            config: config.clone(),
+            store,
+            root: root
+                .split('/')
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            runtime,
+        })
+    }
+
+    /// Its name in this store.
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &RemoteConfig {
+        &self.config
+    }
+
+    /// Runs `f` to completion on the remote's runtime, from any thread (a server's
+    /// blocking threads included).
+    pub(crate) fn block_on<F>(&self, f: F) -> F::Output
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        std::thread::scope(|s| {
+            s.spawn(|| self.runtime.block_on(f))
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    }
+
+    /// The full key of `rel` (a path under the remote's prefix, `/`-separated).
+    pub(crate) fn path(&self, rel: &str) -> Path {
+        Path::from_iter(
+            self.root
+                .iter()
+                .map(String::as_str)
+                .chain(rel.split('/').filter(|p| !p.is_empty())),
+        )
+    }
+
+    pub(crate) fn fail(&self, source: object_store::Error) -> RemoteError {
+        RemoteError::Transport {
+            remote: self.config.name.clone(),
+            source,
+        }
+    }
+
+    /// The object at `rel`, or `None` if there is none.
+    pub(crate) async fn get(&self, rel: &str) -> Result<Option<Bytes>, RemoteError> {
+        let got = match self.store.get(&self.path(rel)).await {
+            Ok(got) => got,
+            Err(object_store::Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(self.fail(e)),
+        };
+        got.bytes().await.map(Some).map_err(|e| self.fail(e))
+    }
+
+    /// Writes `bytes` at `rel` in `mode`; the store's own error, so a caller can tell a
+    /// failed condition from a failure.
+    pub(crate) async fn put(
+        &self,
+        rel: &str,
+        bytes: Bytes,
+        mode: PutMode,
+    ) -> Result<PutResult, object_store::Error> {
+        let opts = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        self.store
+            .put_opts(&self.path(rel), PutPayload::from_bytes(bytes), opts)
+            .await
+    }
+
+    /// Every object under directory `rel`, with its key relative to `rel`.
+    pub(crate) async fn list(&self, rel: &str) -> Result<Vec<(String, ObjectMeta)>, RemoteError> {
+        let dir = self.path(rel);
+        let metas: Vec<ObjectMeta> = self
+            .store
+            .list(Some(&dir))
+            .try_collect()
+            .await
+            .map_err(|e| self.fail(e))?;
+        let skip = dir.parts().count();
+        Ok(metas
+            .into_iter()
+            .map(|m| {
+                let name = m
+                    .location
+                    .parts()
+                    .skip(skip)
+                    .map(|p| p.as_ref().to_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                (name, m)
+            })
+            .collect())
+    }
+
+    /// Deletes `rel` (absent already is fine).
+    pub(crate) async fn delete(&self, rel: &str) -> Result<(), RemoteError> {
+        match self.store.delete(&self.path(rel)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Byte ranges of `rel`, read together (near ranges in one request).
+    pub(crate) async fn get_ranges(
+        &self,
+        rel: &str,
+        ranges: &[std::ops::Range<u64>],
+    ) -> Result<Vec<Bytes>, RemoteError> {
+        self.store
+            .get_ranges(&self.path(rel), ranges)
+            .await
+            .map_err(|e| self.fail(e))
+    }
+}

@@ -1,0 +1,357 @@
+//! Push, fetch, refs and gc against a `file://` remote (object_store's folder backend):
+//! the protocol without an S3 engine. The engines themselves are tested end to end in
+//! `tests/cli/remote_commands.rs`.
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::*;
+use remote::{
+    Need, Probe, RefUpdate, Remote, RemoteConfig, RemoteError, RemoteGcOptions, Silent, fetch, gc,
+    probe, push, refs,
+};
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    root: Utf8PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = Utf8Path::from_path(dir.path()).unwrap().to_owned();
+        Fixture { _dir: dir, root }
+    }
+
+    fn store(&self, name: &str) -> Store {
+        Store::open(
+            &self.root.join(name),
+            &OpenOptions {
+                create: true,
+                ..OpenOptions::default()
+            },
+        )
+        .unwrap()
+    }
+
+    fn remote(&self) -> Remote {
+        let config = RemoteConfig {
+            name: "origin".into(),
+            url: format!("file://{}", self.root.join("remote")),
+            endpoint: None,
+            region: None,
+            conditional: remote::Conditional {
+                create: false,
+                stale_update: Probe::Unsupported,
+            },
+        };
+        let probed = probe(&config).unwrap();
+        Remote::connect(&probed).unwrap()
+    }
+}
+
+/// Files as path components and content.
+type Split<'a> = Vec<(Vec<&'a str>, &'a Vec<u8>)>;
+
+/// A snapshot of `files` (nested paths allowed) with `parents`.
+fn commit(store: &Store, files: &[(&str, Vec<u8>)], parents: Vec<SnapshotId>) -> SnapshotId {
+    fn tree_of(batch: &mut WriteBatch, files: &Split) -> (TreeId, u64) {
+        let mut entries = Vec::new();
+        let mut dirs: std::collections::BTreeMap<&str, Split> = Default::default();
+        for (parts, content) in files {
+            if parts.len() == 1 {
+                let id = batch.add_blob(PreparedBlob::new(content));
+                entries.push(TreeEntry {
+                    name: parts[0].as_bytes().to_vec(),
+                    kind: EntryKind::File,
+                    id: id.into(),
+                    size: content.len() as u64,
+                });
+            } else {
+                dirs.entry(parts[0])
+                    .or_default()
+                    .push((parts[1..].to_vec(), content));
+            }
+        }
+        for (name, sub) in dirs {
+            let (tree, size) = tree_of(batch, &sub);
+            entries.push(TreeEntry {
+                name: name.as_bytes().to_vec(),
+                kind: EntryKind::Tree,
+                id: tree.into(),
+                size,
+            });
+        }
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        let tree = Tree::new(entries).unwrap();
+        let size = tree.size();
+        (batch.add_tree(tree), size)
+    }
+    let mut batch = WriteBatch::new();
+    let split: Split = files
+        .iter()
+        .map(|(p, c)| (p.split('/').collect(), c))
+        .collect();
+    let (tree, _) = tree_of(&mut batch, &split);
+    let id = batch.add_snapshot(Snapshot {
+        tree,
+        parents,
+        created: jiff::Timestamp::now(),
+        message: "test".into(),
+        labels: Default::default(),
+        source: None,
+    });
+    store.write(&batch).unwrap();
+    id
+}
+
+fn files(seed: u8) -> Vec<(&'static str, Vec<u8>)> {
+    vec![
+        ("README", format!("readme {seed}\n").into_bytes()),
+        ("src/lib.rs", b"fn main() {}\n".repeat(100)),
+        (
+            "src/big.bin",
+            (0..3_000_000u32).map(|i| (i % 251) as u8 ^ seed).collect(),
+        ),
+        ("docs/a/b/c.txt", format!("deep {seed}").into_bytes()),
+    ]
+}
+
+#[test]
+fn a_snapshot_pushed_from_one_store_checks_out_whole_in_another_and_only_what_is_missing_moves() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let first = commit(&a, &files(1), vec![]);
+    let second = commit(&a, &files(2), vec![first]);
+    let remote = f.remote();
+
+    let pushed = push(&remote, &a, &[second], &Silent).unwrap();
+    assert_eq!(pushed.pushed, vec![second]);
+    assert!(pushed.objects_sent > 10, "{pushed:?}");
+    assert_eq!(pushed.objects_present, 0);
+    // Again: nothing is sent.
+    let again = push(&remote, &a, &[second], &Silent).unwrap();
+    assert_eq!((again.objects_sent, again.bytes_sent), (0, 0), "{again:?}");
+    assert_eq!(
+        again.objects_present, 1,
+        "the snapshot itself, with all it reaches"
+    );
+
+    // Store B fetches the second snapshot alone: its parent stays on the remote.
+    let b = f.store("b");
+    let got = fetch(&remote, &b, &[second], Need::Closure, &Silent).unwrap();
+    assert!(got.objects_received > 0);
+    let reader = b.reader().unwrap();
+    assert!(reader.has_snapshot(second).unwrap());
+    assert!(!reader.has_snapshot(first).unwrap());
+    assert_eq!(
+        reader.promised(first.into()).unwrap().as_deref(),
+        Some("origin")
+    );
+    let from = a.reader().unwrap();
+    let tree = reader.tree(reader.snapshot(second).unwrap().tree).unwrap();
+    assert_eq!(
+        tree,
+        from.tree(from.snapshot(second).unwrap().tree).unwrap()
+    );
+    for (path, content) in files(2) {
+        let id = BlobId::of(&content);
+        assert_eq!(reader.blob(id).unwrap(), content, "{path}");
+    }
+    drop(reader);
+    let fsck = b.fsck(&FsckOptions::default(), &[]).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+
+    // Then the history: only the first snapshot's own objects come.
+    let before = got.objects_received;
+    let history = fetch(&remote, &b, &[second], Need::History, &Silent).unwrap();
+    assert!(
+        history.objects_received < before,
+        "{history:?} after {got:?}"
+    );
+    assert!(b.reader().unwrap().has_snapshot(first).unwrap());
+    assert_eq!(b.reader().unwrap().promised(first.into()).unwrap(), None);
+
+    // B's new snapshot goes back; A fetches it, sending and receiving only the change.
+    let third = commit(&b, &files(3), vec![second]);
+    let back = push(&remote, &b, &[third], &Silent).unwrap();
+    assert!(back.objects_present >= 1, "{back:?}");
+    assert!(
+        back.objects_sent < pushed.objects_sent,
+        "{back:?} vs {pushed:?}"
+    );
+    let pulled = fetch(&remote, &a, &[third], Need::History, &Silent).unwrap();
+    assert_eq!(pulled.objects_received, back.objects_sent);
+}
+
+#[test]
+fn an_unknown_id_is_not_on_the_remote_and_nothing_is_stored() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let remote = f.remote();
+    let id = commit(&a, &files(1), vec![]);
+    let b = f.store("b");
+    let err = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap_err();
+    assert!(matches!(err, RemoteError::NotOnRemote { .. }), "{err}");
+    assert!(err.to_string().contains(&id.to_string()), "{err}");
+}
+
+#[test]
+fn a_flipped_byte_in_a_pack_is_refused_naming_the_object_and_the_remote() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let id = commit(&a, &files(1), vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[id], &Silent).unwrap();
+    // Flip one byte near the end of every pack (inside the last object's payload).
+    for pack in std::fs::read_dir(f.root.join("remote/packs")).unwrap() {
+        let path = pack.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() - 3;
+        bytes[at] ^= 0x40;
+        std::fs::write(&path, bytes).unwrap();
+    }
+    let b = f.store("b");
+    let err = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, RemoteError::Corrupt { .. }), "{text}");
+    assert!(
+        text.contains("origin") && text.contains("object "),
+        "{text}"
+    );
+    let reader = b.reader().unwrap();
+    assert!(
+        !reader.has_snapshot(id).unwrap(),
+        "nothing of it is visible"
+    );
+}
+
+#[test]
+fn refs_on_a_folder_remote_move_only_from_the_value_expected_and_one_racer_wins() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let one = commit(&a, &files(1), vec![]);
+    let two = commit(&a, &files(2), vec![one]);
+    let remote = f.remote();
+    assert!(
+        remote.config().conditional.create,
+        "a folder refuses a second create"
+    );
+    assert_eq!(remote.config().conditional.stale_update, Probe::Unsupported);
+    push(&remote, &a, &[two], &Silent).unwrap();
+
+    refs::update(&remote, "main", RefUpdate::Set(one), None).unwrap();
+    assert_eq!(refs::get(&remote, "main").unwrap(), Some(one));
+    // Without the right expectation: refused, naming the value.
+    let err = refs::update(&remote, "main", RefUpdate::Set(two), None).unwrap_err();
+    assert!(err.is_refusal(), "{err}");
+    assert!(err.to_string().contains(&one.to_string()), "{err}");
+    refs::update(&remote, "main", RefUpdate::Set(two), Some(one)).unwrap();
+
+    // Eight threads race from one value: exactly one wins.
+    let results: Vec<Result<(), RemoteError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let remote = &remote;
+                s.spawn(move || {
+                    let target = if i % 2 == 0 { one } else { two };
+                    refs::update(remote, "race", RefUpdate::Set(target), None)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let winners = results.iter().filter(|r| r.is_ok()).count();
+    let value = refs::get(&remote, "race").unwrap().unwrap();
+    // Racers that wanted the winner's value see it there already and succeed too.
+    let same_as_winner = results.len()
+        - results
+            .iter()
+            .filter(
+                |r| matches!(r, Err(RemoteError::RefMoved { current: Some(c), .. }) if *c == value),
+            )
+            .count();
+    assert!(winners >= 1 && winners == same_as_winner, "{results:?}");
+    assert_eq!(
+        std::fs::read_dir(f.root.join("remote/refs/race"))
+            .unwrap()
+            .count(),
+        1,
+        "one entry was created"
+    );
+
+    refs::update(&remote, "main", RefUpdate::Remove, Some(two)).unwrap();
+    assert_eq!(refs::get(&remote, "main").unwrap(), None);
+    let listed: Vec<String> = refs::list(&remote)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(listed, vec!["race".to_owned()]);
+}
+
+#[test]
+fn remote_gc_deletes_only_what_no_ref_or_pin_reaches_after_the_grace() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let kept = commit(&a, &files(1), vec![]);
+    let dropped = commit(
+        &a,
+        &[("lonely.txt", b"nobody keeps me".repeat(1000))],
+        vec![],
+    );
+    let remote = f.remote();
+    push(&remote, &a, &[kept], &Silent).unwrap();
+    refs::update(&remote, "main", RefUpdate::Set(kept), None).unwrap();
+    push(&remote, &a, &[dropped], &Silent).unwrap();
+    let packs = || {
+        std::fs::read_dir(f.root.join("remote/packs"))
+            .unwrap()
+            .count()
+    };
+    let before = packs();
+
+    // With a grace period: condemned, not deleted; a dry run says so and changes nothing.
+    let day = RemoteGcOptions {
+        grace_seconds: 86_400,
+        dry_run: false,
+    };
+    let dry = gc(
+        &remote,
+        &a,
+        &RemoteGcOptions {
+            dry_run: true,
+            ..day
+        },
+    )
+    .unwrap();
+    assert_eq!(dry.packs_condemned, 2, "{dry:?}");
+    let first = gc(&remote, &a, &day).unwrap();
+    assert_eq!(
+        (first.packs_condemned, first.packs_removed),
+        (2, 0),
+        "{first:?}"
+    );
+    assert_eq!(packs(), before);
+
+    // Pinning it again (a push by id) rescues it.
+    refs::pin(&remote, dropped).unwrap();
+    let rescued = gc(&remote, &a, &day).unwrap();
+    assert_eq!(rescued.packs_rescued, 2, "{rescued:?}");
+    refs::unpin(&remote, dropped).unwrap();
+
+    let now = gc(
+        &remote,
+        &a,
+        &RemoteGcOptions {
+            grace_seconds: 0,
+            dry_run: false,
+        },
+    )
+    .unwrap();
+    assert_eq!(now.packs_removed, 2, "{now:?}");
+    assert_eq!(packs(), before - 2);
+    // What the ref keeps still checks out in a fresh store.
+    let b = f.store("b");
+    fetch(&remote, &b, &[kept], Need::History, &Silent).unwrap();
+    let err = fetch(&remote, &b, &[dropped], Need::Closure, &Silent).unwrap_err();
+    assert!(matches!(err, RemoteError::NotOnRemote { .. }), "{err}");
+}
