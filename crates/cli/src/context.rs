@@ -9,12 +9,18 @@ pub use cairn_engine::path::absolute;
 
 pub struct Ctx {
     pub json: bool,
+    /// Never fetch from a remote.
+    pub offline: bool,
     store_flag: Option<Utf8PathBuf>,
 }
 
 impl Ctx {
     pub fn new(json: bool, store_flag: Option<Utf8PathBuf>) -> Ctx {
-        Ctx { json, store_flag }
+        Ctx {
+            json,
+            offline: false,
+            store_flag,
+        }
     }
 
     /// The store `--store` or `$CAIRN_STORE` names, as given.

@@ -40,6 +40,9 @@ struct Cli {
     /// per-user store).
     #[arg(long, global = true, env = "CAIRN_STORE", value_name = "PATH")]
     store: Option<Utf8PathBuf>,
+    /// Never fetch from a remote: ids and NAME@REMOTE refs not in the store are unknown.
+    #[arg(long, global = true)]
+    offline: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -212,9 +215,33 @@ enum Command {
         #[command(subcommand)]
         action: commands::refs::RefAction,
     },
+    /// Remotes: where snapshots go to be shared across machines.
+    Remote {
+        #[command(subcommand)]
+        action: commands::remotes::RemoteAction,
+    },
+    /// Copy snapshots (with their history) to a remote, sending only what it lacks; a ref
+    /// also sets REF@REMOTE if it still holds what this store last saw there. No argument:
+    /// every local ref.
+    Push {
+        /// Snapshots or refs.
+        snapshots: Vec<String>,
+        /// The remote (default: origin).
+        #[arg(long, value_name = "NAME")]
+        remote: Option<String>,
+    },
+    /// Copy snapshots (with their history) from a remote, verifying every object; updates
+    /// NAME@REMOTE, never a local ref. No argument: every remote ref.
+    Pull {
+        /// Snapshot ids or the remote's refs.
+        snapshots: Vec<String>,
+        /// The remote (default: origin).
+        #[arg(long, value_name = "NAME")]
+        remote: Option<String>,
+    },
     /// Verify every object and reference.
     Fsck,
-    /// Drop what nothing reaches.
+    /// Drop what nothing reaches (with --remote: on that remote).
     Gc {
         /// Report what would be removed; change nothing.
         #[arg(long)]
@@ -222,6 +249,13 @@ enum Command {
         /// First drop op-log entries older than DAYS days.
         #[arg(long, value_name = "DAYS")]
         prune_ops: Option<u32>,
+        /// Collect a remote's garbage: packs no remote ref or pinned snapshot reaches.
+        #[arg(long, value_name = "NAME")]
+        remote: Option<String>,
+        /// With --remote: hours a pack stays condemned before it is deleted (default 24),
+        /// so a push in progress elsewhere is never cut.
+        #[arg(long, value_name = "HOURS", requires = "remote")]
+        grace: Option<u32>,
     },
     /// Snapshot with a name on the worktree's checkpoint stack (onboards DIR in place if it
     /// is not a worktree yet; nothing git owns is touched). The first one starts a task.
@@ -340,7 +374,8 @@ fn main() -> ExitCode {
             Err(e) => fail(false, &e),
         };
     }
-    let ctx = Ctx::new(cli.json, cli.store.clone());
+    let mut ctx = Ctx::new(cli.json, cli.store.clone());
+    ctx.offline = cli.offline;
     match error::contain_panics(|| run(&ctx, cli.command)) {
         Ok(out) => out.emit(),
         Err(e) => fail(ctx.json, &e),
@@ -409,7 +444,7 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
     use std::io::IsTerminal;
     let cwd = context::current_dir()?;
     let store = ctx.store_path(&cwd)?;
-    let target = Target::for_store(&store);
+    let target = Target::for_store(&store, ctx.offline);
     view.color = context::colour();
     let bar = progress::Bar::new();
     // A server's progress is streamed only to be drawn here.
@@ -573,16 +608,55 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
             stat,
         }),
         Command::Ref { action } => match action {
-            commands::refs::RefAction::Set { name, snapshot } => {
-                Request::RefSet(RefSetOptions { name, snapshot })
+            commands::refs::RefAction::Set {
+                name,
+                snapshot,
+                expect,
+            } => Request::RefSet(RefSetOptions {
+                name,
+                snapshot,
+                expect,
+            }),
+            commands::refs::RefAction::Rm { name, expect } => {
+                Request::RefRm(RefRmOptions { name, expect })
             }
-            commands::refs::RefAction::Rm { name } => Request::RefRm(RefRmOptions { name }),
-            commands::refs::RefAction::List => Request::RefList(RefListOptions {}),
+            commands::refs::RefAction::List { remote } => {
+                Request::RefList(RefListOptions { remote })
+            }
         },
+        Command::Remote { action } => match action {
+            commands::remotes::RemoteAction::Add {
+                name,
+                url,
+                endpoint,
+                region,
+            } => Request::RemoteAdd(RemoteAddOptions {
+                name,
+                url,
+                endpoint,
+                region,
+            }),
+            commands::remotes::RemoteAction::Rm { name } => {
+                Request::RemoteRm(RemoteRmOptions { name })
+            }
+            commands::remotes::RemoteAction::List => Request::RemoteList(RemoteListOptions {}),
+        },
+        Command::Push { snapshots, remote } => Request::Push(PushOptions { snapshots, remote }),
+        Command::Pull { snapshots, remote } => Request::Pull(PullOptions { snapshots, remote }),
         Command::Fsck => Request::Fsck(FsckOptions {}),
-        Command::Gc { dry_run, prune_ops } => {
+        Command::Gc {
+            dry_run,
+            prune_ops,
+            remote,
+            grace,
+        } => {
             return Ok((
-                Request::Gc(GcOptions { dry_run, prune_ops }),
+                Request::Gc(GcOptions {
+                    dry_run,
+                    prune_ops,
+                    remote,
+                    grace,
+                }),
                 View {
                     prune_ops: prune_ops.is_some(),
                     ..view

@@ -4,9 +4,9 @@
 use cairn_engine::{
     AcceptOutcome, CheckoutOutcome, CheckpointOutcome, DiffOutcome, DiscardOutcome, FileChange,
     FsckOutcome, GcOutcome, ImportOutcome, LogEntry, LogOutcome, MergeOutcome, OnboardOutcome,
-    OpLogOutcome, Outcome, RecoverOutcome, RefsOutcome, ReviewOutcome, RollbackOutcome,
-    ShowOutcome, SkippedPath, SnapshotOutcome, StatusOutcome, UndoOutcome, WorktreeListOutcome,
-    WorktreesChanged,
+    OpLogOutcome, Outcome, PullOutcome, PushOutcome, RecoverOutcome, RefsOutcome, RemotesOutcome,
+    ReviewOutcome, RollbackOutcome, ShowOutcome, SkippedPath, SnapshotOutcome, StatusOutcome,
+    UndoOutcome, WorktreeListOutcome, WorktreesChanged,
 };
 use diff::text::{LineDiff, Palette};
 
@@ -113,6 +113,11 @@ pub fn report(outcome: &Outcome, view: &View) -> Report {
         Outcome::Accept(o) => Report::new(json, accept(o)),
         Outcome::Discard(o) => Report::new(json, discard(o)),
         Outcome::Recover(o) => Report::new(json, recover(o)),
+        Outcome::RemoteAdd(o) => Report::new(json, remotes(o, "added ")),
+        Outcome::RemoteRm(o) => Report::new(json, remotes(o, "removed ")),
+        Outcome::RemoteList(o) => Report::new(json, remotes(o, "")),
+        Outcome::Push(o) => Report::new(json, push(o)),
+        Outcome::Pull(o) => Report::new(json, pull(o)),
     };
     if let Some(message) = outcome.refusal() {
         let verbatim = matches!(
@@ -523,8 +528,19 @@ fn fsck(o: &FsckOutcome) -> String {
 }
 
 fn gc(o: &GcOutcome, view: &View) -> String {
-    let count = |k: &str| o.removed.iter().filter(|r| r.kind == k).count();
     let verb = if o.dry_run { "would remove" } else { "removed" };
+    if let Some(r) = &o.remote {
+        return format!(
+            "{verb} {} packs ({} bytes); {} packs condemned, waiting for the grace period; {} rescued; {} old ref entries dropped; {} objects reachable\n",
+            r.packs_removed,
+            r.bytes_freed,
+            r.packs_condemned,
+            r.packs_rescued,
+            r.ref_entries_dropped,
+            r.reachable
+        );
+    }
+    let count = |k: &str| o.removed.iter().filter(|r| r.kind == k).count();
     let mut human = format!(
         "{verb} {} objects ({} snapshots, {} trees, {} blobs), {} bytes\n",
         o.removed.len(),
@@ -678,4 +694,58 @@ fn recover(o: &RecoverOutcome) -> String {
         ),
         (None, None) => format!("nothing to recover in {}\n", o.worktree),
     }
+}
+
+fn remotes(o: &RemotesOutcome, verb: &str) -> String {
+    o.remotes
+        .iter()
+        .map(|r| {
+            let endpoint = r
+                .endpoint
+                .as_deref()
+                .map(|e| format!(" (endpoint {e})"))
+                .unwrap_or_default();
+            let refs = if r.conditional_writes {
+                ""
+            } else {
+                " [refs refused: the engine ignores conditional writes]"
+            };
+            format!("{verb}{}\t{}{endpoint}{refs}\n", r.name, r.url)
+        })
+        .collect()
+}
+
+fn push(o: &PushOutcome) -> String {
+    let mut human = format!(
+        "pushed {} snapshot{} to {}: {} objects sent ({}), {} already there\n",
+        o.pushed.len(),
+        if o.pushed.len() == 1 { "" } else { "s" },
+        o.remote,
+        o.objects_sent,
+        human_bytes(o.bytes_sent),
+        o.objects_present,
+    );
+    for r in &o.refs {
+        human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
+    }
+    human
+}
+
+fn pull(o: &PullOutcome) -> String {
+    let mut human = format!(
+        "pulled {} snapshot{} from {}: {} objects received ({})\n",
+        o.pulled.len(),
+        if o.pulled.len() == 1 { "" } else { "s" },
+        o.remote,
+        o.objects_received,
+        human_bytes(o.bytes_received),
+    );
+    for r in &o.refs {
+        human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
+    }
+    human
+}
+
+fn human_bytes(n: u64) -> String {
+    indicatif::BinaryBytes(n).to_string()
 }

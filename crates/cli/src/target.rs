@@ -29,22 +29,30 @@ fn local_engine(store: &Utf8Path) -> Engine {
 
 /// An engine in this process, or a server.
 pub enum Target {
-    Local(Box<Engine>),
+    Local {
+        engine: Box<Engine>,
+        offline: bool,
+    },
     Server {
         client: cairn_client::Client,
         store: Utf8PathBuf,
+        offline: bool,
     },
 }
 
 impl Target {
     /// The server holding `store` if its socket is there, else an engine here.
-    pub fn for_store(store: &Utf8Path) -> Target {
+    pub fn for_store(store: &Utf8Path, offline: bool) -> Target {
         match cairn_client::Client::new(&cairn_client::Client::socket_of(store)) {
             Ok(client) => Target::Server {
-                client,
+                client: client.offline(offline),
                 store: store.to_owned(),
+                offline,
             },
-            Err(_) => Target::Local(Box::new(local_engine(store))),
+            Err(_) => Target::Local {
+                engine: Box::new(local_engine(store)),
+                offline,
+            },
         }
     }
 
@@ -58,8 +66,12 @@ impl Target {
         stream: bool,
     ) -> Result<(Outcome, u8), Error> {
         match self {
-            Target::Local(engine) => local(engine, cwd, request, bar),
-            Target::Server { client, store } => {
+            Target::Local { engine, offline } => local(engine, cwd, request, bar, *offline),
+            Target::Server {
+                client,
+                store,
+                offline,
+            } => {
                 let mut show = |e: &cairn_client::ProgressEvent| bar.show(e);
                 let on_progress = stream.then_some(&mut show as &mut dyn FnMut(&_));
                 match client.run(cwd, request.clone(), on_progress) {
@@ -68,7 +80,7 @@ impl Target {
                     Err(e @ cairn_client::ClientError::Unavailable { .. }) => {
                         tracing::debug!("not using a server: {e}");
                         let engine = local_engine(store);
-                        local(&engine, cwd, request, bar)
+                        local(&engine, cwd, request, bar, *offline)
                     }
                     Err(e) => Err(Error::failure("server", e.to_string())),
                 }
@@ -82,8 +94,11 @@ fn local(
     cwd: &Utf8Path,
     request: Request,
     bar: &Bar,
+    offline: bool,
 ) -> Result<(Outcome, u8), Error> {
-    let call = Call::new(cwd.to_owned()).with_progress(bar);
+    let call = Call::new(cwd.to_owned())
+        .with_progress(bar)
+        .offline(offline);
     let outcome = engine.handle(&call, request)?;
     let exit = outcome.exit();
     Ok((outcome, exit))

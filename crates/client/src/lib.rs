@@ -111,6 +111,7 @@ pub enum ClientError {
 pub struct Client {
     http: reqwest::blocking::Client,
     socket: Utf8PathBuf,
+    offline: bool,
 }
 
 impl Client {
@@ -133,6 +134,7 @@ impl Client {
                 reason: e.to_string(),
             })?;
         Ok(Client {
+            offline: false,
             http,
             socket: socket.to_owned(),
         })
@@ -154,6 +156,7 @@ impl Client {
             .build()
             .map_err(|e| unavailable(e.to_string()))?;
         let client = Client {
+            offline: false,
             http,
             socket: socket.to_owned(),
         };

@@ -13,6 +13,12 @@ use crate::{Client, ClientError, ProgressEvent};
 pub type Answer = Result<(Outcome, u8), cairn_engine::Error>;
 
 impl Client {
+    /// The same client, its calls never fetching from a remote (`--offline`).
+    pub fn offline(mut self, offline: bool) -> Client {
+        self.offline = offline;
+        self
+    }
+
     /// Runs `request` on the server's engine as if from `cwd` (absolute). Progress events
     /// go to `on_progress` as they arrive, if it is given. The outer error is the
     /// transport's ([`ClientError::Unavailable`]: nothing was sent); the inner one is the
@@ -26,6 +32,7 @@ impl Client {
         let body = CallRequest {
             cwd: cwd.to_owned(),
             request,
+            offline: self.offline,
         };
         let (status, value) = match on_progress {
             Some(on_progress) => self.post_json_streaming("/v1/call", &body, on_progress)?,

@@ -18,6 +18,8 @@ pub struct Engine {
     pub(crate) worktrees: fs_manager::Worktrees,
     /// The git backend, if the embedder gave one.
     git: Option<Box<dyn Git>>,
+    /// Held while fetching from a remote.
+    pub(crate) fetching: crate::remotes::Fetching,
 }
 
 /// One call's context: the caller's directory (relative paths and the current worktree
@@ -27,6 +29,8 @@ pub struct Call<'a> {
     pub cwd: Utf8PathBuf,
     /// Receives the progress of long operations.
     pub progress: &'a dyn Progress,
+    /// Never fetch from a remote (`--offline`).
+    pub offline: bool,
 }
 
 impl Call<'static> {
@@ -35,6 +39,7 @@ impl Call<'static> {
         Call {
             cwd: cwd.into(),
             progress: &Silent,
+            offline: false,
         }
     }
 }
@@ -45,7 +50,14 @@ impl<'a> Call<'a> {
         Call {
             cwd: self.cwd,
             progress,
+            offline: self.offline,
         }
+    }
+
+    /// The same call, never fetching from a remote when `offline`.
+    pub fn offline(mut self, offline: bool) -> Call<'a> {
+        self.offline = offline;
+        self
     }
 
     pub(crate) fn path(&self, p: &Utf8Path) -> Utf8PathBuf {
@@ -72,6 +84,7 @@ impl Engine {
             pools: Pools::default(),
             worktrees: fs_manager::Worktrees::new(),
             git: None,
+            fetching: Default::default(),
         })
     }
 
@@ -95,6 +108,7 @@ impl Engine {
             pools: Pools::default(),
             worktrees: fs_manager::Worktrees::new(),
             git: None,
+            fetching: Default::default(),
         }
     }
 
@@ -160,8 +174,23 @@ pub(crate) fn resolve_snapshot(
     let record = fs_manager::find_worktree(reader, cwd)?;
     match record.as_ref().and_then(|r| r.checkpoint(spec)) {
         Some(c) => Ok(c.snapshot),
-        None => Ok(reader.resolve_snapshot(spec)?),
+        None => resolve_name(reader, spec),
     }
+}
+
+/// A ref, `NAME@REMOTE` (what this store last saw there) or unique id prefix.
+pub(crate) fn resolve_name(reader: &cas::Reader, spec: &str) -> Result<cas::SnapshotId, Error> {
+    if let Some((name, at)) = crate::remotes::remote_ref(spec) {
+        remote::remote_config(reader, at)?;
+        return remote::tracking_ref(reader, at, name)?.ok_or_else(|| {
+            remote::RemoteError::NoSuchRef {
+                remote: at.to_owned(),
+                name: name.to_owned(),
+            }
+            .into()
+        });
+    }
+    Ok(reader.resolve_snapshot(spec)?)
 }
 
 /// A snapshot spec in the context of a worktree: its checkpoint name, else a ref name or
@@ -173,7 +202,7 @@ pub(crate) fn resolve_in(
 ) -> Result<cas::SnapshotId, Error> {
     match record.checkpoint(spec) {
         Some(c) => Ok(c.snapshot),
-        None => Ok(reader.resolve_snapshot(spec)?),
+        None => resolve_name(reader, spec),
     }
 }
 

@@ -101,6 +101,9 @@ pub enum Error {
     #[error(transparent)]
     #[allow(missing_docs)]
     Git(#[from] GitError),
+    #[error(transparent)]
+    #[allow(missing_docs)]
+    RemoteStore(#[from] remote::RemoteError),
 }
 
 /// A git backend's failure (see [`crate::Git`]): the backend's own error as its source and
@@ -222,6 +225,11 @@ impl Error {
             Error::Git(e) => match e.class {
                 GitErrorClass::Usage(code) => usage(code),
                 GitErrorClass::Failure(code) => store(code),
+            },
+            Error::RemoteStore(e) => match e {
+                remote::RemoteError::Store(_) => store("store"),
+                e if e.is_usage() => usage(e.code()),
+                e => store(e.code()),
             },
         }
     }

@@ -71,6 +71,7 @@ mod git;
 mod merge;
 mod objects;
 pub mod path;
+mod remotes;
 mod request;
 mod reversible;
 mod store;
@@ -89,6 +90,10 @@ pub use objects::{
     ShowOptions, ShowOutcome, init_store,
 };
 pub use path::TreePath;
+pub use remotes::{
+    PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteEntry,
+    RemoteListOptions, RemoteRmOptions, RemotesOutcome,
+};
 pub use request::{Outcome, Request};
 pub use reversible::{
     AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,

@@ -98,24 +98,34 @@ pub enum ShowOutcome {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RefSetOptions {
-    /// The ref.
+    /// The ref, or `NAME@REMOTE`.
     pub name: String,
     /// The snapshot.
     pub snapshot: String,
+    /// For a remote ref: set it only if it holds this snapshot (without: only if absent).
+    #[serde(default)]
+    pub expect: Option<String>,
 }
 
 /// `ref rm NAME`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RefRmOptions {
-    /// The ref.
+    /// The ref, `NAME@REMOTE`, or `ID@REMOTE` for a snapshot pushed by id.
     pub name: String,
+    /// For a remote ref: delete it only if it holds this snapshot.
+    #[serde(default)]
+    pub expect: Option<String>,
 }
 
 /// `ref list`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RefListOptions {}
+pub struct RefListOptions {
+    /// List this remote's refs instead (as this store last saw them, offline).
+    #[serde(default)]
+    pub remote: Option<String>,
+}
 
 /// A ref.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,6 +141,10 @@ pub struct RefEntry {
 pub struct RefsOutcome {
     /// Them.
     pub refs: Vec<RefEntry>,
+    /// The refusal: a remote ref that did not hold what was expected (`refs` then holds
+    /// its value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
 /// `fsck`.
@@ -190,6 +204,12 @@ pub struct GcOptions {
     /// First drop op-log entries older than this many days.
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub prune_ops: Option<u32>,
+    /// Collect this remote's garbage instead of the store's.
+    #[serde(default)]
+    pub remote: Option<String>,
+    /// With `remote`: hours a pack stays condemned before it is deleted (default 24).
+    #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
+    pub grace: Option<u32>,
 }
 
 /// An object gc removed.
@@ -216,6 +236,9 @@ pub struct GcOutcome {
     pub file_bytes_before: u64,
     /// And after.
     pub file_bytes_after: u64,
+    /// With `--remote`: what remote gc did (`removed` then lists packs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<remote::RemoteGcOutcome>,
 }
 
 fn entry_kind(kind: EntryKind) -> &'static str {
@@ -337,6 +360,20 @@ impl Engine {
 
     /// `cairn ref set NAME SNAP`.
     pub fn ref_set(&self, call: &Call, options: RefSetOptions) -> Result<RefsOutcome, Error> {
+        if let Some((name, at)) = crate::remotes::remote_ref(&options.name) {
+            let (refs, message) =
+                self.remote_ref_set(call, name, at, &options.snapshot, options.expect.as_deref())?;
+            return Ok(RefsOutcome { refs, message });
+        }
+        if options.expect.is_some() {
+            return Err(Error::usage(
+                "usage",
+                format!(
+                    "--expect is for remote refs (NAME@REMOTE), not {}",
+                    options.name
+                ),
+            ));
+        }
         cas::validate_ref_name(&options.name)?;
         let store = self.store(Access::Create)?;
         let id = resolve_snapshot(&store.reader()?, &call.cwd, &options.snapshot)?;
@@ -346,11 +383,25 @@ impl Engine {
                 name: options.name,
                 snapshot: id,
             }],
+            message: None,
         })
     }
 
     /// `cairn ref rm NAME`.
-    pub fn ref_rm(&self, _call: &Call, options: RefRmOptions) -> Result<RefsOutcome, Error> {
+    pub fn ref_rm(&self, call: &Call, options: RefRmOptions) -> Result<RefsOutcome, Error> {
+        if let Some((name, at)) = crate::remotes::remote_ref(&options.name) {
+            let (refs, message) = self.remote_ref_rm(call, name, at, options.expect.as_deref())?;
+            return Ok(RefsOutcome { refs, message });
+        }
+        if options.expect.is_some() {
+            return Err(Error::usage(
+                "usage",
+                format!(
+                    "--expect is for remote refs (NAME@REMOTE), not {}",
+                    options.name
+                ),
+            ));
+        }
         let store = self.store(Access::Write)?;
         let id = store.remove_ref(&options.name)?;
         Ok(RefsOutcome {
@@ -358,11 +409,19 @@ impl Engine {
                 name: options.name,
                 snapshot: id,
             }],
+            message: None,
         })
     }
 
     /// `cairn ref list`.
-    pub fn ref_list(&self, _call: &Call, _options: RefListOptions) -> Result<RefsOutcome, Error> {
+    pub fn ref_list(&self, call: &Call, options: RefListOptions) -> Result<RefsOutcome, Error> {
+        if let Some(at) = &options.remote {
+            let refs = self.remote_ref_list(call, at)?;
+            return Ok(RefsOutcome {
+                refs,
+                message: None,
+            });
+        }
         let store = self.store(Access::Read)?;
         let refs = store
             .reader()?
@@ -370,13 +429,17 @@ impl Engine {
             .into_iter()
             .map(|(name, snapshot)| RefEntry { name, snapshot })
             .collect();
-        Ok(RefsOutcome { refs })
+        Ok(RefsOutcome {
+            refs,
+            message: None,
+        })
     }
 
     /// `cairn fsck`: every object and reference verified.
     pub fn fsck(&self, _call: &Call, _options: FsckOptions) -> Result<FsckOutcome, Error> {
         let store = self.store(Access::Read)?;
-        let owners: [&dyn cas::SideOwner; 1] = [&fs_manager::Registry::default()];
+        let owners: [&dyn cas::SideOwner; 2] =
+            [&fs_manager::Registry::default(), &remote::RemotesOwner];
         let out = store.fsck(&cas::FsckOptions::default(), &owners)?;
         let n = out.problems.len();
         let message = (n > 0).then(|| {
@@ -408,6 +471,27 @@ impl Engine {
 
     /// `cairn gc [--dry-run] [--prune-ops DAYS]`: waits until no other call uses the store.
     pub fn gc(&self, _call: &Call, options: GcOptions) -> Result<GcOutcome, Error> {
+        if let Some(name) = &options.remote {
+            if options.prune_ops.is_some() {
+                return Err(Error::usage(
+                    "usage",
+                    "--prune-ops is for the store's own gc, not --remote",
+                ));
+            }
+            let out = self.remote_gc(name, options.grace.unwrap_or(24), options.dry_run)?;
+            return Ok(GcOutcome {
+                removed: Vec::new(),
+                bytes_freed: out.bytes_freed,
+                ops_pruned: 0,
+                dry_run: options.dry_run,
+                file_bytes_before: 0,
+                file_bytes_after: 0,
+                remote: Some(out),
+            });
+        }
+        if options.grace.is_some() {
+            return Err(Error::usage("usage", "--grace is for gc --remote NAME"));
+        }
         let prune_ops_before = options
             .prune_ops
             .map(|days| {
@@ -427,7 +511,7 @@ impl Engine {
             &cas::GcOptions {
                 dry_run: options.dry_run,
             },
-            &[&registry],
+            &[&registry, &remote::RemotesOwner],
         )?;
         Ok(GcOutcome {
             removed: out
@@ -443,6 +527,7 @@ impl Engine {
             dry_run: options.dry_run,
             file_bytes_before: out.file_bytes_before,
             file_bytes_after: out.file_bytes_after,
+            remote: None,
         })
     }
 }

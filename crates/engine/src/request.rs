@@ -11,6 +11,10 @@ use crate::objects::{
     FsckOptions, FsckOutcome, GcOptions, GcOutcome, RefListOptions, RefRmOptions, RefSetOptions,
     RefsOutcome, ShowOptions, ShowOutcome,
 };
+use crate::remotes::{
+    PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteListOptions,
+    RemoteRmOptions, RemotesOutcome,
+};
 use crate::reversible::{
     AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,
     DiscardOutcome, OpLogOptions, OpLogOutcome, RecoverOptions, RecoverOutcome, RewindOptions,
@@ -93,8 +97,20 @@ macro_rules! verbs {
             /// Runs `request`.
             pub fn handle(&self, call: &Call, request: Request) -> Result<Outcome, Error> {
                 refuse_nul(call, &request)?;
-                match request {
-                    $( Request::$variant(o) => self.$method(call, o).map(Outcome::$variant), )*
+                self.fetch_named(call, &request)?;
+                // A snapshot the store knows only as on a remote (a parent of one fetched
+                // alone) is fetched when a call reaches it, and the call runs again.
+                let mut fetched = 0;
+                loop {
+                    let result = match request.clone() {
+                        $( Request::$variant(o) => self.$method(call, o).map(Outcome::$variant), )*
+                    };
+                    match result {
+                        Err(e) if fetched < MAX_FETCHES_PER_CALL && self.fetch_promised(call, &e)? => {
+                            fetched += 1;
+                        }
+                        other => return other,
+                    }
                 }
             }
         }
@@ -129,7 +145,16 @@ verbs! {
     Accept(AcceptOptions) -> AcceptOutcome = "accept" via accept;
     Discard(DiscardOptions) -> DiscardOutcome = "discard" via discard;
     Recover(RecoverOptions) -> RecoverOutcome = "recover" via recover;
+    RemoteAdd(RemoteAddOptions) -> RemotesOutcome = "remote_add" via remote_add;
+    RemoteRm(RemoteRmOptions) -> RemotesOutcome = "remote_rm" via remote_rm;
+    RemoteList(RemoteListOptions) -> RemotesOutcome = "remote_list" via remote_list;
+    Push(PushOptions) -> PushOutcome = "push" via push;
+    Pull(PullOptions) -> PullOutcome = "pull" via pull;
 }
+
+/// How often one call may stop at a snapshot only promised by a remote, fetch it and run
+/// again (a `log` through a history fetched one snapshot at a time).
+const MAX_FETCHES_PER_CALL: usize = 256;
 
 /// No command line or path can hold a NUL byte: one in a request is bad input, never a
 /// path to try.
@@ -189,6 +214,8 @@ impl Outcome {
         match self {
             Outcome::Merge(o) => o.message.as_deref(),
             Outcome::Fsck(o) => o.message.as_deref(),
+            Outcome::Push(o) => o.message.as_deref(),
+            Outcome::RefSet(o) | Outcome::RefRm(o) => o.message.as_deref(),
             Outcome::Diff(o) if o.differ => o.message.as_deref(),
             Outcome::Undo(o) | Outcome::Redo(o) => match o {
                 UndoOutcome::Done(d) => d.message.as_deref(),
@@ -250,6 +277,8 @@ mod tests {
                 "show" => &["object"],
                 "ref_set" => &["name", "snapshot"],
                 "ref_rm" => &["name"],
+                "remote_add" => &["name", "url"],
+                "remote_rm" => &["name"],
                 _ => &[],
             };
             let args = required

@@ -15,6 +15,9 @@ pub struct CallRequest {
     pub cwd: Utf8PathBuf,
     /// What to do.
     pub request: Request,
+    /// Never fetch from a remote (`--offline`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub offline: bool,
 }
 
 /// The answer to a call: the outcome and its exit status, or the error.

@@ -1,6 +1,6 @@
 //! Every JSON field SPEC.md names for a verb is in its serialized outcome (extra fields are
 //! allowed). `run` is the CLI's (not an engine verb); SPEC's fields of later work (`run`'s
-//! `snapshots`/`policy`/`denied`, `gc`'s `retained`, remotes, mounts) are not built yet.
+//! `snapshots`/`policy`/`denied`, `gc`'s `retained`, mounts) are not built yet.
 //! The verbs that need git (`onboard`'s source, `onboard --git`, `merge`) are checked in
 //! `cairn-git`'s tests.
 
@@ -177,6 +177,7 @@ fn refs() {
     let set = RefSetOptions {
         name: "keep".into(),
         snapshot: w.base.clone(),
+        ..Default::default()
     };
     items_have(
         &json(&w.engine.ref_set(&call, set).expect("ref set")),
@@ -186,7 +187,7 @@ fn refs() {
     items_have(
         &json(
             &w.engine
-                .ref_list(&call, RefListOptions {})
+                .ref_list(&call, RefListOptions::default())
                 .expect("ref list"),
         ),
         "refs",
@@ -194,11 +195,76 @@ fn refs() {
     );
     let rm = RefRmOptions {
         name: "keep".into(),
+        ..Default::default()
     };
     has(
         &json(&w.engine.ref_rm(&call, rm).expect("ref rm")),
         &["refs"],
     );
+}
+
+#[test]
+fn remotes_push_and_pull() {
+    let w = World::new();
+    let call = w.call();
+    let url = format!("file://{}", w.dir.join("remote"));
+    let added = w
+        .engine
+        .remote_add(
+            &call,
+            RemoteAddOptions {
+                name: "origin".into(),
+                url,
+                ..Default::default()
+            },
+        )
+        .expect("remote add");
+    items_have(&json(&added), "remotes", &["name", "url"]);
+    let listed = w
+        .engine
+        .remote_list(&call, RemoteListOptions::default())
+        .expect("remote list");
+    items_have(&json(&listed), "remotes", &["name", "url"]);
+    let pushed = w
+        .engine
+        .push(
+            &call,
+            PushOptions {
+                snapshots: vec![w.base.clone()],
+                ..Default::default()
+            },
+        )
+        .expect("push");
+    has(
+        &json(&pushed),
+        &["pushed", "objects_sent", "bytes_sent", "objects_present"],
+    );
+
+    let other = Engine::create(w.dir.join("other-store")).expect("a second store");
+    other
+        .remote_add(
+            &call,
+            RemoteAddOptions {
+                name: "origin".into(),
+                url: format!("file://{}", w.dir.join("remote")),
+                ..Default::default()
+            },
+        )
+        .expect("remote add");
+    let pulled = other
+        .pull(
+            &call,
+            PullOptions {
+                snapshots: vec![w.base.clone()],
+                ..Default::default()
+            },
+        )
+        .expect("pull");
+    has(
+        &json(&pulled),
+        &["pulled", "objects_received", "bytes_received"],
+    );
+    assert!(json(&pulled)["objects_received"].as_u64() > Some(0));
 }
 
 #[test]

@@ -4,6 +4,7 @@
 pub mod init;
 pub mod mcp;
 pub mod refs;
+pub mod remotes;
 pub mod reversible;
 pub mod run;
 pub mod serve;

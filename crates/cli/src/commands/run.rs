@@ -116,7 +116,7 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
     let worktree = absolute(&cwd, args.worktree);
     let store = ctx.store_path(&cwd)?;
     let steps = Steps {
-        target: Target::for_store(&store),
+        target: Target::for_store(&store, ctx.offline),
         cwd: cwd.clone(),
         bar: Bar::new(),
     };

@@ -146,12 +146,13 @@ async fn perform(
     engine: Arc<Engine>,
     cwd: Utf8PathBuf,
     request: Request,
+    offline: bool,
     stream: bool,
     answer: Answer,
 ) -> Response {
     if !stream {
         let result = run_blocking(move || {
-            let call = Call::new(cwd);
+            let call = Call::new(cwd).offline(offline);
             engine.isolated(|| engine.handle(&call, request))
         })
         .await;
@@ -169,7 +170,7 @@ async fn perform(
         state: Mutex::default(),
     };
     tokio::task::spawn_blocking(move || {
-        let call = Call::new(cwd).with_progress(&progress);
+        let call = Call::new(cwd).with_progress(&progress).offline(offline);
         let result = engine.isolated(|| engine.handle(&call, request));
         let (status, body) = answer(result);
         let _ = tx.send(StreamLine::Reply {
@@ -273,6 +274,7 @@ async fn call(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Respo
         s.engine.clone(),
         body.cwd,
         body.request,
+        body.offline,
         wants_stream(&headers),
         answer,
     )
@@ -340,6 +342,7 @@ async fn verb(
         s.engine.clone(),
         cwd,
         request,
+        false,
         wants_stream(&headers),
         answer,
     )

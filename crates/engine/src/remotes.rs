@@ -1,0 +1,704 @@
+//! Remotes: `remote add|rm|list`, `push`, `pull`, refs on remotes (`NAME@REMOTE`), remote
+//! gc, and fetching on demand what a call names but the store lacks.
+
+use std::sync::Mutex;
+
+use cas::{Reader, SnapshotId, WriteBatch};
+use remote::{Need, RefUpdate, Remote, RemoteConfig, RemoteError};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Call, Engine, resolve_snapshot};
+use crate::error::Error;
+use crate::objects::RefEntry;
+use crate::request::Request;
+use crate::store::Access;
+
+/// `remote add NAME URL [--endpoint URL] [--region R]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteAddOptions {
+    /// Its name here.
+    pub name: String,
+    /// `s3://BUCKET[/PREFIX]` or `file:///PATH`.
+    pub url: String,
+    /// The S3 endpoint (engines other than AWS).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// The S3 region.
+    #[serde(default)]
+    pub region: Option<String>,
+}
+
+/// `remote rm NAME`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteRmOptions {
+    /// Its name.
+    pub name: String,
+}
+
+/// `remote list`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemoteListOptions {}
+
+/// A remote as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteEntry {
+    /// Its name.
+    pub name: String,
+    /// Where it is.
+    pub url: String,
+    /// The S3 endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The S3 region.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// True if refs can be updated there (the engine enforces conditional writes).
+    pub conditional_writes: bool,
+}
+
+/// Remotes added, removed or listed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RemotesOutcome {
+    /// Them.
+    pub remotes: Vec<RemoteEntry>,
+}
+
+/// `push [SNAP|REF]… [--remote NAME]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushOptions {
+    /// Snapshots or local refs; none: every local ref.
+    #[serde(default)]
+    pub snapshots: Vec<String>,
+    /// The remote (default `origin`).
+    #[serde(default)]
+    pub remote: Option<String>,
+}
+
+/// What `push` did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PushOutcome {
+    /// The remote.
+    pub remote: String,
+    /// The snapshots now on the remote.
+    pub pushed: Vec<SnapshotId>,
+    /// Objects sent.
+    pub objects_sent: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Objects the remote had already.
+    pub objects_present: u64,
+    /// Remote refs set (`NAME@REMOTE` as `name`).
+    pub refs: Vec<RefEntry>,
+    /// The refusal: a remote ref that moved since this store last saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `pull [SNAP|REF]… [--remote NAME]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PullOptions {
+    /// Snapshot ids or refs of the remote; none: every remote ref.
+    #[serde(default)]
+    pub snapshots: Vec<String>,
+    /// The remote (default `origin`).
+    #[serde(default)]
+    pub remote: Option<String>,
+}
+
+/// What `pull` did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PullOutcome {
+    /// The remote.
+    pub remote: String,
+    /// The snapshots now here, with their history.
+    pub pulled: Vec<SnapshotId>,
+    /// Objects received.
+    pub objects_received: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+    /// Remote refs updated here (`NAME@REMOTE`).
+    pub refs: Vec<RefEntry>,
+}
+
+/// Remote progress shown through the call's progress.
+struct Bridge<'a>(&'a dyn fs_manager::Progress);
+
+impl remote::Progress for Bridge<'_> {
+    fn start(&self, what: &str, objects: u64, bytes: u64) {
+        self.0.start(what, objects, bytes);
+    }
+    fn advance(&self, objects: u64, bytes: u64) {
+        self.0.advance(objects, bytes);
+    }
+    fn finish(&self) {
+        self.0.finish();
+    }
+}
+
+/// `NAME@REMOTE` split, if `spec` is one.
+pub(crate) fn remote_ref(spec: &str) -> Option<(&str, &str)> {
+    spec.rsplit_once('@')
+}
+
+fn entry(c: &RemoteConfig) -> RemoteEntry {
+    RemoteEntry {
+        name: c.name.clone(),
+        url: c.url.clone(),
+        endpoint: c.endpoint.clone(),
+        region: c.region.clone(),
+        conditional_writes: c.conditional.refs_safe(),
+    }
+}
+
+fn is_full_id(spec: &str) -> bool {
+    spec.len() == cas::HEX_LEN && spec.parse::<cas::ObjectId>().is_ok()
+}
+
+/// Serializes fetches of one engine, so concurrent calls naming one snapshot fetch it once.
+#[derive(Default)]
+pub(crate) struct Fetching(Mutex<()>);
+
+impl Engine {
+    fn open_remote(&self, reader: &Reader, name: Option<&str>) -> Result<Remote, Error> {
+        let name = name.unwrap_or(remote::DEFAULT_REMOTE);
+        let config = remote::remote_config(reader, name)?;
+        Ok(Remote::connect(&config)?)
+    }
+
+    /// `cairn remote add NAME URL`: checks the remote is reachable and what it enforces.
+    pub fn remote_add(
+        &self,
+        _call: &Call,
+        options: RemoteAddOptions,
+    ) -> Result<RemotesOutcome, Error> {
+        remote::validate_remote_name(&options.name)?;
+        remote::RemoteUrl::parse(&options.url).map_err(RemoteError::Invalid)?;
+        let store = self.store(Access::Create)?;
+        if let Ok(existing) = remote::remote_config(&store.reader()?, &options.name) {
+            return Err(RemoteError::Exists {
+                name: options.name,
+                url: existing.url,
+            }
+            .into());
+        }
+        let config = remote::probe(&RemoteConfig {
+            name: options.name,
+            url: options.url,
+            endpoint: options.endpoint,
+            region: options.region,
+            conditional: remote::Conditional {
+                create: false,
+                stale_update: remote::Probe::Unsupported,
+            },
+        })?;
+        let mut batch = WriteBatch::new();
+        remote::add_remote(&mut batch, &config);
+        store.write(&batch)?;
+        Ok(RemotesOutcome {
+            remotes: vec![entry(&config)],
+        })
+    }
+
+    /// `cairn remote rm NAME`: forgets it here (nothing on the remote changes).
+    pub fn remote_rm(
+        &self,
+        _call: &Call,
+        options: RemoteRmOptions,
+    ) -> Result<RemotesOutcome, Error> {
+        let store = self.store(Access::Write)?;
+        let config = remote::remote_config(&store.reader()?, &options.name)?;
+        let mut batch = WriteBatch::new();
+        remote::remove_remote(&mut batch, &options.name);
+        store.write(&batch)?;
+        Ok(RemotesOutcome {
+            remotes: vec![entry(&config)],
+        })
+    }
+
+    /// `cairn remote list`.
+    pub fn remote_list(
+        &self,
+        _call: &Call,
+        _options: RemoteListOptions,
+    ) -> Result<RemotesOutcome, Error> {
+        let store = self.store(Access::Read)?;
+        let remotes = remote::remotes(&store.reader()?)?;
+        Ok(RemotesOutcome {
+            remotes: remotes.iter().map(entry).collect(),
+        })
+    }
+
+    /// `cairn push`: snapshots by id are pinned there; refs set `REF@REMOTE` if it still
+    /// holds what this store last saw (else a refusal naming its value).
+    pub fn push(&self, call: &Call, options: PushOptions) -> Result<PushOutcome, Error> {
+        let store = self.store(Access::Write)?;
+        let reader = store.reader()?;
+        let remote = self.open_remote(&reader, options.remote.as_deref())?;
+        let name = remote.name().to_owned();
+        // (local ref name if pushed by ref, snapshot)
+        let mut targets: Vec<(Option<String>, SnapshotId)> = Vec::new();
+        if options.snapshots.is_empty() {
+            for (r, id) in reader.refs()? {
+                targets.push((Some(r), id));
+            }
+        }
+        for spec in &options.snapshots {
+            match reader.ref_target(spec)? {
+                Some(id) => targets.push((Some(spec.clone()), id)),
+                None => targets.push((None, resolve_snapshot(&reader, &call.cwd, spec)?)),
+            }
+        }
+        drop(reader);
+        let ids: Vec<SnapshotId> = targets.iter().map(|(_, id)| *id).collect();
+        let pushed = remote::push(&remote, &store, &ids, &Bridge(call.progress))?;
+        let mut refs = Vec::new();
+        let mut refused = Vec::new();
+        for (r, id) in &targets {
+            match r {
+                None => remote::refs::pin(&remote, *id)?,
+                Some(r) => {
+                    let seen = remote::tracking_ref(&store.reader()?, &name, r)?;
+                    match remote::refs::update(&remote, r, RefUpdate::Set(*id), seen) {
+                        Ok(()) => {
+                            self.track(&store, &name, r, Some(*id))?;
+                            refs.push(RefEntry {
+                                name: format!("{r}@{name}"),
+                                snapshot: *id,
+                            });
+                        }
+                        Err(e @ RemoteError::RefMoved { .. }) => refused.push(e.to_string()),
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+        Ok(PushOutcome {
+            remote: name,
+            pushed: pushed.pushed,
+            objects_sent: pushed.objects_sent,
+            bytes_sent: pushed.bytes_sent,
+            objects_present: pushed.objects_present,
+            refs,
+            message: (!refused.is_empty()).then(|| refused.join("; ")),
+        })
+    }
+
+    fn track(
+        &self,
+        store: &cas::Store,
+        remote: &str,
+        name: &str,
+        id: Option<SnapshotId>,
+    ) -> Result<(), Error> {
+        let mut batch = WriteBatch::new();
+        remote::set_tracking(&mut batch, remote, name, id);
+        store.write(&batch)?;
+        Ok(())
+    }
+
+    /// `cairn pull`: snapshots with their history, verified; updates `NAME@REMOTE` here,
+    /// never a local ref.
+    pub fn pull(&self, call: &Call, options: PullOptions) -> Result<PullOutcome, Error> {
+        if call.offline {
+            return Err(Error::usage(
+                "offline",
+                "pull needs the network; --offline forbids it",
+            ));
+        }
+        let store = self.store(Access::Create)?;
+        let remote = self.open_remote(&store.reader()?, options.remote.as_deref())?;
+        let name = remote.name().to_owned();
+        let mut ids = Vec::new();
+        let mut refs = Vec::new();
+        if options.snapshots.is_empty() {
+            for r in remote::refs::list(&remote)? {
+                ids.push(r.snapshot);
+                refs.push((r.name, r.snapshot));
+            }
+        }
+        for spec in &options.snapshots {
+            if is_full_id(spec) {
+                ids.push(
+                    spec.parse().map_err(|e: cas::ParseIdError| {
+                        Error::usage("unknown_id", e.to_string())
+                    })?,
+                );
+                continue;
+            }
+            let r = match remote_ref(spec) {
+                Some((r, at)) if at == name => r,
+                Some((_, at)) => {
+                    return Err(Error::usage(
+                        "usage",
+                        format!("{spec}: names remote {at}, but this pull is from {name}"),
+                    ));
+                }
+                None => spec.as_str(),
+            };
+            let id = remote::refs::get(&remote, r)?.ok_or_else(|| RemoteError::NoSuchRef {
+                remote: name.clone(),
+                name: r.to_owned(),
+            })?;
+            ids.push(id);
+            refs.push((r.to_owned(), id));
+        }
+        let _guard = self
+            .fetching
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let got = remote::fetch(&remote, &store, &ids, Need::History, &Bridge(call.progress))?;
+        let mut batch = WriteBatch::new();
+        for (r, id) in &refs {
+            remote::set_tracking(&mut batch, &name, r, Some(*id));
+        }
+        store.write(&batch)?;
+        Ok(PullOutcome {
+            remote: name.clone(),
+            pulled: got.pulled,
+            objects_received: got.objects_received,
+            bytes_received: got.bytes_received,
+            refs: refs
+                .into_iter()
+                .map(|(r, snapshot)| RefEntry {
+                    name: format!("{r}@{name}"),
+                    snapshot,
+                })
+                .collect(),
+        })
+    }
+
+    /// `ref set NAME@REMOTE SNAP [--expect OLD]`: pushes SNAP, then moves the ref if it
+    /// holds OLD (or is absent without `--expect`).
+    pub(crate) fn remote_ref_set(
+        &self,
+        call: &Call,
+        name: &str,
+        at: &str,
+        snapshot: &str,
+        expect: Option<&str>,
+    ) -> Result<(Vec<RefEntry>, Option<String>), Error> {
+        cas::validate_ref_name(name)?;
+        let store = self.store(Access::Write)?;
+        let reader = store.reader()?;
+        let remote = self.open_remote(&reader, Some(at))?;
+        let id = resolve_snapshot(&reader, &call.cwd, snapshot)?;
+        let expected = expect
+            .map(|e| resolve_snapshot(&reader, &call.cwd, e))
+            .transpose()?;
+        drop(reader);
+        remote::push(&remote, &store, &[id], &Bridge(call.progress))?;
+        match remote::refs::update(&remote, name, RefUpdate::Set(id), expected) {
+            Ok(()) => {
+                self.track(&store, at, name, Some(id))?;
+                Ok((
+                    vec![RefEntry {
+                        name: format!("{name}@{at}"),
+                        snapshot: id,
+                    }],
+                    None,
+                ))
+            }
+            Err(RemoteError::RefMoved { current, .. }) => {
+                let refs = current
+                    .map(|c| RefEntry {
+                        name: format!("{name}@{at}"),
+                        snapshot: c,
+                    })
+                    .into_iter()
+                    .collect();
+                let err = RemoteError::RefMoved {
+                    remote: at.to_owned(),
+                    name: name.to_owned(),
+                    current,
+                    expected,
+                };
+                Ok((refs, Some(err.to_string())))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `ref rm NAME@REMOTE [--expect OLD]`; `ref rm ID@REMOTE` unpins a snapshot pushed by
+    /// id.
+    pub(crate) fn remote_ref_rm(
+        &self,
+        call: &Call,
+        name: &str,
+        at: &str,
+        expect: Option<&str>,
+    ) -> Result<(Vec<RefEntry>, Option<String>), Error> {
+        let store = self.store(Access::Write)?;
+        let reader = store.reader()?;
+        let remote = self.open_remote(&reader, Some(at))?;
+        if is_full_id(name) {
+            let id: SnapshotId = name
+                .parse()
+                .map_err(|e: cas::ParseIdError| Error::usage("unknown_id", e.to_string()))?;
+            remote::refs::unpin(&remote, id)?;
+            return Ok((
+                vec![RefEntry {
+                    name: format!("{name}@{at}"),
+                    snapshot: id,
+                }],
+                None,
+            ));
+        }
+        let expected = match expect {
+            Some(e) => Some(resolve_snapshot(&reader, &call.cwd, e)?),
+            // Without --expect: whatever it holds now, still atomically.
+            None => remote::refs::get(&remote, name)?,
+        };
+        drop(reader);
+        let Some(old) = expected else {
+            return Err(RemoteError::NoSuchRef {
+                remote: at.to_owned(),
+                name: name.to_owned(),
+            }
+            .into());
+        };
+        match remote::refs::update(&remote, name, RefUpdate::Remove, Some(old)) {
+            Ok(()) => {
+                self.track(&store, at, name, None)?;
+                Ok((
+                    vec![RefEntry {
+                        name: format!("{name}@{at}"),
+                        snapshot: old,
+                    }],
+                    None,
+                ))
+            }
+            Err(e @ RemoteError::RefMoved { .. }) => Ok((Vec::new(), Some(e.to_string()))),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `ref list --remote NAME`: the remote's refs (what this store last saw, offline).
+    pub(crate) fn remote_ref_list(&self, call: &Call, at: &str) -> Result<Vec<RefEntry>, Error> {
+        let store = self.store(if call.offline {
+            Access::Read
+        } else {
+            Access::Write
+        })?;
+        let reader = store.reader()?;
+        let remote_config = remote::remote_config(&reader, at)?;
+        if call.offline {
+            return Ok(remote::tracking_refs(&reader, at)?
+                .into_iter()
+                .map(|(name, snapshot)| RefEntry {
+                    name: format!("{name}@{at}"),
+                    snapshot,
+                })
+                .collect());
+        }
+        drop(reader);
+        let remote = Remote::connect(&remote_config)?;
+        let listed = remote::refs::list(&remote)?;
+        let mut batch = WriteBatch::new();
+        batch.clear_side_scope(remote::TRACKING, at);
+        for r in &listed {
+            remote::set_tracking(&mut batch, at, &r.name, Some(r.snapshot));
+        }
+        store.write(&batch)?;
+        Ok(listed
+            .into_iter()
+            .map(|r| RefEntry {
+                name: format!("{}@{at}", r.name),
+                snapshot: r.snapshot,
+            })
+            .collect())
+    }
+
+    /// `gc --remote NAME [--grace HOURS] [--dry-run]`.
+    pub(crate) fn remote_gc(
+        &self,
+        name: &str,
+        grace_hours: u32,
+        dry_run: bool,
+    ) -> Result<remote::RemoteGcOutcome, Error> {
+        let store = self.store(Access::Write)?;
+        let remote = self.open_remote(&store.reader()?, Some(name))?;
+        Ok(remote::gc(
+            &remote,
+            &store,
+            &remote::RemoteGcOptions {
+                grace_seconds: u64::from(grace_hours) * 3600,
+                dry_run,
+            },
+        )?)
+    }
+
+    /// Fetches what `request` names but the store lacks: a full snapshot id (from the first
+    /// remote that has it, `origin` first) or `NAME@REMOTE` (its current value there), with
+    /// everything its tree reaches. Prefixes are never fetched; `--offline` fetches nothing.
+    pub(crate) fn fetch_named(&self, call: &Call, request: &Request) -> Result<(), Error> {
+        if call.offline {
+            return Ok(());
+        }
+        let specs = snapshot_specs(request);
+        if specs.is_empty() {
+            return Ok(());
+        }
+        let Ok(store) = self.store(Access::Read) else {
+            return Ok(());
+        };
+        let reader = store.reader()?;
+        let configs = remote::remotes(&reader)?;
+        if configs.is_empty() {
+            return Ok(());
+        }
+        let mut wanted: Vec<(SnapshotId, Vec<RemoteConfig>)> = Vec::new();
+        let mut tracking: Vec<(String, String, SnapshotId)> = Vec::new();
+        for spec in specs {
+            if let Some((name, at)) = remote_ref(&spec) {
+                // A path that happens to hold '@' names no remote here.
+                let Ok(config) = remote::remote_config(&reader, at) else {
+                    continue;
+                };
+                let remote = Remote::connect(&config)?;
+                let id =
+                    remote::refs::get(&remote, name)?.ok_or_else(|| RemoteError::NoSuchRef {
+                        remote: at.to_owned(),
+                        name: name.to_owned(),
+                    })?;
+                tracking.push((at.to_owned(), name.to_owned(), id));
+                if !reader.has_snapshot(id)? {
+                    wanted.push((id, vec![config]));
+                }
+            } else if is_full_id(&spec) {
+                let id: SnapshotId = spec
+                    .parse()
+                    .map_err(|e: cas::ParseIdError| Error::usage("unknown_id", e.to_string()))?;
+                let id_any: cas::ObjectId = id.into();
+                let known = reader.has_snapshot(id)?
+                    || reader.has_tree(id_any.as_tree())?
+                    || reader.has_blob(id_any.as_blob())?;
+                if !known {
+                    let mut order = configs.clone();
+                    order.sort_by_key(|c| c.name != remote::DEFAULT_REMOTE);
+                    wanted.push((id, order));
+                }
+            }
+        }
+        drop(reader);
+        drop(store);
+        if wanted.is_empty() && tracking.is_empty() {
+            return Ok(());
+        }
+        let store = self.store(Access::Write)?;
+        let _guard = self
+            .fetching
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (id, candidates) in wanted {
+            self.fetch_from(call, &store, id, &candidates)?;
+        }
+        if !tracking.is_empty() {
+            let mut batch = WriteBatch::new();
+            for (at, name, id) in tracking {
+                remote::set_tracking(&mut batch, &at, &name, Some(id));
+            }
+            store.write(&batch)?;
+        }
+        Ok(())
+    }
+
+    /// Fetches snapshot `id` with its tree from the first of `candidates` that has it.
+    fn fetch_from(
+        &self,
+        call: &Call,
+        store: &cas::Store,
+        id: SnapshotId,
+        candidates: &[RemoteConfig],
+    ) -> Result<(), Error> {
+        if store.reader()?.has_snapshot(id)? {
+            return Ok(());
+        }
+        for config in candidates {
+            let remote = Remote::connect(config)?;
+            match remote::fetch(&remote, store, &[id], Need::Closure, &Bridge(call.progress)) {
+                Ok(_) => return Ok(()),
+                Err(RemoteError::NotOnRemote { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        // On no remote: the call reports the id unknown, as without remotes.
+        Ok(())
+    }
+
+    /// If `err` is about a snapshot this store knows only as promised by a remote, fetches
+    /// it (online) and says so; offline, turns it into an error saying where it is.
+    pub(crate) fn fetch_promised(&self, call: &Call, err: &Error) -> Result<bool, Error> {
+        let id = match err {
+            Error::Read(cas::ReadError::NotFound {
+                kind: cas::ObjectKind::Snapshot,
+                id,
+            })
+            | Error::Read(cas::ReadError::Corrupt {
+                kind: cas::ObjectKind::Snapshot,
+                id,
+                ..
+            }) => *id,
+            _ => return Ok(false),
+        };
+        let store = self.store(Access::Read)?;
+        let reader = store.reader()?;
+        let Some(at) = reader.promised(id)? else {
+            return Ok(false);
+        };
+        if call.offline {
+            return Err(Error::usage(
+                "offline",
+                format!("snapshot {id} is on remote {at}; --offline forbids fetching it"),
+            ));
+        }
+        let config = remote::remote_config(&reader, &at)?;
+        drop(reader);
+        drop(store);
+        let store = self.store(Access::Write)?;
+        let _guard = self
+            .fetching
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.fetch_from(
+            call,
+            &store,
+            id.as_snapshot(),
+            std::slice::from_ref(&config),
+        )?;
+        Ok(store.reader()?.has_snapshot(id.as_snapshot())?)
+    }
+}
+
+/// The snapshot specs a request names that a fetch could supply.
+fn snapshot_specs(request: &Request) -> Vec<String> {
+    let value = serde_json::to_value(request).unwrap_or_default();
+    let Some(args) = value.get("args").and_then(serde_json::Value::as_object) else {
+        return Vec::new();
+    };
+    const KEYS: &[&str] = &["snapshot", "a", "b", "object", "to", "base", "target"];
+    let verb = request.verb();
+    // These name remote refs or snapshots to push, not ones to fetch.
+    if matches!(verb, "push" | "pull") {
+        return Vec::new();
+    }
+    KEYS.iter()
+        .filter_map(|k| args.get(*k).and_then(serde_json::Value::as_str))
+        .map(|s| match (verb, s.split_once(':')) {
+            ("show", Some((spec, _))) => spec.to_owned(),
+            _ => s.to_owned(),
+        })
+        .filter(|s| {
+            is_full_id(s)
+                || remote_ref(s)
+                    .is_some_and(|(n, r)| !n.is_empty() && remote::validate_remote_name(r).is_ok())
+        })
+        .collect()
+}
