@@ -18,7 +18,7 @@ pub enum Arg {
     Option(&'static str, &'static str),
     /// `--flag` when true.
     Switch(&'static str, &'static str),
-    /// `-- PATH…` from a list of strings.
+    /// A list of strings: `-- PATH…`, or repeated positionals (`push SNAP…`).
     Paths(&'static str),
 }
 
@@ -205,6 +205,45 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Verify every object and reference of the store.",
         args: &[],
         mcp: false,
+    },
+    ToolSpec {
+        name: "push",
+        command: &["push"],
+        description: "Copy snapshots (with their history) to a remote so other machines can check them out by id, sending only what it lacks; a ref also sets REF@REMOTE if nobody moved it meanwhile.",
+        args: &[
+            (
+                Arg::Paths("snapshots"),
+                "Snapshot ids or local refs (none: every local ref).",
+            ),
+            (
+                Arg::Option("remote", "--remote"),
+                "The remote (default origin).",
+            ),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "pull",
+        command: &["pull"],
+        description: "Copy snapshots (with their history) from a remote, verifying every object; updates NAME@REMOTE, never a local ref.",
+        args: &[
+            (
+                Arg::Paths("snapshots"),
+                "Snapshot ids or refs of the remote (none: every remote ref).",
+            ),
+            (
+                Arg::Option("remote", "--remote"),
+                "The remote (default origin).",
+            ),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "remote_list",
+        command: &["remote", "list"],
+        description: "The remotes this store knows, and whether refs can be updated on each.",
+        args: &[],
+        mcp: true,
     },
 ];
 
