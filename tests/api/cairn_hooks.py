@@ -55,6 +55,9 @@ def before_call(context, case, kwargs):
         args = request.get("args") if isinstance(request, dict) else None
         if isinstance(args, dict):
             confine_arguments(args, has_cwd)
+            # A remote is a folder inside the sandbox, never a bucket out there.
+            if request.get("verb") == "remote_add" and isinstance(args.get("url"), str):
+                args["url"] = f"file://{SANDBOX}/remote-{inside(args['url'])}"
         return
     confine_arguments(body, has_cwd)
 

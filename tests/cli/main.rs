@@ -11,6 +11,7 @@ mod human_output;
 mod import_commands;
 mod mcp_client;
 mod merge_commands;
+mod remote_commands;
 mod reversible_commands;
 mod run_commands;
 mod serve_commands;
