@@ -63,11 +63,12 @@ pub use store::{
     BlobPayload, BoxError, CHUNK_BYTES, Checked, DATABASE_FILE, Error, FORMAT_1_FILE_STATES,
     FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES, FORMAT_VERSION, FsckOptions,
     FsckOutcome, GcOptions, GcOutcome, InvalidLockTimeout, JOURNALS, KeyValue, LOCK_TIMEOUT_VAR,
-    MaintenanceError, OpenError, OpenOptions, PROMISED, PreparedBlob, Problem, ReadError, Reader,
-    RefError, ResolveError, Roots, ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure,
-    Store, WriteBatch, WriteError, WriteOutcome, sequence_key, sequence_of, validate_ref_name,
+    MaintenanceError, OpenError, OpenOptions, PROMISED, PayloadError, PreparedBlob, Problem,
+    ReadError, Reader, RefError, ResolveError, Roots, ScopedEntry, SideKey, SideOwner, SideTable,
+    StorageFailure, Store, WriteBatch, WriteError, WriteOutcome, sequence_key, sequence_of,
+    validate_ref_name,
 };
-pub use verify::{VerifiedObject, VerifyError, verify_object};
+pub use verify::{VerifiedObject, VerifyError, verify_blob_payload, verify_object};
 
 /// The store's record decoders for the fuzz targets in `fuzz/`; not part of the API.
 #[doc(hidden)]

@@ -4,7 +4,7 @@
 
 use crate::id::{BlobId, ObjectId};
 use crate::object::{ObjectError, ObjectKind, Snapshot, Tree};
-use crate::store::{PreparedBlob, WriteBatch};
+use crate::store::{BlobPayload, PayloadError, PreparedBlob, WriteBatch};
 
 /// An object whose bytes were checked against its claimed id; see [`verify_object`].
 #[derive(Debug, Clone)]
@@ -114,4 +114,23 @@ impl WriteBatch {
             VerifiedObject::Snapshot(s) => self.add_snapshot(s).into(),
         }
     }
+}
+
+/// Checks that a received blob `payload` is the content `claimed` names (see
+/// [`PreparedBlob::from_payload`]).
+pub fn verify_blob_payload(
+    claimed: BlobId,
+    payload: BlobPayload,
+) -> Result<PreparedBlob, VerifyError> {
+    PreparedBlob::from_payload(claimed, payload).map_err(|e| match e {
+        PayloadError::Bad(reason) => VerifyError::BadPayload {
+            id: claimed.into(),
+            reason,
+        },
+        PayloadError::Mismatch(actual) => VerifyError::HashMismatch {
+            kind: ObjectKind::Blob,
+            claimed: claimed.into(),
+            actual: actual.into(),
+        },
+    })
 }

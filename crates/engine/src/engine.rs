@@ -18,8 +18,9 @@ pub struct Engine {
     pub(crate) worktrees: fs_manager::Worktrees,
     /// The git backend, if the embedder gave one.
     git: Option<Box<dyn Git>>,
-    /// Held while fetching from a remote.
-    pub(crate) fetching: crate::remotes::Fetching,
+    /// Held while fetching from a remote, so concurrent calls naming one snapshot fetch
+    /// it once.
+    pub(crate) fetching: std::sync::Mutex<()>,
 }
 
 /// One call's context: the caller's directory (relative paths and the current worktree
@@ -178,9 +179,14 @@ pub(crate) fn resolve_snapshot(
     }
 }
 
+/// `NAME@REMOTE` split, if `spec` is one (a ref name holds no `@`).
+pub(crate) fn remote_ref(spec: &str) -> Option<(&str, &str)> {
+    spec.rsplit_once('@')
+}
+
 /// A ref, `NAME@REMOTE` (what this store last saw there) or unique id prefix.
 pub(crate) fn resolve_name(reader: &cas::Reader, spec: &str) -> Result<cas::SnapshotId, Error> {
-    if let Some((name, at)) = crate::remotes::remote_ref(spec) {
+    if let Some((name, at)) = remote_ref(spec) {
         remote::remote_config(reader, at)?;
         return remote::tracking_ref(reader, at, name)?.ok_or_else(|| {
             remote::RemoteError::NoSuchRef {

@@ -360,7 +360,7 @@ impl Engine {
 
     /// `cairn ref set NAME SNAP`.
     pub fn ref_set(&self, call: &Call, options: RefSetOptions) -> Result<RefsOutcome, Error> {
-        if let Some((name, at)) = crate::remotes::remote_ref(&options.name) {
+        if let Some((name, at)) = crate::engine::remote_ref(&options.name) {
             let (refs, message) =
                 self.remote_ref_set(call, name, at, &options.snapshot, options.expect.as_deref())?;
             return Ok(RefsOutcome { refs, message });
@@ -389,7 +389,7 @@ impl Engine {
 
     /// `cairn ref rm NAME`.
     pub fn ref_rm(&self, call: &Call, options: RefRmOptions) -> Result<RefsOutcome, Error> {
-        if let Some((name, at)) = crate::remotes::remote_ref(&options.name) {
+        if let Some((name, at)) = crate::engine::remote_ref(&options.name) {
             let (refs, message) = self.remote_ref_rm(call, name, at, options.expect.as_deref())?;
             return Ok(RefsOutcome { refs, message });
         }

@@ -1,16 +1,13 @@
 //! Remotes: `remote add|rm|list`, `push`, `pull`, refs on remotes (`NAME@REMOTE`), remote
 //! gc, and fetching on demand what a call names but the store lacks.
 
-use std::sync::Mutex;
-
 use cas::{Reader, SnapshotId, WriteBatch};
 use remote::{Need, RefUpdate, Remote, RemoteConfig, RemoteError};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Call, Engine, resolve_snapshot};
+use crate::engine::{Call, Engine, remote_ref, resolve_snapshot};
 use crate::error::Error;
 use crate::objects::RefEntry;
-use crate::request::Request;
 use crate::store::Access;
 
 /// `remote add NAME URL [--endpoint URL] [--region R]`.
@@ -140,11 +137,6 @@ impl remote::Progress for Bridge<'_> {
     }
 }
 
-/// `NAME@REMOTE` split, if `spec` is one.
-pub(crate) fn remote_ref(spec: &str) -> Option<(&str, &str)> {
-    spec.rsplit_once('@')
-}
-
 fn entry(c: &RemoteConfig) -> RemoteEntry {
     RemoteEntry {
         name: c.name.clone(),
@@ -155,13 +147,9 @@ fn entry(c: &RemoteConfig) -> RemoteEntry {
     }
 }
 
-fn is_full_id(spec: &str) -> bool {
+pub(crate) fn is_full_id(spec: &str) -> bool {
     spec.len() == cas::HEX_LEN && spec.parse::<cas::ObjectId>().is_ok()
 }
-
-/// Serializes fetches of one engine, so concurrent calls naming one snapshot fetch it once.
-#[derive(Default)]
-pub(crate) struct Fetching(Mutex<()>);
 
 impl Engine {
     fn open_remote(&self, reader: &Reader, name: Option<&str>) -> Result<Remote, Error> {
@@ -349,7 +337,6 @@ impl Engine {
         }
         let _guard = self
             .fetching
-            .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let got = remote::fetch(&remote, &store, &ids, Need::History, &Bridge(call.progress))?;
@@ -536,12 +523,8 @@ impl Engine {
     /// Fetches what `request` names but the store lacks: a full snapshot id (from the first
     /// remote that has it, `origin` first) or `NAME@REMOTE` (its current value there), with
     /// everything its tree reaches. Prefixes are never fetched; `--offline` fetches nothing.
-    pub(crate) fn fetch_named(&self, call: &Call, request: &Request) -> Result<(), Error> {
-        if call.offline {
-            return Ok(());
-        }
-        let specs = snapshot_specs(request);
-        if specs.is_empty() {
+    pub(crate) fn fetch_named(&self, call: &Call, specs: Vec<String>) -> Result<(), Error> {
+        if call.offline || specs.is_empty() {
             return Ok(());
         }
         let Ok(store) = self.store(Access::Read) else {
@@ -593,7 +576,6 @@ impl Engine {
         let store = self.store(Access::Write)?;
         let _guard = self
             .fetching
-            .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for (id, candidates) in wanted {
@@ -664,7 +646,6 @@ impl Engine {
         let store = self.store(Access::Write)?;
         let _guard = self
             .fetching
-            .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.fetch_from(
@@ -675,30 +656,4 @@ impl Engine {
         )?;
         Ok(store.reader()?.has_snapshot(id.as_snapshot())?)
     }
-}
-
-/// The snapshot specs a request names that a fetch could supply.
-fn snapshot_specs(request: &Request) -> Vec<String> {
-    let value = serde_json::to_value(request).unwrap_or_default();
-    let Some(args) = value.get("args").and_then(serde_json::Value::as_object) else {
-        return Vec::new();
-    };
-    const KEYS: &[&str] = &["snapshot", "a", "b", "object", "to", "base", "target"];
-    let verb = request.verb();
-    // These name remote refs or snapshots to push, not ones to fetch.
-    if matches!(verb, "push" | "pull") {
-        return Vec::new();
-    }
-    KEYS.iter()
-        .filter_map(|k| args.get(*k).and_then(serde_json::Value::as_str))
-        .map(|s| match (verb, s.split_once(':')) {
-            ("show", Some((spec, _))) => spec.to_owned(),
-            _ => s.to_owned(),
-        })
-        .filter(|s| {
-            is_full_id(s)
-                || remote_ref(s)
-                    .is_some_and(|(n, r)| !n.is_empty() && remote::validate_remote_name(r).is_ok())
-        })
-        .collect()
 }

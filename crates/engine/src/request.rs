@@ -97,7 +97,7 @@ macro_rules! verbs {
             /// Runs `request`.
             pub fn handle(&self, call: &Call, request: Request) -> Result<Outcome, Error> {
                 refuse_nul(call, &request)?;
-                self.fetch_named(call, &request)?;
+                self.fetch_named(call, snapshot_specs(&request))?;
                 // A snapshot the store knows only as on a remote (a parent of one fetched
                 // alone) is fetched when a call reaches it, and the call runs again.
                 let mut fetched = 0;
@@ -150,6 +150,32 @@ verbs! {
     RemoteList(RemoteListOptions) -> RemotesOutcome = "remote_list" via remote_list;
     Push(PushOptions) -> PushOutcome = "push" via push;
     Pull(PullOptions) -> PullOutcome = "pull" via pull;
+}
+
+/// The snapshot specs a request names that a fetch could supply.
+fn snapshot_specs(request: &Request) -> Vec<String> {
+    let value = serde_json::to_value(request).unwrap_or_default();
+    let Some(args) = value.get("args").and_then(serde_json::Value::as_object) else {
+        return Vec::new();
+    };
+    const KEYS: &[&str] = &["snapshot", "a", "b", "object", "to", "base", "target"];
+    let verb = request.verb();
+    // These name remote refs or snapshots to push, not ones to fetch.
+    if matches!(verb, "push" | "pull") {
+        return Vec::new();
+    }
+    KEYS.iter()
+        .filter_map(|k| args.get(*k).and_then(serde_json::Value::as_str))
+        .map(|s| match (verb, s.split_once(':')) {
+            ("show", Some((spec, _))) => spec.to_owned(),
+            _ => s.to_owned(),
+        })
+        .filter(|s| {
+            crate::remotes::is_full_id(s)
+                || crate::engine::remote_ref(s)
+                    .is_some_and(|(n, r)| !n.is_empty() && remote::validate_remote_name(r).is_ok())
+        })
+        .collect()
 }
 
 /// How often one call may stop at a snapshot only promised by a remote, fetch it and run

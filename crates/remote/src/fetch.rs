@@ -9,8 +9,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use cas::{
-    BlobId, BlobPayload, ObjectId, ObjectKind, PreparedBlob, Snapshot, SnapshotId, Tree, TreeId,
-    VerifiedObject, WriteBatch,
+    BlobId, BlobPayload, ObjectId, ObjectKind, Snapshot, SnapshotId, Tree, TreeId, VerifiedObject,
+    WriteBatch,
 };
 
 use crate::Progress;
@@ -271,7 +271,7 @@ fn verify(
             zstd: e.zstd,
             bytes: data.to_vec(),
         };
-        let blob = PreparedBlob::from_payload(BlobId::from_bytes(*e.id.as_bytes()), payload)
+        let blob = cas::verify_blob_payload(BlobId::from_bytes(*e.id.as_bytes()), payload)
             .map_err(|err| bad(err.to_string()))?;
         return Ok(VerifiedObject::Blob(blob));
     }

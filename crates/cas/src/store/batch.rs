@@ -143,7 +143,7 @@ impl WriteBatch {
     /// stored, is on remote `remote` (see [`PROMISED`](crate::PROMISED)).
     pub fn promise(&mut self, id: ObjectId, remote: &str) {
         self.put_side(
-            super::transfer::PROMISED,
+            super::side::PROMISED,
             "",
             id.as_bytes(),
             remote.as_bytes().to_vec(),
@@ -155,7 +155,7 @@ impl WriteBatch {
         self.side
             .iter()
             .filter_map(|op| match op {
-                SideOp::Put(k, _) if k.table == super::transfer::PROMISED => {
+                SideOp::Put(k, _) if k.table == super::side::PROMISED => {
                     k.key.as_slice().try_into().ok()
                 }
                 _ => None,

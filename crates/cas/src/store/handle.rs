@@ -26,8 +26,7 @@ use super::batch::*;
 use super::group::{Leader, Pending};
 use super::options::*;
 use super::reader::*;
-use super::side::{SideDef, SideTable};
-use super::transfer::PROMISED;
+use super::side::{PROMISED, SideDef, SideTable};
 use std::sync::PoisonError;
 
 /// Trees whose encoding is larger than this are stored zstd-compressed.

@@ -33,7 +33,9 @@ pub use handle::Store;
 pub use options::{InvalidLockTimeout, LOCK_TIMEOUT_VAR, OpenOptions};
 pub use owner::{Checked, Problem, Roots, SideOwner};
 pub use reader::Reader;
-pub use side::{JOURNALS, KeyValue, ScopedEntry, SideKey, SideTable, sequence_key, sequence_of};
+pub use side::{
+    JOURNALS, KeyValue, PROMISED, ScopedEntry, SideKey, SideTable, sequence_key, sequence_of,
+};
 pub use tables::{DATABASE_FILE, FORMAT_VERSION};
-pub use transfer::{BlobPayload, PROMISED};
+pub use transfer::{BlobPayload, PayloadError};
 pub use upgrade::{FORMAT_1_FILE_STATES, FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES};

@@ -69,6 +69,12 @@ impl SideTable {
 /// entry exists, `gc` refuses to run.
 pub const JOURNALS: SideTable = SideTable::new("journals");
 
+/// Objects this store does not hold but knows to be on a remote: scope `""`, key the
+/// object id, value the remote's name. A snapshot fetched without its history names
+/// parents recorded here; reference checks, `fsck` and `gc` count them as present
+/// elsewhere rather than missing. An entry goes when its object is stored.
+pub const PROMISED: SideTable = SideTable::new("cas.promised");
+
 /// True if the database table `name` is a side table keyed by object.
 pub(crate) fn is_by_object(name: &str) -> bool {
     name.starts_with(BY_OBJECT_PREFIX)

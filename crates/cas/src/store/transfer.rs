@@ -5,16 +5,8 @@
 use super::blob::{Body, Codec, Location, PreparedBlob, decompress};
 use super::error::{ReadError, StorageFailure};
 use super::reader::Reader;
-use super::side::SideTable;
+use super::side::PROMISED;
 use crate::id::{BlobId, ObjectId};
-use crate::object::ObjectKind;
-use crate::verify::VerifyError;
-
-/// Objects this store does not hold but knows to be on a remote: scope `""`, key the
-/// object id, value the remote's name. A snapshot fetched without its history names
-/// parents recorded here; reference checks, `fsck` and `gc` count them as present
-/// elsewhere rather than missing. An entry goes when its object is stored.
-pub const PROMISED: SideTable = SideTable::new("cas.promised");
 
 /// A blob's bytes for transfer: zstd-compressed (`zstd`) or raw, `size` bytes decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,38 +61,41 @@ impl Reader {
     }
 }
 
+/// Why a received blob payload is not the blob it claims to be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PayloadError {
+    /// It does not decode to its recorded size.
+    Bad(String),
+    /// It decodes to other content.
+    Mismatch(BlobId),
+}
+
 impl PreparedBlob {
     /// A blob received as `payload`, checked to be the content `claimed` names before it
     /// can be stored: a payload of one chunk is kept as it came, a larger blob is chunked
-    /// and compressed as a local write would.
+    /// and compressed as a local write would. (`cas::verify_blob_payload` gives the error
+    /// as a [`VerifyError`](crate::VerifyError).)
     pub fn from_payload(
         claimed: BlobId,
         payload: BlobPayload,
-    ) -> Result<PreparedBlob, VerifyError> {
-        let invalid = |reason: String| VerifyError::BadPayload {
-            id: claimed.into(),
-            reason,
-        };
-        let size = usize::try_from(payload.size)
-            .map_err(|_| invalid(format!("size {} does not fit in memory", payload.size)))?;
+    ) -> Result<PreparedBlob, PayloadError> {
+        let size = usize::try_from(payload.size).map_err(|_| {
+            PayloadError::Bad(format!("size {} does not fit in memory", payload.size))
+        })?;
         let content = if payload.zstd {
-            decompress(&payload.bytes, size).map_err(|e| invalid(format!("zstd: {e}")))?
+            decompress(&payload.bytes, size).map_err(|e| PayloadError::Bad(format!("zstd: {e}")))?
         } else {
             payload.bytes.clone()
         };
         if content.len() != size {
-            return Err(invalid(format!(
+            return Err(PayloadError::Bad(format!(
                 "{} bytes, its record says {size}",
                 content.len()
             )));
         }
         let actual = BlobId::of(&content);
         if actual != claimed {
-            return Err(VerifyError::HashMismatch {
-                kind: ObjectKind::Blob,
-                claimed: claimed.into(),
-                actual: actual.into(),
-            });
+            return Err(PayloadError::Mismatch(actual));
         }
         if size > super::blob::CHUNK_BYTES {
             return Ok(PreparedBlob::with_id(actual, &content));

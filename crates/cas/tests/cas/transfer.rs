@@ -56,7 +56,7 @@ fn a_payload_travels_as_stored_and_comes_back_checked() {
         bytes: b"other".to_vec(),
     };
     for bad in [flipped, short, other] {
-        let err = PreparedBlob::from_payload(small_id, bad).unwrap_err();
+        let err = verify_blob_payload(small_id, bad).unwrap_err();
         assert!(err.to_string().contains(&small_id.to_string()), "{err}");
     }
 }
