@@ -474,3 +474,56 @@ fn a_corrupted_pack_on_the_remote_is_refused_naming_the_id_and_nothing_is_kept()
     let (code, v) = b.json(&["--offline", "log", &s]);
     assert_eq!(code, 2, "nothing of it was kept: {v}");
 }
+
+#[test]
+fn a_server_fetches_on_demand_for_every_client_at_once() {
+    let env = crate::support::Env::new();
+    let target = RemoteTarget {
+        url: format!("file://{}", env.path().join("remote")),
+        endpoint: None,
+        env: Vec::new(),
+        conditional: true,
+    };
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    let b = Machine::new(env.path(), "b", Vec::new(), &target);
+    let proj = a.dir.join("proj");
+    project(&proj);
+    let s = id_of(&a.ok(&["onboard", proj.as_str()]), "snapshot");
+    a.add_remote(&target);
+    a.ok(&["push", &s]);
+    b.add_remote(&target);
+
+    let mut server = b
+        .command(&["serve"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = cairn_client::Client::socket_of(&b.dir.join("store"));
+    let started = std::time::Instant::now();
+    while cairn_client::Client::connect(&socket).is_err() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "no server");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Four clients check the same remote snapshot out at once, through the server.
+    let children: Vec<_> = (0..4)
+        .map(|i| {
+            b.command(&["--json", "checkout", &s, &format!("out{i}")])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(tree_of(&b.dir.join(format!("out{i}"))), tree_of(&proj));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    b.ok(&["fsck"]);
+    // Fetched once, into the store: the remote is no longer needed for it.
+    std::fs::remove_dir_all(env.path().join("remote/packs")).unwrap();
+    b.ok(&["checkout", &s, "again"]);
+}
