@@ -502,7 +502,10 @@ fn a_server_fetches_on_demand_for_every_client_at_once() {
     let socket = cairn_client::Client::socket_of(&b.dir.join("store"));
     let started = std::time::Instant::now();
     while cairn_client::Client::connect(&socket).is_err() {
-        assert!(started.elapsed() < std::time::Duration::from_secs(20), "no server");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "no server"
+        );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // Four clients check the same remote snapshot out at once, through the server.

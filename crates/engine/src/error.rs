@@ -103,7 +103,13 @@ pub enum Error {
     Git(#[from] GitError),
     #[error(transparent)]
     #[allow(missing_docs)]
-    RemoteStore(#[from] remote::RemoteError),
+    RemoteStore(Box<remote::RemoteError>),
+}
+
+impl From<remote::RemoteError> for Error {
+    fn from(e: remote::RemoteError) -> Self {
+        Error::RemoteStore(Box::new(e))
+    }
 }
 
 /// A git backend's failure (see [`crate::Git`]): the backend's own error as its source and
@@ -226,7 +232,7 @@ impl Error {
                 GitErrorClass::Usage(code) => usage(code),
                 GitErrorClass::Failure(code) => store(code),
             },
-            Error::RemoteStore(e) => match e {
+            Error::RemoteStore(e) => match &**e {
                 remote::RemoteError::Store(_) => store("store"),
                 e if e.is_usage() => usage(e.code()),
                 e => store(e.code()),

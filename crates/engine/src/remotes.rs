@@ -183,6 +183,7 @@ impl Engine {
                 create: false,
                 stale_update: remote::Probe::Unsupported,
             },
+            ranged_reads: true,
         })?;
         let mut batch = WriteBatch::new();
         remote::add_remote(&mut batch, &config);

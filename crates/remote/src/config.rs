@@ -34,6 +34,14 @@ pub struct RemoteConfig {
     pub region: Option<String>,
     /// What `remote add` found about conditional writes.
     pub conditional: Conditional,
+    /// The engine answers a ranged read with just that range (`rclone serve s3` sends
+    /// the whole object); without, fetches read whole packs.
+    #[serde(default = "yes")]
+    pub ranged_reads: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// How the engine behind a remote answered `remote add`'s probes.

@@ -30,7 +30,18 @@ pub enum RemoteError {
         remote: String,
         /// What the object store said.
         #[source]
-        source: object_store::Error,
+        source: Box<object_store::Error>,
+    },
+    /// Reading objects failed (after bounded retries).
+    #[error("remote {remote}: reading {what}: {source}")]
+    Read {
+        /// The remote.
+        remote: String,
+        /// The objects and the pack.
+        what: String,
+        /// What the object store said.
+        #[source]
+        source: Box<object_store::Error>,
     },
     /// Credentials could not be read.
     #[error("remote {remote}: credentials: {reason}")]
@@ -156,7 +167,7 @@ impl RemoteError {
             RemoteError::Unknown { .. } => "unknown_remote",
             RemoteError::Exists { .. } => "remote_exists",
             RemoteError::Invalid(_) => "invalid_remote",
-            RemoteError::Transport { .. } => "remote_failed",
+            RemoteError::Transport { .. } | RemoteError::Read { .. } => "remote_failed",
             RemoteError::Credentials { .. } => "remote_credentials",
             RemoteError::Corrupt { .. } => "remote_corrupt",
             RemoteError::NotOnRemote { .. } => "not_on_remote",

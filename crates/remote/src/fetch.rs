@@ -219,7 +219,21 @@ pub(crate) fn read_objects(
                 .map(|l| l.entry.offset..l.entry.offset + u64::from(l.entry.len))
                 .collect();
             let pack = &entries[0].pack;
-            let data = remote.get_ranges(&pack_key(pack), &ranges).await?;
+            let data = match remote.get_ranges(&pack_key(pack), &ranges).await {
+                Ok(data) => data,
+                Err(RemoteError::Transport { source, .. }) => {
+                    let more = match entries.len() {
+                        1 => String::new(),
+                        n => format!(" and {} more", n - 1),
+                    };
+                    return Err(RemoteError::Read {
+                        remote: remote.name().to_owned(),
+                        what: format!("object {}{more} from pack {pack}", entries[0].entry.id),
+                        source,
+                    });
+                }
+                Err(other) => return Err(other),
+            };
             Ok::<_, RemoteError>((entries, data))
         }))
         .buffer_unordered(CONCURRENCY)

