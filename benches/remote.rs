@@ -15,11 +15,11 @@
 //! Debian's package, downloaded and unpacked under the target directory on first run.
 #![allow(missing_docs)]
 
-#[path = "harness/mod.rs"]
-mod harness;
 #[allow(dead_code)]
 #[path = "../tests/cli/engines.rs"]
 mod engines;
+#[path = "harness/mod.rs"]
+mod harness;
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -50,7 +50,11 @@ fn credentials(cmd: &mut Command) -> &mut Command {
 
 fn cairn(store: &Path, args: &[&str]) -> serde_json::Value {
     let mut cmd = Command::new(CAIRN);
-    credentials(&mut cmd).arg("--store").arg(store).arg("--json").args(args);
+    credentials(&mut cmd)
+        .arg("--store")
+        .arg(store)
+        .arg("--json")
+        .args(args);
     let out = run(&mut cmd);
     serde_json::from_str(&out).unwrap_or_else(|e| panic!("cairn {args:?}: {e}: {out}"))
 }
@@ -67,14 +71,19 @@ fn restic_bin() -> PathBuf {
             .is_ok_and(|s| s.success());
         if !fetched {
             run(Command::new("apt-get").args(["update", "-qq"]));
-            run(Command::new("apt-get").args(["download", "restic"]).current_dir(&dir));
+            run(Command::new("apt-get")
+                .args(["download", "restic"])
+                .current_dir(&dir));
         }
         let deb = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().path())
             .find(|p| p.extension().is_some_and(|e| e == "deb"))
             .expect("restic .deb");
-        run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(dir.join("x")));
+        run(Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(&deb)
+            .arg(dir.join("x")));
     }
     bin
 }
@@ -120,11 +129,13 @@ fn corpus() -> PathBuf {
 
 /// Bytes stored under `prefix` of the bench bucket.
 fn bucket_bytes(endpoint: &str, prefix: &str) -> u64 {
-    let out = run(engines::rclone(endpoint, engines::ACCESS_KEY, engines::SECRET_KEY).args([
-        "size",
-        "--json",
-        &format!("eng:{BUCKET}/{prefix}"),
-    ]));
+    let out = run(
+        engines::rclone(endpoint, engines::ACCESS_KEY, engines::SECRET_KEY).args([
+            "size",
+            "--json",
+            &format!("eng:{BUCKET}/{prefix}"),
+        ]),
+    );
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     v["bytes"].as_u64().unwrap_or(0)
 }
@@ -202,7 +213,10 @@ fn main() {
     let cluster = engines::Seaweed::start("127.0.0.1");
     cluster.create_bucket(BUCKET);
     let endpoint = cluster.endpoint();
-    println!("corpus {} ; {pairs} pairs ; SeaweedFS at {endpoint}", source.display());
+    println!(
+        "corpus {} ; {pairs} pairs ; SeaweedFS at {endpoint}",
+        source.display()
+    );
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!("load average at start: {}", load.trim());
 
@@ -257,7 +271,8 @@ fn main() {
             let meta = p.symlink_metadata().unwrap();
             if meta.is_dir() && !p.ends_with(".cairn") && !p.ends_with(".git") {
                 stack.push(p);
-            } else if meta.is_file() && meta.len() > 1000 && p.extension().is_some_and(|e| e == "c") {
+            } else if meta.is_file() && meta.len() > 1000 && p.extension().is_some_and(|e| e == "c")
+            {
                 files.push(p);
             }
         }
@@ -276,11 +291,11 @@ fn main() {
                 text.extend_from_slice(format!("/* change {k} */\n").as_bytes());
                 std::fs::write(f, text).unwrap();
             }
-            let before_snap = cairn(&store, &["log", tree.to_str().unwrap(), "-n", "1"])
-                ["snapshots"][0]["id"]
-                .as_str()
-                .unwrap()
-                .to_owned();
+            let before_snap =
+                cairn(&store, &["log", tree.to_str().unwrap(), "-n", "1"])["snapshots"][0]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
             let s2 = cairn(&store, &["snapshot", tree.to_str().unwrap()])["snapshot"]
                 .as_str()
                 .unwrap()
@@ -320,7 +335,14 @@ fn main() {
             let other = w.join(format!("other-{c}"));
             cairn(
                 &other,
-                &["remote", "add", "origin", &format!("s3://{BUCKET}/cairn-1"), "--endpoint", &endpoint],
+                &[
+                    "remote",
+                    "add",
+                    "origin",
+                    &format!("s3://{BUCKET}/cairn-1"),
+                    "--endpoint",
+                    &endpoint,
+                ],
             );
             let dest = w.join(format!("checkout-{c}"));
             let d = time(|| {
@@ -342,7 +364,11 @@ fn main() {
                 let id = snaps[0]["id"].as_str().unwrap().to_owned();
                 let dest = w.join(format!("restore-{m}"));
                 let d = time(|| {
-                    restic(&repo, &["restore", &id, "--target", dest.to_str().unwrap()], w);
+                    restic(
+                        &repo,
+                        &["restore", &id, "--target", dest.to_str().unwrap()],
+                        w,
+                    );
                 });
                 let _ = std::fs::remove_dir_all(&dest);
                 d

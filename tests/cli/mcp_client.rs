@@ -20,6 +20,9 @@ fn the_python_mcp_sdk_lists_and_calls_cairn_tools() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/mcp/client.py");
     let work = env.path().join("work");
     std::fs::create_dir_all(&work).unwrap();
+    let remote = format!("file://{}", env.path().join("remote"));
+    let added = env.cairn(&["remote", "add", "origin", &remote]);
+    assert!(added.status.success(), "{}", crate::support::stderr(&added));
     let out = Command::new(python)
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_cairn"))
@@ -37,5 +40,5 @@ fn the_python_mcp_sdk_lists_and_calls_cairn_tools() {
     );
     let summary: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(summary["ok"], true);
-    assert_eq!(summary["tools"].as_array().unwrap().len(), 12);
+    assert_eq!(summary["tools"].as_array().unwrap().len(), 15);
 }

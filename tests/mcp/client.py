@@ -13,7 +13,7 @@ from mcp.client.stdio import stdio_client
 CAIRN, STORE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 EXPECTED = {
     "snapshot", "checkout", "rollback", "diff", "status", "undo", "redo",
-    "checkpoint", "rewind", "merge", "log", "review",
+    "checkpoint", "rewind", "merge", "log", "review", "push", "pull", "remote_list",
 }
 
 
@@ -77,6 +77,18 @@ async def main():
             assert open(os.path.join(dest, "main.py")).read() == "print('v2')\n"
             log = await call(session, "log", {"target": snap["snapshot"], "max_count": 5})
             assert [s["id"] for s in log["snapshots"]] == [snap["snapshot"], cp["snapshot"]], log
+
+            # The snapshot goes to the store's remote (added by the test), for other machines.
+            remotes = await call(session, "remote_list", {})
+            assert [r["name"] for r in remotes["remotes"]] == ["origin"], remotes
+            pushed = await call(session, "push", {"snapshots": [snap["snapshot"]]})
+            assert pushed["pushed"] == [snap["snapshot"]] and pushed["objects_sent"] > 0, pushed
+            again = await call(session, "push", {"snapshots": [snap["snapshot"]]})
+            assert again["objects_sent"] == 0, again
+            pulled = await call(session, "pull", {"snapshots": [snap["snapshot"]]})
+            assert pulled["pulled"] == [snap["snapshot"]] and pulled["objects_received"] == 0, pulled
+            nowhere = await call(session, "push", {"snapshots": [snap["snapshot"]], "remote": "nowhere"}, ok=False)
+            assert nowhere["error"]["code"] == "unknown_remote", nowhere
 
             # Refusals and errors come back as tool errors carrying cairn's message.
             for _ in range(10):
