@@ -36,7 +36,8 @@ fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     assert!(
         out.status.success(),
-        "{cmd:?} failed: {}",
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
@@ -210,7 +211,8 @@ fn main() {
     // A copy the bench may change (10 files per pair).
     let tree = w.join("tree");
     run(Command::new("cp").arg("-a").arg(&source).arg(&tree));
-    let cluster = engines::Seaweed::start("127.0.0.1");
+    // Room for every pair's repositories: 200 volumes of 32 MB per volume server.
+    let cluster = engines::Seaweed::with_volumes("127.0.0.1", 200);
     cluster.create_bucket(BUCKET);
     let endpoint = cluster.endpoint();
     println!(

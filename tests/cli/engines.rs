@@ -166,6 +166,7 @@ pub struct Seaweed {
     master_port: u16,
     filer_port: u16,
     s3_port: u16,
+    max_volumes: u32,
     volumes: Vec<Option<Proc>>,
     s3: Option<Proc>,
     _filer: Proc,
@@ -174,6 +175,11 @@ pub struct Seaweed {
 
 impl Seaweed {
     pub fn start(ip: &str) -> Seaweed {
+        Seaweed::with_volumes(ip, 20)
+    }
+
+    /// A cluster whose volume servers hold up to `volumes` volumes of 32 MB each.
+    pub fn with_volumes(ip: &str, volumes: u32) -> Seaweed {
         let weed = &bins().weed;
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -192,7 +198,7 @@ impl Seaweed {
             &d.join("master.log"),
         );
         wait_for_port(ip, master_port, "weed master", &d.join("master.log"));
-        let mut volumes = Vec::new();
+        let mut servers = Vec::new();
         for i in 0..2 {
             let port = free_port(ip);
             let vdir = d.join(format!("volume{i}"));
@@ -206,12 +212,12 @@ impl Seaweed {
                     &format!("-ip.bind={ip}"),
                     &format!("-dir={}", vdir.display()),
                     &format!("-mserver={ip}:{master_port}"),
-                    "-max=20",
+                    &format!("-max={volumes}"),
                 ]),
                 &log,
             );
             wait_for_port(ip, port, "weed volume", &log);
-            volumes.push(Some(proc));
+            servers.push(Some(proc));
         }
         let filer_port = free_port(ip);
         std::fs::create_dir_all(d.join("filer")).unwrap();
@@ -239,7 +245,8 @@ impl Seaweed {
             master_port,
             filer_port,
             s3_port: free_port(ip),
-            volumes,
+            max_volumes: volumes,
+            volumes: servers,
             s3: None,
             _filer: filer,
             _master: master,
@@ -300,7 +307,7 @@ impl Seaweed {
                 &format!("-ip.bind={}", self.ip),
                 &format!("-dir={}", d.join(format!("volume{i}")).display()),
                 &format!("-mserver={}:{}", self.ip, self.master_port),
-                "-max=20",
+                &format!("-max={}", self.max_volumes),
             ]),
             &log,
         ));
