@@ -249,3 +249,26 @@ fn seaweedfs_faults_leave_nothing_half_visible_and_nothing_wrong_stored() {
     let (code, _) = b.json(&["--offline", "log", &flip]);
     assert_eq!(code, 2, "nothing of it was kept");
 }
+
+#[test]
+fn a_full_seaweedfs_fails_the_push_naming_the_remote_and_shows_nothing() {
+    // One volume of 32 MB on each server, replicated: 32 MB in all.
+    let cluster = Seaweed::with_volumes("127.0.0.1", 1);
+    cluster.create_bucket("cairn-full");
+    let target = s3_target(&cluster.endpoint(), "cairn-full", true);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = camino::Utf8Path::from_path(tmp.path()).unwrap();
+    let a = Machine::new(root, "a", Vec::new(), &target);
+    let b = Machine::new(root, "b", Vec::new(), &target);
+    a.add_remote(&target);
+    b.add_remote(&target);
+    let big = big_project(&a, "big", 80);
+    let (code, v) = a.json(&["push", &big]);
+    assert_eq!(code, 3, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("origin"),
+        "{v}"
+    );
+    let (code, v) = b.json(&["checkout", &big, "big"]);
+    assert_eq!(code, 2, "nothing of it is visible: {v}");
+}

@@ -200,11 +200,29 @@ pub(crate) fn read_objects(
                 "is not on the remote, yet a snapshot there reaches it",
             )
         })?;
-        if located.entry.kind != kind {
+        let e = &located.entry;
+        if e.kind != kind {
             return Err(RemoteError::object(
                 name,
                 *id,
-                format!("its index says {:?}, expected {kind:?}", located.entry.kind),
+                format!("its index says {:?}, expected {kind:?}", e.kind),
+            ));
+        }
+        // Checked before reading: a damaged or hostile index must not make a huge read.
+        let limit = if kind == ObjectKind::Blob {
+            MAX_OBJECT
+        } else {
+            MAX_TREE
+        };
+        let most_stored = e.size + e.size / 64 + 4096;
+        if e.size > limit || u64::from(e.len) > most_stored {
+            return Err(RemoteError::object(
+                name,
+                *id,
+                format!(
+                    "its index says {} bytes stored, {} decoded: more than cairn reads from a remote (pack {})",
+                    e.len, e.size, located.pack
+                ),
             ));
         }
         by_pack

@@ -95,6 +95,10 @@ pub fn list(remote: &Remote) -> Result<Vec<RemoteRef>, RemoteError> {
                 continue;
             };
             let Some(seq) = parse_seq(seq) else { continue };
+            // Keys another program put there are not refs.
+            if cas::validate_ref_name(name).is_err() {
+                continue;
+            }
             let slot = latest.entry(name.to_owned()).or_default();
             *slot = (*slot).max(seq);
         }
