@@ -135,6 +135,34 @@ fn write_fuzz_seeds() {
     assert!(cas::fuzzing::BlobLocation::decode(&chunked).is_some());
     corpus.add("blob_record", &chunked);
 
+    // A remote's pack of these objects and its index (without the checksum, which the
+    // target appends).
+    let mut builder = remote::layout::PackBuilder::default();
+    for blob in &blobs {
+        builder.add(
+            cas::ObjectKind::Blob,
+            cas::BlobId::of(blob).into(),
+            false,
+            blob.len() as u64,
+            blob,
+        );
+    }
+    for tree in &trees {
+        let encoded = tree.encode();
+        builder.add(
+            cas::ObjectKind::Tree,
+            tree.id().into(),
+            false,
+            encoded.len() as u64,
+            &encoded,
+        );
+    }
+    let pack = builder.finish();
+    assert!(remote::layout::decode_index(&pack.index, &pack.id).is_ok());
+    assert!(remote::layout::decode_pack(&pack.bytes, &pack.id).is_ok());
+    corpus.add("remote_layout", &pack.index[..pack.index.len() - 32]);
+    corpus.add("remote_layout", &pack.bytes);
+
     // The registry record, the op log and the stat cache of the worktree.
     let record_json = serde_json::to_vec(&record).unwrap();
     corpus.add("registry_record", &record_json);
