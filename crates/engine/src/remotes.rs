@@ -521,20 +521,21 @@ impl Engine {
         )?)
     }
 
-    /// Fetches what `request` names but the store lacks: a full snapshot id (from the first
-    /// remote that has it, `origin` first) or `NAME@REMOTE` (its current value there), with
-    /// everything its tree reaches. Prefixes are never fetched; `--offline` fetches nothing.
-    pub(crate) fn fetch_named(&self, call: &Call, specs: Vec<String>) -> Result<(), Error> {
+    /// Fetches what a failed call named but the store lacks: a full snapshot id (from the
+    /// first remote that has it, `origin` first) or `NAME@REMOTE` (the value last seen
+    /// there, else its value now), with everything its tree reaches. Prefixes are never
+    /// fetched; `--offline` fetches nothing. True if anything new is here to try again with.
+    pub(crate) fn fetch_named(&self, call: &Call, specs: Vec<String>) -> Result<bool, Error> {
         if call.offline || specs.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let Ok(store) = self.store(Access::Read) else {
-            return Ok(());
+            return Ok(false);
         };
         let reader = store.reader()?;
         let configs = remote::remotes(&reader)?;
         if configs.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let mut wanted: Vec<(SnapshotId, Vec<RemoteConfig>)> = Vec::new();
         let mut tracking: Vec<(String, String, SnapshotId)> = Vec::new();
@@ -544,13 +545,20 @@ impl Engine {
                 let Ok(config) = remote::remote_config(&reader, at) else {
                     continue;
                 };
-                let remote = Remote::connect(&config)?;
-                let id =
-                    remote::refs::get(&remote, name)?.ok_or_else(|| RemoteError::NoSuchRef {
-                        remote: at.to_owned(),
-                        name: name.to_owned(),
-                    })?;
-                tracking.push((at.to_owned(), name.to_owned(), id));
+                let id = match remote::tracking_ref(&reader, at, name)? {
+                    Some(id) => id,
+                    None => {
+                        let remote = Remote::connect(&config)?;
+                        let id = remote::refs::get(&remote, name)?.ok_or_else(|| {
+                            RemoteError::NoSuchRef {
+                                remote: at.to_owned(),
+                                name: name.to_owned(),
+                            }
+                        })?;
+                        tracking.push((at.to_owned(), name.to_owned(), id));
+                        id
+                    }
+                };
                 if !reader.has_snapshot(id)? {
                     wanted.push((id, vec![config]));
                 }
@@ -572,15 +580,16 @@ impl Engine {
         drop(reader);
         drop(store);
         if wanted.is_empty() && tracking.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let store = self.store(Access::Write)?;
         let _guard = self
             .fetching
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut fetched = !tracking.is_empty();
         for (id, candidates) in wanted {
-            self.fetch_from(call, &store, id, &candidates)?;
+            fetched |= self.fetch_from(call, &store, id, &candidates)?;
         }
         if !tracking.is_empty() {
             let mut batch = WriteBatch::new();
@@ -589,30 +598,32 @@ impl Engine {
             }
             store.write(&batch)?;
         }
-        Ok(())
+        Ok(fetched)
     }
 
-    /// Fetches snapshot `id` with its tree from the first of `candidates` that has it.
+    /// Fetches snapshot `id` with its tree from the first of `candidates` that has it; true
+    /// if it is here now and was not before.
     fn fetch_from(
         &self,
         call: &Call,
         store: &cas::Store,
         id: SnapshotId,
         candidates: &[RemoteConfig],
-    ) -> Result<(), Error> {
+    ) -> Result<bool, Error> {
+        // Another call may have fetched it meanwhile.
         if store.reader()?.has_snapshot(id)? {
-            return Ok(());
+            return Ok(true);
         }
         for config in candidates {
             let remote = Remote::connect(config)?;
             match remote::fetch(&remote, store, &[id], Need::Closure, &Bridge(call.progress)) {
-                Ok(_) => return Ok(()),
+                Ok(_) => return Ok(true),
                 Err(RemoteError::NotOnRemote { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
         }
         // On no remote: the call reports the id unknown, as without remotes.
-        Ok(())
+        Ok(false)
     }
 
     /// If `err` is about a snapshot this store knows only as promised by a remote, fetches

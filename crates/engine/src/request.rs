@@ -97,16 +97,22 @@ macro_rules! verbs {
             /// Runs `request`.
             pub fn handle(&self, call: &Call, request: Request) -> Result<Outcome, Error> {
                 refuse_nul(call, &request)?;
-                self.fetch_named(call, snapshot_specs(&request))?;
-                // A snapshot the store knows only as on a remote (a parent of one fetched
-                // alone) is fetched when a call reaches it, and the call runs again.
+                // What the call names or reaches but the store lacks (a full id, a remote
+                // ref, a parent of a snapshot fetched alone) is fetched when the call fails
+                // for want of it, and the call runs again: nothing is asked of a remote
+                // while the store has what a call needs.
                 let mut fetched = 0;
                 loop {
                     let result = match request.clone() {
                         $( Request::$variant(o) => self.$method(call, o).map(Outcome::$variant), )*
                     };
                     match result {
-                        Err(e) if fetched < MAX_FETCHES_PER_CALL && self.fetch_promised(call, &e)? => {
+                        Err(e) if fetched < MAX_FETCHES_PER_CALL
+                            && (self.fetch_promised(call, &e)?
+                                || (fetched == 0
+                                    && matches!(e.code(), "unknown_id" | "unknown_ref")
+                                    && self.fetch_named(call, snapshot_specs(&request))?)) =>
+                        {
                             fetched += 1;
                         }
                         other => return other,
