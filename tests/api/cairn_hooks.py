@@ -56,10 +56,18 @@ def before_call(context, case, kwargs):
         if isinstance(args, dict):
             confine_arguments(args, has_cwd)
             # A remote is a folder inside the sandbox, never a bucket out there.
-            if request.get("verb") == "remote_add" and isinstance(args.get("url"), str):
-                args["url"] = f"file://{SANDBOX}/remote-{inside(args['url'])}"
+            if request.get("verb") == "remote_add":
+                confine_remote(args)
         return
     confine_arguments(body, has_cwd)
+    if path == "/v1/remote_add":
+        confine_remote(body)
+
+
+def confine_remote(args):
+    """A remote is a folder inside the sandbox, never a bucket out there."""
+    if isinstance(args.get("url"), str):
+        args["url"] = f"file://{SANDBOX}/remote-{inside(args['url'])}"
 
 
 def confine_arguments(args, has_cwd):

@@ -14,6 +14,7 @@ CAIRN, STORE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 EXPECTED = {
     "snapshot", "checkout", "rollback", "diff", "status", "undo", "redo",
     "checkpoint", "rewind", "merge", "log", "review", "push", "pull", "remote_list",
+    "ref_set", "ref_list",
 }
 
 
@@ -89,6 +90,12 @@ async def main():
             assert pulled["pulled"] == [snap["snapshot"]] and pulled["objects_received"] == 0, pulled
             nowhere = await call(session, "push", {"snapshots": [snap["snapshot"]], "remote": "nowhere"}, ok=False)
             assert nowhere["error"]["code"] == "unknown_remote", nowhere
+            shared = await call(session, "ref_set", {"name": "verified@origin", "snapshot": snap["snapshot"]})
+            assert shared["refs"] == [{"name": "verified@origin", "snapshot": snap["snapshot"]}], shared
+            listed = await call(session, "ref_list", {"remote": "origin"})
+            assert listed["refs"] == shared["refs"], listed
+            moved = await session.call_tool("ref_set", {"name": "verified@origin", "snapshot": cp["snapshot"]})
+            assert moved.is_error and snap["snapshot"] in text(moved), text(moved)
 
             # Refusals and errors come back as tool errors carrying cairn's message.
             for _ in range(10):

@@ -239,6 +239,71 @@ pub const TOOLS: &[ToolSpec] = &[
         mcp: true,
     },
     ToolSpec {
+        name: "remote_add",
+        command: &["remote", "add"],
+        description: "Add a remote (s3://BUCKET[/PREFIX] or file:///PATH), checking it is reachable and whether it enforces conditional writes.",
+        args: &[
+            (Arg::Positional("name", false), "Its name here."),
+            (
+                Arg::Positional("url", false),
+                "s3://BUCKET[/PREFIX] or file:///PATH.",
+            ),
+            (
+                Arg::Option("endpoint", "--endpoint"),
+                "The S3 endpoint (engines other than AWS).",
+            ),
+            (Arg::Option("region", "--region"), "The S3 region."),
+        ],
+        mcp: false,
+    },
+    ToolSpec {
+        name: "remote_rm",
+        command: &["remote", "rm"],
+        description: "Forget a remote (nothing on it changes).",
+        args: &[(Arg::Positional("name", false), "Its name.")],
+        mcp: false,
+    },
+    ToolSpec {
+        name: "ref_set",
+        command: &["ref", "set"],
+        description: "Point a ref at a snapshot; NAME@REMOTE sets a ref on a remote, only if it still holds `expect` (or does not exist), so two machines never overwrite each other.",
+        args: &[
+            (Arg::Positional("name", false), "The ref, or NAME@REMOTE."),
+            (Arg::Positional("snapshot", false), "The snapshot."),
+            (
+                Arg::Option("expect", "--expect"),
+                "For NAME@REMOTE: the snapshot it must still hold.",
+            ),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "ref_rm",
+        command: &["ref", "rm"],
+        description: "Remove a ref (NAME@REMOTE: on the remote; ID@REMOTE: unpin a snapshot pushed by id).",
+        args: &[
+            (
+                Arg::Positional("name", false),
+                "The ref, NAME@REMOTE or ID@REMOTE.",
+            ),
+            (
+                Arg::Option("expect", "--expect"),
+                "For NAME@REMOTE: the snapshot it must still hold.",
+            ),
+        ],
+        mcp: false,
+    },
+    ToolSpec {
+        name: "ref_list",
+        command: &["ref", "list"],
+        description: "The refs of the store, or of a remote.",
+        args: &[(
+            Arg::Option("remote", "--remote"),
+            "List this remote's refs.",
+        )],
+        mcp: true,
+    },
+    ToolSpec {
         name: "remote_list",
         command: &["remote", "list"],
         description: "The remotes this store knows, and whether refs can be updated on each.",

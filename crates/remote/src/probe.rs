@@ -24,12 +24,12 @@ fn nonce() -> String {
 /// engine does with conditional writes in the returned config.
 pub fn probe(config: &RemoteConfig) -> Result<RemoteConfig, RemoteError> {
     if let crate::url::RemoteUrl::File { path } = config.location()? {
-        std::fs::create_dir_all(&path).map_err(|e| RemoteError::Transport {
-            remote: config.name.clone(),
-            source: Box::new(object_store::Error::Generic {
-                store: "LocalFileSystem",
-                source: format!("{path}: {e}").into(),
-            }),
+        // A folder that cannot be made is a bad URL, not a failing remote.
+        std::fs::create_dir_all(&path).map_err(|e| {
+            RemoteError::Invalid(format!(
+                "remote {}: cannot make the folder {path}: {e}",
+                config.name
+            ))
         })?;
     }
     let remote = Remote::connect(config)?;
