@@ -191,6 +191,14 @@ fn change_bound(store: &Path, old: &str, new: &str) -> u64 {
 }
 
 fn row(name: &str, p: &Pairing, target: &str) {
+    for (i, (c, r)) in p.cairn.iter().zip(&p.peer).enumerate() {
+        println!(
+            "  {name} pair {}: cairn {:.2} s, restic {:.2} s",
+            i + 1,
+            c.as_secs_f64(),
+            r.as_secs_f64()
+        );
+    }
     let (c, r) = (median(&p.cairn), median(&p.peer));
     println!(
         "{name:<34} cairn {:>9.2} s   restic {:>9.2} s   ratio {:>5.2}   target {target}",
@@ -288,21 +296,25 @@ fn main() {
         pairs,
         || {
             k += 1;
+            // Both start from the same state: the remote and the repository hold the tree
+            // as it is now (so each sends these 10 files' change and nothing before it).
+            let head = cairn(&store, &["log", tree.to_str().unwrap(), "-n", "1"])["snapshots"][0]
+                ["id"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            cairn(&store, &["push", &head, "--remote", &format!("r{k}")]);
+            restic(&format!("s3:{endpoint}/{BUCKET}/restic-{k}"), &["backup", "."], &tree);
             for f in files.iter().step_by(step).take(10) {
                 let mut text = std::fs::read(f).unwrap();
                 text.extend_from_slice(format!("/* change {k} */\n").as_bytes());
                 std::fs::write(f, text).unwrap();
             }
-            let before_snap =
-                cairn(&store, &["log", tree.to_str().unwrap(), "-n", "1"])["snapshots"][0]["id"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned();
             let s2 = cairn(&store, &["snapshot", tree.to_str().unwrap()])["snapshot"]
                 .as_str()
                 .unwrap()
                 .to_owned();
-            let bound = change_bound(&store, &before_snap, &s2);
+            let bound = change_bound(&store, &head, &s2);
             let prefix = format!("cairn-{k}");
             let before = bucket_bytes(&endpoint, &prefix);
             let d = time(|| {
