@@ -298,13 +298,17 @@ fn main() {
             k += 1;
             // Both start from the same state: the remote and the repository hold the tree
             // as it is now (so each sends these 10 files' change and nothing before it).
-            let head = cairn(&store, &["log", tree.to_str().unwrap(), "-n", "1"])["snapshots"][0]
-                ["id"]
-                .as_str()
-                .unwrap()
-                .to_owned();
+            let head =
+                cairn(&store, &["log", tree.to_str().unwrap(), "-n", "1"])["snapshots"][0]["id"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned();
             cairn(&store, &["push", &head, "--remote", &format!("r{k}")]);
-            restic(&format!("s3:{endpoint}/{BUCKET}/restic-{k}"), &["backup", "."], &tree);
+            restic(
+                &format!("s3:{endpoint}/{BUCKET}/restic-{k}"),
+                &["backup", "."],
+                &tree,
+            );
             for f in files.iter().step_by(step).take(10) {
                 let mut text = std::fs::read(f).unwrap();
                 text.extend_from_slice(format!("/* change {k} */\n").as_bytes());

@@ -277,6 +277,10 @@ impl Seaweed {
             Command::new(&bins().weed).args([
                 "s3",
                 &format!("-port={}", self.s3_port),
+                &format!("-port.grpc={}", self.s3_port + 10_000),
+                // Fixed default ports: two clusters at once would collide on them.
+                "-port.iceberg=0",
+                "-port.lance=0",
                 &format!("-ip.bind={}", self.ip),
                 &format!("-filer={}:{}", self.ip, self.filer_port),
                 &format!("-config={}", d.join("s3.json").display()),

@@ -530,3 +530,55 @@ fn a_server_fetches_on_demand_for_every_client_at_once() {
     std::fs::remove_dir_all(env.path().join("remote/packs")).unwrap();
     b.ok(&["checkout", &s, "again"]);
 }
+
+#[test]
+fn remote_gc_keeps_what_refs_and_pins_reach_and_deletes_the_rest_after_the_grace() {
+    let env = crate::support::Env::new();
+    let target = RemoteTarget {
+        url: format!("file://{}", env.path().join("remote")),
+        endpoint: None,
+        env: Vec::new(),
+        conditional: true,
+    };
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    let b = Machine::new(env.path(), "b", Vec::new(), &target);
+    let snap = |m: &Machine, name: &str, content: &str| {
+        let p = m.dir.join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("f"), content).unwrap();
+        id_of(&m.ok(&["onboard", p.as_str()]), "snapshot")
+    };
+    let kept = snap(&a, "kept", "kept by a ref");
+    let pinned = snap(&a, "pinned", "kept by a pin");
+    let dropped = snap(&a, "dropped", "kept by nothing");
+    a.add_remote(&target);
+    a.ok(&["ref", "set", "main@origin", &kept]);
+    a.ok(&["push", &pinned]);
+    a.ok(&["push", &dropped]);
+    a.ok(&["ref", "rm", &format!("{dropped}@origin")]);
+    let packs = || {
+        std::fs::read_dir(env.path().join("remote/packs"))
+            .unwrap()
+            .count()
+    };
+    let before = packs();
+
+    let dry = a.ok(&["gc", "--remote", "origin", "--grace", "0", "--dry-run"]);
+    assert_eq!(dry["remote"]["packs_removed"], 2, "{dry}");
+    assert_eq!(packs(), before, "a dry run deletes nothing");
+    let held = a.ok(&["gc", "--remote", "origin"]);
+    assert_eq!(held["remote"]["packs_condemned"], 2, "{held}");
+    assert_eq!(held["remote"]["packs_removed"], 0, "{held}");
+    let done = a.ok(&["gc", "--remote", "origin", "--grace", "0"]);
+    assert_eq!(done["remote"]["packs_removed"], 2, "{done}");
+    assert!(done["bytes_freed"].as_u64() > Some(0), "{done}");
+    assert_eq!(packs(), before - 2);
+
+    b.add_remote(&target);
+    b.ok(&["checkout", &kept, "kept"]);
+    b.ok(&["checkout", &pinned, "pinned"]);
+    let (code, v) = b.json(&["checkout", &dropped, "dropped"]);
+    assert_eq!(code, 2, "{v}");
+    let (code, v) = a.json(&["gc", "--grace", "1"]);
+    assert_eq!(code, 2, "--grace is for --remote: {v}");
+}

@@ -118,6 +118,26 @@ fn seaweedfs_faults_leave_nothing_half_visible_and_nothing_wrong_stored() {
         "{v}"
     );
 
+    // Keys from the shared credentials file when the environment has none; and none of
+    // them end up in the store.
+    let mut from_file = Machine::new(root, "from-file", Vec::new(), &target);
+    from_file.env = Vec::new();
+    std::fs::create_dir_all(from_file.dir.join("home/.aws")).unwrap();
+    std::fs::write(
+        from_file.dir.join("home/.aws/credentials"),
+        format!(
+            "[default]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+        ),
+    )
+    .unwrap();
+    from_file.add_remote(&target);
+    let db = std::fs::read(from_file.dir.join("store").join(cas::DATABASE_FILE)).unwrap();
+    assert!(
+        !db.windows(SECRET_KEY.len())
+            .any(|w| w == SECRET_KEY.as_bytes()),
+        "no credentials in the store"
+    );
+
     a.add_remote(&target);
     b.add_remote(&target);
     // An identity that may read but not write: the push fails naming the remote, and
