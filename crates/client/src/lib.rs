@@ -111,6 +111,8 @@ pub enum ClientError {
 pub struct Client {
     http: reqwest::blocking::Client,
     socket: Utf8PathBuf,
+    /// Calls never fetch from a remote (used by typed calls, feature `engine`).
+    #[cfg_attr(not(feature = "engine"), allow(dead_code))]
     offline: bool,
 }
 
