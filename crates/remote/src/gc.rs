@@ -59,7 +59,23 @@ pub fn gc(
         .map(|r| r.snapshot)
         .collect();
     roots.extend(refs::pins(remote)?);
-    let live = reachable(remote, store, &catalog, roots)?;
+    // A pack kept for one live object keeps every snapshot its index shows visible, so
+    // those snapshots must stay whole too: they are roots as well, until nothing is added.
+    let (live, live_packs) = loop {
+        let live = reachable(remote, store, &catalog, roots.clone())?;
+        let live_packs = packs_holding(&catalog, &live);
+        let shown: Vec<cas::SnapshotId> = catalog
+            .packs()
+            .filter(|(pack, _)| live_packs.contains(&***pack))
+            .flat_map(|(_, entries)| entries)
+            .filter(|e| e.kind == ObjectKind::Snapshot && !live.contains(&e.id))
+            .map(|e| e.id.as_snapshot())
+            .collect();
+        if shown.is_empty() {
+            break (live, live_packs);
+        }
+        roots.extend(shown);
+    };
 
     let now = jiff::Timestamp::now().as_second();
     let mut out = RemoteGcOutcome {
@@ -67,15 +83,6 @@ pub fn gc(
         ..RemoteGcOutcome::default()
     };
     let listed = remote.block_on(remote.list("packs"))?;
-    let mut live_packs: HashSet<String> = HashSet::new();
-    for (pack, entries) in catalog.packs() {
-        let holds_live = entries
-            .iter()
-            .any(|e| live.contains(&e.id) && catalog.locate(e.id).is_some_and(|l| l.pack == *pack));
-        if holds_live {
-            live_packs.insert(pack.to_string());
-        }
-    }
     let mut keep: BTreeMap<i64, Vec<String>> = BTreeMap::new();
     let mut delete: Vec<(String, u64)> = Vec::new();
     for (pack, meta) in &listed {
@@ -144,6 +151,20 @@ pub fn gc(
         Ok::<_, RemoteError>(())
     })?;
     Ok(out)
+}
+
+/// The packs that hold a copy of a `live` object that readers use (an object in a
+/// condemned pack and again in a new one is read from the new one).
+fn packs_holding(catalog: &Catalog, live: &HashSet<ObjectId>) -> HashSet<String> {
+    catalog
+        .packs()
+        .filter(|(pack, entries)| {
+            entries.iter().any(|e| {
+                live.contains(&e.id) && catalog.locate(e.id).is_some_and(|l| l.pack == **pack)
+            })
+        })
+        .map(|(pack, _)| pack.to_string())
+        .collect()
 }
 
 /// Every object the roots reach, reading trees and snapshots from the store where it has

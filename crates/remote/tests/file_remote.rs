@@ -356,3 +356,35 @@ fn remote_gc_deletes_only_what_no_ref_or_pin_reaches_after_the_grace() {
     let err = fetch(&remote, &b, &[dropped], Need::Closure, &Silent).unwrap_err();
     assert!(matches!(err, RemoteError::NotOnRemote { .. }), "{err}");
 }
+
+#[test]
+fn a_snapshot_still_shown_by_a_kept_pack_stays_whole_after_remote_gc() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let remote = f.remote();
+    // Z's files go to the remote in a push of their own (pinned, for now).
+    let z = commit(&a, &files(1), vec![]);
+    push(&remote, &a, &[z], &Silent).unwrap();
+    refs::pin(&remote, z).unwrap();
+    // X has Z's tree; it goes in one push with Y, so one snapshot pack shows both, while
+    // X's files are only in Z's pack.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    let x = commit(&a, &files(1), vec![]);
+    assert_ne!(x, z);
+    let y = commit(&a, &[("y.txt", b"kept by main".to_vec())], vec![]);
+    push(&remote, &a, &[x, y], &Silent).unwrap();
+    refs::update(&remote, "main", RefUpdate::Set(y), None).unwrap();
+    refs::unpin(&remote, z).unwrap();
+    let now = RemoteGcOptions {
+        grace_seconds: 0,
+        dry_run: false,
+    };
+    gc(&remote, &a, &now).unwrap();
+    // X's pack is kept for Y and still shows X, so X must still be whole.
+    let b = f.store("b");
+    fetch(&remote, &b, &[x], Need::History, &Silent).unwrap();
+    let reader = b.reader().unwrap();
+    for (_, content) in files(1) {
+        assert_eq!(reader.blob(BlobId::of(&content)).unwrap(), content);
+    }
+}
