@@ -571,6 +571,16 @@ fn remote_gc_keeps_what_refs_and_pins_reach_and_deletes_the_rest_after_the_grace
     assert_eq!(held["remote"]["packs_removed"], 0, "{held}");
     let done = a.ok(&["gc", "--remote", "origin", "--grace", "0"]);
     assert_eq!(done["remote"]["packs_removed"], 2, "{done}");
+    let removed = done["removed"].as_array().unwrap();
+    assert!(removed.iter().all(|r| r["kind"] == "pack"), "{done}");
+    for r in removed {
+        let pack = r["id"].as_str().unwrap();
+        assert!(
+            !env.path().join("remote/packs").join(pack).exists(),
+            "{pack} is gone"
+        );
+    }
+    assert_eq!(removed.len(), 2, "{done}");
     assert!(done["bytes_freed"].as_u64() > Some(0), "{done}");
     assert_eq!(packs(), before - 2);
 

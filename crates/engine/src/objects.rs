@@ -215,7 +215,7 @@ pub struct GcOptions {
 /// An object gc removed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GcRemoved {
-    /// `blob`, `tree` or `snapshot`.
+    /// `blob`, `tree` or `snapshot` (`pack` for `gc --remote`).
     pub kind: String,
     /// Its id.
     pub id: String,
@@ -480,7 +480,14 @@ impl Engine {
             }
             let out = self.remote_gc(name, options.grace.unwrap_or(24), options.dry_run)?;
             return Ok(GcOutcome {
-                removed: Vec::new(),
+                removed: out
+                    .removed
+                    .iter()
+                    .map(|pack| GcRemoved {
+                        kind: "pack".to_owned(),
+                        id: pack.clone(),
+                    })
+                    .collect(),
                 bytes_freed: out.bytes_freed,
                 ops_pruned: 0,
                 dry_run: options.dry_run,

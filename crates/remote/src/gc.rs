@@ -34,6 +34,8 @@ pub struct RemoteGcOptions {
 pub struct RemoteGcOutcome {
     /// Packs deleted.
     pub packs_removed: u64,
+    /// Their ids.
+    pub removed: Vec<String>,
     /// Their bytes.
     pub bytes_freed: u64,
     /// Packs condemned and waiting for the grace period to pass.
@@ -110,6 +112,7 @@ pub fn gc(
         .filter(|p| !listed_packs.contains(p))
         .collect();
     out.packs_removed = delete.len() as u64;
+    out.removed = delete.iter().map(|(pack, _)| pack.clone()).collect();
     out.bytes_freed = delete.iter().map(|(_, size)| *size).sum();
     if options.dry_run {
         out.ref_entries_dropped = remote.block_on(refs::compact(remote, true))?;
