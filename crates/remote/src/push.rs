@@ -109,8 +109,8 @@ fn find_missing(
             }
         }
     }
-    // Parents before children in the trees' pack does not matter (one index); blobs
-    // keep the walk's order, so files of one directory share a pack.
+    // The order of trees does not matter (nothing is visible before the snapshots' pack,
+    // written last); blobs keep the walk's order, so files of one directory share a pack.
     Ok(out)
 }
 
