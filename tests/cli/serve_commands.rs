@@ -1119,3 +1119,30 @@ fn the_rust_client_calls_the_servers_engine_with_typed_requests() {
     drop(events);
     assert!(server.stop().success());
 }
+
+#[test]
+fn a_push_streams_its_progress_in_objects_and_bytes() {
+    let env = Env::new();
+    let snap = onboard_many(&env, 300, 10, 40);
+    let remote = format!("file://{}", env.path().join("remote"));
+    let added = cairn(&env, &["remote", "add", "origin", &remote]);
+    assert!(added.status.success(), "{}", stderr(&added));
+    let server = Server::start(&env);
+    let mut events = Vec::new();
+    let request = serde_json::json!({ "snapshots": [snap["snapshot"]], "cwd": env.path() });
+    let (status, v) = server
+        .client()
+        .post_json_streaming("/v1/push", &request, |e| events.push(e.clone()))
+        .unwrap();
+    assert_eq!(status, 200, "{v}");
+    let first = events.first().expect("progress before the output");
+    assert_eq!(first.what, "push");
+    assert!(
+        first.total_files >= 300,
+        "every file's blob, the trees, the snapshot: {first:?}"
+    );
+    let last = events.last().unwrap();
+    assert!(last.done && last.files == first.total_files, "{last:?}");
+    assert!(last.bytes > 0 && last.bytes == last.total_bytes, "{last:?}");
+    assert_eq!(v["objects_sent"].as_u64(), Some(first.total_files), "{v}");
+}

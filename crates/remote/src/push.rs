@@ -169,6 +169,7 @@ pub fn push(
                 encoded.len() as u64,
                 &encoded,
             );
+            progress.advance(1, 0);
         }
         uploaded.push(remote.block_on(upload(remote, builder.finish(), &sent_bytes))?);
     }
