@@ -139,23 +139,27 @@ fn write_fuzz_seeds() {
     // target appends).
     let mut builder = remote::layout::PackBuilder::default();
     for blob in &blobs {
-        builder.add(
-            cas::ObjectKind::Blob,
-            cas::BlobId::of(blob).into(),
-            false,
-            blob.len() as u64,
-            blob,
-        );
+        builder
+            .add(
+                cas::ObjectKind::Blob,
+                cas::BlobId::of(blob).into(),
+                false,
+                blob.len() as u64,
+                blob,
+            )
+            .unwrap();
     }
     for tree in &trees {
         let encoded = tree.encode();
-        builder.add(
-            cas::ObjectKind::Tree,
-            tree.id().into(),
-            false,
-            encoded.len() as u64,
-            &encoded,
-        );
+        builder
+            .add(
+                cas::ObjectKind::Tree,
+                tree.id().into(),
+                false,
+                encoded.len() as u64,
+                &encoded,
+            )
+            .unwrap();
     }
     let pack = builder.finish();
     assert!(remote::layout::decode_index(&pack.index, &pack.id).is_ok());

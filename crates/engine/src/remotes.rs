@@ -377,7 +377,7 @@ impl Engine {
         let remote = self.open_remote(&reader, Some(at))?;
         let id = resolve_snapshot(&reader, &call.cwd, snapshot)?;
         let expected = expect
-            .map(|e| resolve_snapshot(&reader, &call.cwd, e))
+            .map(|e| expected_id(&reader, &call.cwd, e))
             .transpose()?;
         drop(reader);
         remote::push(&remote, &store, &[id], &Bridge(call.progress))?;
@@ -438,7 +438,7 @@ impl Engine {
             ));
         }
         let expected = match expect {
-            Some(e) => Some(resolve_snapshot(&reader, &call.cwd, e)?),
+            Some(e) => Some(expected_id(&reader, &call.cwd, e)?),
             // Without --expect: whatever it holds now, still atomically.
             None => remote::refs::get(&remote, name)?,
         };
@@ -668,4 +668,15 @@ impl Engine {
         )?;
         Ok(store.reader()?.has_snapshot(id.as_snapshot())?)
     }
+}
+
+/// `--expect OLD`: a full id is taken as it is (another machine's snapshot need not be in
+/// this store); anything shorter is resolved here.
+fn expected_id(reader: &Reader, cwd: &camino::Utf8Path, spec: &str) -> Result<SnapshotId, Error> {
+    if is_full_id(spec) {
+        return spec
+            .parse()
+            .map_err(|e: cas::ParseIdError| Error::usage("unknown_id", e.to_string()));
+    }
+    resolve_snapshot(reader, cwd, spec)
 }

@@ -11,7 +11,7 @@ use cas::{ObjectId, WriteBatch};
 
 use crate::config::INDEX_CACHE;
 use crate::error::RemoteError;
-use crate::layout::{PackEntry, decode_index, index_key};
+use crate::layout::{MAX_INDEX, MAX_RECORD, PackEntry, decode_index, index_key};
 use crate::transport::Remote;
 
 /// Requests in flight at once.
@@ -71,7 +71,7 @@ impl Catalog {
                 .collect();
             let fetched: Vec<(String, Option<bytes::Bytes>)> =
                 futures_util::stream::iter(wanted.into_iter().map(|pack| async move {
-                    let bytes = remote.get(&index_key(&pack)).await?;
+                    let bytes = remote.get(&index_key(&pack), MAX_INDEX).await?;
                     Ok::<_, RemoteError>((pack, bytes))
                 }))
                 .buffer_unordered(CONCURRENCY)
@@ -79,7 +79,7 @@ impl Catalog {
                 .await?;
             let mut condemned = Vec::new();
             for (key, _) in remote.list("gc").await? {
-                if let Some(bytes) = remote.get(&format!("gc/{key}")).await? {
+                if let Some(bytes) = remote.get(&format!("gc/{key}"), MAX_RECORD).await? {
                     let record: Condemned = serde_json::from_slice(&bytes)
                         .map_err(|e| RemoteError::corrupt(&name, format!("gc/{key}"), e))?;
                     condemned.push((key, record));

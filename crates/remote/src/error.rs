@@ -97,6 +97,14 @@ pub enum RemoteError {
         /// What the caller expected.
         expected: Option<SnapshotId>,
     },
+    /// What a push was asked to send cannot be sent.
+    #[error("cannot push to remote {remote}: {reason}")]
+    Unpushable {
+        /// The remote.
+        remote: String,
+        /// Why.
+        reason: String,
+    },
     /// A remote written by a newer cairn, or something else at its prefix.
     #[error("remote {remote}: {reason}")]
     Format {
@@ -174,6 +182,7 @@ impl RemoteError {
             RemoteError::NoSuchRef { .. } => "unknown_ref",
             RemoteError::NoConditionalWrites { .. } => "no_conditional_writes",
             RemoteError::RefMoved { .. } => "ref_moved",
+            RemoteError::Unpushable { .. } => "cannot_push",
             RemoteError::Format { .. } => "remote_format",
             RemoteError::Store(_) => "store_failed",
         }
@@ -188,6 +197,7 @@ impl RemoteError {
                 | RemoteError::Invalid(_)
                 | RemoteError::NotOnRemote { .. }
                 | RemoteError::NoSuchRef { .. }
+                | RemoteError::Unpushable { .. }
         )
     }
 

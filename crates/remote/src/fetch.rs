@@ -113,12 +113,12 @@ pub fn fetch(
     let mut seen_blobs: HashSet<BlobId> = HashSet::new();
     let mut level: Vec<TreeId> = snaps.iter().map(|(_, s)| s.tree).collect();
     while !level.is_empty() {
-        let wanted: Vec<ObjectId> = level
-            .drain(..)
-            .filter(|t| seen_trees.insert(*t))
-            .filter(|t| !reader.has_tree(*t).unwrap_or(false))
-            .map(Into::into)
-            .collect();
+        let mut wanted: Vec<ObjectId> = Vec::new();
+        for t in level.drain(..) {
+            if seen_trees.insert(t) && !reader.has_tree(t)? {
+                wanted.push(t.into());
+            }
+        }
         for object in read_objects(remote, &catalog, &wanted, ObjectKind::Tree, &mut out)? {
             let VerifiedObject::Tree(tree) = object else {
                 continue;

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use cas::{ObjectId, ObjectKind, VerifiedObject};
 
-use crate::catalog::{Catalog, Condemned};
+use crate::catalog::{Catalog, Condemned, is_hex_id};
 use crate::error::RemoteError;
 use crate::fetch::read_objects;
 use crate::layout::{index_key, pack_key};
@@ -84,7 +84,12 @@ pub fn gc(
         reachable: live.len() as u64,
         ..RemoteGcOutcome::default()
     };
-    let listed = remote.block_on(remote.list("packs"))?;
+    // Only what a push writes: anything else under packs/ is not cairn's to delete.
+    let listed: Vec<_> = remote
+        .block_on(remote.list("packs"))?
+        .into_iter()
+        .filter(|(k, _)| is_hex_id(k))
+        .collect();
     let mut keep: BTreeMap<i64, Vec<String>> = BTreeMap::new();
     let mut delete: Vec<(String, u64)> = Vec::new();
     for (pack, meta) in &listed {

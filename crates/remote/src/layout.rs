@@ -29,6 +29,16 @@ const INDEX_MAGIC: &[u8; 8] = b"CAIRNIX1";
 const INDEX_ENTRY: usize = 1 + 1 + 32 + 8 + 8 + 4;
 /// kind, flags, id, size, len (before the payload, in a pack).
 const PACK_ENTRY_HEADER: usize = 1 + 1 + 32 + 8 + 4;
+/// The most bytes one pack entry holds (its length is 32 bits).
+pub const MAX_PAYLOAD: u64 = u32::MAX as u64;
+/// The largest pack a push writes: cut at [`PACK_TARGET`], so at most one entry past it.
+pub const MAX_PACK: u64 = PACK_TARGET as u64 + PACK_ENTRY_HEADER as u64 + MAX_PAYLOAD + 8;
+/// The largest index a push writes: one entry per object of the largest pack of empty
+/// objects.
+pub const MAX_INDEX: u64 =
+    ((PACK_TARGET / PACK_ENTRY_HEADER + 2) * INDEX_ENTRY + 8 + 32 + 4 + 32) as u64;
+/// The largest record (a ref entry, a pin, the marker, a gc record) cairn reads.
+pub const MAX_RECORD: u64 = 16 << 20;
 
 /// The key of a pack.
 pub fn pack_key(pack: &str) -> String {
@@ -107,9 +117,22 @@ pub struct Pack {
 }
 
 impl PackBuilder {
-    /// Appends an object; `payload` is zstd if `zstd`, `size` bytes decoded.
-    pub fn add(&mut self, kind: ObjectKind, id: ObjectId, zstd: bool, size: u64, payload: &[u8]) {
-        let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+    /// Appends an object; `payload` is zstd if `zstd`, `size` bytes decoded. Refuses a
+    /// payload of more than [`MAX_PAYLOAD`] bytes.
+    pub fn add(
+        &mut self,
+        kind: ObjectKind,
+        id: ObjectId,
+        zstd: bool,
+        size: u64,
+        payload: &[u8],
+    ) -> Result<(), String> {
+        let len = u32::try_from(payload.len()).map_err(|_| {
+            format!(
+                "{kind:?} {id} is {} bytes stored, more than the {MAX_PAYLOAD} a pack entry holds",
+                payload.len()
+            )
+        })?;
         self.bytes.push(kind_code(kind));
         self.bytes.push(u8::from(zstd));
         self.bytes.extend_from_slice(id.as_bytes());
@@ -125,6 +148,7 @@ impl PackBuilder {
             offset,
             len,
         });
+        Ok(())
     }
 
     /// Bytes so far.
@@ -217,6 +241,9 @@ pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, String> 
         if entry.offset < (PACK_MAGIC.len() + PACK_ENTRY_HEADER) as u64 {
             return Err(format!("object {id} lies before the first entry"));
         }
+        if entry.offset.saturating_add(u64::from(entry.len)) > MAX_PACK {
+            return Err(format!("object {id} lies past the end of any pack"));
+        }
         out.push(entry);
     }
     Ok(out)
@@ -270,8 +297,8 @@ mod tests {
         let mut b = PackBuilder::default();
         let a = ObjectId::from_bytes([1; 32]);
         let t = ObjectId::from_bytes([2; 32]);
-        b.add(ObjectKind::Blob, a, false, 5, b"hello");
-        b.add(ObjectKind::Tree, t, true, 100, b"zzz");
+        b.add(ObjectKind::Blob, a, false, 5, b"hello").unwrap();
+        b.add(ObjectKind::Tree, t, true, 100, b"zzz").unwrap();
         let pack = b.finish();
         let entries = decode_index(&pack.index, &pack.id).expect("reads");
         assert_eq!(entries, pack.entries);

@@ -7,7 +7,7 @@ use object_store::{PutMode, UpdateVersion};
 
 use crate::config::{Conditional, Probe, RemoteConfig};
 use crate::error::RemoteError;
-use crate::layout::{FORMAT, MARKER};
+use crate::layout::{FORMAT, MARKER, MAX_RECORD};
 use crate::transport::Remote;
 
 fn nonce() -> String {
@@ -65,7 +65,7 @@ async fn check_marker(remote: &Remote) -> Result<(), RemoteError> {
         ) => {}
         Err(e) => return Err(remote.fail(e)),
     }
-    let Some(bytes) = remote.get(MARKER).await? else {
+    let Some(bytes) = remote.get(MARKER, MAX_RECORD).await? else {
         return Err(RemoteError::Format {
             remote: remote.name().to_owned(),
             reason: format!("{MARKER} could not be written or read back"),

@@ -23,6 +23,8 @@ use crate::transport::Remote;
 const UPLOADS: usize = 4;
 /// Blobs read from the store per parallel step.
 const READ_STEP: usize = 256;
+/// At most this many bytes of blobs are read at once.
+const READ_BYTES: u64 = 64 << 20;
 
 /// What a push did (SPEC's fields).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,9 +74,12 @@ fn find_missing(
             continue;
         }
         if !reader.has_snapshot(id)? {
-            return Err(RemoteError::Invalid(format!(
-                "snapshot {id} is neither in this store nor on remote {remote} (fetched without its history from another remote?)"
-            )));
+            return Err(RemoteError::Unpushable {
+                remote: remote.to_owned(),
+                reason: format!(
+                    "snapshot {id} is neither in this store nor on it (fetched without its history from another remote?)"
+                ),
+            });
         }
         let snap = reader.snapshot(id)?;
         trees.push(snap.tree);
@@ -127,11 +132,12 @@ pub fn push(
     let catalog = Catalog::sync(remote, store)?;
     let reader = store.reader()?;
     let missing = find_missing(&reader, &catalog, remote.name(), snapshots)?;
-    let total_bytes: u64 = missing
+    let sizes: Vec<u64> = missing
         .blobs
         .iter()
-        .map(|b| reader.blob_size(*b).unwrap_or(0))
-        .sum();
+        .map(|b| reader.blob_size(*b))
+        .collect::<Result<_, _>>()?;
+    let total_bytes: u64 = sizes.iter().sum();
     let objects = (missing.blobs.len() + missing.trees.len() + missing.snapshots.len()) as u64;
     progress.start("push", objects, total_bytes);
 
@@ -142,8 +148,9 @@ pub fn push(
         uploaded = std::thread::scope(|s| {
             let reader = &reader;
             let missing = &missing;
+            let sizes = &sizes;
             s.spawn(move || {
-                if let Err(e) = build_packs(reader, missing, progress, &tx) {
+                if let Err(e) = build_packs(reader, remote.name(), missing, sizes, progress, &tx) {
                     let _ = tx.blocking_send(Err(e));
                 }
             });
@@ -162,13 +169,15 @@ pub fn push(
         let mut builder = PackBuilder::default();
         for id in &missing.snapshots {
             let encoded = reader.snapshot(*id)?.encode();
-            builder.add(
-                ObjectKind::Snapshot,
-                (*id).into(),
-                false,
-                encoded.len() as u64,
-                &encoded,
-            );
+            builder
+                .add(
+                    ObjectKind::Snapshot,
+                    (*id).into(),
+                    false,
+                    encoded.len() as u64,
+                    &encoded,
+                )
+                .map_err(|reason| unpushable(remote.name(), reason))?;
             progress.advance(1, 0);
         }
         uploaded.push(remote.block_on(upload(remote, builder.finish(), &sent_bytes))?);
@@ -190,6 +199,13 @@ pub fn push(
         bytes_sent: sent_bytes.load(Ordering::Relaxed),
         objects_present: missing.present,
     })
+}
+
+fn unpushable(remote: &str, reason: String) -> RemoteError {
+    RemoteError::Unpushable {
+        remote: remote.to_owned(),
+        reason,
+    }
 }
 
 fn tokio_stream<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures_util::Stream<Item = T> {
@@ -228,7 +244,9 @@ async fn upload(
 /// each full pack to the uploader.
 fn build_packs(
     reader: &Reader,
+    remote: &str,
     missing: &Missing,
+    sizes: &[u64],
     progress: &dyn Progress,
     tx: &tokio::sync::mpsc::Sender<Result<Pack, RemoteError>>,
 ) -> Result<(), RemoteError> {
@@ -237,15 +255,30 @@ fn build_packs(
     // and that is the one reported.
     let send = |builder: PackBuilder| -> Result<(), RemoteError> {
         tx.blocking_send(Ok(builder.finish()))
-            .map_err(|_| RemoteError::Invalid("upload stopped".to_owned()))
+            .map_err(|_| unpushable(remote, "the upload stopped".to_owned()))
     };
-    for step in missing.blobs.chunks(READ_STEP) {
+    let mut start = 0;
+    while start < missing.blobs.len() {
+        // Read in parallel, but never more than READ_BYTES (or one blob) at once.
+        let mut end = start;
+        let mut bytes = 0;
+        while end < missing.blobs.len()
+            && end - start < READ_STEP
+            && (end == start || bytes < READ_BYTES)
+        {
+            bytes += sizes[end];
+            end += 1;
+        }
+        let step = &missing.blobs[start..end];
+        start = end;
         let payloads: Vec<_> = step
             .par_iter()
             .map(|id| reader.blob_payload(*id).map(|p| (*id, p)))
             .collect::<Result<_, _>>()?;
         for (id, p) in payloads {
-            builder.add(ObjectKind::Blob, id.into(), p.zstd, p.size, &p.bytes);
+            builder
+                .add(ObjectKind::Blob, id.into(), p.zstd, p.size, &p.bytes)
+                .map_err(|reason| unpushable(remote, reason))?;
             progress.advance(1, p.size);
             if builder.len() >= PACK_TARGET {
                 send(std::mem::take(&mut builder))?;
@@ -257,22 +290,19 @@ fn build_packs(
         let compressed = zstd::bulk::compress(&encoded, 3)
             .ok()
             .filter(|c| c.len() < encoded.len());
-        match compressed {
-            Some(c) => builder.add(
+        let (zstd, payload) = match &compressed {
+            Some(c) => (true, c.as_slice()),
+            None => (false, encoded.as_slice()),
+        };
+        builder
+            .add(
                 ObjectKind::Tree,
                 (*id).into(),
-                true,
+                zstd,
                 encoded.len() as u64,
-                &c,
-            ),
-            None => builder.add(
-                ObjectKind::Tree,
-                (*id).into(),
-                false,
-                encoded.len() as u64,
-                &encoded,
-            ),
-        }
+                payload,
+            )
+            .map_err(|reason| unpushable(remote, reason))?;
         progress.advance(1, 0);
         if builder.len() >= PACK_TARGET {
             send(std::mem::take(&mut builder))?;

@@ -15,7 +15,7 @@ use cas::SnapshotId;
 
 use crate::catalog::{CONCURRENCY, is_hex_id};
 use crate::error::RemoteError;
-use crate::layout::pin_key;
+use crate::layout::{MAX_RECORD, pin_key};
 use crate::transport::Remote;
 
 /// A ref on a remote and its value.
@@ -57,7 +57,7 @@ async fn read_entry(
     seq: u64,
 ) -> Result<Option<SnapshotId>, RemoteError> {
     let key = seq_key(name, seq);
-    let Some(bytes) = remote.get(&key).await? else {
+    let Some(bytes) = remote.get(&key, MAX_RECORD).await? else {
         // Compacted by a remote gc after a later entry was written.
         return Ok(None);
     };
@@ -68,6 +68,9 @@ async fn read_entry(
 
 /// The ref's latest sequence number (0: never written) and value.
 async fn head(remote: &Remote, name: &str) -> Result<(u64, Option<SnapshotId>), RemoteError> {
+    // A name becomes part of a key: nothing but a ref name may reach the engine.
+    cas::validate_ref_name(name)
+        .map_err(|e| RemoteError::Invalid(format!("remote {}: {e}", remote.name())))?;
     let seq = remote
         .list(&format!("refs/{name}"))
         .await?
@@ -182,7 +185,7 @@ pub fn pin(remote: &Remote, id: SnapshotId) -> Result<(), RemoteError> {
 /// Stops keeping `id` (`ref rm ID@REMOTE`).
 pub fn unpin(remote: &Remote, id: SnapshotId) -> Result<(), RemoteError> {
     remote.block_on(async {
-        if remote.get(&pin_key(&id)).await?.is_none() {
+        if !remote.exists(&pin_key(&id)).await? {
             return Err(RemoteError::NoSuchRef {
                 remote: remote.name().to_owned(),
                 name: id.to_string(),

@@ -15,6 +15,7 @@ use object_store::{
 
 use crate::config::RemoteConfig;
 use crate::error::RemoteError;
+use crate::layout::MAX_PACK;
 use crate::url::RemoteUrl;
 
 /// An open remote.
@@ -167,14 +168,38 @@ impl Remote {
         }
     }
 
-    /// The object at `rel`, or `None` if there is none.
-    pub(crate) async fn get(&self, rel: &str) -> Result<Option<Bytes>, RemoteError> {
+    /// The object at `rel`, or `None` if there is none; refused unread if it is larger
+    /// than `most` bytes, so a hostile remote cannot make a read hold unbounded memory.
+    pub(crate) async fn get(&self, rel: &str, most: u64) -> Result<Option<Bytes>, RemoteError> {
         let got = match self.store.get(&self.path(rel)).await {
             Ok(got) => got,
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
             Err(e) => return Err(self.fail(e)),
         };
-        got.bytes().await.map(Some).map_err(|e| self.fail(e))
+        self.within(rel, got.meta.size, most)?;
+        let bytes = got.bytes().await.map_err(|e| self.fail(e))?;
+        self.within(rel, bytes.len() as u64, most)?;
+        Ok(Some(bytes))
+    }
+
+    /// Whether an object is at `rel`, without reading it.
+    pub(crate) async fn exists(&self, rel: &str) -> Result<bool, RemoteError> {
+        match self.store.head(&self.path(rel)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    fn within(&self, rel: &str, size: u64, most: u64) -> Result<(), RemoteError> {
+        if size > most {
+            return Err(RemoteError::corrupt(
+                self.name(),
+                rel,
+                format!("{size} bytes, more than the {most} such an object can hold"),
+            ));
+        }
+        Ok(())
     }
 
     /// Writes `bytes` at `rel` in `mode`; the store's own error, so a caller can tell a
@@ -241,14 +266,12 @@ impl Remote {
                 .await
                 .map_err(|e| self.fail(e));
         }
-        let whole = self
-            .store
-            .get(&self.path(rel))
-            .await
-            .map_err(|e| self.fail(e))?
-            .bytes()
-            .await
-            .map_err(|e| self.fail(e))?;
+        let whole = self.get(rel, MAX_PACK).await?.ok_or_else(|| {
+            self.fail(object_store::Error::NotFound {
+                path: rel.to_owned(),
+                source: "gone between its listing and the read".into(),
+            })
+        })?;
         ranges
             .iter()
             .map(|r| {

@@ -388,3 +388,99 @@ fn a_snapshot_still_shown_by_a_kept_pack_stays_whole_after_remote_gc() {
         assert_eq!(reader.blob(BlobId::of(&content)).unwrap(), content);
     }
 }
+
+/// Rewrites every index of the remote with `edit` applied to each entry's bytes, keeping
+/// the checksum right, so only the entry's meaning is hostile.
+fn rewrite_indexes(root: &Utf8Path, edit: impl Fn(&mut [u8])) {
+    const FIXED: usize = 8 + 32 + 4;
+    const ENTRY: usize = 1 + 1 + 32 + 8 + 8 + 4;
+    for index in std::fs::read_dir(root.join("remote/index")).unwrap() {
+        let path = index.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        let body_len = bytes.len() - 32;
+        for entry in bytes[FIXED..body_len].chunks_exact_mut(ENTRY) {
+            edit(entry);
+        }
+        let check = *blake3::hash(&bytes[..body_len]).as_bytes();
+        bytes[body_len..].copy_from_slice(&check);
+        std::fs::write(&path, bytes).unwrap();
+    }
+}
+
+#[test]
+fn an_index_placing_an_object_past_the_end_of_any_pack_is_refused_not_a_panic() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let id = commit(&a, &files(1), vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[id], &Silent).unwrap();
+    // offset = u64::MAX - 2: offset + len overflows.
+    rewrite_indexes(&f.root, |entry| {
+        entry[42..50].copy_from_slice(&(u64::MAX - 2).to_le_bytes())
+    });
+    let b = f.store("b");
+    let err = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, RemoteError::Corrupt { .. }), "{text}");
+    assert!(text.contains("past the end"), "{text}");
+    assert!(!b.reader().unwrap().has_snapshot(id).unwrap());
+}
+
+#[test]
+fn an_index_or_ref_larger_than_any_cairn_writes_is_refused_unread() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let id = commit(&a, &files(1), vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[id], &Silent).unwrap();
+    refs::update(&remote, "main", RefUpdate::Set(id), None).unwrap();
+
+    // A sparse 1 TiB index: reading it whole would exhaust memory.
+    let huge = f.root.join("remote/index").join("f".repeat(64));
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let b = f.store("b");
+    let err = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, RemoteError::Corrupt { .. }), "{text}");
+    assert!(
+        text.contains(&"f".repeat(64)) && text.contains("1099511627776 bytes"),
+        "{text}"
+    );
+    std::fs::remove_file(&huge).unwrap();
+
+    let entry = std::fs::read_dir(f.root.join("remote/refs/main"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::File::options()
+        .write(true)
+        .open(&entry)
+        .unwrap()
+        .set_len(1 << 40)
+        .unwrap();
+    let err = refs::get(&remote, "main").unwrap_err();
+    assert!(matches!(err, RemoteError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("refs/main"), "{err}");
+}
+
+#[test]
+fn a_ref_name_that_would_leave_refs_is_refused_before_any_request() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let id = commit(&a, &files(1), vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[id], &Silent).unwrap();
+    for name in ["../packs", "a//b", "", "-x"] {
+        let err = refs::update(&remote, name, RefUpdate::Set(id), None).unwrap_err();
+        assert!(matches!(err, RemoteError::Invalid(_)), "{name}: {err}");
+        let err = refs::get(&remote, name).unwrap_err();
+        assert!(matches!(err, RemoteError::Invalid(_)), "{name}: {err}");
+    }
+    assert!(!f.root.join("remote/packs/0000000000000001").exists());
+    assert!(!f.root.join("remote/0000000000000001").exists());
+}
