@@ -94,6 +94,24 @@ enum Command {
         /// The destination directory.
         dest: Utf8PathBuf,
     },
+    /// Mount a snapshot at DIR as a copy-on-write worktree, ready at once (`cairn mount DIR`
+    /// attaches a registered mount again). Served by `cairn serve`, started if none runs.
+    Mount {
+        /// The snapshot, then the directory; or only the directory of a registered mount.
+        #[arg(num_args = 1..=2, value_name = "SNAP DIR")]
+        args: Vec<String>,
+        /// Refuse every write.
+        #[arg(long)]
+        read_only: bool,
+    },
+    /// Unmount a mounted worktree (its layer stays for the next `mount`).
+    Unmount {
+        /// The mounted worktree.
+        dir: Utf8PathBuf,
+        /// Leave an ordinary directory with the worktree's current files instead.
+        #[arg(long)]
+        materialize: bool,
+    },
     /// Make a worktree's scope equal a snapshot (only the given paths, if any).
     Rollback {
         /// The worktree.
@@ -336,6 +354,9 @@ enum Command {
         /// The socket (default: `serve.sock` in the store folder).
         #[arg(long, value_name = "PATH")]
         socket: Option<Utf8PathBuf>,
+        /// Started by `mount`: stop once no mount is left.
+        #[arg(long, hide = true)]
+        for_mounts: bool,
     },
 }
 
@@ -430,7 +451,9 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
             command,
         } => commands::run::sandbox_exec(&policy, &scratch, &command),
         Command::Mcp => return Err(Error::usage("usage", "cairn mcp runs on its own")),
-        Command::Serve { socket } => commands::serve::run(ctx, socket.as_deref())?,
+        Command::Serve { socket, for_mounts } => {
+            commands::serve::run(ctx, socket.as_deref(), for_mounts)?
+        }
         other => {
             let (request, view) = request_of(other, ctx.json)?;
             return perform(ctx, request, view);
@@ -444,7 +467,12 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
     use std::io::IsTerminal;
     let cwd = context::current_dir()?;
     let store = ctx.store_path(&cwd)?;
-    let target = Target::for_store(&store, ctx.offline);
+    let mut target = Target::for_store(&store, ctx.offline);
+    if matches!(request, Request::Mount(_)) && matches!(target, Target::Local { .. }) {
+        // A mount is served by the process holding the store: start one for it.
+        commands::serve::start_for_mounts(&store)?;
+        target = Target::for_store(&store, ctx.offline);
+    }
     view.color = context::colour();
     let bar = progress::Bar::new();
     // A server's progress is streamed only to be drawn here.
@@ -512,6 +540,20 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
         }),
         Command::Checkout { snapshot, dest } => {
             Request::Checkout(CheckoutOptions { snapshot, dest })
+        }
+        Command::Mount {
+            mut args,
+            read_only,
+        } => {
+            let dir = Utf8PathBuf::from(args.pop().unwrap_or_default());
+            Request::Mount(MountOptions {
+                snapshot: args.pop(),
+                dir,
+                read_only,
+            })
+        }
+        Command::Unmount { dir, materialize } => {
+            Request::Unmount(UnmountOptions { dir, materialize })
         }
         Command::Rollback {
             worktree,

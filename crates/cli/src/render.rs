@@ -51,6 +51,28 @@ pub fn report(outcome: &Outcome, view: &View) -> Report {
         Outcome::Rewind(o) => Report::new(json, rollback(o, "rewind")),
         Outcome::Merge(o) => Report::new(json, merge(o)),
         Outcome::WorktreeList(o) => Report::new(json, worktree_list(o)),
+        Outcome::Mount(o) => Report::new(
+            json,
+            format!(
+                "mounted {} at {}{}\n",
+                o.snapshot
+                    .map(|s| s.short(12))
+                    .unwrap_or_else(|| "-".into()),
+                o.worktree,
+                if o.read_only { " (read-only)" } else { "" }
+            ),
+        ),
+        Outcome::Unmount(o) => Report::new(
+            json,
+            if o.materialized {
+                format!(
+                    "unmounted {}; its files are an ordinary directory now\n",
+                    o.worktree
+                )
+            } else {
+                format!("unmounted {}\n", o.worktree)
+            },
+        ),
         Outcome::WorktreeRemove(o) => Report::new(json, worktree_changed(o, true)),
         Outcome::WorktreeRebind(o) => Report::new(json, worktree_changed(o, false)),
         Outcome::Diff(o) => {
@@ -231,7 +253,12 @@ fn worktree_list(o: &WorktreeListOutcome) -> String {
         .iter()
         .map(|w| {
             let head = w.head.map(|h| h.short(12)).unwrap_or_else(|| "-".into());
-            format!("{}\t{}\t{head}\n", w.path, w.kind)
+            let live = match w.live {
+                Some(true) => "\tlive",
+                Some(false) => "\tnot mounted",
+                None => "",
+            };
+            format!("{}\t{}\t{head}{live}\n", w.path, w.kind)
         })
         .collect()
 }

@@ -21,6 +21,8 @@ pub struct Engine {
     /// Held while fetching from a remote, so concurrent calls naming one snapshot fetch
     /// it once.
     pub(crate) fetching: std::sync::Mutex<()>,
+    /// The mounts this engine serves, by root.
+    pub(crate) mounts: crate::store::Live,
 }
 
 /// One call's context: the caller's directory (relative paths and the current worktree
@@ -81,11 +83,12 @@ impl Engine {
         let store = cas::Store::open(&path, options)?;
         Ok(Engine {
             path,
-            holding: Holding::Open(std::sync::RwLock::new(store)),
+            holding: Holding::Open(std::sync::Arc::new(std::sync::RwLock::new(store))),
             pools: Pools::default(),
             worktrees: fs_manager::Worktrees::new(),
             git: None,
             fetching: Default::default(),
+            mounts: Default::default(),
         })
     }
 
@@ -110,6 +113,7 @@ impl Engine {
             worktrees: fs_manager::Worktrees::new(),
             git: None,
             fetching: Default::default(),
+            mounts: Default::default(),
         }
     }
 
@@ -158,6 +162,11 @@ impl Engine {
 
     pub(crate) fn store(&self, access: Access) -> Result<StoreRef<'_>, Error> {
         self.holding.get(&self.path, access)
+    }
+
+    /// The store this engine holds open, to share with what outlives a call.
+    pub(crate) fn shared_store(&self) -> Option<std::sync::Arc<std::sync::RwLock<cas::Store>>> {
+        self.holding.shared()
     }
 
     pub(crate) fn store_exclusive(&self) -> Result<StoreMut<'_>, Error> {

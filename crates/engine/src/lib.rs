@@ -21,8 +21,10 @@
 //! ```text
 //! wire                               a call and its answer as values (for another process)
 //! request                            Request / Outcome of every verb, Engine::handle
-//! view, reversible, merge, objects   the verbs
+//! view, reversible, merge, objects,  the verbs
+//! remotes
 //! worktrees                          onboard, snapshot, checkout, rollback, the registry
+//! mounts                             worktrees served by this engine (FUSE)
 //! engine                             Engine, Call, resolving snapshot names
 //! git                                Git: the git backend an embedder injects
 //! store                              finding and holding the store; thread pools
@@ -69,6 +71,7 @@ mod engine;
 mod error;
 mod git;
 mod merge;
+mod mounts;
 mod objects;
 pub mod path;
 mod remotes;
@@ -84,6 +87,7 @@ pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply, GitError, GitErrorCla
 pub use fs_manager::{Progress, Silent};
 pub use git::{Git, GitImport, GitImported, GitMerge, GitMerged, GitRecovered};
 pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
+pub use mounts::{MountOptions, MountOutcome, UnmountOptions, UnmountOutcome};
 pub use objects::{
     FsckChecked, FsckOptions, FsckOutcome, FsckProblem, GcOptions, GcOutcome, GcRemoved,
     InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions, RefsOutcome, ShowEntry,

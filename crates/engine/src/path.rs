@@ -120,6 +120,16 @@ pub fn tree_paths(root: Option<&Utf8Path>, raw: &[TreePath]) -> Result<Vec<RepoP
     Ok(out)
 }
 
+/// `path` with every link and `..` resolved; it must be a directory that exists.
+pub(crate) fn canonical_dir(path: &Utf8Path) -> Result<Utf8PathBuf, crate::error::Error> {
+    std::fs::canonicalize(path)
+        .ok()
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+        .ok_or_else(|| {
+            crate::error::Error::usage("invalid_path", format!("{path}: no such directory"))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Call, Engine};
 use crate::error::Error;
 use crate::merge::{MergeOptions, MergeOutcome};
+use crate::mounts::{MountOptions, MountOutcome, UnmountOptions, UnmountOutcome};
 use crate::objects::{
     FsckOptions, FsckOutcome, GcOptions, GcOutcome, RefListOptions, RefRmOptions, RefSetOptions,
     RefsOutcome, ShowOptions, ShowOutcome,
@@ -156,6 +157,8 @@ verbs! {
     RemoteList(RemoteListOptions) -> RemotesOutcome = "remote_list" via remote_list;
     Push(PushOptions) -> PushOutcome = "push" via push;
     Pull(PullOptions) -> PullOutcome = "pull" via pull;
+    Mount(MountOptions) -> MountOutcome = "mount" via mount;
+    Unmount(UnmountOptions) -> UnmountOutcome = "unmount" via unmount;
 }
 
 /// The snapshot specs a request names that a fetch could supply.

@@ -49,8 +49,8 @@ pub(crate) enum Access {
 }
 
 pub(crate) enum Holding {
-    /// Opened once; gc takes it exclusively.
-    Open(RwLock<Store>),
+    /// Opened once; gc takes it exclusively. Shared with the mounts this engine serves.
+    Open(std::sync::Arc<RwLock<Store>>),
     /// Opened by each call, with these options.
     PerCall(OpenOptions),
 }
@@ -97,6 +97,14 @@ impl std::ops::DerefMut for StoreMut<'_> {
 }
 
 impl Holding {
+    /// The store opened once, to share with what outlives a call (a mount).
+    pub(crate) fn shared(&self) -> Option<std::sync::Arc<RwLock<Store>>> {
+        match self {
+            Holding::Open(store) => Some(store.clone()),
+            Holding::PerCall(_) => None,
+        }
+    }
+
     pub(crate) fn get(&self, path: &Utf8Path, access: Access) -> Result<StoreRef<'_>, Error> {
         match self {
             Holding::Open(store) => {
@@ -190,6 +198,22 @@ impl Pools {
             free.push(pool);
         }
         out
+    }
+}
+
+/// The live mounts of an engine, by root.
+#[derive(Default)]
+pub(crate) struct Live(std::sync::Mutex<MountMap>);
+
+type MountMap = std::collections::HashMap<camino::Utf8PathBuf, std::sync::Arc<mount::Mounted>>;
+
+impl Live {
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, MountMap> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn is_live(&self, root: &Utf8Path) -> bool {
+        self.lock().get(root).is_some_and(|m| m.is_live())
     }
 }
 

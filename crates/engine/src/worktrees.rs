@@ -298,10 +298,13 @@ pub struct WorktreeListOptions {}
 pub struct WorktreeItem {
     /// Its root.
     pub path: Utf8PathBuf,
-    /// `in-place` or `isolated`.
+    /// `in-place`, `isolated` or `mounted`.
     pub kind: String,
     /// Its head.
     pub head: Option<SnapshotId>,
+    /// For a mounted worktree, whether its mount is live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<bool>,
 }
 
 /// The registry.
@@ -346,12 +349,7 @@ impl WorktreesChanged {
     }
 }
 
-pub(crate) fn canonical_dir(path: &Utf8Path) -> Result<Utf8PathBuf, Error> {
-    std::fs::canonicalize(path)
-        .ok()
-        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
-        .ok_or_else(|| Error::usage("invalid_path", format!("{path}: no such directory")))
-}
+pub(crate) use crate::path::canonical_dir;
 
 impl Engine {
     /// `cairn onboard SRC`.
@@ -525,8 +523,11 @@ impl Engine {
                 kind: match r.kind {
                     fs_manager::WorktreeKind::InPlace => "in-place",
                     fs_manager::WorktreeKind::Isolated => "isolated",
+                    fs_manager::WorktreeKind::Mounted => "mounted",
                 }
                 .to_owned(),
+                live: (r.kind == fs_manager::WorktreeKind::Mounted)
+                    .then(|| self.is_mounted(&r.root)),
                 path: r.root,
                 head: r.head,
             })
@@ -540,8 +541,21 @@ impl Engine {
         call: &Call,
         options: WorktreePathOptions,
     ) -> Result<WorktreesChanged, Error> {
+        let path = call.path(&options.path);
+        if self.is_mounted(&path) {
+            self.unmount(
+                call,
+                crate::mounts::UnmountOptions {
+                    dir: path.clone(),
+                    materialize: false,
+                },
+            )?;
+        }
         let store = self.store(Access::Write)?;
-        let record = self.worktrees.remove(&store, &call.path(&options.path))?;
+        let record = self.worktrees.remove(&store, &path)?;
+        if record.kind == fs_manager::WorktreeKind::Mounted {
+            let _ = std::fs::remove_dir_all(self.layer_dir(&record.root));
+        }
         Ok(WorktreesChanged::one(record))
     }
 

@@ -190,6 +190,9 @@ fn capture_once<'a>(
     } = *how;
     let started = std::time::Instant::now();
     let mut record = record;
+    if record.kind == crate::WorktreeKind::Mounted {
+        return capture_mounted(ws, store, record, how);
+    }
     crate::root::verify_root(&mut record)?;
     // A root that is gone is the caller's to fix (or checkout's to fill), not an I/O failure.
     if let Err(e) = record.root.symlink_metadata()
@@ -334,6 +337,100 @@ fn capture_once<'a>(
     } else {
         pending.commit(store)?;
         tracing::debug!(elapsed = ?started.elapsed(), "written");
+    }
+    Ok(captured)
+}
+
+/// [`capture_once`] of a mounted worktree: the mount knows its files, so nothing is walked
+/// and no stat cache is kept.
+fn capture_mounted<'a>(
+    ws: &'a Worktrees,
+    store: &Store,
+    record: WorktreeRecord,
+    how: &Capture<'_>,
+) -> Result<Captured<'a>, CaptureError> {
+    let Capture {
+        op,
+        ref source,
+        options,
+        recording,
+        edit,
+    } = *how;
+    let Some(mount) = ws.mounts.get(&record.root) else {
+        return Err(CaptureError::NotMounted { path: record.root });
+    };
+    let reader = store.reader()?;
+    match crate::journal::ensure_clear(&reader, &record.root) {
+        Ok(()) => {}
+        Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
+        Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
+        Err(crate::journal::JournalCheck::Registry(e)) => return Err(e.into()),
+    }
+    let head_tree = match record.head {
+        Some(h) => Some(reader.snapshot(h)?.tree),
+        None => None,
+    };
+    drop(reader);
+    let mut batch = cas::WriteBatch::new();
+    let got = mount
+        .capture(store, &mut batch)
+        .map_err(|reason| CaptureError::Mount {
+            path: record.root.clone(),
+            reason,
+        })?;
+    let changed = head_tree != Some(got.tree);
+    let new_snapshot = changed.then(|| cas::Snapshot {
+        tree: got.tree,
+        parents: record.head.into_iter().collect(),
+        created: jiff::Timestamp::now(),
+        message: options.message.to_owned(),
+        labels: options.labels.clone(),
+        source: source.clone(),
+    });
+    let new_head = match &new_snapshot {
+        Some(s) => Some(s.id()),
+        None => record.head,
+    };
+    let mut captured = Captured {
+        tree: got.tree,
+        trees: got.trees,
+        snapshot: new_head.unwrap_or_else(|| SnapshotId::from_bytes([0; 32])),
+        changed,
+        files: got.files,
+        bytes: got.bytes,
+        skipped: Vec::new(),
+        read_files: got.read_files,
+        record: WorktreeRecord {
+            head: new_head,
+            ..record.clone()
+        },
+        pending: None,
+    };
+    if let (Some(edit), Some(head)) = (edit, new_head) {
+        edit(&mut captured.record, head);
+    }
+    if recording == Recording::DryRun || (!changed && edit.is_none() && batch.is_empty()) {
+        return Ok(captured);
+    }
+    if let Some(snap) = new_snapshot {
+        for t in captured.trees.values() {
+            batch.add_tree(t.clone());
+        }
+        batch.add_snapshot(snap);
+    }
+    if changed || edit.is_some() {
+        batch.append_op(&record.root, &OpRecord::new(op, record.head, new_head))?;
+    }
+    batch.put_worktree(&captured.record)?;
+    let pending = Pending {
+        batch,
+        capture: None,
+    };
+    if recording == Recording::Deferred {
+        store.reader()?.check_references(&pending.batch)?;
+        captured.pending = Some(pending);
+    } else {
+        pending.commit(store)?;
     }
     Ok(captured)
 }

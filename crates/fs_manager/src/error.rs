@@ -35,6 +35,20 @@ pub enum CaptureError {
         /// The path.
         path: PathBuf,
     },
+    /// A mounted worktree whose mount is not live.
+    #[error("{path}: mounted worktree is not mounted (`cairn mount {path}` attaches it again)")]
+    NotMounted {
+        /// The worktree.
+        path: Utf8PathBuf,
+    },
+    /// A live mount could not say what it holds.
+    #[error("{path}: mount: {reason}")]
+    Mount {
+        /// The worktree.
+        path: Utf8PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// Reading the files failed.
     #[error(transparent)]
     Scan(#[from] ScanError),

@@ -63,6 +63,7 @@ pub mod fuzzing;
 mod held;
 mod journal;
 mod lock;
+mod mounted;
 mod paths;
 mod pending;
 mod progress;
@@ -89,6 +90,7 @@ pub use error::{
     WorktreeError,
 };
 pub use journal::Interrupted;
+pub use mounted::{MountCapture, MountedTree};
 pub use paths::{SkipReason, Skipped, Special};
 pub use progress::{Progress, Silent};
 pub use recover::RecoverOutcome;

@@ -48,6 +48,9 @@ pub enum WorktreeKind {
     InPlace,
     /// A directory hydrated by `checkout`.
     Isolated,
+    /// A copy-on-write view of a snapshot served by `cairn mount`; its files live in the
+    /// store's layer for it.
+    Mounted,
 }
 
 /// A registered worktree.

@@ -15,6 +15,7 @@ pub struct Worktrees {
     pub(crate) locks: Locks,
     pub(crate) kept: KeptCaches,
     pub(crate) watcher: Option<Watcher>,
+    pub(crate) mounts: crate::mounted::Mounts,
 }
 
 impl Worktrees {
@@ -30,5 +31,18 @@ impl Worktrees {
             watcher: Some(Watcher::new()),
             ..Worktrees::default()
         }
+    }
+}
+
+impl Worktrees {
+    /// Captures of the worktree at `root` ask `tree` (a live mount) for its files, until
+    /// [`Worktrees::unmounted`].
+    pub fn mounted(&self, root: &camino::Utf8Path, tree: std::sync::Arc<dyn crate::MountedTree>) {
+        self.mounts.set(root.to_owned(), Some(tree));
+    }
+
+    /// The mount at `root` is gone.
+    pub fn unmounted(&self, root: &camino::Utf8Path) {
+        self.mounts.set(root.to_owned(), None);
     }
 }

@@ -609,8 +609,69 @@ async fn shutdown_signal() {
     eprintln!("cairn serve: stopping; finishing running requests");
 }
 
-/// `cairn serve [--socket PATH]`: runs in the foreground until SIGTERM.
-pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, Error> {
+/// Starts `cairn serve --for-mounts` for `store` in the background, and returns once it
+/// answers (a `mount` without a running server).
+pub fn start_for_mounts(store: &Utf8Path) -> Result<(), Error> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::failure("io", format!("finding the cairn binary: {e}")))?;
+    let dir = store.join("mounts");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::failure("io", format!("{dir}: {e}")))?;
+    let log_path = dir.join("serve.log");
+    let log = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| Error::failure("io", format!("{log_path}: {e}")))?;
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new(exe)
+        .args(["--store", store.as_str(), "serve", "--for-mounts"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        // Its own session: the terminal's hangup or ^C does not reach the mounts.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| Error::failure("io", format!("starting cairn serve: {e}")))?;
+    let socket = cairn_client::Client::socket_of(store);
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(30) {
+        if cairn_client::Client::connect(&socket).is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let last = log.lines().last().unwrap_or("").to_owned();
+            return Err(Error::failure(
+                "server",
+                format!("cairn serve for the mount exited ({status}): {last}"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(Error::failure(
+        "server",
+        format!(
+            "cairn serve for the mount did not answer on {socket} within 30 s (see {log_path})"
+        ),
+    ))
+}
+
+/// Resolves once a server started for mounts has none left (checked every half second,
+/// after the mount that started it had time to arrive).
+async fn mounts_gone(engine: Arc<Engine>) {
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    loop {
+        if engine.live_mounts() == 0 {
+            eprintln!("cairn serve: no mount left; stopping");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// `cairn serve [--socket PATH]`: runs in the foreground until SIGTERM (with
+/// `for_mounts`, also once no mount is left).
+pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>, for_mounts: bool) -> Result<Report, Error> {
     let cwd = crate::context::current_dir()?;
     let path = ctx.store_path(&cwd)?;
     // Another process holding the store (a server, or a long command) is an error now,
@@ -634,8 +695,9 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, Error> {
         .unwrap_or_else(|| cairn_client::Client::socket_of(&path));
     // Captures made here watch their worktrees and skip what did not change.
     let engine = crate::target::with_git(engine.watching());
+    let engine = Arc::new(engine);
     let served = Served {
-        engine: Arc::new(engine),
+        engine: engine.clone(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -661,12 +723,25 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>) -> Result<Report, Error> {
         }
         eprintln!("cairn serve: store {path} on {socket}");
         let app = router(served);
+        let watched = engine.clone();
+        let stop = async move {
+            if for_mounts {
+                tokio::select! {
+                    _ = shutdown_signal() => {}
+                    _ = mounts_gone(watched) => {}
+                }
+            } else {
+                shutdown_signal().await;
+            }
+        };
         axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown_signal())
+            .with_graceful_shutdown(stop)
             .await
             .map_err(|e| Error::failure("io", format!("{socket}: {e}")))?;
         Ok::<(), Error>(())
     })?;
+    // The mounts go with the server; their layers stay for the next `mount`.
+    engine.unmount_all();
     let _ = std::fs::remove_file(&socket);
     if let Some(pointer) = &pointer {
         let _ = std::fs::remove_file(pointer);

@@ -1,0 +1,52 @@
+//! Worktrees served by a mount (the `mount` crate): their change set is known without a
+//! walk, so a capture asks the mount for its tree instead of scanning the directory.
+//! Everything else (rollback, undo, rewind) writes through the mounted directory as it
+//! would on disk, which keeps the kernel's caches true.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{Store, Tree, TreeId, WriteBatch};
+
+/// What a mount says its worktree holds now.
+pub struct MountCapture {
+    /// The root tree.
+    pub tree: TreeId,
+    /// Trees built that the store may lack.
+    pub trees: HashMap<TreeId, Tree>,
+    /// Files and symlinks in scope.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Files read (hashed) for this capture.
+    pub read_files: u64,
+}
+
+/// A live mounted worktree.
+pub trait MountedTree: Send + Sync {
+    /// The worktree's tree as it is now; blobs the store lacks go into `batch`.
+    fn capture(&self, store: &Store, batch: &mut WriteBatch) -> Result<MountCapture, String>;
+}
+
+/// The live mounts of one store's worktrees, by root.
+#[derive(Default)]
+pub(crate) struct Mounts(Mutex<HashMap<Utf8PathBuf, Arc<dyn MountedTree>>>);
+
+impl Mounts {
+    pub(crate) fn get(&self, root: &Utf8Path) -> Option<Arc<dyn MountedTree>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(root)
+            .cloned()
+    }
+
+    pub(crate) fn set(&self, root: Utf8PathBuf, tree: Option<Arc<dyn MountedTree>>) {
+        let mut mounts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match tree {
+            Some(t) => mounts.insert(root, t),
+            None => mounts.remove(&root),
+        };
+    }
+}

@@ -1,0 +1,125 @@
+//! A mount's layer on disk: `upper/N` holds the content of every file written since the
+//! mount's base, and `journal` the names: one JSON record per line, appended as the
+//! change happens and replayed on attach. A line cut short by a crash is the end of the
+//! journal (the change it described had not been answered yet).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::TreeId;
+use serde::{Deserialize, Serialize};
+
+/// One change of names; paths are from the mount's root.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Record {
+    /// The snapshot tree everything else applies to (always the first record).
+    Base { tree: Option<TreeId> },
+    /// A file whose content is `upper/N`.
+    File {
+        path: Vec<u8>,
+        upper: u64,
+        perm: u16,
+    },
+    /// A new directory.
+    Dir { path: Vec<u8>, perm: u16 },
+    /// A new symlink.
+    Link { path: Vec<u8>, target: Vec<u8> },
+    /// A name removed.
+    Remove { path: Vec<u8> },
+    /// A name moved (over whatever was at `to`).
+    Rename { from: Vec<u8>, to: Vec<u8> },
+    /// Permission bits changed.
+    Perm { path: Vec<u8>, perm: u16 },
+}
+
+/// The layer folder of one mount.
+pub(crate) struct Layer {
+    dir: Utf8PathBuf,
+    journal: File,
+}
+
+impl Layer {
+    /// Opens (creating) the layer at `dir`, giving back its records.
+    pub(crate) fn open(dir: &Utf8Path) -> std::io::Result<(Layer, Vec<Record>)> {
+        std::fs::create_dir_all(dir.join("upper"))?;
+        let path = dir.join("journal");
+        let (records, whole) = match File::open(&path) {
+            Ok(f) => read_records(f),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Vec::new(), true),
+            Err(e) => return Err(e),
+        };
+        let journal = File::options().create(true).append(true).open(&path)?;
+        let mut layer = Layer {
+            dir: dir.to_owned(),
+            journal,
+        };
+        if !whole {
+            // Appending after a cut line would join the next record to it.
+            layer.rewrite(&records)?;
+        }
+        Ok((layer, records))
+    }
+
+    /// Where upper file `n` lives.
+    pub(crate) fn upper(&self, n: u64) -> Utf8PathBuf {
+        self.dir.join("upper").join(n.to_string())
+    }
+
+    /// Appends `record` (not synced: [`Layer::sync`] on `fsync`).
+    pub(crate) fn append(&mut self, record: &Record) -> std::io::Result<()> {
+        let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        self.journal.write_all(&line)
+    }
+
+    /// Makes every record so far durable.
+    pub(crate) fn sync(&self) -> std::io::Result<()> {
+        self.journal.sync_data()
+    }
+
+    /// Replaces the journal with `records`, atomically.
+    pub(crate) fn rewrite(&mut self, records: &[Record]) -> std::io::Result<()> {
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)?;
+        for r in records {
+            serde_json::to_writer(&mut tmp, r).map_err(std::io::Error::other)?;
+            tmp.write_all(b"\n")?;
+        }
+        tmp.as_file().sync_data()?;
+        let path = self.dir.join("journal");
+        tmp.persist(&path).map_err(|e| e.error)?;
+        File::open(&self.dir)?.sync_all()?;
+        self.journal = File::options().append(true).open(&path)?;
+        Ok(())
+    }
+
+    /// Upper files no record names (left by a crash between writing one and its record).
+    pub(crate) fn remove_unnamed(&self, named: &std::collections::HashSet<u64>) {
+        let Ok(entries) = std::fs::read_dir(self.dir.join("upper")) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let n = e.file_name().to_str().and_then(|s| s.parse::<u64>().ok());
+            if n.is_some_and(|n| !named.contains(&n)) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+/// The records, and whether every line was one.
+fn read_records(f: File) -> (Vec<Record>, bool) {
+    let mut out = Vec::new();
+    for line in BufReader::new(f).split(b'\n') {
+        let Ok(line) = line else {
+            return (out, false);
+        };
+        match serde_json::from_slice(&line) {
+            Ok(r) => out.push(r),
+            // A record cut short by a crash: nothing after it was answered.
+            Err(_) => return (out, false),
+        }
+    }
+    (out, true)
+}

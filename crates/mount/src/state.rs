@@ -1,0 +1,981 @@
+//! A mount's tree in memory: directories are read from the store when first looked at,
+//! and every change is made here, in the layer's upper files and in its journal.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::sync::{Arc, Weak};
+use std::time::SystemTime;
+
+use cas::{BlobId, EntryKind, PreparedBlob, Tree, TreeEntry, TreeId};
+use fuser::{Errno, FileAttr, FileType, INodeNo};
+
+use crate::layer::{Layer, Record};
+use crate::scope::Scope;
+
+/// An inode number.
+pub(crate) type Ino = u64;
+/// The root's.
+pub(crate) const ROOT: Ino = 1;
+
+/// Opens a reader of the store (verified reads) for as long as one call needs it.
+pub type Readers = Arc<dyn Fn() -> Result<cas::Reader, String> + Send + Sync>;
+
+pub(crate) type Res<T> = Result<T, Errno>;
+
+pub(crate) struct Node {
+    /// 0 once unlinked.
+    pub parent: Ino,
+    pub name: Vec<u8>,
+    pub perm: u16,
+    pub mtime: SystemTime,
+    pub ctime: SystemTime,
+    /// Lookups the kernel holds.
+    pub lookups: u64,
+    /// Open handles.
+    pub opens: u32,
+    pub kind: Kind,
+}
+
+pub(crate) enum Kind {
+    Dir(Dir),
+    File(FileNode),
+    Link(Vec<u8>),
+}
+
+pub(crate) struct Dir {
+    /// The snapshot's tree here, if the snapshot has this directory (and its size).
+    pub base: Option<(TreeId, u64)>,
+    /// Read from `base` on first use.
+    pub children: Option<BTreeMap<Vec<u8>, Ino>>,
+    /// Something at or below it differs from `base`.
+    pub changed: bool,
+}
+
+pub(crate) struct FileNode {
+    pub content: Content,
+    pub size: u64,
+}
+
+pub(crate) enum Content {
+    /// The snapshot's blob.
+    Base(BlobId),
+    /// Upper file `n`; its blob once hashed and unwritten since.
+    Upper { n: u64, hashed: Option<BlobId> },
+}
+
+/// What an open handle reads from.
+pub(crate) enum Opened {
+    /// A verified blob, whole.
+    Blob(Arc<Vec<u8>>),
+    /// An upper file.
+    Upper(Arc<File>),
+}
+
+pub(crate) struct State {
+    pub nodes: HashMap<Ino, Node>,
+    next_ino: Ino,
+    next_upper: u64,
+    pub layer: Layer,
+    readers: Readers,
+    base_time: SystemTime,
+    pub read_only: bool,
+    /// Replaying the journal: records are not written again.
+    replaying: bool,
+    /// Blobs open now, shared among their handles.
+    blobs: HashMap<BlobId, Weak<Vec<u8>>>,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+fn eio(e: impl std::fmt::Display) -> Errno {
+    tracing::warn!("mount: {e}");
+    Errno::EIO
+}
+
+fn perm_of(kind: EntryKind) -> u16 {
+    match kind {
+        EntryKind::Executable => 0o755,
+        EntryKind::Tree => 0o755,
+        EntryKind::Symlink => 0o777,
+        EntryKind::File => 0o644,
+    }
+}
+
+impl State {
+    /// The tree of `base` with the layer's `records` applied.
+    pub(crate) fn new(
+        layer: Layer,
+        records: Vec<Record>,
+        readers: Readers,
+        base: Option<TreeId>,
+        base_time: SystemTime,
+        read_only: bool,
+    ) -> Res<State> {
+        let mut state = State {
+            nodes: HashMap::new(),
+            next_ino: ROOT + 1,
+            next_upper: 1,
+            layer,
+            readers,
+            base_time,
+            read_only,
+            replaying: true,
+            blobs: HashMap::new(),
+            uid: rustix::process::getuid().as_raw(),
+            gid: rustix::process::getgid().as_raw(),
+        };
+        let base = match records.first() {
+            Some(Record::Base { tree }) => *tree,
+            _ => base,
+        };
+        let size = match base {
+            Some(t) => state.reader()?.tree(t).map_err(eio)?.size(),
+            None => 0,
+        };
+        state.nodes.insert(
+            ROOT,
+            Node {
+                parent: ROOT,
+                name: Vec::new(),
+                perm: 0o755,
+                mtime: base_time,
+                ctime: base_time,
+                lookups: 1,
+                opens: 0,
+                kind: Kind::Dir(Dir {
+                    base: base.map(|t| (t, size)),
+                    children: None,
+                    changed: false,
+                }),
+            },
+        );
+        if records.is_empty() {
+            state
+                .layer
+                .rewrite(&[Record::Base { tree: base }])
+                .map_err(eio)?;
+        }
+        let mut named = HashSet::new();
+        for r in records.iter().skip(1) {
+            if let Record::File { upper, .. } = r {
+                named.insert(*upper);
+                state.next_upper = state.next_upper.max(upper + 1);
+            }
+            // A record that no longer applies (its upper file lost, say) is skipped.
+            if let Err(e) = state.replay(r) {
+                tracing::warn!("mount journal: {r:?} not applied: {e:?}");
+            }
+        }
+        state.layer.remove_unnamed(&named);
+        state.replaying = false;
+        Ok(state)
+    }
+
+    fn reader(&self) -> Res<cas::Reader> {
+        (self.readers)().map_err(eio)
+    }
+
+    fn record(&mut self, r: Record) -> Res<()> {
+        if self.replaying {
+            return Ok(());
+        }
+        self.layer.append(&r).map_err(eio)
+    }
+
+    fn writable(&self) -> Res<()> {
+        if self.read_only {
+            Err(Errno::EROFS)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn node(&self, ino: Ino) -> Res<&Node> {
+        self.nodes.get(&ino).ok_or(Errno::ENOENT)
+    }
+
+    fn node_mut(&mut self, ino: Ino) -> Res<&mut Node> {
+        self.nodes.get_mut(&ino).ok_or(Errno::ENOENT)
+    }
+
+    /// The path of `ino` from the root.
+    pub(crate) fn path(&self, ino: Ino) -> Vec<u8> {
+        let mut parts = Vec::new();
+        let mut at = ino;
+        while at != ROOT {
+            let Some(n) = self.nodes.get(&at) else { break };
+            parts.push(n.name.as_slice());
+            if n.parent == 0 {
+                break;
+            }
+            at = n.parent;
+        }
+        parts.reverse();
+        parts.join(&b'/')
+    }
+
+    fn child_path(&self, parent: Ino, name: &[u8]) -> Vec<u8> {
+        let mut p = self.path(parent);
+        if !p.is_empty() {
+            p.push(b'/');
+        }
+        p.extend_from_slice(name);
+        p
+    }
+
+    fn new_ino(&mut self, node: Node) -> Ino {
+        let ino = self.next_ino;
+        self.next_ino += 1;
+        self.nodes.insert(ino, node);
+        ino
+    }
+
+    /// The children of directory `dir`, read from its base the first time.
+    pub(crate) fn children(&mut self, dir: Ino) -> Res<&BTreeMap<Vec<u8>, Ino>> {
+        let base = match &self.node(dir)?.kind {
+            Kind::Dir(d) if d.children.is_some() => None,
+            Kind::Dir(d) => Some(d.base),
+            _ => return Err(Errno::ENOTDIR),
+        };
+        if let Some(base) = base {
+            let mut children = BTreeMap::new();
+            if let Some((tree, _)) = base {
+                let reader = self.reader()?;
+                let tree = reader.tree(tree).map_err(eio)?;
+                for e in tree.entries() {
+                    let kind = match e.kind {
+                        EntryKind::Tree => Kind::Dir(Dir {
+                            base: Some((e.id.as_tree(), e.size)),
+                            children: None,
+                            changed: false,
+                        }),
+                        EntryKind::Symlink => Kind::Link(reader.blob(e.id.as_blob()).map_err(eio)?),
+                        EntryKind::File | EntryKind::Executable => Kind::File(FileNode {
+                            content: Content::Base(e.id.as_blob()),
+                            size: e.size,
+                        }),
+                    };
+                    let ino = self.new_ino(Node {
+                        parent: dir,
+                        name: e.name.clone(),
+                        perm: perm_of(e.kind),
+                        mtime: self.base_time,
+                        ctime: self.base_time,
+                        lookups: 0,
+                        opens: 0,
+                        kind,
+                    });
+                    children.insert(e.name.clone(), ino);
+                }
+            }
+            if let Kind::Dir(d) = &mut self.node_mut(dir)?.kind {
+                d.children = Some(children);
+            }
+        }
+        match &self.node(dir)?.kind {
+            Kind::Dir(Dir {
+                children: Some(c), ..
+            }) => Ok(c),
+            _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    fn child(&mut self, parent: Ino, name: &[u8]) -> Res<Option<Ino>> {
+        Ok(self.children(parent)?.get(name).copied())
+    }
+
+    /// `parent`/`name`, counted as a lookup the kernel holds.
+    pub(crate) fn lookup(&mut self, parent: Ino, name: &[u8]) -> Res<Ino> {
+        let ino = self.child(parent, name)?.ok_or(Errno::ENOENT)?;
+        self.node_mut(ino)?.lookups += 1;
+        Ok(ino)
+    }
+
+    pub(crate) fn forget(&mut self, ino: Ino, n: u64) {
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.lookups = node.lookups.saturating_sub(n);
+            if node.parent == 0 && node.lookups == 0 && node.opens == 0 {
+                self.nodes.remove(&ino);
+            }
+        }
+    }
+
+    pub(crate) fn attr(&self, ino: Ino) -> Res<FileAttr> {
+        let n = self.node(ino)?;
+        let (kind, size, nlink) = match &n.kind {
+            Kind::Dir(_) => (FileType::Directory, 4096, 2),
+            Kind::File(f) => (FileType::RegularFile, f.size, 1),
+            Kind::Link(t) => (FileType::Symlink, t.len() as u64, 1),
+        };
+        Ok(FileAttr {
+            ino: INodeNo(ino),
+            size,
+            blocks: size.div_ceil(512),
+            atime: n.mtime,
+            mtime: n.mtime,
+            ctime: n.ctime,
+            crtime: n.ctime,
+            kind,
+            perm: n.perm,
+            nlink,
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        })
+    }
+
+    /// Marks `dir` and everything above it changed, and its time.
+    fn touch(&mut self, dir: Ino) {
+        let now = SystemTime::now();
+        let mut at = dir;
+        let mut first = true;
+        loop {
+            let Some(n) = self.nodes.get_mut(&at) else {
+                return;
+            };
+            if first {
+                n.mtime = now;
+                n.ctime = now;
+                first = false;
+            }
+            if let Kind::Dir(d) = &mut n.kind {
+                d.changed = true;
+            }
+            if at == ROOT || n.parent == 0 {
+                return;
+            }
+            at = n.parent;
+        }
+    }
+
+    fn check_name(name: &[u8]) -> Res<()> {
+        if name.len() > cas::MAX_NAME_LEN {
+            return Err(Errno::ENAMETOOLONG);
+        }
+        if cas::validate_name(name).is_err() {
+            return Err(Errno::EINVAL);
+        }
+        Ok(())
+    }
+
+    fn insert(&mut self, parent: Ino, name: &[u8], perm: u16, kind: Kind) -> Res<Ino> {
+        let now = SystemTime::now();
+        let ino = self.new_ino(Node {
+            parent,
+            name: name.to_vec(),
+            perm,
+            mtime: now,
+            ctime: now,
+            lookups: 0,
+            opens: 0,
+            kind,
+        });
+        if let Kind::Dir(d) = &mut self.node_mut(parent)?.kind
+            && let Some(c) = &mut d.children
+        {
+            c.insert(name.to_vec(), ino);
+        }
+        self.touch(parent);
+        Ok(ino)
+    }
+
+    fn new_upper(&mut self) -> Res<(u64, File)> {
+        let n = self.next_upper;
+        self.next_upper += 1;
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(self.layer.upper(n))
+            .map_err(eio)?;
+        Ok((n, file))
+    }
+
+    /// A new empty file.
+    pub(crate) fn create(&mut self, parent: Ino, name: &[u8], perm: u16) -> Res<Ino> {
+        self.writable()?;
+        Self::check_name(name)?;
+        if self.child(parent, name)?.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        let (n, _) = self.new_upper()?;
+        let path = self.child_path(parent, name);
+        self.record(Record::File {
+            path,
+            upper: n,
+            perm,
+        })?;
+        self.insert(
+            parent,
+            name,
+            perm,
+            Kind::File(FileNode {
+                content: Content::Upper { n, hashed: None },
+                size: 0,
+            }),
+        )
+    }
+
+    pub(crate) fn mkdir(&mut self, parent: Ino, name: &[u8], perm: u16) -> Res<Ino> {
+        self.writable()?;
+        Self::check_name(name)?;
+        if self.child(parent, name)?.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        let path = self.child_path(parent, name);
+        self.record(Record::Dir { path, perm })?;
+        self.insert(
+            parent,
+            name,
+            perm,
+            Kind::Dir(Dir {
+                base: None,
+                children: Some(BTreeMap::new()),
+                changed: true,
+            }),
+        )
+    }
+
+    pub(crate) fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8]) -> Res<Ino> {
+        self.writable()?;
+        Self::check_name(name)?;
+        if self.child(parent, name)?.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        let path = self.child_path(parent, name);
+        self.record(Record::Link {
+            path,
+            target: target.to_vec(),
+        })?;
+        self.insert(parent, name, 0o777, Kind::Link(target.to_vec()))
+    }
+
+    /// Takes `ino` out of the tree (its upper file goes; open handles keep reading it).
+    fn detach(&mut self, ino: Ino) {
+        let upper = match self.nodes.get(&ino).map(|n| &n.kind) {
+            Some(Kind::File(FileNode {
+                content: Content::Upper { n, .. },
+                ..
+            })) => Some(*n),
+            _ => None,
+        };
+        if let Some(n) = upper {
+            let _ = std::fs::remove_file(self.layer.upper(n));
+        }
+        let mut stack = vec![ino];
+        while let Some(at) = stack.pop() {
+            let Some(node) = self.nodes.get_mut(&at) else {
+                continue;
+            };
+            if at == ino {
+                node.parent = 0;
+            }
+            if let Kind::Dir(Dir {
+                children: Some(c), ..
+            }) = &node.kind
+            {
+                stack.extend(c.values().copied());
+            }
+            let node = &self.nodes[&at];
+            if at == ino && node.lookups == 0 && node.opens == 0 {
+                self.nodes.remove(&at);
+            }
+        }
+    }
+
+    pub(crate) fn unlink(&mut self, parent: Ino, name: &[u8], dir: bool) -> Res<()> {
+        self.writable()?;
+        let ino = self.child(parent, name)?.ok_or(Errno::ENOENT)?;
+        let is_dir = matches!(self.node(ino)?.kind, Kind::Dir(_));
+        if dir && !is_dir {
+            return Err(Errno::ENOTDIR);
+        }
+        if !dir && is_dir {
+            return Err(Errno::EISDIR);
+        }
+        if is_dir && !self.children(ino)?.is_empty() {
+            return Err(Errno::ENOTEMPTY);
+        }
+        let path = self.child_path(parent, name);
+        self.record(Record::Remove { path })?;
+        if let Kind::Dir(Dir {
+            children: Some(c), ..
+        }) = &mut self.node_mut(parent)?.kind
+        {
+            c.remove(name);
+        }
+        self.detach(ino);
+        self.touch(parent);
+        Ok(())
+    }
+
+    pub(crate) fn rename(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        to_parent: Ino,
+        to_name: &[u8],
+        no_replace: bool,
+    ) -> Res<()> {
+        self.writable()?;
+        Self::check_name(to_name)?;
+        let ino = self.child(parent, name)?.ok_or(Errno::ENOENT)?;
+        if !matches!(self.node(to_parent)?.kind, Kind::Dir(_)) {
+            return Err(Errno::ENOTDIR);
+        }
+        let moving_dir = matches!(self.node(ino)?.kind, Kind::Dir(_));
+        // Not into itself.
+        let mut at = to_parent;
+        loop {
+            if at == ino {
+                return Err(Errno::EINVAL);
+            }
+            if at == ROOT || at == 0 {
+                break;
+            }
+            at = self.node(at)?.parent;
+        }
+        if let Some(old) = self.child(to_parent, to_name)? {
+            if old == ino {
+                return Ok(());
+            }
+            if no_replace {
+                return Err(Errno::EEXIST);
+            }
+            let old_dir = matches!(self.node(old)?.kind, Kind::Dir(_));
+            match (moving_dir, old_dir) {
+                (true, false) => return Err(Errno::ENOTDIR),
+                (false, true) => return Err(Errno::EISDIR),
+                (true, true) if !self.children(old)?.is_empty() => {
+                    return Err(Errno::ENOTEMPTY);
+                }
+                _ => {}
+            }
+        }
+        let from = self.child_path(parent, name);
+        let to = self.child_path(to_parent, to_name);
+        self.record(Record::Rename { from, to })?;
+        if let Some(old) = self.child(to_parent, to_name)? {
+            self.detach(old);
+        }
+        if let Kind::Dir(Dir {
+            children: Some(c), ..
+        }) = &mut self.node_mut(parent)?.kind
+        {
+            c.remove(name);
+        }
+        if let Kind::Dir(Dir {
+            children: Some(c), ..
+        }) = &mut self.node_mut(to_parent)?.kind
+        {
+            c.insert(to_name.to_vec(), ino);
+        }
+        let node = self.node_mut(ino)?;
+        node.parent = to_parent;
+        node.name = to_name.to_vec();
+        node.ctime = SystemTime::now();
+        self.touch(parent);
+        self.touch(to_parent);
+        Ok(())
+    }
+
+    pub(crate) fn set_perm(&mut self, ino: Ino, perm: u16) -> Res<()> {
+        self.writable()?;
+        let path = self.path(ino);
+        self.record(Record::Perm { path, perm })?;
+        let node = self.node_mut(ino)?;
+        node.perm = perm & 0o7777;
+        node.ctime = SystemTime::now();
+        let parent = node.parent;
+        if parent != 0 {
+            self.touch(parent);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn set_mtime(&mut self, ino: Ino, mtime: SystemTime) -> Res<()> {
+        self.node_mut(ino)?.mtime = mtime;
+        Ok(())
+    }
+
+    /// The file's upper file, made from its blob first if it has none (`empty`: nothing
+    /// of the blob is wanted, as for `O_TRUNC`).
+    fn upper_of(&mut self, ino: Ino, empty: bool) -> Res<File> {
+        self.writable()?;
+        let blob = match &self.node(ino)?.kind {
+            Kind::File(FileNode {
+                content: Content::Upper { n, .. },
+                ..
+            }) => {
+                return File::options()
+                    .read(true)
+                    .write(true)
+                    .open(self.layer.upper(*n))
+                    .map_err(eio);
+            }
+            Kind::File(FileNode {
+                content: Content::Base(b),
+                ..
+            }) => *b,
+            Kind::Dir(_) => return Err(Errno::EISDIR),
+            Kind::Link(_) => return Err(Errno::EINVAL),
+        };
+        let (n, mut file) = self.new_upper()?;
+        if !empty {
+            self.reader()?.write_blob_to(blob, &mut file).map_err(eio)?;
+        }
+        let path = self.path(ino);
+        let perm = self.node(ino)?.perm;
+        self.record(Record::File {
+            path,
+            upper: n,
+            perm,
+        })?;
+        let node = self.node_mut(ino)?;
+        if let Kind::File(f) = &mut node.kind {
+            f.content = Content::Upper { n, hashed: None };
+            if empty {
+                f.size = 0;
+            }
+        }
+        let parent = node.parent;
+        if parent != 0 {
+            self.touch(parent);
+        }
+        Ok(file)
+    }
+
+    /// Opens `ino` for reading, or for writing (copying it up).
+    pub(crate) fn open(&mut self, ino: Ino, write: bool, truncate: bool) -> Res<Opened> {
+        let opened = if write {
+            let file = self.upper_of(ino, truncate)?;
+            if truncate {
+                file.set_len(0).map_err(eio)?;
+                self.wrote(ino, 0, Some(0));
+            }
+            Opened::Upper(Arc::new(file))
+        } else {
+            match &self.node(ino)?.kind {
+                Kind::File(FileNode {
+                    content: Content::Upper { n, .. },
+                    ..
+                }) => Opened::Upper(Arc::new(File::open(self.layer.upper(*n)).map_err(eio)?)),
+                Kind::File(FileNode {
+                    content: Content::Base(b),
+                    ..
+                }) => {
+                    let b = *b;
+                    match self.blobs.get(&b).and_then(Weak::upgrade) {
+                        Some(bytes) => Opened::Blob(bytes),
+                        None => {
+                            let bytes = Arc::new(self.reader()?.blob(b).map_err(eio)?);
+                            self.blobs.retain(|_, w| w.strong_count() > 0);
+                            self.blobs.insert(b, Arc::downgrade(&bytes));
+                            Opened::Blob(bytes)
+                        }
+                    }
+                }
+                Kind::Dir(_) => return Err(Errno::EISDIR),
+                Kind::Link(_) => return Err(Errno::ELOOP),
+            }
+        };
+        self.node_mut(ino)?.opens += 1;
+        Ok(opened)
+    }
+
+    pub(crate) fn release(&mut self, ino: Ino) {
+        if let Some(node) = self.nodes.get_mut(&ino) {
+            node.opens = node.opens.saturating_sub(1);
+            if node.parent == 0 && node.lookups == 0 && node.opens == 0 {
+                self.nodes.remove(&ino);
+            }
+        }
+    }
+
+    /// A write through a handle reached `end` (or the file was cut to `size`).
+    pub(crate) fn wrote(&mut self, ino: Ino, end: u64, size: Option<u64>) {
+        let now = SystemTime::now();
+        let Some(node) = self.nodes.get_mut(&ino) else {
+            return;
+        };
+        node.mtime = now;
+        node.ctime = now;
+        if let Kind::File(f) = &mut node.kind {
+            f.size = size.unwrap_or(f.size.max(end));
+            if let Content::Upper { hashed, .. } = &mut f.content {
+                *hashed = None;
+            }
+        }
+        let parent = node.parent;
+        if parent != 0 {
+            self.touch(parent);
+        }
+    }
+
+    pub(crate) fn truncate(&mut self, ino: Ino, size: u64) -> Res<()> {
+        let file = self.upper_of(ino, size == 0)?;
+        file.set_len(size).map_err(eio)?;
+        self.wrote(ino, size, Some(size));
+        Ok(())
+    }
+
+    /// Applies a journal record (on attach).
+    fn replay(&mut self, r: &Record) -> Res<()> {
+        let (parent, name) = match r {
+            Record::Base { .. } => return Ok(()),
+            Record::File { path, .. }
+            | Record::Dir { path, .. }
+            | Record::Link { path, .. }
+            | Record::Remove { path }
+            | Record::Perm { path, .. } => self.parent_of(path)?,
+            Record::Rename { from, to } => {
+                let (p, n) = self.parent_of(from)?;
+                let (tp, tn) = self.parent_of(to)?;
+                return self.rename(p, &n, tp, &tn, false);
+            }
+        };
+        match r {
+            Record::File { upper, perm, .. } => {
+                let size = std::fs::metadata(self.layer.upper(*upper))
+                    .map_err(eio)?
+                    .len();
+                let file = FileNode {
+                    content: Content::Upper {
+                        n: *upper,
+                        hashed: None,
+                    },
+                    size,
+                };
+                match self.child(parent, &name)? {
+                    Some(ino) => {
+                        let node = self.node_mut(ino)?;
+                        node.kind = Kind::File(file);
+                        node.perm = *perm;
+                        self.touch(parent);
+                    }
+                    None => {
+                        self.insert(parent, &name, *perm, Kind::File(file))?;
+                    }
+                }
+                Ok(())
+            }
+            Record::Dir { perm, .. } => self.mkdir(parent, &name, *perm).map(|_| ()),
+            Record::Link { target, .. } => self.symlink(parent, &name, target).map(|_| ()),
+            Record::Remove { .. } => {
+                let dir = matches!(
+                    self.child(parent, &name)?
+                        .map(|i| self.node(i).map(|n| &n.kind)),
+                    Some(Ok(Kind::Dir(_)))
+                );
+                self.unlink(parent, &name, dir)
+            }
+            Record::Perm { perm, .. } => {
+                let ino = self.child(parent, &name)?.ok_or(Errno::ENOENT)?;
+                self.set_perm(ino, *perm)
+            }
+            Record::Base { .. } | Record::Rename { .. } => Ok(()),
+        }
+    }
+
+    fn parent_of(&mut self, path: &[u8]) -> Res<(Ino, Vec<u8>)> {
+        let mut parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+        let name = parts.pop().ok_or(Errno::EINVAL)?.to_vec();
+        let mut at = ROOT;
+        for p in parts {
+            at = self.child(at, p)?.ok_or(Errno::ENOENT)?;
+        }
+        Ok((at, name))
+    }
+
+    /// The tree as it is now, blobs the store lacks into `batch` (see [`crate::Mounted`]).
+    pub(crate) fn capture(
+        &mut self,
+        store: &cas::Store,
+        batch: &mut cas::WriteBatch,
+    ) -> Result<fs_manager::MountCapture, String> {
+        let reader = store.reader().map_err(|e| e.to_string())?;
+        let mut out = fs_manager::MountCapture {
+            tree: Tree::default().id(),
+            trees: HashMap::new(),
+            files: 0,
+            bytes: 0,
+            read_files: 0,
+        };
+        let scope = Scope::root();
+        let built = self.build(ROOT, &scope, false, &reader, batch, &mut out)?;
+        if let Some((tree, size)) = built {
+            out.tree = tree;
+            out.bytes = size;
+        }
+        Ok(out)
+    }
+
+    fn build(
+        &mut self,
+        dir: Ino,
+        scope: &Scope,
+        force: bool,
+        reader: &cas::Reader,
+        batch: &mut cas::WriteBatch,
+        out: &mut fs_manager::MountCapture,
+    ) -> Result<Option<(TreeId, u64)>, String> {
+        let (base, changed) = match &self.nodes[&dir].kind {
+            Kind::Dir(d) => (d.base, d.changed),
+            _ => return Ok(None),
+        };
+        if !changed && !force {
+            return Ok(base);
+        }
+        let dir_path = self.path(dir);
+        let children: Vec<(Vec<u8>, Ino)> = self
+            .children(dir)
+            .map_err(|e| format!("reading {}: {e:?}", String::from_utf8_lossy(&dir_path)))?
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        // The rules of this directory, and whether they changed (then all below is redone).
+        let mut rules_changed = force;
+        let mut files = Vec::new();
+        for (name, ino) in &children {
+            if crate::scope::RULES_FILES.contains(&name.as_slice())
+                && let Kind::File(f) = &self.nodes[ino].kind
+            {
+                if matches!(f.content, Content::Upper { .. }) {
+                    rules_changed = true;
+                }
+                files.push((name.clone(), self.read_whole(*ino, reader)?));
+            }
+        }
+        if base.is_none() {
+            rules_changed = true;
+        }
+        let scope = scope.child(&dir_path, &files);
+        let mut entries = Vec::new();
+        for (name, ino) in children {
+            let path = if dir_path.is_empty() {
+                name.clone()
+            } else {
+                [dir_path.as_slice(), b"/", name.as_slice()].concat()
+            };
+            let is_dir = matches!(self.nodes[&ino].kind, Kind::Dir(_));
+            if name == b".git" || scope.ignored(&path, is_dir) {
+                continue;
+            }
+            let perm = self.nodes[&ino].perm;
+            let entry = match &self.nodes[&ino].kind {
+                Kind::Dir(_) => {
+                    match self.build(ino, &scope, rules_changed, reader, batch, out)? {
+                        Some((id, size)) => TreeEntry {
+                            name,
+                            kind: EntryKind::Tree,
+                            id: id.into(),
+                            size,
+                        },
+                        None => continue,
+                    }
+                }
+                Kind::Link(target) => {
+                    let (id, prepared) =
+                        PreparedBlob::new_unless(target, |id| reader.has_blob(id).unwrap_or(false));
+                    if let Some(p) = prepared {
+                        batch.add_blob(p);
+                    }
+                    out.files += 1;
+                    TreeEntry {
+                        name,
+                        kind: EntryKind::Symlink,
+                        id: id.into(),
+                        size: target.len() as u64,
+                    }
+                }
+                Kind::File(f) => {
+                    let kind = if perm & 0o111 != 0 {
+                        EntryKind::Executable
+                    } else {
+                        EntryKind::File
+                    };
+                    // A blob hashed by a capture that stored nothing (a status) is hashed again.
+                    let stored = |b: BlobId| reader.has_blob(b).unwrap_or(false);
+                    let (blob, size) = match f.content {
+                        Content::Base(b) => (b, f.size),
+                        Content::Upper {
+                            hashed: Some(b), ..
+                        } if stored(b) => (b, f.size),
+                        Content::Upper { n, .. } => {
+                            let content = std::fs::read(self.layer.upper(n))
+                                .map_err(|e| format!("{}: {e}", self.layer.upper(n)))?;
+                            let (id, prepared) = PreparedBlob::new_unless(&content, |id| {
+                                reader.has_blob(id).unwrap_or(false)
+                            });
+                            if let Some(p) = prepared {
+                                batch.add_blob(p);
+                            }
+                            out.read_files += 1;
+                            if let Some(Node {
+                                kind: Kind::File(f),
+                                ..
+                            }) = self.nodes.get_mut(&ino)
+                            {
+                                f.content = Content::Upper {
+                                    n,
+                                    hashed: Some(id),
+                                };
+                                f.size = content.len() as u64;
+                            }
+                            (id, content.len() as u64)
+                        }
+                    };
+                    out.files += 1;
+                    TreeEntry {
+                        name,
+                        kind,
+                        id: blob.into(),
+                        size,
+                    }
+                }
+            };
+            entries.push(entry);
+        }
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let tree = Tree::new(entries).map_err(|e| e.to_string())?;
+        let (id, size) = (tree.id(), tree.size());
+        if base.map(|(b, _)| b) != Some(id) {
+            out.trees.insert(id, tree);
+        }
+        Ok(Some((id, size)))
+    }
+
+    fn read_whole(&self, ino: Ino, reader: &cas::Reader) -> Result<Vec<u8>, String> {
+        match &self.nodes[&ino].kind {
+            Kind::File(FileNode {
+                content: Content::Base(b),
+                ..
+            }) => reader.blob(*b).map_err(|e| e.to_string()),
+            Kind::File(FileNode {
+                content: Content::Upper { n, .. },
+                ..
+            }) => std::fs::read(self.layer.upper(*n)).map_err(|e| e.to_string()),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// Reads `len` bytes at `offset` of an upper file (for a handle).
+    pub(crate) fn read_at(file: &File, offset: u64, len: usize) -> std::io::Result<Vec<u8>> {
+        let mut buf = vec![0; len];
+        let mut done = 0;
+        while done < len {
+            match file.read_at(&mut buf[done..], offset + done as u64)? {
+                0 => break,
+                n => done += n,
+            }
+        }
+        buf.truncate(done);
+        Ok(buf)
+    }
+}
