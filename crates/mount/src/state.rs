@@ -893,7 +893,7 @@ impl State {
                     }
                 }
                 Kind::File(f) => {
-                    let kind = if perm & 0o111 != 0 {
+                    let kind = if perm & 0o100 != 0 {
                         EntryKind::Executable
                     } else {
                         EntryKind::File

@@ -1,0 +1,315 @@
+//! fsx in miniature: one seeded random sequence of writes, truncates, renames, unlinks,
+//! mkdirs, rmdirs, chmods and symlinks applied to a mount and to a plain directory,
+//! compared after every step (names, kinds, permission bits, bytes, link targets, and the
+//! errno of what failed); every 100 steps the mount's capture must equal a capture of the
+//! plain directory, and halfway the mount is unmounted and attached again from its layer.
+//!
+//! `CAIRN_FSX_STEPS` (default 2000) and `CAIRN_FSX_SEED` (default 1) set the run.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use camino::{Utf8Path, Utf8PathBuf};
+use fs_manager::MountedTree;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+/// What a tree holds, for comparing two of them.
+#[derive(Debug, PartialEq, Eq)]
+enum Seen {
+    Dir(u32),
+    File(u32, Vec<u8>),
+    Link(PathBuf),
+}
+
+fn walk(root: &Path) -> BTreeMap<PathBuf, Seen> {
+    fn go(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Seen>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap())
+            .collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let path = e.path();
+            let rel = path.strip_prefix(root).unwrap().to_owned();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            if meta.file_type().is_symlink() {
+                out.insert(rel, Seen::Link(std::fs::read_link(&path).unwrap()));
+            } else if meta.is_dir() {
+                out.insert(rel, Seen::Dir(mode));
+                go(root, &path, out);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                assert_eq!(bytes.len() as u64, meta.len(), "{}: size", path.display());
+                out.insert(rel, Seen::File(mode, bytes));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    go(root, root, &mut out);
+    out
+}
+
+/// One random operation, named so a failure says what the step was.
+#[derive(Debug, Clone)]
+enum Op {
+    Write { file: PathBuf, at: u64, data: Vec<u8> },
+    Truncate { file: PathBuf, size: u64 },
+    Create { file: PathBuf, data: Vec<u8> },
+    Rename { from: PathBuf, to: PathBuf },
+    Unlink { path: PathBuf },
+    Mkdir { dir: PathBuf },
+    Rmdir { dir: PathBuf },
+    Chmod { path: PathBuf, mode: u32 },
+    Symlink { path: PathBuf, target: PathBuf },
+}
+
+fn pick(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>, want: fn(&Seen) -> bool) -> Option<PathBuf> {
+    let all: Vec<&PathBuf> = tree.iter().filter(|(_, s)| want(s)).map(|(p, _)| p).collect();
+    (!all.is_empty()).then(|| all[rng.below(all.len() as u64) as usize].clone())
+}
+
+fn new_name(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> PathBuf {
+    let dir = pick(rng, tree, |s| matches!(s, Seen::Dir(_)))
+        .filter(|_| rng.below(3) != 0)
+        .unwrap_or_default();
+    dir.join(format!("n{}", rng.below(40)))
+}
+
+fn any(_: &Seen) -> bool {
+    true
+}
+fn file(s: &Seen) -> bool {
+    matches!(s, Seen::File(..))
+}
+fn dir(s: &Seen) -> bool {
+    matches!(s, Seen::Dir(_))
+}
+
+fn random_op(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> Op {
+    loop {
+        let op = match rng.below(12) {
+            0..=2 => pick(rng, tree, file).map(|file| Op::Write {
+                file,
+                at: rng.below(9000),
+                data: {
+                    let n = rng.below(3000) as usize + 1;
+                    rng.bytes(n)
+                },
+            }),
+            3 => pick(rng, tree, file).map(|file| Op::Truncate {
+                file,
+                size: rng.below(12000),
+            }),
+            4 | 5 => Some(Op::Create {
+                file: new_name(rng, tree),
+                data: {
+                    let n = rng.below(5000) as usize;
+                    rng.bytes(n)
+                },
+            }),
+            6 => pick(rng, tree, any).map(|from| Op::Rename {
+                to: if rng.below(2) == 0 {
+                    pick(rng, tree, any).unwrap_or_else(|| new_name(rng, tree))
+                } else {
+                    new_name(rng, tree)
+                },
+                from,
+            }),
+            7 => pick(rng, tree, |s| !dir(s)).map(|path| Op::Unlink { path }),
+            8 => Some(Op::Mkdir {
+                dir: new_name(rng, tree),
+            }),
+            9 => pick(rng, tree, dir).map(|dir| Op::Rmdir { dir }),
+            10 => pick(rng, tree, |s| !matches!(s, Seen::Link(_))).map(|path| Op::Chmod {
+                path,
+                mode: [0o644, 0o755, 0o600, 0o700, 0o640][rng.below(5) as usize],
+            }),
+            _ => Some(Op::Symlink {
+                path: new_name(rng, tree),
+                target: PathBuf::from(format!("../t{}", rng.below(5))),
+            }),
+        };
+        if let Some(op) = op {
+            return op;
+        }
+    }
+}
+
+fn apply(root: &Path, op: &Op) -> Result<(), i32> {
+    let e = |r: std::io::Result<()>| r.map_err(|e| e.raw_os_error().unwrap_or(-1));
+    match op {
+        Op::Write { file, at, data } => e((|| {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new().write(true).open(root.join(file))?;
+            f.write_all_at(data, *at)
+        })()),
+        Op::Truncate { file, size } => e((|| {
+            let f = std::fs::OpenOptions::new().write(true).open(root.join(file))?;
+            f.set_len(*size)
+        })()),
+        Op::Create { file, data } => e((|| {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o644)
+                .open(root.join(file))?;
+            f.write_all(data)
+        })()),
+        Op::Rename { from, to } => e(std::fs::rename(root.join(from), root.join(to))),
+        Op::Unlink { path } => e(std::fs::remove_file(root.join(path))),
+        Op::Mkdir { dir } => e(std::fs::create_dir(root.join(dir))),
+        Op::Rmdir { dir } => e(std::fs::remove_dir(root.join(dir))),
+        Op::Chmod { path, mode } => e(std::fs::set_permissions(
+            root.join(path),
+            std::fs::Permissions::from_mode(*mode),
+        )),
+        Op::Symlink { path, target } => e(std::os::unix::fs::symlink(target, root.join(path))),
+    }
+}
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    store: Arc<cas::Store>,
+    plain: Utf8PathBuf,
+    mnt: Utf8PathBuf,
+    layer: Utf8PathBuf,
+    base: cas::TreeId,
+    ws: fs_manager::Worktrees,
+}
+
+fn setup(rng: &mut Rng) -> Setup {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = Utf8Path::from_path(tmp.path()).unwrap().to_owned();
+    let store = Arc::new(
+        cas::Store::open(
+            &dir.join("store"),
+            &cas::OpenOptions {
+                create: true,
+                ..cas::OpenOptions::default()
+            },
+        )
+        .unwrap(),
+    );
+    let plain = dir.join("plain");
+    for d in ["", "a", "a/b", "c"] {
+        std::fs::create_dir_all(plain.join(d)).unwrap();
+        for i in 0..4 {
+            let n = rng.below(6000) as usize;
+            std::fs::write(plain.join(d).join(format!("f{i}")), rng.bytes(n)).unwrap();
+        }
+    }
+    std::fs::set_permissions(plain.join("a/f1"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("f0", plain.join("c/link")).unwrap();
+    let ws = fs_manager::Worktrees::new();
+    let onboarded = ws
+        .onboard(&store, &plain, &fs_manager::OnboardOptions::default())
+        .unwrap();
+    let mnt = dir.join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    Setup {
+        layer: dir.join("layer"),
+        _tmp: tmp,
+        store,
+        plain: onboarded.root,
+        mnt,
+        base: onboarded.tree,
+        ws,
+    }
+}
+
+fn start(s: &Setup) -> mount::Mounted {
+    let store = s.store.clone();
+    let readers: mount::Readers = Arc::new(move || store.reader().map_err(|e| e.to_string()));
+    mount::Mounted::start(
+        mount::MountOptions {
+            root: s.mnt.clone(),
+            layer: s.layer.clone(),
+            base: Some(s.base),
+            base_time: std::time::SystemTime::now(),
+            read_only: false,
+        },
+        readers,
+    )
+    .expect("FUSE must be available for the mount tests (/dev/fuse, root or fusermount3)")
+}
+
+/// The tree of the plain directory and of the mount, as captures make them.
+fn captures(s: &Setup, mounted: &mount::Mounted) -> (cas::TreeId, cas::TreeId) {
+    let plain = s
+        .ws
+        .onboard(&s.store, &s.plain, &fs_manager::OnboardOptions::default())
+        .unwrap()
+        .tree;
+    let mut batch = cas::WriteBatch::new();
+    let got = mounted.capture(&s.store, &mut batch).unwrap();
+    (plain, got.tree)
+}
+
+#[test]
+fn a_mount_behaves_as_a_plain_directory_under_a_random_sequence_of_changes() {
+    let steps: usize = std::env::var("CAIRN_FSX_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let seed: u64 = std::env::var("CAIRN_FSX_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let s = setup(&mut rng);
+    let mut mounted = start(&s);
+    assert_eq!(walk(s.mnt.as_std_path()), walk(s.plain.as_std_path()), "as mounted");
+    let mut failures = 0;
+    for step in 0..steps {
+        let tree = walk(s.plain.as_std_path());
+        let op = random_op(&mut rng, &tree);
+        let on_plain = apply(s.plain.as_std_path(), &op);
+        let on_mount = apply(s.mnt.as_std_path(), &op);
+        assert_eq!(on_mount, on_plain, "step {step} (seed {seed}): {op:?}");
+        failures += usize::from(on_plain.is_err());
+        assert!(
+            walk(s.mnt.as_std_path()) == walk(s.plain.as_std_path()),
+            "step {step} (seed {seed}): trees differ after {op:?}"
+        );
+        if step % 100 == 99 {
+            let (plain, mounted_tree) = captures(&s, &mounted);
+            assert_eq!(mounted_tree, plain, "step {step} (seed {seed}): captures differ");
+        }
+        if step == steps / 2 {
+            // Attached again from the layer alone.
+            mounted.unmount().unwrap();
+            drop(mounted);
+            mounted = start(&s);
+            assert!(
+                walk(s.mnt.as_std_path()) == walk(s.plain.as_std_path()),
+                "step {step} (seed {seed}): trees differ after attaching the layer again"
+            );
+        }
+    }
+    // Both succeeding and failing operations were exercised.
+    assert!(failures > 0 && failures < steps, "{failures} of {steps} failed");
+    let (plain, mounted_tree) = captures(&s, &mounted);
+    assert_eq!(mounted_tree, plain, "captures differ at the end");
+    mounted.unmount().unwrap();
+}
