@@ -12,6 +12,7 @@ mod human_output;
 mod import_commands;
 mod mcp_client;
 mod merge_commands;
+mod mount_commands;
 mod remote_commands;
 mod remote_engines;
 mod reversible_commands;

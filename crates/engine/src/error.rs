@@ -344,6 +344,8 @@ fn capture(e: &fs_manager::CaptureError) -> Class {
         E::Deny(_) => usage("invalid_config"),
         E::Interrupted(_) => store("interrupted"),
         E::RootChanged(_) => usage("worktree_moved"),
+        E::NotMounted { .. } => usage("not_mounted"),
+        E::Mount { .. } => store("mount"),
         E::Scan(e) => scan(e),
         E::Store(e) => any_store(e),
         E::Registry(e) => registry(e),

@@ -64,6 +64,7 @@ fn mount_error(e: mount::MountError) -> Error {
     match e {
         mount::MountError::Unavailable { .. } => Error::usage("fuse_unavailable", e.to_string()),
         mount::MountError::NotEmpty { .. } => Error::usage("not_empty", e.to_string()),
+        mount::MountError::Busy { .. } => Error::usage("mount_busy", e.to_string()),
         _ => Error::failure("mount", e.to_string()),
     }
 }
@@ -161,7 +162,7 @@ impl Engine {
             batch.put_worktree(&record)?;
             batch.append_op(&root, &OpRecord::new("mount", None, head))?;
             if let Err(e) = store.write(&batch) {
-                let _ = mounted.unmount();
+                let _ = mounted.unmount(true);
                 return Err(e.into());
             }
         }
@@ -199,7 +200,7 @@ impl Engine {
             .ok_or_else(|| {
                 Error::usage("not_a_mount", format!("{root} is not a mounted worktree"))
             })?;
-        let Some(mounted) = live.and_then(|r| self.mounts.lock().remove(&r)) else {
+        let Some(mounted) = live.and_then(|r| self.mounts.lock().get(&r).cloned()) else {
             if options.materialize {
                 return Err(Error::usage(
                     "not_mounted",
@@ -214,9 +215,9 @@ impl Engine {
                 materialized: false,
             });
         };
-        self.worktrees.unmounted(&root);
         if !options.materialize {
-            mounted.unmount().map_err(mount_error)?;
+            mounted.unmount(false).map_err(mount_error)?;
+            self.forget_mount(&root);
             return Ok(UnmountOutcome {
                 worktree: root,
                 snapshot: record.head,
@@ -229,16 +230,13 @@ impl Engine {
             .prefix(".cairn-materialize-")
             .tempdir_in(parent)
             .map_err(|e| Error::failure("io", format!("{parent}: {e}")))?;
-        let copied = copy_tree(root.as_std_path(), staging.path());
-        if let Err(e) = copied {
-            self.worktrees.mounted(&root, mounted.clone());
-            self.mounts.lock().insert(root.clone(), mounted);
-            return Err(Error::failure("io", format!("{root}: copying out: {e}")));
-        }
+        copy_tree(root.as_std_path(), staging.path())
+            .map_err(|e| Error::failure("io", format!("{root}: copying out: {e}")))?;
         if let Ok(m) = std::fs::metadata(&root) {
             let _ = std::fs::set_permissions(staging.path(), m.permissions());
         }
-        mounted.unmount().map_err(mount_error)?;
+        mounted.unmount(false).map_err(mount_error)?;
+        self.forget_mount(&root);
         let staged = staging.keep();
         std::fs::rename(&staged, &root).map_err(|e| {
             Error::failure(
@@ -263,6 +261,11 @@ impl Engine {
         })
     }
 
+    fn forget_mount(&self, root: &Utf8Path) {
+        self.worktrees.unmounted(root);
+        self.mounts.lock().remove(root);
+    }
+
     /// How many mounts this engine serves.
     pub fn live_mounts(&self) -> usize {
         self.mounts.lock().values().filter(|m| m.is_live()).count()
@@ -273,7 +276,7 @@ impl Engine {
         let all: Vec<_> = self.mounts.lock().drain().collect();
         for (root, m) in all {
             self.worktrees.unmounted(&root);
-            if let Err(e) = m.unmount() {
+            if let Err(e) = m.unmount(true) {
                 tracing::warn!("{e}");
             }
         }

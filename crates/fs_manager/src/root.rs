@@ -37,6 +37,12 @@ pub(crate) fn identity_of(root: &Utf8Path) -> Option<DirIdentity> {
 /// passes (the caller reports it, or `checkout` fills it again); a record from before
 /// identities were kept takes the directory's now.
 pub(crate) fn verify_root(record: &mut WorktreeRecord) -> Result<(), RootChanged> {
+    // A mount's root is another directory each time it is mounted (and the mount point
+    // when not): its layer, not the directory, is the worktree.
+    if record.kind == crate::WorktreeKind::Mounted {
+        record.identity = None;
+        return Ok(());
+    }
     let root = &record.root;
     let refuse = |reason, advice: String| {
         Err(RootChanged {

@@ -42,6 +42,14 @@ pub enum MountError {
         /// The mount point.
         root: Utf8PathBuf,
     },
+    /// Something uses the mount (an open file, a working directory inside).
+    #[error(
+        "{root}: in use (a process has a file open or its working directory there); close it and unmount again"
+    )]
+    Busy {
+        /// The mount point.
+        root: Utf8PathBuf,
+    },
     /// The layer or the store failed.
     #[error("{root}: {reason}")]
     Failed {
@@ -170,19 +178,42 @@ impl Mounted {
         &self.root
     }
 
-    /// Unmounts (the layer stays: a later mount of the worktree attaches it again).
-    pub fn unmount(&self) -> Result<(), MountError> {
-        let session = self
-            .session
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(session) = session {
-            session.umount_and_join().map_err(|e| MountError::Failed {
+    /// Unmounts (the layer stays: a later mount of the worktree attaches it again). A
+    /// mount in use (an open file, a working directory inside) is refused as `umount`
+    /// refuses it, and stays; with `force` it is detached and goes once no longer used.
+    pub fn unmount(&self, force: bool) -> Result<(), MountError> {
+        let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        if session.is_none() {
+            return Ok(());
+        }
+        let flags = if force {
+            rustix::mount::UnmountFlags::DETACH
+        } else {
+            rustix::mount::UnmountFlags::empty()
+        };
+        match rustix::mount::unmount(self.root.as_std_path(), flags) {
+            // Not mounted there any more (unmounted from outside).
+            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
+            Err(rustix::io::Errno::BUSY) => {
+                return Err(MountError::Busy {
+                    root: self.root.clone(),
+                });
+            }
+            Err(e) => {
+                return Err(MountError::Failed {
+                    root: self.root.clone(),
+                    reason: format!("unmounting: {e}"),
+                });
+            }
+        }
+        // Unmounted: the session ends once the kernel says so.
+        if let Some(s) = session.take() {
+            s.join().map_err(|e| MountError::Failed {
                 root: self.root.clone(),
-                reason: format!("unmounting: {e}"),
+                reason: format!("ending the session: {e}"),
             })?;
         }
+        drop(session);
         let state = self.fs_state.lock().unwrap_or_else(PoisonError::into_inner);
         state.layer.sync().map_err(|e| MountError::Failed {
             root: self.root.clone(),
@@ -201,7 +232,7 @@ impl Mounted {
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        let _ = self.unmount();
+        let _ = self.unmount(true);
     }
 }
 

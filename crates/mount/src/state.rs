@@ -351,12 +351,11 @@ impl State {
         }
     }
 
+    /// Any name a directory on disk takes (the kernel refused `/`, NUL, `.` and `..`); what
+    /// a tree cannot hold (`.git`, say) stays out of captures, as on disk.
     fn check_name(name: &[u8]) -> Res<()> {
         if name.len() > cas::MAX_NAME_LEN {
             return Err(Errno::ENAMETOOLONG);
-        }
-        if cas::validate_name(name).is_err() {
-            return Err(Errno::EINVAL);
         }
         Ok(())
     }
@@ -862,7 +861,8 @@ impl State {
                 [dir_path.as_slice(), b"/", name.as_slice()].concat()
             };
             let is_dir = matches!(self.nodes[&ino].kind, Kind::Dir(_));
-            if name == b".git" || scope.ignored(&path, is_dir) {
+            if name == b".git" || cas::validate_name(&name).is_err() || scope.ignored(&path, is_dir)
+            {
                 continue;
             }
             let perm = self.nodes[&ino].perm;

@@ -72,19 +72,48 @@ fn walk(root: &Path) -> BTreeMap<PathBuf, Seen> {
 /// One random operation, named so a failure says what the step was.
 #[derive(Debug, Clone)]
 enum Op {
-    Write { file: PathBuf, at: u64, data: Vec<u8> },
-    Truncate { file: PathBuf, size: u64 },
-    Create { file: PathBuf, data: Vec<u8> },
-    Rename { from: PathBuf, to: PathBuf },
-    Unlink { path: PathBuf },
-    Mkdir { dir: PathBuf },
-    Rmdir { dir: PathBuf },
-    Chmod { path: PathBuf, mode: u32 },
-    Symlink { path: PathBuf, target: PathBuf },
+    Write {
+        file: PathBuf,
+        at: u64,
+        data: Vec<u8>,
+    },
+    Truncate {
+        file: PathBuf,
+        size: u64,
+    },
+    Create {
+        file: PathBuf,
+        data: Vec<u8>,
+    },
+    Rename {
+        from: PathBuf,
+        to: PathBuf,
+    },
+    Unlink {
+        path: PathBuf,
+    },
+    Mkdir {
+        dir: PathBuf,
+    },
+    Rmdir {
+        dir: PathBuf,
+    },
+    Chmod {
+        path: PathBuf,
+        mode: u32,
+    },
+    Symlink {
+        path: PathBuf,
+        target: PathBuf,
+    },
 }
 
 fn pick(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>, want: fn(&Seen) -> bool) -> Option<PathBuf> {
-    let all: Vec<&PathBuf> = tree.iter().filter(|(_, s)| want(s)).map(|(p, _)| p).collect();
+    let all: Vec<&PathBuf> = tree
+        .iter()
+        .filter(|(_, s)| want(s))
+        .map(|(p, _)| p)
+        .collect();
     (!all.is_empty()).then(|| all[rng.below(all.len() as u64) as usize].clone())
 }
 
@@ -160,11 +189,15 @@ fn apply(root: &Path, op: &Op) -> Result<(), i32> {
     match op {
         Op::Write { file, at, data } => e((|| {
             use std::os::unix::fs::FileExt;
-            let f = std::fs::OpenOptions::new().write(true).open(root.join(file))?;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(root.join(file))?;
             f.write_all_at(data, *at)
         })()),
         Op::Truncate { file, size } => e((|| {
-            let f = std::fs::OpenOptions::new().write(true).open(root.join(file))?;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(root.join(file))?;
             f.set_len(*size)
         })()),
         Op::Create { file, data } => e((|| {
@@ -256,11 +289,10 @@ fn start(s: &Setup) -> mount::Mounted {
 
 /// The tree of the plain directory and of the mount, as captures make them.
 fn captures(s: &Setup, mounted: &mount::Mounted) -> (cas::TreeId, cas::TreeId) {
-    let plain = s
-        .ws
-        .onboard(&s.store, &s.plain, &fs_manager::OnboardOptions::default())
-        .unwrap()
-        .tree;
+    let plain =
+        s.ws.onboard(&s.store, &s.plain, &fs_manager::OnboardOptions::default())
+            .unwrap()
+            .tree;
     let mut batch = cas::WriteBatch::new();
     let got = mounted.capture(&s.store, &mut batch).unwrap();
     (plain, got.tree)
@@ -279,7 +311,11 @@ fn a_mount_behaves_as_a_plain_directory_under_a_random_sequence_of_changes() {
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let s = setup(&mut rng);
     let mut mounted = start(&s);
-    assert_eq!(walk(s.mnt.as_std_path()), walk(s.plain.as_std_path()), "as mounted");
+    assert_eq!(
+        walk(s.mnt.as_std_path()),
+        walk(s.plain.as_std_path()),
+        "as mounted"
+    );
     let mut failures = 0;
     for step in 0..steps {
         let tree = walk(s.plain.as_std_path());
@@ -294,11 +330,14 @@ fn a_mount_behaves_as_a_plain_directory_under_a_random_sequence_of_changes() {
         );
         if step % 100 == 99 {
             let (plain, mounted_tree) = captures(&s, &mounted);
-            assert_eq!(mounted_tree, plain, "step {step} (seed {seed}): captures differ");
+            assert_eq!(
+                mounted_tree, plain,
+                "step {step} (seed {seed}): captures differ"
+            );
         }
         if step == steps / 2 {
             // Attached again from the layer alone.
-            mounted.unmount().unwrap();
+            mounted.unmount(false).unwrap();
             drop(mounted);
             mounted = start(&s);
             assert!(
@@ -308,8 +347,11 @@ fn a_mount_behaves_as_a_plain_directory_under_a_random_sequence_of_changes() {
         }
     }
     // Both succeeding and failing operations were exercised.
-    assert!(failures > 0 && failures < steps, "{failures} of {steps} failed");
+    assert!(
+        failures > 0 && failures < steps,
+        "{failures} of {steps} failed"
+    );
     let (plain, mounted_tree) = captures(&s, &mounted);
     assert_eq!(mounted_tree, plain, "captures differ at the end");
-    mounted.unmount().unwrap();
+    mounted.unmount(false).unwrap();
 }

@@ -1,0 +1,414 @@
+//! `cairn mount` / `unmount` with real FUSE: a mount is ready at once and registered as a
+//! worktree; snapshot, status, rollback and undo work on it; its layer survives an unmount
+//! and a killed server; `--materialize` leaves an ordinary directory; what a mount does not
+//! support fails with a clean errno; real tools (git, make and cc) work inside one.
+
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::support::{Env, git, stderr, stdout};
+
+/// Unmounts what a test mounted, whatever happened, so no mount outlives its test.
+struct Mounts<'a> {
+    env: &'a Env,
+    dirs: Vec<Utf8PathBuf>,
+}
+
+impl Drop for Mounts<'_> {
+    fn drop(&mut self) {
+        for d in &self.dirs {
+            let _ = self.env.cairn(&["unmount", d.as_str()]);
+            let _ = rustix_unmount(d);
+        }
+    }
+}
+
+fn rustix_unmount(dir: &Utf8Path) -> std::io::Result<()> {
+    let status = Command::new("umount").args(["-l", dir.as_str()]).output()?;
+    let _ = status;
+    Ok(())
+}
+
+fn is_mounted(dir: &Utf8Path) -> bool {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|l| l.split(' ').nth(4) == Some(dir.as_str()))
+}
+
+fn project(dir: &Utf8Path) {
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("README"), "hello\n").unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    std::fs::write(dir.join(".gitignore"), "target/\n").unwrap();
+    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("src/lib.rs", dir.join("link")).unwrap();
+}
+
+fn onboard(env: &Env, dir: &Utf8Path) -> String {
+    let (code, out) = env.json(&["onboard", dir.as_str()]);
+    assert_eq!(code, 0, "{out}");
+    out["snapshot"].as_str().unwrap().to_owned()
+}
+
+fn mount<'a>(env: &'a Env, snap: &str, dir: &Utf8Path) -> Mounts<'a> {
+    let (code, out) = env.json(&["mount", snap, dir.as_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["worktree"], dir.as_str(), "{out}");
+    assert_eq!(out["snapshot"], snap, "{out}");
+    Mounts {
+        env,
+        dirs: vec![dir.to_owned()],
+    }
+}
+
+#[test]
+fn a_mount_is_a_worktree_that_snapshots_rolls_back_and_survives_an_unmount() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    let _guard = mount(&env, &base, &m);
+    assert!(is_mounted(&m));
+    assert_eq!(
+        std::fs::read_to_string(m.join("README")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        std::fs::read_link(m.join("link")).unwrap().to_str(),
+        Some("src/lib.rs")
+    );
+    assert_eq!(
+        std::fs::metadata(m.join("run.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o755
+    );
+    let (_, list) = env.json(&["worktree", "list"]);
+    let item = list["worktrees"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["path"] == m.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("{list}"));
+    assert_eq!(item["kind"], "mounted");
+    assert_eq!(item["live"], true);
+
+    // Writes land in the layer; a snapshot reads only what changed.
+    std::fs::write(m.join("README"), "hello, mount\n").unwrap();
+    std::fs::write(m.join("src/new.rs"), "pub fn g() {}\n").unwrap();
+    std::fs::create_dir(m.join("target")).unwrap();
+    std::fs::write(m.join("target/out.o"), "ignored").unwrap();
+    std::fs::remove_file(m.join("link")).unwrap();
+    let (code, status) = env.json(&["status", m.as_str()]);
+    assert_eq!(code, 0, "{status}");
+    let (code, snap) = env.json(&["snapshot", m.as_str(), "-m", "turn 1"]);
+    assert_eq!(code, 0, "{snap}");
+    assert_eq!(
+        (
+            snap["added"].as_u64(),
+            snap["modified"].as_u64(),
+            snap["removed"].as_u64()
+        ),
+        (Some(1), Some(1), Some(1)),
+        "{snap}"
+    );
+    let turn1 = snap["snapshot"].as_str().unwrap().to_owned();
+    let diff = stdout(&env.cairn(&["diff", &base, &turn1, "--name-status"]));
+    assert!(!diff.contains("target"), "ignored files stay out: {diff}");
+
+    // A cached name and an open handle across a rollback.
+    let mut held = std::fs::File::open(m.join("README")).unwrap();
+    assert!(m.join("src/new.rs").exists());
+    let rolled = env.cairn(&["rollback", m.as_str(), &base]);
+    assert!(rolled.status.success(), "{}", stderr(&rolled));
+    assert!(!m.join("src/new.rs").exists(), "the cached name is gone");
+    assert_eq!(
+        std::fs::read_to_string(m.join("README")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        std::fs::read_link(m.join("link")).unwrap().to_str(),
+        Some("src/lib.rs")
+    );
+    let mut old = String::new();
+    held.read_to_string(&mut old).unwrap();
+    assert_eq!(old, "hello, mount\n", "an open handle keeps what it opened");
+    // In use, a mount is not unmounted (as `umount` refuses), and nothing changes.
+    let (code, busy) = env.json(&["unmount", m.as_str()]);
+    assert_eq!(code, 2, "{busy}");
+    assert!(
+        busy["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("in use"),
+        "{busy}"
+    );
+    assert!(is_mounted(&m));
+    drop(held);
+    assert_eq!(
+        std::fs::read_to_string(m.join("target/out.o")).unwrap(),
+        "ignored",
+        "rollback leaves ignored files alone"
+    );
+    let undone = env.cairn(&["undo", m.as_str()]);
+    assert!(undone.status.success(), "{}", stderr(&undone));
+    assert_eq!(
+        std::fs::read_to_string(m.join("src/new.rs")).unwrap(),
+        "pub fn g() {}\n"
+    );
+
+    // Unmounted, the layer stays; mounted again, nothing is lost.
+    std::fs::write(m.join("unsnapshotted"), "keep me").unwrap();
+    let out = env.cairn(&["unmount", m.as_str()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!is_mounted(&m));
+    let (_, list) = env.json(&["worktree", "list"]);
+    assert!(list.to_string().contains("\"live\":false"), "{list}");
+    let (code, status) = env.json(&["snapshot", m.as_str()]);
+    assert_eq!(code, 2, "an unmounted worktree is not captured: {status}");
+    assert!(
+        status["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cairn mount"),
+        "{status}"
+    );
+    let (code, again) = env.json(&["mount", m.as_str()]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(
+        std::fs::read_to_string(m.join("unsnapshotted")).unwrap(),
+        "keep me"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.join("README")).unwrap(),
+        "hello, mount\n"
+    );
+
+    // Materialized: an ordinary directory with the current files, still a worktree.
+    let out = env.cairn(&["unmount", m.as_str(), "--materialize"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!is_mounted(&m));
+    assert_eq!(
+        std::fs::read_to_string(m.join("unsnapshotted")).unwrap(),
+        "keep me"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.join("target/out.o")).unwrap(),
+        "ignored"
+    );
+    assert_eq!(
+        std::fs::metadata(m.join("run.sh"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o755
+    );
+    let (code, snap) = env.json(&["snapshot", m.as_str()]);
+    assert_eq!(code, 0, "{snap}");
+    assert_eq!(snap["added"], 1, "the unsnapshotted file: {snap}");
+    let (_, list) = env.json(&["worktree", "list"]);
+    assert!(list.to_string().contains("\"kind\":\"isolated\""), "{list}");
+}
+
+#[test]
+fn a_killed_server_loses_nothing_written_and_the_next_mount_attaches_the_layer() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    let _guard = mount(&env, &base, &m);
+    std::fs::write(m.join("README"), "edited\n").unwrap();
+    std::fs::rename(m.join("src"), m.join("source")).unwrap();
+    std::fs::write(m.join("source/more.rs"), "x").unwrap();
+
+    let pid = String::from_utf8(
+        Command::new("pgrep")
+            .args([
+                "-f",
+                "--",
+                &format!("--store {} serve --for-mounts", env.store()),
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let pid = pid
+        .split_whitespace()
+        .next()
+        .expect("the mount's server runs")
+        .to_owned();
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let started = Instant::now();
+    while std::fs::metadata(&m).is_ok() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the mount did not die"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let (code, again) = env.json(&["mount", m.as_str()]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(
+        std::fs::read_to_string(m.join("README")).unwrap(),
+        "edited\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.join("source/more.rs")).unwrap(),
+        "x"
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.join("source/lib.rs")).unwrap(),
+        "pub fn f() {}\n"
+    );
+    assert!(!m.join("src").exists());
+}
+
+#[test]
+fn what_a_mount_does_not_support_fails_cleanly_and_bad_input_is_refused() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    let _guard = mount(&env, &base, &m);
+    let err = std::fs::hard_link(m.join("README"), m.join("hard")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(1), "hard links: EPERM ({err})");
+    let fifo = Command::new("mkfifo")
+        .arg(m.join("fifo").as_str())
+        .output()
+        .unwrap();
+    assert!(!fifo.status.success(), "no FIFOs in a tree");
+    assert!(!m.join("fifo").exists());
+
+    // Not empty, unknown snapshot, not a mount.
+    let full = env.path().join("full");
+    std::fs::create_dir(&full).unwrap();
+    std::fs::write(full.join("x"), "mine").unwrap();
+    let (code, out) = env.json(&["mount", &base, full.as_str()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(full.as_str()),
+        "{out}"
+    );
+    assert_eq!(std::fs::read_to_string(full.join("x")).unwrap(), "mine");
+    let (code, out) = env.json(&["mount", "0123abc", env.path().join("n").as_str()]);
+    assert_eq!(code, 2, "{out}");
+    let (code, out) = env.json(&["unmount", proj.as_str()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a mounted"),
+        "{out}"
+    );
+
+    // Read-only.
+    let ro = env.path().join("ro");
+    let (code, out) = env.json(&["mount", &base, ro.as_str(), "--read-only"]);
+    assert_eq!(code, 0, "{out}");
+    let _ro = Mounts {
+        env: &env,
+        dirs: vec![ro.clone()],
+    };
+    let err = std::fs::write(ro.join("README"), "no").unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(30), "EROFS: {err}");
+    assert_eq!(
+        std::fs::read_to_string(ro.join("README")).unwrap(),
+        "hello\n"
+    );
+}
+
+#[test]
+fn git_and_a_c_build_inside_a_mount_agree_with_a_checkout() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::write(
+        proj.join("src/add.c"),
+        "int add(int a, int b) { return a + b; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        proj.join("src/test.c"),
+        "#include <stdio.h>\nint add(int, int);\nint main(void) { if (add(2, 3) != 5) return 1; puts(\"ok\"); return 0; }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        proj.join("Makefile"),
+        "test: build/test\n\t./build/test\nbuild/test: src/add.c src/test.c\n\tmkdir -p build\n\tcc -o build/test src/add.c src/test.c\n",
+    )
+    .unwrap();
+    std::fs::write(proj.join(".gitignore"), "build/\n").unwrap();
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    let _guard = mount(&env, &base, &m);
+    let c = env.path().join("c");
+    let out = env.cairn(&["checkout", &base, c.as_str()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    for dir in [&m, &c] {
+        let made = Command::new("make").current_dir(dir).output().unwrap();
+        assert!(
+            made.status.success(),
+            "{dir}: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        assert!(String::from_utf8_lossy(&made.stdout).contains("ok"));
+        git(dir, &["init", "-q"]);
+        git(dir, &["add", "-A"]);
+        git(dir, &["commit", "-qm", "base"]);
+        std::fs::write(
+            dir.join("src/add.c"),
+            "int add(int a, int b) { return b + a; }\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("NOTES"), "new\n").unwrap();
+        std::fs::remove_file(dir.join("Makefile")).unwrap();
+    }
+    let status = |d: &Utf8Path| git(d, &["status", "--porcelain"]);
+    let diff = |d: &Utf8Path| git(d, &["diff"]);
+    assert_eq!(status(&m), status(&c));
+    assert_eq!(diff(&m), diff(&c));
+    assert!(!status(&m).is_empty());
+    // The build output and .git stay out of the mount's snapshot.
+    let (code, snap) = env.json(&["snapshot", m.as_str()]);
+    assert_eq!(code, 0, "{snap}");
+    let shown = stdout(&env.cairn(&[
+        "diff",
+        &base,
+        snap["snapshot"].as_str().unwrap(),
+        "--name-status",
+    ]));
+    assert!(
+        !shown.contains("build/") && !shown.contains(".git/"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("NOTES") && shown.contains("Makefile"),
+        "{shown}"
+    );
+}
