@@ -14,7 +14,7 @@ CAIRN, STORE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 EXPECTED = {
     "snapshot", "checkout", "rollback", "diff", "status", "undo", "redo",
     "checkpoint", "rewind", "merge", "log", "review", "push", "pull", "remote_list",
-    "ref_set", "ref_list",
+    "ref_set", "ref_list", "mount", "unmount",
 }
 
 
@@ -78,6 +78,19 @@ async def main():
             assert open(os.path.join(dest, "main.py")).read() == "print('v2')\n"
             log = await call(session, "log", {"target": snap["snapshot"], "max_count": 5})
             assert [s["id"] for s in log["snapshots"]] == [snap["snapshot"], cp["snapshot"]], log
+
+            # A mounted worktree: ready at once, snapshotted like any other, then unmounted.
+            mnt = os.path.join(WORK, "mounted")
+            mounted = await call(session, "mount", {"snapshot": snap["snapshot"], "dir": mnt})
+            assert mounted["worktree"] == mnt and mounted["snapshot"] == snap["snapshot"], mounted
+            assert open(os.path.join(mnt, "main.py")).read() == "print('v2')\n"
+            with open(os.path.join(mnt, "mounted.py"), "w") as f:
+                f.write("y = 2\n")
+            msnap = await call(session, "snapshot", {"worktree": mnt, "message": "in the mount"})
+            assert msnap["added"] == 1 and msnap["parent"] == snap["snapshot"], msnap
+            gone = await call(session, "unmount", {"dir": mnt})
+            assert gone["materialized"] is False, gone
+            assert not os.path.exists(os.path.join(mnt, "mounted.py"))
 
             # The snapshot goes to the store's remote (added by the test), for other machines.
             remotes = await call(session, "remote_list", {})

@@ -467,14 +467,7 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
     use std::io::IsTerminal;
     let cwd = context::current_dir()?;
     let store = ctx.store_path(&cwd)?;
-    let mut target = Target::for_store(&store, ctx.offline);
-    if matches!(request, Request::Mount(_))
-        && cairn_client::Client::connect(&cairn_client::Client::socket_of(&store)).is_err()
-    {
-        // A mount is served by the process holding the store: start one for it.
-        commands::serve::start_for_mounts(&store)?;
-        target = Target::for_store(&store, ctx.offline);
-    }
+    let target = Target::for_request(&store, ctx.offline, &request)?;
     view.color = context::colour();
     let bar = progress::Bar::new();
     // A server's progress is streamed only to be drawn here.

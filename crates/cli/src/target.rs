@@ -56,6 +56,21 @@ impl Target {
         }
     }
 
+    /// The target for `request`: as [`Target::for_store`], but a mount is served by the
+    /// process holding the store, so one is started for it when none answers.
+    pub fn for_request(
+        store: &Utf8Path,
+        offline: bool,
+        request: &Request,
+    ) -> Result<Target, Error> {
+        if matches!(request, Request::Mount(_))
+            && cairn_client::Client::connect(&cairn_client::Client::socket_of(store)).is_err()
+        {
+            crate::commands::serve::start_for_mounts(store)?;
+        }
+        Ok(Target::for_store(store, offline))
+    }
+
     /// Runs `request` as if from `cwd`, its progress drawn on `bar` (a server streams it
     /// only if `stream`). Returns the outcome and its exit status (0, or 1 for a refusal).
     pub fn call(

@@ -65,6 +65,39 @@ pub const TOOLS: &[ToolSpec] = &[
         mcp: true,
     },
     ToolSpec {
+        name: "mount",
+        command: &["mount"],
+        description: "Mount a snapshot as a copy-on-write worktree, ready at once: files are read from the store when first opened and writes stay in the worktree's own layer; snapshot, status, diff and rollback work on it as on any worktree. Without a snapshot, attaches a registered mount again (its layer keeps every change).",
+        args: &[
+            (
+                Arg::Positional("dir", false),
+                "The mount point: a new or empty directory, or a registered mount to attach again.",
+            ),
+            (
+                Arg::Option("snapshot", "SNAP"),
+                "Snapshot id prefix, ref or checkpoint name (leave out to attach a registered mount again).",
+            ),
+            (
+                Arg::Switch("read_only", "--read-only"),
+                "Refuse every write.",
+            ),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "unmount",
+        command: &["unmount"],
+        description: "Unmount a mounted worktree; its layer stays, so a later mount brings every change back. With materialize: leave an ordinary directory with the worktree's current files instead.",
+        args: &[
+            (Arg::Positional("dir", false), "The mounted worktree."),
+            (
+                Arg::Switch("materialize", "--materialize"),
+                "Leave an ordinary directory with the current files.",
+            ),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
         name: "rollback",
         command: &["rollback"],
         description: "Make a worktree equal a snapshot (only the given paths, if any). The live state is captured first, so `undo` brings it back.",

@@ -75,7 +75,7 @@ impl ServerHandler for Server {
         let (store, cwd) = (self.store.clone(), self.cwd.clone());
         let answer = tokio::task::spawn_blocking(move || {
             let store = cairn_engine::discover_store(store.as_deref(), &cwd)?;
-            Target::for_store(&store, false).call(&cwd, request, &Bar::hidden(), false)
+            Target::for_request(&store, false, &request)?.call(&cwd, request, &Bar::hidden(), false)
         })
         .await
         .map_err(|e| ErrorData::internal_error(format!("the command failed to run: {e}"), None))?;
