@@ -103,6 +103,23 @@ fn a_mount_is_a_worktree_that_snapshots_rolls_back_and_survives_an_unmount() {
     assert_eq!(item["kind"], "mounted");
     assert_eq!(item["live"], true);
 
+    // A reader opened before a write through another handle reads the file as it is now.
+    {
+        use std::io::{Seek, Write};
+        let mut reader = std::fs::File::open(m.join("src/lib.rs")).unwrap();
+        let mut writer = std::fs::OpenOptions::new()
+            .write(true)
+            .open(m.join("src/lib.rs"))
+            .unwrap();
+        writer.write_all(b"pub fn F() {}\n").unwrap();
+        drop(writer);
+        let mut now = String::new();
+        reader.read_to_string(&mut now).unwrap();
+        assert_eq!(now, "pub fn F() {}\n");
+        reader.rewind().unwrap();
+        std::fs::write(m.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+    }
+
     // Writes land in the layer; a snapshot reads only what changed.
     std::fs::write(m.join("README"), "hello, mount\n").unwrap();
     std::fs::write(m.join("src/new.rs"), "pub fn g() {}\n").unwrap();

@@ -69,6 +69,26 @@ impl Fs {
         }
     }
 
+    /// The bytes of blob `b`, verified, shared with the handles holding them.
+    fn load(&self, b: cas::BlobId) -> Result<Arc<Vec<u8>>, Errno> {
+        let readers = {
+            let state = self.state();
+            if let Some(bytes) = state.cached_blob(b) {
+                return Ok(bytes);
+            }
+            state.readers()
+        };
+        let bytes = readers()
+            .and_then(|r| r.blob(b).map_err(|e| e.to_string()))
+            .map(Arc::new)
+            .map_err(|e| {
+                tracing::warn!("mount: blob {b}: {e}");
+                Errno::EIO
+            })?;
+        self.state().remember_blob(b, &bytes);
+        Ok(bytes)
+    }
+
     fn entry(&self, reply: ReplyEntry, made: Result<Ino, Errno>, state: &mut State) {
         match made.and_then(|ino| {
             if let Some(n) = state.nodes.get_mut(&ino)
@@ -340,7 +360,7 @@ impl Filesystem for Fs {
     fn read(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         size: u32,
@@ -349,6 +369,10 @@ impl Filesystem for Fs {
         reply: ReplyData,
     ) {
         let opened = match self.handles().get(&fh.0) {
+            Some(Handle {
+                opened: Opened::Base(b),
+                ..
+            }) => Opened::Base(*b),
             Some(Handle {
                 opened: Opened::Blob(b),
                 ..
@@ -362,7 +386,45 @@ impl Filesystem for Fs {
                 return;
             }
         };
+        // A file written through another handle since this one opened it reads as it is
+        // now, as on disk.
+        let opened = match opened {
+            Opened::Upper(f) => Opened::Upper(f),
+            stale => match self.state().content_now(ino.0) {
+                Ok(Opened::Base(b)) => match stale {
+                    Opened::Blob(bytes) => Opened::Blob(bytes),
+                    _ => Opened::Base(b),
+                },
+                Ok(now) => {
+                    if let (Opened::Upper(f), Some(h)) = (&now, self.handles().get_mut(&fh.0)) {
+                        h.opened = Opened::Upper(f.clone());
+                    }
+                    now
+                }
+                Err(e) => {
+                    reply.error(e);
+                    return;
+                }
+            },
+        };
+        let opened = match opened {
+            // First read through this handle: the blob, read outside the state's lock.
+            Opened::Base(b) => match self.load(b) {
+                Ok(bytes) => {
+                    if let Some(h) = self.handles().get_mut(&fh.0) {
+                        h.opened = Opened::Blob(bytes.clone());
+                    }
+                    Opened::Blob(bytes)
+                }
+                Err(e) => {
+                    reply.error(e);
+                    return;
+                }
+            },
+            other => other,
+        };
         match opened {
+            Opened::Base(_) => reply.error(Errno::EIO),
             Opened::Blob(bytes) => {
                 let start = (offset as usize).min(bytes.len());
                 let end = start.saturating_add(size as usize).min(bytes.len());
@@ -451,7 +513,11 @@ impl Filesystem for Fs {
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
         match self.state().children(ino.0) {
-            Ok(_) => reply.opened(FileHandle(0), FopenFlags::FOPEN_CACHE_DIR),
+            // The kernel keeps listings: every change of one goes through it.
+            Ok(_) => reply.opened(
+                FileHandle(0),
+                FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
+            ),
             Err(e) => reply.error(e),
         }
     }

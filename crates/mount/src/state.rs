@@ -66,6 +66,8 @@ pub(crate) enum Content {
 
 /// What an open handle reads from.
 pub(crate) enum Opened {
+    /// A blob not read yet: the kernel's page cache may never ask for it.
+    Base(BlobId),
     /// A verified blob, whole.
     Blob(Arc<Vec<u8>>),
     /// An upper file.
@@ -666,24 +668,46 @@ impl State {
                 Kind::File(FileNode {
                     content: Content::Base(b),
                     ..
-                }) => {
-                    let b = *b;
-                    match self.blobs.get(&b).and_then(Weak::upgrade) {
-                        Some(bytes) => Opened::Blob(bytes),
-                        None => {
-                            let bytes = Arc::new(self.reader()?.blob(b).map_err(eio)?);
-                            self.blobs.retain(|_, w| w.strong_count() > 0);
-                            self.blobs.insert(b, Arc::downgrade(&bytes));
-                            Opened::Blob(bytes)
-                        }
-                    }
-                }
+                }) => Opened::Base(*b),
                 Kind::Dir(_) => return Err(Errno::EISDIR),
                 Kind::Link(_) => return Err(Errno::ELOOP),
             }
         };
         self.node_mut(ino)?.opens += 1;
         Ok(opened)
+    }
+
+    /// Where the content of file `ino` is now: its blob, or its upper file (opened).
+    pub(crate) fn content_now(&self, ino: Ino) -> Res<Opened> {
+        match &self.node(ino)?.kind {
+            Kind::File(FileNode {
+                content: Content::Base(b),
+                ..
+            }) => Ok(Opened::Base(*b)),
+            Kind::File(FileNode {
+                content: Content::Upper { n, .. },
+                ..
+            }) => Ok(Opened::Upper(Arc::new(
+                File::open(self.layer.upper(*n)).map_err(eio)?,
+            ))),
+            _ => Err(Errno::EBADF),
+        }
+    }
+
+    /// The bytes of blob `b` if a handle holds them now.
+    pub(crate) fn cached_blob(&self, b: BlobId) -> Option<Arc<Vec<u8>>> {
+        self.blobs.get(&b).and_then(Weak::upgrade)
+    }
+
+    /// Shares the bytes of blob `b` with later handles while one holds them.
+    pub(crate) fn remember_blob(&mut self, b: BlobId, bytes: &Arc<Vec<u8>>) {
+        self.blobs.retain(|_, w| w.strong_count() > 0);
+        self.blobs.insert(b, Arc::downgrade(bytes));
+    }
+
+    /// Opens readers of the store (to read outside the state's lock).
+    pub(crate) fn readers(&self) -> Readers {
+        self.readers.clone()
     }
 
     pub(crate) fn release(&mut self, ino: Ino) {
