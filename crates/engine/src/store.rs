@@ -130,9 +130,20 @@ impl Holding {
         match self {
             Holding::Open(store) => {
                 reopen_if_write_failed(store, path);
-                Ok(StoreMut::Exclusive(
-                    store.write().unwrap_or_else(PoisonError::into_inner),
-                ))
+                // Polled rather than waited for: a waiting writer would hold back new
+                // readers, and a mount's reads serve calls that hold a reader already (a
+                // rollback writing through a mount).
+                loop {
+                    match store.try_write() {
+                        Ok(guard) => return Ok(StoreMut::Exclusive(guard)),
+                        Err(std::sync::TryLockError::Poisoned(p)) => {
+                            return Ok(StoreMut::Exclusive(p.into_inner()));
+                        }
+                        Err(std::sync::TryLockError::WouldBlock) => {
+                            std::thread::sleep(std::time::Duration::from_millis(5));
+                        }
+                    }
+                }
             }
             Holding::PerCall(options) => {
                 let options = OpenOptions {

@@ -31,6 +31,7 @@
 //! build, error                   trees from files; one error enum per operation
 //! journal, scan                  multi-file steps that survive a crash; the walk
 //! pending, rules, shared         deferred writes; what is in scope; per-store state
+//! mounted                        worktrees a live mount serves (`MountedTree`)
 //! dirstate, fsops, watch         stat caches; writes beneath a root; inotify
 //! lock, paths, progress, registry, root, state
 //! ```
