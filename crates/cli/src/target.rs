@@ -66,7 +66,7 @@ impl Target {
         if matches!(request, Request::Mount(_))
             && cairn_client::Client::connect(&cairn_client::Client::socket_of(store)).is_err()
         {
-            crate::commands::serve::start_for_mounts(store)?;
+            start_for_mounts(store)?;
         }
         Ok(Target::for_store(store, offline))
     }
@@ -117,4 +117,51 @@ fn local(
     let outcome = engine.handle(&call, request)?;
     let exit = outcome.exit();
     Ok((outcome, exit))
+}
+
+/// Starts `cairn serve --for-mounts` for `store` in the background, and returns once it
+/// answers (a `mount` without a running server).
+pub fn start_for_mounts(store: &Utf8Path) -> Result<(), Error> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::failure("io", format!("finding the cairn binary: {e}")))?;
+    let dir = store.join("mounts");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::failure("io", format!("{dir}: {e}")))?;
+    let log_path = dir.join("serve.log");
+    let log = std::fs::File::options()
+        .create(true)
+        .append(true)
+        .open(&log_path)
+        .map_err(|e| Error::failure("io", format!("{log_path}: {e}")))?;
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new(exe)
+        .args(["--store", store.as_str(), "serve", "--for-mounts"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        // Its own session: the terminal's hangup or ^C does not reach the mounts.
+        .process_group(0)
+        .spawn()
+        .map_err(|e| Error::failure("io", format!("starting cairn serve: {e}")))?;
+    let socket = cairn_client::Client::socket_of(store);
+    let started = std::time::Instant::now();
+    while started.elapsed() < std::time::Duration::from_secs(30) {
+        if cairn_client::Client::connect(&socket).is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let last = log.lines().last().unwrap_or("").to_owned();
+            return Err(Error::failure(
+                "server",
+                format!("cairn serve for the mount exited ({status}): {last}"),
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Err(Error::failure(
+        "server",
+        format!(
+            "cairn serve for the mount did not answer on {socket} within 30 s (see {log_path})"
+        ),
+    ))
 }

@@ -609,53 +609,6 @@ async fn shutdown_signal() {
     eprintln!("cairn serve: stopping; finishing running requests");
 }
 
-/// Starts `cairn serve --for-mounts` for `store` in the background, and returns once it
-/// answers (a `mount` without a running server).
-pub fn start_for_mounts(store: &Utf8Path) -> Result<(), Error> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::failure("io", format!("finding the cairn binary: {e}")))?;
-    let dir = store.join("mounts");
-    std::fs::create_dir_all(&dir).map_err(|e| Error::failure("io", format!("{dir}: {e}")))?;
-    let log_path = dir.join("serve.log");
-    let log = std::fs::File::options()
-        .create(true)
-        .append(true)
-        .open(&log_path)
-        .map_err(|e| Error::failure("io", format!("{log_path}: {e}")))?;
-    use std::os::unix::process::CommandExt;
-    let mut child = std::process::Command::new(exe)
-        .args(["--store", store.as_str(), "serve", "--for-mounts"])
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(log)
-        // Its own session: the terminal's hangup or ^C does not reach the mounts.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| Error::failure("io", format!("starting cairn serve: {e}")))?;
-    let socket = cairn_client::Client::socket_of(store);
-    let started = std::time::Instant::now();
-    while started.elapsed() < Duration::from_secs(30) {
-        if cairn_client::Client::connect(&socket).is_ok() {
-            return Ok(());
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            let log = std::fs::read_to_string(&log_path).unwrap_or_default();
-            let last = log.lines().last().unwrap_or("").to_owned();
-            return Err(Error::failure(
-                "server",
-                format!("cairn serve for the mount exited ({status}): {last}"),
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Err(Error::failure(
-        "server",
-        format!(
-            "cairn serve for the mount did not answer on {socket} within 30 s (see {log_path})"
-        ),
-    ))
-}
-
 /// Resolves once a server started for mounts has none left (checked every half second,
 /// after the mount that started it had time to arrive).
 async fn mounts_gone(engine: Arc<Engine>) {
