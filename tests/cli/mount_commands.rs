@@ -429,3 +429,156 @@ fn git_and_a_c_build_inside_a_mount_agree_with_a_checkout() {
         "{shown}"
     );
 }
+
+fn link(target: &Utf8Path, at: &Utf8Path) {
+    let _ = std::fs::remove_file(at);
+    let _ = std::fs::remove_dir_all(at);
+    std::os::unix::fs::symlink(target, at).unwrap();
+}
+
+fn tree_of(dir: &Utf8Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let p = Utf8PathBuf::try_from(e.path()).unwrap();
+            let t = e.file_type().unwrap();
+            let rel = p.strip_prefix(dir).unwrap().to_string();
+            if t.is_symlink() {
+                out.push((
+                    rel,
+                    std::fs::read_link(&p)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned()
+                        .into_bytes(),
+                ));
+            } else if t.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((rel, std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The rollback cases of the hostile-tree tests that a mount can hold (it has no hard
+/// links): links planted in the mount never let a rollback write outside it.
+#[test]
+fn a_rollback_in_a_mount_never_reaches_outside() {
+    type Plant = fn(&Utf8Path, &Utf8Path);
+    let cases: Vec<(&str, Plant)> = vec![
+        ("final path is a link to an outside file", |m, o| {
+            link(&o.join("f"), &m.join("f"))
+        }),
+        ("leading directory is a link outside", |m, o| {
+            link(o, &m.join("d"))
+        }),
+        ("leading directory is a relative escape", |m, _| {
+            link(Utf8Path::new("../../.."), &m.join("d"))
+        }),
+        ("chain of links ending outside", |m, o| {
+            link(o, &m.join("l1"));
+            link(Utf8Path::new("l1"), &m.join("d"));
+        }),
+        ("deep directory is a link outside", |m, o| {
+            link(o, &m.join("d/e"))
+        }),
+        ("directory replaced by a file", |m, _| {
+            std::fs::remove_dir_all(m.join("d")).unwrap();
+            std::fs::write(m.join("d"), "now a file").unwrap();
+        }),
+        (
+            "file replaced by a directory holding a link outside",
+            |m, o| {
+                std::fs::remove_file(m.join("f")).unwrap();
+                std::fs::create_dir(m.join("f")).unwrap();
+                link(o, &m.join("f/escape"));
+            },
+        ),
+        (
+            "link to the root itself where a directory belongs",
+            |m, _| link(m, &m.join("d")),
+        ),
+    ];
+    let env = Env::new();
+    let outside = env.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    for (name, body) in [
+        ("canary.txt", "must never change"),
+        ("f", "outside f"),
+        ("x", "outside x"),
+    ] {
+        std::fs::write(outside.join(name), body).unwrap();
+    }
+    let proj = env.path().join("proj");
+    std::fs::create_dir_all(proj.join("d/e")).unwrap();
+    std::fs::write(proj.join("f"), "inside f").unwrap();
+    std::fs::write(proj.join("d/x"), "inside x").unwrap();
+    std::fs::write(proj.join("d/e/y"), "deep y").unwrap();
+    let base = onboard(&env, &proj);
+    let canary = tree_of(&outside);
+    for (i, (name, plant)) in cases.into_iter().enumerate() {
+        let m = env.path().join(format!("m{i}"));
+        let _guard = mount(&env, &base, &m);
+        plant(&m, &outside);
+        let out = env.cairn(&["rollback", m.as_str(), &base]);
+        assert_eq!(tree_of(&outside), canary, "{name}: the outside changed");
+        if out.status.success() {
+            assert_eq!(
+                tree_of(&m),
+                tree_of(&proj),
+                "{name}: the mount differs from the snapshot"
+            );
+        } else {
+            assert!(
+                stderr(&out).contains(m.as_str()),
+                "{name}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}
+
+#[test]
+fn without_fuse_a_mount_is_a_clear_error_that_suggests_checkout() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let empty = env.path().join("not-fuse");
+    std::fs::write(&empty, "").unwrap();
+    let m = env.path().join("m");
+    // In a mount namespace of its own, /dev/fuse is an ordinary empty file.
+    let out = Command::new("unshare")
+        .args(["-m", "sh", "-c"])
+        .arg(format!(
+            "mount --bind {empty} /dev/fuse && exec {cairn} --json --store {store} mount {base} {m}",
+            cairn = env!("CARGO_BIN_EXE_cairn"),
+            store = env.store(),
+        ))
+        .current_dir(env.path())
+        .env("HOME", env.path().join("home").as_str())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("fuse_unavailable") && text.contains("checkout"),
+        "{text}"
+    );
+    assert!(!is_mounted(&m));
+    let (_, list) = env.json(&["worktree", "list"]);
+    assert!(
+        !list.to_string().contains("\"mounted\""),
+        "nothing registered: {list}"
+    );
+}

@@ -89,8 +89,10 @@ impl std::fmt::Debug for Mounted {
 
 /// Whether the kernel can serve a FUSE mount for this process.
 pub fn fuse_available() -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
     match std::fs::metadata("/dev/fuse") {
-        Ok(_) => Ok(()),
+        Ok(m) if m.file_type().is_char_device() => Ok(()),
+        Ok(_) => Err("/dev/fuse is not the FUSE device".to_owned()),
         Err(e) => Err(format!("/dev/fuse: {e}")),
     }
 }
