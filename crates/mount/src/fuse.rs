@@ -1,46 +1,72 @@
 //! The FUSE face of a mount's [`State`]: each request takes the state's lock only for its
-//! bookkeeping; file data is read and written outside it, through the handle.
+//! bookkeeping; file data is read and written outside it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ffi::OsStr;
 use std::fs::File;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, Errno, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo,
-    InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags, RenameFlags, ReplyAttr,
-    ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen,
-    ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData,
+    ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite,
+    ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::state::{Ino, Kind, Opened, State};
+use crate::state::{Ino, Kind, Source, State};
 
 /// How long the kernel may keep names and attributes: everything that changes them goes
 /// through the kernel, which updates its caches itself.
 const TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
-struct Handle {
-    ino: Ino,
-    opened: Opened,
+/// Upper files kept open, by number (each written and read by `pwrite`/`pread`).
+const OPEN_UPPERS: usize = 256;
+/// Bytes of blobs kept decoded for reads.
+const BLOB_CACHE_BYTES: usize = 256 << 20;
+
+#[derive(Default)]
+struct BlobCache {
+    blobs: HashMap<cas::BlobId, Arc<Vec<u8>>>,
+    order: VecDeque<cas::BlobId>,
+    bytes: usize,
 }
 
+impl BlobCache {
+    fn insert(&mut self, b: cas::BlobId, bytes: Arc<Vec<u8>>) {
+        self.bytes += bytes.len();
+        if self.blobs.insert(b, bytes).is_none() {
+            self.order.push_back(b);
+        }
+        while self.bytes > BLOB_CACHE_BYTES && self.order.len() > 1 {
+            let Some(old) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(gone) = self.blobs.remove(&old) {
+                self.bytes -= gone.len();
+            }
+        }
+    }
+}
+
+/// The kernel opens and releases files without asking (`open` answers `ENOSYS`, the
+/// kernel's zero-message open, with the page cache kept), so reads and writes come by
+/// inode: a file's bytes are its blob (decoded once, cached) or its upper file.
 pub(crate) struct Fs {
     pub(crate) state: Arc<Mutex<State>>,
-    handles: Mutex<HashMap<u64, Handle>>,
-    next_fh: AtomicU64,
+    uppers: Mutex<HashMap<u64, Arc<File>>>,
+    blobs: Mutex<BlobCache>,
 }
 
 impl Fs {
     pub(crate) fn new(state: Arc<Mutex<State>>) -> Fs {
         Fs {
             state,
-            handles: Mutex::new(HashMap::new()),
-            next_fh: AtomicU64::new(1),
+            uppers: Mutex::new(HashMap::new()),
+            blobs: Mutex::new(BlobCache::default()),
         }
     }
 
@@ -48,36 +74,48 @@ impl Fs {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn handles(&self) -> MutexGuard<'_, HashMap<u64, Handle>> {
-        self.handles.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn add_handle(&self, ino: Ino, opened: Opened) -> u64 {
-        let fh = self.next_fh.fetch_add(1, Ordering::Relaxed);
-        self.handles().insert(fh, Handle { ino, opened });
-        fh
-    }
-
-    fn upper_handle(&self, fh: FileHandle) -> Result<(Ino, Arc<File>), Errno> {
-        match self.handles().get(&fh.0) {
-            Some(Handle {
-                ino,
-                opened: Opened::Upper(f),
-            }) => Ok((*ino, f.clone())),
-            Some(_) => Err(Errno::EBADF),
-            None => Err(Errno::EBADF),
+    /// Upper file `n`, opened for reading and writing.
+    fn upper(
+        &self,
+        n: u64,
+        path: impl FnOnce() -> camino::Utf8PathBuf,
+    ) -> Result<Arc<File>, Errno> {
+        let mut uppers = self.uppers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(f) = uppers.get(&n) {
+            return Ok(f.clone());
         }
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .open(path())
+            .map(Arc::new)
+            .map_err(io)?;
+        if uppers.len() >= OPEN_UPPERS {
+            uppers.clear();
+        }
+        uppers.insert(n, file.clone());
+        Ok(file)
     }
 
-    /// The bytes of blob `b`, verified, shared with the handles holding them.
-    fn load(&self, b: cas::BlobId) -> Result<Arc<Vec<u8>>, Errno> {
-        let readers = {
-            let state = self.state();
-            if let Some(bytes) = state.cached_blob(b) {
-                return Ok(bytes);
-            }
-            state.readers()
-        };
+    fn forget_upper(&self, n: u64) {
+        self.uppers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&n);
+    }
+
+    /// The bytes of blob `b`, verified, read outside every lock.
+    fn blob(&self, b: cas::BlobId) -> Result<Arc<Vec<u8>>, Errno> {
+        if let Some(bytes) = self
+            .blobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .blobs
+            .get(&b)
+        {
+            return Ok(bytes.clone());
+        }
+        let readers = self.state().readers();
         let bytes = readers()
             .and_then(|r| r.blob(b).map_err(|e| e.to_string()))
             .map(Arc::new)
@@ -85,8 +123,21 @@ impl Fs {
                 tracing::warn!("mount: blob {b}: {e}");
                 Errno::EIO
             })?;
-        self.state().remember_blob(b, &bytes);
+        self.blobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(b, bytes.clone());
         Ok(bytes)
+    }
+
+    /// The file's upper file (copied up from its blob first), for a write.
+    fn writable(&self, ino: Ino) -> Result<Arc<File>, Errno> {
+        let (n, path) = {
+            let mut state = self.state();
+            let n = state.upper_of(ino, false)?;
+            (n, state.layer.upper(n))
+        };
+        self.upper(n, || path)
     }
 
     fn entry(&self, reply: ReplyEntry, made: Result<Ino, Errno>, state: &mut State) {
@@ -131,7 +182,10 @@ impl Filesystem for Fs {
     }
 
     fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
-        self.state().forget(ino.0, nlookup);
+        let gone = self.state().forget(ino.0, nlookup);
+        if let Some(n) = gone {
+            self.forget_upper(n);
+        }
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
@@ -152,7 +206,7 @@ impl Filesystem for Fs {
         atime: Option<TimeOrNow>,
         mtime: Option<TimeOrNow>,
         _ctime: Option<SystemTime>,
-        fh: Option<FileHandle>,
+        _fh: Option<FileHandle>,
         _crtime: Option<SystemTime>,
         _chgtime: Option<SystemTime>,
         _bkuptime: Option<SystemTime>,
@@ -168,14 +222,7 @@ impl Filesystem for Fs {
                 state.set_perm(ino.0, (mode & 0o7777) as u16)?;
             }
             if let Some(size) = size {
-                // Through the caller's handle when it gave one: its upper file is the file.
-                match fh.map(|fh| self.upper_handle(fh)) {
-                    Some(Ok((_, file))) => {
-                        file.set_len(size).map_err(io)?;
-                        state.wrote(ino.0, size, Some(size));
-                    }
-                    _ => state.truncate(ino.0, size)?,
-                }
+                state.truncate(ino.0, size)?;
             }
             let _ = atime;
             if let Some(t) = mtime {
@@ -306,17 +353,10 @@ impl Filesystem for Fs {
         reply.error(Errno::EPERM);
     }
 
-    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        let write = flags.acc_mode() != OpenAccMode::O_RDONLY;
-        let truncate = flags.0 & libc_o_trunc() != 0;
-        let opened = self.state().open(ino.0, write, truncate);
-        match opened {
-            Ok(opened) => {
-                let fh = self.add_handle(ino.0, opened);
-                reply.opened(FileHandle(fh), FopenFlags::FOPEN_KEEP_CACHE);
-            }
-            Err(e) => reply.error(e),
-        }
+    fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // The kernel's zero-message open: it opens and releases on its own from now on,
+        // keeping the page cache, and reads and writes come by inode.
+        reply.error(Errno::ENOSYS);
     }
 
     fn create(
@@ -332,27 +372,20 @@ impl Filesystem for Fs {
         let mut state = self.state();
         let made = state
             .create(parent.0, name.as_bytes(), mode_perm(mode, umask))
-            .and_then(|ino| state.open(ino, true, false).map(|o| (ino, o)));
-        match made {
-            Ok((ino, opened)) => {
+            .and_then(|ino| {
                 if let Some(n) = state.nodes.get_mut(&ino) {
                     n.lookups = 1;
                 }
-                match state.attr(ino) {
-                    Ok(attr) => {
-                        drop(state);
-                        let fh = self.add_handle(ino, opened);
-                        reply.created(
-                            &TTL,
-                            &attr,
-                            Generation(0),
-                            FileHandle(fh),
-                            FopenFlags::empty(),
-                        );
-                    }
-                    Err(e) => reply.error(e),
-                }
-            }
+                state.attr(ino)
+            });
+        match made {
+            Ok(attr) => reply.created(
+                &TTL,
+                &attr,
+                Generation(0),
+                FileHandle(0),
+                FopenFlags::FOPEN_KEEP_CACHE,
+            ),
             Err(e) => reply.error(e),
         }
     }
@@ -361,87 +394,48 @@ impl Filesystem for Fs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let opened = match self.handles().get(&fh.0) {
-            Some(Handle {
-                opened: Opened::Base(b),
-                ..
-            }) => Opened::Base(*b),
-            Some(Handle {
-                opened: Opened::Blob(b),
-                ..
-            }) => Opened::Blob(b.clone()),
-            Some(Handle {
-                opened: Opened::Upper(f),
-                ..
-            }) => Opened::Upper(f.clone()),
-            None => {
-                reply.error(Errno::EBADF);
-                return;
-            }
+        let source = {
+            let state = self.state();
+            state.source(ino.0).map(|s| match s {
+                Source::Upper(n) => (Source::Upper(n), Some(state.layer.upper(n))),
+                base => (base, None),
+            })
         };
-        // A file written through another handle since this one opened it reads as it is
-        // now, as on disk.
-        let opened = match opened {
-            Opened::Upper(f) => Opened::Upper(f),
-            stale => match self.state().content_now(ino.0) {
-                Ok(Opened::Base(b)) => match stale {
-                    Opened::Blob(bytes) => Opened::Blob(bytes),
-                    _ => Opened::Base(b),
-                },
-                Ok(now) => {
-                    if let (Opened::Upper(f), Some(h)) = (&now, self.handles().get_mut(&fh.0)) {
-                        h.opened = Opened::Upper(f.clone());
-                    }
-                    now
-                }
-                Err(e) => {
-                    reply.error(e);
-                    return;
-                }
-            },
-        };
-        let opened = match opened {
-            // First read through this handle: the blob, read outside the state's lock.
-            Opened::Base(b) => match self.load(b) {
+        match source {
+            Ok((Source::Base(b), _)) => match self.blob(b) {
                 Ok(bytes) => {
-                    if let Some(h) = self.handles().get_mut(&fh.0) {
-                        h.opened = Opened::Blob(bytes.clone());
-                    }
-                    Opened::Blob(bytes)
+                    let start = (offset as usize).min(bytes.len());
+                    let end = start.saturating_add(size as usize).min(bytes.len());
+                    reply.data(&bytes[start..end]);
                 }
-                Err(e) => {
-                    reply.error(e);
-                    return;
-                }
+                Err(e) => reply.error(e),
             },
-            other => other,
-        };
-        match opened {
-            Opened::Base(_) => reply.error(Errno::EIO),
-            Opened::Blob(bytes) => {
-                let start = (offset as usize).min(bytes.len());
-                let end = start.saturating_add(size as usize).min(bytes.len());
-                reply.data(&bytes[start..end]);
+            Ok((Source::Upper(n), Some(path))) => {
+                match self
+                    .upper(n, || path)
+                    .and_then(|f| State::read_at(&f, offset, size as usize).map_err(io))
+                {
+                    Ok(data) => reply.data(&data),
+                    Err(e) => reply.error(e),
+                }
             }
-            Opened::Upper(file) => match State::read_at(&file, offset, size as usize) {
-                Ok(data) => reply.data(&data),
-                Err(e) => reply.error(io(e)),
-            },
+            Ok(_) => reply.error(Errno::EIO),
+            Err(e) => reply.error(e),
         }
     }
 
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
+        ino: INodeNo,
+        _fh: FileHandle,
         offset: u64,
         data: &[u8],
         _write_flags: WriteFlags,
@@ -449,19 +443,15 @@ impl Filesystem for Fs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
     ) {
-        let (ino, file) = match self.upper_handle(fh) {
-            Ok(h) => h,
-            Err(e) => {
-                reply.error(e);
-                return;
-            }
-        };
-        match file.write_all_at(data, offset) {
+        match self
+            .writable(ino.0)
+            .and_then(|file| file.write_all_at(data, offset).map_err(io))
+        {
             Ok(()) => {
-                self.state().wrote(ino, offset + data.len() as u64, None);
+                self.state().wrote(ino.0, offset + data.len() as u64, None);
                 reply.written(data.len() as u32);
             }
-            Err(e) => reply.error(io(e)),
+            Err(e) => reply.error(e),
         }
     }
 
@@ -473,36 +463,44 @@ impl Filesystem for Fs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        reply.ok();
+        // Nothing to do at close: `ENOSYS` once, and the kernel stops asking.
+        reply.error(Errno::ENOSYS);
     }
 
     fn release(
         &self,
         _req: &Request,
-        ino: INodeNo,
-        fh: FileHandle,
+        _ino: INodeNo,
+        _fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.handles().remove(&fh.0);
-        self.state().release(ino.0);
         reply.ok();
     }
 
     fn fsync(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
+        ino: INodeNo,
+        _fh: FileHandle,
         _datasync: bool,
         reply: ReplyEmpty,
     ) {
-        if let Ok((_, file)) = self.upper_handle(fh)
-            && let Err(e) = file.sync_all()
+        let upper = {
+            let state = self.state();
+            match state.source(ino.0) {
+                Ok(Source::Upper(n)) => Some((n, state.layer.upper(n))),
+                _ => None,
+            }
+        };
+        if let Some((n, path)) = upper
+            && let Err(e) = self
+                .upper(n, || path)
+                .and_then(|f| f.sync_all().map_err(io))
         {
-            reply.error(io(e));
+            reply.error(e);
             return;
         }
         match self.state().layer.sync() {
@@ -707,7 +705,4 @@ const fn libc_s_ifmt() -> u32 {
 }
 const fn libc_s_ifreg() -> u32 {
     0o100000
-}
-const fn libc_o_trunc() -> i32 {
-    0o1000
 }

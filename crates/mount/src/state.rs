@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use cas::{BlobId, EntryKind, PreparedBlob, Tree, TreeEntry, TreeId};
@@ -32,8 +32,6 @@ pub(crate) struct Node {
     pub ctime: SystemTime,
     /// Lookups the kernel holds.
     pub lookups: u64,
-    /// Open handles.
-    pub opens: u32,
     pub kind: Kind,
 }
 
@@ -64,14 +62,12 @@ pub(crate) enum Content {
     Upper { n: u64, hashed: Option<BlobId> },
 }
 
-/// What an open handle reads from.
-pub(crate) enum Opened {
-    /// A blob not read yet: the kernel's page cache may never ask for it.
+/// Where a file's bytes are now.
+pub(crate) enum Source {
+    /// A blob of the store.
     Base(BlobId),
-    /// A verified blob, whole.
-    Blob(Arc<Vec<u8>>),
-    /// An upper file.
-    Upper(Arc<File>),
+    /// Upper file `n` of the layer.
+    Upper(u64),
 }
 
 pub(crate) struct State {
@@ -84,8 +80,6 @@ pub(crate) struct State {
     pub read_only: bool,
     /// Replaying the journal: records are not written again.
     replaying: bool,
-    /// Blobs open now, shared among their handles.
-    blobs: HashMap<BlobId, Weak<Vec<u8>>>,
     pub uid: u32,
     pub gid: u32,
 }
@@ -123,7 +117,6 @@ impl State {
             base_time,
             read_only,
             replaying: true,
-            blobs: HashMap::new(),
             uid: rustix::process::getuid().as_raw(),
             gid: rustix::process::getgid().as_raw(),
         };
@@ -144,7 +137,6 @@ impl State {
                 mtime: base_time,
                 ctime: base_time,
                 lookups: 1,
-                opens: 0,
                 kind: Kind::Dir(Dir {
                     base: base.map(|t| (t, size)),
                     children: None,
@@ -265,7 +257,6 @@ impl State {
                         mtime: self.base_time,
                         ctime: self.base_time,
                         lookups: 0,
-                        opens: 0,
                         kind,
                     });
                     children.insert(e.name.clone(), ino);
@@ -294,12 +285,29 @@ impl State {
         Ok(ino)
     }
 
-    pub(crate) fn forget(&mut self, ino: Ino, n: u64) {
-        if let Some(node) = self.nodes.get_mut(&ino) {
-            node.lookups = node.lookups.saturating_sub(n);
-            if node.parent == 0 && node.lookups == 0 && node.opens == 0 {
-                self.nodes.remove(&ino);
+    /// The kernel dropped `n` lookups of `ino`; an unlinked node nobody holds goes, with
+    /// its upper file (whose number is returned).
+    pub(crate) fn forget(&mut self, ino: Ino, n: u64) -> Option<u64> {
+        let node = self.nodes.get_mut(&ino)?;
+        node.lookups = node.lookups.saturating_sub(n);
+        if node.parent == 0 && node.lookups == 0 {
+            return self.drop_node(ino);
+        }
+        None
+    }
+
+    /// Removes an unlinked node and its upper file.
+    fn drop_node(&mut self, ino: Ino) -> Option<u64> {
+        let node = self.nodes.remove(&ino)?;
+        match node.kind {
+            Kind::File(FileNode {
+                content: Content::Upper { n, .. },
+                ..
+            }) => {
+                let _ = std::fs::remove_file(self.layer.upper(n));
+                Some(n)
             }
+            _ => None,
         }
     }
 
@@ -371,7 +379,6 @@ impl State {
             mtime: now,
             ctime: now,
             lookups: 0,
-            opens: 0,
             kind,
         });
         if let Kind::Dir(d) = &mut self.node_mut(parent)?.kind
@@ -455,36 +462,15 @@ impl State {
         self.insert(parent, name, 0o777, Kind::Link(target.to_vec()))
     }
 
-    /// Takes `ino` out of the tree (its upper file goes; open handles keep reading it).
+    /// Takes `ino` out of the tree; it goes (with its upper file) once the kernel holds
+    /// it no more, so a process with the file open keeps reading it, as on disk.
     fn detach(&mut self, ino: Ino) {
-        let upper = match self.nodes.get(&ino).map(|n| &n.kind) {
-            Some(Kind::File(FileNode {
-                content: Content::Upper { n, .. },
-                ..
-            })) => Some(*n),
-            _ => None,
+        let Some(node) = self.nodes.get_mut(&ino) else {
+            return;
         };
-        if let Some(n) = upper {
-            let _ = std::fs::remove_file(self.layer.upper(n));
-        }
-        let mut stack = vec![ino];
-        while let Some(at) = stack.pop() {
-            let Some(node) = self.nodes.get_mut(&at) else {
-                continue;
-            };
-            if at == ino {
-                node.parent = 0;
-            }
-            if let Kind::Dir(Dir {
-                children: Some(c), ..
-            }) = &node.kind
-            {
-                stack.extend(c.values().copied());
-            }
-            let node = &self.nodes[&at];
-            if at == ino && node.lookups == 0 && node.opens == 0 {
-                self.nodes.remove(&at);
-            }
+        node.parent = 0;
+        if node.lookups == 0 {
+            self.drop_node(ino);
         }
     }
 
@@ -603,21 +589,15 @@ impl State {
         Ok(())
     }
 
-    /// The file's upper file, made from its blob first if it has none (`empty`: nothing
-    /// of the blob is wanted, as for `O_TRUNC`).
-    fn upper_of(&mut self, ino: Ino, empty: bool) -> Res<File> {
+    /// The number of the file's upper file, made from its blob first if it has none
+    /// (`empty`: nothing of the blob is wanted, as for a truncation to 0).
+    pub(crate) fn upper_of(&mut self, ino: Ino, empty: bool) -> Res<u64> {
         self.writable()?;
         let blob = match &self.node(ino)?.kind {
             Kind::File(FileNode {
                 content: Content::Upper { n, .. },
                 ..
-            }) => {
-                return File::options()
-                    .read(true)
-                    .write(true)
-                    .open(self.layer.upper(*n))
-                    .map_err(eio);
-            }
+            }) => return Ok(*n),
             Kind::File(FileNode {
                 content: Content::Base(b),
                 ..
@@ -647,62 +627,23 @@ impl State {
         if parent != 0 {
             self.touch(parent);
         }
-        Ok(file)
+        Ok(n)
     }
 
-    /// Opens `ino` for reading, or for writing (copying it up).
-    pub(crate) fn open(&mut self, ino: Ino, write: bool, truncate: bool) -> Res<Opened> {
-        let opened = if write {
-            let file = self.upper_of(ino, truncate)?;
-            if truncate {
-                file.set_len(0).map_err(eio)?;
-                self.wrote(ino, 0, Some(0));
-            }
-            Opened::Upper(Arc::new(file))
-        } else {
-            match &self.node(ino)?.kind {
-                Kind::File(FileNode {
-                    content: Content::Upper { n, .. },
-                    ..
-                }) => Opened::Upper(Arc::new(File::open(self.layer.upper(*n)).map_err(eio)?)),
-                Kind::File(FileNode {
-                    content: Content::Base(b),
-                    ..
-                }) => Opened::Base(*b),
-                Kind::Dir(_) => return Err(Errno::EISDIR),
-                Kind::Link(_) => return Err(Errno::ELOOP),
-            }
-        };
-        self.node_mut(ino)?.opens += 1;
-        Ok(opened)
-    }
-
-    /// Where the content of file `ino` is now: its blob, or its upper file (opened).
-    pub(crate) fn content_now(&self, ino: Ino) -> Res<Opened> {
+    /// Where the bytes of file `ino` are now.
+    pub(crate) fn source(&self, ino: Ino) -> Res<Source> {
         match &self.node(ino)?.kind {
             Kind::File(FileNode {
                 content: Content::Base(b),
                 ..
-            }) => Ok(Opened::Base(*b)),
+            }) => Ok(Source::Base(*b)),
             Kind::File(FileNode {
                 content: Content::Upper { n, .. },
                 ..
-            }) => Ok(Opened::Upper(Arc::new(
-                File::open(self.layer.upper(*n)).map_err(eio)?,
-            ))),
-            _ => Err(Errno::EBADF),
+            }) => Ok(Source::Upper(*n)),
+            Kind::Dir(_) => Err(Errno::EISDIR),
+            Kind::Link(_) => Err(Errno::EINVAL),
         }
-    }
-
-    /// The bytes of blob `b` if a handle holds them now.
-    pub(crate) fn cached_blob(&self, b: BlobId) -> Option<Arc<Vec<u8>>> {
-        self.blobs.get(&b).and_then(Weak::upgrade)
-    }
-
-    /// Shares the bytes of blob `b` with later handles while one holds them.
-    pub(crate) fn remember_blob(&mut self, b: BlobId, bytes: &Arc<Vec<u8>>) {
-        self.blobs.retain(|_, w| w.strong_count() > 0);
-        self.blobs.insert(b, Arc::downgrade(bytes));
     }
 
     /// Opens readers of the store (to read outside the state's lock).
@@ -710,16 +651,7 @@ impl State {
         self.readers.clone()
     }
 
-    pub(crate) fn release(&mut self, ino: Ino) {
-        if let Some(node) = self.nodes.get_mut(&ino) {
-            node.opens = node.opens.saturating_sub(1);
-            if node.parent == 0 && node.lookups == 0 && node.opens == 0 {
-                self.nodes.remove(&ino);
-            }
-        }
-    }
-
-    /// A write through a handle reached `end` (or the file was cut to `size`).
+    /// A write reached `end` (or the file was cut to `size`).
     pub(crate) fn wrote(&mut self, ino: Ino, end: u64, size: Option<u64>) {
         let now = SystemTime::now();
         let Some(node) = self.nodes.get_mut(&ino) else {
@@ -740,8 +672,12 @@ impl State {
     }
 
     pub(crate) fn truncate(&mut self, ino: Ino, size: u64) -> Res<()> {
-        let file = self.upper_of(ino, size == 0)?;
-        file.set_len(size).map_err(eio)?;
+        let n = self.upper_of(ino, size == 0)?;
+        File::options()
+            .write(true)
+            .open(self.layer.upper(n))
+            .and_then(|f| f.set_len(size))
+            .map_err(eio)?;
         self.wrote(ino, size, Some(size));
         Ok(())
     }
