@@ -12,6 +12,7 @@
 
 use camino::Utf8PathBuf;
 
+mod transport;
 #[cfg(feature = "engine")]
 mod typed;
 pub mod verbs;
@@ -109,7 +110,7 @@ pub enum ClientError {
 
 /// A blocking client of one `cairn serve`.
 pub struct Client {
-    http: reqwest::blocking::Client,
+    http: transport::Transport,
     socket: Utf8PathBuf,
     /// Calls never fetch from a remote (used by typed calls, feature `engine`).
     #[cfg_attr(not(feature = "engine"), allow(dead_code))]
@@ -121,20 +122,14 @@ impl Client {
     /// is made: a stale socket shows as [`ClientError::Unavailable`] on the first call, before
     /// anything was sent.
     pub fn new(socket: &camino::Utf8Path) -> Result<Client, ClientError> {
+        let unavailable = |reason: String| ClientError::Unavailable {
+            socket: socket.to_owned(),
+            reason,
+        };
         if !socket.exists() {
-            return Err(ClientError::Unavailable {
-                socket: socket.to_owned(),
-                reason: "no socket file".into(),
-            });
+            return Err(unavailable("no socket file".into()));
         }
-        let http = reqwest::blocking::Client::builder()
-            .unix_socket(socket.as_std_path())
-            .timeout(None)
-            .build()
-            .map_err(|e| ClientError::Unavailable {
-                socket: socket.to_owned(),
-                reason: e.to_string(),
-            })?;
+        let http = transport::Transport::new(socket).map_err(|e| unavailable(e.to_string()))?;
         Ok(Client {
             offline: false,
             http,
@@ -145,30 +140,19 @@ impl Client {
     /// A client of the server listening on `socket`, if one answers there (checked with a
     /// health request).
     pub fn connect(socket: &camino::Utf8Path) -> Result<Client, ClientError> {
+        let client = Client::new(socket)?;
         let unavailable = |reason: String| ClientError::Unavailable {
             socket: socket.to_owned(),
             reason,
         };
-        if !socket.exists() {
-            return Err(unavailable("no socket file".into()));
-        }
-        let http = reqwest::blocking::Client::builder()
-            .unix_socket(socket.as_std_path())
-            .timeout(None)
-            .build()
-            .map_err(|e| unavailable(e.to_string()))?;
-        let client = Client {
-            offline: false,
-            http,
-            socket: socket.to_owned(),
-        };
-        client
+        match client
             .http
-            .get(client.url("/v1/health"))
-            .send()
-            .and_then(|r| r.error_for_status())
-            .map_err(|e| unavailable(e.to_string()))?;
-        Ok(client)
+            .send(hyper::Method::GET, "/v1/health", None, None)
+        {
+            Ok(reply) if (200..300).contains(&reply.status) => Ok(client),
+            Ok(reply) => Err(unavailable(format!("health: status {}", reply.status))),
+            Err(transport::Failure::Unsent(e) | transport::Failure::Sent(e)) => Err(unavailable(e)),
+        }
     }
 
     /// The socket of the server serving the store folder `store`.
@@ -176,26 +160,27 @@ impl Client {
         store.join(SOCKET_NAME)
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("http://cairn{path}")
-    }
-
     fn post<T: serde::de::DeserializeOwned>(
         &self,
         path: &str,
         body: &impl serde::Serialize,
     ) -> Result<(u16, T), ClientError> {
+        let body = serde_json::to_vec(body).map_err(|e| ClientError::Unavailable {
+            socket: self.socket.clone(),
+            reason: format!("encoding the request: {e}"),
+        })?;
         let response = self
             .http
-            .post(self.url(path))
-            .json(body)
-            .send()
+            .send(hyper::Method::POST, path, Some(body), None)
             .map_err(|e| self.send_failed(e))?;
-        let status = response.status().as_u16();
-        let text = response.text().map_err(|e| ClientError::Interrupted {
-            socket: self.socket.clone(),
-            reason: e.to_string(),
-        })?;
+        let status = response.status;
+        let text = response
+            .bytes()
+            .map_err(|reason| ClientError::Interrupted {
+                socket: self.socket.clone(),
+                reason,
+            })?;
+        let text = String::from_utf8_lossy(&text).into_owned();
         match serde_json::from_str(&text) {
             Ok(v) => Ok((status, v)),
             Err(_) => Err(ClientError::Status {
@@ -326,12 +311,11 @@ pub enum StreamLine {
 impl Client {
     /// A request that could not be sent whole. Refused at connect: nothing was sent, so
     /// the caller may go elsewhere; otherwise it may or may not have been carried out.
-    fn send_failed(&self, e: reqwest::Error) -> ClientError {
-        let (socket, reason) = (self.socket.clone(), e.to_string());
-        if e.is_connect() {
-            ClientError::Unavailable { socket, reason }
-        } else {
-            ClientError::Interrupted { socket, reason }
+    fn send_failed(&self, e: transport::Failure) -> ClientError {
+        let socket = self.socket.clone();
+        match e {
+            transport::Failure::Unsent(reason) => ClientError::Unavailable { socket, reason },
+            transport::Failure::Sent(reason) => ClientError::Interrupted { socket, reason },
         }
     }
 
@@ -342,27 +326,30 @@ impl Client {
         body: &impl serde::Serialize,
         mut on_progress: impl FnMut(&ProgressEvent),
     ) -> Result<(u16, serde_json::Value), ClientError> {
-        use std::io::BufRead;
         let gone = |reason: String| ClientError::Interrupted {
             socket: self.socket.clone(),
             reason,
         };
-        let response = self
+        let body =
+            serde_json::to_vec(body).map_err(|e| gone(format!("encoding the request: {e}")))?;
+        let mut response = self
             .http
-            .post(self.url(path))
-            .header("accept", "application/x-ndjson")
-            .json(body)
-            .send()
+            .send(
+                hyper::Method::POST,
+                path,
+                Some(body),
+                Some("application/x-ndjson"),
+            )
             .map_err(|e| self.send_failed(e))?;
         let is_stream = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
+            .content_type
+            .as_deref()
             .is_some_and(|v| v.starts_with("application/x-ndjson"));
         if !is_stream {
             // Refused before it ran (bad request): a plain JSON answer.
-            let status = response.status().as_u16();
-            let text = response.text().map_err(|e| gone(e.to_string()))?;
+            let status = response.status;
+            let text = response.bytes().map_err(gone)?;
+            let text = String::from_utf8_lossy(&text).into_owned();
             return match serde_json::from_str(&text) {
                 Ok(v) => Ok((status, v)),
                 Err(_) => Err(ClientError::Status {
@@ -372,12 +359,25 @@ impl Client {
                 }),
             };
         }
-        for line in std::io::BufReader::new(response).lines() {
-            let line = line.map_err(|e| gone(e.to_string()))?;
-            match serde_json::from_str::<StreamLine>(&line) {
-                Ok(StreamLine::Progress(p)) => on_progress(&p),
-                Ok(StreamLine::Reply { status, body }) => return Ok((status, body)),
-                Err(e) => return Err(gone(format!("unreadable line {line:?}: {e}"))),
+        let mut pending: Vec<u8> = Vec::new();
+        loop {
+            while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let line = &line[..line.len() - 1];
+                match serde_json::from_slice::<StreamLine>(line) {
+                    Ok(StreamLine::Progress(p)) => on_progress(&p),
+                    Ok(StreamLine::Reply { status, body }) => return Ok((status, body)),
+                    Err(e) => {
+                        return Err(gone(format!(
+                            "unreadable line {:?}: {e}",
+                            String::from_utf8_lossy(line)
+                        )));
+                    }
+                }
+            }
+            match response.chunk().map_err(gone)? {
+                Some(chunk) => pending.extend_from_slice(&chunk),
+                None => break,
             }
         }
         Err(gone("the reply ended before the call's outcome".into()))

@@ -1,0 +1,115 @@
+//! HTTP/1.1 on the server's Unix socket (hyper, on a runtime of this thread). Nothing
+//! here speaks TLS, so making a client reads no certificate store: a call through a
+//! server costs what the call costs.
+
+use bytes::Bytes;
+use camino::{Utf8Path, Utf8PathBuf};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+
+/// Why a request failed: before anything was sent (the caller may go elsewhere), or after.
+pub(crate) enum Failure {
+    Unsent(String),
+    Sent(String),
+}
+
+/// One server's socket.
+pub(crate) struct Transport {
+    socket: Utf8PathBuf,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// A reply whose body is read as it arrives.
+pub(crate) struct Reply<'a> {
+    pub(crate) status: u16,
+    pub(crate) content_type: Option<String>,
+    body: Incoming,
+    runtime: &'a tokio::runtime::Runtime,
+}
+
+impl Transport {
+    pub(crate) fn new(socket: &Utf8Path) -> std::io::Result<Transport> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()?;
+        Ok(Transport {
+            socket: socket.to_owned(),
+            runtime,
+        })
+    }
+
+    /// Sends `method path` with `body` (JSON) on a new connection.
+    pub(crate) fn send(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+        accept: Option<&str>,
+    ) -> Result<Reply<'_>, Failure> {
+        self.runtime.block_on(async {
+            let stream = tokio::net::UnixStream::connect(self.socket.as_std_path())
+                .await
+                .map_err(|e| Failure::Unsent(e.to_string()))?;
+            let (mut sender, connection) =
+                hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                    .await
+                    .map_err(|e| Failure::Unsent(e.to_string()))?;
+            tokio::spawn(connection);
+            let mut request = hyper::Request::builder()
+                .method(method)
+                .uri(path)
+                .header(hyper::header::HOST, "cairn");
+            if let Some(accept) = accept {
+                request = request.header(hyper::header::ACCEPT, accept);
+            }
+            if body.is_some() {
+                request = request.header(hyper::header::CONTENT_TYPE, "application/json");
+            }
+            let request = request
+                .body(Full::new(Bytes::from(body.unwrap_or_default())))
+                .map_err(|e| Failure::Unsent(e.to_string()))?;
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|e| Failure::Sent(e.to_string()))?;
+            Ok(Reply {
+                status: response.status().as_u16(),
+                content_type: response
+                    .headers()
+                    .get(hyper::header::CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+                body: response.into_body(),
+                runtime: &self.runtime,
+            })
+        })
+    }
+}
+
+impl Reply<'_> {
+    /// The next piece of the body, or `None` at its end.
+    pub(crate) fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+        self.runtime.block_on(async {
+            loop {
+                match self.body.frame().await {
+                    None => return Ok(None),
+                    Some(Err(e)) => return Err(e.to_string()),
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            return Ok(Some(data));
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    /// The whole body.
+    pub(crate) fn bytes(mut self) -> Result<Vec<u8>, String> {
+        let mut out = Vec::new();
+        while let Some(c) = self.chunk()? {
+            out.extend_from_slice(&c);
+        }
+        Ok(out)
+    }
+}
