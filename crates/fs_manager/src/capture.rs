@@ -409,7 +409,12 @@ fn capture_mounted<'a>(
     if let (Some(edit), Some(head)) = (edit, new_head) {
         edit(&mut captured.record, head);
     }
-    if recording == Recording::DryRun || (!changed && edit.is_none() && batch.is_empty()) {
+    if recording == Recording::DryRun {
+        return Ok(captured);
+    }
+    if !changed && edit.is_none() && batch.is_empty() {
+        // The head's tree, stored already.
+        mount.settle(got.token);
         return Ok(captured);
     }
     if let Some(snap) = new_snapshot {
@@ -431,6 +436,7 @@ fn capture_mounted<'a>(
         captured.pending = Some(pending);
     } else {
         pending.commit(store)?;
+        mount.settle(got.token);
     }
     Ok(captured)
 }

@@ -21,12 +21,18 @@ pub struct MountCapture {
     pub bytes: u64,
     /// Files read (hashed) for this capture.
     pub read_files: u64,
+    /// Names this capture for [`MountedTree::settle`].
+    pub token: u64,
 }
 
 /// A live mounted worktree.
 pub trait MountedTree: Send + Sync {
     /// The worktree's tree as it is now; blobs the store lacks go into `batch`.
     fn capture(&self, store: &Store, batch: &mut WriteBatch) -> Result<MountCapture, String>;
+
+    /// The store holds everything the capture `token` built (its trees and blobs), so the
+    /// mount may build on them next time.
+    fn settle(&self, token: u64);
 }
 
 /// The live mounts of one store's worktrees, by root.

@@ -249,4 +249,11 @@ impl fs_manager::MountedTree for Mounted {
             .unwrap_or_else(PoisonError::into_inner)
             .capture(store, batch)
     }
+
+    fn settle(&self, token: u64) {
+        self.fs_state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .settle(token);
+    }
 }

@@ -17,9 +17,14 @@ pub(crate) const RULES_FILES: [&[u8]; 2] = [b".ignore", b".gitignore"];
 pub(crate) struct Scope(Option<Arc<Level>>);
 
 struct Level {
+    matchers: Arc<Matchers>,
+    parent: Option<Arc<Level>>,
+}
+
+/// The patterns of one directory's rules files.
+pub(crate) struct Matchers {
     ignore: Gitignore,
     gitignore: Gitignore,
-    parent: Option<Arc<Level>>,
 }
 
 /// Paths are matched under a root of their own, so no real directory is ever read.
@@ -28,7 +33,7 @@ fn rooted(rel: &[u8]) -> PathBuf {
     Path::new("/").join(std::ffi::OsStr::from_bytes(rel))
 }
 
-fn matcher(dir: &[u8], content: Option<&Vec<u8>>) -> Gitignore {
+fn matcher(dir: &[u8], content: Option<&[u8]>) -> Gitignore {
     let Some(content) = content else {
         return Gitignore::empty();
     };
@@ -40,22 +45,30 @@ fn matcher(dir: &[u8], content: Option<&Vec<u8>>) -> Gitignore {
     b.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
+impl Matchers {
+    /// The patterns of directory `dir` whose `.ignore` and `.gitignore` hold these bytes.
+    pub(crate) fn new(dir: &[u8], ignore: Option<&[u8]>, gitignore: Option<&[u8]>) -> Matchers {
+        Matchers {
+            ignore: matcher(dir, ignore),
+            gitignore: matcher(dir, gitignore),
+        }
+    }
+}
+
 impl Scope {
     pub(crate) fn root() -> Scope {
         Scope(None)
     }
 
-    /// The scope of directory `dir`, whose rules files hold `files` (name, content).
-    pub(crate) fn child(&self, dir: &[u8], files: &[(Vec<u8>, Vec<u8>)]) -> Scope {
-        if files.is_empty() {
-            return self.clone();
+    /// The scope of a directory whose own rules are `matchers` (none: its parent's).
+    pub(crate) fn child(&self, matchers: Option<Arc<Matchers>>) -> Scope {
+        match matchers {
+            None => self.clone(),
+            Some(matchers) => Scope(Some(Arc::new(Level {
+                matchers,
+                parent: self.0.clone(),
+            }))),
         }
-        let get = |name: &[u8]| files.iter().find(|(n, _)| n == name).map(|(_, c)| c);
-        Scope(Some(Arc::new(Level {
-            ignore: matcher(dir, get(b".ignore")),
-            gitignore: matcher(dir, get(b".gitignore")),
-            parent: self.0.clone(),
-        })))
     }
 
     /// Whether `rel` (from the mount's root) is ignored.
@@ -64,12 +77,12 @@ impl Scope {
         let mut gitignore = Match::None;
         let mut at = self.0.as_ref();
         while let Some(level) = at {
-            match level.ignore.matched(&path, is_dir) {
+            match level.matchers.ignore.matched(&path, is_dir) {
                 Match::None => {}
                 m => return m.is_ignore(),
             }
             if gitignore.is_none() {
-                gitignore = match level.gitignore.matched(&path, is_dir) {
+                gitignore = match level.matchers.gitignore.matched(&path, is_dir) {
                     Match::None => Match::None,
                     Match::Ignore(_) => Match::Ignore(()),
                     Match::Whitelist(_) => Match::Whitelist(()),

@@ -11,7 +11,7 @@ use cas::{BlobId, EntryKind, PreparedBlob, Tree, TreeEntry, TreeId};
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 
 use crate::layer::{Layer, Record};
-use crate::scope::Scope;
+use crate::scope::{Matchers, Scope};
 
 /// An inode number.
 pub(crate) type Ino = u64;
@@ -48,6 +48,9 @@ pub(crate) struct Dir {
     pub children: Option<BTreeMap<Vec<u8>, Ino>>,
     /// Something at or below it differs from `base`.
     pub changed: bool,
+    /// Its rules files (name, blob) when `base` was built: what its subtrees were captured
+    /// under.
+    pub rules: Vec<(Vec<u8>, BlobId)>,
 }
 
 pub(crate) struct FileNode {
@@ -82,6 +85,19 @@ pub(crate) struct State {
     replaying: bool,
     pub uid: u32,
     pub gid: u32,
+    /// Counts changes, so a capture's result is kept only if nothing changed since.
+    generation: u64,
+    /// What the last capture built, kept once the store has it ([`State::settle`]).
+    built: Option<(u64, Vec<Built>)>,
+    /// Rules files parsed, by directory and content.
+    matchers: HashMap<(Vec<u8>, Vec<(Vec<u8>, BlobId)>), Arc<Matchers>>,
+}
+
+/// A directory a capture rebuilt.
+struct Built {
+    ino: Ino,
+    tree: Option<(TreeId, u64)>,
+    rules: Vec<(Vec<u8>, BlobId)>,
 }
 
 fn eio(e: impl std::fmt::Display) -> Errno {
@@ -119,6 +135,9 @@ impl State {
             replaying: true,
             uid: rustix::process::getuid().as_raw(),
             gid: rustix::process::getgid().as_raw(),
+            generation: 0,
+            built: None,
+            matchers: HashMap::new(),
         };
         let base = match records.first() {
             Some(Record::Base { tree }) => *tree,
@@ -141,6 +160,7 @@ impl State {
                     base: base.map(|t| (t, size)),
                     children: None,
                     changed: false,
+                    rules: Vec::new(),
                 }),
             },
         );
@@ -243,6 +263,7 @@ impl State {
                             base: Some((e.id.as_tree(), e.size)),
                             children: None,
                             changed: false,
+                            rules: Vec::new(),
                         }),
                         EntryKind::Symlink => Kind::Link(reader.blob(e.id.as_blob()).map_err(eio)?),
                         EntryKind::File | EntryKind::Executable => Kind::File(FileNode {
@@ -262,8 +283,21 @@ impl State {
                     children.insert(e.name.clone(), ino);
                 }
             }
+            let rules = match base {
+                Some((tree, _)) => self
+                    .reader()?
+                    .tree(tree)
+                    .map_err(eio)?
+                    .entries()
+                    .iter()
+                    .filter(|e| crate::scope::RULES_FILES.contains(&e.name.as_slice()))
+                    .filter_map(|e| e.blob().map(|b| (e.name.clone(), b)))
+                    .collect(),
+                None => Vec::new(),
+            };
             if let Kind::Dir(d) = &mut self.node_mut(dir)?.kind {
                 d.children = Some(children);
+                d.rules = rules;
             }
         }
         match &self.node(dir)?.kind {
@@ -339,6 +373,7 @@ impl State {
 
     /// Marks `dir` and everything above it changed, and its time.
     fn touch(&mut self, dir: Ino) {
+        self.generation += 1;
         let now = SystemTime::now();
         let mut at = dir;
         let mut first = true;
@@ -444,6 +479,7 @@ impl State {
                 base: None,
                 children: Some(BTreeMap::new()),
                 changed: true,
+                rules: Vec::new(),
             }),
         )
     }
@@ -565,6 +601,11 @@ impl State {
         node.parent = to_parent;
         node.name = to_name.to_vec();
         node.ctime = SystemTime::now();
+        if let Kind::Dir(d) = &mut node.kind {
+            // Its subtrees were captured under the rules of where it was: evaluated again.
+            d.changed = true;
+            d.rules = vec![(b"/moved".to_vec(), BlobId::of(b""))];
+        }
         self.touch(parent);
         self.touch(to_parent);
         Ok(())
@@ -653,6 +694,7 @@ impl State {
 
     /// A write reached `end` (or the file was cut to `size`).
     pub(crate) fn wrote(&mut self, ino: Ino, end: u64, size: Option<u64>) {
+        self.generation += 1;
         let now = SystemTime::now();
         let Some(node) = self.nodes.get_mut(&ino) else {
             return;
@@ -763,16 +805,43 @@ impl State {
             files: 0,
             bytes: 0,
             read_files: 0,
+            token: 0,
         };
         let scope = Scope::root();
-        let built = self.build(ROOT, &scope, false, &reader, batch, &mut out)?;
-        if let Some((tree, size)) = built {
+        let mut built = Vec::new();
+        let root = self.build(ROOT, &scope, false, &reader, batch, &mut out, &mut built)?;
+        if let Some((tree, size)) = root {
             out.tree = tree;
             out.bytes = size;
         }
+        out.token = self.generation;
+        self.built = Some((self.generation, built));
         Ok(out)
     }
 
+    /// The store now holds what the capture with `token` built: its directories become
+    /// their own bases, so the next capture rebuilds only what changes after it (unless
+    /// something changed in between).
+    pub(crate) fn settle(&mut self, token: u64) {
+        let Some((generation, built)) = self.built.take() else {
+            return;
+        };
+        if generation != token || self.generation != token {
+            return;
+        }
+        for b in built {
+            if let Some(Node {
+                kind: Kind::Dir(d), ..
+            }) = self.nodes.get_mut(&b.ino)
+            {
+                d.base = b.tree;
+                d.changed = false;
+                d.rules = b.rules;
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn build(
         &mut self,
         dir: Ino,
@@ -781,6 +850,7 @@ impl State {
         reader: &cas::Reader,
         batch: &mut cas::WriteBatch,
         out: &mut fs_manager::MountCapture,
+        built: &mut Vec<Built>,
     ) -> Result<Option<(TreeId, u64)>, String> {
         let (base, changed) = match &self.nodes[&dir].kind {
             Kind::Dir(d) => (d.base, d.changed),
@@ -796,23 +866,54 @@ impl State {
             .iter()
             .map(|(k, v)| (k.clone(), *v))
             .collect();
-        // The rules of this directory, and whether they changed (then all below is redone).
-        let mut rules_changed = force;
-        let mut files = Vec::new();
+        // The rules of this directory; if they are not those its subtrees were captured
+        // under, everything below is redone.
+        let mut rules = Vec::new();
+        let mut contents = Vec::new();
         for (name, ino) in &children {
             if crate::scope::RULES_FILES.contains(&name.as_slice())
-                && let Kind::File(f) = &self.nodes[ino].kind
+                && matches!(self.nodes[ino].kind, Kind::File(_))
             {
-                if matches!(f.content, Content::Upper { .. }) {
-                    rules_changed = true;
-                }
-                files.push((name.clone(), self.read_whole(*ino, reader)?));
+                let (blob, content) = self.rules_file(*ino, reader)?;
+                rules.push((name.clone(), blob));
+                contents.push(content);
             }
         }
-        if base.is_none() {
-            rules_changed = true;
-        }
-        let scope = scope.child(&dir_path, &files);
+        let rules_changed = force
+            || match &self.nodes[&dir].kind {
+                Kind::Dir(d) => d.rules != rules,
+                _ => true,
+            };
+        let matchers = if rules.is_empty() {
+            None
+        } else {
+            let key = (dir_path.clone(), rules.clone());
+            let m = match self.matchers.get(&key) {
+                Some(m) => m.clone(),
+                None => {
+                    for (i, (_, blob)) in rules.iter().enumerate() {
+                        if contents[i].is_none() {
+                            contents[i] = Some(reader.blob(*blob).map_err(|e| e.to_string())?);
+                        }
+                    }
+                    let get = |name: &[u8]| {
+                        rules
+                            .iter()
+                            .position(|(n, _)| n == name)
+                            .and_then(|i| contents[i].as_deref())
+                    };
+                    let m = Arc::new(Matchers::new(
+                        &dir_path,
+                        get(b".ignore"),
+                        get(b".gitignore"),
+                    ));
+                    self.matchers.insert(key, m.clone());
+                    m
+                }
+            };
+            Some(m)
+        };
+        let scope = scope.child(matchers);
         let mut entries = Vec::new();
         for (name, ino) in children {
             let path = if dir_path.is_empty() {
@@ -828,7 +929,7 @@ impl State {
             let perm = self.nodes[&ino].perm;
             let entry = match &self.nodes[&ino].kind {
                 Kind::Dir(_) => {
-                    match self.build(ino, &scope, rules_changed, reader, batch, out)? {
+                    match self.build(ino, &scope, rules_changed, reader, batch, out, built)? {
                         Some((id, size)) => TreeEntry {
                             name,
                             kind: EntryKind::Tree,
@@ -901,6 +1002,11 @@ impl State {
             entries.push(entry);
         }
         if entries.is_empty() {
+            built.push(Built {
+                ino: dir,
+                tree: None,
+                rules,
+            });
             return Ok(None);
         }
         let tree = Tree::new(entries).map_err(|e| e.to_string())?;
@@ -908,7 +1014,30 @@ impl State {
         if base.map(|(b, _)| b) != Some(id) {
             out.trees.insert(id, tree);
         }
+        built.push(Built {
+            ino: dir,
+            tree: Some((id, size)),
+            rules,
+        });
         Ok(Some((id, size)))
+    }
+
+    /// A rules file's blob id, and its bytes if they had to be read for it.
+    fn rules_file(
+        &self,
+        ino: Ino,
+        reader: &cas::Reader,
+    ) -> Result<(BlobId, Option<Vec<u8>>), String> {
+        match &self.nodes[&ino].kind {
+            Kind::File(FileNode {
+                content: Content::Base(b),
+                ..
+            }) => Ok((*b, None)),
+            _ => {
+                let content = self.read_whole(ino, reader)?;
+                Ok((BlobId::of(&content), Some(content)))
+            }
+        }
     }
 
     fn read_whole(&self, ino: Ino, reader: &cas::Reader) -> Result<Vec<u8>, String> {
