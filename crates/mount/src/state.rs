@@ -50,7 +50,7 @@ pub(crate) struct Dir {
     pub changed: bool,
     /// Its rules files (name, blob) when `base` was built: what its subtrees were captured
     /// under.
-    pub rules: Vec<(Vec<u8>, BlobId)>,
+    pub rules: Rules,
 }
 
 pub(crate) struct FileNode {
@@ -90,14 +90,17 @@ pub(crate) struct State {
     /// What the last capture built, kept once the store has it ([`State::settle`]).
     built: Option<(u64, Vec<Built>)>,
     /// Rules files parsed, by directory and content.
-    matchers: HashMap<(Vec<u8>, Vec<(Vec<u8>, BlobId)>), Arc<Matchers>>,
+    matchers: HashMap<(Vec<u8>, Rules), Arc<Matchers>>,
 }
+
+/// A directory's rules files: name and content.
+type Rules = Vec<(Vec<u8>, BlobId)>;
 
 /// A directory a capture rebuilt.
 struct Built {
     ino: Ino,
     tree: Option<(TreeId, u64)>,
-    rules: Vec<(Vec<u8>, BlobId)>,
+    rules: Rules,
 }
 
 fn eio(e: impl std::fmt::Display) -> Errno {
