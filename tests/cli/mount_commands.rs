@@ -120,6 +120,31 @@ fn a_mount_is_a_worktree_that_snapshots_rolls_back_and_survives_an_unmount() {
         std::fs::write(m.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
     }
 
+    // A shared writable mapping: what it writes is the file's, once synced.
+    let mapped = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import mmap, sys\nf = open(sys.argv[1], 'r+b')\nm = mmap.mmap(f.fileno(), 0)\nm[0:3] = b'PUB'\nm.flush()\nm.close()\nf.close()",
+        )
+        .arg(m.join("src/lib.rs").as_str())
+        .output()
+        .unwrap();
+    assert!(
+        mapped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&mapped.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(m.join("src/lib.rs")).unwrap(),
+        "PUB fn f() {}\n"
+    );
+    let shown = stdout(&env.cairn(&["diff", &base, m.as_str()]));
+    assert!(
+        shown.contains("+PUB fn f() {}"),
+        "a capture reads what the mapping wrote: {shown}"
+    );
+    std::fs::write(m.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+
     // Writes land in the layer; a snapshot reads only what changed.
     std::fs::write(m.join("README"), "hello, mount\n").unwrap();
     std::fs::write(m.join("src/new.rs"), "pub fn g() {}\n").unwrap();
@@ -581,4 +606,40 @@ fn without_fuse_a_mount_is_a_clear_error_that_suggests_checkout() {
         !list.to_string().contains("\"mounted\""),
         "nothing registered: {list}"
     );
+}
+
+/// The snapshot a layer applies to stays in the store while the layer does, even when
+/// nothing else reaches it any more.
+#[test]
+fn gc_keeps_what_a_mounts_layer_applies_to() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let other = env.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("unrelated"), "another project").unwrap();
+    let elsewhere = onboard(&env, &other);
+    let m = env.path().join("m");
+    let _guard = mount(&env, &base, &m);
+    // The mount now shows an unrelated snapshot; only its layer still starts from base.
+    let out = env.cairn(&["rollback", m.as_str(), &elsewhere]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = env.cairn(&["unmount", m.as_str()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for w in [&proj, &other] {
+        let out = env.cairn(&["worktree", "remove", w.as_str()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let (code, gc) = env.json(&["gc", "--prune-ops", "0"]);
+    assert_eq!(code, 0, "{gc}");
+    let (code, again) = env.json(&["mount", m.as_str()]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(
+        std::fs::read_to_string(m.join("unrelated")).unwrap(),
+        "another project"
+    );
+    assert!(!m.join("README").exists());
+    let out = env.cairn(&["fsck"]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -156,6 +156,7 @@ impl Engine {
         if fresh {
             let record = WorktreeRecord {
                 head,
+                mount_base: head,
                 ..WorktreeRecord::new(root.clone(), WorktreeKind::Mounted)
             };
             let mut batch = cas::WriteBatch::new();
@@ -247,6 +248,7 @@ impl Engine {
         let record = WorktreeRecord {
             kind: WorktreeKind::Isolated,
             identity: None,
+            mount_base: None,
             ..record
         };
         let mut batch = cas::WriteBatch::new();

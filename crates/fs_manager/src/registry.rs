@@ -82,6 +82,10 @@ pub struct WorktreeRecord {
     /// now another directory, swapped in behind cairn's back, is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<DirIdentity>,
+    /// For a mounted worktree, the snapshot its layer applies to (kept while the layer is,
+    /// so the mount can be attached again whatever `gc` prunes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_base: Option<SnapshotId>,
 }
 
 /// Which directory a path named: its device and inode numbers.
@@ -106,6 +110,7 @@ impl WorktreeRecord {
             task: None,
             max_file_size: None,
             identity: None,
+            mount_base: None,
         }
     }
 
@@ -116,6 +121,7 @@ impl WorktreeRecord {
             .copied()
             .chain(self.checkpoints.iter().map(|c| c.snapshot))
             .chain(self.task.iter().map(|t| t.baseline))
+            .chain(self.mount_base)
     }
 
     /// The checkpoint called `name`.
