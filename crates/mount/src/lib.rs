@@ -139,7 +139,7 @@ impl Mounted {
             options.base_time,
             options.read_only,
         )
-        .map_err(|e| failed(format!("reading the layer {}: {e:?}", options.layer)))?;
+        .map_err(|e| failed(format!("layer {}: {e}", options.layer)))?;
         let fs_state = Arc::new(Mutex::new(state));
         let mut config = fuser::Config::default();
         config.mount_options = vec![

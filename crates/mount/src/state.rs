@@ -126,7 +126,7 @@ impl State {
         base: Option<TreeId>,
         base_time: SystemTime,
         read_only: bool,
-    ) -> Res<State> {
+    ) -> Result<State, String> {
         let mut state = State {
             nodes: HashMap::new(),
             next_ino: ROOT + 1,
@@ -147,7 +147,10 @@ impl State {
             _ => base,
         };
         let size = match base {
-            Some(t) => state.reader()?.tree(t).map_err(eio)?.size(),
+            Some(t) => (state.readers)()?
+                .tree(t)
+                .map_err(|e| format!("the tree it applies to: {e}"))?
+                .size(),
             None => 0,
         };
         state.nodes.insert(
@@ -171,7 +174,7 @@ impl State {
             state
                 .layer
                 .rewrite(&[Record::Base { tree: base }])
-                .map_err(eio)?;
+                .map_err(|e| format!("writing its journal: {e}"))?;
         }
         let mut named = HashSet::new();
         for r in records.iter().skip(1) {
