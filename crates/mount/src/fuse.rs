@@ -509,15 +509,10 @@ impl Filesystem for Fs {
         }
     }
 
-    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.state().children(ino.0) {
-            // The kernel keeps listings: every change of one goes through it.
-            Ok(_) => reply.opened(
-                FileHandle(0),
-                FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE,
-            ),
-            Err(e) => reply.error(e),
-        }
+    fn opendir(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        // Zero-message opens for directories too: the kernel keeps their listings
+        // (`FOPEN_CACHE_DIR`), and drops one when a change goes through it.
+        reply.error(Errno::ENOSYS);
     }
 
     fn readdir(
