@@ -1,8 +1,10 @@
 //! fsx in miniature: one seeded random sequence of writes, truncates, renames, unlinks,
-//! mkdirs, rmdirs, chmods, symlinks and `.gitignore` patterns applied to a mount and to a plain directory,
-//! compared after every step (names, kinds, permission bits, bytes, link targets, and the
-//! errno of what failed); every 25 steps the mount's capture (stored and settled, as a
-//! snapshot leaves it) must equal a capture of the plain directory, and halfway the mount is unmounted and attached again from its layer.
+//! mkdirs, rmdirs, chmods, symlinks and `.gitignore` patterns applied to a mount and to a
+//! plain directory, compared after every step (names, kinds, permission bits, sizes, link
+//! targets, the bytes the step wrote and the errno of what failed; every byte of both
+//! trees every 50 steps); every 25 steps the mount's capture (stored and settled, as a
+//! snapshot leaves it) must equal a capture of the plain directory, and halfway the mount
+//! is unmounted and attached again from its layer.
 //!
 //! `CAIRN_FSX_STEPS` (default 2000) and `CAIRN_FSX_SEED` (default 1) set the run.
 
@@ -41,7 +43,16 @@ enum Seen {
 }
 
 fn walk(root: &Path) -> BTreeMap<PathBuf, Seen> {
-    fn go(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Seen>) {
+    walk_with(root, true)
+}
+
+/// Names, kinds, modes, sizes and link targets, without reading files.
+fn shape(root: &Path) -> BTreeMap<PathBuf, Seen> {
+    walk_with(root, false)
+}
+
+fn walk_with(root: &Path, contents: bool) -> BTreeMap<PathBuf, Seen> {
+    fn go(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Seen>, contents: bool) {
         let mut entries: Vec<_> = std::fs::read_dir(dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .map(|e| e.unwrap())
@@ -56,17 +67,30 @@ fn walk(root: &Path) -> BTreeMap<PathBuf, Seen> {
                 out.insert(rel, Seen::Link(std::fs::read_link(&path).unwrap()));
             } else if meta.is_dir() {
                 out.insert(rel, Seen::Dir(mode));
-                go(root, &path, out);
-            } else {
+                go(root, &path, out, contents);
+            } else if contents {
                 let bytes = std::fs::read(&path).unwrap();
                 assert_eq!(bytes.len() as u64, meta.len(), "{}: size", path.display());
                 out.insert(rel, Seen::File(mode, bytes));
+            } else {
+                out.insert(rel, Seen::File(mode, meta.len().to_le_bytes().to_vec()));
             }
         }
     }
     let mut out = BTreeMap::new();
-    go(root, root, &mut out);
+    go(root, root, &mut out, contents);
     out
+}
+
+/// The bytes of the file an operation wrote, if it wrote one.
+fn written(root: &Path, op: &Op) -> Option<std::io::Result<Vec<u8>>> {
+    match op {
+        Op::Write { file, .. }
+        | Op::Truncate { file, .. }
+        | Op::Create { file, .. }
+        | Op::Rules { file, .. } => Some(std::fs::read(root.join(file))),
+        _ => None,
+    }
 }
 
 /// One random operation, named so a failure says what the step was.
@@ -376,16 +400,32 @@ fn a_mount_behaves_as_a_plain_directory_under_a_random_sequence_of_changes() {
     );
     let mut failures = 0;
     for step in 0..steps {
-        let tree = walk(s.plain.as_std_path());
+        let tree = shape(s.plain.as_std_path());
         let op = random_op(&mut rng, &tree);
         let on_plain = apply(s.plain.as_std_path(), &op);
         let on_mount = apply(s.mnt.as_std_path(), &op);
         assert_eq!(on_mount, on_plain, "step {step} (seed {seed}): {op:?}");
         failures += usize::from(on_plain.is_err());
+        // Every step: the shape of both trees and the bytes of what the step wrote; every
+        // 50 steps every byte of both.
         assert!(
-            walk(s.mnt.as_std_path()) == walk(s.plain.as_std_path()),
+            shape(s.mnt.as_std_path()) == shape(s.plain.as_std_path()),
             "step {step} (seed {seed}): trees differ after {op:?}"
         );
+        let (m, p) = (
+            written(s.mnt.as_std_path(), &op),
+            written(s.plain.as_std_path(), &op),
+        );
+        assert!(
+            m.as_ref().map(|r| r.as_ref().ok()) == p.as_ref().map(|r| r.as_ref().ok()),
+            "step {step} (seed {seed}): bytes differ after {op:?}"
+        );
+        if step % 50 == 49 {
+            assert!(
+                walk(s.mnt.as_std_path()) == walk(s.plain.as_std_path()),
+                "step {step} (seed {seed}): bytes differ"
+            );
+        }
         if step % 25 == 24 {
             let (plain, mounted_tree) = captures(&s, &mounted);
             assert!(
