@@ -643,3 +643,91 @@ fn gc_keeps_what_a_mounts_layer_applies_to() {
     let out = env.cairn(&["fsck"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// Checkpoints, rewind, redo and discard on a mount, as on any worktree.
+#[test]
+fn checkpoints_rewind_redo_and_discard_work_in_a_mount() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    let _guard = mount(&env, &base, &m);
+    let ok = |args: &[&str]| {
+        let out = env.cairn(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    };
+    ok(&["checkpoint", m.as_str(), "--name", "start"]);
+    std::fs::write(m.join("README"), "turn 1\n").unwrap();
+    ok(&["checkpoint", m.as_str(), "--name", "one"]);
+    std::fs::write(m.join("README"), "turn 2\n").unwrap();
+    std::fs::write(m.join("extra"), "x").unwrap();
+    ok(&["rewind", m.as_str(), "--to", "one"]);
+    assert_eq!(
+        std::fs::read_to_string(m.join("README")).unwrap(),
+        "turn 1\n"
+    );
+    assert!(!m.join("extra").exists());
+    ok(&["undo", m.as_str()]);
+    assert_eq!(
+        std::fs::read_to_string(m.join("README")).unwrap(),
+        "turn 2\n"
+    );
+    ok(&["redo", m.as_str()]);
+    assert_eq!(
+        std::fs::read_to_string(m.join("README")).unwrap(),
+        "turn 1\n"
+    );
+    ok(&["discard", m.as_str(), "--yes"]);
+    assert_eq!(
+        std::fs::read_to_string(m.join("README")).unwrap(),
+        "hello\n"
+    );
+    let (_, status) = env.json(&["status", m.as_str()]);
+    assert_eq!(status["stats"]["files"], 0, "{status}");
+}
+
+/// SIGTERM to the server holding mounts unmounts them cleanly (no dead mount left), and
+/// the next mount brings the layer back.
+#[test]
+fn sigterm_to_the_server_unmounts_cleanly() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let mut server = env
+        .command()
+        .args(["--store", env.store().as_str(), "serve"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let socket = cairn_client::Client::socket_of(&env.store());
+    let started = Instant::now();
+    while cairn_client::Client::connect(&socket).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(20), "no server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let m = env.path().join("m");
+    let _guard = mount(&env, &base, &m);
+    std::fs::write(m.join("written"), "before the signal").unwrap();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &server.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(server.wait().unwrap().success());
+    assert!(!is_mounted(&m), "unmounted, not left dead");
+    assert!(
+        std::fs::read_dir(&m).unwrap().next().is_none(),
+        "the mount point is empty again"
+    );
+    let (code, again) = env.json(&["mount", m.as_str()]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(
+        std::fs::read_to_string(m.join("written")).unwrap(),
+        "before the signal"
+    );
+}
