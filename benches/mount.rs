@@ -6,7 +6,8 @@
 //! serve` holding the store (a mount lives there) unless said otherwise:
 //! - ready: `cairn mount` vs `cairn checkout` vs `git worktree add`;
 //! - snapshot after 10 written files: in a mount, in a checkout (server warm), in a
-//!   checkout without a server, vs `git add -A && git commit`;
+//!   checkout without a server, vs `git add -A && git commit`; and through the server's
+//!   API (no process started per call);
 //! - reading every file (`tar c . | wc -c`) cold (page cache dropped) and warm, and a
 //!   recursive `lstat` walk (`find . -type f | wc -l`): a mount vs a hydrated checkout;
 //! - `CAIRN_BENCH_MANY` (default 16) mounts of one snapshot made at once vs as many
@@ -257,10 +258,32 @@ fn main() {
             );
         }));
     }
+    // The same through the server's API (what an agent using `cairn serve` or `cairn mcp`
+    // pays: no process to start).
+    let client = cairn_client::Client::connect(&cairn_client::Client::socket_of(
+        camino::Utf8Path::from_path(&store).unwrap(),
+    ))
+    .unwrap();
+    let (mut am, mut ac) = (vec![], vec![]);
+    for r in 0..pairs {
+        for (dir, out) in [(&m0, &mut am), (&c0, &mut ac)] {
+            write_ten(dir, &files, r + 50);
+            out.push(time(|| {
+                let (status, _) = client
+                    .call("snapshot", &serde_json::json!({ "worktree": dir }))
+                    .unwrap();
+                assert_eq!(status, 200);
+            }));
+        }
+    }
     println!("\nsnapshot after 10 written files");
     row(
         "mount vs checkout (serve warm) vs git",
         &[("mount", &sm), ("checkout", &sc), ("git", &sg)],
+    );
+    row(
+        "through the API: mount vs checkout",
+        &[("mount", &am), ("checkout", &ac)],
     );
 
     // Reading every file, cold and warm; a walk.
