@@ -170,6 +170,20 @@ pub(crate) fn decompress(payload: &[u8], size: usize) -> Result<Vec<u8>, String>
     })
 }
 
+/// The largest tree a frame without its size may decode to.
+const MAX_UNSIZED_FRAME: usize = 256 << 20;
+
+/// Decompresses one zstd frame whose decoded size it records (as every frame cairn
+/// writes does), with this thread's decompressor.
+pub(crate) fn decompress_frame(payload: &[u8]) -> Result<Vec<u8>, String> {
+    match zstd::zstd_safe::get_frame_content_size(payload) {
+        Ok(Some(size)) if size <= MAX_UNSIZED_FRAME as u64 => decompress(payload, size as usize),
+        Ok(Some(size)) => Err(format!("a frame of {size} bytes")),
+        Ok(None) => zstd::stream::decode_all(payload).map_err(|e| e.to_string()),
+        Err(e) => Err(format!("{e:?}")),
+    }
+}
+
 impl PreparedBlob {
     /// Hashes and compresses `content`; content over [`CHUNK_BYTES`] is chunked.
     pub fn new(content: &[u8]) -> PreparedBlob {

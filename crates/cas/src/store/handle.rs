@@ -734,8 +734,7 @@ fn write_blob(
 pub(super) fn encode_tree_value(tree: &Tree) -> Vec<u8> {
     let encoded = tree.encode();
     if encoded.len() > TREE_COMPRESS_THRESHOLD
-        && let Ok(c) = zstd::bulk::compress(&encoded, 3)
-        && c.len() < encoded.len()
+        && let (super::blob::Codec::Zstd, c) = super::blob::compress(&encoded)
     {
         let mut out = Vec::with_capacity(c.len() + 1);
         out.push(Codec::Zstd as u8);

@@ -31,7 +31,8 @@ pub(crate) fn decode_tree_value(id: TreeId, value: &[u8]) -> Result<Tree, ReadEr
     let encoded = match codec {
         0 => body,
         1 => {
-            owned = zstd::stream::decode_all(body).map_err(|e| corrupt(format!("zstd: {e}")))?;
+            owned =
+                super::blob::decompress_frame(body).map_err(|e| corrupt(format!("zstd: {e}")))?;
             owned.as_slice()
         }
         other => return Err(corrupt(format!("unknown codec {other}"))),
