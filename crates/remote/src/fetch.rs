@@ -60,7 +60,12 @@ pub fn fetch(
     let name = remote.name();
     for id in snapshots {
         let here = store.reader()?.has_snapshot(*id)?;
-        if !here && !catalog.has((*id).into()) {
+        // Another kind of object with that id (a blob named where a snapshot is expected)
+        // is no snapshot there either.
+        let there = catalog
+            .locate((*id).into())
+            .is_some_and(|l| l.entry.kind == ObjectKind::Snapshot);
+        if !here && !there {
             return Err(RemoteError::NotOnRemote {
                 remote: name.to_owned(),
                 id: *id,

@@ -484,3 +484,19 @@ fn a_ref_name_that_would_leave_refs_is_refused_before_any_request() {
     assert!(!f.root.join("remote/packs/0000000000000001").exists());
     assert!(!f.root.join("remote/0000000000000001").exists());
 }
+
+#[test]
+fn a_blob_id_asked_for_as_a_snapshot_is_not_on_the_remote() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let id = commit(&a, &files(1), vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[id], &Silent).unwrap();
+    let reader = a.reader().unwrap();
+    let tree = reader.tree(reader.snapshot(id).unwrap().tree).unwrap();
+    let blob = tree.entries().iter().find_map(|e| e.blob()).unwrap();
+    let as_snapshot = SnapshotId::from_bytes(*blob.as_bytes());
+    let b = f.store("b");
+    let err = fetch(&remote, &b, &[as_snapshot], Need::Closure, &Silent).unwrap_err();
+    assert!(matches!(err, RemoteError::NotOnRemote { .. }), "{err}");
+}
