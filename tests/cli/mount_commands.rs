@@ -358,6 +358,20 @@ fn what_a_mount_does_not_support_fails_cleanly_and_bad_input_is_refused() {
     assert_eq!(std::fs::read_to_string(full.join("x")).unwrap(), "mine");
     let (code, out) = env.json(&["mount", "0123abc", env.path().join("n").as_str()]);
     assert_eq!(code, 2, "{out}");
+    assert!(
+        !env.path().join("n").exists(),
+        "a mount point made for a failed mount goes"
+    );
+    let inside = env.store().join("m");
+    let (code, out) = env.json(&["mount", &base, inside.as_str()]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("inside the store"),
+        "{out}"
+    );
     let (code, out) = env.json(&["unmount", proj.as_str()]);
     assert_eq!(code, 2, "{out}");
     assert!(
@@ -724,6 +738,8 @@ fn sigterm_to_the_server_unmounts_cleanly() {
         std::fs::read_dir(&m).unwrap().next().is_none(),
         "the mount point is empty again"
     );
+    // Gone since (a reboot cleared it, say): made again by the next mount.
+    std::fs::remove_dir(&m).unwrap();
     let (code, again) = env.json(&["mount", m.as_str()]);
     assert_eq!(code, 0, "{again}");
     assert_eq!(

@@ -86,13 +86,47 @@ impl Engine {
         };
         let dir = call.path(&options.dir);
         mount::clear_stale(&dir);
-        if options.snapshot.is_some() {
+        let store = self.store(Access::Write)?;
+        let reader = store.reader()?;
+        // A new mount point is made (and taken away again if the mount fails); so is a
+        // registered mount's, gone since (a reboot cleared /tmp, say).
+        let missing = std::fs::symlink_metadata(&dir).is_err();
+        let registered = || {
+            reader
+                .worktree(&dir)
+                .ok()
+                .flatten()
+                .is_some_and(|r| r.kind == WorktreeKind::Mounted)
+        };
+        let made = missing && (options.snapshot.is_some() || registered());
+        if made {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| Error::failure("io", format!("{dir}: {e}")))?;
         }
+        let result = self.mount_at(call, &options, &store, reader, shared);
+        if made && result.is_err() {
+            let _ = std::fs::remove_dir(&dir);
+        }
+        result
+    }
+
+    fn mount_at(
+        &self,
+        call: &Call,
+        options: &MountOptions,
+        store: &cas::Store,
+        reader: cas::Reader,
+        shared: Arc<std::sync::RwLock<cas::Store>>,
+    ) -> Result<MountOutcome, Error> {
+        let dir = call.path(&options.dir);
         let root = crate::path::canonical_dir(&dir)?;
-        let store = self.store(Access::Write)?;
-        let reader = store.reader()?;
+        let store_root = crate::path::canonical_dir(self.store_path())?;
+        if root.starts_with(&store_root) {
+            return Err(Error::usage(
+                "invalid_path",
+                format!("{root}: inside the store {store_root}"),
+            ));
+        }
         let existing = reader.worktree(&root)?;
         let (head, fresh) = match (&options.snapshot, &existing) {
             (Some(_), Some(r)) => {
