@@ -252,6 +252,16 @@ pub fn two_machines(target: &RemoteTarget, a: &Machine, b: &Machine) {
     assert_eq!(tree_of(&a_out), tree_of(&out), "A has B's change");
     let log = a.ok(&["log", &s2]);
     assert_eq!(log["snapshots"].as_array().map(Vec::len), Some(2), "{log}");
+
+    if target.conditional {
+        // A ref removed on the remote is gone from what a full pull saw there.
+        b.ok(&["ref", "rm", "main@origin"]);
+        let seen = a.ok(&["--offline", "ref", "list", "--remote", "origin"]);
+        assert!(seen.to_string().contains("main@origin"), "{seen}");
+        a.ok(&["pull"]);
+        let seen = a.ok(&["--offline", "ref", "list", "--remote", "origin"]);
+        assert!(!seen.to_string().contains("main@origin"), "{seen}");
+    }
 }
 
 /// Both machines move one ref from the same value at once: exactly one wins, the other is

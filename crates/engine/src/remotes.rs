@@ -342,6 +342,15 @@ impl Engine {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let got = remote::fetch(&remote, &store, &ids, Need::History, &Bridge(call.progress))?;
         let mut batch = WriteBatch::new();
+        if options.snapshots.is_empty() {
+            // Every ref of the remote was read: one this store saw there and that is gone
+            // now is gone here too.
+            for (gone, _) in remote::tracking_refs(&store.reader()?, &name)? {
+                if !refs.iter().any(|(r, _)| *r == gone) {
+                    remote::set_tracking(&mut batch, &name, &gone, None);
+                }
+            }
+        }
         for (r, id) in &refs {
             remote::set_tracking(&mut batch, &name, r, Some(*id));
         }
