@@ -699,6 +699,21 @@ fn checkpoints_rewind_redo_and_discard_work_in_a_mount() {
     );
     let (_, status) = env.json(&["status", m.as_str()]);
     assert_eq!(status["stats"]["files"], 0, "{status}");
+
+    // Removed, a mounted worktree is unmounted and its layer goes.
+    let layers = env.store().join("mounts");
+    let count = || {
+        std::fs::read_dir(&layers)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_dir())
+            .count()
+    };
+    assert_eq!(count(), 1);
+    ok(&["worktree", "remove", m.as_str()]);
+    assert!(!is_mounted(&m));
+    assert_eq!(count(), 0, "the layer is gone");
+    let (_, list) = env.json(&["worktree", "list"]);
+    assert!(!list.to_string().contains(m.as_str()), "{list}");
 }
 
 /// SIGTERM to the server holding mounts unmounts them cleanly (no dead mount left), and
