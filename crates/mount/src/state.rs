@@ -176,10 +176,8 @@ impl State {
                 .rewrite(&[Record::Base { tree: base }])
                 .map_err(|e| format!("writing its journal: {e}"))?;
         }
-        let mut named = HashSet::new();
         for r in records.iter().skip(1) {
             if let Record::File { upper, .. } = r {
-                named.insert(*upper);
                 state.next_upper = state.next_upper.max(upper + 1);
             }
             // A record that no longer applies (its upper file lost, say) is skipped.
@@ -187,6 +185,19 @@ impl State {
                 tracing::warn!("mount journal: {r:?} not applied: {e:?}");
             }
         }
+        // Upper files of no file now (removed while a process held them open, or written
+        // by a crash before their record) go.
+        let named: HashSet<u64> = state
+            .nodes
+            .values()
+            .filter_map(|n| match &n.kind {
+                Kind::File(FileNode {
+                    content: Content::Upper { n, .. },
+                    ..
+                }) => Some(*n),
+                _ => None,
+            })
+            .collect();
         state.layer.remove_unnamed(&named);
         state.replaying = false;
         Ok(state)
