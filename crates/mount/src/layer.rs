@@ -123,3 +123,35 @@ fn read_records(f: File) -> (Vec<Record>, bool) {
     }
     (out, true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_cut_short_by_a_crash_ends_the_journal_and_later_records_still_read() {
+        let tmp = tempfile::tempdir().expect("a temporary folder");
+        let dir = Utf8Path::from_path(tmp.path()).expect("utf-8");
+        let first = Record::Base { tree: None };
+        let second = Record::Dir {
+            path: b"a".to_vec(),
+            perm: 0o755,
+        };
+        let mut text = serde_json::to_vec(&first).expect("encodes");
+        text.push(b'\n');
+        text.extend(serde_json::to_vec(&second).expect("encodes"));
+        text.push(b'\n');
+        text.extend_from_slice(br#"{"file":{"path":[98],"up"#);
+        std::fs::write(dir.join("journal"), text).expect("written");
+
+        let (mut layer, records) = Layer::open(dir).expect("opens");
+        assert_eq!(records, vec![first.clone(), second.clone()]);
+        let third = Record::Remove {
+            path: b"a".to_vec(),
+        };
+        layer.append(&third).expect("appended");
+        drop(layer);
+        let (_, records) = Layer::open(dir).expect("opens again");
+        assert_eq!(records, vec![first, second, third]);
+    }
+}
