@@ -314,6 +314,7 @@ mod tests {
                 "ref_rm" => &["name"],
                 "remote_add" => &["name", "url"],
                 "remote_rm" => &["name"],
+                "mount" | "unmount" => &["dir"],
                 _ => &[],
             };
             let args = required
