@@ -1,7 +1,8 @@
 //! A mount's layer on disk: `upper/N` holds the content of every file written since the
 //! mount's base, and `journal` the names: one JSON record per line, appended as the
-//! change happens and replayed on attach. A line cut short by a crash is the end of the
-//! journal (the change it described had not been answered yet).
+//! change happens and replayed on attach, which then writes it again as the difference from
+//! its base alone (so it grows with what differs, not with the history). A line cut short by
+//! a crash is the end of the journal (the change it described had not been answered yet).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -24,6 +25,21 @@ pub(crate) enum Record {
     },
     /// A new directory.
     Dir { path: Vec<u8>, perm: u16 },
+    /// A directory whose content is a stored tree (one moved from elsewhere; written by
+    /// compaction).
+    Tree {
+        path: Vec<u8>,
+        tree: TreeId,
+        size: u64,
+        perm: u16,
+    },
+    /// A file whose content is a stored blob (written by compaction).
+    Blob {
+        path: Vec<u8>,
+        blob: cas::BlobId,
+        size: u64,
+        perm: u16,
+    },
     /// A new symlink.
     Link { path: Vec<u8>, target: Vec<u8> },
     /// A name removed.

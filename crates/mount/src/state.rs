@@ -185,6 +185,16 @@ impl State {
                 tracing::warn!("mount journal: {r:?} not applied: {e:?}");
             }
         }
+        if records.len() > 1 {
+            // The journal again, as the difference from its base alone.
+            let compact = state
+                .difference(base)
+                .map_err(|e| format!("compacting its journal: {e:?}"))?;
+            state
+                .layer
+                .rewrite(&compact)
+                .map_err(|e| format!("compacting its journal: {e}"))?;
+        }
         // Upper files of no file now (removed while a process held them open, or written
         // by a crash before their record) go.
         let named: HashSet<u64> = state
@@ -747,6 +757,8 @@ impl State {
             Record::Base { .. } => return Ok(()),
             Record::File { path, .. }
             | Record::Dir { path, .. }
+            | Record::Tree { path, .. }
+            | Record::Blob { path, .. }
             | Record::Link { path, .. }
             | Record::Remove { path }
             | Record::Perm { path, .. } => self.parent_of(path)?,
@@ -783,13 +795,40 @@ impl State {
             }
             Record::Dir { perm, .. } => self.mkdir(parent, &name, *perm).map(|_| ()),
             Record::Link { target, .. } => self.symlink(parent, &name, target).map(|_| ()),
+            Record::Tree {
+                tree, size, perm, ..
+            } => {
+                let dir = Dir {
+                    base: Some((*tree, *size)),
+                    children: None,
+                    changed: true,
+                    rules: vec![(b"/moved".to_vec(), BlobId::of(b""))],
+                };
+                self.insert(parent, &name, *perm, Kind::Dir(dir))
+                    .map(|_| ())
+            }
+            Record::Blob {
+                blob, size, perm, ..
+            } => {
+                let file = FileNode {
+                    content: Content::Base(*blob),
+                    size: *size,
+                };
+                self.insert(parent, &name, *perm, Kind::File(file))
+                    .map(|_| ())
+            }
             Record::Remove { .. } => {
-                let dir = matches!(
-                    self.child(parent, &name)?
-                        .map(|i| self.node(i).map(|n| &n.kind)),
-                    Some(Ok(Kind::Dir(_)))
-                );
-                self.unlink(parent, &name, dir)
+                // Whatever is there goes (a removal was checked when it was made).
+                let ino = self.child(parent, &name)?.ok_or(Errno::ENOENT)?;
+                if let Kind::Dir(Dir {
+                    children: Some(c), ..
+                }) = &mut self.node_mut(parent)?.kind
+                {
+                    c.remove(&name);
+                }
+                self.detach(ino);
+                self.touch(parent);
+                Ok(())
             }
             Record::Perm { perm, .. } => {
                 let ino = self.child(parent, &name)?.ok_or(Errno::ENOENT)?;
@@ -797,6 +836,134 @@ impl State {
             }
             Record::Base { .. } | Record::Rename { .. } => Ok(()),
         }
+    }
+
+    /// Records that rebuild the tree as it is now from `base` (just after a replay, while
+    /// every directory's base is still what it was loaded with).
+    fn difference(&mut self, base: Option<TreeId>) -> Res<Vec<Record>> {
+        let mut out = vec![Record::Base { tree: base }];
+        self.difference_below(ROOT, Vec::new(), &mut out)?;
+        Ok(out)
+    }
+
+    fn difference_below(&mut self, dir: Ino, path: Vec<u8>, out: &mut Vec<Record>) -> Res<()> {
+        let (base, loaded) = match &self.node(dir)?.kind {
+            Kind::Dir(d) => (d.base, d.children.is_some()),
+            _ => return Ok(()),
+        };
+        if !loaded {
+            return Ok(());
+        }
+        let base_entries: BTreeMap<Vec<u8>, TreeEntry> = match base {
+            Some((t, _)) => self
+                .reader()?
+                .tree(t)
+                .map_err(eio)?
+                .entries()
+                .iter()
+                .map(|e| (e.name.clone(), e.clone()))
+                .collect(),
+            None => BTreeMap::new(),
+        };
+        let children: Vec<(Vec<u8>, Ino)> = self
+            .children(dir)?
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        let join = |name: &[u8]| {
+            if path.is_empty() {
+                name.to_vec()
+            } else {
+                [path.as_slice(), b"/", name].concat()
+            }
+        };
+        for name in base_entries.keys() {
+            if !children.iter().any(|(n, _)| n == name) {
+                out.push(Record::Remove { path: join(name) });
+            }
+        }
+        for (name, ino) in children {
+            let at = join(&name);
+            let be = base_entries.get(&name);
+            let node = self.node(ino)?;
+            let perm = node.perm;
+            let default_perm = be.map(|e| perm_of(e.kind));
+            // A record for what is there, unless the base has it; what differs from the
+            // base's entry replaces it (the entry is removed first).
+            let (record, same) = match &node.kind {
+                Kind::Dir(d) => {
+                    let same =
+                        d.base.is_some() && be.and_then(TreeEntry::tree) == d.base.map(|(t, _)| t);
+                    let record = match d.base {
+                        Some((tree, size)) => Record::Tree {
+                            path: at.clone(),
+                            tree,
+                            size,
+                            perm,
+                        },
+                        None => Record::Dir {
+                            path: at.clone(),
+                            perm,
+                        },
+                    };
+                    (record, same)
+                }
+                Kind::File(FileNode {
+                    content: Content::Base(b),
+                    size,
+                }) => {
+                    let same = be.is_some_and(|e| {
+                        matches!(e.kind, EntryKind::File | EntryKind::Executable)
+                            && e.blob() == Some(*b)
+                    });
+                    let record = Record::Blob {
+                        path: at.clone(),
+                        blob: *b,
+                        size: *size,
+                        perm,
+                    };
+                    (record, same)
+                }
+                Kind::File(FileNode {
+                    content: Content::Upper { n, .. },
+                    ..
+                }) => {
+                    let record = Record::File {
+                        path: at.clone(),
+                        upper: *n,
+                        perm,
+                    };
+                    (record, false)
+                }
+                Kind::Link(target) => {
+                    let same = be.is_some_and(|e| {
+                        e.kind == EntryKind::Symlink && e.blob() == Some(BlobId::of(target))
+                    });
+                    let record = Record::Link {
+                        path: at.clone(),
+                        target: target.clone(),
+                    };
+                    (record, same)
+                }
+            };
+            let is_dir = matches!(node.kind, Kind::Dir(_));
+            let is_link = matches!(node.kind, Kind::Link(_));
+            if !same {
+                if be.is_some() {
+                    out.push(Record::Remove { path: at.clone() });
+                }
+                out.push(record);
+            } else if !is_link && Some(perm) != default_perm {
+                out.push(Record::Perm {
+                    path: at.clone(),
+                    perm,
+                });
+            }
+            if is_dir {
+                self.difference_below(ino, at, out)?;
+            }
+        }
+        Ok(())
     }
 
     fn parent_of(&mut self, path: &[u8]) -> Res<(Ino, Vec<u8>)> {
