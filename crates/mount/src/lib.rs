@@ -1,13 +1,21 @@
 //! `mount`: a snapshot served by FUSE (the `fuser` crate) as a writable directory, ready
 //! at once. Directories are read from the store when first looked at, files when first
-//! opened (verified as every read is); every change goes to the mount's *layer* (see
+//! read (verified as every read is); every change goes to the mount's *layer* (see
 //! [`layer`](crate::layer): upper files and a journal of names), so nothing is copied
 //! until it is written and a mount that was killed is attached again with nothing lost.
 //!
 //! A live mount is a [`fs_manager::MountedTree`]: a capture asks it for its tree, which it
 //! builds from the directories that changed (O(changed), no walk). What a mount does not
 //! support fails with a clean errno: hard links, devices, FIFOs and sockets (`EPERM`),
-//! `RENAME_EXCHANGE` (`EINVAL`).
+//! `RENAME_EXCHANGE` (`EINVAL`), extended attributes (`ENOSYS`).
+//!
+//! Its modules form layers; each uses only those below it:
+//!
+//! ```text
+//! fuse          the kernel's requests, answered from the state
+//! state         the tree in memory: lookups, changes, captures, the journal's replay
+//! layer, scope  the layer on disk; what a capture leaves out
+//! ```
 
 mod fuse;
 mod layer;
