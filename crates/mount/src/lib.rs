@@ -1,7 +1,7 @@
 //! `mount`: a snapshot served by FUSE (the `fuser` crate) as a writable directory, ready
 //! at once. Directories are read from the store when first looked at, files when first
-//! read (verified as every read is); every change goes to the mount's *layer* (see
-//! [`layer`](crate::layer): upper files and a journal of names), so nothing is copied
+//! read (verified as every read is); every change goes to the mount's *layer* (upper
+//! files and a journal of names in the store folder), so nothing is copied
 //! until it is written and a mount that was killed is attached again with nothing lost.
 //!
 //! A live mount is a [`fs_manager::MountedTree`]: a capture asks it for its tree, which it
