@@ -159,11 +159,15 @@ fn seaweedfs_faults_leave_nothing_half_visible_and_nothing_wrong_stored() {
 
     // The gateway dies after the first pack's index landed: the push fails, the snapshot is
     // not visible; pushed again, only the rest moves.
-    let big = big_project(&a, "big", 100);
+    // Big enough (about ten packs) that the push is far from done when the first index is
+    // seen; the push is stopped the moment it is seen, so the gateway dies under it.
+    let files = 300;
+    let big = big_project(&a, "big", files);
     let mut push = a.command(&["--json", "push", &big]);
     push.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let child = push.spawn().unwrap();
+    let pid = child.id().to_string();
     let started = std::time::Instant::now();
     while listing(&endpoint, "eng:cairn-faults/team/index").is_empty() {
         assert!(
@@ -172,7 +176,18 @@ fn seaweedfs_faults_leave_nothing_half_visible_and_nothing_wrong_stored() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+    let signal = |sig: &str| {
+        assert!(
+            std::process::Command::new("kill")
+                .args([sig, &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+    };
+    signal("-STOP");
     cluster.kill_s3();
+    signal("-CONT");
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(3), "the push failed: {text}");
@@ -181,7 +196,7 @@ fn seaweedfs_faults_leave_nothing_half_visible_and_nothing_wrong_stored() {
     let (code, v) = b.json(&["checkout", &big, "big"]);
     assert_eq!(code, 2, "half a push is not visible: {v}");
     let again = a.ok(&["push", &big]);
-    let total = 100 * 2 + 1 + 1; // blobs and their chunks are one object each here, a tree, a snapshot
+    let total = files as u64 * 2 + 1 + 1; // blobs and their chunks are one object each here, a tree, a snapshot
     let sent = again["objects_sent"].as_u64().unwrap();
     assert!(sent > 0 && sent < total, "resumed, not restarted: {again}");
     assert!(again["objects_present"].as_u64() > Some(0), "{again}");
