@@ -300,6 +300,10 @@ enum Command {
         /// List what would change; change nothing.
         #[arg(long)]
         dry_run: bool,
+        /// Pick the state in a terminal: the worktree's checkpoints and snapshots, newest
+        /// first; Enter previews, a second Enter rewinds, Esc changes nothing.
+        #[arg(short, long, conflicts_with_all = ["to", "dry_run"])]
+        interactive: bool,
     },
     /// Revert the newest change set not yet undone, if its files are as it left them.
     Undo {
@@ -451,6 +455,11 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
             command,
         } => commands::run::sandbox_exec(&policy, &scratch, &command),
         Command::Mcp => return Err(Error::usage("usage", "cairn mcp runs on its own")),
+        Command::Rewind {
+            dir,
+            interactive: true,
+            ..
+        } => return commands::picker::rewind(ctx, dir),
         Command::Serve { socket, for_mounts } => {
             commands::serve::run(ctx, socket.as_deref(), for_mounts)?
         }
@@ -711,7 +720,12 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
             message,
             max_file_size,
         }),
-        Command::Rewind { dir, to, dry_run } => Request::Rewind(RewindOptions { dir, to, dry_run }),
+        Command::Rewind {
+            dir,
+            to,
+            dry_run,
+            interactive: _,
+        } => Request::Rewind(RewindOptions { dir, to, dry_run }),
         Command::Undo { dir } => Request::Undo(UndoOptions { worktree: dir }),
         Command::Redo { dir } => Request::Redo(UndoOptions { worktree: dir }),
         Command::Op {

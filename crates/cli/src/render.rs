@@ -62,6 +62,23 @@ pub fn report(outcome: &Outcome, view: &View) -> Report {
                 if o.read_only { " (read-only)" } else { "" }
             ),
         ),
+        Outcome::Timeline(o) => Report::new(
+            json,
+            o.entries
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} {}{}\n",
+                        e.snapshot.id.short(12),
+                        e.checkpoint
+                            .as_deref()
+                            .map(|n| format!("[{n}] "))
+                            .unwrap_or_default(),
+                        e.snapshot.message.lines().next().unwrap_or("")
+                    )
+                })
+                .collect::<String>(),
+        ),
         Outcome::Unmount(o) => Report::new(
             json,
             if o.materialized {

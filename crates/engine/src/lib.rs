@@ -102,7 +102,8 @@ pub use request::{Outcome, Request};
 pub use reversible::{
     AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,
     DiscardOutcome, NothingToUndo, OpItem, OpLogOptions, OpLogOutcome, RecoverOptions,
-    RecoverOutcome, RefusedPath, RewindOptions, UndoDone, UndoOptions, UndoOutcome,
+    RecoverOutcome, RefusedPath, RewindOptions, TimelineEntry, TimelineOptions, TimelineOutcome,
+    UndoDone, UndoOptions, UndoOutcome,
 };
 pub use store::discover_store;
 pub use view::{

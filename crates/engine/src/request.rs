@@ -19,7 +19,7 @@ use crate::remotes::{
 use crate::reversible::{
     AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,
     DiscardOutcome, OpLogOptions, OpLogOutcome, RecoverOptions, RecoverOutcome, RewindOptions,
-    UndoOptions, UndoOutcome,
+    TimelineOptions, TimelineOutcome, UndoOptions, UndoOutcome,
 };
 use crate::view::{
     DiffOptions, DiffOutcome, LogOptions, LogOutcome, ReviewOptions, ReviewOutcome, StatusOptions,
@@ -149,6 +149,7 @@ verbs! {
     Undo(UndoOptions) -> UndoOutcome = "undo" via undo;
     Redo(UndoOptions) -> UndoOutcome = "redo" via redo;
     OpLog(OpLogOptions) -> OpLogOutcome = "op_log" via op_log;
+    Timeline(TimelineOptions) -> TimelineOutcome = "timeline" via timeline;
     Accept(AcceptOptions) -> AcceptOutcome = "accept" via accept;
     Discard(DiscardOptions) -> DiscardOutcome = "discard" via discard;
     Recover(RecoverOptions) -> RecoverOutcome = "recover" via recover;

@@ -611,53 +611,63 @@ impl Engine {
             Some(id) => reader.log(id, options.max_count)?,
             None => Vec::new(),
         };
-        let mut snapshots = Vec::new();
-        for (id, snap) in history {
-            let stat = if options.stat {
-                // Against the first parent; a root snapshot against the empty tree.
-                let empty = cas::Tree::default();
-                let parent_tree = match snap.parents.first() {
-                    Some(p) => reader.snapshot(*p)?.tree,
-                    None => empty.id(),
-                };
-                let side = |tree| Side {
-                    tree,
-                    memory: [(empty.id(), empty.clone())].into(),
-                    root: None,
-                };
-                Some(compare(
-                    &reader,
-                    &side(parent_tree),
-                    &side(snap.tree),
-                    &[],
-                    Detail::Counts,
-                )?)
-            } else {
-                None
-            };
-            snapshots.push(LogEntry {
-                id,
-                tree: snap.tree,
-                parents: snap.parents,
-                labels: snap
-                    .labels
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect(),
-                created: snap.created.to_string(),
-                source: snap.source.map(|s| SourceOut {
-                    path: s.path,
-                    git: s.git.map(|g| SourceGit {
-                        commit: g.commit,
-                        dirty: g.dirty,
-                    }),
-                }),
-                message: snap.message,
-                stat,
-            });
-        }
+        let snapshots = history
+            .into_iter()
+            .map(|(id, snap)| log_entry(&reader, id, snap, options.stat))
+            .collect::<Result<_, _>>()?;
         Ok(LogOutcome { snapshots })
     }
+}
+
+/// One snapshot as `log` shows it; with `stat`, its changes against its first parent (a
+/// root snapshot against the empty tree).
+pub(crate) fn log_entry(
+    reader: &Reader,
+    id: SnapshotId,
+    snap: cas::Snapshot,
+    stat: bool,
+) -> Result<LogEntry, Error> {
+    let stat = if stat {
+        let empty = cas::Tree::default();
+        let parent_tree = match snap.parents.first() {
+            Some(p) => reader.snapshot(*p)?.tree,
+            None => empty.id(),
+        };
+        let side = |tree| Side {
+            tree,
+            memory: [(empty.id(), empty.clone())].into(),
+            root: None,
+        };
+        Some(compare(
+            reader,
+            &side(parent_tree),
+            &side(snap.tree),
+            &[],
+            Detail::Counts,
+        )?)
+    } else {
+        None
+    };
+    Ok(LogEntry {
+        id,
+        tree: snap.tree,
+        parents: snap.parents,
+        labels: snap
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect(),
+        created: snap.created.to_string(),
+        source: snap.source.map(|s| SourceOut {
+            path: s.path,
+            git: s.git.map(|g| SourceGit {
+                commit: g.commit,
+                dirty: g.dirty,
+            }),
+        }),
+        message: snap.message,
+        stat,
+    })
 }
 
 /// The head of the worktree at `dir` (exactly, or the registered worktree containing it).

@@ -3,6 +3,7 @@
 
 pub mod init;
 pub mod mcp;
+pub mod picker;
 pub mod refs;
 pub mod remotes;
 pub mod reversible;
