@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::support::{Env, stderr};
+use crate::support::{Env, Server, stderr};
 
 /// The tmux binary: from PATH, else installed from Debian (as root).
 fn tmux() -> PathBuf {
@@ -143,11 +143,12 @@ fn worktree(env: &Env) -> Utf8PathBuf {
 }
 
 /// Runs `cairn rewind DIR -i --json` in the terminal; its stdout and exit status go to files.
+/// A lock timeout of zero: with a server up, a store opened here instead would fail.
 fn picker(env: &Env, dir: &Utf8Path) -> (Terminal, Utf8PathBuf, Utf8PathBuf) {
     let json = env.path().join("out.json");
     let status = env.path().join("status");
     let line = format!(
-        "env NO_COLOR=1 HOME={home} {cairn} --store {store} --json rewind {dir} -i > {json}; echo $? > {status}",
+        "env NO_COLOR=1 CAIRN_LOCK_TIMEOUT=0 HOME={home} {cairn} --store {store} --json rewind {dir} -i > {json}; echo $? > {status}",
         home = env.path().join("home"),
         cairn = env!("CARGO_BIN_EXE_cairn"),
         store = env.store(),
@@ -236,6 +237,23 @@ fn the_picker_lists_turns_previews_then_rewinds_and_undo_brings_the_live_edit_ba
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(read(&dir, "a.txt").as_deref(), Some("three\n"));
     assert_eq!(read(&dir, "b.txt").as_deref(), Some("new\n"));
+}
+
+#[test]
+fn through_a_server_the_picker_rewinds_the_same() {
+    let env = Env::new();
+    let dir = worktree(&env);
+    let server = Server::start(&env);
+    let (terminal, json, status) = picker(&env, &dir);
+    terminal.wait_for("Turn 2: fix the login bug");
+    terminal.keys(&["Down", "Enter"]);
+    terminal.wait_for("Rewind to start");
+    terminal.keys(&["Enter"]);
+    let (code, out) = ended(&json, &status);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(read(&dir, "a.txt").as_deref(), Some("one\n"));
+    assert_eq!(read(&dir, "b.txt"), None);
+    assert!(server.stop().success());
 }
 
 #[test]

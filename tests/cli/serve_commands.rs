@@ -8,57 +8,7 @@ use std::time::{Duration, Instant};
 use cairn_client::{Client, Object, ObjectKind, ObjectRef};
 use camino::Utf8PathBuf;
 
-use crate::support::{Env, stderr, stdout};
-
-struct Server {
-    child: Child,
-    socket: Utf8PathBuf,
-}
-
-impl Server {
-    fn start(env: &Env) -> Server {
-        let child = env
-            .command()
-            .arg("--store")
-            .arg(env.store().as_str())
-            .arg("serve")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let socket = Client::socket_of(&env.store());
-        let started = Instant::now();
-        while Client::connect(&socket).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "cairn serve did not come up on {socket}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Server { child, socket }
-    }
-
-    fn client(&self) -> Client {
-        Client::connect(&self.socket).unwrap()
-    }
-
-    /// SIGTERM, then the exit status.
-    fn stop(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        assert!(sent.success());
-        let status = self.child.wait().unwrap();
-        std::mem::forget(self);
-        status
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::support::{Env, Server, stderr, stdout};
 
 /// `cairn` with a store lock timeout of zero: a command that did not go through the server
 /// would fail at once on the store the server holds.

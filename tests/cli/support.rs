@@ -1,5 +1,8 @@
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use cairn_client::Client;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{
@@ -190,4 +193,55 @@ pub fn python_venv(name: &str, requirement: &str) -> PathBuf {
         std::fs::write(&ready, "").unwrap();
     }
     python
+}
+
+/// A `cairn serve` of the env's store, up and answering; killed when dropped.
+pub struct Server {
+    pub child: Child,
+    pub socket: Utf8PathBuf,
+}
+
+impl Server {
+    pub fn start(env: &Env) -> Server {
+        let child = env
+            .command()
+            .arg("--store")
+            .arg(env.store().as_str())
+            .arg("serve")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let socket = Client::socket_of(&env.store());
+        let started = Instant::now();
+        while Client::connect(&socket).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "cairn serve did not come up on {socket}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Server { child, socket }
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(&self.socket).unwrap()
+    }
+
+    /// SIGTERM, then the exit status.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(sent.success());
+        let status = self.child.wait().unwrap();
+        std::mem::forget(self);
+        status
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
