@@ -148,6 +148,15 @@ enum Command {
         #[arg(short, long)]
         message: Option<String>,
     },
+    /// A worktree's remembered sandbox grants (what `cairn run` may write beyond the
+    /// worktree, and the network); reading stays allowed everywhere.
+    #[command(args_conflicts_with_subcommands = true)]
+    Policy {
+        /// The worktree (default: the one holding the current directory).
+        worktree: Option<Utf8PathBuf>,
+        #[command(subcommand)]
+        action: Option<commands::policy::PolicyAction>,
+    },
     /// The worktree registry.
     Worktree {
         #[command(subcommand)]
@@ -660,6 +669,34 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
             commands::refs::RefAction::List { remote } => {
                 Request::RefList(RefListOptions { remote })
             }
+        },
+        Command::Policy { worktree, action } => match action {
+            None => Request::Policy(PolicyOptions { worktree }),
+            Some(commands::policy::PolicyAction::Allow {
+                worktree,
+                write,
+                network,
+                once,
+                yes,
+            }) => Request::PolicyAllow(PolicyAllowOptions {
+                worktree,
+                write,
+                network,
+                once,
+                yes,
+            }),
+            Some(commands::policy::PolicyAction::Revoke {
+                worktree,
+                write,
+                network,
+                once,
+            }) => Request::PolicyRevoke(PolicyRevokeOptions {
+                worktree,
+                write,
+                network,
+                once,
+                spent: false,
+            }),
         },
         Command::Remote { action } => match action {
             commands::remotes::RemoteAction::Add {

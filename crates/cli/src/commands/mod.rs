@@ -3,6 +3,7 @@
 
 pub mod init;
 pub mod mcp;
+pub mod policy;
 pub mod refs;
 pub mod remotes;
 pub mod reversible;
