@@ -192,11 +192,16 @@ enum Command {
         #[arg(long)]
         short: bool,
     },
-    /// Run a command confined to a worktree (Landlock): it may write only there and in a
-    /// private temporary directory; secrets it touches are put back.
+    /// Run a command confined to a worktree (Landlock): it may write only there (and in the
+    /// other worktrees given, the worktrees' remembered grants and a private temporary
+    /// directory); secrets it touches are put back; what the kernel denied is reported.
     Run {
         /// The worktree.
         worktree: Utf8PathBuf,
+        /// Another worktree the command may write, snapshotted and protected the same way
+        /// (repeatable).
+        #[arg(long, value_name = "WORKTREE")]
+        also: Vec<Utf8PathBuf>,
         /// Write nowhere but the private temporary directory (for verifiers).
         #[arg(long)]
         read_only: bool,
@@ -217,6 +222,7 @@ enum Command {
     SandboxExec {
         policy: String,
         scratch: std::path::PathBuf,
+        report: std::path::PathBuf,
         #[arg(last = true)]
         command: Vec<std::ffi::OsString>,
     },
@@ -438,6 +444,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
         Command::Init { path } => commands::init::run(ctx, path)?,
         Command::Run {
             worktree,
+            also,
             read_only,
             network,
             allow_write,
@@ -446,6 +453,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
         } => {
             let args = commands::run::RunArgs {
                 worktree: &worktree,
+                also: &also,
                 read_only,
                 network,
                 allow_write: &allow_write,
@@ -457,8 +465,9 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
         Command::SandboxExec {
             policy,
             scratch,
+            report,
             command,
-        } => commands::run::sandbox_exec(&policy, &scratch, &command),
+        } => commands::run::sandbox_exec(&policy, &scratch, &report, &command),
         Command::Mcp => return Err(Error::usage("usage", "cairn mcp runs on its own")),
         Command::Serve { socket, for_mounts } => {
             commands::serve::run(ctx, socket.as_deref(), for_mounts)?
