@@ -319,22 +319,11 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
             steps.spend(&m.root, &m.grants.once)?;
         }
     }
-    match &denials {
-        Ok(denied) => {
-            for d in denied {
-                let grant = if d.access.starts_with("net.") {
-                    "--network".to_owned()
-                } else {
-                    format!("--write {}", d.path)
-                };
-                human.push_str(&format!(
-                    "denied {} on {} (to allow it: cairn policy allow {root} {grant})\n",
-                    d.access, d.path
-                ));
-            }
-        }
-        Err(why) => human.push_str(&format!("denials not known: {why}\n")),
-    }
+    let notes = if ctx.json {
+        Vec::new()
+    } else {
+        denial_notes(&denials, &root, exit_code)
+    };
     let (denied, denied_unavailable) = match denials {
         Ok(d) => (Some(d), None),
         Err(why) => (None, Some(why)),
@@ -350,7 +339,8 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
         denied_unavailable,
     };
     let n = outcome.violations.len();
-    let report = Report::new(outcome, human).with_exit(exit_code);
+    let mut report = Report::new(outcome, human).with_exit(exit_code);
+    report.notes = notes;
     if exit_code == 0 && n > 0 {
         let mut message = format!(
             "the command changed {n} denied path{}; put back",
@@ -360,6 +350,33 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
         return Ok(report.refused(message));
     }
     Ok(report)
+}
+
+/// For stderr: each denial with the grant that would allow it, or why they are not known
+/// when the command failed.
+fn denial_notes(
+    denials: &Result<Vec<Denial>, String>,
+    root: &Utf8Path,
+    exit_code: i32,
+) -> Vec<String> {
+    match denials {
+        Ok(denied) => denied
+            .iter()
+            .map(|d| {
+                let grant = if d.access.starts_with("net.") {
+                    "--network".to_owned()
+                } else {
+                    format!("--write {}", d.path)
+                };
+                format!(
+                    "the sandbox denied {} on {} (to allow it: cairn policy allow {root} {grant})",
+                    d.access, d.path
+                )
+            })
+            .collect(),
+        Err(why) if exit_code != 0 => vec![format!("what the sandbox denied is not known: {why}")],
+        Err(_) => Vec::new(),
+    }
 }
 
 /// What stays read-only inside what is writable: each worktree's `.git` (a directory, or
