@@ -681,31 +681,24 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
         },
         Command::Policy { worktree, action } => match action {
             None => Request::Policy(PolicyOptions { worktree }),
-            Some(commands::policy::PolicyAction::Allow {
-                worktree,
-                write,
-                network,
-                once,
-                yes,
-            }) => Request::PolicyAllow(PolicyAllowOptions {
-                worktree,
-                write,
-                network,
-                once,
-                yes,
-            }),
-            Some(commands::policy::PolicyAction::Revoke {
-                worktree,
-                write,
-                network,
-                once,
-            }) => Request::PolicyRevoke(PolicyRevokeOptions {
-                worktree,
-                write,
-                network,
-                once,
-                spent: false,
-            }),
+            Some(commands::policy::PolicyAction::Allow { grant, yes }) => {
+                Request::PolicyAllow(PolicyAllowOptions {
+                    worktree: grant.worktree,
+                    write: grant.write,
+                    network: grant.network,
+                    once: grant.once,
+                    yes,
+                })
+            }
+            Some(commands::policy::PolicyAction::Revoke { grant }) => {
+                Request::PolicyRevoke(PolicyRevokeOptions {
+                    worktree: grant.worktree,
+                    write: grant.write,
+                    network: grant.network,
+                    once: grant.once,
+                    spent: false,
+                })
+            }
         },
         Command::Remote { action } => match action {
             commands::remotes::RemoteAction::Add {

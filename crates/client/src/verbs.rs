@@ -359,8 +359,14 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Grant every later `cairn run` of a worktree (or, with once, the next one only) writing beneath paths or the network, recorded in its op log. Ask for exactly what a run's `denied` listed. A path must be absolute, existing and canonical, never the store's folder; `/` or $HOME whole needs yes.",
         args: &[
             (Arg::Positional("worktree", false), "The worktree."),
-            (Arg::Paths("write"), "Absolute, existing, canonical paths to make writable."),
-            (Arg::Switch("network", "--network"), "Allow TCP bind and connect."),
+            (
+                Arg::Paths("write"),
+                "Absolute, existing, canonical paths to make writable.",
+            ),
+            (
+                Arg::Switch("network", "--network"),
+                "Allow TCP bind and connect.",
+            ),
             (Arg::Switch("once", "--once"), "For the next run only."),
             (
                 Arg::Switch("yes", "--yes"),

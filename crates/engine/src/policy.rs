@@ -70,6 +70,25 @@ pub struct PolicyOutcome {
     pub policy: SandboxGrants,
 }
 
+/// Which grants of which worktree a change is to, and its op-log name.
+struct Target<'a> {
+    worktree: &'a Utf8Path,
+    once: bool,
+    op: &'static str,
+}
+
+/// The grants a call names; naming none is bad usage.
+fn asked(verb: &str, writable: Vec<Utf8PathBuf>, network: bool) -> Result<GrantSet, Error> {
+    let asked = GrantSet { writable, network };
+    if asked.is_empty() {
+        return Err(Error::usage(
+            "usage",
+            format!("policy {verb}: name a writable path (--write PATH) or --network"),
+        ));
+    }
+    Ok(asked)
+}
+
 fn invalid(message: String) -> Error {
     Error::usage("invalid_grant", message)
 }
@@ -173,30 +192,19 @@ impl Engine {
         call: &Call,
         options: PolicyAllowOptions,
     ) -> Result<PolicyOutcome, Error> {
-        let asked = GrantSet {
-            writable: options.write,
-            network: options.network,
-        };
-        if asked.is_empty() {
-            return Err(Error::usage(
-                "usage",
-                "policy allow: name a path to make writable (--write PATH) or --network",
-            ));
-        }
+        let asked = asked("allow", options.write, options.network)?;
         let store = self.store(Access::Write)?;
         let store_dir = std::fs::canonicalize(store.root().as_std_path())
             .map_err(|e| Error::failure("io", format!("{}: {e}", store.root())))?;
         for path in &asked.writable {
             check_writable(path, &store_dir, options.yes)?;
         }
-        let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
-        let once = options.once;
-        let record = self.worktrees.change_grants(&store, &root, |grants| {
-            let set = if once {
-                &mut grants.once
-            } else {
-                &mut grants.always
-            };
+        let target = Target {
+            worktree: &options.worktree,
+            once: options.once,
+            op: "policy_allow",
+        };
+        self.change_grants(call, &store, &target, |set, _| {
             let mut added = GrantSet::default();
             for path in &asked.writable {
                 if !set.writable.contains(path) {
@@ -206,11 +214,7 @@ impl Engine {
             }
             added.network = asked.network && !set.network;
             set.network |= asked.network;
-            Ok::<_, Error>((!added.is_empty()).then(|| entry("policy_allow", &added, once)))
-        })?;
-        Ok(PolicyOutcome {
-            worktree: record.root,
-            policy: record.grants,
+            Ok(added)
         })
     }
 
@@ -221,55 +225,61 @@ impl Engine {
         call: &Call,
         options: PolicyRevokeOptions,
     ) -> Result<PolicyOutcome, Error> {
-        let asked = GrantSet {
-            writable: options.write,
-            network: options.network,
-        };
-        if asked.is_empty() {
-            return Err(Error::usage(
-                "usage",
-                "policy revoke: name a writable path (--write PATH) or --network",
-            ));
-        }
+        let asked = asked("revoke", options.write, options.network)?;
         let store = self.store(Access::Write)?;
-        let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
-        let (once, spent) = (options.once || options.spent, options.spent);
-        let record = self.worktrees.change_grants(&store, &root, |grants| {
-            let set = if once {
-                &mut grants.once
+        let spent = options.spent;
+        let target = Target {
+            worktree: &options.worktree,
+            once: options.once || spent,
+            op: if spent {
+                "policy_spent"
             } else {
-                &mut grants.always
+                "policy_revoke"
+            },
+        };
+        let kind = if target.once { "next-run " } else { "" };
+        self.change_grants(call, &store, &target, |set, root| {
+            let missing = |what: String| {
+                Error::usage(
+                    "unknown_grant",
+                    format!("{root}: has no {kind}grant {what}"),
+                )
             };
-            let kind = if once { "next-run " } else { "" };
             let mut taken = GrantSet::default();
             for path in &asked.writable {
                 match set.writable.iter().position(|p| p == path) {
                     Some(i) => taken.writable.push(set.writable.remove(i)),
                     None if spent => {}
-                    None => {
-                        return Err(Error::usage(
-                            "unknown_grant",
-                            format!("{root}: has no {kind}grant to write {path}"),
-                        ));
-                    }
+                    None => return Err(missing(format!("to write {path}"))),
                 }
             }
-            if asked.network {
-                if !set.network && !spent {
-                    return Err(Error::usage(
-                        "unknown_grant",
-                        format!("{root}: has no {kind}grant of the network"),
-                    ));
-                }
-                taken.network = set.network;
-                set.network = false;
+            if asked.network && !set.network && !spent {
+                return Err(missing("of the network".into()));
             }
-            let op = if spent {
-                "policy_spent"
+            taken.network = asked.network && set.network;
+            set.network &= !asked.network;
+            Ok(taken)
+        })
+    }
+
+    /// Edits the grants of `target`'s worktree under its lock: `edit` changes the set
+    /// (remembered, or next-run only) and returns what it changed, which is logged.
+    fn change_grants(
+        &self,
+        call: &Call,
+        store: &crate::store::StoreRef<'_>,
+        target: &Target<'_>,
+        edit: impl FnOnce(&mut GrantSet, &Utf8Path) -> Result<GrantSet, Error>,
+    ) -> Result<PolicyOutcome, Error> {
+        let root = registered(&store.reader()?, &call.path(target.worktree))?.root;
+        let record = self.worktrees.change_grants(store, &root, |grants| {
+            let set = if target.once {
+                &mut grants.once
             } else {
-                "policy_revoke"
+                &mut grants.always
             };
-            Ok((!taken.is_empty()).then(|| entry(op, &taken, once)))
+            let changed = edit(set, &root)?;
+            Ok::<_, Error>((!changed.is_empty()).then(|| entry(target.op, &changed, target.once)))
         })?;
         Ok(PolicyOutcome {
             worktree: record.root,
