@@ -351,7 +351,8 @@ const ENCODED: &[&str] = &["path", "exe", "comm", "name"];
 
 /// A value the kernel hex-encoded, if `raw` is one.
 fn unhex(raw: &str) -> Option<String> {
-    if raw.len() < 2 || !raw.len().is_multiple_of(2) || !raw.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if raw.len() < 2 || !raw.len().is_multiple_of(2) || !raw.bytes().all(|b| b.is_ascii_hexdigit())
+    {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..raw.len())
