@@ -148,6 +148,7 @@ fn request(
     kind: u16,
     payload: &[u8],
     reply: Option<u16>,
+    what: &'static str,
 ) -> Result<Option<Vec<u8>>, AuditUnavailable> {
     let flags = if reply.is_some() {
         NLM_F_REQUEST
@@ -166,7 +167,7 @@ fn request(
                 .unwrap_or(0);
             if code != 0 {
                 return Err(AuditUnavailable::Netlink {
-                    what: "an audit request (needs CAP_AUDIT_CONTROL or CAP_AUDIT_WRITE)",
+                    what,
                     source: std::io::Error::from_raw_os_error(-code),
                 });
             }
@@ -181,7 +182,14 @@ fn request(
 
 /// The kernel's audit status: whether it is on, and how many records it lost so far.
 fn status(fd: &OwnedFd) -> Result<(bool, u32), AuditUnavailable> {
-    let body = request(fd, AUDIT_GET, &[], Some(AUDIT_GET))?.unwrap_or_default();
+    let body = request(
+        fd,
+        AUDIT_GET,
+        &[],
+        Some(AUDIT_GET),
+        "reading the audit status (needs CAP_AUDIT_CONTROL)",
+    )?
+    .unwrap_or_default();
     let word = |i: usize| {
         body.get(i * 4..i * 4 + 4)
             .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
@@ -206,7 +214,14 @@ pub fn set_audit_enabled(on: bool) -> Result<(), AuditUnavailable> {
     let mut payload = [0u8; 4 * 11];
     payload[..4].copy_from_slice(&AUDIT_STATUS_ENABLED.to_ne_bytes());
     payload[4..8].copy_from_slice(&u32::from(on).to_ne_bytes());
-    request(&socket(0)?, AUDIT_SET, &payload, None).map(drop)
+    request(
+        &socket(0)?,
+        AUDIT_SET,
+        &payload,
+        None,
+        "setting the audit status (needs CAP_AUDIT_CONTROL)",
+    )
+    .map(drop)
 }
 
 /// Listens to the kernel's audit records from before a sandboxed command starts.
@@ -243,7 +258,13 @@ impl DenialLog {
         let marker = format!("cairn run: end of pid {pid}, marker {}", std::process::id());
         let mut text = marker.clone().into_bytes();
         text.push(0);
-        request(&self.control, AUDIT_USER, &text, None)?;
+        request(
+            &self.control,
+            AUDIT_USER,
+            &text,
+            None,
+            "writing an audit record (needs CAP_AUDIT_WRITE)",
+        )?;
         let mut buf = vec![0u8; 16 * 1024];
         let mut domains = Vec::new();
         let mut accesses = Vec::new();
