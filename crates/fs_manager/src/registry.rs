@@ -468,4 +468,31 @@ mod tests {
         assert_eq!(OPLOG, cas::FORMAT_1_OPLOG);
         assert_eq!(FILE_STATES, cas::FORMAT_1_FILE_STATES);
     }
+
+    /// A record written before grants existed reads as granting nothing, and grants
+    /// round-trip in the shape `cairn policy` shows.
+    #[test]
+    fn records_without_grants_read_and_grants_round_trip() {
+        let old =
+            br#"{"root":"/w","kind":"in_place","head":null,"created":"2026-01-01T00:00:00Z"}"#;
+        let record = decode_worktree(Utf8Path::new("/w"), old).expect("an old record reads");
+        assert!(record.grants.is_empty());
+        assert!(
+            !String::from_utf8(serde_json::to_vec(&record).expect("encodes"))
+                .expect("utf-8")
+                .contains("grants"),
+            "no grants, no field"
+        );
+        let mut record = record;
+        record.grants.always.writable.push("/srv/cache".into());
+        record.grants.once.network = true;
+        let json = serde_json::to_value(&record).expect("encodes");
+        assert_eq!(
+            json["grants"],
+            serde_json::json!({"writable": ["/srv/cache"], "network": false,
+                "once": {"writable": [], "network": true}})
+        );
+        let back: WorktreeRecord = serde_json::from_value(json).expect("decodes");
+        assert_eq!(back, record);
+    }
 }
