@@ -261,6 +261,10 @@ impl DenialLog {
             None,
             "writing an audit record (needs CAP_AUDIT_WRITE)",
         )?;
+        // Turned off during the run: the marker is dropped, so do not wait for it.
+        if !status(&self.control)? {
+            return Err(AuditUnavailable::Off);
+        }
         let mut buf = vec![0u8; 16 * 1024];
         let mut domains = Vec::new();
         let mut accesses = Vec::new();
