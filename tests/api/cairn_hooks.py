@@ -18,7 +18,7 @@ from schemathesis.openapi.checks import RejectedPositiveData
 SANDBOX = os.environ["CAIRN_SANDBOX"]
 
 # Verb arguments that name a directory (or may: `a`, `b`, `target` also take snapshots).
-PATH_ARGUMENTS = {"worktree", "dest", "dir", "target", "a", "b", "into", "paths", "src", "path"}
+PATH_ARGUMENTS = {"worktree", "dest", "dir", "target", "a", "b", "into", "paths", "src", "path", "write"}
 
 def inside(value):
     """`value` as a name that stays in the directory it is resolved against."""

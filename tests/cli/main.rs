@@ -14,6 +14,7 @@ mod mcp_client;
 mod merge_commands;
 mod mount_commands;
 mod picker;
+mod policy_commands;
 mod remote_commands;
 mod remote_engines;
 mod reversible_commands;

@@ -1,6 +1,6 @@
 //! `cairn run` under real Landlock.
 
-use crate::support::{Env, stderr};
+use crate::support::{Env, stderr, stdout};
 
 fn setup(env: &Env) -> camino::Utf8PathBuf {
     let w = env.path().join("w");
@@ -256,4 +256,267 @@ fn the_put_back_never_follows_a_planted_symlink() {
     assert_eq!(std::fs::read_to_string(kept).unwrap(), "S=1\n");
     assert!(v["message"].as_str().unwrap().contains(kept), "{v}");
     std::fs::remove_dir_all(std::path::Path::new(kept).parent().unwrap()).unwrap();
+}
+
+/// A directory outside the worktree, canonical (as a grant must be).
+fn outside_dir(env: &Env, name: &str) -> String {
+    let dir = env.path().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::canonicalize(&dir)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn policy(env: &Env, args: &[&str]) -> (i32, serde_json::Value) {
+    let mut all = vec!["policy"];
+    all.extend_from_slice(args);
+    env.json(&all)
+}
+
+#[test]
+fn a_granted_path_stays_writable_for_every_run_until_revoked() {
+    let env = Env::new();
+    let w = setup(&env);
+    let out = outside_dir(&env, "out");
+    let script = format!("echo made > {out}/f");
+    let write_out = [w.as_str(), "--", "sh", "-c", script.as_str()];
+    let (code, v) = run(&env, &write_out);
+    assert_ne!(code, 0, "denied before the grant: {v}");
+    assert!(!std::path::Path::new(&out).join("f").exists());
+
+    let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["policy"]["writable"][0], out.as_str(), "{v}");
+    for _ in 0..2 {
+        let (code, v) = run(&env, &write_out);
+        assert_eq!(code, 0, "the grant is remembered: {v}");
+        assert_eq!(
+            std::fs::read_to_string(format!("{out}/f")).unwrap(),
+            "made\n"
+        );
+        let roots = v["policy"]["writable_roots"].as_array().unwrap();
+        assert!(roots.iter().any(|r| r == out.as_str()), "{v}");
+        std::fs::remove_file(format!("{out}/f")).unwrap();
+    }
+
+    let (code, v) = policy(&env, &["revoke", w.as_str(), "--write", &out]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["policy"]["writable"], serde_json::json!([]), "{v}");
+    let (code, v) = run(&env, &write_out);
+    assert_ne!(code, 0, "denied again after the revoke: {v}");
+    assert!(!std::path::Path::new(&out).join("f").exists());
+
+    // The op log says who granted what, and when.
+    let (_, log) = env.json(&["op", "log", w.as_str()]);
+    let ops = log["ops"].as_array().unwrap();
+    let allow = ops.iter().find(|o| o["op"] == "policy_allow").unwrap();
+    assert_eq!(allow["detail"], format!("--write {out}"), "{log}");
+    assert!(
+        allow["by"].is_string() && allow["time"].is_string(),
+        "{log}"
+    );
+    assert!(ops.iter().any(|o| o["op"] == "policy_revoke"), "{log}");
+    let human = stdout(&env.cairn(&["op", "log", w.as_str()]));
+    assert!(
+        human.contains(&format!("policy_allow - -> - --write {out} (by ")),
+        "{human}"
+    );
+}
+
+#[test]
+fn a_once_grant_serves_the_next_run_only() {
+    let env = Env::new();
+    let w = setup(&env);
+    let out = outside_dir(&env, "out");
+    let script = format!("echo once >> {out}/f");
+    let write_out = [w.as_str(), "--", "sh", "-c", script.as_str()];
+    let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out, "--once"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["policy"]["once"]["writable"][0], out.as_str(), "{v}");
+    assert_eq!(v["policy"]["writable"], serde_json::json!([]), "{v}");
+    let (code, v) = run(&env, &write_out);
+    assert_eq!(code, 0, "{v}");
+    let (_, v) = policy(&env, &[w.as_str()]);
+    assert_eq!(
+        v["policy"]["once"]["writable"],
+        serde_json::json!([]),
+        "spent: {v}"
+    );
+    let (code, v) = run(&env, &write_out);
+    assert_ne!(code, 0, "the second run is denied: {v}");
+    assert_eq!(
+        std::fs::read_to_string(format!("{out}/f")).unwrap(),
+        "once\n"
+    );
+    let (_, log) = env.json(&["op", "log", w.as_str()]);
+    let spent = log["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["op"] == "policy_spent")
+        .unwrap_or_else(|| panic!("{log}"));
+    assert_eq!(spent["detail"], format!("--write {out} --once"), "{log}");
+}
+
+#[test]
+fn a_network_grant_lets_the_command_connect() {
+    let env = Env::new();
+    let w = setup(&env);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accept = std::thread::spawn(move || {
+        let _ = listener.accept();
+    });
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+    let args = [w.as_str(), "--", "bash", "-c", connect.as_str()];
+    let (code, _) = run(&env, &args);
+    assert_ne!(code, 0, "no network without a grant");
+    let (code, v) = policy(&env, &["allow", w.as_str(), "--network"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["policy"]["network"], true, "{v}");
+    let (code, v) = run(&env, &args);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["policy"]["network"], true, "{v}");
+    accept.join().unwrap();
+}
+
+#[test]
+fn two_worktrees_in_one_run_are_both_writable_snapshotted_and_their_secrets_put_back() {
+    let env = Env::new();
+    let w = setup(&env);
+    let w2 = env.path().join("w2");
+    std::fs::create_dir_all(&w2).unwrap();
+    std::fs::write(w2.join("b.txt"), "b\n").unwrap();
+    std::fs::write(w2.join(".env"), "SECOND=mine\n").unwrap();
+    assert_eq!(env.json(&["onboard", w2.as_str()]).0, 0);
+    let script = format!(
+        "echo one > a.txt && echo two > {w2}/b.txt && echo stolen > .env && echo stolen > {w2}/.env"
+    );
+    let (code, v) = run(
+        &env,
+        &[w.as_str(), "--also", w2.as_str(), "--", "sh", "-c", &script],
+    );
+    assert_eq!(code, 1, "both writable, secrets touched: {v}");
+    assert_eq!(std::fs::read_to_string(w.join("a.txt")).unwrap(), "one\n");
+    assert_eq!(std::fs::read_to_string(w2.join("b.txt")).unwrap(), "two\n");
+    assert_eq!(
+        std::fs::read_to_string(w.join(".env")).unwrap(),
+        "TOKEN=mine\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w2.join(".env")).unwrap(),
+        "SECOND=mine\n"
+    );
+    let mut got: Vec<(String, String)> = v["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["worktree"].as_str().unwrap().to_owned(),
+                x["path"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    got.sort();
+    let mut want = vec![
+        (w.to_string(), ".env".to_owned()),
+        (w2.to_string(), ".env".to_owned()),
+    ];
+    want.sort();
+    assert_eq!(got, want, "{v}");
+    let snapshots = v["snapshots"].as_array().unwrap();
+    assert_eq!(snapshots.len(), 2, "{v}");
+    assert_eq!(snapshots[0]["worktree"], w.as_str());
+    assert_eq!(snapshots[0]["snapshot"], v["snapshot"]);
+    assert_eq!(snapshots[1]["worktree"], w2.as_str());
+    let second = snapshots[1]["snapshot"].as_str().unwrap();
+    let shown = env.cairn(&["show", &format!("{second}:b.txt")]);
+    assert_eq!(
+        shown.stdout, b"two\n",
+        "the second worktree was snapshotted"
+    );
+    let first = v["snapshot"].as_str().unwrap();
+    let shown = env.cairn(&["show", &format!("{first}:a.txt")]);
+    assert_eq!(shown.stdout, b"one\n");
+}
+
+/// Turns the kernel's audit subsystem on for a test and back to what it was after.
+struct AuditOn {
+    was: bool,
+}
+
+impl AuditOn {
+    fn new() -> AuditOn {
+        let was = path_policy::audit::audit_enabled().expect("reading the audit status (root)");
+        path_policy::audit::set_audit_enabled(true).expect("turning audit on (root)");
+        AuditOn { was }
+    }
+}
+
+impl Drop for AuditOn {
+    fn drop(&mut self) {
+        let _ = path_policy::audit::set_audit_enabled(self.was);
+    }
+}
+
+#[test]
+fn denied_lists_what_the_kernel_refused_and_says_why_when_it_cannot() {
+    let env = Env::new();
+    let w = setup(&env);
+    let out = outside_dir(&env, "out");
+    let canary = env.path().join("outside.txt");
+    let canary = std::fs::canonicalize(canary).unwrap();
+    let script = format!(
+        "echo x > {out}/new; echo x > {}; echo fine > a.txt",
+        canary.display()
+    );
+    let args = [w.as_str(), "--", "sh", "-c", script.as_str()];
+    {
+        let _audit = AuditOn::new();
+        let (code, v) = run(&env, &args);
+        assert_eq!(code, 0, "{v}");
+        assert!(v.get("denied_unavailable").is_none(), "{v}");
+        let denied: Vec<(String, String)> = v["denied"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{v}"))
+            .iter()
+            .map(|d| {
+                (
+                    d["path"].as_str().unwrap().to_owned(),
+                    d["access"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        // A denied create names the directory; a denied write, the file.
+        assert!(
+            denied.contains(&(out.clone(), "fs.make_reg".to_owned())),
+            "{v}"
+        );
+        assert!(
+            denied.contains(&(
+                canary.to_str().unwrap().to_owned(),
+                "fs.write_file".to_owned()
+            )),
+            "{v}"
+        );
+        assert_eq!(denied.len(), 2, "nothing the command was allowed: {v}");
+        // The agent asks for exactly that grant, and the same command is then allowed.
+        let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out]);
+        assert_eq!(code, 0, "{v}");
+        let script = format!("echo x > {out}/new");
+        let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", &script]);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(v["denied"], serde_json::json!([]), "{v}");
+    }
+    if !path_policy::audit::audit_enabled().unwrap() {
+        let (_, v) = run(&env, &args);
+        assert!(v.get("denied").is_none(), "{v}");
+        let why = v["denied_unavailable"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{v}"));
+        assert!(why.contains("audit_enabled=0"), "{v}");
+    }
 }

@@ -509,6 +509,43 @@ fn run_does_its_store_work_through_the_server() {
     assert_eq!(shown.stdout, b"after\n");
 }
 
+/// The grants a run applies and the next-run grant it spends go through the server too
+/// (the store is the server's: a command that opened it itself would fail at once).
+#[test]
+fn run_applies_and_spends_grants_through_the_server() {
+    let env = Env::new();
+    let w = env.path().join("w");
+    let out_dir = env.path().join("out");
+    std::fs::create_dir_all(&w).unwrap();
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let out_dir = std::fs::canonicalize(&out_dir).unwrap();
+    let out_dir = out_dir.to_str().unwrap();
+    assert!(cairn(&env, &["onboard", w.as_str()]).status.success());
+    let _server = Server::start(&env);
+    let allowed = cairn(
+        &env,
+        &["policy", "allow", w.as_str(), "--write", out_dir, "--once"],
+    );
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    let script = format!("echo once >> {out_dir}/f");
+    let run = |env: &Env| {
+        cairn(
+            env,
+            &["--json", "run", w.as_str(), "--", "sh", "-c", &script],
+        )
+    };
+    let first = run(&env);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let second = run(&env);
+    assert_ne!(second.status.code(), Some(0), "the grant was spent");
+    assert_eq!(
+        std::fs::read_to_string(format!("{out_dir}/f")).unwrap(),
+        "once\n"
+    );
+    let log = cairn(&env, &["op", "log", w.as_str()]);
+    assert!(stdout(&log).contains("policy_spent"), "{}", stdout(&log));
+}
+
 #[test]
 fn long_commands_stream_progress_as_ndjson() {
     let env = Env::new();

@@ -14,7 +14,7 @@ CAIRN, STORE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 EXPECTED = {
     "snapshot", "checkout", "rollback", "diff", "status", "undo", "redo",
     "checkpoint", "rewind", "merge", "log", "review", "push", "pull", "remote_list",
-    "ref_set", "ref_list", "mount", "unmount",
+    "ref_set", "ref_list", "mount", "unmount", "policy", "policy_allow", "policy_revoke",
 }
 
 
@@ -109,6 +109,18 @@ async def main():
             assert listed["refs"] == shared["refs"], listed
             moved = await session.call_tool("ref_set", {"name": "verified@origin", "snapshot": cp["snapshot"]})
             assert moved.is_error and snap["snapshot"] in text(moved), text(moved)
+
+            # The agent asks for the grant a sandboxed run needs; the user's choice is kept.
+            cache = os.path.realpath(os.path.join(WORK, "cache"))
+            os.makedirs(cache)
+            allowed = await call(session, "policy_allow", {"worktree": wt, "write": [cache], "once": True})
+            assert allowed["policy"]["once"]["writable"] == [cache], allowed
+            shown = await call(session, "policy", {"worktree": wt})
+            assert shown["policy"] == allowed["policy"], shown
+            relative = await call(session, "policy_allow", {"worktree": wt, "write": ["cache"]}, ok=False)
+            assert relative["error"]["code"] == "invalid_grant", relative
+            revoked = await call(session, "policy_revoke", {"worktree": wt, "write": [cache], "once": True})
+            assert revoked["policy"]["once"]["writable"] == [], revoked
 
             # Refusals and errors come back as tool errors carrying cairn's message.
             for _ in range(10):

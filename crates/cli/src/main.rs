@@ -148,6 +148,15 @@ enum Command {
         #[arg(short, long)]
         message: Option<String>,
     },
+    /// A worktree's remembered sandbox grants (what `cairn run` may write beyond the
+    /// worktree, and the network); reading stays allowed everywhere.
+    #[command(args_conflicts_with_subcommands = true)]
+    Policy {
+        /// The worktree (default: the one holding the current directory).
+        worktree: Option<Utf8PathBuf>,
+        #[command(subcommand)]
+        action: Option<commands::policy::PolicyAction>,
+    },
     /// The worktree registry.
     Worktree {
         #[command(subcommand)]
@@ -183,11 +192,16 @@ enum Command {
         #[arg(long)]
         short: bool,
     },
-    /// Run a command confined to a worktree (Landlock): it may write only there and in a
-    /// private temporary directory; secrets it touches are put back.
+    /// Run a command confined to a worktree (Landlock): it may write only there (and in the
+    /// other worktrees given, the worktrees' remembered grants and a private temporary
+    /// directory); secrets it touches are put back; what the kernel denied is reported.
     Run {
         /// The worktree.
         worktree: Utf8PathBuf,
+        /// Another worktree the command may write, snapshotted and protected the same way
+        /// (repeatable).
+        #[arg(long, value_name = "WORKTREE")]
+        also: Vec<Utf8PathBuf>,
         /// Write nowhere but the private temporary directory (for verifiers).
         #[arg(long)]
         read_only: bool,
@@ -208,6 +222,7 @@ enum Command {
     SandboxExec {
         policy: String,
         scratch: std::path::PathBuf,
+        report: std::path::PathBuf,
         #[arg(last = true)]
         command: Vec<std::ffi::OsString>,
     },
@@ -433,6 +448,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
         Command::Init { path } => commands::init::run(ctx, path)?,
         Command::Run {
             worktree,
+            also,
             read_only,
             network,
             allow_write,
@@ -441,6 +457,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
         } => {
             let args = commands::run::RunArgs {
                 worktree: &worktree,
+                also: &also,
                 read_only,
                 network,
                 allow_write: &allow_write,
@@ -452,8 +469,9 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
         Command::SandboxExec {
             policy,
             scratch,
+            report,
             command,
-        } => commands::run::sandbox_exec(&policy, &scratch, &command),
+        } => commands::run::sandbox_exec(&policy, &scratch, &report, &command),
         Command::Mcp => return Err(Error::usage("usage", "cairn mcp runs on its own")),
         Command::Rewind {
             dir,
@@ -668,6 +686,27 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
             }
             commands::refs::RefAction::List { remote } => {
                 Request::RefList(RefListOptions { remote })
+            }
+        },
+        Command::Policy { worktree, action } => match action {
+            None => Request::Policy(PolicyOptions { worktree }),
+            Some(commands::policy::PolicyAction::Allow { grant, yes }) => {
+                Request::PolicyAllow(PolicyAllowOptions {
+                    worktree: grant.worktree,
+                    write: grant.write,
+                    network: grant.network,
+                    once: grant.once,
+                    yes,
+                })
+            }
+            Some(commands::policy::PolicyAction::Revoke { grant }) => {
+                Request::PolicyRevoke(PolicyRevokeOptions {
+                    worktree: grant.worktree,
+                    write: grant.write,
+                    network: grant.network,
+                    once: grant.once,
+                    spent: false,
+                })
             }
         },
         Command::Remote { action } => match action {

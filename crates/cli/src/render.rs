@@ -4,9 +4,9 @@
 use cairn_engine::{
     AcceptOutcome, CheckoutOutcome, CheckpointOutcome, DiffOutcome, DiscardOutcome, FileChange,
     FsckOutcome, GcOutcome, ImportOutcome, LogEntry, LogOutcome, MergeOutcome, OnboardOutcome,
-    OpLogOutcome, Outcome, PullOutcome, PushOutcome, RecoverOutcome, RefsOutcome, RemotesOutcome,
-    ReviewOutcome, RollbackOutcome, ShowOutcome, SkippedPath, SnapshotOutcome, StatusOutcome,
-    UndoOutcome, WorktreeListOutcome, WorktreesChanged,
+    OpLogOutcome, Outcome, PolicyOutcome, PullOutcome, PushOutcome, RecoverOutcome, RefsOutcome,
+    RemotesOutcome, ReviewOutcome, RollbackOutcome, ShowOutcome, SkippedPath, SnapshotOutcome,
+    StatusOutcome, UndoOutcome, WorktreeListOutcome, WorktreesChanged,
 };
 use diff::text::{LineDiff, Palette};
 
@@ -157,6 +157,9 @@ pub fn report(outcome: &Outcome, view: &View) -> Report {
         Outcome::RemoteList(o) => Report::new(json, remotes(o, "")),
         Outcome::Push(o) => Report::new(json, push(o)),
         Outcome::Pull(o) => Report::new(json, pull(o)),
+        Outcome::Policy(o) | Outcome::PolicyAllow(o) | Outcome::PolicyRevoke(o) => {
+            Report::new(json, policy(o))
+        }
     };
     if let Some(message) = outcome.refusal() {
         let verbatim = matches!(
@@ -678,8 +681,13 @@ fn op_log(o: &OpLogOutcome) -> String {
             .map(|s| format!(" (of op {s})"))
             .or(op.redoes.map(|s| format!(" (of op {s})")))
             .unwrap_or_default();
+        let detail = match (&op.detail, &op.by) {
+            (Some(d), Some(by)) => format!(" {d} (by {by})"),
+            (Some(d), None) => format!(" {d}"),
+            _ => String::new(),
+        };
         human.push_str(&format!(
-            "{:>4}  {}  {:<10} {} -> {}{target}{}\n",
+            "{:>4}  {}  {:<10} {} -> {}{target}{detail}{}\n",
             op.seq,
             op.time.strftime("%Y-%m-%d %H:%M:%S"),
             op.op,
@@ -691,6 +699,26 @@ fn op_log(o: &OpLogOutcome) -> String {
                 format!("  [{state}]")
             }
         ));
+    }
+    human
+}
+
+/// A worktree's sandbox grants, one per line.
+pub fn policy(o: &PolicyOutcome) -> String {
+    let mut human = format!(
+        "{}: writable: the worktree; readable: everything\n",
+        o.worktree
+    );
+    for (set, when) in [(&o.policy.always, ""), (&o.policy.once, " (next run only)")] {
+        for path in &set.writable {
+            human.push_str(&format!("  write {path}{when}\n"));
+        }
+        if set.network {
+            human.push_str(&format!("  network{when}\n"));
+        }
+    }
+    if o.policy.is_empty() {
+        human.push_str("  no grants\n");
     }
     human
 }

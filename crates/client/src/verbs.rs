@@ -343,6 +343,50 @@ pub const TOOLS: &[ToolSpec] = &[
         args: &[],
         mcp: true,
     },
+    ToolSpec {
+        name: "policy",
+        command: &["policy"],
+        description: "A worktree's remembered sandbox grants: the paths `cairn run` of it may write beyond the worktree, and whether it may use the network; `once` holds those for the next run only. Reading is allowed everywhere.",
+        args: &[(
+            Arg::Positional("worktree", true),
+            "The worktree (default: the caller's directory).",
+        )],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "policy_allow",
+        command: &["policy", "allow"],
+        description: "Grant every later `cairn run` of a worktree (or, with once, the next one only) writing beneath paths or the network, recorded in its op log. Ask for exactly what a run's `denied` listed. A path must be absolute, existing and canonical, never the store's folder; `/` or $HOME whole needs yes.",
+        args: &[
+            (Arg::Positional("worktree", false), "The worktree."),
+            (
+                Arg::Paths("write"),
+                "Absolute, existing, canonical paths to make writable.",
+            ),
+            (
+                Arg::Switch("network", "--network"),
+                "Allow TCP bind and connect.",
+            ),
+            (Arg::Switch("once", "--once"), "For the next run only."),
+            (
+                Arg::Switch("yes", "--yes"),
+                "Confirm a grant that opens `/` or $HOME whole.",
+            ),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
+        name: "policy_revoke",
+        command: &["policy", "revoke"],
+        description: "Take back grants of a worktree (with once: next-run-only grants), recorded in its op log; one that was not granted is an error.",
+        args: &[
+            (Arg::Positional("worktree", false), "The worktree."),
+            (Arg::Paths("write"), "Writable paths, as granted."),
+            (Arg::Switch("network", "--network"), "The network."),
+            (Arg::Switch("once", "--once"), "Next-run-only grants."),
+        ],
+        mcp: true,
+    },
 ];
 
 /// Arguments a call must give: the required positionals, and `merge`'s repository.

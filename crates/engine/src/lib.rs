@@ -74,6 +74,7 @@ mod merge;
 mod mounts;
 mod objects;
 pub mod path;
+mod policy;
 mod remotes;
 mod request;
 mod reversible;
@@ -84,6 +85,7 @@ mod worktrees;
 
 pub use engine::{Call, Engine};
 pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply, GitError, GitErrorClass};
+pub use fs_manager::{GrantSet, SandboxGrants};
 pub use fs_manager::{Progress, Silent};
 pub use git::{Git, GitImport, GitImported, GitMerge, GitMerged, GitRecovered};
 pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
@@ -94,6 +96,7 @@ pub use objects::{
     ShowOptions, ShowOutcome, init_store,
 };
 pub use path::TreePath;
+pub use policy::{PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRevokeOptions};
 pub use remotes::{
     PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteEntry,
     RemoteListOptions, RemoteRmOptions, RemotesOutcome,

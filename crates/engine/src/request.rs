@@ -12,6 +12,7 @@ use crate::objects::{
     FsckOptions, FsckOutcome, GcOptions, GcOutcome, RefListOptions, RefRmOptions, RefSetOptions,
     RefsOutcome, ShowOptions, ShowOutcome,
 };
+use crate::policy::{PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRevokeOptions};
 use crate::remotes::{
     PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteListOptions,
     RemoteRmOptions, RemotesOutcome,
@@ -160,6 +161,9 @@ verbs! {
     Pull(PullOptions) -> PullOutcome = "pull" via pull;
     Mount(MountOptions) -> MountOutcome = "mount" via mount;
     Unmount(UnmountOptions) -> UnmountOutcome = "unmount" via unmount;
+    Policy(PolicyOptions) -> PolicyOutcome = "policy" via policy;
+    PolicyAllow(PolicyAllowOptions) -> PolicyOutcome = "policy_allow" via policy_allow;
+    PolicyRevoke(PolicyRevokeOptions) -> PolicyOutcome = "policy_revoke" via policy_revoke;
 }
 
 /// The snapshot specs a request names that a fetch could supply.
@@ -316,6 +320,7 @@ mod tests {
                 "remote_add" => &["name", "url"],
                 "remote_rm" => &["name"],
                 "mount" | "unmount" => &["dir"],
+                "policy_allow" | "policy_revoke" => &["worktree"],
                 _ => &[],
             };
             let args = required

@@ -196,6 +196,12 @@ pub struct OpItem {
     pub undone: bool,
     /// Whether `undo` would revert it (on the undo stack).
     pub undoable: bool,
+    /// What it changed beyond the head (a sandbox grant given or taken back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Who did it, where recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// A worktree's operation log, newest first.
@@ -445,6 +451,8 @@ impl Engine {
                 redoes: op.redoes,
                 undone: stacks.redo.contains(&op.seq),
                 undoable: stacks.undo.contains(&op.seq),
+                detail: op.detail.clone(),
+                by: op.by.clone(),
             })
             .collect();
         Ok(OpLogOutcome {

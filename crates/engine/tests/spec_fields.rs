@@ -1,12 +1,14 @@
 //! Every JSON field SPEC.md names for a verb is in its serialized outcome (extra fields are
-//! allowed). `run` is the CLI's (not an engine verb); SPEC's fields of later work (`run`'s
-//! `snapshots`/`policy`/`denied`, `gc`'s `retained`, mounts) are not built yet.
+//! allowed). `run` is the CLI's (not an engine verb; its fields are checked in
+//! `tests/cli/run_commands.rs`); SPEC's fields of later work (`gc`'s `retained`, mounts) are
+//! not built yet.
 //! The verbs that need git (`onboard`'s source, `onboard --git`, `merge`) are checked in
 //! `cairn-git`'s tests.
 
 mod support;
 
 use cairn_engine::*;
+use camino::Utf8PathBuf;
 use serde_json::Value;
 use support::World;
 
@@ -318,6 +320,47 @@ fn op_log() {
     };
     let v = json(&w.engine.op_log(&w.call(), options).expect("op log"));
     items_have(&v, "ops", &["seq", "time", "op", "before", "after"]);
+}
+
+#[test]
+fn policy() {
+    let w = World::new();
+    let extra = w.dir.join("extra");
+    std::fs::create_dir_all(&extra).expect("mkdir");
+    let extra = Utf8PathBuf::from_path_buf(std::fs::canonicalize(&extra).expect("canonical"))
+        .expect("utf-8");
+    let allowed = w
+        .engine
+        .policy_allow(
+            &w.call(),
+            PolicyAllowOptions {
+                worktree: w.work.clone(),
+                write: vec![extra.clone()],
+                network: true,
+                once: true,
+                ..PolicyAllowOptions::default()
+            },
+        )
+        .expect("policy allow");
+    let v = json(&allowed);
+    has(&v["policy"], &["writable", "network", "once"]);
+    has(&v["policy"]["once"], &["writable", "network"]);
+    let options = PolicyOptions {
+        worktree: Some(w.work.clone()),
+    };
+    let v = json(&w.engine.policy(&w.call(), options).expect("policy"));
+    has(&v["policy"], &["writable", "network", "once"]);
+    assert_eq!(v["policy"]["once"]["writable"][0], extra.as_str(), "{v}");
+    let revoked = w.engine.policy_revoke(
+        &w.call(),
+        PolicyRevokeOptions {
+            worktree: w.work.clone(),
+            write: vec![extra],
+            once: true,
+            ..PolicyRevokeOptions::default()
+        },
+    );
+    has(&json(&revoked.expect("policy revoke")), &["policy"]);
 }
 
 /// A worktree with a task (a first checkpoint) and a change since.

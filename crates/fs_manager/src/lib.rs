@@ -96,8 +96,8 @@ pub use paths::{SkipReason, Skipped, Special};
 pub use progress::{Progress, Silent};
 pub use recover::RecoverOutcome;
 pub use registry::{
-    Checkpoint, DirIdentity, OpRecord, Registry, RegistryError, RegistryRead, RegistryWrite, Task,
-    WorktreeKind, WorktreeRecord,
+    Checkpoint, DirIdentity, GrantSet, OpRecord, Registry, RegistryError, RegistryRead,
+    RegistryWrite, SandboxGrants, Task, WorktreeKind, WorktreeRecord,
 };
 pub use rollback::{RollbackOptions, RollbackOutcome};
 pub use root::RootChanged;

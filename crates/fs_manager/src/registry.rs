@@ -86,6 +86,46 @@ pub struct WorktreeRecord {
     /// so the mount can be attached again whatever `gc` prunes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_base: Option<SnapshotId>,
+    /// What `cairn run` of this worktree may do beyond writing inside it (`cairn policy`).
+    #[serde(default, skip_serializing_if = "SandboxGrants::is_empty")]
+    pub grants: SandboxGrants,
+}
+
+/// Writable paths and the network, granted to sandboxed commands.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GrantSet {
+    /// Absolute, canonical paths a command may write beneath.
+    #[serde(default)]
+    pub writable: Vec<Utf8PathBuf>,
+    /// Whether TCP bind and connect are allowed.
+    #[serde(default)]
+    pub network: bool,
+}
+
+impl GrantSet {
+    /// True if it grants nothing.
+    pub fn is_empty(&self) -> bool {
+        self.writable.is_empty() && !self.network
+    }
+}
+
+/// A worktree's remembered sandbox grants: those every later run gets, and those only the
+/// next run gets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SandboxGrants {
+    /// Granted to every run.
+    #[serde(flatten)]
+    pub always: GrantSet,
+    /// Granted to the next run only.
+    #[serde(default)]
+    pub once: GrantSet,
+}
+
+impl SandboxGrants {
+    /// True if it grants nothing.
+    pub fn is_empty(&self) -> bool {
+        self.always.is_empty() && self.once.is_empty()
+    }
 }
 
 /// Which directory a path named: its device and inode numbers.
@@ -111,6 +151,7 @@ impl WorktreeRecord {
             max_file_size: None,
             identity: None,
             mount_base: None,
+            grants: SandboxGrants::default(),
         }
     }
 
@@ -173,6 +214,12 @@ pub struct OpRecord {
     /// For a `redo`: the entry whose change it re-applied.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redoes: Option<u64>,
+    /// What it changed beyond the state, in words (a sandbox grant given or taken back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Who did it (the user the engine ran as), where recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl OpRecord {
@@ -186,6 +233,8 @@ impl OpRecord {
             after,
             undoes: None,
             redoes: None,
+            detail: None,
+            by: None,
         }
     }
 
@@ -418,5 +467,32 @@ mod tests {
         assert_eq!(WORKTREES, cas::FORMAT_1_WORKTREES);
         assert_eq!(OPLOG, cas::FORMAT_1_OPLOG);
         assert_eq!(FILE_STATES, cas::FORMAT_1_FILE_STATES);
+    }
+
+    /// A record written before grants existed reads as granting nothing, and grants
+    /// round-trip in the shape `cairn policy` shows.
+    #[test]
+    fn records_without_grants_read_and_grants_round_trip() {
+        let old =
+            br#"{"root":"/w","kind":"in_place","head":null,"created":"2026-01-01T00:00:00Z"}"#;
+        let record = decode_worktree(Utf8Path::new("/w"), old).expect("an old record reads");
+        assert!(record.grants.is_empty());
+        assert!(
+            !String::from_utf8(serde_json::to_vec(&record).expect("encodes"))
+                .expect("utf-8")
+                .contains("grants"),
+            "no grants, no field"
+        );
+        let mut record = record;
+        record.grants.always.writable.push("/srv/cache".into());
+        record.grants.once.network = true;
+        let json = serde_json::to_value(&record).expect("encodes");
+        assert_eq!(
+            json["grants"],
+            serde_json::json!({"writable": ["/srv/cache"], "network": false,
+                "once": {"writable": [], "network": true}})
+        );
+        let back: WorktreeRecord = serde_json::from_value(json).expect("decodes");
+        assert_eq!(back, record);
     }
 }

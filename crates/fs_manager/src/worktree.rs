@@ -140,3 +140,31 @@ pub(crate) fn rebind(
     ws.kept.forget(&record.root);
     Ok(record)
 }
+
+/// Changes the sandbox grants of the worktree rooted at `root` under its lock: `change`
+/// edits them and returns the op-log entry to record, or `None` if nothing changed.
+pub(crate) fn change_grants<E: From<WorktreeError>>(
+    ws: &Worktrees,
+    store: &Store,
+    root: &Utf8Path,
+    change: impl FnOnce(&mut crate::registry::SandboxGrants) -> Result<Option<OpRecord>, E>,
+) -> Result<WorktreeRecord, E> {
+    let found = rooted_at(store, root)?;
+    let _busy = ws.locks.lock(&found.root);
+    let reader = store.reader().map_err(WorktreeError::from)?;
+    let mut record = reader
+        .worktree(&found.root)
+        .map_err(WorktreeError::from)?
+        .unwrap_or(found);
+    drop(reader);
+    let Some(entry) = change(&mut record.grants)? else {
+        return Ok(record);
+    };
+    let mut batch = WriteBatch::new();
+    batch.put_worktree(&record).map_err(WorktreeError::from)?;
+    batch
+        .append_op(&record.root, &entry)
+        .map_err(WorktreeError::from)?;
+    store.write(&batch).map_err(WorktreeError::from)?;
+    Ok(record)
+}

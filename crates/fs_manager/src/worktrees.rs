@@ -143,6 +143,18 @@ impl Worktrees {
     pub fn rebind(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
         crate::worktree::rebind(self, store, path)
     }
+
+    /// Changes the sandbox grants of the worktree rooted at `root`, under its lock:
+    /// `change` edits them and returns the op-log entry to record, or `None` if nothing
+    /// changed (then nothing is written).
+    pub fn change_grants<E: From<WorktreeError>>(
+        &self,
+        store: &Store,
+        root: &Utf8Path,
+        change: impl FnOnce(&mut crate::SandboxGrants) -> Result<Option<crate::OpRecord>, E>,
+    ) -> Result<WorktreeRecord, E> {
+        crate::worktree::change_grants(self, store, root, change)
+    }
 }
 
 /// The stat caches an operation keeps in memory, checked against the store through

@@ -35,6 +35,7 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
+pub mod audit;
 mod beneath;
 mod deny;
 mod name;
@@ -51,4 +52,4 @@ pub use path_text::{from_path_text, path_text, quote_path};
 pub use putback::{Change, PutBack, SecretCopy};
 pub use repo_path::{RepoPath, RepoPathBuf, RepoPathError, bytes as raw_path};
 pub use rules_file::{MAX_RULES_FILE, RulesFile, RulesRefusal, read_rules_file};
-pub use sandbox::{SandboxError, SandboxPolicy, enforce};
+pub use sandbox::{Enforced, SandboxError, SandboxPolicy, enforce};

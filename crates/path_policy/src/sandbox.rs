@@ -122,9 +122,18 @@ fn protect(paths: &[PathBuf]) -> Result<(), SandboxError> {
 /// Landlock only adds rights beneath a directory, so `read_only_subpaths` below a writable
 /// root are made read-only first by bind-mounting each over itself read-only in a private
 /// mount namespace (`protect`); this must run while the process has a single thread.
-pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<(), SandboxError> {
+///
+/// Landlock is asked to log the denials of the programs executed from now on
+/// (`LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON`; by default it logs only those before an
+/// `execve`, and the command is executed): see [`crate::audit`]. The outcome says whether
+/// the kernel took that.
+pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<Enforced, SandboxError> {
     let writable: Vec<PathBuf> = match policy {
-        SandboxPolicy::DangerFullAccess => return Ok(()),
+        SandboxPolicy::DangerFullAccess => {
+            return Ok(Enforced {
+                denials_logged: false,
+            });
+        }
         SandboxPolicy::ReadOnly => Vec::new(),
         SandboxPolicy::WorkspaceWrite {
             writable_roots,
@@ -165,12 +174,23 @@ pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<(), SandboxErro
             AccessFs::from_read(abi) | AccessFs::WriteFile,
         ))
         .map_err(err)?
+        .log_new_exec(true)
+        .map_err(err)?
         .restrict_self()
         .map_err(err)?;
     match status.ruleset {
         RulesetStatus::NotEnforced => Err(SandboxError::Unavailable),
-        _ => Ok(()),
+        _ => Ok(Enforced {
+            denials_logged: status.log_new_exec,
+        }),
     }
+}
+
+/// What [`enforce`] put in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Enforced {
+    /// Whether Landlock logs the denials of executed programs (Landlock ABI 7).
+    pub denials_logged: bool,
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 pub mod init;
 pub mod mcp;
 pub mod picker;
+pub mod policy;
 pub mod refs;
 pub mod remotes;
 pub mod reversible;

@@ -2,9 +2,13 @@
 
 use std::path::{Path, PathBuf};
 
-use cairn_engine::{Outcome, Request, SkippedPath, SnapshotOptions, StatusOptions, TreePath};
+use cairn_engine::{
+    GrantSet, Outcome, PolicyOptions, PolicyRevokeOptions, Request, SandboxGrants, SkippedPath,
+    SnapshotOptions, StatusOptions, TreePath,
+};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::SnapshotId;
+use path_policy::audit::{Denial, DenialLog};
 use path_policy::{BeneathError, Root, SandboxPolicy, SecretCopy};
 use serde::Serialize;
 
@@ -17,6 +21,7 @@ use crate::target::Target;
 /// Options of `cairn run`.
 pub struct RunArgs<'a> {
     pub worktree: &'a Utf8Path,
+    pub also: &'a [Utf8PathBuf],
     pub read_only: bool,
     pub network: bool,
     pub allow_write: &'a [Utf8PathBuf],
@@ -46,13 +51,29 @@ fn denied(skipped: &[SkippedPath]) -> Vec<Vec<u8>> {
 struct RunOutcome {
     exit_code: i32,
     violations: Vec<Violation>,
+    /// The first worktree's new head.
     snapshot: SnapshotId,
+    snapshots: Vec<WorktreeSnapshot>,
     sandbox: &'static str,
+    /// The effective policy the command ran under.
+    policy: SandboxPolicy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    denied: Option<Vec<Denial>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    denied_unavailable: Option<String>,
+}
+
+/// A worktree of the run and its snapshot after it.
+#[derive(Serialize)]
+struct WorktreeSnapshot {
+    worktree: Utf8PathBuf,
+    snapshot: SnapshotId,
 }
 
 /// A denied path the command changed, and whether it was put back.
 #[derive(Serialize)]
 struct Violation {
+    worktree: Utf8PathBuf,
     path: TreePath,
     change: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,6 +104,32 @@ impl Steps {
         }
     }
 
+    /// The worktree's remembered sandbox grants.
+    fn grants(&self, root: &Utf8Path) -> Result<SandboxGrants, Error> {
+        let request = Request::Policy(PolicyOptions {
+            worktree: Some(root.to_owned()),
+        });
+        match self.call(request)? {
+            Outcome::Policy(p) => Ok(p.policy),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Drops the next-run-only grants this run used, logged as spent.
+    fn spend(&self, root: &Utf8Path, once: &GrantSet) -> Result<(), Error> {
+        if once.is_empty() {
+            return Ok(());
+        }
+        let request = Request::PolicyRevoke(PolicyRevokeOptions {
+            worktree: root.to_owned(),
+            write: once.writable.clone(),
+            network: once.network,
+            once: true,
+            spent: true,
+        });
+        self.call(request).map(drop)
+    }
+
     /// Snapshots the worktree: the new head and the denied paths now.
     fn snapshot(
         &self,
@@ -104,7 +151,16 @@ fn unexpected(outcome: &Outcome) -> Error {
     )
 }
 
-/// `cairn run WORKTREE [--read-only] [--network] [--allow-write PATH]… [--no-sandbox] -- CMD…`.
+/// One worktree of a run: where it is, its secrets saved, and its grants.
+struct Member {
+    root: Utf8PathBuf,
+    boundary: Root,
+    secrets: SecretCopy,
+    grants: SandboxGrants,
+}
+
+/// `cairn run WORKTREE [--also WORKTREE]… [--read-only] [--network] [--allow-write PATH]…
+/// [--no-sandbox] -- CMD…`.
 pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
     if args.command.is_empty() {
         return Err(Error::usage(
@@ -113,7 +169,6 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
         ));
     }
     let cwd = current_dir()?;
-    let worktree = absolute(&cwd, args.worktree);
     let store = ctx.store_path(&cwd)?;
     let steps = Steps {
         target: Target::for_store(&store, ctx.offline),
@@ -121,10 +176,24 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
         bar: Bar::new(),
     };
     // Look around while holding the store, then let go of it while the command runs.
-    let (root, before) = steps.look(&worktree)?;
+    let mut members: Vec<Member> = Vec::new();
+    for worktree in std::iter::once(args.worktree).chain(args.also.iter().map(|w| w.as_path())) {
+        let (root, before) = steps.look(&absolute(&cwd, worktree))?;
+        if members.iter().any(|m| m.root == root) {
+            continue;
+        }
+        let boundary = Root::open(root.as_std_path()).map_err(beneath)?;
+        let secrets = SecretCopy::save(&boundary, &before).map_err(beneath)?;
+        let grants = steps.grants(&root)?;
+        members.push(Member {
+            root,
+            boundary,
+            secrets,
+            grants,
+        });
+    }
+    let root = members[0].root.clone();
     let store_dir = std::fs::canonicalize(&store).ok();
-    let boundary = Root::open(root.as_std_path()).map_err(beneath)?;
-    let secrets = SecretCopy::save(&boundary, &before).map_err(beneath)?;
     let scratch = tempfile::Builder::new()
         .prefix("cairn-run-tmp-")
         .tempdir()
@@ -134,26 +203,37 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
     } else if args.read_only {
         SandboxPolicy::ReadOnly
     } else {
-        let mut writable_roots = vec![root.clone().into_std_path_buf()];
+        let mut writable_roots: Vec<PathBuf> = Vec::new();
+        let mut network = args.network;
+        for m in &members {
+            writable_roots.push(m.root.clone().into_std_path_buf());
+            for set in [&m.grants.always, &m.grants.once] {
+                writable_roots.extend(set.writable.iter().map(|p| p.clone().into_std_path_buf()));
+                network |= set.network;
+            }
+        }
         writable_roots.extend(
             args.allow_write
                 .iter()
                 .map(|p| absolute(&cwd, p).into_std_path_buf()),
         );
+        writable_roots.dedup();
         SandboxPolicy::WorkspaceWrite {
+            read_only_subpaths: protected(&members, &writable_roots, store_dir.as_deref()),
             writable_roots,
-            read_only_subpaths: protected(&root, store_dir.as_deref()),
-            network: args.network,
+            network,
         }
     };
     let policy_json =
         serde_json::to_string(&policy).map_err(|e| Error::failure("encode", e.to_string()))?;
+    let report = tempfile::NamedTempFile::new().map_err(io(Path::new("/tmp")))?;
     let exe = std::env::current_exe()
         .map_err(|e| Error::failure("io", format!("current executable: {e}")))?;
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("__sandbox-exec")
         .arg(&policy_json)
         .arg(scratch.path())
+        .arg(report.path())
         .arg("--")
         .args(args.command);
     cmd.current_dir(&root)
@@ -168,9 +248,15 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
         // stdout carries exactly one JSON object: the command's own output goes to stderr.
         cmd.stdout(std::io::stderr());
     }
-    let status = cmd
-        .status()
-        .map_err(|e| Error::failure("io", format!("running {:?}: {e}", args.command)))?;
+    let log = match policy {
+        SandboxPolicy::DangerFullAccess => Err("the command ran unconfined (--no-sandbox)".into()),
+        _ => DenialLog::open().map_err(|e| e.to_string()),
+    };
+    let spawn_error =
+        |e: std::io::Error| Error::failure("io", format!("running {:?}: {e}", args.command));
+    let mut child = cmd.spawn().map_err(spawn_error)?;
+    let pid = child.id();
+    let status = child.wait().map_err(spawn_error)?;
     let exit_code = status.code().unwrap_or(128 + 9);
     if exit_code == SANDBOX_UNAVAILABLE {
         return Err(Error::usage(
@@ -180,6 +266,8 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
             ),
         ));
     }
+    let logged = std::fs::read_to_string(report.path()).is_ok_and(|r| r.trim() == "1");
+    let denials = log.and_then(|log| log.denials(pid, logged).map_err(|e| e.to_string()));
 
     // Snapshot what the command did, then put every secret back as it was.
     let message = format!(
@@ -190,63 +278,117 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let (snapshot, after) = steps.snapshot(&root, &message)?;
-    let put_back = secrets.put_back(&boundary, &after).map_err(beneath)?;
     let mut human = String::new();
     let mut violations = Vec::new();
-    for p in &put_back {
-        let path = json_path(&p.path);
-        let change = p.change.as_str();
-        let kept = p.kept.as_ref().map(|k| k.display().to_string());
-        match &kept {
-            None => human.push_str(&format!("put back {path} ({change}; denied path)\n")),
-            Some(kept) => {
-                human.push_str(&format!(
-                    "could not put back {path} ({change}; denied path): something that is not a directory stands in its way; its saved copy is at {kept}\n"
-                ));
-            }
-        }
-        violations.push(Violation {
-            path: TreePath(p.path.clone()),
-            change,
-            kept,
+    let mut snapshots = Vec::new();
+    let mut kept_aside = Vec::new();
+    for m in members {
+        let (snapshot, after) = steps.snapshot(&m.root, &message)?;
+        snapshots.push(WorktreeSnapshot {
+            worktree: m.root.clone(),
+            snapshot,
         });
+        for p in m.secrets.put_back(&m.boundary, &after).map_err(beneath)? {
+            let path = json_path(&p.path);
+            let change = p.change.as_str();
+            let kept = p.kept.as_ref().map(|k| k.display().to_string());
+            let shown = if snapshots.len() == 1 {
+                path.clone()
+            } else {
+                format!("{}/{path}", m.root)
+            };
+            match &kept {
+                None => human.push_str(&format!("put back {shown} ({change}; denied path)\n")),
+                Some(kept) => {
+                    human.push_str(&format!(
+                        "could not put back {shown} ({change}; denied path): something that is not a directory stands in its way; its saved copy is at {kept}\n"
+                    ));
+                    kept_aside.push(format!(
+                        "; {shown} could not be put back (not a directory on its way), saved copy kept at {kept}"
+                    ));
+                }
+            }
+            violations.push(Violation {
+                worktree: m.root.clone(),
+                path: TreePath(p.path.clone()),
+                change,
+                kept,
+            });
+        }
+        if matches!(policy, SandboxPolicy::WorkspaceWrite { .. }) {
+            steps.spend(&m.root, &m.grants.once)?;
+        }
     }
+    let notes = if ctx.json {
+        Vec::new()
+    } else {
+        denial_notes(&denials, &root, exit_code)
+    };
+    let (denied, denied_unavailable) = match denials {
+        Ok(d) => (Some(d), None),
+        Err(why) => (None, Some(why)),
+    };
     let outcome = RunOutcome {
         exit_code,
         violations,
-        snapshot,
+        snapshot: snapshots[0].snapshot,
+        snapshots,
         sandbox: policy.label(),
+        policy,
+        denied,
+        denied_unavailable,
     };
-    let has_violations = !outcome.violations.is_empty();
     let n = outcome.violations.len();
-    let report = Report::new(outcome, human).with_exit(exit_code);
-    if exit_code == 0 && has_violations {
+    let mut report = Report::new(outcome, human).with_exit(exit_code);
+    report.notes = notes;
+    if exit_code == 0 && n > 0 {
         let mut message = format!(
             "the command changed {n} denied path{}; put back",
             if n == 1 { "" } else { "s" }
         );
-        for p in &put_back {
-            if let Some(kept) = &p.kept {
-                message.push_str(&format!(
-                    "; {} could not be put back (not a directory on its way), saved copy kept at {}",
-                    json_path(&p.path),
-                    kept.display()
-                ));
-            }
-        }
+        message.extend(kept_aside);
         return Ok(report.refused(message));
     }
     Ok(report)
 }
 
-/// What stays read-only inside a writable worktree: its `.git` (a directory, or the file of
-/// a linked worktree) and the store's folder if it lives there.
-fn protected(root: &Utf8Path, store_dir: Option<&Path>) -> Vec<PathBuf> {
-    let mut out = vec![root.join(".git").into_std_path_buf()];
+/// For stderr: each denial with the grant that would allow it, or why they are not known
+/// when the command failed.
+fn denial_notes(
+    denials: &Result<Vec<Denial>, String>,
+    root: &Utf8Path,
+    exit_code: i32,
+) -> Vec<String> {
+    match denials {
+        Ok(denied) => denied
+            .iter()
+            .map(|d| {
+                let grant = if d.access.starts_with("net.") {
+                    "--network".to_owned()
+                } else {
+                    format!("--write {}", d.path)
+                };
+                format!(
+                    "the sandbox denied {} on {} (to allow it: cairn policy allow {root} {grant})",
+                    d.access, d.path
+                )
+            })
+            .collect(),
+        Err(why) if exit_code != 0 => vec![format!("what the sandbox denied is not known: {why}")],
+        Err(_) => Vec::new(),
+    }
+}
+
+/// What stays read-only inside what is writable: each worktree's `.git` (a directory, or
+/// the file of a linked worktree) and the store's folder if it lives beneath a writable root.
+fn protected(members: &[Member], writable: &[PathBuf], store_dir: Option<&Path>) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = members
+        .iter()
+        .map(|m| m.root.join(".git").into_std_path_buf())
+        .collect();
     out.extend(
         store_dir
-            .filter(|s| s.starts_with(root.as_std_path()))
+            .filter(|s| writable.iter().any(|w| s.starts_with(w)))
             .map(Path::to_path_buf),
     );
     out
@@ -256,8 +398,17 @@ fn protected(root: &Utf8Path, store_dir: Option<&Path>) -> Vec<PathBuf> {
 pub const SANDBOX_UNAVAILABLE: i32 = 231;
 
 /// The hidden helper: confine this process to the policy, then become the command.
-pub fn sandbox_exec(policy_json: &str, scratch: &Path, command: &[std::ffi::OsString]) -> ! {
+/// It writes to `report` whether Landlock logs the command's denials (`1` or `0`).
+pub fn sandbox_exec(
+    policy_json: &str,
+    scratch: &Path,
+    report: &Path,
+    command: &[std::ffi::OsString],
+) -> ! {
+    use std::io::Write as _;
     use std::os::unix::process::CommandExt;
+    // Opened before the sandbox closes it off; closed on exec.
+    let mut report = std::fs::OpenOptions::new().write(true).open(report).ok();
     let policy: SandboxPolicy = match serde_json::from_str(policy_json) {
         Ok(p) => p,
         Err(e) => {
@@ -266,7 +417,12 @@ pub fn sandbox_exec(policy_json: &str, scratch: &Path, command: &[std::ffi::OsSt
         }
     };
     match path_policy::enforce(&policy, scratch) {
-        Ok(()) => {}
+        Ok(enforced) => {
+            if let Some(r) = report.as_mut() {
+                let _ = write!(r, "{}", u8::from(enforced.denials_logged));
+            }
+            drop(report);
+        }
         Err(path_policy::SandboxError::Unavailable) => std::process::exit(SANDBOX_UNAVAILABLE),
         Err(e) => {
             eprintln!(
