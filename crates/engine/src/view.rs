@@ -613,7 +613,12 @@ impl Engine {
         };
         let mut snapshots = Vec::new();
         for (id, snap) in history {
-            let stat = if options.stat {
+            // A first parent that gc pruned leaves nothing to compare against.
+            let parent_pruned = match snap.parents.first() {
+                Some(p) => !reader.has_snapshot(*p)? && reader.pruned(*p)?,
+                None => false,
+            };
+            let stat = if options.stat && !parent_pruned {
                 // Against the first parent; a root snapshot against the empty tree.
                 let empty = cas::Tree::default();
                 let parent_tree = match snap.parents.first() {

@@ -326,10 +326,12 @@ impl RegistryWrite for WriteBatch {
 }
 
 /// What the registry and op logs keep alive, for `gc` and `fsck`: every worktree's head,
-/// checkpoints and task baseline, and the states every op-log entry names.
+/// checkpoints, task baseline and mount base, and the states every op-log entry names.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Registry {
-    /// `gc` first drops op-log entries older than this; they then keep nothing alive.
+    /// `gc` first drops op-log entries older than this; they then keep nothing alive, and
+    /// those left are recent: no size budget drops them. Without it every entry is history
+    /// that a size budget may drop, oldest first.
     pub prune_ops_before: Option<jiff::Timestamp>,
 }
 
@@ -340,22 +342,57 @@ impl Registry {
     }
 }
 
+/// What keeps each snapshot a worktree record names.
+fn keep_record(wt: &WorktreeRecord, roots: &mut cas::Roots) {
+    let of = |reason| cas::Keeper::new(reason).of(wt.root.as_str());
+    if let Some(head) = wt.head {
+        roots.keep(head, of("worktree head"));
+    }
+    for c in &wt.checkpoints {
+        let keeper = match &c.name {
+            Some(name) => of("named checkpoint").named(name.as_str()),
+            None => of("checkpoint"),
+        };
+        roots.keep(c.snapshot, keeper);
+    }
+    if let Some(task) = &wt.task {
+        roots.keep(task.baseline, of("task baseline"));
+    }
+    if let Some(base) = wt.mount_base {
+        roots.keep(base, of("mount base"));
+    }
+}
+
 impl cas::SideOwner for Registry {
     fn roots(&self, reader: &Reader, roots: &mut cas::Roots) -> Result<(), cas::BoxError> {
         for wt in reader.worktrees()? {
-            roots.snapshots.extend(wt.snapshots());
+            keep_record(&wt, roots);
         }
         for (root, key, bytes) in reader.side_entries(OPLOG)? {
             let op = decode_op(Utf8Path::new(&root), &key, &bytes)?;
-            if self.prune_ops_before.is_some_and(|t| op.time < t) {
-                roots.drop.push(cas::SideKey {
-                    table: OPLOG,
-                    scope: root,
-                    key,
-                });
-                continue;
+            let entry = cas::SideKey {
+                table: OPLOG,
+                scope: root,
+                key,
+            };
+            match self.prune_ops_before {
+                Some(t) if op.time < t => roots.drop.push(entry),
+                Some(_) => {
+                    for id in op.snapshots() {
+                        roots.keep(
+                            id,
+                            cas::Keeper::new("recent op")
+                                .named(format!("#{}", op.seq))
+                                .of(entry.scope.as_str()),
+                        );
+                    }
+                }
+                None => roots.history.push(cas::HistoryEntry {
+                    time: op.time,
+                    snapshots: op.snapshots().collect(),
+                    key: entry,
+                }),
             }
-            roots.snapshots.extend(op.snapshots());
         }
         Ok(())
     }

@@ -75,6 +75,11 @@ pub const JOURNALS: SideTable = SideTable::new("journals");
 /// elsewhere rather than missing. An entry goes when its object is stored.
 pub const PROMISED: SideTable = SideTable::new("cas.promised");
 
+/// Snapshots `gc` removed under a size budget although a snapshot it kept names them as
+/// parents: scope `""`, key the snapshot id, empty value. History ends there: `log` stops,
+/// `fsck` and `gc` do not count them as missing. `gc` rewrites the table each run.
+pub const PRUNED: SideTable = SideTable::new("cas.pruned");
+
 /// True if the database table `name` is a side table keyed by object.
 pub(crate) fn is_by_object(name: &str) -> bool {
     name.starts_with(BY_OBJECT_PREFIX)
