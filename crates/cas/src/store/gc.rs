@@ -112,6 +112,13 @@ impl Store {
             self.compact()?;
             outcome.file_bytes_after = file_len();
             outcome.store_bytes_after = store_bytes(self.root());
+            tracing::debug!(
+                budget,
+                live_bytes,
+                optional_kept,
+                store_bytes = outcome.store_bytes_after,
+                "gc pass"
+            );
             let (Some(max), Some(last)) = (options.max_size, budget) else {
                 break;
             };
