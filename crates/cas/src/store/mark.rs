@@ -100,6 +100,9 @@ pub(super) fn mark(
         drop.extend(roots.drop);
     }
 
+    // What names a snapshot is listed (and credited with its bytes) before what merely
+    // holds it.
+    keepers.sort_by_key(|(_, keeper)| rank(keeper.reason));
     let ancestry = budget.is_none();
     let mut marker = Marker {
         reader,
@@ -138,6 +141,21 @@ pub(super) fn mark(
         cut,
         optional_kept,
     })
+}
+
+/// Where a keeper's reason comes in `retained`: names first, then states, then the rest.
+fn rank(reason: &str) -> u8 {
+    match reason {
+        "ref" => 0,
+        "remote ref" => 1,
+        "named checkpoint" => 2,
+        "task baseline" => 3,
+        "worktree head" => 4,
+        "checkpoint" => 5,
+        "mount base" => 6,
+        "recent op" => 7,
+        _ => 8,
+    }
 }
 
 impl Marker<'_> {
