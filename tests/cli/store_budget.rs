@@ -95,7 +95,10 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
     let Filled { env, wt, named } = filled();
     let store = env.store();
     let before = folder_bytes(&store);
-    assert!(before > 3 * BUDGET, "the store must start well past the budget: {before}");
+    assert!(
+        before > 3 * BUDGET,
+        "the store must start well past the budget: {before}"
+    );
 
     // Past the budget: every command says so once, with the gc command that fixes it.
     let out = env
@@ -128,12 +131,17 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
     let retained = v["retained"].as_array().unwrap();
     assert!(retained.iter().any(|r| r["reason"] == "recent op"), "{v}");
     let kept: u64 = retained.iter().map(|r| r["bytes"].as_u64().unwrap()).sum();
-    assert!(kept > 36 * BIG as u64, "recent ops keep every big file: {kept}");
+    assert!(
+        kept > 36 * BIG as u64,
+        "recent ops keep every big file: {kept}"
+    );
     assert_eq!(folder_bytes(&store), before, "a dry run changes nothing");
 
     let (code, v) = env.json(&["gc", "--max-size", &BUDGET.to_string()]);
     assert_eq!(code, 0, "{v}");
-    let db = std::fs::metadata(store.join(cas::DATABASE_FILE)).unwrap().len();
+    let db = std::fs::metadata(store.join(cas::DATABASE_FILE))
+        .unwrap()
+        .len();
     assert!(db <= BUDGET, "store file {db} bytes, budget {BUDGET}: {v}");
     assert!(folder_bytes(&store) <= BUDGET);
     assert_eq!(v["store_bytes"].as_u64(), Some(folder_bytes(&store)));
@@ -158,16 +166,20 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
     }
     let (_, head_snap, _) = &named[2];
     assert!(
-        retained
-            .iter()
-            .any(|r| r["reason"] == "worktree head" && r["worktree"] == wt.as_str() && r["snapshot"] == head_snap.as_str()),
+        retained.iter().any(|r| r["reason"] == "worktree head"
+            && r["worktree"] == wt.as_str()
+            && r["snapshot"] == head_snap.as_str()),
         "{v}"
     );
 
     // Every named snapshot checks out byte-identical.
     for (name, id, files) in &named {
         let dest = env.path().join(format!("out-{name}"));
-        let spec = if name == "head" { id.as_str() } else { name.as_str() };
+        let spec = if name == "head" {
+            id.as_str()
+        } else {
+            name.as_str()
+        };
         let out = env
             .command()
             .current_dir(&wt)
@@ -175,7 +187,10 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
-        assert!(files_of(&dest) == *files, "{name} is not what was snapshotted");
+        assert!(
+            files_of(&dest) == *files,
+            "{name} is not what was snapshotted"
+        );
     }
 
     // What it pruned is no damage: fsck is clean, log ends where history was cut, a plain
@@ -196,7 +211,11 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
         .env("CAIRN_STORE_BUDGET", BUDGET.to_string())
         .output()
         .unwrap();
-    assert!(!stderr(&out).contains("CAIRN_STORE_BUDGET"), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("CAIRN_STORE_BUDGET"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -217,5 +236,11 @@ fn a_store_budget_that_is_not_a_number_is_named_and_prune_ops_still_works() {
     );
     let (code, v) = env.json(&["gc", "--remote", "origin", "--max-size", "10"]);
     assert_eq!(code, 2, "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("--max-size"), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-size"),
+        "{v}"
+    );
 }
