@@ -730,6 +730,7 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
                 }),
                 View {
                     pruning: keep_within.is_some() || max_size.is_some(),
+                    max_size,
                     ..view
                 },
             ));

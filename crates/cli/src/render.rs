@@ -35,6 +35,8 @@ pub struct View {
     pub short: bool,
     /// `gc --keep-within` or `--max-size` was given.
     pub pruning: bool,
+    /// `gc --max-size`.
+    pub max_size: Option<u64>,
     /// Colour on stdout.
     pub color: bool,
 }
@@ -599,6 +601,11 @@ fn gc(o: &GcOutcome, view: &View) -> String {
             "store file {} -> {} bytes; store folder {} bytes\n",
             o.file_bytes_before, o.file_bytes_after, o.store_bytes
         ));
+        if let Some(max) = view.max_size.filter(|max| o.store_bytes > *max) {
+            human.push_str(&format!(
+                "still past --max-size {max}: what is kept above, and the store file's own overhead, take more\n"
+            ));
+        }
     }
     human
 }
