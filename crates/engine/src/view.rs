@@ -615,7 +615,7 @@ impl Engine {
         for (id, snap) in history {
             // A first parent that gc pruned leaves nothing to compare against.
             let parent_pruned = match snap.parents.first() {
-                Some(p) => !reader.has_snapshot(*p)? && reader.pruned(*p)?,
+                Some(p) => reader.pruned(*p)?,
                 None => false,
             };
             let stat = if options.stat && !parent_pruned {

@@ -72,12 +72,9 @@ fn find_base(
         }
         for parent in snapshot.parents {
             // History gc pruned holds no base.
-            let pruned = (|| {
-                Ok::<_, cas::StorageFailure>(
-                    !reader.has_snapshot(parent)? && reader.pruned(parent)?,
-                )
-            })()
-            .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+            let pruned = reader
+                .pruned(parent)
+                .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
             if !pruned && seen.insert(parent) {
                 queue.push_back(parent);
             }

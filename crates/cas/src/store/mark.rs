@@ -291,7 +291,7 @@ impl Marker<'_> {
     }
 
     /// Parents of live snapshots that will be missing on purpose: not live, and either
-    /// stored now (so about to go) or pruned before.
+    /// stored now (so about to go) or pruned before (see `Reader::pruned`).
     fn cut(&self) -> Result<Vec<SnapshotId>, MaintenanceError> {
         let mut out = Vec::new();
         for &p in &self.parents {

@@ -117,18 +117,19 @@ impl Reader {
         })
     }
 
-    /// True if `gc` pruned snapshot `id` from the history of a snapshot it kept (see
-    /// [`PRUNED`](crate::PRUNED)).
+    /// True if the store lacks snapshot `id` because `gc` pruned it from the history of a
+    /// snapshot it kept (see [`PRUNED`](crate::PRUNED)): history ends there.
     pub fn pruned(&self, id: SnapshotId) -> Result<bool, StorageFailure> {
-        Ok(self
-            .side_get(super::side::PRUNED, "", id.as_bytes())?
-            .is_some())
+        Ok(!self.has_snapshot(id)?
+            && self
+                .side_get(super::side::PRUNED, "", id.as_bytes())?
+                .is_some())
     }
 
     /// True if a parent `id` that the store lacks is meant to be missing: it is on a remote
     /// or `gc` pruned it.
     pub fn absent_by_design(&self, id: SnapshotId) -> Result<bool, StorageFailure> {
-        Ok(!self.has_snapshot(id)? && (self.pruned(id)? || self.promised(id.into())?.is_some()))
+        Ok(self.pruned(id)? || (!self.has_snapshot(id)? && self.promised(id.into())?.is_some()))
     }
 
     /// The size of a stored blob, without reading it.
@@ -362,7 +363,7 @@ impl Reader {
                 };
                 for &p in &snap.parents {
                     // History that `gc` pruned ends here.
-                    if seen.insert(p) && !(self.pruned(p)? && !self.has_snapshot(p)?) {
+                    if !self.pruned(p)? && seen.insert(p) {
                         let parent = self.snapshot(p).map_err(ReadError::as_referenced)?;
                         queue.push((parent.created, p));
                         loaded.insert(p, parent);
