@@ -546,7 +546,7 @@ impl Engine {
                     .map_err(|_| {
                         Error::usage(
                             "usage",
-                            format!("--keep-within {days}: that many days ago is before any time cairn can represent"),
+                            format!("--keep-within (--prune-ops) {days}: that many days ago is before any time cairn can represent"),
                         )
                     })
             })
