@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use camino::{Utf8Path, Utf8PathBuf};
 
+use std::process::Output;
+
 use crate::support::{Env, stderr};
 
 /// `len` bytes no compressor shrinks, different for each `seed`.
@@ -17,6 +19,16 @@ fn noise(seed: u64, len: usize) -> Vec<u8> {
             x as u8
         })
         .collect()
+}
+
+/// `cairn --store <store> args…` with `CAIRN_STORE_BUDGET=budget`.
+fn with_budget(env: &Env, budget: &str, args: &[&str]) -> Output {
+    env.command()
+        .args(["--store", env.store().as_str()])
+        .args(args)
+        .env("CAIRN_STORE_BUDGET", budget)
+        .output()
+        .unwrap()
 }
 
 /// The bytes every regular file under `dir` takes (what the budget counts).
@@ -101,12 +113,7 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
     );
 
     // Past the budget: every command says so once, with the gc command that fixes it.
-    let out = env
-        .command()
-        .args(["--store", store.as_str(), "ref", "list"])
-        .env("CAIRN_STORE_BUDGET", BUDGET.to_string())
-        .output()
-        .unwrap();
+    let out = with_budget(&env, &BUDGET.to_string(), &["ref", "list"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let said = stderr(&out);
     assert_eq!(said.matches("CAIRN_STORE_BUDGET").count(), 1, "{said}");
@@ -205,12 +212,7 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
     assert_eq!(code, 0, "{v}");
     let (code, v) = env.json(&["undo", wt.as_str()]);
     assert_eq!(code, 0, "{v}");
-    let out = env
-        .command()
-        .args(["--store", store.as_str(), "ref", "list"])
-        .env("CAIRN_STORE_BUDGET", BUDGET.to_string())
-        .output()
-        .unwrap();
+    let out = with_budget(&env, &BUDGET.to_string(), &["ref", "list"]);
     assert!(
         !stderr(&out).contains("CAIRN_STORE_BUDGET"),
         "{}",
@@ -222,12 +224,7 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
 fn a_store_budget_that_is_not_a_number_is_named_and_prune_ops_still_works() {
     let env = Env::new();
     env.commit(&[("a", b"1")], vec![], "m");
-    let out = env
-        .command()
-        .args(["--store", env.store().as_str(), "gc", "--prune-ops", "3"])
-        .env("CAIRN_STORE_BUDGET", "2GB")
-        .output()
-        .unwrap();
+    let out = with_budget(&env, "2GB", &["gc", "--prune-ops", "3"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("CAIRN_STORE_BUDGET=2GB: not a whole number of bytes"),
