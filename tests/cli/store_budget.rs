@@ -62,7 +62,8 @@ const BIG: usize = 400 << 10;
 const BUDGET: u64 = 4 << 20;
 
 /// A worktree snapshotted 36 times with a large file changing each time (about 14 MB
-/// stored), with a ref on an early snapshot and a named checkpoint half way.
+/// stored), every fourth time as an unnamed checkpoint, with a ref on an early snapshot and
+/// a named checkpoint half way.
 struct Filled {
     env: Env,
     wt: Utf8PathBuf,
@@ -84,6 +85,8 @@ fn filled() -> Filled {
         std::fs::write(wt.join("note.txt"), format!("step {i}\n")).unwrap();
         let (code, v) = if i == 20 {
             env.json(&["checkpoint", wt.as_str(), "--name", "middle"])
+        } else if i % 4 == 0 {
+            env.json(&["checkpoint", wt.as_str()])
         } else {
             env.json(&["snapshot", wt.as_str(), "-m", &format!("step {i}")])
         };
@@ -178,6 +181,30 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
             && r["snapshot"] == head_snap.as_str()),
         "{v}"
     );
+
+    // Old unnamed checkpoints went from the stack; the named one, the task's baseline
+    // (the first checkpoint) and the head stay, and every one left is whole.
+    assert!(v["checkpoints_pruned"].as_u64().unwrap() > 0, "{v}");
+    let store_handle = cas::Store::open(
+        &store,
+        &cas::OpenOptions {
+            read_only: true,
+            ..cas::OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let reader = store_handle.reader().unwrap();
+    let record = fs_manager::RegistryRead::worktree(&reader, &wt)
+        .unwrap()
+        .unwrap();
+    let baseline = record.task.as_ref().unwrap().baseline;
+    assert!(record.checkpoints.len() < 9, "{:?}", record.checkpoints);
+    assert!(record.checkpoint("middle").is_some());
+    assert!(record.checkpoints.iter().any(|c| c.snapshot == baseline));
+    for c in &record.checkpoints {
+        assert!(reader.has_snapshot(c.snapshot).unwrap(), "{c:?}");
+    }
+    drop((reader, store_handle));
 
     // Every named snapshot checks out byte-identical.
     for (name, id, files) in &named {

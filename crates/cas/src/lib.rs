@@ -65,7 +65,7 @@ pub use store::{
     FsckOutcome, GcOptions, GcOutcome, HistoryEntry, InvalidLockTimeout, JOURNALS, Keeper,
     KeyValue, LOCK_TIMEOUT_VAR, MaintenanceError, OpenError, OpenOptions, PROMISED, PRUNED,
     PayloadError, PreparedBlob, Problem, ReadError, Reader, RefError, ResolveError, Retained,
-    Roots, ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure, Store, WriteBatch,
+    Rewrite, Roots, ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure, Store, WriteBatch,
     WriteError, WriteOutcome, sequence_key, sequence_of, store_bytes, validate_ref_name,
 };
 pub use verify::{VerifiedObject, VerifyError, verify_blob_payload, verify_object};

@@ -269,8 +269,8 @@ enum Command {
         #[arg(long, value_name = "DAYS", alias = "prune-ops")]
         keep_within: Option<u32>,
         /// Then drop older history, oldest first, until the store folder takes at most
-        /// BYTES (never refs, worktree heads, checkpoints, task baselines or entries within
-        /// --keep-within).
+        /// BYTES (never refs, worktree heads, named checkpoints, task baselines or what is
+        /// within --keep-within).
         #[arg(long, value_name = "BYTES")]
         max_size: Option<u64>,
         /// Collect a remote's garbage: packs no remote ref or pinned snapshot reaches.

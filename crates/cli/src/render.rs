@@ -580,9 +580,10 @@ fn gc(o: &GcOutcome, view: &View) -> String {
     );
     if view.pruning {
         human.push_str(&format!(
-            "{} {} op-log entries\n",
+            "{} {} op-log entries, {} unnamed checkpoints\n",
             if o.dry_run { "would prune" } else { "pruned" },
-            o.ops_pruned
+            o.ops_pruned,
+            o.checkpoints_pruned
         ));
         for r in &o.retained {
             let mut what = r.reason.clone();

@@ -209,9 +209,9 @@ pub struct GcOptions {
         deserialize_with = "crate::engine::whole_number::deserialize"
     )]
     pub keep_within: Option<u32>,
-    /// Then drop history (op-log entries and snapshot ancestry), oldest first, until the
-    /// store folder's files take at most this many bytes or only what is named or recent is
-    /// left.
+    /// Then drop history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest
+    /// first, until the store folder's files take at most this many bytes or only what is
+    /// named or recent is left.
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub max_size: Option<u64>,
     /// Collect this remote's garbage instead of the store's.
@@ -234,8 +234,8 @@ pub struct GcRemoved {
 /// Stored bytes gc could not free because something named or recent keeps them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GcRetained {
-    /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint`, `task
-    /// baseline`, `mount base` or `recent op`.
+    /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint` (unnamed,
+    /// within `keep_within`), `task baseline`, `mount base` or `recent op`.
     pub reason: String,
     /// The ref, remote ref (`NAME@REMOTE`) or checkpoint name, or the op-log entry (`#SEQ`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -258,7 +258,10 @@ pub struct GcOutcome {
     pub bytes_freed: u64,
     /// Op-log entries dropped (by age or by the size budget).
     pub ops_pruned: u64,
-    /// What keeps the bytes that stay: refs, worktree heads, checkpoints, task baselines,
+    /// Unnamed checkpoints the size budget dropped from their worktrees' stacks.
+    #[serde(default)]
+    pub checkpoints_pruned: u64,
+    /// What keeps the bytes that stay: refs, worktree heads, named checkpoints, task baselines,
     /// recent op-log entries; those keeping nothing another does not are left out.
     #[serde(default)]
     pub retained: Vec<GcRetained>,
@@ -527,6 +530,7 @@ impl Engine {
                     .collect(),
                 bytes_freed: out.bytes_freed,
                 ops_pruned: 0,
+                checkpoints_pruned: 0,
                 retained: Vec::new(),
                 dry_run: options.dry_run,
                 file_bytes_before: 0,
@@ -571,6 +575,7 @@ impl Engine {
                 .collect(),
             bytes_freed: out.bytes_freed,
             ops_pruned: fs_manager::Registry::ops_pruned(&out.dropped),
+            checkpoints_pruned: fs_manager::Registry::checkpoints_pruned(&out.dropped_parts),
             retained: out
                 .retained
                 .into_iter()

@@ -12,7 +12,7 @@ pub use super::mark::Retained;
 use super::mark::{self, Marked};
 #[cfg(doc)]
 use super::owner::Roots;
-use super::owner::SideOwner;
+use super::owner::{HistoryEntry, SideOwner};
 use super::side::{PRUNED, SideDef, SideKey};
 use super::tables::{BLOBS, LOG_END_KEY, META, SEGMENTS, SNAPSHOTS, TREES};
 use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
@@ -40,6 +40,8 @@ pub struct GcOutcome {
     /// Side entries dropped at their owners' request (see [`Roots::drop`]) or because the
     /// size budget dropped them as history.
     pub dropped: Vec<SideKey>,
+    /// Parts of side entries the size budget dropped (see [`HistoryEntry::part`]).
+    pub dropped_parts: Vec<HistoryEntry>,
     /// What keepers keep (refs, worktree heads, ...), each with the stored bytes only it
     /// keeps; keepers keeping nothing new are left out.
     pub retained: Vec<Retained>,
@@ -165,6 +167,7 @@ impl Store {
         });
         swept.map_err(|e| self.after_failed_write(len_before, e))?;
         outcome.dropped.extend(marked.drop);
+        outcome.dropped_parts.extend(marked.dropped_parts);
         outcome.retained = marked.retained;
         Ok(())
     }
@@ -235,6 +238,7 @@ impl Store {
                     .collect();
                 super::side::drop_with_objects(txn, &dead_objects)?;
                 super::side::drop_entries(txn, &marked.drop)?;
+                super::side::rewrite_entries(txn, &marked.rewrites)?;
                 write_pruned(txn, &marked.cut)?;
                 self.reclaim_segments(txn, &mut blobs, options.max_size.is_some())?;
             }

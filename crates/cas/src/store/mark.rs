@@ -5,7 +5,7 @@ use std::collections::{BinaryHeap, HashSet};
 
 use super::blob::Location;
 use super::error::MaintenanceError;
-use super::owner::{HistoryEntry, Keeper, Roots, SideOwner};
+use super::owner::{HistoryEntry, Keeper, Rewrite, Roots, SideOwner};
 use super::reader::Reader;
 use super::side::SideKey;
 use crate::id::{BlobId, SnapshotId, TreeId};
@@ -39,6 +39,10 @@ pub(super) struct Marked {
     pub(super) live_bytes: u64,
     /// Side entries to delete: those the owners asked for and history the budget dropped.
     pub(super) drop: Vec<SideKey>,
+    /// Parts of side entries the budget dropped.
+    pub(super) dropped_parts: Vec<HistoryEntry>,
+    /// What the owners made of the entries those parts were of.
+    pub(super) rewrites: Vec<Rewrite>,
     /// What keepers keep, those keeping nothing new left out.
     pub(super) retained: Vec<Retained>,
     /// Parents of live snapshots that are not live: what [`PRUNED`](super::side::PRUNED)
@@ -55,6 +59,10 @@ struct Reach {
     bytes: u64,
     parents: Vec<SnapshotId>,
 }
+
+/// What the budget may keep: snapshots and, for a history entry, the entry with its
+/// owner's index.
+type Candidate = (Vec<SnapshotId>, Option<(usize, HistoryEntry)>);
 
 struct Marker<'r> {
     reader: &'r Reader,
@@ -79,9 +87,10 @@ pub(super) fn mark(
         .into_iter()
         .map(|(name, id)| (id, Keeper::new("ref").named(name)))
         .collect();
-    let mut history = Vec::new();
+    // Each history entry with the index of its owner.
+    let mut history: Vec<(usize, HistoryEntry)> = Vec::new();
     let mut drop = Vec::new();
-    for owner in owners {
+    for (index, owner) in owners.iter().enumerate() {
         let mut roots = Roots::default();
         owner
             .roots(reader, &mut roots)
@@ -96,7 +105,7 @@ pub(super) fn mark(
                 .into_iter()
                 .map(|id| (id, Keeper::new(owner.name()))),
         );
-        history.extend(roots.history);
+        history.extend(roots.history.into_iter().map(|e| (index, e)));
         drop.extend(roots.drop);
     }
 
@@ -122,21 +131,41 @@ pub(super) fn mark(
         }
         marker.take(reach);
     }
-    let optional_kept = match budget {
+    let (optional_kept, dropped) = match budget {
         None => {
-            for entry in &history {
+            for (_, entry) in &history {
                 let reach = marker.reach(&entry.snapshots, true)?;
                 marker.take(reach);
             }
-            0
+            (0, Vec::new())
         }
-        Some(budget) => marker.fit(history, budget, &mut drop)?,
+        Some(budget) => marker.fit(history, budget)?,
     };
+    let (parts, whole): (Vec<_>, Vec<_>) = dropped.into_iter().partition(|(_, e)| e.part.is_some());
+    drop.extend(whole.into_iter().map(|(_, e)| e.key));
+    let mut rewrites = Vec::new();
+    for (index, owner) in owners.iter().enumerate() {
+        let mine: Vec<HistoryEntry> = parts
+            .iter()
+            .filter(|(i, _)| *i == index)
+            .map(|(_, e)| e.clone())
+            .collect();
+        if !mine.is_empty() {
+            rewrites.extend(owner.forget(reader, &mine).map_err(|source| {
+                MaintenanceError::Owner {
+                    owner: owner.name(),
+                    source,
+                }
+            })?);
+        }
+    }
     let cut = marker.cut()?;
     Ok(Marked {
         live: marker.live,
         live_bytes: marker.bytes,
         drop,
+        dropped_parts: parts.into_iter().map(|(_, e)| e).collect(),
+        rewrites,
         retained,
         cut,
         optional_kept,
@@ -224,22 +253,22 @@ impl Marker<'_> {
         self.parents.extend(reach.parents);
     }
 
-    /// Keeps history entries and ancestors of what is live, newest first, while the stored
-    /// bytes stay within `budget`; the entries of the rest go to `drop`. Returns how many
-    /// that added bytes it kept.
+    /// Keeps history entries (each with its owner's index) and ancestors of what is live,
+    /// newest first, while the stored bytes stay within `budget`. Returns how many that
+    /// added bytes it kept, and the entries it dropped.
     fn fit(
         &mut self,
-        history: Vec<HistoryEntry>,
+        history: Vec<(usize, HistoryEntry)>,
         budget: u64,
-        drop: &mut Vec<SideKey>,
-    ) -> Result<usize, MaintenanceError> {
+    ) -> Result<(usize, Vec<(usize, HistoryEntry)>), MaintenanceError> {
         // Each candidate: the snapshots it keeps and, for a history entry, the entry.
-        let mut candidates: Vec<(Vec<SnapshotId>, Option<SideKey>)> = Vec::new();
+        let mut candidates: Vec<Candidate> = Vec::new();
         let mut queue = BinaryHeap::new();
-        for entry in history {
+        for (owner, entry) in history {
             queue.push((entry.time, candidates.len()));
-            candidates.push((entry.snapshots, Some(entry.key)));
+            candidates.push((entry.snapshots.clone(), Some((owner, entry))));
         }
+        let mut dropped = Vec::new();
         let mut queued: HashSet<SnapshotId> = HashSet::new();
         let parents: Vec<SnapshotId> = self.parents.iter().copied().collect();
         self.queue_ancestors(&parents, &mut queued, &mut candidates, &mut queue)?;
@@ -257,11 +286,11 @@ impl Marker<'_> {
                 continue;
             }
             full = true;
-            if let Some(key) = candidates[index].1.take() {
-                drop.push(key);
+            if let Some(entry) = candidates[index].1.take() {
+                dropped.push(entry);
             }
         }
-        Ok(kept)
+        Ok((kept, dropped))
     }
 
     /// Queues the stored parents not yet live or queued, by their creation time.
@@ -269,7 +298,7 @@ impl Marker<'_> {
         &self,
         parents: &[SnapshotId],
         queued: &mut HashSet<SnapshotId>,
-        candidates: &mut Vec<(Vec<SnapshotId>, Option<SideKey>)>,
+        candidates: &mut Vec<Candidate>,
         queue: &mut BinaryHeap<(jiff::Timestamp, usize)>,
     ) -> Result<(), MaintenanceError> {
         for &p in parents {

@@ -65,12 +65,15 @@ impl Roots {
     }
 }
 
+/// A side entry's new value, or `None` to delete it.
+pub type Rewrite = (SideKey, Option<Vec<u8>>);
+
 /// What keeps a snapshot that a size budget may not drop: a ref, a worktree's head, a named
 /// checkpoint, a task baseline, a recent op-log entry.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Keeper {
-    /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint`, `task
-    /// baseline`, `mount base`, `recent op`, or an owner's name.
+    /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint` (unnamed,
+    /// recent), `task baseline`, `mount base`, `recent op`, or an owner's name.
     pub reason: &'static str,
     /// The ref, remote ref or checkpoint name, or the op-log entry (`#SEQ`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -103,17 +106,21 @@ impl Keeper {
     }
 }
 
-/// A side entry that keeps snapshots alive as history: without a size budget it keeps them
-/// (with their ancestry) like [`Roots::snapshots`]; under one, `gc` keeps entries newest first
-/// while what they add fits, and deletes the entry (`key`) of each one it drops.
+/// A side entry, or a part of one, that keeps snapshots alive as history: without a size
+/// budget it keeps them (with their ancestry) like [`Roots::snapshots`]; under one, `gc`
+/// keeps entries newest first while what they add fits. Of each one it drops, it deletes
+/// the entry (`key`), or for a part (`part`) writes what the owner's
+/// [`SideOwner::forget`] makes of the entry without it.
 #[derive(Debug, Clone)]
 pub struct HistoryEntry {
     /// When it was made; the budget drops the oldest first.
     pub time: jiff::Timestamp,
     /// The snapshots it names.
     pub snapshots: Vec<SnapshotId>,
-    /// The entry, deleted if the budget drops it.
+    /// The entry, or the entry it is a part of.
     pub key: SideKey,
+    /// Which part of the entry it is, in the owner's words; `None`: the whole entry.
+    pub part: Option<String>,
 }
 
 /// A layer that keeps records in side tables. `gc` and `fsck` ask every owner they are
@@ -129,4 +136,12 @@ pub trait SideOwner {
 
     /// Its name, for reports.
     fn name(&self) -> &'static str;
+
+    /// What its entries become without the `parts` (history entries with a
+    /// [`HistoryEntry::part`]) a size budget dropped: each entry's new value, or `None` to
+    /// delete it. Written in `gc`'s transaction. Owners that give no parts need not say.
+    fn forget(&self, reader: &Reader, parts: &[HistoryEntry]) -> Result<Vec<Rewrite>, BoxError> {
+        let _ = (reader, parts);
+        Ok(Vec::new())
+    }
 }

@@ -282,3 +282,23 @@ pub(crate) fn drop_entries(
     }
     Ok(())
 }
+
+/// Sets each entry to its new value, or removes it (`None`).
+pub(crate) fn rewrite_entries(
+    txn: &redb::WriteTransaction,
+    entries: &[super::owner::Rewrite],
+) -> Result<(), StorageFailure> {
+    for (entry, value) in entries {
+        let mut t = open_held(txn, SideDef::new(&entry.table.table_name())).storage()?;
+        let key = (entry.scope.as_str(), entry.key.as_slice());
+        match value {
+            Some(v) => {
+                t.insert(key, v.as_slice()).storage()?;
+            }
+            None => {
+                t.remove(key).storage()?;
+            }
+        }
+    }
+    Ok(())
+}

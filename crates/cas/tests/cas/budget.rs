@@ -26,6 +26,7 @@ impl SideOwner for Journal {
                     scope,
                     key,
                 },
+                part: None,
             });
         }
         Ok(())
