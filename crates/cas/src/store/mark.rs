@@ -5,9 +5,9 @@ use std::collections::{BinaryHeap, HashSet};
 
 use super::blob::Location;
 use super::error::MaintenanceError;
-use super::owner::{HistoryEntry, Keeper, Rewrite, Roots, SideOwner};
+use super::owner::{HistoryEntry, Keeper, Roots, SideOwner};
 use super::reader::Reader;
-use super::side::SideKey;
+use super::side::{Rewrite, SideKey};
 use crate::id::{BlobId, SnapshotId, TreeId};
 use crate::object::ObjectKind;
 

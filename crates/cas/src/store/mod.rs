@@ -32,10 +32,10 @@ pub use fsck::{FsckOptions, FsckOutcome};
 pub use gc::{GcOptions, GcOutcome, Retained, store_bytes};
 pub use handle::Store;
 pub use options::{InvalidLockTimeout, LOCK_TIMEOUT_VAR, OpenOptions};
-pub use owner::{Checked, HistoryEntry, Keeper, Problem, Rewrite, Roots, SideOwner};
+pub use owner::{Checked, HistoryEntry, Keeper, Problem, Roots, SideOwner};
 pub use reader::Reader;
 pub use side::{
-    JOURNALS, KeyValue, PROMISED, PRUNED, ScopedEntry, SideKey, SideTable, sequence_key,
+    JOURNALS, KeyValue, PROMISED, PRUNED, Rewrite, ScopedEntry, SideKey, SideTable, sequence_key,
     sequence_of,
 };
 pub use tables::{DATABASE_FILE, FORMAT_VERSION};

@@ -2,7 +2,7 @@
 
 use super::error::BoxError;
 use super::reader::Reader;
-use super::side::SideKey;
+use super::side::{Rewrite, SideKey};
 use crate::id::SnapshotId;
 
 /// One thing `fsck` found wrong.
@@ -64,9 +64,6 @@ impl Roots {
         self.kept.push((snapshot, keeper));
     }
 }
-
-/// A side entry's new value, or `None` to delete it.
-pub type Rewrite = (SideKey, Option<Vec<u8>>);
 
 /// What keeps a snapshot that a size budget may not drop: a ref, a worktree's head, a named
 /// checkpoint, a task baseline, a recent op-log entry.

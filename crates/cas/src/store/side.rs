@@ -111,6 +111,9 @@ pub struct SideKey {
     pub key: Vec<u8>,
 }
 
+/// A side entry's new value, or `None` to delete it.
+pub type Rewrite = (SideKey, Option<Vec<u8>>);
+
 /// One change to a side table, in a [`WriteBatch`](crate::WriteBatch).
 #[derive(Debug, Clone)]
 pub(crate) enum SideOp {
@@ -286,7 +289,7 @@ pub(crate) fn drop_entries(
 /// Sets each entry to its new value, or removes it (`None`).
 pub(crate) fn rewrite_entries(
     txn: &redb::WriteTransaction,
-    entries: &[super::owner::Rewrite],
+    entries: &[Rewrite],
 ) -> Result<(), StorageFailure> {
     for (entry, value) in entries {
         let mut t = open_held(txn, SideDef::new(&entry.table.table_name())).storage()?;
