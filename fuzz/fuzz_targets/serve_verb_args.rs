@@ -10,7 +10,11 @@ use serde_json::Value;
 
 fn arg_name(arg: &Arg) -> &'static str {
     match arg {
-        Arg::Positional(n, _) | Arg::Option(n, _) | Arg::Switch(n, _) | Arg::Paths(n) => n,
+        Arg::Positional(n, _)
+        | Arg::Option(n, _)
+        | Arg::Switch(n, _)
+        | Arg::Number(n, _, _)
+        | Arg::Paths(n) => n,
     }
 }
 
@@ -46,6 +50,17 @@ fn expected(spec: &ToolSpec, args: &JsonObject) -> Option<JsonObject> {
             }
             Arg::Option(..) => {
                 out.insert(key.clone(), Value::String(text?));
+            }
+            // A whole number from 0 to the largest (given as a JSON number).
+            Arg::Number(_, _, max) => {
+                let whole = value.as_u64().or_else(|| {
+                    value
+                        .as_f64()
+                        .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 18_446_744_073_709_551_616.0)
+                        .map(|f| f as u64)
+                });
+                let n = whole.filter(|n| n <= max)?;
+                out.insert(key.clone(), Value::String(n.to_string()));
             }
             Arg::Switch(..) => match value {
                 Value::Bool(true) => {

@@ -122,9 +122,54 @@ fn commands_print_the_same_through_the_server_and_change_the_store_there() {
         "gc through the server: {}",
         stderr(&out)
     );
+    // Past CAIRN_STORE_BUDGET: the calling process says so once; the server's gc under
+    // a budget answers with what is retained.
+    let out = env
+        .command()
+        .env("CAIRN_LOCK_TIMEOUT", "0")
+        .env("CAIRN_STORE_BUDGET", "1")
+        .args([
+            "--store",
+            env.store().as_str(),
+            "--json",
+            "gc",
+            "--max-size",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let budgeted: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        budgeted["retained"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["reason"] == "named checkpoint" && r["name"] == "start"),
+        "{budgeted}"
+    );
+    let said = stderr(&out);
+    assert_eq!(said.matches("CAIRN_STORE_BUDGET=1;").count(), 1, "{said}");
+    assert!(said.contains("--max-size 1"), "{said}");
 
     // The same through the per-verb HTTP API.
     let client = server.client();
+    let (status, v) = client
+        .call(
+            "gc",
+            &serde_json::json!({ "dry_run": true, "keep_within": 30, "max_size": 1 }),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        (v["dry_run"].as_bool(), v["ops_pruned"].as_u64()),
+        (Some(true), Some(0)),
+        "{v}"
+    );
+    let (status, v) = client
+        .call("gc", &serde_json::json!({ "max_size": "1" }))
+        .unwrap();
+    assert_eq!(status, 400, "bytes are a number: {v}");
     let (status, v) = client
         .call("status", &serde_json::json!({ "worktree": wt.as_str() }))
         .unwrap();

@@ -40,6 +40,7 @@ impl Env {
         cmd.current_dir(self.path())
             .env_remove("CAIRN_STORE")
             .env_remove("RUST_LOG")
+            .env_remove("CAIRN_STORE_BUDGET")
             .env("HOME", self.path().join("home").as_str())
             .env_remove("XDG_DATA_HOME")
             .env("NO_COLOR", "1");

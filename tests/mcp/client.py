@@ -14,7 +14,7 @@ CAIRN, STORE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 EXPECTED = {
     "snapshot", "checkout", "rollback", "diff", "status", "undo", "redo",
     "checkpoint", "rewind", "merge", "log", "review", "push", "pull", "remote_list",
-    "ref_set", "ref_list", "mount", "unmount", "policy", "policy_allow", "policy_revoke",
+    "ref_set", "ref_list", "mount", "unmount", "policy", "policy_allow", "policy_revoke", "gc",
 }
 
 
@@ -121,6 +121,34 @@ async def main():
             assert relative["error"]["code"] == "invalid_grant", relative
             revoked = await call(session, "policy_revoke", {"worktree": wt, "write": [cache], "once": True})
             assert revoked["policy"]["once"]["writable"] == [], revoked
+
+            # gc: with every op-log entry recent nothing goes; under a budget of one byte
+            # the history goes (`between`: only the op log and its child keep it), never
+            # what is named, and `retained` says what keeps the rest.
+            for content in ("draft 1\n", "draft 2\n"):
+                with open(os.path.join(wt, "draft.txt"), "w") as f:
+                    f.write(content)
+                between = await call(session, "snapshot", {"worktree": wt})
+            latest = between
+            between = latest["parent"]
+            gc_schema = next(t for t in tools if t.name == "gc").input_schema
+            assert gc_schema["properties"]["max_size"]["type"] == "integer", gc_schema
+            dry = await call(session, "gc", {"dry_run": True, "keep_within": 30, "max_size": 1})
+            assert dry["dry_run"] is True and dry["ops_pruned"] == 0 and dry["removed"] == [], dry
+            kept = {(r["reason"], r.get("name")) for r in dry["retained"]}
+            assert ("named checkpoint", "start") in kept, kept
+            collected = await call(session, "gc", {"max_size": 1})
+            assert collected["ops_pruned"] > 0, collected
+            assert between in [r["id"] for r in collected["removed"]], collected
+            history = await call(session, "log", {"target": wt})
+            assert [s["id"] for s in history["snapshots"]] == [latest["snapshot"]], history
+            kept = {(r["reason"], r.get("name")) for r in collected["retained"]}
+            assert ("named checkpoint", "start") in kept and ("remote ref", "verified@origin") in kept, kept
+            again = os.path.join(WORK, "after-gc")
+            co = await call(session, "checkout", {"snapshot": snap["snapshot"], "dest": again})
+            assert open(os.path.join(again, "main.py")).read() == "print('v2')\n"
+            bad_gc = await call(session, "gc", {"max_size": -1}, ok=False)
+            assert "max_size" in json.dumps(bad_gc), bad_gc
 
             # Refusals and errors come back as tool errors carrying cairn's message.
             for _ in range(10):

@@ -62,11 +62,11 @@ pub use object::{
 pub use store::{
     BlobPayload, BoxError, CHUNK_BYTES, Checked, DATABASE_FILE, Error, FORMAT_1_FILE_STATES,
     FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES, FORMAT_VERSION, FsckOptions,
-    FsckOutcome, GcOptions, GcOutcome, InvalidLockTimeout, JOURNALS, KeyValue, LOCK_TIMEOUT_VAR,
-    MaintenanceError, OpenError, OpenOptions, PROMISED, PayloadError, PreparedBlob, Problem,
-    ReadError, Reader, RefError, ResolveError, Roots, ScopedEntry, SideKey, SideOwner, SideTable,
-    StorageFailure, Store, WriteBatch, WriteError, WriteOutcome, sequence_key, sequence_of,
-    validate_ref_name,
+    FsckOutcome, GcOptions, GcOutcome, HistoryEntry, InvalidLockTimeout, JOURNALS, Keeper,
+    KeyValue, LOCK_TIMEOUT_VAR, MaintenanceError, OpenError, OpenOptions, PROMISED, PRUNED,
+    PayloadError, PreparedBlob, Problem, ReadError, Reader, RefError, ResolveError, Retained,
+    Rewrite, Roots, ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure, Store, WriteBatch,
+    WriteError, WriteOutcome, sequence_key, sequence_of, store_bytes, validate_ref_name,
 };
 pub use verify::{VerifiedObject, VerifyError, verify_blob_payload, verify_object};
 

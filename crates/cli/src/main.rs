@@ -4,6 +4,7 @@
 //! parses arguments into a `cairn_engine::Request`, has it run by the `cairn serve` holding
 //! the store or by an engine in this process, and prints the typed outcome.
 
+mod budget;
 mod commands;
 mod context;
 mod error;
@@ -279,9 +280,14 @@ enum Command {
         /// Report what would be removed; change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// First drop op-log entries older than DAYS days.
-        #[arg(long, value_name = "DAYS")]
-        prune_ops: Option<u32>,
+        /// First drop op-log entries older than DAYS days; no size budget drops newer ones.
+        #[arg(long, value_name = "DAYS", alias = "prune-ops")]
+        keep_within: Option<u32>,
+        /// Then drop older history, oldest first, until the store folder takes at most
+        /// BYTES (never refs, worktree heads, named checkpoints, task baselines or what is
+        /// within --keep-within).
+        #[arg(long, value_name = "BYTES")]
+        max_size: Option<u64>,
         /// Collect a remote's garbage: packs no remote ref or pinned snapshot reaches.
         #[arg(long, value_name = "NAME")]
         remote: Option<String>,
@@ -416,9 +422,35 @@ fn main() -> ExitCode {
     }
     let mut ctx = Ctx::new(cli.json, cli.store.clone());
     ctx.offline = cli.offline;
-    match error::contain_panics(|| run(&ctx, cli.command)) {
+    // A server runs for long: the commands that call it say it, each once.
+    let check_budget = !matches!(cli.command, Command::Serve { .. });
+    let code = match error::contain_panics(|| run(&ctx, cli.command)) {
         Ok(out) => out.emit(),
         Err(e) => fail(ctx.json, &e),
+    };
+    if check_budget {
+        warn_past_budget(&ctx);
+    }
+    code
+}
+
+/// Says on stderr if the command's store is past `CAIRN_STORE_BUDGET`.
+fn warn_past_budget(ctx: &Ctx) {
+    let value = std::env::var_os(budget::STORE_BUDGET_VAR);
+    if value.is_none() {
+        return;
+    }
+    let Some(cwd) = std::env::current_dir()
+        .ok()
+        .and_then(|d| Utf8PathBuf::from_path_buf(d).ok())
+    else {
+        return;
+    };
+    let Ok(store) = ctx.store_path(&cwd) else {
+        return;
+    };
+    if let Some(said) = budget::warning(&store, value.as_deref()) {
+        eprintln!("{said}");
     }
 }
 
@@ -731,19 +763,22 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
         Command::Fsck => Request::Fsck(FsckOptions {}),
         Command::Gc {
             dry_run,
-            prune_ops,
+            keep_within,
+            max_size,
             remote,
             grace,
         } => {
             return Ok((
                 Request::Gc(GcOptions {
                     dry_run,
-                    prune_ops,
+                    keep_within,
+                    max_size,
                     remote,
                     grace,
                 }),
                 View {
-                    prune_ops: prune_ops.is_some(),
+                    pruning: keep_within.is_some() || max_size.is_some(),
+                    max_size,
                     ..view
                 },
             ));

@@ -33,8 +33,10 @@ pub struct View {
     pub context: u32,
     /// `status --short`.
     pub short: bool,
-    /// `gc --prune-ops` was given.
-    pub prune_ops: bool,
+    /// `gc --keep-within` or `--max-size` was given.
+    pub pruning: bool,
+    /// `gc --max-size`.
+    pub max_size: Option<u64>,
     /// Colour on stdout.
     pub color: bool,
 }
@@ -596,18 +598,35 @@ fn gc(o: &GcOutcome, view: &View) -> String {
         count("blob"),
         o.bytes_freed,
     );
-    if view.prune_ops {
+    if view.pruning {
         human.push_str(&format!(
-            "{} {} op-log entries\n",
+            "{} {} op-log entries, {} unnamed checkpoints\n",
             if o.dry_run { "would prune" } else { "pruned" },
-            o.ops_pruned
+            o.ops_pruned,
+            o.checkpoints_pruned
         ));
+        for r in &o.retained {
+            let mut what = r.reason.clone();
+            for part in [&r.name, &r.worktree].into_iter().flatten() {
+                what.push(' ');
+                what.push_str(part);
+            }
+            human.push_str(&format!(
+                "kept by {what}: {} bytes (snapshot {})\n",
+                r.bytes, r.snapshot
+            ));
+        }
     }
     if !o.dry_run {
         human.push_str(&format!(
-            "store file {} -> {} bytes\n",
-            o.file_bytes_before, o.file_bytes_after
+            "store file {} -> {} bytes; store folder {} bytes\n",
+            o.file_bytes_before, o.file_bytes_after, o.store_bytes
         ));
+        if let Some(max) = view.max_size.filter(|max| o.store_bytes > *max) {
+            human.push_str(&format!(
+                "still past --max-size {max}: what is kept above, and the store file's own overhead, take more\n"
+            ));
+        }
     }
     human
 }

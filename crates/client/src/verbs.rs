@@ -18,6 +18,8 @@ pub enum Arg {
     Option(&'static str, &'static str),
     /// `--flag` when true.
     Switch(&'static str, &'static str),
+    /// `--flag N`: a whole number from 0 to the given largest.
+    Number(&'static str, &'static str, u64),
     /// A list of strings: `-- PATH…`, or repeated positionals (`push SNAP…`).
     Paths(&'static str),
 }
@@ -337,6 +339,34 @@ pub const TOOLS: &[ToolSpec] = &[
         mcp: true,
     },
     ToolSpec {
+        name: "gc",
+        command: &["gc"],
+        description: "Drop what nothing reaches and shrink the store file. keep_within drops op-log entries older than that many days; max_size then drops older history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest first, until the store folder takes at most that many bytes; refs, worktree heads, named checkpoints, task baselines and what is within keep_within always stay, and `retained` says what they keep. Waits until no other call uses the store.",
+        args: &[
+            (
+                Arg::Switch("dry_run", "--dry-run"),
+                "Report what would be removed; change nothing.",
+            ),
+            (
+                Arg::Number("keep_within", "--keep-within", u32::MAX as u64),
+                "Days: drop op-log entries older than this; newer ones are never dropped.",
+            ),
+            (
+                Arg::Number("max_size", "--max-size", u64::MAX),
+                "Bytes the store folder may take: older history goes, oldest first, until it fits.",
+            ),
+            (
+                Arg::Option("remote", "--remote"),
+                "Collect this remote's garbage instead (packs no remote ref or pinned snapshot reaches).",
+            ),
+            (
+                Arg::Number("grace", "--grace", u32::MAX as u64),
+                "With remote: hours a pack stays condemned before it is deleted (default 24).",
+            ),
+        ],
+        mcp: true,
+    },
+    ToolSpec {
         name: "remote_list",
         command: &["remote", "list"],
         description: "The remotes this store knows, and whether refs can be updated on each.",
@@ -444,6 +474,11 @@ pub fn check(spec: &ToolSpec, args: &JsonObject) -> Result<JsonObject, String> {
                     out.insert((*name).to_owned(), Value::String(v));
                 }
             }
+            Arg::Number(name, _, max) => {
+                if let Some(n) = whole_number(name, args.get(*name), *max)? {
+                    out.insert((*name).to_owned(), Value::from(n));
+                }
+            }
             Arg::Switch(name, _) => match args.get(*name) {
                 None | Some(Value::Null) => {}
                 Some(Value::Bool(b)) => {
@@ -473,6 +508,28 @@ pub fn check(spec: &ToolSpec, args: &JsonObject) -> Result<JsonObject, String> {
         }
     }
     Ok(out)
+}
+
+/// A whole number from 0 to `max` (given as a JSON number; a whole float counts).
+fn whole_number(name: &str, value: Option<&Value>, max: u64) -> Result<Option<u64>, String> {
+    let n = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Number(n)) => n,
+        Some(other) => return Err(format!("{name} must be an integer, not {other}")),
+    };
+    let whole = n.as_u64().or_else(|| {
+        // serde_json reads an integer past u64 (or one written as 5.0) as a float; below
+        // 2^64, which is exact.
+        n.as_f64()
+            .filter(|f| f.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(f))
+            .map(|f| f as u64)
+    });
+    match whole {
+        Some(w) if w <= max => Ok(Some(w)),
+        _ => Err(format!(
+            "{name} must be a whole number from 0 to {max}, not {n}"
+        )),
+    }
 }
 
 /// A count of at least 1 (`log`'s `--max-count`); a larger one than `usize` holds means
@@ -506,7 +563,11 @@ fn count(value: Option<&Value>) -> Result<Option<usize>, String> {
 /// The JSON name of an argument.
 pub fn arg_name(arg: &Arg) -> &'static str {
     match arg {
-        Arg::Positional(n, _) | Arg::Option(n, _) | Arg::Switch(n, _) | Arg::Paths(n) => n,
+        Arg::Positional(n, _)
+        | Arg::Option(n, _)
+        | Arg::Switch(n, _)
+        | Arg::Number(n, _, _)
+        | Arg::Paths(n) => n,
     }
 }
 
@@ -540,6 +601,27 @@ mod tests {
             let checked = check(log, &args(good.clone())).expect("accepted");
             assert_eq!(checked["max_count"], json!(n), "{good}");
         }
+    }
+
+    /// `gc`'s days and bytes are whole numbers within their range, given as numbers.
+    #[test]
+    fn numbers_are_whole_and_in_range() {
+        let gc = spec("gc");
+        let args = |k: &str, v: Value| -> JsonObject { [(k.to_owned(), v)].into_iter().collect() };
+        for (key, bad) in [
+            ("keep_within", json!(4_294_967_296u64)),
+            ("keep_within", json!(-1)),
+            ("max_size", json!(1.5)),
+            ("max_size", json!("100")),
+            ("grace", json!(true)),
+        ] {
+            let refused = check(gc, &args(key, bad.clone())).expect_err("refused");
+            assert!(refused.starts_with(key), "{bad}: {refused}");
+        }
+        let checked = check(gc, &args("max_size", json!(5e6))).expect("accepted");
+        assert_eq!(checked["max_size"], json!(5_000_000));
+        let checked = check(gc, &args("keep_within", json!(0))).expect("accepted");
+        assert_eq!(checked["keep_within"], json!(0));
     }
 
     /// A name, message or id is a JSON string; a number there is refused naming the

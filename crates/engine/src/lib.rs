@@ -92,8 +92,8 @@ pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
 pub use mounts::{MountOptions, MountOutcome, UnmountOptions, UnmountOutcome};
 pub use objects::{
     FsckChecked, FsckOptions, FsckOutcome, FsckProblem, GcOptions, GcOutcome, GcRemoved,
-    InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions, RefsOutcome, ShowEntry,
-    ShowOptions, ShowOutcome, init_store,
+    GcRetained, InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions, RefsOutcome,
+    ShowEntry, ShowOptions, ShowOutcome, init_store,
 };
 pub use path::TreePath;
 pub use policy::{PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRevokeOptions};

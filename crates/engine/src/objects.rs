@@ -194,16 +194,26 @@ pub struct FsckOutcome {
     pub message: Option<String>,
 }
 
-/// `gc [--dry-run] [--prune-ops DAYS]`.
+/// `gc [--dry-run] [--keep-within DAYS] [--max-size BYTES]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GcOptions {
     /// Remove nothing; report.
     #[serde(default)]
     pub dry_run: bool,
-    /// First drop op-log entries older than this many days.
+    /// First drop op-log entries older than this many days; those left are recent and no
+    /// size budget drops them. `prune_ops` is its older name.
+    #[serde(
+        default,
+        alias = "prune_ops",
+        deserialize_with = "crate::engine::whole_number::deserialize"
+    )]
+    pub keep_within: Option<u32>,
+    /// Then drop history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest
+    /// first, until the store folder's files take at most this many bytes or only what is
+    /// named or recent is left.
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
-    pub prune_ops: Option<u32>,
+    pub max_size: Option<u64>,
     /// Collect this remote's garbage instead of the store's.
     #[serde(default)]
     pub remote: Option<String>,
@@ -221,6 +231,24 @@ pub struct GcRemoved {
     pub id: String,
 }
 
+/// Stored bytes gc could not free because something named or recent keeps them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GcRetained {
+    /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint` (unnamed,
+    /// within `keep_within`), `task baseline`, `mount base` or `recent op`.
+    pub reason: String,
+    /// The ref, remote ref (`NAME@REMOTE`) or checkpoint name, or the op-log entry (`#SEQ`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The worktree it belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    /// The snapshot it keeps.
+    pub snapshot: String,
+    /// Stored bytes it keeps that no entry listed before it does (the entries add up).
+    pub bytes: u64,
+}
+
 /// What `gc` removed.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GcOutcome {
@@ -228,14 +256,25 @@ pub struct GcOutcome {
     pub removed: Vec<GcRemoved>,
     /// Their stored bytes.
     pub bytes_freed: u64,
-    /// Op-log entries dropped.
+    /// Op-log entries dropped (by age or by the size budget).
     pub ops_pruned: u64,
+    /// Unnamed checkpoints the size budget dropped from their worktrees' stacks.
+    #[serde(default)]
+    pub checkpoints_pruned: u64,
+    /// What keeps the bytes that stay: refs, worktree heads, named checkpoints, task baselines,
+    /// recent op-log entries; those keeping nothing another does not are left out.
+    #[serde(default)]
+    pub retained: Vec<GcRetained>,
     /// Whether nothing was removed.
     pub dry_run: bool,
     /// The store file's size before.
     pub file_bytes_before: u64,
     /// And after.
     pub file_bytes_after: u64,
+    /// What the store folder's files take after (the size `--max-size` and
+    /// `CAIRN_STORE_BUDGET` are about; on a dry run, now).
+    #[serde(default)]
+    pub store_bytes: u64,
     /// With `--remote`: what remote gc did (`removed` then lists packs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<remote::RemoteGcOutcome>,
@@ -469,13 +508,14 @@ impl Engine {
         })
     }
 
-    /// `cairn gc [--dry-run] [--prune-ops DAYS]`: waits until no other call uses the store.
+    /// `cairn gc [--dry-run] [--keep-within DAYS] [--max-size BYTES]`: waits until no other
+    /// call uses the store.
     pub fn gc(&self, _call: &Call, options: GcOptions) -> Result<GcOutcome, Error> {
         if let Some(name) = &options.remote {
-            if options.prune_ops.is_some() {
+            if options.keep_within.is_some() || options.max_size.is_some() {
                 return Err(Error::usage(
                     "usage",
-                    "--prune-ops is for the store's own gc, not --remote",
+                    "--keep-within and --max-size are for the store's own gc, not --remote",
                 ));
             }
             let out = self.remote_gc(name, options.grace.unwrap_or(24), options.dry_run)?;
@@ -490,9 +530,12 @@ impl Engine {
                     .collect(),
                 bytes_freed: out.bytes_freed,
                 ops_pruned: 0,
+                checkpoints_pruned: 0,
+                retained: Vec::new(),
                 dry_run: options.dry_run,
                 file_bytes_before: 0,
                 file_bytes_after: 0,
+                store_bytes: 0,
                 remote: Some(out),
             });
         }
@@ -500,14 +543,14 @@ impl Engine {
             return Err(Error::usage("usage", "--grace is for gc --remote NAME"));
         }
         let prune_ops_before = options
-            .prune_ops
+            .keep_within
             .map(|days| {
                 jiff::Timestamp::now()
                     .checked_sub(jiff::SignedDuration::from_hours(24 * i64::from(days)))
                     .map_err(|_| {
                         Error::usage(
                             "usage",
-                            format!("--prune-ops {days}: that many days ago is before any time cairn can represent"),
+                            format!("--keep-within (--prune-ops) {days}: that many days ago is before any time cairn can represent"),
                         )
                     })
             })
@@ -517,6 +560,7 @@ impl Engine {
         let out = store.gc(
             &cas::GcOptions {
                 dry_run: options.dry_run,
+                max_size: options.max_size,
             },
             &[&registry, &remote::RemotesOwner],
         )?;
@@ -531,9 +575,22 @@ impl Engine {
                 .collect(),
             bytes_freed: out.bytes_freed,
             ops_pruned: fs_manager::Registry::ops_pruned(&out.dropped),
+            checkpoints_pruned: fs_manager::Registry::checkpoints_pruned(&out.dropped_parts),
+            retained: out
+                .retained
+                .into_iter()
+                .map(|r| GcRetained {
+                    reason: r.keeper.reason.to_owned(),
+                    name: r.keeper.name,
+                    worktree: r.keeper.worktree,
+                    snapshot: r.snapshot.to_hex(),
+                    bytes: r.bytes,
+                })
+                .collect(),
             dry_run: options.dry_run,
             file_bytes_before: out.file_bytes_before,
             file_bytes_after: out.file_bytes_after,
+            store_bytes: out.store_bytes_after,
             remote: None,
         })
     }

@@ -620,14 +620,18 @@ impl Engine {
 }
 
 /// One snapshot as `log` shows it; with `stat`, its changes against its first parent (a
-/// root snapshot against the empty tree).
+/// root snapshot against the empty tree; none when gc pruned that parent).
 pub(crate) fn log_entry(
     reader: &Reader,
     id: SnapshotId,
     snap: cas::Snapshot,
     stat: bool,
 ) -> Result<LogEntry, Error> {
-    let stat = if stat {
+    let parent_pruned = match snap.parents.first() {
+        Some(p) => reader.pruned(*p)?,
+        None => false,
+    };
+    let stat = if stat && !parent_pruned {
         let empty = cas::Tree::default();
         let parent_tree = match snap.parents.first() {
             Some(p) => reader.snapshot(*p)?.tree,

@@ -1,7 +1,6 @@
 //! Every JSON field SPEC.md names for a verb is in its serialized outcome (extra fields are
 //! allowed). `run` is the CLI's (not an engine verb; its fields are checked in
-//! `tests/cli/run_commands.rs`); SPEC's fields of later work (`gc`'s `retained`, mounts) are
-//! not built yet.
+//! `tests/cli/run_commands.rs`).
 //! The verbs that need git (`onboard`'s source, `onboard --git`, `merge`) are checked in
 //! `cairn-git`'s tests.
 
@@ -452,5 +451,13 @@ fn fsck_and_gc() {
     let v = json(&w.engine.fsck(&w.call(), FsckOptions {}).expect("fsck"));
     has(&v, &["problems"]);
     let v = json(&w.engine.gc(&w.call(), GcOptions::default()).expect("gc"));
-    has(&v, &["removed", "bytes_freed", "ops_pruned"]);
+    has(&v, &["removed", "bytes_freed", "ops_pruned", "retained"]);
+    let budget = GcOptions {
+        keep_within: Some(1),
+        max_size: Some(1),
+        ..GcOptions::default()
+    };
+    let v = json(&w.engine.gc(&w.call(), budget).expect("gc --max-size"));
+    has(&v, &["removed", "bytes_freed", "ops_pruned", "retained"]);
+    items_have(&v, "retained", &["reason", "snapshot", "bytes"]);
 }

@@ -375,10 +375,13 @@ impl RegistryWrite for WriteBatch {
 }
 
 /// What the registry and op logs keep alive, for `gc` and `fsck`: every worktree's head,
-/// checkpoints and task baseline, and the states every op-log entry names.
+/// checkpoints, task baseline and mount base, and the states every op-log entry names.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Registry {
-    /// `gc` first drops op-log entries older than this; they then keep nothing alive.
+    /// `gc` first drops op-log entries older than this; they then keep nothing alive, and
+    /// those left, with the unnamed checkpoints made since, are recent: no size budget drops
+    /// them. Without it every entry and unnamed checkpoint is history that a size budget may
+    /// drop, oldest first.
     pub prune_ops_before: Option<jiff::Timestamp>,
 }
 
@@ -387,24 +390,84 @@ impl Registry {
     pub fn ops_pruned(dropped: &[cas::SideKey]) -> u64 {
         dropped.iter().filter(|k| k.table == OPLOG).count() as u64
     }
+
+    /// How many of the parts a `gc` dropped were (unnamed) checkpoints.
+    pub fn checkpoints_pruned(parts: &[cas::HistoryEntry]) -> u64 {
+        parts.iter().filter(|p| p.key.table == WORKTREES).count() as u64
+    }
+}
+
+impl Registry {
+    /// What keeps each snapshot a worktree record names. An unnamed checkpoint made before
+    /// `prune_ops_before` (any, without it) is history a size budget may drop.
+    fn keep_record(&self, wt: &WorktreeRecord, roots: &mut cas::Roots) {
+        let of = |reason| cas::Keeper::new(reason).of(wt.root.as_str());
+        if let Some(head) = wt.head {
+            roots.keep(head, of("worktree head"));
+        }
+        for c in &wt.checkpoints {
+            match &c.name {
+                Some(name) => roots.keep(c.snapshot, of("named checkpoint").named(name.as_str())),
+                None if self.prune_ops_before.is_some_and(|t| c.created >= t) => {
+                    roots.keep(c.snapshot, of("checkpoint"));
+                }
+                None => roots.history.push(cas::HistoryEntry {
+                    time: c.created,
+                    snapshots: vec![c.snapshot],
+                    key: cas::SideKey {
+                        table: WORKTREES,
+                        scope: wt.root.to_string(),
+                        key: Vec::new(),
+                    },
+                    part: Some(checkpoint_part(c)),
+                }),
+            }
+        }
+        if let Some(task) = &wt.task {
+            roots.keep(task.baseline, of("task baseline"));
+        }
+        if let Some(base) = wt.mount_base {
+            roots.keep(base, of("mount base"));
+        }
+    }
+}
+
+/// How an unnamed checkpoint is named as a part of its worktree's record.
+fn checkpoint_part(c: &Checkpoint) -> String {
+    format!("checkpoint {} {}", c.snapshot, c.created)
 }
 
 impl cas::SideOwner for Registry {
     fn roots(&self, reader: &Reader, roots: &mut cas::Roots) -> Result<(), cas::BoxError> {
         for wt in reader.worktrees()? {
-            roots.snapshots.extend(wt.snapshots());
+            self.keep_record(&wt, roots);
         }
         for (root, key, bytes) in reader.side_entries(OPLOG)? {
             let op = decode_op(Utf8Path::new(&root), &key, &bytes)?;
-            if self.prune_ops_before.is_some_and(|t| op.time < t) {
-                roots.drop.push(cas::SideKey {
-                    table: OPLOG,
-                    scope: root,
-                    key,
-                });
-                continue;
+            let entry = cas::SideKey {
+                table: OPLOG,
+                scope: root,
+                key,
+            };
+            match self.prune_ops_before {
+                Some(t) if op.time < t => roots.drop.push(entry),
+                Some(_) => {
+                    for id in op.snapshots() {
+                        roots.keep(
+                            id,
+                            cas::Keeper::new("recent op")
+                                .named(format!("#{}", op.seq))
+                                .of(entry.scope.as_str()),
+                        );
+                    }
+                }
+                None => roots.history.push(cas::HistoryEntry {
+                    time: op.time,
+                    snapshots: op.snapshots().collect(),
+                    key: entry,
+                    part: None,
+                }),
             }
-            roots.snapshots.extend(op.snapshots());
         }
         Ok(())
     }
@@ -455,6 +518,42 @@ impl cas::SideOwner for Registry {
 
     fn name(&self) -> &'static str {
         "worktree registry"
+    }
+
+    /// Worktree records without the unnamed checkpoints a size budget dropped.
+    fn forget(
+        &self,
+        reader: &Reader,
+        parts: &[cas::HistoryEntry],
+    ) -> Result<Vec<cas::Rewrite>, cas::BoxError> {
+        let mut out = Vec::new();
+        for wt in reader.worktrees()? {
+            let gone: Vec<&str> = parts
+                .iter()
+                .filter(|p| p.key.table == WORKTREES && p.key.scope == wt.root.as_str())
+                .filter_map(|p| p.part.as_deref())
+                .collect();
+            if gone.is_empty() {
+                continue;
+            }
+            let mut record = wt.clone();
+            record
+                .checkpoints
+                .retain(|c| c.name.is_some() || !gone.contains(&checkpoint_part(c).as_str()));
+            let json = serde_json::to_vec(&record).map_err(|source| RegistryError::Encode {
+                root: record.root.clone(),
+                source,
+            })?;
+            out.push((
+                cas::SideKey {
+                    table: WORKTREES,
+                    scope: wt.root.to_string(),
+                    key: Vec::new(),
+                },
+                Some(json),
+            ));
+        }
+        Ok(out)
     }
 }
 

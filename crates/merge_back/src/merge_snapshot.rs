@@ -71,7 +71,11 @@ fn find_base(
             return Ok(Some(id));
         }
         for parent in snapshot.parents {
-            if seen.insert(parent) {
+            // History gc pruned holds no base.
+            let pruned = reader
+                .pruned(parent)
+                .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+            if !pruned && seen.insert(parent) {
                 queue.push_back(parent);
             }
         }

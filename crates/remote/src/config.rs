@@ -178,13 +178,14 @@ pub struct RemotesOwner;
 
 impl SideOwner for RemotesOwner {
     fn roots(&self, reader: &Reader, roots: &mut Roots) -> Result<(), BoxError> {
-        for (_, _, value) in reader.side_entries(TRACKING)? {
+        for (remote, name, value) in reader.side_entries(TRACKING)? {
             let Ok(id) = <[u8; 32]>::try_from(value.as_slice()) else {
                 continue;
             };
             let id = SnapshotId::from_bytes(id);
             if reader.has_snapshot(id)? {
-                roots.snapshots.push(id);
+                let name = format!("{}@{remote}", String::from_utf8_lossy(&name));
+                roots.keep(id, cas::Keeper::new("remote ref").named(name));
             }
         }
         Ok(())

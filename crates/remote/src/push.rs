@@ -77,7 +77,7 @@ fn find_missing(
             return Err(RemoteError::Unpushable {
                 remote: remote.to_owned(),
                 reason: format!(
-                    "snapshot {id} is neither in this store nor on it (fetched without its history from another remote?)"
+                    "snapshot {id} is neither in this store nor on it (fetched without its history from another remote, or pruned by `gc --max-size`?)"
                 ),
             });
         }

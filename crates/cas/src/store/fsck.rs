@@ -197,7 +197,7 @@ impl Store {
                         ));
                     }
                     for p in &snap.parents {
-                        if !reader.has_snapshot(*p)? && reader.promised((*p).into())?.is_none() {
+                        if !reader.has_snapshot(*p)? && !reader.absent_by_design(*p)? {
                             out.problems.push(problem(
                                 "snapshot",
                                 id,

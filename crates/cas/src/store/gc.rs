@@ -8,18 +8,26 @@ use super::blob::{self, Location, LogWriter};
 use super::contain::open_held;
 use super::error::{MaintenanceError, StorageResult};
 use super::handle::Store;
-use super::owner::{Roots, SideOwner};
-use super::reader::Reader;
-use super::side::SideKey;
+pub use super::mark::Retained;
+use super::mark::{self, Marked};
+#[cfg(doc)]
+use super::owner::Roots;
+use super::owner::{HistoryEntry, SideOwner};
+use super::side::{PRUNED, SideDef, SideKey};
 use super::tables::{BLOBS, LOG_END_KEY, META, SEGMENTS, SNAPSHOTS, TREES};
 use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
 use crate::object::ObjectKind;
+use camino::Utf8Path;
 
 /// Knobs for [`Store::gc`].
 #[derive(Debug, Clone, Default)]
 pub struct GcOptions {
     /// Report what would be removed, change nothing.
     pub dry_run: bool,
+    /// Drop history (owners' history entries and snapshot ancestry), oldest first, until
+    /// the store folder's files take at most this many bytes, or nothing but what keepers
+    /// keep is left.
+    pub max_size: Option<u64>,
 }
 
 /// What `gc` removed (or would remove, on a dry run).
@@ -29,26 +37,45 @@ pub struct GcOutcome {
     pub removed: Vec<(ObjectKind, ObjectId)>,
     /// Stored bytes of those objects.
     pub bytes_freed: u64,
-    /// Side entries dropped at their owners' request (see [`Roots::drop`]).
+    /// Side entries dropped at their owners' request (see [`Roots::drop`]) or because the
+    /// size budget dropped them as history.
     pub dropped: Vec<SideKey>,
+    /// Parts of side entries the size budget dropped (see [`HistoryEntry::part`]).
+    pub dropped_parts: Vec<HistoryEntry>,
+    /// What keepers keep (refs, worktree heads, ...), each with the stored bytes only it
+    /// keeps; keepers keeping nothing new are left out.
+    pub retained: Vec<Retained>,
     /// Size of the database file before.
     pub file_bytes_before: u64,
     /// Size of the database file after (equal to before on a dry run).
     pub file_bytes_after: u64,
+    /// What the store folder's files take after (see [`store_bytes`]; before, on a dry run).
+    pub store_bytes_after: u64,
 }
 
-#[derive(Default)]
-struct Live {
-    snapshots: HashSet<SnapshotId>,
-    trees: HashSet<TreeId>,
-    blobs: HashSet<BlobId>,
+/// How many times `gc --max-size` marks, sweeps and compacts again when the compacted store
+/// is still over its budget (each time with the budget less the overhead it measured).
+const MAX_BUDGET_PASSES: usize = 8;
+
+/// The bytes the store folder's files take: the sum of the lengths of every regular file
+/// in it and below it (symlinks not followed). The budget is checked against this.
+pub fn store_bytes(root: &Utf8Path) -> u64 {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 impl Store {
     /// Removes every object that no ref, no root of `owners` (the layers that keep records
     /// in side tables) and no ancestry of those reaches, drops the side entries the owners
     /// ask it to and those about removed objects, moves live blobs out of mostly-dead log
-    /// segments, and compacts the file.
+    /// segments, and compacts the file. With [`GcOptions::max_size`], history beyond what
+    /// keepers keep stays only as far as it fits (see `mark`), and the passes repeat until
+    /// the compacted store fits or nothing optional is left.
     ///
     /// It stops before removing anything if an operation is under way on some directory
     /// (a [`JOURNALS`](crate::JOURNALS) entry), if an owner cannot say what it keeps, or if a
@@ -72,44 +99,88 @@ impl Store {
         let file_len = || std::fs::metadata(&db_path).map(|m| m.len()).unwrap_or(0);
         let mut outcome = GcOutcome {
             file_bytes_before: file_len(),
+            store_bytes_after: store_bytes(self.root()),
             ..GcOutcome::default()
         };
-        let (live, dropped) = self.mark(owners)?;
+        let mut budget = options.max_size;
+        for _ in 0..MAX_BUDGET_PASSES {
+            let marked = self.mark(owners, budget)?;
+            let (live_bytes, optional_kept) = (marked.live_bytes, marked.optional_kept);
+            self.sweep_marked(marked, options, &mut outcome)?;
+            if options.dry_run {
+                outcome.file_bytes_after = outcome.file_bytes_before;
+                return Ok(outcome);
+            }
+            self.compact()?;
+            outcome.file_bytes_after = file_len();
+            outcome.store_bytes_after = store_bytes(self.root());
+            tracing::debug!(
+                budget,
+                live_bytes,
+                optional_kept,
+                store_bytes = outcome.store_bytes_after,
+                "gc pass"
+            );
+            let (Some(max), Some(last)) = (options.max_size, budget) else {
+                break;
+            };
+            if outcome.store_bytes_after <= max || optional_kept == 0 || last == 0 {
+                break;
+            }
+            let overhead = outcome.store_bytes_after.saturating_sub(live_bytes);
+            budget = Some(max.saturating_sub(overhead).min(last - 1));
+        }
+        Ok(outcome)
+    }
 
+    /// What is reachable, and the side entries to drop.
+    fn mark(
+        &self,
+        owners: &[&dyn SideOwner],
+        budget: Option<u64>,
+    ) -> Result<Marked, MaintenanceError> {
+        let reader = self.reader()?;
+        if let Some(root) = reader.journaled_dirs()?.into_iter().next() {
+            return Err(MaintenanceError::Interrupted { root });
+        }
+        mark::mark(&reader, owners, budget)
+    }
+
+    /// One sweep in its own write transaction (aborted on a dry run).
+    fn sweep_marked(
+        &self,
+        marked: Marked,
+        options: &GcOptions,
+        outcome: &mut GcOutcome,
+    ) -> Result<(), MaintenanceError> {
         let db = self.writer().map_err(|_| MaintenanceError::ReadOnly {
             path: self.root().to_owned(),
         })?;
         let (txn, len_before) = self.begin_write_on(db)?;
-        let swept = self
-            .sweep(&txn, &live, &dropped, options, &mut outcome)
-            .and_then(|()| {
-                if options.dry_run {
-                    txn.abort().storage()?;
-                } else {
-                    txn.commit().storage()?;
-                }
-                Ok(())
-            });
+        let swept = self.sweep(&txn, &marked, options, outcome).and_then(|()| {
+            if options.dry_run {
+                txn.abort().storage()?;
+            } else {
+                txn.commit().storage()?;
+            }
+            Ok(())
+        });
         swept.map_err(|e| self.after_failed_write(len_before, e))?;
-        outcome.dropped = dropped;
-        if options.dry_run {
-            outcome.file_bytes_after = outcome.file_bytes_before;
-            return Ok(outcome);
-        }
-        self.compact()?;
-        outcome.file_bytes_after = file_len();
-        Ok(outcome)
+        outcome.dropped.extend(marked.drop);
+        outcome.dropped_parts.extend(marked.dropped_parts);
+        outcome.retained = marked.retained;
+        Ok(())
     }
 
     /// Removes from `txn` what `live` leaves out (on a dry run: only counts it).
     fn sweep(
         &self,
         txn: &redb::WriteTransaction,
-        live: &Live,
-        dropped: &[SideKey],
+        marked: &Marked,
         options: &GcOptions,
         outcome: &mut GcOutcome,
     ) -> Result<(), MaintenanceError> {
+        let live = &marked.live;
         {
             let mut blobs = open_held(txn, BLOBS).storage()?;
             let mut trees = open_held(txn, TREES).storage()?;
@@ -166,68 +237,22 @@ impl Store {
                     .chain(dead_snaps.iter().copied())
                     .collect();
                 super::side::drop_with_objects(txn, &dead_objects)?;
-                super::side::drop_entries(txn, dropped)?;
-                self.reclaim_segments(txn, &mut blobs)?;
+                super::side::drop_entries(txn, &marked.drop)?;
+                super::side::rewrite_entries(txn, &marked.rewrites)?;
+                write_pruned(txn, &marked.cut)?;
+                self.reclaim_segments(txn, &mut blobs, options.max_size.is_some())?;
             }
         }
         Ok(())
     }
 
-    /// What is reachable, and the side entries the owners want dropped.
-    fn mark(&self, owners: &[&dyn SideOwner]) -> Result<(Live, Vec<SideKey>), MaintenanceError> {
-        let reader = self.reader()?;
-        if let Some(root) = reader.journaled_dirs()?.into_iter().next() {
-            return Err(MaintenanceError::Interrupted { root });
-        }
-        let mut live = Live::default();
-        let mut roots = Roots::default();
-        for owner in owners {
-            owner
-                .roots(&reader, &mut roots)
-                .map_err(|source| MaintenanceError::Owner {
-                    owner: owner.name(),
-                    source,
-                })?;
-        }
-        let mut pending: Vec<SnapshotId> = reader.refs()?.into_iter().map(|(_, id)| id).collect();
-        pending.extend(roots.snapshots);
-        let mut trees = Vec::new();
-        while let Some(id) = pending.pop() {
-            if !live.snapshots.insert(id) {
-                continue;
-            }
-            if !reader.has_snapshot(id)? && reader.promised(id.into())?.is_some() {
-                continue;
-            }
-            let snap = reader.snapshot(id).map_err(MaintenanceError::Unsafe)?;
-            trees.push(snap.tree);
-            pending.extend(snap.parents);
-        }
-        while let Some(id) = trees.pop() {
-            if !live.trees.insert(id) {
-                continue;
-            }
-            if !reader.has_tree(id)? && reader.promised(id.into())?.is_some() {
-                continue;
-            }
-            let tree = reader.tree(id).map_err(MaintenanceError::Unsafe)?;
-            for entry in tree.entries() {
-                match (entry.blob(), entry.tree()) {
-                    (Some(b), _) => mark_blob(&reader, b, &mut live)?,
-                    (_, Some(t)) => trees.push(t),
-                    _ => {}
-                }
-            }
-        }
-        Ok((live, roots.drop))
-    }
-
     /// Deletes segments no live blob uses and relocates blobs out of segments that are less
-    /// than half live, so space from deleted blobs comes back.
+    /// than half live (`tight`: not wholly live), so space from deleted blobs comes back.
     fn reclaim_segments(
         &self,
         txn: &redb::WriteTransaction,
         blobs: &mut redb::Table<[u8; 32], &[u8]>,
+        tight: bool,
     ) -> Result<(), MaintenanceError> {
         let seg = self.segment_bytes;
         let mut meta = open_held(txn, META).storage()?;
@@ -245,7 +270,8 @@ impl Store {
         for item in segments.iter().storage()? {
             let (k, _) = item.storage()?;
             let index = k.value();
-            if index != tail && usage.get(&index).copied().unwrap_or(0) < seg / 2 {
+            let floor = if tight { seg } else { seg / 2 };
+            if index != tail && usage.get(&index).copied().unwrap_or(0) < floor {
                 sparse.insert(index);
             }
         }
@@ -344,14 +370,12 @@ fn dead_keys(
     Ok(out)
 }
 
-fn mark_blob(reader: &Reader, id: BlobId, live: &mut Live) -> Result<(), MaintenanceError> {
-    if !live.blobs.insert(id) {
-        return Ok(());
-    }
-    if let Location::Chunked { chunks, .. } =
-        reader.location(id).map_err(MaintenanceError::Unsafe)?
-    {
-        live.blobs.extend(chunks);
+/// Makes [`PRUNED`] hold exactly `cut`.
+fn write_pruned(txn: &redb::WriteTransaction, cut: &[SnapshotId]) -> Result<(), MaintenanceError> {
+    let mut table = open_held(txn, SideDef::new(&PRUNED.table_name())).storage()?;
+    table.retain(|_, _| false).storage()?;
+    for id in cut {
+        table.insert(("", &id.as_bytes()[..]), &[][..]).storage()?;
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ pub mod fuzzing;
 mod gc;
 mod group;
 mod handle;
+mod mark;
 mod options;
 mod owner;
 mod reader;
@@ -28,13 +29,14 @@ pub use error::{
     StorageFailure, WriteError,
 };
 pub use fsck::{FsckOptions, FsckOutcome};
-pub use gc::{GcOptions, GcOutcome};
+pub use gc::{GcOptions, GcOutcome, Retained, store_bytes};
 pub use handle::Store;
 pub use options::{InvalidLockTimeout, LOCK_TIMEOUT_VAR, OpenOptions};
-pub use owner::{Checked, Problem, Roots, SideOwner};
+pub use owner::{Checked, HistoryEntry, Keeper, Problem, Roots, SideOwner};
 pub use reader::Reader;
 pub use side::{
-    JOURNALS, KeyValue, PROMISED, ScopedEntry, SideKey, SideTable, sequence_key, sequence_of,
+    JOURNALS, KeyValue, PROMISED, PRUNED, Rewrite, ScopedEntry, SideKey, SideTable, sequence_key,
+    sequence_of,
 };
 pub use tables::{DATABASE_FILE, FORMAT_VERSION};
 pub use transfer::{BlobPayload, PayloadError};

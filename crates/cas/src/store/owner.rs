@@ -2,7 +2,7 @@
 
 use super::error::BoxError;
 use super::reader::Reader;
-use super::side::SideKey;
+use super::side::{Rewrite, SideKey};
 use crate::id::SnapshotId;
 
 /// One thing `fsck` found wrong.
@@ -47,10 +47,77 @@ pub struct Checked {
 /// same transaction as the objects it removes.
 #[derive(Debug, Clone, Default)]
 pub struct Roots {
-    /// Snapshots to keep, with their ancestry, trees and blobs.
+    /// Snapshots to keep, with their ancestry, trees and blobs; under a size budget they
+    /// count as kept by the owner itself (its [`SideOwner::name`]).
     pub snapshots: Vec<SnapshotId>,
+    /// Snapshots to keep whatever a size budget says, each with what keeps it.
+    pub kept: Vec<(SnapshotId, Keeper)>,
+    /// Entries that keep their snapshots unless a size budget drops them, oldest first.
+    pub history: Vec<HistoryEntry>,
     /// Entries to delete (for example op-log entries past their age).
     pub drop: Vec<SideKey>,
+}
+
+impl Roots {
+    /// Keeps `snapshot` whatever a size budget says, because of `keeper`.
+    pub fn keep(&mut self, snapshot: SnapshotId, keeper: Keeper) {
+        self.kept.push((snapshot, keeper));
+    }
+}
+
+/// What keeps a snapshot that a size budget may not drop: a ref, a worktree's head, a named
+/// checkpoint, a task baseline, a recent op-log entry.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Keeper {
+    /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint` (unnamed,
+    /// recent), `task baseline`, `mount base`, `recent op`, or an owner's name.
+    pub reason: &'static str,
+    /// The ref, remote ref or checkpoint name, or the op-log entry (`#SEQ`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The worktree it belongs to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+}
+
+impl Keeper {
+    /// A keeper with only a reason.
+    pub fn new(reason: &'static str) -> Keeper {
+        Keeper {
+            reason,
+            name: None,
+            worktree: None,
+        }
+    }
+
+    /// With `name`.
+    pub fn named(mut self, name: impl Into<String>) -> Keeper {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Of `worktree`.
+    pub fn of(mut self, worktree: impl Into<String>) -> Keeper {
+        self.worktree = Some(worktree.into());
+        self
+    }
+}
+
+/// A side entry, or a part of one, that keeps snapshots alive as history: without a size
+/// budget it keeps them (with their ancestry) like [`Roots::snapshots`]; under one, `gc`
+/// keeps entries newest first while what they add fits. Of each one it drops, it deletes
+/// the entry (`key`), or for a part (`part`) writes what the owner's
+/// [`SideOwner::forget`] makes of the entry without it.
+#[derive(Debug, Clone)]
+pub struct HistoryEntry {
+    /// When it was made; the budget drops the oldest first.
+    pub time: jiff::Timestamp,
+    /// The snapshots it names.
+    pub snapshots: Vec<SnapshotId>,
+    /// The entry, or the entry it is a part of.
+    pub key: SideKey,
+    /// Which part of the entry it is, in the owner's words; `None`: the whole entry.
+    pub part: Option<String>,
 }
 
 /// A layer that keeps records in side tables. `gc` and `fsck` ask every owner they are
@@ -66,4 +133,12 @@ pub trait SideOwner {
 
     /// Its name, for reports.
     fn name(&self) -> &'static str;
+
+    /// What its entries become without the `parts` (history entries with a
+    /// [`HistoryEntry::part`]) a size budget dropped: each entry's new value, or `None` to
+    /// delete it. Written in `gc`'s transaction. Owners that give no parts need not say.
+    fn forget(&self, reader: &Reader, parts: &[HistoryEntry]) -> Result<Vec<Rewrite>, BoxError> {
+        let _ = (reader, parts);
+        Ok(Vec::new())
+    }
 }

@@ -101,6 +101,37 @@ impl Reader {
             .run(|| Ok(self.snapshots.get(id.as_bytes()).storage()?.is_some()))
     }
 
+    /// The bytes a tree's or snapshot's record takes in the store (0 if absent), as `gc`
+    /// counts them.
+    pub(super) fn record_len(&self, kind: ObjectKind, id: ObjectId) -> Result<u64, StorageFailure> {
+        self.health.run(|| {
+            let table = match kind {
+                ObjectKind::Tree => &self.trees,
+                ObjectKind::Snapshot => &self.snapshots,
+                ObjectKind::Blob => return Ok(0),
+            };
+            Ok(table
+                .get(id.as_bytes())
+                .storage()?
+                .map_or(0, |v| v.value().len() as u64))
+        })
+    }
+
+    /// True if the store lacks snapshot `id` because `gc` pruned it from the history of a
+    /// snapshot it kept (see [`PRUNED`](crate::PRUNED)): history ends there.
+    pub fn pruned(&self, id: SnapshotId) -> Result<bool, StorageFailure> {
+        Ok(!self.has_snapshot(id)?
+            && self
+                .side_get(super::side::PRUNED, "", id.as_bytes())?
+                .is_some())
+    }
+
+    /// True if a parent `id` that the store lacks is meant to be missing: it is on a remote
+    /// or `gc` pruned it.
+    pub fn absent_by_design(&self, id: SnapshotId) -> Result<bool, StorageFailure> {
+        Ok(self.pruned(id)? || (!self.has_snapshot(id)? && self.promised(id.into())?.is_some()))
+    }
+
     /// The size of a stored blob, without reading it.
     pub fn blob_size(&self, id: BlobId) -> Result<u64, ReadError> {
         Ok(self.location(id)?.size())
@@ -308,7 +339,7 @@ impl Reader {
     }
 
     /// History from `start`: it and its ancestors, newest first (by creation time, ties by
-    /// id), at most `limit` of them.
+    /// id), at most `limit` of them. It ends at parents `gc` pruned.
     pub fn log(
         &self,
         start: SnapshotId,
@@ -331,7 +362,8 @@ impl Reader {
                     continue;
                 };
                 for &p in &snap.parents {
-                    if seen.insert(p) {
+                    // History that `gc` pruned ends here.
+                    if !self.pruned(p)? && seen.insert(p) {
                         let parent = self.snapshot(p).map_err(ReadError::as_referenced)?;
                         queue.push((parent.created, p));
                         loaded.insert(p, parent);

@@ -75,6 +75,11 @@ pub const JOURNALS: SideTable = SideTable::new("journals");
 /// elsewhere rather than missing. An entry goes when its object is stored.
 pub const PROMISED: SideTable = SideTable::new("cas.promised");
 
+/// Snapshots `gc` removed under a size budget although a snapshot it kept names them as
+/// parents: scope `""`, key the snapshot id, empty value. History ends there: `log` stops,
+/// `fsck` and `gc` do not count them as missing. `gc` rewrites the table each run.
+pub const PRUNED: SideTable = SideTable::new("cas.pruned");
+
 /// True if the database table `name` is a side table keyed by object.
 pub(crate) fn is_by_object(name: &str) -> bool {
     name.starts_with(BY_OBJECT_PREFIX)
@@ -105,6 +110,9 @@ pub struct SideKey {
     /// Its key in the scope.
     pub key: Vec<u8>,
 }
+
+/// A side entry's new value, or `None` to delete it.
+pub type Rewrite = (SideKey, Option<Vec<u8>>);
 
 /// One change to a side table, in a [`WriteBatch`](crate::WriteBatch).
 #[derive(Debug, Clone)]
@@ -274,6 +282,26 @@ pub(crate) fn drop_entries(
         let mut t = open_held(txn, SideDef::new(&entry.table.table_name())).storage()?;
         t.remove((entry.scope.as_str(), entry.key.as_slice()))
             .storage()?;
+    }
+    Ok(())
+}
+
+/// Sets each entry to its new value, or removes it (`None`).
+pub(crate) fn rewrite_entries(
+    txn: &redb::WriteTransaction,
+    entries: &[Rewrite],
+) -> Result<(), StorageFailure> {
+    for (entry, value) in entries {
+        let mut t = open_held(txn, SideDef::new(&entry.table.table_name())).storage()?;
+        let key = (entry.scope.as_str(), entry.key.as_slice());
+        match value {
+            Some(v) => {
+                t.insert(key, v.as_slice()).storage()?;
+            }
+            None => {
+                t.remove(key).storage()?;
+            }
+        }
     }
     Ok(())
 }

@@ -179,7 +179,16 @@ fn gc_keeps_what_owners_name_and_drops_what_they_ask() {
     batch.put_side(BY_OBJECT, "", garbage.as_bytes(), b"gone".to_vec());
     t.store.write(&batch).unwrap();
 
-    let dry = t.store.gc(&GcOptions { dry_run: true }, &[&Notes]).unwrap();
+    let dry = t
+        .store
+        .gc(
+            &GcOptions {
+                dry_run: true,
+                ..GcOptions::default()
+            },
+            &[&Notes],
+        )
+        .unwrap();
     assert_eq!(dry.dropped.len(), 1);
     assert_eq!(
         dry.removed.len(),

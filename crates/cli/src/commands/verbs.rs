@@ -18,6 +18,10 @@ pub fn schema(spec: &ToolSpec) -> JsonObject {
             ),
             Arg::Option(n, _) => (*n, json!({ "type": "string", "description": doc })),
             Arg::Switch(n, _) => (*n, json!({ "type": "boolean", "description": doc })),
+            Arg::Number(n, _, max) => (
+                *n,
+                json!({ "type": "integer", "minimum": 0, "maximum": max, "description": doc }),
+            ),
             Arg::Paths(n) => (
                 *n,
                 json!({ "type": "array", "items": { "type": "string" }, "description": doc }),
@@ -128,6 +132,9 @@ mod tests {
                 Arg::Option("max_count", _) => format!("type: {}, minimum: 1", ty("integer")),
                 Arg::Option(..) => format!("type: {}", ty("string")),
                 Arg::Switch(..) => format!("type: {}", ty("boolean")),
+                Arg::Number(_, _, max) => {
+                    format!("type: {}, minimum: 0, maximum: {max}", ty("integer"))
+                }
                 Arg::Paths(_) => format!("type: {}, items: {{ type: string }}", ty("array")),
             };
             out.push_str(&format!(

@@ -119,7 +119,13 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
 
     let dry = t
         .store
-        .gc(&GcOptions { dry_run: true }, &[&Registry::default()])
+        .gc(
+            &GcOptions {
+                dry_run: true,
+                max_size: None,
+            },
+            &[&Registry::default()],
+        )
         .unwrap();
     let removed: Vec<_> = dry.removed.iter().map(|(_, id)| *id).collect();
     assert!(removed.contains(&garbage.into()));
@@ -176,7 +182,10 @@ fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
     let dry = t
         .store
         .gc(
-            &GcOptions { dry_run: true },
+            &GcOptions {
+                dry_run: true,
+                max_size: None,
+            },
             &[&Registry {
                 prune_ops_before: Some(cutoff),
             }],
@@ -188,7 +197,10 @@ fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
     let out = t
         .store
         .gc(
-            &GcOptions { dry_run: false },
+            &GcOptions {
+                dry_run: false,
+                max_size: None,
+            },
             &[&Registry {
                 prune_ops_before: Some(cutoff),
             }],
@@ -206,7 +218,10 @@ fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
     let out = t
         .store
         .gc(
-            &GcOptions { dry_run: false },
+            &GcOptions {
+                dry_run: false,
+                max_size: None,
+            },
             &[&Registry {
                 prune_ops_before: Some(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1)),
             }],

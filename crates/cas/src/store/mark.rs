@@ -1,0 +1,336 @@
+//! `gc`'s mark phase: what stays, who keeps it, and under a size budget how much of the
+//! history fits.
+
+use std::collections::{BinaryHeap, HashSet};
+
+use super::blob::Location;
+use super::error::MaintenanceError;
+use super::owner::{HistoryEntry, Keeper, Roots, SideOwner};
+use super::reader::Reader;
+use super::side::{Rewrite, SideKey};
+use crate::id::{BlobId, SnapshotId, TreeId};
+use crate::object::ObjectKind;
+
+/// Objects that stay.
+#[derive(Default)]
+pub(super) struct Live {
+    pub(super) snapshots: HashSet<SnapshotId>,
+    pub(super) trees: HashSet<TreeId>,
+    pub(super) blobs: HashSet<BlobId>,
+}
+
+/// Stored bytes that something named or recent keeps, so no budget can free them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Retained {
+    /// What keeps them.
+    #[serde(flatten)]
+    pub keeper: Keeper,
+    /// The snapshot it keeps.
+    pub snapshot: SnapshotId,
+    /// Stored bytes it keeps that no keeper listed before it does (so the entries add up
+    /// to what every keeper together keeps).
+    pub bytes: u64,
+}
+
+/// The outcome of marking.
+pub(super) struct Marked {
+    pub(super) live: Live,
+    /// Stored bytes of `live`.
+    pub(super) live_bytes: u64,
+    /// Side entries to delete: those the owners asked for and history the budget dropped.
+    pub(super) drop: Vec<SideKey>,
+    /// Parts of side entries the budget dropped.
+    pub(super) dropped_parts: Vec<HistoryEntry>,
+    /// What the owners made of the entries those parts were of.
+    pub(super) rewrites: Vec<Rewrite>,
+    /// What keepers keep, those keeping nothing new left out.
+    pub(super) retained: Vec<Retained>,
+    /// Parents of live snapshots that are not live: what [`PRUNED`](super::side::PRUNED)
+    /// is to hold.
+    pub(super) cut: Vec<SnapshotId>,
+    /// History entries and ancestors the budget kept that added bytes (0 without a budget).
+    pub(super) optional_kept: usize,
+}
+
+/// What some roots reach beyond what is already live.
+#[derive(Default)]
+struct Reach {
+    added: Live,
+    bytes: u64,
+    parents: Vec<SnapshotId>,
+}
+
+/// What the budget may keep: snapshots and, for a history entry, the entry with its
+/// owner's index.
+type Candidate = (Vec<SnapshotId>, Option<(usize, HistoryEntry)>);
+
+struct Marker<'r> {
+    reader: &'r Reader,
+    live: Live,
+    bytes: u64,
+    /// Parents of every live snapshot.
+    parents: HashSet<SnapshotId>,
+}
+
+/// Marks from refs and every owner's roots. Without `budget`, everything the roots and the
+/// history reach stays, ancestry included. With it, the keepers keep their snapshots (not
+/// their ancestry), then history entries and ancestors are kept newest first while the
+/// stored bytes stay within `budget`; from the first that does not fit on, the rest go,
+/// except what adds nothing.
+pub(super) fn mark(
+    reader: &Reader,
+    owners: &[&dyn SideOwner],
+    budget: Option<u64>,
+) -> Result<Marked, MaintenanceError> {
+    let mut keepers: Vec<(SnapshotId, Keeper)> = reader
+        .refs()?
+        .into_iter()
+        .map(|(name, id)| (id, Keeper::new("ref").named(name)))
+        .collect();
+    // Each history entry with the index of its owner.
+    let mut history: Vec<(usize, HistoryEntry)> = Vec::new();
+    let mut drop = Vec::new();
+    for (index, owner) in owners.iter().enumerate() {
+        let mut roots = Roots::default();
+        owner
+            .roots(reader, &mut roots)
+            .map_err(|source| MaintenanceError::Owner {
+                owner: owner.name(),
+                source,
+            })?;
+        keepers.extend(roots.kept);
+        keepers.extend(
+            roots
+                .snapshots
+                .into_iter()
+                .map(|id| (id, Keeper::new(owner.name()))),
+        );
+        history.extend(roots.history.into_iter().map(|e| (index, e)));
+        drop.extend(roots.drop);
+    }
+
+    // What names a snapshot is listed (and credited with its bytes) before what merely
+    // holds it.
+    keepers.sort_by_key(|(_, keeper)| rank(keeper.reason));
+    let ancestry = budget.is_none();
+    let mut marker = Marker {
+        reader,
+        live: Live::default(),
+        bytes: 0,
+        parents: HashSet::new(),
+    };
+    let mut retained = Vec::new();
+    for (snapshot, keeper) in keepers {
+        let reach = marker.reach(&[snapshot], ancestry)?;
+        if reach.bytes > 0 {
+            retained.push(Retained {
+                keeper,
+                snapshot,
+                bytes: reach.bytes,
+            });
+        }
+        marker.take(reach);
+    }
+    let (optional_kept, dropped) = match budget {
+        None => {
+            for (_, entry) in &history {
+                let reach = marker.reach(&entry.snapshots, true)?;
+                marker.take(reach);
+            }
+            (0, Vec::new())
+        }
+        Some(budget) => marker.fit(history, budget)?,
+    };
+    let (parts, whole): (Vec<_>, Vec<_>) = dropped.into_iter().partition(|(_, e)| e.part.is_some());
+    drop.extend(whole.into_iter().map(|(_, e)| e.key));
+    let mut rewrites = Vec::new();
+    for (index, owner) in owners.iter().enumerate() {
+        let mine: Vec<HistoryEntry> = parts
+            .iter()
+            .filter(|(i, _)| *i == index)
+            .map(|(_, e)| e.clone())
+            .collect();
+        if !mine.is_empty() {
+            rewrites.extend(owner.forget(reader, &mine).map_err(|source| {
+                MaintenanceError::Owner {
+                    owner: owner.name(),
+                    source,
+                }
+            })?);
+        }
+    }
+    let cut = marker.cut()?;
+    Ok(Marked {
+        live: marker.live,
+        live_bytes: marker.bytes,
+        drop,
+        dropped_parts: parts.into_iter().map(|(_, e)| e).collect(),
+        rewrites,
+        retained,
+        cut,
+        optional_kept,
+    })
+}
+
+/// Where a keeper's reason comes in `retained`: names first, then states, then the rest.
+fn rank(reason: &str) -> u8 {
+    match reason {
+        "ref" => 0,
+        "remote ref" => 1,
+        "named checkpoint" => 2,
+        "task baseline" => 3,
+        "worktree head" => 4,
+        "checkpoint" => 5,
+        "mount base" => 6,
+        "recent op" => 7,
+        _ => 8,
+    }
+}
+
+impl Marker<'_> {
+    /// What `roots` reach (with their ancestry if `ancestry`) that is not live yet.
+    fn reach(&self, roots: &[SnapshotId], ancestry: bool) -> Result<Reach, MaintenanceError> {
+        let reader = self.reader;
+        let mut out = Reach::default();
+        let mut pending = roots.to_vec();
+        let mut trees = Vec::new();
+        while let Some(id) = pending.pop() {
+            if self.live.snapshots.contains(&id) || out.added.snapshots.contains(&id) {
+                continue;
+            }
+            if reader.absent_by_design(id)? {
+                continue;
+            }
+            out.added.snapshots.insert(id);
+            let snap = reader.snapshot(id).map_err(MaintenanceError::Unsafe)?;
+            out.bytes += reader.record_len(ObjectKind::Snapshot, id.into())?;
+            trees.push(snap.tree);
+            out.parents.extend(&snap.parents);
+            if ancestry {
+                pending.extend(snap.parents);
+            }
+        }
+        while let Some(id) = trees.pop() {
+            if self.live.trees.contains(&id) || !out.added.trees.insert(id) {
+                continue;
+            }
+            if !reader.has_tree(id)? && reader.promised(id.into())?.is_some() {
+                continue;
+            }
+            let tree = reader.tree(id).map_err(MaintenanceError::Unsafe)?;
+            out.bytes += reader.record_len(ObjectKind::Tree, id.into())?;
+            for entry in tree.entries() {
+                match (entry.blob(), entry.tree()) {
+                    (Some(b), _) => self.reach_blob(b, &mut out)?,
+                    (_, Some(t)) => trees.push(t),
+                    _ => {}
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn reach_blob(&self, id: BlobId, out: &mut Reach) -> Result<(), MaintenanceError> {
+        if self.live.blobs.contains(&id) || !out.added.blobs.insert(id) {
+            return Ok(());
+        }
+        match self.reader.location(id).map_err(MaintenanceError::Unsafe)? {
+            Location::Packed { len, .. } => out.bytes += u64::from(len),
+            Location::Chunked { chunks, .. } => {
+                for chunk in chunks {
+                    self.reach_blob(chunk, out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn take(&mut self, reach: Reach) {
+        self.live.snapshots.extend(reach.added.snapshots);
+        self.live.trees.extend(reach.added.trees);
+        self.live.blobs.extend(reach.added.blobs);
+        self.bytes += reach.bytes;
+        self.parents.extend(reach.parents);
+    }
+
+    /// Keeps history entries (each with its owner's index) and ancestors of what is live,
+    /// newest first, while the stored bytes stay within `budget`. Returns how many that
+    /// added bytes it kept, and the entries it dropped.
+    fn fit(
+        &mut self,
+        history: Vec<(usize, HistoryEntry)>,
+        budget: u64,
+    ) -> Result<(usize, Vec<(usize, HistoryEntry)>), MaintenanceError> {
+        // Each candidate: the snapshots it keeps and, for a history entry, the entry.
+        let mut candidates: Vec<Candidate> = Vec::new();
+        let mut queue = BinaryHeap::new();
+        for (owner, entry) in history {
+            queue.push((entry.time, candidates.len()));
+            candidates.push((entry.snapshots.clone(), Some((owner, entry))));
+        }
+        let mut dropped = Vec::new();
+        let mut queued: HashSet<SnapshotId> = HashSet::new();
+        let parents: Vec<SnapshotId> = self.parents.iter().copied().collect();
+        self.queue_ancestors(&parents, &mut queued, &mut candidates, &mut queue)?;
+        let mut full = false;
+        let mut kept = 0;
+        while let Some((_, index)) = queue.pop() {
+            let reach = self.reach(&candidates[index].0, false)?;
+            if reach.bytes == 0 || (!full && self.bytes + reach.bytes <= budget) {
+                if reach.bytes > 0 {
+                    kept += 1;
+                }
+                let parents = reach.parents.clone();
+                self.take(reach);
+                self.queue_ancestors(&parents, &mut queued, &mut candidates, &mut queue)?;
+                continue;
+            }
+            full = true;
+            if let Some(entry) = candidates[index].1.take() {
+                dropped.push(entry);
+            }
+        }
+        Ok((kept, dropped))
+    }
+
+    /// Queues the stored parents not yet live or queued, by their creation time.
+    fn queue_ancestors(
+        &self,
+        parents: &[SnapshotId],
+        queued: &mut HashSet<SnapshotId>,
+        candidates: &mut Vec<Candidate>,
+        queue: &mut BinaryHeap<(jiff::Timestamp, usize)>,
+    ) -> Result<(), MaintenanceError> {
+        for &p in parents {
+            if self.live.snapshots.contains(&p)
+                || !self.reader.has_snapshot(p)?
+                || !queued.insert(p)
+            {
+                continue;
+            }
+            let created = self
+                .reader
+                .snapshot(p)
+                .map_err(MaintenanceError::Unsafe)?
+                .created;
+            queue.push((created, candidates.len()));
+            candidates.push((vec![p], None));
+        }
+        Ok(())
+    }
+
+    /// Parents of live snapshots that will be missing on purpose: not live, and either
+    /// stored now (so about to go) or pruned before (see `Reader::pruned`).
+    fn cut(&self) -> Result<Vec<SnapshotId>, MaintenanceError> {
+        let mut out = Vec::new();
+        for &p in &self.parents {
+            if !self.live.snapshots.contains(&p)
+                && (self.reader.has_snapshot(p)? || self.reader.pruned(p)?)
+            {
+                out.push(p);
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+}

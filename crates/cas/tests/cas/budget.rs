@@ -1,0 +1,144 @@
+//! `gc` under a size budget: history goes oldest first, keepers stay, and the history it
+//! cuts is no damage.
+
+use cas::*;
+
+use crate::util::{commit, noise, temp_store};
+
+const JOURNAL: SideTable = SideTable::new("test.journal");
+
+/// Each `JOURNAL` entry is history keeping the snapshot its value names, made at the
+/// second its sequence number gives; `head` is kept whatever the budget.
+struct Journal {
+    head: SnapshotId,
+}
+
+impl SideOwner for Journal {
+    fn roots(&self, reader: &Reader, roots: &mut Roots) -> Result<(), BoxError> {
+        roots.keep(self.head, Keeper::new("worktree head").of("/w"));
+        for (scope, key, value) in reader.side_entries(JOURNAL)? {
+            let seq = sequence_of(&key).ok_or("not a sequence")?;
+            roots.history.push(HistoryEntry {
+                time: jiff::Timestamp::from_second(i64::try_from(seq)?)?,
+                snapshots: vec![std::str::from_utf8(&value)?.parse()?],
+                key: SideKey {
+                    table: JOURNAL,
+                    scope,
+                    key,
+                },
+                part: None,
+            });
+        }
+        Ok(())
+    }
+
+    fn check(&self, _: &Reader) -> Result<Checked, BoxError> {
+        Ok(Checked::default())
+    }
+
+    fn name(&self) -> &'static str {
+        "journal"
+    }
+}
+
+const BIG: usize = 700 << 10;
+
+#[test]
+fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
+    let mut t = temp_store();
+    // s[0] <- s[1] <- ... <- s[7], each with its own large file; a journal entry for each.
+    let mut chain: Vec<SnapshotId> = Vec::new();
+    for i in 0..8u64 {
+        let big = noise(i, BIG);
+        let id = commit(
+            &t.store,
+            &[("big", &big[..])],
+            chain.last().copied().into_iter().collect(),
+            &format!("step {i}"),
+        );
+        let mut batch = WriteBatch::new();
+        batch.append_side(JOURNAL, "", id.to_hex().into_bytes());
+        t.store.write(&batch).unwrap();
+        chain.push(id);
+    }
+    t.store.set_ref("keep", chain[1]).unwrap();
+    let owner = Journal { head: chain[7] };
+
+    // Without a budget everything stays (the journal and the ancestry keep it).
+    let out = t.store.gc(&GcOptions::default(), &[&owner]).unwrap();
+    assert!(out.removed.is_empty());
+
+    // About twice what the keepers hold: redb's file takes about 2 MB more than the stored
+    // bytes at this size.
+    let budget = 6 << 20;
+    assert!(store_bytes(&t.root) > budget);
+    let options = GcOptions {
+        max_size: Some(budget),
+        ..GcOptions::default()
+    };
+    let out = t.store.gc(&options, &[&owner]).unwrap();
+    assert!(out.store_bytes_after <= budget, "{out:?}");
+    assert_eq!(out.store_bytes_after, store_bytes(&t.root));
+    assert!(out.file_bytes_after <= budget);
+
+    let r = t.store.reader().unwrap();
+    let present: Vec<bool> = chain
+        .iter()
+        .map(|id| r.has_snapshot(*id).unwrap())
+        .collect();
+    assert!(
+        present[1] && present[7],
+        "the ref and the head stay: {present:?}"
+    );
+    assert!(!present[0], "the oldest goes first: {present:?}");
+    // What stays of the rest is the newest of it: no kept one is older than a dropped one.
+    let optional: Vec<bool> = [0, 2, 3, 4, 5, 6].iter().map(|&i| present[i]).collect();
+    let first_kept = optional.iter().position(|&p| p).unwrap_or(optional.len());
+    assert!(optional[first_kept..].iter().all(|&p| p), "{present:?}");
+    assert!(
+        optional.contains(&false),
+        "the budget dropped something: {present:?}"
+    );
+    assert!(present[6], "the newest of the history fits: {present:?}");
+
+    // A dropped snapshot's journal entry went with it; a kept one's stayed.
+    let entries = r.side_entries(JOURNAL).unwrap();
+    let journal: Vec<String> = entries
+        .iter()
+        .map(|(_, _, v)| String::from_utf8(v.clone()).unwrap())
+        .collect();
+    for (id, here) in chain.iter().zip(&present) {
+        assert_eq!(journal.contains(&id.to_hex()), *here, "{id}");
+    }
+    assert_eq!(out.dropped.len(), present.iter().filter(|p| !**p).count());
+
+    // `retained`: the ref first, then the head, each with the bytes only it keeps.
+    let reasons: Vec<(&str, Option<&str>, SnapshotId)> = out
+        .retained
+        .iter()
+        .map(|k| (k.keeper.reason, k.keeper.name.as_deref(), k.snapshot))
+        .collect();
+    assert_eq!(
+        reasons,
+        vec![
+            ("ref", Some("keep"), chain[1]),
+            ("worktree head", None, chain[7])
+        ]
+    );
+    assert!(out.retained.iter().all(|k| k.bytes > BIG as u64));
+
+    // The cut history is recorded, and is no damage: fsck is clean, log ends there, a
+    // plain gc runs.
+    let oldest_kept = (0..7).rev().take_while(|&i| present[i]).last().unwrap_or(7);
+    let cut = r.snapshot(chain[oldest_kept]).unwrap().parents[0];
+    assert!(r.pruned(cut).unwrap() && !r.has_snapshot(cut).unwrap());
+    assert!(r.pruned(chain[0]).unwrap(), "the ref's parent was cut too");
+    let log = r.log(chain[7], None).unwrap();
+    assert_eq!(log.len(), 8 - oldest_kept);
+    drop(r);
+    let fsck = t.store.fsck(&FsckOptions::default(), &[&owner]).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+    let out = t.store.gc(&GcOptions::default(), &[&owner]).unwrap();
+    assert!(out.removed.is_empty(), "{out:?}");
+    assert!(t.store.reader().unwrap().pruned(cut).unwrap(), "still cut");
+}
