@@ -436,6 +436,7 @@ impl Picker {
         }
         if let Some(preview) = &mut self.preview {
             let page = u16::try_from(self.page).unwrap_or(u16::MAX);
+            let last = u16::try_from(preview.lines.len().saturating_sub(1)).unwrap_or(u16::MAX);
             match key.code {
                 KeyCode::Enter => return Action::Rewind(self.items[preview.item].id),
                 KeyCode::Esc | KeyCode::Backspace | KeyCode::Char('q') => self.preview = None,
@@ -450,6 +451,9 @@ impl Picker {
                     preview.scroll = preview.scroll.saturating_add(page)
                 }
                 _ => {}
+            }
+            if let Some(preview) = &mut self.preview {
+                preview.scroll = preview.scroll.min(last);
             }
             return Action::Stay;
         }
@@ -760,6 +764,15 @@ mod tests {
         let patch = b"--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1 +1 @@\n-new\n+old\n";
         p.preview = Some(Preview::new(1, &dry_run, patch));
         insta::assert_snapshot!(screen(&mut p));
+        for _ in 0..3 {
+            press(&mut p, KeyCode::PageDown);
+        }
+        let lines = p.preview.as_ref().map(|v| v.lines.len()).unwrap_or(0);
+        assert_eq!(
+            p.preview.as_ref().map(|v| usize::from(v.scroll)),
+            Some(lines - 1),
+            "scrolling stops at the last line"
+        );
         assert_eq!(press(&mut p, KeyCode::Esc), Action::Stay);
         assert!(p.preview.is_none());
         p.preview = Some(Preview::new(1, &dry_run, patch));
