@@ -182,3 +182,44 @@ fn policy_lists_the_grants_readably_from_inside_the_worktree() {
         .count();
     assert_eq!(allows, 2, "{log}");
 }
+
+#[test]
+fn a_folder_holding_home_needs_yes_and_slash_is_never_granted() {
+    let env = Env::new();
+    let w = setup(&env);
+    let users = canonical(&env.path().join("users"));
+    let home = canonical(&env.path().join("users/me"));
+    let allow = |args: &[&str]| {
+        let mut cmd = env.command();
+        cmd.env("HOME", &home)
+            .args([
+                "--store",
+                env.store().as_str(),
+                "--json",
+                "policy",
+                "allow",
+                w.as_str(),
+            ])
+            .args(args);
+        let out = cmd.output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code().unwrap(), v)
+    };
+    let (code, v) = allow(&["--write", &users]);
+    assert_eq!(code, 2, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("--yes"),
+        "{v}"
+    );
+    let (code, v) = allow(&["--write", &users, "--yes"]);
+    assert_eq!(code, 0, "{v}");
+    let (code, v) = allow(&["--write", "/", "--yes"]);
+    assert_eq!(code, 2, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`/` is never granted"),
+        "{v}"
+    );
+}

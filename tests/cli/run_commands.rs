@@ -520,3 +520,116 @@ fn denied_lists_what_the_kernel_refused_and_says_why_when_it_cannot() {
         assert!(why.contains("audit_enabled=0"), "{v}");
     }
 }
+
+#[test]
+fn the_command_cannot_reach_the_store_or_a_server_of_any_store() {
+    let env = Env::new();
+    let w = setup(&env);
+    let out = outside_dir(&env, "out");
+    // A second store with a worktree and a server of its own.
+    let other_store = env.path().join("other-store");
+    let other = env.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let onboard = env
+        .command()
+        .args(["--store", other_store.as_str(), "onboard", other.as_str()])
+        .output()
+        .unwrap();
+    assert!(onboard.status.success(), "{}", stderr(&onboard));
+    let server = crate::support::Server::start(&env);
+    let other_server = {
+        let child = env
+            .command()
+            .args(["--store", other_store.as_str(), "serve"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let socket = cairn_client::Client::socket_of(&other_store);
+        while cairn_client::Client::connect(&socket).is_err() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        crate::support::Server { child, socket }
+    };
+    // From inside the sandbox: list the store, and ask each server for a grant.
+    let cairn = env!("CARGO_BIN_EXE_cairn");
+    let script = format!(
+        "ls -A {store} > listed; \
+         CAIRN_LOCK_TIMEOUT=0 {cairn} --store {store} policy allow {w} --write {out}; echo $? > own; \
+         CAIRN_LOCK_TIMEOUT=0 {cairn} --store {other_store} policy allow {other} --write {out}; echo $? > other",
+        store = env.store(),
+    );
+    let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", &script]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        std::fs::read_to_string(w.join("listed")).unwrap(),
+        "",
+        "the store is hidden"
+    );
+    for asked in ["own", "other"] {
+        let status = std::fs::read_to_string(w.join(asked)).unwrap();
+        assert_ne!(status.trim(), "0", "{asked} server: the grant went through");
+    }
+    let (_, mine) = policy(&env, &[w.as_str()]);
+    assert_eq!(mine["policy"]["writable"], serde_json::json!([]), "{mine}");
+    let theirs = env
+        .command()
+        .args([
+            "--store",
+            other_store.as_str(),
+            "--json",
+            "policy",
+            other.as_str(),
+        ])
+        .output()
+        .unwrap();
+    let theirs: serde_json::Value = serde_json::from_slice(&theirs.stdout).unwrap();
+    assert_eq!(
+        theirs["policy"]["writable"],
+        serde_json::json!([]),
+        "{theirs}"
+    );
+    // Both servers still serve their own users.
+    assert_eq!(policy(&env, &[w.as_str()]).0, 0);
+    assert!(server.stop().success());
+    assert!(other_server.stop().success());
+}
+
+#[test]
+fn a_grant_that_no_longer_holds_is_refused_when_a_run_would_use_it() {
+    let env = Env::new();
+    let w = setup(&env);
+    let out = outside_dir(&env, "out");
+    let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out]);
+    assert_eq!(code, 0, "{v}");
+    // Swapped for a symlink to the store since it was granted.
+    std::fs::remove_dir(&out).unwrap();
+    std::os::unix::fs::symlink(env.store(), &out).unwrap();
+    let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", "echo x > /dev/null"]);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "invalid_grant", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&out) && message.contains("policy revoke"),
+        "{message}"
+    );
+    // Revoked as the message says, the run goes on; --allow-write into the store is refused.
+    let (code, v) = policy(&env, &["revoke", w.as_str(), "--write", &out]);
+    assert_eq!(code, 0, "{v}");
+    let (code, v) = run(&env, &[w.as_str(), "--", "true"]);
+    assert_eq!(code, 0, "{v}");
+    let inside = env.store().join("x");
+    std::fs::create_dir_all(&inside).unwrap();
+    let (code, v) = run(
+        &env,
+        &[w.as_str(), "--allow-write", inside.as_str(), "--", "true"],
+    );
+    assert_eq!(code, 2, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("store's folder"),
+        "{v}"
+    );
+}

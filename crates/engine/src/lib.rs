@@ -96,7 +96,9 @@ pub use objects::{
     ShowEntry, ShowOptions, ShowOutcome, init_store,
 };
 pub use path::TreePath;
-pub use policy::{PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRevokeOptions};
+pub use policy::{
+    PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRevokeOptions, check_writable,
+};
 pub use remotes::{
     PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteEntry,
     RemoteListOptions, RemoteRmOptions, RemotesOutcome,

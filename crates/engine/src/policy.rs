@@ -126,9 +126,11 @@ fn entry(op: &str, what: &GrantSet, once: bool) -> OpRecord {
     }
 }
 
-/// Checks a writable grant: absolute, existing, canonical, neither the store's folder nor
-/// inside or around it, and `/` or `$HOME` only with `yes`.
-fn check_writable(path: &Utf8Path, store: &Path, yes: bool) -> Result<(), Error> {
+/// Checks a writable grant, when it is given and again when a run uses it: absolute,
+/// existing, canonical (spelled as it resolves, so not a symlink swapped in since), neither
+/// the store's folder nor inside or around it, and `$HOME` or a folder holding it only with
+/// `yes`.
+pub fn check_writable(path: &Utf8Path, store: &Path, yes: bool) -> Result<(), Error> {
     if !path.is_absolute() {
         return Err(invalid(format!("{path}: a grant needs an absolute path")));
     }
@@ -139,7 +141,7 @@ fn check_writable(path: &Utf8Path, store: &Path, yes: bool) -> Result<(), Error>
         }
         Err(e) => return Err(Error::failure("io", format!("{path}: {e}"))),
     };
-    if canonical != path.as_std_path() {
+    if canonical.as_os_str() != path.as_std_path().as_os_str() {
         return Err(invalid(format!(
             "{path}: not a canonical path (it resolves to {}); grant that path",
             canonical.display()
@@ -153,15 +155,20 @@ fn check_writable(path: &Utf8Path, store: &Path, yes: bool) -> Result<(), Error>
         )));
     }
     if store.starts_with(&canonical) {
+        let never = if canonical == Path::new("/") {
+            " (so `/` is never granted)"
+        } else {
+            ""
+        };
         return Err(invalid(format!(
-            "{path}: holds the store's folder {}, which a sandboxed command may never write",
+            "{path}: holds the store's folder {}, which a sandboxed command may never write{never}",
             store.display()
         )));
     }
     let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
     let whole = if canonical == Path::new("/") {
         Some("the whole filesystem")
-    } else if home.as_deref() == Some(canonical.as_path()) {
+    } else if home.as_deref().is_some_and(|h| h.starts_with(&canonical)) {
         Some("the whole home directory")
     } else {
         None

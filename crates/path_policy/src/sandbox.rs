@@ -12,7 +12,11 @@ use landlock::{
 #[serde(tag = "mode", rename_all = "kebab-case")]
 pub enum SandboxPolicy {
     /// Read anything, write nothing (but the private temporary directory).
-    ReadOnly,
+    ReadOnly {
+        /// Directories the command cannot see at all (see [`enforce`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hidden: Vec<PathBuf>,
+    },
     /// Write only beneath the writable roots (and the private temporary directory).
     WorkspaceWrite {
         /// Directories (or files) the command may change.
@@ -20,6 +24,10 @@ pub enum SandboxPolicy {
         /// Paths below a writable root meant to stay read-only (see [`enforce`]).
         #[serde(default)]
         read_only_subpaths: Vec<PathBuf>,
+        /// Directories the command cannot see at all: the store's folder, so neither its
+        /// files nor its server's socket are in reach (see [`enforce`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hidden: Vec<PathBuf>,
         /// Whether TCP bind and connect are allowed.
         #[serde(default)]
         network: bool,
@@ -32,7 +40,7 @@ impl SandboxPolicy {
     /// The value of `CAIRN_SANDBOX` for the command.
     pub fn label(&self) -> &'static str {
         match self {
-            SandboxPolicy::ReadOnly => "read-only",
+            SandboxPolicy::ReadOnly { .. } => "read-only",
             SandboxPolicy::WorkspaceWrite { .. } => "workspace-write",
             SandboxPolicy::DangerFullAccess => "danger-full-access",
         }
@@ -41,7 +49,7 @@ impl SandboxPolicy {
     /// Whether the command may use the network.
     pub fn network(&self) -> bool {
         match self {
-            SandboxPolicy::ReadOnly => false,
+            SandboxPolicy::ReadOnly { .. } => false,
             SandboxPolicy::WorkspaceWrite { network, .. } => *network,
             SandboxPolicy::DangerFullAccess => true,
         }
@@ -61,7 +69,7 @@ pub enum SandboxError {
     #[error("Landlock: {0}")]
     Ruleset(String),
     /// A read-only subpath could not be made read-only (no private mount namespace).
-    #[error("cannot make {} read-only: {reason}", path.display())]
+    #[error("cannot protect {} from the command: {reason}", path.display())]
     ReadOnly {
         /// The subpath.
         path: PathBuf,
@@ -70,15 +78,17 @@ pub enum SandboxError {
     },
 }
 
-/// Makes each existing path read-only for this process and what it executes: a private mount
-/// namespace (inside a user namespace when not root), then a read-only bind mount of the
-/// path over itself. Must run while the process has a single thread.
-fn protect(paths: &[PathBuf]) -> Result<(), SandboxError> {
+/// Gives this process and what it executes a private mount namespace (inside a user
+/// namespace when not root) in which each existing `hidden` directory is covered by an empty
+/// read-only tmpfs and each existing `read_only` path is bind-mounted over itself read-only.
+/// Landlock then forbids changing the mounts, so the command cannot uncover them, and a
+/// server that refuses peers of another mount namespace knows a sandboxed caller. Must run
+/// while the process has a single thread.
+fn protect(read_only: &[PathBuf], hidden: &[PathBuf]) -> Result<(), SandboxError> {
     use rustix::mount::{MountFlags, MountPropagationFlags};
-    let paths: Vec<&PathBuf> = paths.iter().filter(|p| p.exists()).collect();
-    let Some(first) = paths.first() else {
-        return Ok(());
-    };
+    let paths: Vec<&PathBuf> = read_only.iter().filter(|p| p.exists()).collect();
+    let hidden: Vec<&PathBuf> = hidden.iter().filter(|p| p.is_dir()).collect();
+    let first = Path::new("/");
     let fail = |path: &Path, what: &str, e: &dyn std::fmt::Display| SandboxError::ReadOnly {
         path: path.to_owned(),
         reason: format!("{what}: {e}"),
@@ -105,6 +115,18 @@ fn protect(paths: &[PathBuf]) -> Result<(), SandboxError> {
         MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
     )
     .map_err(|e| fail(first, "private mounts", &e))?;
+    for path in hidden {
+        let empty =
+            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+        rustix::mount::mount(
+            "cairn-hidden",
+            path.as_path(),
+            "tmpfs",
+            empty,
+            c"size=4k,mode=0555",
+        )
+        .map_err(|e| fail(path, "hiding it", &e))?;
+    }
     for path in paths {
         rustix::mount::mount_bind(path.as_path(), path.as_path())
             .map_err(|e| fail(path, "bind mount", &e))?;
@@ -134,13 +156,17 @@ pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<Enforced, Sandb
                 denials_logged: false,
             });
         }
-        SandboxPolicy::ReadOnly => Vec::new(),
+        SandboxPolicy::ReadOnly { hidden } => {
+            protect(&[], hidden)?;
+            Vec::new()
+        }
         SandboxPolicy::WorkspaceWrite {
             writable_roots,
             read_only_subpaths,
+            hidden,
             ..
         } => {
-            protect(read_only_subpaths)?;
+            protect(read_only_subpaths, hidden)?;
             writable_roots.clone()
         }
     };
@@ -202,13 +228,14 @@ mod tests {
         let p = SandboxPolicy::WorkspaceWrite {
             writable_roots: vec!["/work/agent".into()],
             read_only_subpaths: vec!["/work/agent/.git".into()],
+            hidden: vec!["/work/agent/.cairn".into()],
             network: false,
         };
         let json = serde_json::to_string(&p).unwrap();
         assert!(json.contains("\"mode\":\"workspace-write\""), "{json}");
         assert_eq!(serde_json::from_str::<SandboxPolicy>(&json).unwrap(), p);
         let ro: SandboxPolicy = serde_json::from_str(r#"{"mode":"read-only"}"#).unwrap();
-        assert_eq!(ro, SandboxPolicy::ReadOnly);
+        assert_eq!(ro, SandboxPolicy::ReadOnly { hidden: Vec::new() });
         assert_eq!(ro.label(), "read-only");
     }
 }

@@ -193,7 +193,8 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
         });
     }
     let root = members[0].root.clone();
-    let store_dir = std::fs::canonicalize(&store).ok();
+    let store_dir = std::fs::canonicalize(&store).map_err(io(store.as_std_path()))?;
+    let hidden = vec![store_dir.clone()];
     let scratch = tempfile::Builder::new()
         .prefix("cairn-run-tmp-")
         .tempdir()
@@ -201,26 +202,53 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
     let policy = if args.no_sandbox {
         SandboxPolicy::DangerFullAccess
     } else if args.read_only {
-        SandboxPolicy::ReadOnly
+        SandboxPolicy::ReadOnly { hidden }
     } else {
         let mut writable_roots: Vec<PathBuf> = Vec::new();
         let mut network = args.network;
         for m in &members {
             writable_roots.push(m.root.clone().into_std_path_buf());
             for set in [&m.grants.always, &m.grants.once] {
-                writable_roots.extend(set.writable.iter().map(|p| p.clone().into_std_path_buf()));
+                for grant in &set.writable {
+                    // As when it was granted: a grant swapped for a symlink since, or one
+                    // that now holds the store, is refused, not followed.
+                    cairn_engine::check_writable(grant, &store_dir, true).map_err(|e| {
+                        Error::usage(
+                            "invalid_grant",
+                            format!(
+                                "{}: its grant no longer holds ({e}); revoke it with cairn policy revoke {} --write {grant}",
+                                m.root, m.root
+                            ),
+                        )
+                    })?;
+                    writable_roots.push(grant.clone().into_std_path_buf());
+                }
                 network |= set.network;
             }
         }
-        writable_roots.extend(
-            args.allow_write
-                .iter()
-                .map(|p| absolute(&cwd, p).into_std_path_buf()),
-        );
+        for path in args.allow_write {
+            let given = absolute(&cwd, path);
+            let resolved = std::fs::canonicalize(&given).map_err(io(given.as_std_path()))?;
+            let resolved = Utf8PathBuf::from_path_buf(resolved).map_err(|p| {
+                Error::usage(
+                    "invalid_path",
+                    format!(
+                        "--allow-write {given}: resolves to {}, not UTF-8",
+                        p.display()
+                    ),
+                )
+            })?;
+            cairn_engine::check_writable(&resolved, &store_dir, true).map_err(|e| {
+                Error::usage("invalid_grant", format!("--allow-write {given}: {e}"))
+            })?;
+            writable_roots.push(resolved.into_std_path_buf());
+        }
+        writable_roots.sort();
         writable_roots.dedup();
         SandboxPolicy::WorkspaceWrite {
-            read_only_subpaths: protected(&members, &writable_roots, store_dir.as_deref()),
+            read_only_subpaths: protected(&members),
             writable_roots,
+            hidden,
             network,
         }
     };
@@ -380,18 +408,12 @@ fn denial_notes(
 }
 
 /// What stays read-only inside what is writable: each worktree's `.git` (a directory, or
-/// the file of a linked worktree) and the store's folder if it lives beneath a writable root.
-fn protected(members: &[Member], writable: &[PathBuf], store_dir: Option<&Path>) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = members
+/// the file of a linked worktree). The store's folder is hidden from the command altogether.
+fn protected(members: &[Member]) -> Vec<PathBuf> {
+    members
         .iter()
         .map(|m| m.root.join(".git").into_std_path_buf())
-        .collect();
-    out.extend(
-        store_dir
-            .filter(|s| writable.iter().any(|w| s.starts_with(w)))
-            .map(Path::to_path_buf),
-    );
-    out
+        .collect()
 }
 
 /// Exit code of the helper when it cannot confine the command.

@@ -32,7 +32,9 @@ use cairn_engine::wire::{CallReply, CallRequest};
 /// Largest request body accepted (a `put_objects` batch).
 pub const MAX_BODY: usize = 64 << 20;
 
-/// Accepts only peers running as our own uid.
+/// Accepts only peers running as our own uid, in our own mount namespace: a command
+/// `cairn run` confined lives in a private one, and must not reach past its sandbox through
+/// the server (it could grant itself more, or check out anywhere).
 struct SameUid {
     inner: UnixListener,
     uid: u32,
@@ -46,7 +48,12 @@ impl Listener for SameUid {
         loop {
             match self.inner.accept().await {
                 Ok((stream, _)) => match stream.peer_cred() {
-                    Ok(c) if c.uid() == self.uid => return (stream, c.uid()),
+                    Ok(c) if c.uid() == self.uid && same_mounts(c.pid()) => {
+                        return (stream, c.uid());
+                    }
+                    Ok(c) if c.uid() == self.uid => {
+                        tracing::warn!(pid = ?c.pid(), "refused a peer in another mount namespace (a sandboxed command, or one whose namespace cannot be read)");
+                    }
                     Ok(c) => {
                         tracing::warn!(uid = c.uid(), pid = ?c.pid(), "refused a peer of another uid");
                     }
@@ -63,6 +70,14 @@ impl Listener for SameUid {
     fn local_addr(&self) -> std::io::Result<u32> {
         Ok(self.uid)
     }
+}
+
+/// Whether process `pid` shares this process's mount namespace; unknown counts as no (a
+/// process can make itself unreadable).
+fn same_mounts(pid: Option<i32>) -> bool {
+    let ours = std::fs::read_link("/proc/self/ns/mnt");
+    let theirs = pid.map(|p| std::fs::read_link(format!("/proc/{p}/ns/mnt")));
+    matches!((ours, theirs), (Ok(a), Some(Ok(b))) if a == b)
 }
 
 #[derive(Clone)]
