@@ -298,3 +298,48 @@ fn without_a_terminal_the_picker_exits_2_pointing_at_to() {
     let out = env.cairn(&["rewind", dir.as_str(), "-i", "--to", "start"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+#[test]
+fn a_worktree_whose_history_is_on_a_remote_opens_without_fetching_it() {
+    let env = Env::new();
+    // Another machine's store pushes two states to a folder remote.
+    let theirs = env.path().join("their-store");
+    let remote = env.path().join("remote");
+    std::fs::create_dir(&remote).unwrap();
+    let src = env.path().join("src");
+    std::fs::create_dir(&src).unwrap();
+    let url = format!("file://{remote}");
+    let at_theirs = |args: &[&str]| {
+        let out = env
+            .command()
+            .args(["--store", theirs.as_str(), "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    std::fs::write(src.join("a.txt"), "one\n").unwrap();
+    at_theirs(&["onboard", src.as_str()]);
+    std::fs::write(src.join("a.txt"), "two\n").unwrap();
+    let head = at_theirs(&["snapshot", src.as_str(), "-m", "Turn 2: theirs"])["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    at_theirs(&["remote", "add", "origin", &url]);
+    at_theirs(&["push", &head]);
+    // Here: check out their head by id (its parent stays on the remote), then pick.
+    let out = env.cairn(&["remote", "add", "origin", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dest = env.path().join("dest");
+    let out = env.cairn(&["checkout", &head, dest.as_str()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The remote is gone: the picker must not need it.
+    std::fs::remove_dir_all(&remote).unwrap();
+    let (terminal, json, status) = picker(&env, &dest);
+    let screen = terminal.wait_for("Turn 2: theirs");
+    assert!(screen.contains("1 state, newest first"), "{screen}");
+    terminal.keys(&["Escape"]);
+    let (code, _) = ended(&json, &status);
+    assert_eq!(code, 1);
+}

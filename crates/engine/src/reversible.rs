@@ -513,8 +513,14 @@ impl Engine {
         let entries = states
             .into_iter()
             .map(|(id, snap)| {
+                // A parent left on a remote or pruned by gc leaves no change summary (and
+                // is not fetched for one).
+                let parent_absent = match snap.parents.first() {
+                    Some(p) => reader.absent_by_design(*p)?,
+                    None => false,
+                };
                 Ok(TimelineEntry {
-                    snapshot: log_entry(&reader, id, snap, true)?,
+                    snapshot: log_entry(&reader, id, snap, !parent_absent)?,
                     // The newest checkpoint of that snapshot with a name names it.
                     checkpoint: record
                         .checkpoints
