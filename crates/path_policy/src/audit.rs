@@ -268,7 +268,16 @@ impl DenialLog {
         let mut buf = vec![0u8; 16 * 1024];
         let mut domains = Vec::new();
         let mut accesses = Vec::new();
+        // Other records keep coming on a busy system: the marker must come within ARRIVAL
+        // in all, not between two records.
+        let deadline = std::time::Instant::now() + ARRIVAL;
         loop {
+            if std::time::Instant::now() > deadline {
+                return Err(AuditUnavailable::Lost(format!(
+                    "cairn's marker record did not arrive within {}s",
+                    ARRIVAL.as_secs()
+                )));
+            }
             let (kind, body) = receive(&self.listen, &mut buf)?;
             let body = String::from_utf8_lossy(&body).into_owned();
             match kind {

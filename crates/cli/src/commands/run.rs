@@ -310,13 +310,34 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
     let mut violations = Vec::new();
     let mut snapshots = Vec::new();
     let mut kept_aside = Vec::new();
+    // Every worktree's secrets are put back even if a step fails for one of them; the
+    // first failure is reported after that, and no next-run grant is spent then.
+    let mut failed: Option<Error> = None;
+    let mut spend = Vec::new();
     for m in members {
-        let (snapshot, after) = steps.snapshot(&m.root, &message)?;
-        snapshots.push(WorktreeSnapshot {
-            worktree: m.root.clone(),
-            snapshot,
-        });
-        for p in m.secrets.put_back(&m.boundary, &after).map_err(beneath)? {
+        let after = match steps.snapshot(&m.root, &message) {
+            Ok((snapshot, after)) => {
+                snapshots.push(WorktreeSnapshot {
+                    worktree: m.root.clone(),
+                    snapshot,
+                });
+                after
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+                // Without a capture, what the command created is unknown: the saved
+                // secrets still go back.
+                Vec::new()
+            }
+        };
+        let put_back = match m.secrets.put_back(&m.boundary, &after) {
+            Ok(put_back) => put_back,
+            Err(e) => {
+                failed.get_or_insert(beneath(e));
+                continue;
+            }
+        };
+        for p in put_back {
             let path = json_path(&p.path);
             let change = p.change.as_str();
             let kept = p.kept.as_ref().map(|k| k.display().to_string());
@@ -344,8 +365,14 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
             });
         }
         if matches!(policy, SandboxPolicy::WorkspaceWrite { .. }) {
-            steps.spend(&m.root, &m.grants.once)?;
+            spend.push((m.root, m.grants.once));
         }
+    }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    for (root, once) in &spend {
+        steps.spend(root, once)?;
     }
     let notes = if ctx.json {
         Vec::new()
