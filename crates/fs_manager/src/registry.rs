@@ -5,8 +5,12 @@
 //! [`RegistryRead`] and [`RegistryWrite`] read and write them through a store's `Reader` and
 //! `WriteBatch`; [`Registry`] tells `gc` and `fsck` what they keep alive.
 
+use std::collections::BTreeMap;
+
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{Reader, SideTable, SnapshotId, StorageFailure, WriteBatch};
+
+use crate::undo::undo_stacks;
 
 /// Worktree root → JSON [`WorktreeRecord`] (key `""`).
 pub const WORKTREES: SideTable = SideTable::new("fs.worktrees");
@@ -381,7 +385,8 @@ pub struct Registry {
     /// `gc` first drops op-log entries older than this; they then keep nothing alive, and
     /// those left, with the unnamed checkpoints made since, are recent: no size budget drops
     /// them. Without it every entry and unnamed checkpoint is history that a size budget may
-    /// drop, oldest first.
+    /// drop, oldest first, except each worktree's newest undoable entry (what `undo` would
+    /// revert): no budget drops that.
     pub prune_ops_before: Option<jiff::Timestamp>,
 }
 
@@ -442,31 +447,51 @@ impl cas::SideOwner for Registry {
         for wt in reader.worktrees()? {
             self.keep_record(&wt, roots);
         }
+        // Each worktree's log, in order.
+        let mut logs: BTreeMap<String, Vec<(Vec<u8>, OpRecord)>> = BTreeMap::new();
         for (root, key, bytes) in reader.side_entries(OPLOG)? {
             let op = decode_op(Utf8Path::new(&root), &key, &bytes)?;
-            let entry = cas::SideKey {
+            logs.entry(root).or_default().push((key, op));
+        }
+        for (root, mut log) in logs {
+            log.sort_by_key(|(_, op)| op.seq);
+            let (old, recent): (Vec<_>, Vec<_>) = log
+                .into_iter()
+                .partition(|(_, op)| self.prune_ops_before.is_some_and(|t| op.time < t));
+            let entry = |key| cas::SideKey {
                 table: OPLOG,
-                scope: root,
+                scope: root.clone(),
                 key,
             };
-            match self.prune_ops_before {
-                Some(t) if op.time < t => roots.drop.push(entry),
-                Some(_) => {
-                    for id in op.snapshots() {
-                        roots.keep(
-                            id,
-                            cas::Keeper::new("recent op")
-                                .named(format!("#{}", op.seq))
-                                .of(entry.scope.as_str()),
-                        );
-                    }
+            roots
+                .drop
+                .extend(old.into_iter().map(|(key, _)| entry(key)));
+            // What `undo` would revert once the old entries are gone: its states are the
+            // only copy of what the change replaced (a rewind's capture of live edits).
+            let ops: Vec<OpRecord> = recent.iter().map(|(_, op)| op.clone()).collect();
+            let undoable = undo_stacks(&ops).undo.last().copied();
+            for (key, op) in recent {
+                let reason = if Some(op.seq) == undoable {
+                    "undo"
+                } else if self.prune_ops_before.is_some() {
+                    "recent op"
+                } else {
+                    roots.history.push(cas::HistoryEntry {
+                        time: op.time,
+                        snapshots: op.snapshots().collect(),
+                        key: entry(key),
+                        part: None,
+                    });
+                    continue;
+                };
+                for id in op.snapshots() {
+                    roots.keep(
+                        id,
+                        cas::Keeper::new(reason)
+                            .named(format!("#{}", op.seq))
+                            .of(root.as_str()),
+                    );
                 }
-                None => roots.history.push(cas::HistoryEntry {
-                    time: op.time,
-                    snapshots: op.snapshots().collect(),
-                    key: entry,
-                    part: None,
-                }),
             }
         }
         Ok(())

@@ -186,8 +186,9 @@ fn rank(reason: &str) -> u8 {
         "worktree head" => 4,
         "checkpoint" => 5,
         "mount base" => 6,
-        "recent op" => 7,
-        _ => 8,
+        "undo" => 7,
+        "recent op" => 8,
+        _ => 9,
     }
 }
 
