@@ -10,8 +10,6 @@ use std::collections::BTreeMap;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{Reader, SideTable, SnapshotId, StorageFailure, WriteBatch};
 
-use crate::undo::undo_stacks;
-
 /// Worktree root → JSON [`WorktreeRecord`] (key `""`).
 pub const WORKTREES: SideTable = SideTable::new("fs.worktrees");
 /// Worktree root, sequence number → JSON [`OpRecord`].
@@ -251,6 +249,45 @@ impl OpRecord {
     pub fn snapshots(&self) -> impl Iterator<Item = SnapshotId> + '_ {
         self.before.iter().chain(self.after.iter()).copied()
     }
+}
+
+/// Which change sets can be undone and redone, from the op log.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct UndoStacks {
+    /// Entries (by `seq`) whose change can be undone, newest last.
+    pub undo: Vec<u64>,
+    /// Undone entries that can be redone, newest last.
+    pub redo: Vec<u64>,
+}
+
+/// Replays the op log: a change set pushes onto the undo stack and clears the redo stack;
+/// `undo` moves its entry to the redo stack, `redo` moves it back. A worktree's first
+/// capture (no state before) is not undoable.
+pub fn undo_stacks(ops: &[OpRecord]) -> UndoStacks {
+    let mut s = UndoStacks::default();
+    for op in ops {
+        // An entry pruned from the log (`gc --prune-ops`) is on neither stack, and neither
+        // is what undid or redid it.
+        if let Some(seq) = op.undoes {
+            if s.undo.contains(&seq) {
+                s.undo.retain(|&x| x != seq);
+                s.redo.push(seq);
+            }
+        } else if let Some(seq) = op.redoes {
+            if s.redo.contains(&seq) {
+                s.redo.retain(|&x| x != seq);
+                s.undo.push(seq);
+            }
+        } else if op.is_change() {
+            s.redo.clear();
+            match op.before {
+                Some(_) => s.undo.push(op.seq),
+                // A first capture (a new registration): nothing before it can be undone.
+                None => s.undo.clear(),
+            }
+        }
+    }
+    s
 }
 
 pub(crate) fn decode_worktree(
