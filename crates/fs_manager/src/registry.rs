@@ -422,8 +422,8 @@ pub struct Registry {
     /// `gc` first drops op-log entries older than this; they then keep nothing alive, and
     /// those left, with the unnamed checkpoints made since, are recent: no size budget drops
     /// them. Without it every entry and unnamed checkpoint is history that a size budget may
-    /// drop, oldest first, except each worktree's newest undoable entry (what `undo` would
-    /// revert): no budget drops that.
+    /// drop, oldest first, except each registered worktree's newest undoable entry (what
+    /// `undo` would revert): no budget drops that.
     pub prune_ops_before: Option<jiff::Timestamp>,
 }
 
@@ -481,8 +481,10 @@ fn checkpoint_part(c: &Checkpoint) -> String {
 
 impl cas::SideOwner for Registry {
     fn roots(&self, reader: &Reader, roots: &mut cas::Roots) -> Result<(), cas::BoxError> {
+        let mut registered = std::collections::HashSet::new();
         for wt in reader.worktrees()? {
             self.keep_record(&wt, roots);
+            registered.insert(wt.root.into_string());
         }
         // Each worktree's log, in order.
         let mut logs: BTreeMap<String, Vec<(Vec<u8>, OpRecord)>> = BTreeMap::new();
@@ -504,9 +506,13 @@ impl cas::SideOwner for Registry {
                 .drop
                 .extend(old.into_iter().map(|(key, _)| entry(key)));
             // What `undo` would revert once the old entries are gone: its states are the
-            // only copy of what the change replaced (a rewind's capture of live edits).
+            // only copy of what the change replaced (a rewind's capture of live edits). A
+            // worktree no longer registered has nothing `undo` can revert.
             let ops: Vec<OpRecord> = recent.iter().map(|(_, op)| op.clone()).collect();
-            let undoable = undo_stacks(&ops).undo.last().copied();
+            let undoable = registered
+                .contains(&root)
+                .then(|| undo_stacks(&ops).undo.last().copied())
+                .flatten();
             for (key, op) in recent {
                 let reason = if Some(op.seq) == undoable {
                     "undo"

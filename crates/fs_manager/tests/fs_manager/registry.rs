@@ -168,8 +168,8 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
 #[test]
 fn a_size_budget_keeps_the_change_undo_would_revert() {
     let mut t = temp_store();
-    let [a, b, c, d] =
-        ["a", "b", "c", "d"].map(|n| commit(&t.store, &[(n, n.as_bytes())], vec![], n));
+    let [a, b, c, d, e] =
+        ["a", "b", "c", "d", "e"].map(|n| commit(&t.store, &[(n, n.as_bytes())], vec![], n));
     let root = Utf8Path::new("/w");
     let mut batch = WriteBatch::new();
     batch
@@ -188,6 +188,17 @@ fn a_size_budget_keeps_the_change_undo_would_revert() {
     let mut undone = OpRecord::new("undo", Some(d), Some(b));
     undone.undoes = Some(4);
     batch.append_op(root, &undone).unwrap();
+    batch
+        .put_worktree(&WorktreeRecord::new(
+            root.to_owned(),
+            WorktreeKind::Isolated,
+        ))
+        .unwrap();
+    // A worktree no longer registered: nothing can undo its changes.
+    let gone = Utf8Path::new("/gone");
+    batch
+        .append_op(gone, &OpRecord::new("snapshot", Some(e), Some(d)))
+        .unwrap();
     t.store.write(&batch).unwrap();
 
     let out = t
@@ -203,6 +214,10 @@ fn a_size_budget_keeps_the_change_undo_would_revert() {
     let r = t.store.reader().unwrap();
     assert!(r.has_snapshot(c).unwrap() && r.has_snapshot(b).unwrap());
     assert!(!r.has_snapshot(a).unwrap(), "older history goes");
+    assert!(
+        !r.has_snapshot(e).unwrap(),
+        "an unregistered worktree's too"
+    );
     let mut undo: Vec<_> = out
         .retained
         .iter()
