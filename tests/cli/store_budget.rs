@@ -58,6 +58,34 @@ fn files_of(dir: &Utf8Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
+/// The JSON of a command that must succeed.
+fn succeeds((code, v): (i32, serde_json::Value)) -> serde_json::Value {
+    assert_eq!(code, 0, "{v}");
+    v
+}
+
+/// How many entries worktree `wt`'s op log has.
+fn op_count(env: &Env, wt: &Utf8Path) -> u64 {
+    let v = succeeds(env.json(&["op", "log", wt.as_str()]));
+    v["ops"].as_array().unwrap().len() as u64
+}
+
+/// Worktree `wt`'s registry record, read from the store.
+fn worktree_record(env: &Env, wt: &Utf8Path) -> fs_manager::WorktreeRecord {
+    let store = cas::Store::open(
+        &env.store(),
+        &cas::OpenOptions {
+            read_only: true,
+            ..cas::OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let reader = store.reader().unwrap();
+    fs_manager::RegistryRead::worktree(&reader, wt)
+        .unwrap()
+        .unwrap()
+}
+
 const BIG: usize = 400 << 10;
 const BUDGET: u64 = 4 << 20;
 
@@ -185,26 +213,18 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
     // Old unnamed checkpoints went from the stack; the named one, the task's baseline
     // (the first checkpoint) and the head stay, and every one left is whole.
     assert!(v["checkpoints_pruned"].as_u64().unwrap() > 0, "{v}");
-    let store_handle = cas::Store::open(
-        &store,
-        &cas::OpenOptions {
-            read_only: true,
-            ..cas::OpenOptions::default()
-        },
-    )
-    .unwrap();
-    let reader = store_handle.reader().unwrap();
-    let record = fs_manager::RegistryRead::worktree(&reader, &wt)
-        .unwrap()
-        .unwrap();
+    let record = worktree_record(&env, &wt);
     let baseline = record.task.as_ref().unwrap().baseline;
     assert!(record.checkpoints.len() < 9, "{:?}", record.checkpoints);
     assert!(record.checkpoint("middle").is_some());
     assert!(record.checkpoints.iter().any(|c| c.snapshot == baseline));
     for c in &record.checkpoints {
-        assert!(reader.has_snapshot(c.snapshot).unwrap(), "{c:?}");
+        assert_eq!(
+            env.cairn(&["show", &c.snapshot.to_hex()]).status.code(),
+            Some(0),
+            "{c:?}"
+        );
     }
-    drop((reader, store_handle));
 
     // Every named snapshot checks out byte-identical.
     for (name, id, files) in &named {
@@ -251,13 +271,24 @@ fn gc_max_size_brings_the_store_file_under_the_budget_and_named_snapshots_stay_w
 fn a_store_budget_that_is_not_a_number_is_named_and_prune_ops_still_works() {
     let env = Env::new();
     env.commit(&[("a", b"1")], vec![], "m");
-    let out = with_budget(&env, "2GB", &["gc", "--prune-ops", "3"]);
+    let wt = env.path().join("wt");
+    std::fs::create_dir(&wt).unwrap();
+    std::fs::write(wt.join("f"), "one\n").unwrap();
+    succeeds(env.json(&["onboard", wt.as_str()]));
+    std::fs::write(wt.join("f"), "two\n").unwrap();
+    succeeds(env.json(&["snapshot", wt.as_str()]));
+    let logged = op_count(&env, &wt);
+    assert!(logged >= 2, "{logged} op-log entries");
+    let out = with_budget(&env, "2GB", &["--json", "gc", "--prune-ops", "0"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("CAIRN_STORE_BUDGET=2GB: not a whole number of bytes"),
         "{}",
         stderr(&out)
     );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ops_pruned"].as_u64(), Some(logged), "{v}");
+    assert_eq!(op_count(&env, &wt), 0, "every entry was older than 0 days");
     let (code, v) = env.json(&["gc", "--remote", "origin", "--max-size", "10"]);
     assert_eq!(code, 2, "{v}");
     assert!(
@@ -267,4 +298,115 @@ fn a_store_budget_that_is_not_a_number_is_named_and_prune_ops_still_works() {
             .contains("--max-size"),
         "{v}"
     );
+}
+
+/// A rewind's capture of edits never snapshotted is named only by the rewind's op-log entry.
+/// No budget drops the change `undo` would revert, so the edits come back whole.
+#[test]
+fn gc_max_size_keeps_what_undo_needs_to_bring_back_rewound_edits() {
+    let env = Env::new();
+    let wt = env.path().join("wt");
+    std::fs::create_dir(&wt).unwrap();
+    std::fs::write(wt.join("big.bin"), noise(1, BIG)).unwrap();
+    succeeds(env.json(&["checkpoint", wt.as_str()]));
+    std::fs::write(wt.join("big.bin"), noise(2, BIG)).unwrap();
+    let between = succeeds(env.json(&["snapshot", wt.as_str()]))["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(wt.join("big.bin"), noise(3, BIG)).unwrap();
+    succeeds(env.json(&["checkpoint", wt.as_str()]));
+    std::fs::write(wt.join("big.bin"), noise(4, BIG)).unwrap();
+    std::fs::write(wt.join("new.txt"), "never snapshotted\n").unwrap();
+    let edited = files_of(&wt);
+    succeeds(env.json(&["rewind", wt.as_str()]));
+    assert_ne!(files_of(&wt), edited);
+
+    let v = succeeds(env.json(&["gc", "--max-size", "1"]));
+    assert!(
+        v["ops_pruned"].as_u64().unwrap() > 0,
+        "the budget cut history: {v}"
+    );
+    let out = env.cairn(&["show", &between]);
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "only old history kept {between}"
+    );
+    succeeds(env.json(&["undo", wt.as_str()]));
+    assert!(
+        files_of(&wt) == edited,
+        "the rewound edits are back, byte for byte"
+    );
+    let retained = v["retained"].as_array().unwrap();
+    assert!(
+        retained
+            .iter()
+            .any(|r| r["reason"] == "undo" && r["worktree"] == wt.as_str()),
+        "{v}"
+    );
+
+    succeeds(env.json(&["fsck"]));
+}
+
+/// A real run (not a dry run) under a budget nothing can meet keeps every op-log entry and
+/// unnamed checkpoint within --keep-within, and a snapshot only a remote ref keeps.
+#[test]
+fn gc_max_size_keeps_recent_entries_checkpoints_and_remote_refs() {
+    let env = Env::new();
+    let wt = env.path().join("wt");
+    std::fs::create_dir(&wt).unwrap();
+    std::fs::write(wt.join("a.txt"), "a\n").unwrap();
+    succeeds(env.json(&["onboard", wt.as_str()]));
+    // The first checkpoint becomes the task's baseline; the second is only a checkpoint.
+    let mut states = Vec::new();
+    for i in 1..=5u64 {
+        std::fs::write(wt.join("big.bin"), noise(i, BIG)).unwrap();
+        let verb = if i % 2 == 0 { "checkpoint" } else { "snapshot" };
+        let v = succeeds(env.json(&[verb, wt.as_str()]));
+        states.push((v["snapshot"].as_str().unwrap().to_owned(), files_of(&wt)));
+    }
+    let checkpoints = worktree_record(&env, &wt).checkpoints;
+    let ops = op_count(&env, &wt);
+
+    let pushed = env.commit(&[("p.bin", &noise(9, BIG))], vec![], "pushed");
+    let remote = format!("file://{}", env.path().join("remote"));
+    succeeds(env.json(&["remote", "add", "origin", &remote]));
+    succeeds(env.json(&["ref", "set", "p", &pushed.to_hex()]));
+    succeeds(env.json(&["push", "p"]));
+    succeeds(env.json(&["ref", "rm", "p"]));
+
+    let v = succeeds(env.json(&["gc", "--keep-within", "1", "--max-size", "1"]));
+    assert_eq!(v["dry_run"], false, "{v}");
+    assert_eq!(v["ops_pruned"], 0, "{v}");
+    assert_eq!(v["checkpoints_pruned"], 0, "{v}");
+    assert_eq!(op_count(&env, &wt), ops);
+    assert_eq!(worktree_record(&env, &wt).checkpoints, checkpoints);
+    let retained = v["retained"].as_array().unwrap();
+    for reason in ["checkpoint", "recent op", "remote ref"] {
+        assert!(
+            retained.iter().any(|r| r["reason"] == reason),
+            "{reason}: {v}"
+        );
+    }
+    assert!(
+        retained
+            .iter()
+            .any(|r| r["reason"] == "remote ref" && r["snapshot"] == pushed.to_hex().as_str()),
+        "{v}"
+    );
+
+    // Every state is still whole: each checks out byte-identical, the pushed one too.
+    for (i, (id, files)) in states.iter().enumerate() {
+        let dest = env.path().join(format!("out-{i}"));
+        succeeds(env.json(&["checkout", id, dest.as_str()]));
+        assert!(
+            files_of(&dest) == *files,
+            "state {i} is not what was snapshotted"
+        );
+    }
+    let dest = env.path().join("out-pushed");
+    succeeds(env.json(&["checkout", &pushed.to_hex(), dest.as_str()]));
+    assert_eq!(std::fs::read(dest.join("p.bin")).unwrap(), noise(9, BIG));
+    succeeds(env.json(&["fsck"]));
 }

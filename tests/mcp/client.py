@@ -124,13 +124,16 @@ async def main():
 
             # gc: with every op-log entry recent nothing goes; under a budget of one byte
             # the history goes (`between`: only the op log and its child keep it), never
-            # what is named, and `retained` says what keeps the rest.
-            for content in ("draft 1\n", "draft 2\n"):
+            # what is named nor the state undo would go back to (`undoable`), and
+            # `retained` says what keeps the rest.
+            drafts = []
+            for content in ("draft 1\n", "draft 2\n", "draft 3\n"):
                 with open(os.path.join(wt, "draft.txt"), "w") as f:
                     f.write(content)
-                between = await call(session, "snapshot", {"worktree": wt})
-            latest = between
-            between = latest["parent"]
+                drafts.append(await call(session, "snapshot", {"worktree": wt}))
+            latest = drafts[-1]
+            undoable = latest["parent"]
+            between = drafts[-2]["parent"]
             gc_schema = next(t for t in tools if t.name == "gc").input_schema
             assert gc_schema["properties"]["max_size"]["type"] == "integer", gc_schema
             dry = await call(session, "gc", {"dry_run": True, "keep_within": 30, "max_size": 1})
@@ -141,9 +144,10 @@ async def main():
             assert collected["ops_pruned"] > 0, collected
             assert between in [r["id"] for r in collected["removed"]], collected
             history = await call(session, "log", {"target": wt})
-            assert [s["id"] for s in history["snapshots"]] == [latest["snapshot"]], history
+            assert [s["id"] for s in history["snapshots"]] == [latest["snapshot"], undoable], history
             kept = {(r["reason"], r.get("name")) for r in collected["retained"]}
             assert ("named checkpoint", "start") in kept and ("remote ref", "verified@origin") in kept, kept
+            assert any(r["reason"] == "undo" and r["snapshot"] == undoable for r in collected["retained"]), collected
             again = os.path.join(WORK, "after-gc")
             co = await call(session, "checkout", {"snapshot": snap["snapshot"], "dest": again})
             assert open(os.path.join(again, "main.py")).read() == "print('v2')\n"

@@ -1,5 +1,6 @@
-//! `CAIRN_STORE_BUDGET`: a store whose folder takes more bytes than it says is told so on
-//! stderr once per command, with the `gc` command that would bring it back under.
+//! `CAIRN_STORE_BUDGET`: a store whose folder takes more bytes than it says (every file in
+//! it, mount layers included) is told so on stderr once per command, with the `gc` command
+//! that would bring it back under, or that none can.
 
 use camino::Utf8Path;
 
@@ -20,12 +21,29 @@ pub fn warning(store: &Utf8Path, value: Option<&std::ffi::OsStr>) -> Option<Stri
         return None;
     }
     let used = cas::store_bytes(store);
-    (used > budget).then(|| {
+    if used <= budget {
+        return None;
+    }
+    let database = std::fs::metadata(store.join(cas::DATABASE_FILE)).map_or(0, |m| m.len());
+    // Mount layers and anything else in the folder: no gc shrinks them.
+    let other = used.saturating_sub(database);
+    let said = format!(
+        "cairn: warning: store {store} takes {used} bytes (every file in its folder), past \
+         {STORE_BUDGET_VAR}={budget}"
+    );
+    let fix = |room: u64| {
         format!(
-            "cairn: warning: store {store} takes {used} bytes, past {STORE_BUDGET_VAR}={budget}; \
-             to bring it under, run: cairn gc --store {} --max-size {budget}",
+            "to bring it under, run: cairn gc --store {} --max-size {room}",
             shell_word(store.as_str())
         )
+    };
+    let cannot = format!("{other} of them are mount layers and other files gc cannot shrink");
+    Some(if other == 0 {
+        format!("{said}; {}", fix(budget))
+    } else if other < budget {
+        format!("{said}; {cannot}; {}", fix(budget - other))
+    } else {
+        format!("{said}; {cannot}, so no gc brings it under")
     })
 }
 
@@ -51,7 +69,7 @@ mod tests {
         let root = camino::Utf8PathBuf::from_path_buf(dir.path().join("my store"))
             .expect("utf-8 temp path");
         std::fs::create_dir(&root).expect("store folder");
-        std::fs::write(root.join("cairn.redb"), vec![0u8; bytes]).expect("store file");
+        std::fs::write(root.join(cas::DATABASE_FILE), vec![0u8; bytes]).expect("store file");
         (dir, root)
     }
 
@@ -67,6 +85,25 @@ mod tests {
         );
         assert_eq!(warning(&root, Some("5000".as_ref())), None);
         assert_eq!(warning(&root, None), None);
+    }
+
+    /// A mount layer counts in what the store takes, but no gc shrinks it: the command
+    /// leaves room for it, or the warning says no gc helps.
+    #[test]
+    fn mount_layers_count_but_the_gc_command_leaves_room_for_them() {
+        let (_dir, root) = store_of(5000);
+        let layer = root.join("mounts").join("x");
+        std::fs::create_dir_all(&layer).expect("layer folder");
+        std::fs::write(layer.join("f"), vec![0u8; 1000]).expect("layer file");
+        let said = warning(&root, Some("4096".as_ref())).expect("a warning");
+        assert!(
+            said.contains("takes 6000 bytes (every file in its folder)"),
+            "{said}"
+        );
+        assert!(said.contains("1000 of them are mount layers"), "{said}");
+        assert!(said.ends_with("--max-size 3096"), "{said}");
+        let said = warning(&root, Some("1000".as_ref())).expect("a warning");
+        assert!(said.ends_with("so no gc brings it under"), "{said}");
     }
 
     #[test]

@@ -283,9 +283,10 @@ enum Command {
         /// First drop op-log entries older than DAYS days; no size budget drops newer ones.
         #[arg(long, value_name = "DAYS", alias = "prune-ops")]
         keep_within: Option<u32>,
-        /// Then drop older history, oldest first, until the store folder takes at most
-        /// BYTES (never refs, worktree heads, named checkpoints, task baselines or what is
-        /// within --keep-within).
+        /// Then drop older history, oldest first, until the store's database file takes at
+        /// most BYTES, mount layers not counted (never refs, worktree heads, named
+        /// checkpoints, task baselines, the change `undo` would revert or what is within
+        /// --keep-within).
         #[arg(long, value_name = "BYTES")]
         max_size: Option<u64>,
         /// Collect a remote's garbage: packs no remote ref or pinned snapshot reaches.

@@ -622,9 +622,9 @@ fn gc(o: &GcOutcome, view: &View) -> String {
             "store file {} -> {} bytes; store folder {} bytes\n",
             o.file_bytes_before, o.file_bytes_after, o.store_bytes
         ));
-        if let Some(max) = view.max_size.filter(|max| o.store_bytes > *max) {
+        if let Some(max) = view.max_size.filter(|max| o.file_bytes_after > *max) {
             human.push_str(&format!(
-                "still past --max-size {max}: what is kept above, and the store file's own overhead, take more\n"
+                "store file still past --max-size {max}: what is kept above, and the file's own overhead, take more\n"
             ));
         }
     }

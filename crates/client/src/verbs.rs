@@ -341,7 +341,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "gc",
         command: &["gc"],
-        description: "Drop what nothing reaches and shrink the store file. keep_within drops op-log entries older than that many days; max_size then drops older history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest first, until the store folder takes at most that many bytes; refs, worktree heads, named checkpoints, task baselines and what is within keep_within always stay, and `retained` says what they keep. Waits until no other call uses the store.",
+        description: "Drop what nothing reaches and shrink the store file. keep_within drops op-log entries older than that many days; max_size then drops older history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest first, until the store's database file takes at most that many bytes (mount layers are not counted); refs, worktree heads, named checkpoints, task baselines, each worktree's newest undoable change and what is within keep_within always stay, and `retained` says what they keep. Waits until no other call uses the store.",
         args: &[
             (
                 Arg::Switch("dry_run", "--dry-run"),

@@ -210,8 +210,9 @@ pub struct GcOptions {
     )]
     pub keep_within: Option<u32>,
     /// Then drop history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest
-    /// first, until the store folder's files take at most this many bytes or only what is
-    /// named or recent is left.
+    /// first, until the store's database file takes at most this many bytes or only what is
+    /// named or recent is left (mount layers are not counted; if even that would not fit,
+    /// only what does not fit in this many stored bytes goes).
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub max_size: Option<u64>,
     /// Collect this remote's garbage instead of the store's.
@@ -235,7 +236,8 @@ pub struct GcRemoved {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GcRetained {
     /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint` (unnamed,
-    /// within `keep_within`), `task baseline`, `mount base` or `recent op`.
+    /// within `keep_within`), `task baseline`, `mount base`, `undo` (the worktree's op-log
+    /// entry `undo` would revert) or `recent op`.
     pub reason: String,
     /// The ref, remote ref (`NAME@REMOTE`) or checkpoint name, or the op-log entry (`#SEQ`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -271,8 +273,9 @@ pub struct GcOutcome {
     pub file_bytes_before: u64,
     /// And after.
     pub file_bytes_after: u64,
-    /// What the store folder's files take after (the size `--max-size` and
-    /// `CAIRN_STORE_BUDGET` are about; on a dry run, now).
+    /// What the store folder's files take after, mount layers included (what
+    /// `CAIRN_STORE_BUDGET` counts; on a dry run, now). `--max-size` is about
+    /// `file_bytes_after`.
     #[serde(default)]
     pub store_bytes: u64,
     /// With `--remote`: what remote gc did (`removed` then lists packs).

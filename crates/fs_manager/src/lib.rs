@@ -97,14 +97,14 @@ pub use progress::{Progress, Silent};
 pub use recover::RecoverOutcome;
 pub use registry::{
     Checkpoint, DirIdentity, GrantSet, OpRecord, Registry, RegistryError, RegistryRead,
-    RegistryWrite, SandboxGrants, Task, WorktreeKind, WorktreeRecord,
+    RegistryWrite, SandboxGrants, Task, UndoStacks, WorktreeKind, WorktreeRecord, undo_stacks,
 };
 pub use rollback::{RollbackOptions, RollbackOutcome};
 pub use root::RootChanged;
 pub use scan::FileRecord;
 pub use shared::Worktrees;
 pub use task::{AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome};
-pub use undo::{Refusal, UndoOutcome, UndoStacks, undo_stacks};
+pub use undo::{Refusal, UndoOutcome};
 pub use worktree::{find as find_worktree, list as list_worktrees};
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.

@@ -5,6 +5,8 @@
 //! [`RegistryRead`] and [`RegistryWrite`] read and write them through a store's `Reader` and
 //! `WriteBatch`; [`Registry`] tells `gc` and `fsck` what they keep alive.
 
+use std::collections::BTreeMap;
+
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{Reader, SideTable, SnapshotId, StorageFailure, WriteBatch};
 
@@ -249,6 +251,45 @@ impl OpRecord {
     }
 }
 
+/// Which change sets can be undone and redone, from the op log.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct UndoStacks {
+    /// Entries (by `seq`) whose change can be undone, newest last.
+    pub undo: Vec<u64>,
+    /// Undone entries that can be redone, newest last.
+    pub redo: Vec<u64>,
+}
+
+/// Replays the op log: a change set pushes onto the undo stack and clears the redo stack;
+/// `undo` moves its entry to the redo stack, `redo` moves it back. A worktree's first
+/// capture (no state before) is not undoable.
+pub fn undo_stacks(ops: &[OpRecord]) -> UndoStacks {
+    let mut s = UndoStacks::default();
+    for op in ops {
+        // An entry pruned from the log (`gc --prune-ops`) is on neither stack, and neither
+        // is what undid or redid it.
+        if let Some(seq) = op.undoes {
+            if s.undo.contains(&seq) {
+                s.undo.retain(|&x| x != seq);
+                s.redo.push(seq);
+            }
+        } else if let Some(seq) = op.redoes {
+            if s.redo.contains(&seq) {
+                s.redo.retain(|&x| x != seq);
+                s.undo.push(seq);
+            }
+        } else if op.is_change() {
+            s.redo.clear();
+            match op.before {
+                Some(_) => s.undo.push(op.seq),
+                // A first capture (a new registration): nothing before it can be undone.
+                None => s.undo.clear(),
+            }
+        }
+    }
+    s
+}
+
 pub(crate) fn decode_worktree(
     root: &Utf8Path,
     bytes: &[u8],
@@ -381,7 +422,8 @@ pub struct Registry {
     /// `gc` first drops op-log entries older than this; they then keep nothing alive, and
     /// those left, with the unnamed checkpoints made since, are recent: no size budget drops
     /// them. Without it every entry and unnamed checkpoint is history that a size budget may
-    /// drop, oldest first.
+    /// drop, oldest first, except each registered worktree's newest undoable entry (what
+    /// `undo` would revert): no budget drops that.
     pub prune_ops_before: Option<jiff::Timestamp>,
 }
 
@@ -439,34 +481,60 @@ fn checkpoint_part(c: &Checkpoint) -> String {
 
 impl cas::SideOwner for Registry {
     fn roots(&self, reader: &Reader, roots: &mut cas::Roots) -> Result<(), cas::BoxError> {
+        let mut registered = std::collections::HashSet::new();
         for wt in reader.worktrees()? {
             self.keep_record(&wt, roots);
+            registered.insert(wt.root.into_string());
         }
+        // Each worktree's log, in order.
+        let mut logs: BTreeMap<String, Vec<(Vec<u8>, OpRecord)>> = BTreeMap::new();
         for (root, key, bytes) in reader.side_entries(OPLOG)? {
             let op = decode_op(Utf8Path::new(&root), &key, &bytes)?;
-            let entry = cas::SideKey {
+            logs.entry(root).or_default().push((key, op));
+        }
+        for (root, mut log) in logs {
+            log.sort_by_key(|(_, op)| op.seq);
+            let (old, recent): (Vec<_>, Vec<_>) = log
+                .into_iter()
+                .partition(|(_, op)| self.prune_ops_before.is_some_and(|t| op.time < t));
+            let entry = |key| cas::SideKey {
                 table: OPLOG,
-                scope: root,
+                scope: root.clone(),
                 key,
             };
-            match self.prune_ops_before {
-                Some(t) if op.time < t => roots.drop.push(entry),
-                Some(_) => {
-                    for id in op.snapshots() {
-                        roots.keep(
-                            id,
-                            cas::Keeper::new("recent op")
-                                .named(format!("#{}", op.seq))
-                                .of(entry.scope.as_str()),
-                        );
-                    }
+            roots
+                .drop
+                .extend(old.into_iter().map(|(key, _)| entry(key)));
+            // What `undo` would revert once the old entries are gone: its states are the
+            // only copy of what the change replaced (a rewind's capture of live edits). A
+            // worktree no longer registered has nothing `undo` can revert.
+            let ops: Vec<OpRecord> = recent.iter().map(|(_, op)| op.clone()).collect();
+            let undoable = registered
+                .contains(&root)
+                .then(|| undo_stacks(&ops).undo.last().copied())
+                .flatten();
+            for (key, op) in recent {
+                let reason = if Some(op.seq) == undoable {
+                    "undo"
+                } else if self.prune_ops_before.is_some() {
+                    "recent op"
+                } else {
+                    roots.history.push(cas::HistoryEntry {
+                        time: op.time,
+                        snapshots: op.snapshots().collect(),
+                        key: entry(key),
+                        part: None,
+                    });
+                    continue;
+                };
+                for id in op.snapshots() {
+                    roots.keep(
+                        id,
+                        cas::Keeper::new(reason)
+                            .named(format!("#{}", op.seq))
+                            .of(root.as_str()),
+                    );
                 }
-                None => roots.history.push(cas::HistoryEntry {
-                    time: op.time,
-                    snapshots: op.snapshots().collect(),
-                    key: entry,
-                    part: None,
-                }),
             }
         }
         Ok(())

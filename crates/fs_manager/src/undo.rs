@@ -8,7 +8,7 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 
-use crate::registry::OpRecord;
+use crate::registry::{OpRecord, undo_stacks};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{BlobId, EntryKind, SnapshotId, Source, Store, TreeId};
 use path_policy::{RepoPath, RepoPathBuf};
@@ -44,45 +44,6 @@ pub struct UndoOutcome {
     pub refused: Vec<Refusal>,
     /// The worktree's head afterwards.
     pub snapshot: Option<SnapshotId>,
-}
-
-/// Which change sets can be undone and redone, from the op log.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct UndoStacks {
-    /// Entries (by `seq`) whose change can be undone, newest last.
-    pub undo: Vec<u64>,
-    /// Undone entries that can be redone, newest last.
-    pub redo: Vec<u64>,
-}
-
-/// Replays the op log: a change set pushes onto the undo stack and clears the redo stack;
-/// `undo` moves its entry to the redo stack, `redo` moves it back. A worktree's first
-/// capture (no state before) is not undoable.
-pub fn undo_stacks(ops: &[OpRecord]) -> UndoStacks {
-    let mut s = UndoStacks::default();
-    for op in ops {
-        // An entry pruned from the log (`gc --prune-ops`) is on neither stack, and neither
-        // is what undid or redid it.
-        if let Some(seq) = op.undoes {
-            if s.undo.contains(&seq) {
-                s.undo.retain(|&x| x != seq);
-                s.redo.push(seq);
-            }
-        } else if let Some(seq) = op.redoes {
-            if s.redo.contains(&seq) {
-                s.redo.retain(|&x| x != seq);
-                s.undo.push(seq);
-            }
-        } else if op.is_change() {
-            s.redo.clear();
-            match op.before {
-                Some(_) => s.undo.push(op.seq),
-                // A first capture (a new registration): nothing before it can be undone.
-                None => s.undo.clear(),
-            }
-        }
-    }
-    s
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -415,6 +376,7 @@ fn is_dir_in(reader: &cas::Reader, tree: TreeId, path: &RepoPath) -> Result<bool
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry::UndoStacks;
 
     fn snap(n: u8) -> Option<SnapshotId> {
         Some(SnapshotId::from_bytes([n; 32]))

@@ -25,8 +25,10 @@ pub struct GcOptions {
     /// Report what would be removed, change nothing.
     pub dry_run: bool,
     /// Drop history (owners' history entries and snapshot ancestry), oldest first, until
-    /// the store folder's files take at most this many bytes, or nothing but what keepers
-    /// keep is left.
+    /// the database file takes at most this many bytes, or nothing but what keepers keep is
+    /// left, or even that much would not fit (then no more goes than fits the bytes the
+    /// objects themselves take). Other files in the store folder (mount layers, ...) are not
+    /// gc's to shrink and do not count.
     pub max_size: Option<u64>,
 }
 
@@ -47,18 +49,22 @@ pub struct GcOutcome {
     pub retained: Vec<Retained>,
     /// Size of the database file before.
     pub file_bytes_before: u64,
-    /// Size of the database file after (equal to before on a dry run).
+    /// Size of the database file after (equal to before on a dry run): what
+    /// [`GcOptions::max_size`] is about.
     pub file_bytes_after: u64,
-    /// What the store folder's files take after (see [`store_bytes`]; before, on a dry run).
+    /// What the store folder's files take after, mount layers included (see
+    /// [`store_bytes`]; before, on a dry run).
     pub store_bytes_after: u64,
 }
 
-/// How many times `gc --max-size` marks, sweeps and compacts again when the compacted store
-/// is still over its budget (each time with the budget less the overhead it measured).
+/// How many times `gc --max-size` marks, sweeps and compacts again when the compacted
+/// database file is still over its budget (each time with the budget less the overhead it
+/// measured).
 const MAX_BUDGET_PASSES: usize = 8;
 
 /// The bytes the store folder's files take: the sum of the lengths of every regular file
-/// in it and below it (symlinks not followed). The budget is checked against this.
+/// in it and below it (symlinks not followed), mounts' layers included. What a user sees
+/// the store take; `gc --max-size` can shrink only the database file of it.
 pub fn store_bytes(root: &Utf8Path) -> u64 {
     walkdir::WalkDir::new(root)
         .into_iter()
@@ -75,7 +81,8 @@ impl Store {
     /// ask it to and those about removed objects, moves live blobs out of mostly-dead log
     /// segments, and compacts the file. With [`GcOptions::max_size`], history beyond what
     /// keepers keep stays only as far as it fits (see `mark`), and the passes repeat until
-    /// the compacted store fits or nothing optional is left.
+    /// the compacted file fits, nothing optional is left, or the file would not fit even
+    /// without any of it.
     ///
     /// It stops before removing anything if an operation is under way on some directory
     /// (a [`JOURNALS`](crate::JOURNALS) entry), if an owner cannot say what it keeps, or if a
@@ -105,7 +112,8 @@ impl Store {
         let mut budget = options.max_size;
         for _ in 0..MAX_BUDGET_PASSES {
             let marked = self.mark(owners, budget)?;
-            let (live_bytes, optional_kept) = (marked.live_bytes, marked.optional_kept);
+            let (live_bytes, kept_bytes, optional_kept) =
+                (marked.live_bytes, marked.kept_bytes, marked.optional_kept);
             self.sweep_marked(marked, options, &mut outcome)?;
             if options.dry_run {
                 outcome.file_bytes_after = outcome.file_bytes_before;
@@ -117,17 +125,22 @@ impl Store {
             tracing::debug!(
                 budget,
                 live_bytes,
+                kept_bytes,
                 optional_kept,
-                store_bytes = outcome.store_bytes_after,
+                file_bytes = outcome.file_bytes_after,
                 "gc pass"
             );
             let (Some(max), Some(last)) = (options.max_size, budget) else {
                 break;
             };
-            if outcome.store_bytes_after <= max || optional_kept == 0 || last == 0 {
+            if outcome.file_bytes_after <= max || optional_kept == 0 || last == 0 {
                 break;
             }
-            let overhead = outcome.store_bytes_after.saturating_sub(live_bytes);
+            let overhead = outcome.file_bytes_after.saturating_sub(live_bytes);
+            if kept_bytes.saturating_add(overhead) > max {
+                // Out of reach even with all history gone: dropping more frees it for nothing.
+                break;
+            }
             budget = Some(max.saturating_sub(overhead).min(last - 1));
         }
         Ok(outcome)

@@ -37,6 +37,8 @@ pub(super) struct Marked {
     pub(super) live: Live,
     /// Stored bytes of `live`.
     pub(super) live_bytes: u64,
+    /// Stored bytes the keepers keep: `live_bytes` with no history at all.
+    pub(super) kept_bytes: u64,
     /// Side entries to delete: those the owners asked for and history the budget dropped.
     pub(super) drop: Vec<SideKey>,
     /// Parts of side entries the budget dropped.
@@ -131,6 +133,7 @@ pub(super) fn mark(
         }
         marker.take(reach);
     }
+    let kept_bytes = marker.bytes;
     let (optional_kept, dropped) = match budget {
         None => {
             for (_, entry) in &history {
@@ -163,6 +166,7 @@ pub(super) fn mark(
     Ok(Marked {
         live: marker.live,
         live_bytes: marker.bytes,
+        kept_bytes,
         drop,
         dropped_parts: parts.into_iter().map(|(_, e)| e).collect(),
         rewrites,
@@ -182,8 +186,9 @@ fn rank(reason: &str) -> u8 {
         "worktree head" => 4,
         "checkpoint" => 5,
         "mount base" => 6,
-        "recent op" => 7,
-        _ => 8,
+        "undo" => 7,
+        "recent op" => 8,
+        _ => 9,
     }
 }
 

@@ -66,11 +66,12 @@ impl Roots {
 }
 
 /// What keeps a snapshot that a size budget may not drop: a ref, a worktree's head, a named
-/// checkpoint, a task baseline, a recent op-log entry.
+/// checkpoint, a task baseline, the change `undo` would revert, a recent op-log entry.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Keeper {
     /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint` (unnamed,
-    /// recent), `task baseline`, `mount base`, `recent op`, or an owner's name.
+    /// recent), `task baseline`, `mount base`, `undo` (the op-log entry `undo` would revert),
+    /// `recent op`, or an owner's name.
     pub reason: &'static str,
     /// The ref, remote ref or checkpoint name, or the op-log entry (`#SEQ`).
     #[serde(skip_serializing_if = "Option::is_none")]

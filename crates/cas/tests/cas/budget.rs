@@ -3,7 +3,7 @@
 
 use cas::*;
 
-use crate::util::{commit, noise, temp_store};
+use crate::util::{TempStore, commit, noise, temp_store};
 
 const JOURNAL: SideTable = SideTable::new("test.journal");
 
@@ -43,10 +43,9 @@ impl SideOwner for Journal {
 
 const BIG: usize = 700 << 10;
 
-#[test]
-fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
-    let mut t = temp_store();
-    // s[0] <- s[1] <- ... <- s[7], each with its own large file; a journal entry for each.
+/// s[0] <- s[1] <- ... <- s[7], each with its own large file and a journal entry; ref
+/// `keep` on s[1], the journal's head s[7].
+fn chain(t: &TempStore) -> (Vec<SnapshotId>, Journal) {
     let mut chain: Vec<SnapshotId> = Vec::new();
     for i in 0..8u64 {
         let big = noise(i, BIG);
@@ -62,7 +61,23 @@ fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
         chain.push(id);
     }
     t.store.set_ref("keep", chain[1]).unwrap();
-    let owner = Journal { head: chain[7] };
+    let head = chain[7];
+    (chain, Journal { head })
+}
+
+/// Which of `chain` are stored.
+fn present(t: &TempStore, chain: &[SnapshotId]) -> Vec<bool> {
+    let r = t.store.reader().unwrap();
+    chain
+        .iter()
+        .map(|id| r.has_snapshot(*id).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
+    let mut t = temp_store();
+    let (chain, owner) = chain(&t);
 
     // Without a budget everything stays (the journal and the ancestry keep it).
     let out = t.store.gc(&GcOptions::default(), &[&owner]).unwrap();
@@ -81,11 +96,8 @@ fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
     assert_eq!(out.store_bytes_after, store_bytes(&t.root));
     assert!(out.file_bytes_after <= budget);
 
+    let present = present(&t, &chain);
     let r = t.store.reader().unwrap();
-    let present: Vec<bool> = chain
-        .iter()
-        .map(|id| r.has_snapshot(*id).unwrap())
-        .collect();
     assert!(
         present[1] && present[7],
         "the ref and the head stay: {present:?}"
@@ -141,4 +153,61 @@ fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
     let out = t.store.gc(&GcOptions::default(), &[&owner]).unwrap();
     assert!(out.removed.is_empty(), "{out:?}");
     assert!(t.store.reader().unwrap().pruned(cut).unwrap(), "still cut");
+}
+
+/// A mount layer in the store folder is no business of gc: however large, gc drops the
+/// same history as in the same store without it.
+#[test]
+fn a_mount_layer_in_the_store_folder_does_not_cost_history() {
+    let options = GcOptions {
+        max_size: Some(6 << 20),
+        ..GcOptions::default()
+    };
+    let mut plain = temp_store();
+    let (plain_chain, owner) = chain(&plain);
+    plain.store.gc(&options, &[&owner]).unwrap();
+    let expected = present(&plain, &plain_chain);
+    assert!(expected[6], "the newest history fits: {expected:?}");
+
+    let mut t = temp_store();
+    let (chain, owner) = chain(&t);
+    let layer = t.root.join("mounts").join("x");
+    std::fs::create_dir_all(&layer).unwrap();
+    let live = noise(99, 10 << 20);
+    std::fs::write(layer.join("live.bin"), &live).unwrap();
+    let out = t.store.gc(&options, &[&owner]).unwrap();
+    assert!(out.file_bytes_after <= 6 << 20, "{out:?}");
+    assert!(
+        out.store_bytes_after > 10 << 20,
+        "the layer counts there: {out:?}"
+    );
+    assert_eq!(present(&t, &chain), expected);
+    assert_eq!(std::fs::read(layer.join("live.bin")).unwrap(), live);
+}
+
+/// A budget that even the keepers alone, with the file's own overhead, do not fit in cuts
+/// history to fit the stored bytes once, and no further: more would free nothing that helps.
+#[test]
+fn a_budget_out_of_reach_drops_only_what_does_not_fit_the_stored_bytes() {
+    let mut t = temp_store();
+    let (chain, owner) = chain(&t);
+    // The ref's and the head's files, and room for one more.
+    let budget = 3 * BIG as u64 + (100 << 10);
+    let out = t
+        .store
+        .gc(
+            &GcOptions {
+                max_size: Some(budget),
+                ..GcOptions::default()
+            },
+            &[&owner],
+        )
+        .unwrap();
+    assert!(out.file_bytes_after > budget, "out of reach: {out:?}");
+    let present = present(&t, &chain);
+    assert_eq!(
+        present,
+        [false, true, false, false, false, false, true, true],
+        "the newest history entry fits the stored bytes and stays"
+    );
 }

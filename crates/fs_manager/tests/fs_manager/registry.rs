@@ -163,6 +163,85 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
     );
 }
 
+/// Under a size budget every op-log entry is history, except the change `undo` would
+/// revert: its states stay, whatever the budget, and those of older changes go.
+#[test]
+fn a_size_budget_keeps_the_change_undo_would_revert() {
+    let mut t = temp_store();
+    let [a, b, c, d, e] =
+        ["a", "b", "c", "d", "e"].map(|n| commit(&t.store, &[(n, n.as_bytes())], vec![], n));
+    let root = Utf8Path::new("/w");
+    let mut batch = WriteBatch::new();
+    batch
+        .append_op(root, &OpRecord::new("snapshot", None, Some(a)))
+        .unwrap();
+    batch
+        .append_op(root, &OpRecord::new("snapshot", Some(a), Some(b)))
+        .unwrap();
+    batch
+        .append_op(root, &OpRecord::new("rewind", Some(c), Some(b)))
+        .unwrap();
+    // Undone, so `undo` would now revert the rewind.
+    batch
+        .append_op(root, &OpRecord::new("snapshot", Some(b), Some(d)))
+        .unwrap();
+    let mut undone = OpRecord::new("undo", Some(d), Some(b));
+    undone.undoes = Some(4);
+    batch.append_op(root, &undone).unwrap();
+    batch
+        .put_worktree(&WorktreeRecord::new(
+            root.to_owned(),
+            WorktreeKind::Isolated,
+        ))
+        .unwrap();
+    // A worktree no longer registered: nothing can undo its changes.
+    let gone = Utf8Path::new("/gone");
+    batch
+        .append_op(gone, &OpRecord::new("snapshot", Some(e), Some(d)))
+        .unwrap();
+    t.store.write(&batch).unwrap();
+
+    let out = t
+        .store
+        .gc(
+            &GcOptions {
+                dry_run: false,
+                max_size: Some(1),
+            },
+            &[&Registry::default()],
+        )
+        .unwrap();
+    let r = t.store.reader().unwrap();
+    assert!(r.has_snapshot(c).unwrap() && r.has_snapshot(b).unwrap());
+    assert!(!r.has_snapshot(a).unwrap(), "older history goes");
+    assert!(
+        !r.has_snapshot(e).unwrap(),
+        "an unregistered worktree's too"
+    );
+    let mut undo: Vec<_> = out
+        .retained
+        .iter()
+        .filter(|k| k.keeper.reason == "undo")
+        .map(|k| {
+            (
+                k.snapshot,
+                k.keeper.name.as_deref(),
+                k.keeper.worktree.as_deref(),
+            )
+        })
+        .collect();
+    undo.sort();
+    let mut expected = vec![(b, Some("#3"), Some("/w")), (c, Some("#3"), Some("/w"))];
+    expected.sort();
+    assert_eq!(undo, expected, "its before and after states");
+    let ops = r.ops(root).unwrap();
+    assert_eq!(
+        fs_manager::undo_stacks(&ops).undo.last(),
+        Some(&3),
+        "{ops:?}"
+    );
+}
+
 #[test]
 fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
     let mut t = temp_store();
