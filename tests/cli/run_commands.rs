@@ -633,3 +633,47 @@ fn a_grant_that_no_longer_holds_is_refused_when_a_run_would_use_it() {
         "{v}"
     );
 }
+
+#[test]
+fn the_runtime_directory_is_hidden_and_processes_outside_get_no_signal() {
+    let env = Env::new();
+    let w = setup(&env);
+    let runtime = env.path().join("runtime");
+    std::fs::create_dir_all(&runtime).unwrap();
+    std::fs::write(runtime.join("bus"), "").unwrap();
+    let mut outside = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let script = format!(
+        "ls -A {runtime} > listed; kill -0 {pid} 2>/dev/null; echo $? > signalled",
+        pid = outside.id()
+    );
+    let out = env
+        .command()
+        .env("XDG_RUNTIME_DIR", runtime.as_str())
+        .args([
+            "--store",
+            env.store().as_str(),
+            "--json",
+            "run",
+            w.as_str(),
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(&script)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(w.join("listed")).unwrap(), "");
+    assert_ne!(
+        std::fs::read_to_string(w.join("signalled")).unwrap().trim(),
+        "0"
+    );
+    // Outside the sandbox both are there.
+    assert!(runtime.join("bus").exists());
+    assert!(outside.try_wait().unwrap().is_none());
+    outside.kill().unwrap();
+    let _ = outside.wait();
+}

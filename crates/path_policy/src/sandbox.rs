@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use landlock::{
     ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    path_beneath_rules,
+    Scope, path_beneath_rules,
 };
 
 /// What a command run by `cairn run` may do. Serializable, so pipelines can pass it around.
@@ -172,8 +172,12 @@ pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<Enforced, Sandb
     };
     let abi = ABI::V5;
     let err = |e: landlock::RulesetError| SandboxError::Ruleset(e.to_string());
+    // Abstract Unix sockets and signals stay within the sandbox (Landlock ABI 6; ignored by
+    // older kernels): no session bus or X server reached by name, no process outside killed.
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
+        .map_err(err)?
+        .scope(Scope::AbstractUnixSocket | Scope::Signal)
         .map_err(err)?;
     if !policy.network() {
         ruleset = ruleset

@@ -194,7 +194,7 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
     }
     let root = members[0].root.clone();
     let store_dir = std::fs::canonicalize(&store).map_err(io(store.as_std_path()))?;
-    let hidden = vec![store_dir.clone()];
+    let hidden = hidden_dirs(&store_dir, &members);
     let scratch = tempfile::Builder::new()
         .prefix("cairn-run-tmp-")
         .tempdir()
@@ -432,6 +432,22 @@ fn denial_notes(
         Err(why) if exit_code != 0 => vec![format!("what the sandbox denied is not known: {why}")],
         Err(_) => Vec::new(),
     }
+}
+
+/// What the command cannot see: the store's folder, and the user's runtime directory
+/// (`$XDG_RUNTIME_DIR`, else `/run/user/UID`) with the session bus and systemd's sockets,
+/// through which a command could start programs outside the sandbox; not if a worktree lives
+/// there.
+fn hidden_dirs(store_dir: &Path, members: &[Member]) -> Vec<PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| format!("/run/user/{}", rustix::process::getuid().as_raw()).into());
+    let runtime = std::fs::canonicalize(runtime)
+        .ok()
+        .filter(|r| r.is_dir() && !members.iter().any(|m| m.root.as_std_path().starts_with(r)));
+    std::iter::once(store_dir.to_owned())
+        .chain(runtime)
+        .collect()
 }
 
 /// What stays read-only inside what is writable: each worktree's `.git` (a directory, or
