@@ -353,7 +353,7 @@ pub const TOOLS: &[ToolSpec] = &[
             ),
             (
                 Arg::Number("max_size", "--max-size", u64::MAX),
-                "Bytes the store folder may take: older history goes, oldest first, until it fits.",
+                "Bytes the store's database file may take (mount layers and other files in the store folder are not counted): older history goes, oldest first, until it fits.",
             ),
             (
                 Arg::Option("remote", "--remote"),
