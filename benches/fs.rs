@@ -10,12 +10,12 @@
 #[path = "harness/mod.rs"]
 mod harness;
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use harness::{median, ms, time};
+use harness::{disk_usage, median, ms, time};
 
 const CAIRN: &str = env!("CARGO_BIN_EXE_cairn");
 
@@ -94,18 +94,6 @@ fn tracked_files(dir: &Path) -> Vec<String> {
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
         .collect()
-}
-
-/// Bytes a tree occupies on disk (allocated blocks), like `du -s`.
-fn disk_usage(p: &Path) -> u64 {
-    let meta = p.symlink_metadata().unwrap();
-    let mut total = meta.blocks() * 512;
-    if meta.is_dir() {
-        for e in std::fs::read_dir(p).unwrap() {
-            total += disk_usage(&e.unwrap().path());
-        }
-    }
-    total
 }
 
 fn corpus() -> PathBuf {

@@ -13,12 +13,11 @@
 #[path = "harness/mod.rs"]
 mod harness;
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use harness::median;
+use harness::{disk_usage, median};
 
 const CAIRN: &str = env!("CARGO_BIN_EXE_cairn");
 const FILES_PER_DIR: usize = 1000;
@@ -97,18 +96,6 @@ fn generate(files: usize) -> PathBuf {
     }
     std::fs::write(dir.join(".ready"), "").unwrap();
     dir
-}
-
-/// Bytes a tree occupies on disk (allocated blocks), like `du -s`.
-fn disk_usage(p: &Path) -> u64 {
-    let meta = p.symlink_metadata().unwrap();
-    let mut total = meta.blocks() * 512;
-    if meta.is_dir() {
-        for e in std::fs::read_dir(p).unwrap() {
-            total += disk_usage(&e.unwrap().path());
-        }
-    }
-    total
 }
 
 /// Appends a line to 10 files picked by `round`.

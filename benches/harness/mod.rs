@@ -1,6 +1,8 @@
 //! Shared benchmark plumbing: interleaved A/B runs, medians and ratios.
 #![allow(dead_code)]
 
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Runs `setup` then times `run`, for `pairs` rounds of cairn then peer, interleaved.
@@ -98,4 +100,16 @@ pub fn text(seed: u64, len: usize) -> Vec<u8> {
     }
     out.truncate(len);
     out
+}
+
+/// Bytes a tree occupies on disk (allocated blocks), like `du -s`.
+pub fn disk_usage(p: &Path) -> u64 {
+    let meta = p.symlink_metadata().unwrap();
+    let mut total = meta.blocks() * 512;
+    if meta.is_dir() {
+        for e in std::fs::read_dir(p).unwrap() {
+            total += disk_usage(&e.unwrap().path());
+        }
+    }
+    total
 }
