@@ -1,19 +1,17 @@
 //! Values of the store's `file_states` table: the per-directory records of the stat cache
-//! (checksummed) and the per-file stat record inside them.
+//! (checksummed, a zstd frame inside).
 #![no_main]
 
-use fs_manager::fuzzing::{decode_dir_record, reencode_file_record, seal_dir_record};
+use fs_manager::fuzzing::{decode_dir_record, seal_dir_record};
 use libfuzzer_sys::fuzz_target;
-
-/// Length of a file's stat record.
-const FILE_RECORD_LEN: usize = 84;
 
 fn check_dir_record(bytes: &[u8]) {
     let Some(record) = decode_dir_record(bytes) else {
         return;
     };
-    // One encoding per record.
-    assert_eq!(record.encoded, bytes);
+    // What a capture writes back reads as what it read. (Not one encoding per record: a
+    // cache record is not hashed, and a zstd frame has many encodings of one body.)
+    assert!(record.round_trips, "record does not round-trip: {bytes:?}");
     // A listing is what a directory read gives: single names, each once, in byte order
     // (lookups binary-search it; a capture joins the names to paths).
     for pair in record.names.windows(2) {
@@ -38,9 +36,4 @@ fuzz_target!(|data: &[u8]| {
     // As stored (the checksum decides), and sealed so the parser behind it is reached.
     check_dir_record(data);
     check_dir_record(&seal_dir_record(data));
-
-    match reencode_file_record(data) {
-        Some(again) => assert_eq!(again, data),
-        None => assert_ne!(data.len(), FILE_RECORD_LEN),
-    }
 });

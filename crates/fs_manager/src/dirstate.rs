@@ -9,6 +9,7 @@
 //! invalidates its directory and everything below it.
 
 use crate::registry::RegistryRead;
+use rayon::prelude::*;
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -17,7 +18,7 @@ use crate::paths::{SkipReason, Special};
 use crate::state::{FileState, RACY_MARGIN, Stat};
 
 /// Bumped on any change to the encoding below.
-const VERSION: u8 = 4;
+const VERSION: u8 = 5;
 /// Bytes of the BLAKE3 checksum that ends every record.
 const CHECKSUM_LEN: usize = 8;
 
@@ -265,46 +266,46 @@ impl DirState {
         }
     }
 
+    /// The record: version, then one zstd frame of the body below, then a checksum.
+    /// Integers are LEB128 varints; a file's times, inode and verification time are kept
+    /// as differences from the entry before it or from the directory's stamp, which
+    /// listings made together keep small.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.children.len() * 110);
-        out.push(VERSION);
-        for v in [self.stamp.mtime_ns, self.stamp.ctime_ns] {
-            out.extend_from_slice(&v.to_le_bytes());
+        let mut body = Vec::with_capacity(64 + self.children.len() * 56);
+        let stamp = &self.stamp;
+        for v in [stamp.mtime_ns, stamp.ctime_ns, stamp.verified_ns] {
+            put_i64(&mut body, v);
         }
-        out.extend_from_slice(&self.stamp.ino.to_le_bytes());
-        out.extend_from_slice(&self.stamp.dev.to_le_bytes());
-        out.extend_from_slice(&self.stamp.verified_ns.to_le_bytes());
-        out.push(self.ignore.mask);
-        out.extend_from_slice(&self.ignore.hash.to_le_bytes());
+        put_u64(&mut body, stamp.ino);
+        put_u64(&mut body, stamp.dev);
+        body.push(self.ignore.mask);
+        body.extend_from_slice(&self.ignore.hash.to_le_bytes());
         match &self.tree {
             Some((id, size)) => {
-                out.push(1);
-                out.extend_from_slice(id.as_bytes());
-                out.extend_from_slice(&size.to_le_bytes());
+                body.push(1);
+                body.extend_from_slice(id.as_bytes());
+                put_u64(&mut body, *size);
             }
-            None => out.push(0),
+            None => body.push(0),
         }
-        out.extend_from_slice(
-            &u32::try_from(self.children.len())
-                .unwrap_or(u32::MAX)
-                .to_le_bytes(),
-        );
+        put_u64(&mut body, self.children.len() as u64);
+        let mut prev = Neighbour::first(stamp);
         for (name, child) in &self.children {
             let tag = match child {
                 Child::File(_) => 1u8,
                 Child::Dir => 2,
                 Child::Skipped(_) => 3,
             };
-            out.push(tag);
-            out.extend_from_slice(&u16::try_from(name.len()).unwrap_or(u16::MAX).to_le_bytes());
-            out.extend_from_slice(name);
+            body.push(tag);
+            put_u64(&mut body, name.len() as u64);
+            body.extend_from_slice(name);
             match child {
-                Child::File(s) => out.extend_from_slice(&s.encode()),
+                Child::File(f) => prev.encode(f, stamp, &mut body),
                 Child::Dir => {}
-                Child::Skipped(reason) => encode_reason(reason, &mut out),
+                Child::Skipped(reason) => encode_reason(reason, &mut body),
             }
         }
-        seal(out)
+        seal_body(&body)
     }
 
     /// `None` for anything this version does not read, that fails its checksum, or whose
@@ -312,49 +313,44 @@ impl DirState {
     /// ascending): the directory is then walked and its files read again. A damaged cache
     /// costs time, never correctness.
     pub fn decode(bytes: &[u8]) -> Option<DirState> {
-        let (body, sum) = bytes.split_at_checked(bytes.len().checked_sub(CHECKSUM_LEN)?)?;
-        if checksum(body) != sum {
+        let (stored, sum) = bytes.split_at_checked(bytes.len().checked_sub(CHECKSUM_LEN)?)?;
+        if checksum(stored) != sum {
             return None;
         }
-        let mut r = body;
-        let mut take = |n: usize| -> Option<&[u8]> {
-            if r.len() < n {
-                return None;
-            }
-            let (head, tail) = r.split_at(n);
-            r = tail;
-            Some(head)
-        };
-        if take(1)?[0] != VERSION {
+        let (&version, frame) = stored.split_first()?;
+        if version != VERSION {
             return None;
         }
-        let i64_ = |b: &[u8]| b.try_into().ok().map(i64::from_le_bytes);
-        let u64_ = |b: &[u8]| b.try_into().ok().map(u64::from_le_bytes);
+        let body = decompress(frame)?;
+        let mut r = Fields(&body);
+        let (mtime_ns, ctime_ns, verified_ns) = (r.i64()?, r.i64()?, r.i64()?);
         let stamp = DirStamp {
-            mtime_ns: i64_(take(8)?)?,
-            ctime_ns: i64_(take(8)?)?,
-            ino: u64_(take(8)?)?,
-            dev: u64_(take(8)?)?,
-            verified_ns: i64_(take(8)?)?,
+            mtime_ns,
+            ctime_ns,
+            ino: r.u64()?,
+            dev: r.u64()?,
+            verified_ns,
         };
         let ignore = IgnoreStamp {
-            mask: take(1)?[0],
-            hash: u64_(take(8)?)?,
+            mask: r.take(1)?[0],
+            hash: u64::from_le_bytes(r.take(8)?.try_into().ok()?),
         };
-        let tree = match take(1)?[0] {
+        let tree = match r.take(1)?[0] {
             0 => None,
             1 => {
-                let id = cas::TreeId::from_bytes(take(32)?.try_into().ok()?);
-                Some((id, u64_(take(8)?)?))
+                let id = cas::TreeId::from_bytes(r.take(32)?.try_into().ok()?);
+                Some((id, r.u64()?))
             }
             _ => return None,
         };
-        let count = u32::from_le_bytes(take(4)?.try_into().ok()?) as usize;
-        let mut children = Vec::with_capacity(count.min(1 << 16));
+        let count = usize::try_from(r.u64()?).ok()?;
+        // Every entry takes at least two bytes: no count beyond that is believed.
+        let mut children = Vec::with_capacity(count.min(body.len() / 2));
+        let mut prev = Neighbour::first(&stamp);
         for _ in 0..count {
-            let tag = take(1)?[0];
-            let len = u16::from_le_bytes(take(2)?.try_into().ok()?) as usize;
-            let name = take(len)?.to_vec();
+            let tag = r.take(1)?[0];
+            let len = usize::try_from(r.u64()?).ok()?;
+            let name = r.take(len)?.to_vec();
             // A listing is what reading a directory gives: single names, each once, in
             // byte order (lookups binary-search it; captures join names to paths).
             let ascending = children
@@ -364,14 +360,14 @@ impl DirState {
                 return None;
             }
             let child = match tag {
-                1 => Child::File(FileState::decode(take(crate::state::ENCODED_LEN)?)?),
+                1 => Child::File(prev.decode(&mut r, &stamp)?),
                 2 => Child::Dir,
-                3 => Child::Skipped(decode_reason(&mut take, 0)?),
+                3 => Child::Skipped(decode_reason(&mut |n| r.take(n), 0)?),
                 _ => return None,
             };
             children.push((name, child));
         }
-        if !r.is_empty() {
+        if !r.0.is_empty() {
             return None;
         }
         Some(DirState {
@@ -379,6 +375,119 @@ impl DirState {
             ignore,
             children,
             tree,
+        })
+    }
+}
+
+/// A record holding `body`: the version, `body` as one zstd frame, the checksum.
+pub(crate) fn seal_body(body: &[u8]) -> Vec<u8> {
+    let mut out = vec![VERSION];
+    // Level 1: records are rewritten at every capture that changes their directory.
+    match zstd::bulk::compress(body, 1) {
+        Ok(frame) => out.extend_from_slice(&frame),
+        // Unreadable as a record: the next capture lists the directory again.
+        Err(_) => out.clear(),
+    }
+    seal(out)
+}
+
+/// The largest body a directory record may decode to: a directory of about a million
+/// files.
+const MAX_BODY: u64 = 256 << 20;
+
+fn decompress(frame: &[u8]) -> Option<Vec<u8>> {
+    let size = zstd::zstd_safe::get_frame_content_size(frame).ok()??;
+    if size > MAX_BODY {
+        return None;
+    }
+    let body = zstd::bulk::decompress(frame, usize::try_from(size).ok()?).ok()?;
+    (body.len() as u64 == size).then_some(body)
+}
+
+fn put_u64(out: &mut Vec<u8>, v: u64) {
+    let mut buf = [0u8; 10];
+    let n = integer_encoding::VarInt::encode_var(v, &mut buf);
+    out.extend_from_slice(&buf[..n]);
+}
+
+fn put_i64(out: &mut Vec<u8>, v: i64) {
+    let mut buf = [0u8; 10];
+    let n = integer_encoding::VarInt::encode_var(v, &mut buf);
+    out.extend_from_slice(&buf[..n]);
+}
+
+/// The unread rest of a record's body.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, tail) = self.0.split_at_checked(n)?;
+        self.0 = tail;
+        Some(head)
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        let (v, n) = <u64 as integer_encoding::VarInt>::decode_var(self.0)?;
+        self.0 = &self.0[n..];
+        Some(v)
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        let (v, n) = <i64 as integer_encoding::VarInt>::decode_var(self.0)?;
+        self.0 = &self.0[n..];
+        Some(v)
+    }
+}
+
+/// What a file's entry is encoded against: the file before it in the listing (its mtime
+/// and inode) and the directory's stamp (device, verification time).
+struct Neighbour {
+    mtime_ns: i64,
+    ino: u64,
+}
+
+impl Neighbour {
+    fn first(stamp: &DirStamp) -> Neighbour {
+        Neighbour {
+            mtime_ns: stamp.mtime_ns,
+            ino: stamp.ino,
+        }
+    }
+
+    fn encode(&mut self, f: &FileState, stamp: &DirStamp, out: &mut Vec<u8>) {
+        put_u64(out, f.size);
+        put_i64(out, f.mtime_ns.wrapping_sub(self.mtime_ns));
+        put_i64(out, f.ctime_ns.wrapping_sub(f.mtime_ns));
+        put_i64(out, f.ino.wrapping_sub(self.ino) as i64);
+        put_u64(out, f.dev ^ stamp.dev);
+        put_u64(out, u64::from(f.mode));
+        out.extend_from_slice(f.blob.as_bytes());
+        put_i64(out, f.verified_ns.wrapping_sub(stamp.verified_ns));
+        *self = Neighbour {
+            mtime_ns: f.mtime_ns,
+            ino: f.ino,
+        };
+    }
+
+    fn decode(&mut self, r: &mut Fields<'_>, stamp: &DirStamp) -> Option<FileState> {
+        let size = r.u64()?;
+        let mtime_ns = self.mtime_ns.wrapping_add(r.i64()?);
+        let ctime_ns = mtime_ns.wrapping_add(r.i64()?);
+        let ino = self.ino.wrapping_add(r.i64()? as u64);
+        let dev = r.u64()? ^ stamp.dev;
+        let mode = u32::try_from(r.u64()?).ok()?;
+        let blob = cas::BlobId::from_bytes(r.take(32)?.try_into().ok()?);
+        let verified_ns = stamp.verified_ns.wrapping_add(r.i64()?);
+        *self = Neighbour { mtime_ns, ino };
+        Some(FileState {
+            size,
+            mtime_ns,
+            ctime_ns,
+            ino,
+            dev,
+            mode,
+            blob,
+            verified_ns,
         })
     }
 }
@@ -420,23 +529,25 @@ impl Cache {
         root: &camino::Utf8Path,
     ) -> Result<Cache, cas::StorageFailure> {
         let mut cache = Cache::default();
-        for (key, value) in reader.file_states(root)? {
-            match key.split_first() {
-                Some((b'd', rest)) => {
-                    if let Some(state) = DirState::decode(&value) {
-                        let path = rest
-                            .iter()
-                            .map(|&b| if b == 0 { b'/' } else { b })
-                            .collect();
-                        cache.dirs.insert(path, state);
-                    }
-                }
-                Some((b'g', [])) => {
-                    cache.global = value.as_slice().try_into().ok().map(u64::from_le_bytes)
-                }
-                _ => {}
-            }
-        }
+        let records = reader.file_states(root)?;
+        // Decompressing and checking the records is most of loading: in parallel.
+        let dirs: Vec<(Vec<u8>, DirState)> = records
+            .par_iter()
+            .filter_map(|(key, value)| {
+                let rest = key.strip_prefix(b"d")?;
+                let state = DirState::decode(value)?;
+                let path = rest
+                    .iter()
+                    .map(|&b| if b == 0 { b'/' } else { b })
+                    .collect();
+                Some((path, state))
+            })
+            .collect();
+        cache.dirs.extend(dirs);
+        cache.global = records
+            .iter()
+            .find(|(key, _)| key.as_slice() == GLOBAL_KEY)
+            .and_then(|(_, v)| v.as_slice().try_into().ok().map(u64::from_le_bytes));
         Ok(cache)
     }
 
@@ -805,5 +916,91 @@ mod tests {
         assert_eq!(DirState::decode(&longer), None);
         assert_eq!(dir_key(b"a/b"), b"da\0b");
         assert!(dir_key(b"a/b") < dir_key(b"a-b"), "keys sort in tree order");
+    }
+
+    /// Files are stored as differences from their neighbours: any values, however far
+    /// apart or out of order, come back exactly.
+    #[test]
+    fn file_entries_round_trip_whatever_their_values() {
+        let file = |mtime_ns, ctime_ns, ino, dev, verified_ns| {
+            Child::File(FileState {
+                size: u64::MAX,
+                mtime_ns,
+                ctime_ns,
+                ino,
+                dev,
+                mode: u32::MAX,
+                blob: cas::BlobId::of(b"x"),
+                verified_ns,
+            })
+        };
+        let state = DirState {
+            children: vec![
+                (
+                    b"a".to_vec(),
+                    file(i64::MAX, i64::MIN, u64::MAX, 9, i64::MIN),
+                ),
+                (
+                    b"b".to_vec(),
+                    file(i64::MIN, i64::MAX, 0, u64::MAX, i64::MAX),
+                ),
+                (b"c".to_vec(), file(-5, 7, 1 << 63, 0, 0)),
+                (
+                    b"d".to_vec(),
+                    file(
+                        1_700_000_000_123_456_789,
+                        1_700_000_000_123_456_790,
+                        4242,
+                        9,
+                        1_700_000_001_000_000_000,
+                    ),
+                ),
+            ],
+            ..DirState::unverified()
+        };
+        assert_eq!(DirState::decode(&state.encode()), Some(state));
+    }
+
+    /// A thousand files written together take a few bytes each besides their blob ids:
+    /// the record keeps differences, and zstd shares the names' common parts.
+    #[test]
+    fn a_listing_of_similar_files_is_compact() {
+        let stamp = DirStamp {
+            mtime_ns: 1_700_000_000_000_000_000,
+            ctime_ns: 1_700_000_000_000_000_000,
+            ino: 1_000_000,
+            dev: 64769,
+            verified_ns: 1_700_000_100_000_000_000,
+        };
+        let children: Vec<_> = (0..1000u64)
+            .map(|i| {
+                let at = stamp.mtime_ns + i64::try_from(i).unwrap() * 10_417;
+                let f = FileState {
+                    size: 50 + i % 10,
+                    mtime_ns: at,
+                    ctime_ns: at,
+                    ino: stamp.ino + 1 + i,
+                    dev: stamp.dev,
+                    mode: 0o100644,
+                    blob: cas::BlobId::of(&i.to_le_bytes()),
+                    verified_ns: stamp.verified_ns,
+                };
+                (format!("f{}.rs", 100_000 + i).into_bytes(), Child::File(f))
+            })
+            .collect();
+        let mut children = children;
+        children.sort_by(|a, b| a.0.cmp(&b.0));
+        let state = DirState {
+            stamp,
+            children,
+            ..DirState::unverified()
+        };
+        let encoded = state.encode();
+        let per_file = encoded.len() / 1000;
+        assert!(
+            per_file <= 32 + 12,
+            "{per_file} bytes per file: the blob id and 12 more at most"
+        );
+        assert_eq!(DirState::decode(&encoded), Some(state));
     }
 }

@@ -6,7 +6,6 @@ use camino::Utf8Path;
 
 use crate::dirstate::DirState;
 use crate::journal::Journal;
-use crate::state::FileState;
 
 /// Decodes an intent journal as `recover` does, and encodes it again as an operation
 /// writes it.
@@ -18,8 +17,8 @@ pub fn reencode_journal(bytes: &[u8]) -> Result<Vec<u8>, String> {
 /// What the worktree manager keeps of a decoded directory record, for checking.
 #[derive(Debug)]
 pub struct DirRecord {
-    /// The record encoded again.
-    pub encoded: Vec<u8>,
+    /// True if encoding the decoded record again and decoding that gives the same state.
+    pub round_trips: bool,
     /// Its listing's names, in stored order.
     pub names: Vec<Vec<u8>>,
 }
@@ -29,20 +28,15 @@ pub struct DirRecord {
 pub fn decode_dir_record(bytes: &[u8]) -> Option<DirRecord> {
     let state = DirState::decode(bytes)?;
     Some(DirRecord {
-        encoded: state.encode(),
+        round_trips: DirState::decode(&state.encode()).as_ref() == Some(&state),
         names: state.children.iter().map(|(n, _)| n.clone()).collect(),
     })
 }
 
-/// `body` with the checksum that ends every directory record, so a fuzzer reaches the
-/// parser behind it.
+/// A directory record holding `body` (compressed, checksummed), so a fuzzer reaches the
+/// parser behind the frame and the checksum.
 pub fn seal_dir_record(body: &[u8]) -> Vec<u8> {
-    crate::dirstate::seal(body.to_vec())
-}
-
-/// Decodes one file's stat-cache record and encodes it again.
-pub fn reencode_file_record(bytes: &[u8]) -> Option<Vec<u8>> {
-    FileState::decode(bytes).map(|s| s.encode())
+    crate::dirstate::seal_body(body)
 }
 
 /// Decodes a `fs.worktrees` side-table value (JSON), as [`crate::RegistryRead::worktree`] does.

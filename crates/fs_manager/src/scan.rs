@@ -420,22 +420,10 @@ pub(crate) fn scan(
             unchanged.push(k);
         }
     }
-    // Subtrees where every directory is quiet and keeps its tree are taken whole: one of
-    // their files stands in for all (so the tree build meets the subtree and reuses its
-    // tree), the others are only counted.
-    let mut frozen = match options.quiet {
-        Some(quiet) => Frozen::find(&cache, quiet, &unchanged),
-        None => Frozen::default(),
-    };
-    let stand_ins: HashSet<Vec<u8>> = frozen.stand_ins.iter().map(|w| w.path.clone()).collect();
-    walked.append(&mut frozen.stand_ins);
-    skipped.append(&mut frozen.skipped);
-    let unchanged_listed: Vec<&Vec<u8>> = unchanged
-        .iter()
-        .filter(|d| !frozen.dirs.contains(d.as_slice()))
-        .copied()
-        .collect();
-    let listed: Vec<Listing> = unchanged_listed
+    // Every unchanged directory's files are lstat'ed (or, quiet under a watcher, trusted);
+    // a directory where all of them still match their cache entries is *clean* and
+    // yields nothing yet.
+    let listed: Vec<Listed> = unchanged
         .par_iter()
         .map(|dir| {
             let quiet = options.quiet.is_some_and(|q| q.contains(*dir));
@@ -448,8 +436,28 @@ pub(crate) fn scan(
             )
         })
         .collect();
+    let clean: HashSet<Vec<u8>> = unchanged
+        .iter()
+        .zip(&listed)
+        .filter(|(_, l)| matches!(l, Listed::Clean))
+        .map(|(d, _)| (*d).clone())
+        .collect();
+    // Subtrees where every directory is clean and keeps its tree are taken whole: one of
+    // their files stands in for all (so the tree build meets the subtree and reuses its
+    // tree), the others are only counted. So a capture holds in memory the files of
+    // changed directories and of those above them, not every file of the tree.
+    let mut frozen = Frozen::find(&cache, &clean, &unchanged);
+    let stand_ins: HashSet<Vec<u8>> = frozen.stand_ins.iter().map(|w| w.path.clone()).collect();
+    walked.append(&mut frozen.stand_ins);
+    skipped.append(&mut frozen.skipped);
     let mut vanished: Vec<Vec<u8>> = Vec::new();
-    for (files, skips, gone) in listed {
+    for (dir, listing) in unchanged.iter().zip(listed) {
+        let (files, skips, gone) = match listing {
+            Listed::Changed(listing) => listing,
+            Listed::Clean if frozen.dirs.contains(dir.as_slice()) => continue,
+            // Clean, but above a changed directory: its tree is rebuilt from its files.
+            Listed::Clean => cached_listing(dir, &cache.dirs[*dir]),
+        };
         walked.extend(files);
         skipped.extend(skips);
         vanished.extend(gone);
@@ -687,7 +695,7 @@ fn collect_files(
                 return Err(ScanError::Io {
                     path: join(root_path, &w.path),
                     source: std::io::Error::other(
-                        "changed although the watcher saw nothing happen; snapshot again",
+                        "changed while it was being captured; snapshot again",
                     ),
                 });
             }
@@ -715,7 +723,8 @@ fn collect_files(
     })
 }
 
-/// Subtrees a watcher vouches for entirely (every directory quiet, every tree cached).
+/// Subtrees that stand as cached entirely: every directory clean (its files all match
+/// their entries, or a watcher saw nothing happen there), every tree cached.
 #[derive(Default)]
 struct Frozen {
     /// Every directory inside them.
@@ -730,8 +739,8 @@ struct Frozen {
 }
 
 impl Frozen {
-    fn find(cache: &Cache, quiet: &HashSet<Vec<u8>>, unchanged: &[&Vec<u8>]) -> Frozen {
-        // Not frozen: a directory that is not quiet, has no tree or holds a file the next
+    fn find(cache: &Cache, clean: &HashSet<Vec<u8>>, unchanged: &[&Vec<u8>]) -> Frozen {
+        // Not frozen: a directory that is not clean, has no tree or holds a file the next
         // capture reads again anyway (racy), and all above it. (A stand-in that is read
         // again would rebuild its subtree from itself alone.)
         let mut thawed: HashSet<&[u8]> = HashSet::new();
@@ -740,7 +749,7 @@ impl Frozen {
                 .children
                 .iter()
                 .any(|(_, c)| matches!(c, Child::File(f) if f.is_racy()));
-            if quiet.contains(dir) && state.tree.is_some() && !racy {
+            if clean.contains(dir) && state.tree.is_some() && !racy {
                 continue;
             }
             let mut p: &[u8] = dir;
@@ -814,44 +823,68 @@ impl Frozen {
 /// An unchanged directory's files, skipped entries, and files no longer there.
 type Listing = (Vec<Walked>, Vec<Skipped>, Vec<Vec<u8>>);
 
-/// The files of an unchanged directory, lstat'ed through one directory descriptor; its
-/// skipped entries; and the files that are no longer there (or no longer files).
+/// What lstat'ing an unchanged directory's files found.
+enum Listed {
+    /// Every file as its cache entry says, none racy: the listing stands as cached.
+    Clean,
+    Changed(Listing),
+}
+
+fn child_path(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    let mut path = Vec::with_capacity(dir.len() + 1 + name.len());
+    path.extend_from_slice(dir);
+    if !dir.is_empty() {
+        path.push(b'/');
+    }
+    path.extend_from_slice(name);
+    path
+}
+
+/// An unchanged directory's listing as its cache holds it.
+fn cached_listing(dir: &[u8], state: &DirState) -> Listing {
+    let mut files = Vec::with_capacity(state.children.len());
+    let mut skipped = Vec::new();
+    for (name, child) in &state.children {
+        match child {
+            Child::File(cached) => {
+                if let Some(kind) = cached.stat().kind() {
+                    files.push(Walked {
+                        path: child_path(dir, name),
+                        stat: cached.stat(),
+                        kind,
+                        cached: Some(*cached),
+                    });
+                }
+            }
+            Child::Skipped(reason) => skipped.push(Skipped {
+                path: child_path(dir, name),
+                reason: reason.clone(),
+            }),
+            Child::Dir => {}
+        }
+    }
+    (files, skipped, Vec::new())
+}
+
+/// The files of an unchanged directory, lstat'ed through one directory descriptor (or,
+/// `quiet`, trusted as cached): [`Listed::Clean`] if every one matches its entry and none
+/// is racy, else its files, skipped entries, and the files that are no longer there (or
+/// no longer files).
 fn stat_listing(
     root: &Path,
     dir: &[u8],
     state: &DirState,
     max_file_size: Option<u64>,
     quiet: bool,
-) -> (Vec<Walked>, Vec<Skipped>, Vec<Vec<u8>>) {
-    let mut files = Vec::with_capacity(state.children.len());
-    let mut skipped = Vec::new();
-    let mut gone = Vec::new();
+) -> Listed {
+    let racy = |c: &Child| matches!(c, Child::File(f) if f.is_racy());
     if quiet {
-        // Nothing happened here since the cache was verified: it stands as it is.
-        for (name, child) in &state.children {
-            let mut path = dir.to_vec();
-            if !dir.is_empty() {
-                path.push(b'/');
-            }
-            path.extend_from_slice(name);
-            match child {
-                Child::File(cached) => files.push(Walked {
-                    path,
-                    stat: cached.stat(),
-                    kind: match cached.stat().kind() {
-                        Some(k) => k,
-                        None => continue,
-                    },
-                    cached: Some(*cached),
-                }),
-                Child::Skipped(reason) => skipped.push(Skipped {
-                    path,
-                    reason: reason.clone(),
-                }),
-                Child::Dir => {}
-            }
-        }
-        return (files, skipped, gone);
+        // Nothing happened here since the cache was verified: it stands as it is, but a
+        // racy file is read again.
+        return match state.children.iter().any(|(_, c)| racy(c)) {
+            false => Listed::Clean,
+            true => Listed::Changed(cached_listing(dir, state)),
+        };
     }
     // O_PATH: enough for `statat`, and raises no open event for a watcher to read.
     let fd = rustix::fs::open(
@@ -863,26 +896,40 @@ fn stat_listing(
         rustix::fs::Mode::empty(),
     )
     .ok();
+    let stat_of = |name: &[u8]| {
+        fd.as_ref()
+            .and_then(|fd| rustix::fs::statat(fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok())
+            .map(|st| Stat::from_rustix(&st))
+    };
+    // First only compare: most directories are clean, and need no allocation per file.
+    let mut stats = Vec::with_capacity(state.children.len());
+    let mut clean = true;
     for (name, child) in &state.children {
-        let mut path = Vec::with_capacity(dir.len() + 1 + name.len());
-        path.extend_from_slice(dir);
-        if !dir.is_empty() {
-            path.push(b'/');
-        }
-        path.extend_from_slice(name);
+        let Child::File(cached) = child else {
+            continue;
+        };
+        let stat = stat_of(name);
+        clean &= stat.is_some_and(|st| {
+            cached.matches(&st)
+                && !cached.is_racy()
+                && st
+                    .kind()
+                    .is_some_and(|k| oversize(&st, k, max_file_size).is_none())
+        });
+        stats.push(stat);
+    }
+    if clean {
+        return Listed::Clean;
+    }
+    let mut files = Vec::with_capacity(stats.len());
+    let mut skipped = Vec::new();
+    let mut gone = Vec::new();
+    let mut stats = stats.into_iter();
+    for (name, child) in &state.children {
+        let path = child_path(dir, name);
         match child {
             Child::File(cached) => {
-                let stat = fd
-                    .as_ref()
-                    .and_then(|fd| {
-                        rustix::fs::statat(
-                            fd,
-                            name.as_slice(),
-                            rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
-                        )
-                        .ok()
-                    })
-                    .map(|st| Stat::from_rustix(&st));
+                let stat = stats.next().flatten();
                 match stat.and_then(|st| st.kind().map(|k| (st, k))) {
                     Some((stat, kind)) => match oversize(&stat, kind, max_file_size) {
                         Some(reason) => skipped.push(Skipped { path, reason }),
@@ -903,7 +950,7 @@ fn stat_listing(
             Child::Dir => {}
         }
     }
-    (files, skipped, gone)
+    Listed::Changed((files, skipped, gone))
 }
 
 struct Walk {

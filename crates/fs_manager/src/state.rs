@@ -14,8 +14,6 @@ use cas::BlobId;
 /// Generous against coarse file-system clocks (a jiffy is 1 to 10 ms).
 pub const RACY_MARGIN: Duration = Duration::from_millis(50);
 
-pub(crate) const ENCODED_LEN: usize = 8 * 6 + 4 + 32;
-
 /// The `lstat` facts cairn compares, from std or from `fstatat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Stat {
@@ -126,38 +124,6 @@ impl FileState {
         let margin = i64::try_from(RACY_MARGIN.as_nanos()).unwrap_or(i64::MAX);
         self.mtime_ns.max(self.ctime_ns) >= self.verified_ns.saturating_sub(margin)
     }
-
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(ENCODED_LEN);
-        out.extend_from_slice(&self.size.to_le_bytes());
-        out.extend_from_slice(&self.mtime_ns.to_le_bytes());
-        out.extend_from_slice(&self.ctime_ns.to_le_bytes());
-        out.extend_from_slice(&self.ino.to_le_bytes());
-        out.extend_from_slice(&self.dev.to_le_bytes());
-        out.extend_from_slice(&self.mode.to_le_bytes());
-        out.extend_from_slice(self.blob.as_bytes());
-        out.extend_from_slice(&self.verified_ns.to_le_bytes());
-        out
-    }
-
-    /// `None` for a record this version cannot read: it is simply not trusted.
-    pub fn decode(bytes: &[u8]) -> Option<FileState> {
-        if bytes.len() != ENCODED_LEN {
-            return None;
-        }
-        let u64_at = |i: usize| bytes[i..i + 8].try_into().ok().map(u64::from_le_bytes);
-        let i64_at = |i: usize| bytes[i..i + 8].try_into().ok().map(i64::from_le_bytes);
-        Some(FileState {
-            size: u64_at(0)?,
-            mtime_ns: i64_at(8)?,
-            ctime_ns: i64_at(16)?,
-            ino: u64_at(24)?,
-            dev: u64_at(32)?,
-            mode: u32::from_le_bytes(bytes[40..44].try_into().ok()?),
-            blob: BlobId::from_bytes(bytes[44..76].try_into().ok()?),
-            verified_ns: i64_at(76)?,
-        })
-    }
 }
 
 /// Now, in ns since the epoch, for [`FileState::verified_ns`].
@@ -200,12 +166,5 @@ mod tests {
             entry(v + 5, v + 5, v).is_racy(),
             "a clock in the future is never trusted"
         );
-    }
-
-    #[test]
-    fn entries_round_trip() {
-        let e = entry(1, 2, 3);
-        assert_eq!(FileState::decode(&e.encode()), Some(e));
-        assert_eq!(FileState::decode(&e.encode()[1..]), None);
     }
 }

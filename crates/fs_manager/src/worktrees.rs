@@ -258,6 +258,69 @@ mod tests {
         assert!(ws.kept.take(&store, &root).is_none());
     }
 
+    /// A capture holds in memory the files of changed directories and of those above
+    /// them, not every file: clean subtrees are taken whole from the cache (one file
+    /// standing in for each), and the tree comes out as reading everything makes it.
+    #[test]
+    fn a_capture_holds_only_changed_directories() {
+        let spec: Vec<(String, String)> = ["a", "b", "c/d"]
+            .iter()
+            .flat_map(|d| (0..20).map(move |i| (format!("{d}/f{i}"), format!("{d} {i}"))))
+            .collect();
+        let spec: Vec<(&str, &str)> = spec.iter().map(|(p, b)| (p.as_str(), b.as_str())).collect();
+        let (_dir, store, ws, wt, root, _) = onboarded(&spec);
+        std::thread::sleep(crate::RACY_MARGIN * 2);
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("verify");
+        std::fs::write(wt.join("b/f3"), "changed").expect("write");
+
+        let deny = path_policy::DenyList::load(store.root().as_std_path(), root.as_std_path())
+            .expect("deny list");
+        let options = crate::scan::ScanOptions {
+            threads: 0,
+            store_root: Some(store.root().as_std_path()),
+            dry_run: true,
+            deny: &deny,
+            max_file_size: None,
+            quiet: None,
+            progress: &crate::progress::Silent,
+        };
+        let scan_with = |cache| crate::scan::scan(&store, &root, cache, &options).expect("scan");
+        let cache =
+            crate::dirstate::Cache::load(&store.reader().expect("reader"), &root).expect("load");
+        let scanned = scan_with(cache);
+        let held: Vec<String> = scanned
+            .files
+            .iter()
+            .map(|f| String::from_utf8_lossy(f.path.as_bytes()).into_owned())
+            .collect();
+        assert_eq!(
+            held.iter().filter(|p| p.starts_with("b/")).count(),
+            20,
+            "{held:?}"
+        );
+        assert_eq!(
+            held.iter().filter(|p| p.starts_with("a/")).count(),
+            1,
+            "{held:?}"
+        );
+        assert_eq!(
+            held.iter().filter(|p| p.starts_with("c/")).count(),
+            1,
+            "{held:?}"
+        );
+        assert_eq!((scanned.file_count, scanned.read_files), (60, 1));
+
+        let everything = scan_with(crate::dirstate::Cache::default());
+        assert_eq!(everything.files.len(), 60);
+        let tree = |s: &crate::scan::Scan| {
+            crate::build::build_trees(&s.files, &s.reuse)
+                .expect("build")
+                .root
+        };
+        assert_eq!(tree(&scanned), tree(&everything));
+    }
+
     /// A stat cache that names a blob the store does not hold costs a re-read of every
     /// file, never a failed or wrong capture: in a snapshot, and in a rollback, whose
     /// capture commits later, with its intent journal.
