@@ -381,13 +381,13 @@ impl DirState {
 
 /// A record holding `body`: the version, `body` as one zstd frame, the checksum.
 pub(crate) fn seal_body(body: &[u8]) -> Vec<u8> {
-    let mut out = vec![VERSION];
     // Level 1: records are rewritten at every capture that changes their directory.
-    match zstd::bulk::compress(body, 1) {
-        Ok(frame) => out.extend_from_slice(&frame),
-        // Unreadable as a record: the next capture lists the directory again.
-        Err(_) => out.clear(),
-    }
+    let frame = zstd::bulk::compress(body, 1).unwrap_or_default();
+    // Exactly as long as the record: a capture holds every record it writes at once.
+    let mut out = Vec::with_capacity(1 + frame.len() + CHECKSUM_LEN);
+    out.push(VERSION);
+    // An empty frame (compression failed) is unreadable: the directory is listed again.
+    out.extend_from_slice(&frame);
     seal(out)
 }
 

@@ -52,8 +52,12 @@ pub enum ScanError {
 
 /// Files larger than this are streamed into the store chunk by chunk.
 const STREAM_BYTES: u64 = 16 << 20;
-/// Raw bytes hashed per group before the group's blobs are written.
+/// Memory a group of read files may take before the group's blobs are written: their
+/// bytes, and [`FILE_OVERHEAD`] each.
 const GROUP_BYTES: u64 = 64 << 20;
+/// What a read file costs in memory besides its bytes until its group is written (its
+/// prepared blob and record): a million tiny files make several groups, not one.
+const FILE_OVERHEAD: u64 = 256;
 
 /// A file in the captured state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1329,7 +1333,7 @@ fn hash_walked(
     let mut group = Vec::new();
     let mut group_bytes = 0u64;
     for i in small {
-        group_bytes += walked[i].stat.size;
+        group_bytes += walked[i].stat.size + FILE_OVERHEAD;
         group.push(i);
         if group_bytes >= GROUP_BYTES {
             groups.push(std::mem::take(&mut group));
