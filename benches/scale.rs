@@ -5,7 +5,9 @@
 //! (default 10000,100000,1000000), `CAIRN_BENCH_PAIRS` the cairn/git pairs per row (default
 //! 3, run alternately; each figure is the median). Every command runs under GNU time, so
 //! each row gives its peak RSS too. Trees are generated under `$TMPDIR`, not checked in.
-//! Prints one markdown table per size, then writes the figures to
+//! The store is measured after `cairn gc`, as `.git` is after `git gc`, with the bytes per
+//! file each table of its database takes. Prints one markdown table per size, then writes
+//! the figures to
 //! `target/bench-scale.json` and draws `docs/scale.svg` (time, memory and bytes against
 //! file count, log scales).
 #![allow(missing_docs)]
@@ -142,7 +144,12 @@ fn row(name: &'static str, peer: &'static str, cairn: &[Cost], other: &[Cost]) -
 struct Size {
     files: usize,
     rows: Vec<Row>,
+    /// After `cairn gc`.
     store_bytes: u64,
+    store_bytes_before_gc: u64,
+    /// Bytes of each table of the store's database, after `cairn gc`.
+    tables: Vec<(String, u64)>,
+    /// After `git gc`.
     git_bytes: u64,
 }
 
@@ -279,11 +286,17 @@ fn at(files: usize, work: &Path) -> Size {
     }
     rows.push(row("checkout", "`cp -a`", &cairn, &peer));
 
+    // Both packed: git by `git gc`, cairn by `cairn gc` (which also gives back the pages a
+    // removed worktree's cache and rewritten records left free inside the file).
     sh(&format!("{GIT} gc -q"), &g_dir);
+    let store_bytes_before_gc = disk_usage(&store);
+    sh(&cairn_cmd(&store, "gc"), work);
     let size = Size {
         files,
         rows,
         store_bytes: disk_usage(&store),
+        store_bytes_before_gc,
+        tables: harness::table_bytes(&store),
         git_bytes: disk_usage(&g_dir.join(".git")),
     };
     for d in [&c_dir, &g_dir, &store] {
@@ -330,16 +343,25 @@ fn print(size: &Size) {
         );
     }
     println!(
-        "| store on disk / `.git` after `git gc` | {:.1} MB | | {:.1} MB | {:.2} | | |",
+        "| store on disk after `cairn gc` / `.git` after `git gc` | {:.1} MB | | {:.1} MB | {:.2} | | |",
         size.store_bytes as f64 / 1e6,
         size.git_bytes as f64 / 1e6,
         size.store_bytes as f64 / size.git_bytes as f64
     );
+    let per_file = |bytes: u64| bytes as f64 / size.files as f64;
     println!(
-        "\nper file: store {:.0} bytes, .git {:.0} bytes",
-        size.store_bytes as f64 / size.files as f64,
-        size.git_bytes as f64 / size.files as f64
+        "\nper file: store {:.0} bytes ({:.0} before `cairn gc`), .git {:.0} bytes",
+        per_file(size.store_bytes),
+        per_file(size.store_bytes_before_gc),
+        per_file(size.git_bytes)
     );
+    let tables: Vec<String> = size
+        .tables
+        .iter()
+        .filter(|(_, bytes)| per_file(*bytes) >= 0.5)
+        .map(|(name, bytes)| format!("{name} {:.0}", per_file(*bytes)))
+        .collect();
+    println!("by table, bytes per file: {}", tables.join(", "));
 }
 
 /// Time, memory and bytes against file count, cairn solid and git dashed, log scales.

@@ -113,3 +113,23 @@ pub fn disk_usage(p: &Path) -> u64 {
     }
     total
 }
+
+/// Bytes each table of a store's database takes (its records, its branch pages and what
+/// its pages leave unused), by table name, largest first. The store must not be open.
+pub fn table_bytes(store: &Path) -> Vec<(String, u64)> {
+    use redb::{ReadableDatabase, ReadableTableMetadata, TableHandle};
+    let db = redb::Database::open(store.join("store.redb")).unwrap();
+    let txn = db.begin_read().unwrap();
+    let mut out: Vec<(String, u64)> = txn
+        .list_tables()
+        .unwrap()
+        .map(|handle| {
+            let name = handle.name().to_owned();
+            let stats = txn.open_untyped_table(handle).unwrap().stats().unwrap();
+            let bytes = stats.stored_bytes() + stats.metadata_bytes() + stats.fragmented_bytes();
+            (name, bytes)
+        })
+        .collect();
+    out.sort_by_key(|(_, bytes)| std::cmp::Reverse(*bytes));
+    out
+}

@@ -6,6 +6,7 @@ use cas::{EntryKind, ObjectError, Tree, TreeEntry, TreeId};
 
 use path_policy::RepoPathBuf;
 
+use crate::dirstate::{Child, DirState};
 use crate::scan::FileRecord;
 
 /// Directory path → its tree and size, for subtrees known not to have changed.
@@ -36,6 +37,83 @@ pub(crate) fn build_trees(files: &[FileRecord], reuse: &Reuse) -> Result<Built, 
     built.root = root;
     built.dirs.push((Vec::new(), root, size));
     Ok(built)
+}
+
+/// Builds the trees of a captured state from its directories' states (each listing's
+/// files with their blobs, and its subdirectories), taking the trees of unchanged
+/// subtrees from `reuse`. Directories holding no file, however deep, are left out, as
+/// trees record no empty directory.
+pub(crate) fn build_from_dirs(
+    dirs: &HashMap<Vec<u8>, DirState>,
+    reuse: &Reuse,
+) -> Result<Built, ObjectError> {
+    let mut built = Built {
+        root: Tree::default().id(),
+        trees: HashMap::new(),
+        dirs: Vec::new(),
+    };
+    let empty = Tree::default().id();
+    let (root, _) = build_dir(dirs, &[], reuse, empty, &mut built)?;
+    if root == empty {
+        // The empty root: the one empty tree a state records.
+        built.trees.insert(root, Tree::default());
+    }
+    built.root = root;
+    Ok(built)
+}
+
+fn build_dir(
+    dirs: &HashMap<Vec<u8>, DirState>,
+    dir: &[u8],
+    reuse: &Reuse,
+    empty: TreeId,
+    built: &mut Built,
+) -> Result<(TreeId, u64), ObjectError> {
+    if let Some(&(id, size)) = reuse.get(dir) {
+        return Ok((id, size));
+    }
+    let mut entries = Vec::new();
+    if let Some(state) = dirs.get(dir) {
+        for (name, child) in &state.children {
+            match child {
+                Child::File(f) => {
+                    let Some(kind) = f.stat().kind() else {
+                        continue;
+                    };
+                    entries.push(TreeEntry {
+                        name: name.clone(),
+                        kind,
+                        id: f.blob.into(),
+                        size: f.size,
+                    });
+                }
+                Child::Dir => {
+                    let mut sub = dir.to_vec();
+                    if !sub.is_empty() {
+                        sub.push(b'/');
+                    }
+                    sub.extend_from_slice(name);
+                    let (id, size) = build_dir(dirs, &sub, reuse, empty, built)?;
+                    if id != empty {
+                        entries.push(TreeEntry {
+                            name: name.clone(),
+                            kind: EntryKind::Tree,
+                            id: id.into(),
+                            size,
+                        });
+                    }
+                }
+                Child::Skipped(_) => {}
+            }
+        }
+    }
+    let tree = Tree::from_sorted(entries)?;
+    let (id, size) = (tree.id(), tree.size());
+    built.dirs.push((dir.to_vec(), id, size));
+    if id != empty {
+        built.trees.insert(id, tree);
+    }
+    Ok((id, size))
 }
 
 fn build(

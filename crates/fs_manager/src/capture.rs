@@ -245,11 +245,11 @@ fn capture_once<'a>(
     };
     let mut scanned = scan::scan(store, &record.root, cache, &scan_options)?;
     tracing::debug!(quiet = quiet.as_ref().map(HashSet::len), "watched");
-    tracing::debug!(elapsed = ?started.elapsed(), files = scanned.file_count, read = scanned.read_files, "scanned");
+    tracing::debug!(elapsed = ?started.elapsed(), files = scanned.file_count, held = scanned.held_files, read = scanned.read_files, "scanned");
     let created = jiff::Timestamp::now();
-    let built = crate::build::build_trees(&scanned.files, &scanned.reuse)?;
+    let built = crate::build::build_from_dirs(&scanned.dirs, &scanned.reuse)?;
+    let (cache_updates, cache) = scanned.settle_cache(&built.dirs, &built.trees);
     let (tree, trees) = (built.root, built.trees);
-    let (cache_updates, cache) = scanned.settle_cache(&built.dirs);
     tracing::debug!(elapsed = ?started.elapsed(), trees = trees.len(), "trees built");
     let changed = head_tree != Some(tree);
     let new_snapshot = changed.then(|| cas::Snapshot {

@@ -18,7 +18,7 @@ use crate::paths::{SkipReason, Special};
 use crate::state::{FileState, RACY_MARGIN, Stat};
 
 /// Bumped on any change to the encoding below.
-const VERSION: u8 = 5;
+const VERSION: u8 = 6;
 /// Bytes of the BLAKE3 checksum that ends every record.
 const CHECKSUM_LEN: usize = 8;
 
@@ -27,6 +27,13 @@ fn checksum(body: &[u8]) -> [u8; CHECKSUM_LEN] {
     out.copy_from_slice(&blake3::hash(body).as_bytes()[..CHECKSUM_LEN]);
     out
 }
+/// Tags of a listing's entries: a file with its blob id; a file whose blob id is its
+/// directory tree's under the same name; a subdirectory; a skipped entry.
+const TAG_FILE: u8 = 1;
+const TAG_DIR: u8 = 2;
+const TAG_SKIPPED: u8 = 3;
+const TAG_FILE_IN_TREE: u8 = 4;
+
 /// Ignore files read in each directory, in mask-bit order.
 pub(crate) const IGNORE_FILES: [&str; 3] = [".gitignore", ".ignore", ".git/info/exclude"];
 
@@ -266,11 +273,19 @@ impl DirState {
         }
     }
 
+    /// The record, every blob id in it. See [`DirState::encode_against`].
+    pub fn encode(&self) -> Vec<u8> {
+        self.encode_against(None)
+    }
+
     /// The record: version, then one zstd frame of the body below, then a checksum.
     /// Integers are LEB128 varints; a file's times, inode and verification time are kept
     /// as differences from the entry before it or from the directory's stamp, which
-    /// listings made together keep small.
-    pub fn encode(&self) -> Vec<u8> {
+    /// listings made together keep small. A file whose blob `tree` (this directory's tree,
+    /// `self.tree`) holds under its name does not repeat the blob id: it is read from the
+    /// tree when the record is.
+    pub fn encode_against(&self, tree: Option<&cas::Tree>) -> Vec<u8> {
+        let tree = tree.filter(|t| self.tree.is_some_and(|(id, _)| id == t.id()));
         let mut body = Vec::with_capacity(64 + self.children.len() * 56);
         let stamp = &self.stamp;
         for v in [stamp.mtime_ns, stamp.ctime_ns, stamp.verified_ns] {
@@ -291,16 +306,21 @@ impl DirState {
         put_u64(&mut body, self.children.len() as u64);
         let mut prev = Neighbour::first(stamp);
         for (name, child) in &self.children {
+            let in_tree = |f: &FileState| {
+                tree.and_then(|t| t.get(name))
+                    .is_some_and(|e| e.blob() == Some(f.blob))
+            };
             let tag = match child {
-                Child::File(_) => 1u8,
-                Child::Dir => 2,
-                Child::Skipped(_) => 3,
+                Child::File(f) if in_tree(f) => TAG_FILE_IN_TREE,
+                Child::File(_) => TAG_FILE,
+                Child::Dir => TAG_DIR,
+                Child::Skipped(_) => TAG_SKIPPED,
             };
             body.push(tag);
             put_u64(&mut body, name.len() as u64);
             body.extend_from_slice(name);
             match child {
-                Child::File(f) => prev.encode(f, stamp, &mut body),
+                Child::File(f) => prev.encode(f, stamp, tag == TAG_FILE, &mut body),
                 Child::Dir => {}
                 Child::Skipped(reason) => encode_reason(reason, &mut body),
             }
@@ -308,11 +328,15 @@ impl DirState {
         seal_body(&body)
     }
 
-    /// `None` for anything this version does not read, that fails its checksum, or whose
+    /// `None` for anything this version does not read, that fails its checksum, whose
     /// listing no directory gives (names that are not single file names, or not strictly
-    /// ascending): the directory is then walked and its files read again. A damaged cache
-    /// costs time, never correctness.
-    pub fn decode(bytes: &[u8]) -> Option<DirState> {
+    /// ascending), or that takes blob ids from a tree `tree_of` cannot give or that lacks
+    /// them: the directory is then walked and its files read again. A damaged cache costs
+    /// time, never correctness.
+    pub fn decode(
+        bytes: &[u8],
+        tree_of: &dyn Fn(cas::TreeId) -> Option<cas::Tree>,
+    ) -> Option<DirState> {
         let (stored, sum) = bytes.split_at_checked(bytes.len().checked_sub(CHECKSUM_LEN)?)?;
         if checksum(stored) != sum {
             return None;
@@ -347,6 +371,7 @@ impl DirState {
         // Every entry takes at least two bytes: no count beyond that is believed.
         let mut children = Vec::with_capacity(count.min(body.len() / 2));
         let mut prev = Neighbour::first(&stamp);
+        let mut own_tree: Option<cas::Tree> = None;
         for _ in 0..count {
             let tag = r.take(1)?[0];
             let len = usize::try_from(r.u64()?).ok()?;
@@ -360,9 +385,16 @@ impl DirState {
                 return None;
             }
             let child = match tag {
-                1 => Child::File(prev.decode(&mut r, &stamp)?),
-                2 => Child::Dir,
-                3 => Child::Skipped(decode_reason(&mut |n| r.take(n), 0)?),
+                TAG_FILE => Child::File(prev.decode(&mut r, &stamp, None)?),
+                TAG_FILE_IN_TREE => {
+                    if own_tree.is_none() {
+                        own_tree = Some(tree_of(tree?.0)?);
+                    }
+                    let blob = own_tree.as_ref()?.get(&name)?.blob()?;
+                    Child::File(prev.decode(&mut r, &stamp, Some(blob))?)
+                }
+                TAG_DIR => Child::Dir,
+                TAG_SKIPPED => Child::Skipped(decode_reason(&mut |n| r.take(n), 0)?),
                 _ => return None,
             };
             children.push((name, child));
@@ -454,14 +486,16 @@ impl Neighbour {
         }
     }
 
-    fn encode(&mut self, f: &FileState, stamp: &DirStamp, out: &mut Vec<u8>) {
+    fn encode(&mut self, f: &FileState, stamp: &DirStamp, with_blob: bool, out: &mut Vec<u8>) {
         put_u64(out, f.size);
         put_i64(out, f.mtime_ns.wrapping_sub(self.mtime_ns));
         put_i64(out, f.ctime_ns.wrapping_sub(f.mtime_ns));
         put_i64(out, f.ino.wrapping_sub(self.ino) as i64);
         put_u64(out, f.dev ^ stamp.dev);
         put_u64(out, u64::from(f.mode));
-        out.extend_from_slice(f.blob.as_bytes());
+        if with_blob {
+            out.extend_from_slice(f.blob.as_bytes());
+        }
         put_i64(out, f.verified_ns.wrapping_sub(stamp.verified_ns));
         *self = Neighbour {
             mtime_ns: f.mtime_ns,
@@ -469,14 +503,23 @@ impl Neighbour {
         };
     }
 
-    fn decode(&mut self, r: &mut Fields<'_>, stamp: &DirStamp) -> Option<FileState> {
+    /// A file's entry; its blob id is read from the record unless `blob` gives it.
+    fn decode(
+        &mut self,
+        r: &mut Fields<'_>,
+        stamp: &DirStamp,
+        blob: Option<cas::BlobId>,
+    ) -> Option<FileState> {
         let size = r.u64()?;
         let mtime_ns = self.mtime_ns.wrapping_add(r.i64()?);
         let ctime_ns = mtime_ns.wrapping_add(r.i64()?);
         let ino = self.ino.wrapping_add(r.i64()? as u64);
         let dev = r.u64()? ^ stamp.dev;
         let mode = u32::try_from(r.u64()?).ok()?;
-        let blob = cas::BlobId::from_bytes(r.take(32)?.try_into().ok()?);
+        let blob = match blob {
+            Some(b) => b,
+            None => cas::BlobId::from_bytes(r.take(32)?.try_into().ok()?),
+        };
         let verified_ns = stamp.verified_ns.wrapping_add(r.i64()?);
         *self = Neighbour { mtime_ns, ino };
         Some(FileState {
@@ -535,7 +578,7 @@ impl Cache {
             .par_iter()
             .filter_map(|(key, value)| {
                 let rest = key.strip_prefix(b"d")?;
-                let state = DirState::decode(value)?;
+                let state = DirState::decode(value, &|id| reader.tree(id).ok())?;
                 let path = rest
                     .iter()
                     .map(|&b| if b == 0 { b'/' } else { b })
@@ -749,6 +792,10 @@ pub(crate) fn record_written<'a>(
 
 #[cfg(test)]
 mod tests {
+    fn no_tree(_: cas::TreeId) -> Option<cas::Tree> {
+        None
+    }
+
     use super::*;
 
     #[test]
@@ -805,13 +852,13 @@ mod tests {
             0x37, 0x0c, 0x44, 0x46, 0x83, 0x17, 0xcd, 0x05, 0x6d, 0x4d, 0xc0, 0x02, 0xbc, 0xea,
             0x18, 0x92, 0x5a, 0x92, 0xf8, 0x37, 0x01, 0x0f, 0x61,
         ];
-        assert_eq!(DirState::decode(&seal(crash.to_vec())), None);
+        assert_eq!(DirState::decode(&seal(crash.to_vec()), &no_tree), None);
 
         let listing = |names: &[&[u8]]| DirState {
             children: names.iter().map(|n| (n.to_vec(), Child::Dir)).collect(),
             ..DirState::unverified()
         };
-        assert!(DirState::decode(&listing(&[b"a", b"b"]).encode()).is_some());
+        assert!(DirState::decode(&listing(&[b"a", b"b"]).encode(), &no_tree).is_some());
         for bad in [
             &[&b"b"[..], b"a"][..],
             &[b"a", b"a"],
@@ -822,7 +869,11 @@ mod tests {
             &[b"a\0b"],
             &[&[b'x'; 256][..]],
         ] {
-            assert_eq!(DirState::decode(&listing(bad).encode()), None, "{bad:?}");
+            assert_eq!(
+                DirState::decode(&listing(bad).encode(), &no_tree),
+                None,
+                "{bad:?}"
+            );
         }
     }
 
@@ -865,7 +916,7 @@ mod tests {
                 .children
                 .push((format!("n{i}").into_bytes(), Child::Skipped(reason.clone())));
         }
-        assert_eq!(DirState::decode(&state.encode()), Some(state));
+        assert_eq!(DirState::decode(&state.encode(), &no_tree), Some(state));
     }
 
     #[test]
@@ -902,18 +953,21 @@ mod tests {
                 ),
             ],
         };
-        assert_eq!(DirState::decode(&state.encode()), Some(state.clone()));
-        assert_eq!(DirState::decode(&state.encode()[..20]), None);
+        assert_eq!(
+            DirState::decode(&state.encode(), &no_tree),
+            Some(state.clone())
+        );
+        assert_eq!(DirState::decode(&state.encode()[..20], &no_tree), None);
         let mut flipped = state.encode();
         flipped[30] ^= 1;
         assert_eq!(
-            DirState::decode(&flipped),
+            DirState::decode(&flipped, &no_tree),
             None,
             "a damaged record is not trusted"
         );
         let mut longer = state.encode();
         longer.push(0);
-        assert_eq!(DirState::decode(&longer), None);
+        assert_eq!(DirState::decode(&longer, &no_tree), None);
         assert_eq!(dir_key(b"a/b"), b"da\0b");
         assert!(dir_key(b"a/b") < dir_key(b"a-b"), "keys sort in tree order");
     }
@@ -958,13 +1012,11 @@ mod tests {
             ],
             ..DirState::unverified()
         };
-        assert_eq!(DirState::decode(&state.encode()), Some(state));
+        assert_eq!(DirState::decode(&state.encode(), &no_tree), Some(state));
     }
 
-    /// A thousand files written together take a few bytes each besides their blob ids:
-    /// the record keeps differences, and zstd shares the names' common parts.
-    #[test]
-    fn a_listing_of_similar_files_is_compact() {
+    /// A listing of `n` files written together, as one capture records them.
+    fn similar_listing(n: u64) -> DirState {
         let stamp = DirStamp {
             mtime_ns: 1_700_000_000_000_000_000,
             ctime_ns: 1_700_000_000_000_000_000,
@@ -972,7 +1024,7 @@ mod tests {
             dev: 64769,
             verified_ns: 1_700_000_100_000_000_000,
         };
-        let children: Vec<_> = (0..1000u64)
+        let mut children: Vec<_> = (0..n)
             .map(|i| {
                 let at = stamp.mtime_ns + i64::try_from(i).unwrap() * 10_417;
                 let f = FileState {
@@ -988,19 +1040,77 @@ mod tests {
                 (format!("f{}.rs", 100_000 + i).into_bytes(), Child::File(f))
             })
             .collect();
-        let mut children = children;
         children.sort_by(|a, b| a.0.cmp(&b.0));
-        let state = DirState {
+        DirState {
             stamp,
             children,
             ..DirState::unverified()
-        };
+        }
+    }
+
+    /// The tree a listing's files make.
+    fn tree_of(state: &DirState) -> cas::Tree {
+        let entries = state
+            .children
+            .iter()
+            .filter_map(|(name, child)| match child {
+                Child::File(f) => Some(cas::TreeEntry {
+                    name: name.clone(),
+                    kind: cas::EntryKind::File,
+                    id: f.blob.into(),
+                    size: f.size,
+                }),
+                _ => None,
+            })
+            .collect();
+        cas::Tree::new(entries).unwrap()
+    }
+
+    /// A thousand files written together take a few bytes each besides their blob ids:
+    /// the record keeps differences, and zstd shares the names' common parts.
+    #[test]
+    fn a_listing_of_similar_files_is_compact() {
+        let state = similar_listing(1000);
         let encoded = state.encode();
         let per_file = encoded.len() / 1000;
         assert!(
             per_file <= 32 + 12,
             "{per_file} bytes per file: the blob id and 12 more at most"
         );
-        assert_eq!(DirState::decode(&encoded), Some(state));
+        assert_eq!(DirState::decode(&encoded, &no_tree), Some(state));
+    }
+
+    /// A record written against its directory's tree leaves out the blob ids the tree
+    /// holds, and reads back the same with that tree; without it, or from a tree lacking
+    /// a name, it is not trusted. A file whose blob the tree does not hold keeps its id.
+    #[test]
+    fn a_record_points_into_its_tree() {
+        let mut state = similar_listing(1000);
+        let tree = tree_of(&state);
+        state.tree = Some((tree.id(), tree.size()));
+        let with_ids = state.encode();
+        let against = state.encode_against(Some(&tree));
+        assert!(
+            against.len() <= 12 * 1000,
+            "{} bytes for 1000 files",
+            against.len()
+        );
+        assert!(against.len() + 30 * 1000 <= with_ids.len());
+        let its_tree = |id| (id == tree.id()).then(|| tree.clone());
+        assert_eq!(DirState::decode(&against, &its_tree), Some(state.clone()));
+        assert_eq!(DirState::decode(&against, &no_tree), None);
+        let mut short = tree.entries().to_vec();
+        short.remove(500);
+        let short = cas::Tree::new(short).unwrap();
+        assert_eq!(DirState::decode(&against, &|_| Some(short.clone())), None);
+        // Any other tree is not the record's: nothing is left out against it.
+        assert_eq!(state.encode_against(Some(&short)), with_ids);
+
+        let mut edited = state.clone();
+        if let Child::File(f) = &mut edited.children[7].1 {
+            f.blob = cas::BlobId::of(b"edited since the tree");
+        }
+        let encoded = edited.encode_against(Some(&tree));
+        assert_eq!(DirState::decode(&encoded, &its_tree), Some(edited));
     }
 }

@@ -417,7 +417,7 @@ fn load_dirs(
     let mut dirs = HashMap::new();
     for dir in wanted {
         if let Some(bytes) = reader.file_state(root, &dirstate::dir_key(dir))?
-            && let Some(state) = DirState::decode(&bytes)
+            && let Some(state) = DirState::decode(&bytes, &|id| reader.tree(id).ok())
         {
             dirs.insert(dir.to_vec(), state);
         }

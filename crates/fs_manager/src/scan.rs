@@ -77,7 +77,8 @@ struct Walked {
     path: Vec<u8>,
     stat: Stat,
     kind: EntryKind,
-    cached: Option<FileState>,
+    /// Boxed: most walked files have none (a first capture walks every file).
+    cached: Option<Box<FileState>>,
 }
 
 /// The directory whose listing records a skipped `path`, and its name there: its parent,
@@ -127,18 +128,19 @@ pub(crate) type CacheUpdate = (Vec<u8>, Option<Vec<u8>>);
 
 /// What a scan found.
 pub(crate) struct Scan {
-    /// Every file in scope, in tree order.
-    pub files: Vec<FileRecord>,
+    /// Files held one by one in memory (those of changed directories and of the
+    /// directories above them); the rest stood as cached.
+    pub held_files: u64,
     pub skipped: Vec<Skipped>,
     /// Files whose content was read (the rest came from the stat cache).
     pub read_files: u64,
     /// New blobs the files hold that are not stored yet: the capture stores them with
     /// its snapshot, in one transaction.
     pub unstored: WriteBatch,
-    /// Files in scope (`files` may leave out subtrees taken whole from the cache).
+    /// Files in scope.
     pub file_count: u64,
     pub bytes: u64,
-    /// The new per-directory state, by directory path.
+    /// The new per-directory state, by directory path: what the trees are built from.
     pub dirs: HashMap<Vec<u8>, DirState>,
     /// Subtrees where nothing changed, with their trees: not rebuilt.
     pub reuse: HashMap<Vec<u8>, (cas::TreeId, u64)>,
@@ -179,7 +181,7 @@ impl Scan {
         }
         skipped.sort_by(|a, b| tree_order(&a.path, &b.path));
         Scan {
-            files: Vec::new(),
+            held_files: 0,
             skipped,
             read_files: 0,
             unstored: WriteBatch::new(),
@@ -200,6 +202,7 @@ impl Scan {
     pub fn settle_cache(
         &mut self,
         built: &[(Vec<u8>, cas::TreeId, u64)],
+        trees: &HashMap<cas::TreeId, cas::Tree>,
     ) -> (Vec<CacheUpdate>, Cache) {
         for (path, id, size) in built {
             if let Some(dir) = self.dirs.get_mut(path)
@@ -212,7 +215,9 @@ impl Scan {
         let mut updates: Vec<CacheUpdate> = Vec::new();
         for path in &self.dirty {
             if let Some(dir) = self.dirs.get(path) {
-                updates.push((dirstate::dir_key(path), Some(dir.encode())));
+                // Blob ids its tree holds are not repeated: the record points into it.
+                let tree = dir.tree.and_then(|(id, _)| trees.get(&id));
+                updates.push((dirstate::dir_key(path), Some(dir.encode_against(tree))));
             }
         }
         for path in &self.stale {
@@ -402,7 +407,11 @@ pub(crate) fn scan(
         }
         for w in &mut walked {
             let (parent, name) = split_parent(&w.path);
-            w.cached = cache.dirs.get(parent).and_then(|d| d.file(name)).copied();
+            w.cached = cache
+                .dirs
+                .get(parent)
+                .and_then(|d| d.file(name))
+                .map(|f| Box::new(*f));
         }
         found.pruned
     };
@@ -440,66 +449,66 @@ pub(crate) fn scan(
             )
         })
         .collect();
-    let clean: HashSet<Vec<u8>> = unchanged
-        .iter()
-        .zip(&listed)
-        .filter(|(_, l)| matches!(l, Listed::Clean))
-        .map(|(d, _)| (*d).clone())
-        .collect();
-    // Subtrees where every directory is clean and keeps its tree are taken whole: one of
-    // their files stands in for all (so the tree build meets the subtree and reuses its
-    // tree), the others are only counted. So a capture holds in memory the files of
-    // changed directories and of those above them, not every file of the tree.
-    let mut frozen = Frozen::find(&cache, &clean, &unchanged);
-    let stand_ins: HashSet<Vec<u8>> = frozen.stand_ins.iter().map(|w| w.path.clone()).collect();
-    walked.append(&mut frozen.stand_ins);
-    skipped.append(&mut frozen.skipped);
+    // A clean directory's state stands in `cache.dirs` as it is (its trees are built from
+    // there), so a capture holds in memory, file by file, only the files of directories
+    // that changed.
     let mut vanished: Vec<Vec<u8>> = Vec::new();
     for (dir, listing) in unchanged.iter().zip(listed) {
-        let (files, skips, gone) = match listing {
-            Listed::Changed(listing) => listing,
-            Listed::Clean if frozen.dirs.contains(dir.as_slice()) => continue,
-            // Clean, but above a changed directory: its tree is rebuilt from its files.
-            Listed::Clean => cached_listing(dir, &cache.dirs[*dir]),
-        };
-        walked.extend(files);
-        skipped.extend(skips);
-        vanished.extend(gone);
+        match listing {
+            Listed::Changed((files, skips, gone)) => {
+                walked.extend(files);
+                skipped.extend(skips);
+                vanished.extend(gone);
+            }
+            Listed::Clean => skipped.extend(cached_skipped(dir, &cache.dirs[*dir])),
+        }
     }
     let unchanged: HashSet<Vec<u8>> = unchanged.into_iter().cloned().collect();
     tracing::debug!(elapsed = ?t.elapsed(), pruned = pruned.len(), files = walked.len(), "listed and stat'ed");
     walked.sort_by_cached_key(|w| tree_key(&w.path));
     skipped.sort_by(|a, b| tree_order(&a.path, &b.path));
 
-    let hashed = hash_walked(store, root_path, &walked, options.dry_run, options.progress)?;
+    let mut assembly = Assembly::new(cache.dirs, &unchanged, &read_dirs);
+    let hashed = hash_walked(
+        store,
+        root_path,
+        &walked,
+        options.dry_run,
+        options.progress,
+        &mut |w, result| assembly.found(w, result),
+    )?;
     tracing::debug!(elapsed = ?t.elapsed(), "hashed");
-
-    let Assembled { dirs, dirty, stale } = assemble_dirs(
-        cache.dirs,
-        &unchanged,
-        &read_dirs,
-        &pruned,
-        (&walked, &hashed.results),
-        &vanished,
-        &skipped,
-    );
-    let reuse_trees = trees_to_reuse(
-        &dirs,
-        &unchanged,
-        &read_dirs,
-        (&walked, &hashed.results),
-        &vanished,
-    );
+    let held_files = walked.len() as u64;
+    drop(walked);
+    let Assembled {
+        dirs,
+        dirty,
+        stale,
+        reuse: reuse_trees,
+    } = assembly
+        .finish(&unchanged, &pruned, &vanished, &skipped)
+        .map_err(|dir| ScanError::Io {
+            path: join(root_path, &dir),
+            source: std::io::Error::other(
+                "its listing was lost during the capture; snapshot again",
+            ),
+        })?;
     tracing::debug!(elapsed = ?t.elapsed(), dirty = dirty.len(), reused = reuse_trees.len(), "state assembled");
 
-    let collected = collect_files(root_path, walked, hashed.results, &stand_ins)?;
+    let (mut file_count, mut bytes) = (0, 0);
+    for f in dirs.values().flat_map(|d| &d.children) {
+        if let (_, Child::File(f)) = f {
+            file_count += 1;
+            bytes += f.size;
+        }
+    }
     Ok(Scan {
-        file_count: collected.files.len() as u64 - collected.stand_in_files + frozen.files,
-        files: collected.files,
+        held_files,
+        file_count,
         skipped,
         read_files: hashed.read_files,
         unstored: hashed.unstored,
-        bytes: collected.bytes - collected.stand_in_bytes + frozen.bytes,
+        bytes,
         dirs,
         reuse: reuse_trees,
         dirty,
@@ -512,62 +521,107 @@ pub(crate) fn scan(
 /// Directory paths read whole at the last capture.
 type ReadDirs = HashMap<Vec<u8>, (DirStamp, IgnoreStamp)>;
 
-/// Each walked file with what reading it gave (`None`: it vanished or changed type).
-type WalkedWith<'a> = (&'a [Walked], &'a [Option<Content>]);
+/// The new per-directory state, put together as files are hashed (in any order):
+/// `unchanged` directories as cached, with the states of files read again; listed ones
+/// afresh. So no list of every file's result is ever held.
+struct Assembly<'a> {
+    dirs: HashMap<Vec<u8>, DirState>,
+    read_dirs: &'a ReadDirs,
+    /// Directories whose records changed.
+    dirty: HashSet<Vec<u8>>,
+    /// Cached directories that are gone.
+    stale: Vec<Vec<u8>>,
+    /// Directories whose trees are built again: listed afresh, or holding a file read
+    /// again or gone, and every directory above them.
+    changed: HashSet<Vec<u8>>,
+    /// A walked file's directory that has no state (a listing lost on the way).
+    lost: Option<Vec<u8>>,
+}
 
-/// The new per-directory state: `unchanged` directories as `cached` (with the states of
-/// files read again), listed ones afresh.
-fn assemble_dirs(
-    cached: HashMap<Vec<u8>, DirState>,
-    unchanged: &HashSet<Vec<u8>>,
-    read_dirs: &ReadDirs,
-    pruned: &[Vec<u8>],
-    (walked, results): WalkedWith<'_>,
-    vanished: &[Vec<u8>],
-    skipped: &[Skipped],
-) -> Assembled {
-    let mut dirs = cached;
-    let stale: Vec<Vec<u8>> = dirs
-        .keys()
-        .filter(|k| !unchanged.contains(*k) && !read_dirs.contains_key(*k))
-        .cloned()
-        .collect();
-    for k in &stale {
-        dirs.remove(k);
+/// What [`Assembly::finish`] gives.
+struct Assembled {
+    dirs: HashMap<Vec<u8>, DirState>,
+    dirty: HashSet<Vec<u8>>,
+    stale: Vec<Vec<u8>>,
+    /// The trees of unchanged directories that stand as they are.
+    reuse: HashMap<Vec<u8>, (cas::TreeId, u64)>,
+}
+
+fn mark_changed(changed: &mut HashSet<Vec<u8>>, mut dir: &[u8]) {
+    while changed.insert(dir.to_vec()) && !dir.is_empty() {
+        dir = split_parent(dir).0;
     }
-    let mut dirty: HashSet<Vec<u8>> = HashSet::new();
-    for (path, (stamp, ignore)) in read_dirs {
-        dirs.insert(
-            path.clone(),
-            DirState {
-                stamp: *stamp,
-                ignore: *ignore,
-                children: Vec::new(),
-                tree: None,
-            },
-        );
-        dirty.insert(path.clone());
-    }
-    for (w, result) in walked.iter().zip(results) {
-        let (parent, name) = split_parent(&w.path);
-        let listed_now = read_dirs.contains_key(parent);
-        let was_read = result.as_ref().is_none_or(|c| c.state != w.cached);
-        if !listed_now && !was_read {
-            continue;
+}
+
+impl<'a> Assembly<'a> {
+    fn new(
+        cached: HashMap<Vec<u8>, DirState>,
+        unchanged: &HashSet<Vec<u8>>,
+        read_dirs: &'a ReadDirs,
+    ) -> Assembly<'a> {
+        let mut dirs = cached;
+        let stale: Vec<Vec<u8>> = dirs
+            .keys()
+            .filter(|k| !unchanged.contains(*k) && !read_dirs.contains_key(*k))
+            .cloned()
+            .collect();
+        for k in &stale {
+            dirs.remove(k);
         }
-        let Some(dir) = dirs.get_mut(parent) else {
-            continue;
+        let mut dirty = HashSet::new();
+        let mut changed = HashSet::new();
+        for (path, (stamp, ignore)) in read_dirs {
+            dirs.insert(
+                path.clone(),
+                DirState {
+                    stamp: *stamp,
+                    ignore: *ignore,
+                    children: Vec::new(),
+                    tree: None,
+                },
+            );
+            dirty.insert(path.clone());
+            mark_changed(&mut changed, path);
+        }
+        Assembly {
+            dirs,
+            read_dirs,
+            dirty,
+            stale,
+            changed,
+            lost: None,
+        }
+    }
+
+    /// Records what hashing a walked file gave (`None`: it vanished or changed type).
+    fn found(&mut self, w: &Walked, result: Option<Content>) {
+        let (parent, name) = split_parent(&w.path);
+        let listed_now = self.read_dirs.contains_key(parent);
+        let cached = w.cached.as_deref().copied();
+        let was_read = result.as_ref().is_none_or(|c| c.state != cached);
+        if was_read {
+            mark_changed(&mut self.changed, parent);
+        }
+        if !listed_now && !was_read {
+            return;
+        }
+        // Every walked file's directory was listed or is unchanged: its state is here.
+        let Some(dir) = self.dirs.get_mut(parent) else {
+            self.lost.get_or_insert_with(|| parent.to_vec());
+            return;
         };
         let state = match result {
-            Some(c) => c
-                .state
-                .unwrap_or_else(|| FileState::from_stat(&w.stat, c.blob, i64::MIN)),
+            // Never held still: what was read, under an entry no later stat matches
+            // (verified at the beginning of time, so always racy).
+            Some(c) => c.state.unwrap_or_else(|| {
+                FileState::from_stat(&w.stat.holding(c.kind, c.size), c.blob, i64::MIN)
+            }),
             None => {
                 // Gone or changed type while read: look at the directory again next time.
                 dir.stamp.verified_ns = 0;
                 dir.children.retain(|(n, _)| n.as_slice() != name);
-                dirty.insert(parent.to_vec());
-                continue;
+                self.dirty.insert(parent.to_vec());
+                return;
             }
         };
         if listed_now {
@@ -577,250 +631,91 @@ fn assemble_dirs(
             .binary_search_by(|(n, _)| n.as_slice().cmp(name))
         {
             dir.children[i].1 = Child::File(state);
-            dirty.insert(parent.to_vec());
+            self.dirty.insert(parent.to_vec());
         }
     }
-    for path in vanished {
-        let (parent, name) = split_parent(path);
-        if let Some(dir) = dirs.get_mut(parent) {
-            dir.stamp.verified_ns = 0;
-            dir.children.retain(|(n, _)| n.as_slice() != name);
-            dirty.insert(parent.to_vec());
+
+    /// Adds files that are gone, listed subdirectories and skipped entries, and sorts the
+    /// listings; `Err` names a directory whose listing was lost.
+    fn finish(
+        mut self,
+        unchanged: &HashSet<Vec<u8>>,
+        pruned: &[Vec<u8>],
+        vanished: &[Vec<u8>],
+        skipped: &[Skipped],
+    ) -> Result<Assembled, Vec<u8>> {
+        if let Some(dir) = self.lost {
+            return Err(dir);
         }
-    }
-    let subdirs = read_dirs
-        .keys()
-        .chain(pruned.iter())
-        .filter(|k| !k.is_empty());
-    let mut additions: Vec<(Vec<u8>, Vec<u8>, Child)> = subdirs
-        .map(|sub| {
-            let (parent, name) = split_parent(sub);
-            (parent.to_vec(), name.to_vec(), Child::Dir)
+        let read_dirs = self.read_dirs;
+        for path in vanished {
+            let (parent, name) = split_parent(path);
+            mark_changed(&mut self.changed, parent);
+            if let Some(dir) = self.dirs.get_mut(parent) {
+                dir.stamp.verified_ns = 0;
+                dir.children.retain(|(n, _)| n.as_slice() != name);
+                self.dirty.insert(parent.to_vec());
+            }
+        }
+        let subdirs = read_dirs
+            .keys()
+            .chain(pruned.iter())
+            .filter(|k| !k.is_empty());
+        let mut additions: Vec<(Vec<u8>, Vec<u8>, Child)> = subdirs
+            .map(|sub| {
+                let (parent, name) = split_parent(sub);
+                (parent.to_vec(), name.to_vec(), Child::Dir)
+            })
+            .collect();
+        for s in skipped {
+            let (parent, name) = listing_slot(&s.path);
+            if read_dirs.contains_key(parent) {
+                additions.push((
+                    parent.to_vec(),
+                    name.to_vec(),
+                    Child::Skipped(s.reason.clone()),
+                ));
+            } else if let Some(dir) = self.dirs.get_mut(parent)
+                && let Ok(i) = dir
+                    .children
+                    .binary_search_by(|(n, _)| n.as_slice().cmp(name))
+                && matches!(dir.children[i].1, Child::File(_))
+            {
+                // A cached file now left out (grown past the size cap): out of its tree.
+                dir.children[i].1 = Child::Skipped(s.reason.clone());
+                self.dirty.insert(parent.to_vec());
+                mark_changed(&mut self.changed, parent);
+            }
+        }
+        for (parent, name, child) in additions {
+            if read_dirs.contains_key(&parent)
+                && let Some(dir) = self.dirs.get_mut(&parent)
+            {
+                dir.children.push((name, child));
+            }
+        }
+        for path in read_dirs.keys() {
+            if let Some(dir) = self.dirs.get_mut(path) {
+                dir.children.sort_by(|a, b| a.0.cmp(&b.0));
+                dir.children.dedup_by(|a, b| a.0 == b.0);
+            }
+        }
+        let reuse = unchanged
+            .iter()
+            .filter(|d| !self.changed.contains(*d))
+            .filter_map(|d| {
+                self.dirs
+                    .get(d)
+                    .and_then(|s| s.tree)
+                    .map(|t| (d.clone(), t))
+            })
+            .collect();
+        Ok(Assembled {
+            dirs: self.dirs,
+            dirty: self.dirty,
+            stale: self.stale,
+            reuse,
         })
-        .collect();
-    for s in skipped {
-        let (parent, name) = listing_slot(&s.path);
-        if read_dirs.contains_key(parent) {
-            additions.push((
-                parent.to_vec(),
-                name.to_vec(),
-                Child::Skipped(s.reason.clone()),
-            ));
-        }
-    }
-    for (parent, name, child) in additions {
-        if read_dirs.contains_key(&parent)
-            && let Some(dir) = dirs.get_mut(&parent)
-        {
-            dir.children.push((name, child));
-        }
-    }
-    for path in read_dirs.keys() {
-        if let Some(dir) = dirs.get_mut(path) {
-            dir.children.sort_by(|a, b| a.0.cmp(&b.0));
-            dir.children.dedup_by(|a, b| a.0 == b.0);
-        }
-    }
-    Assembled { dirs, dirty, stale }
-}
-
-/// What [`assemble_dirs`] gives.
-struct Assembled {
-    dirs: HashMap<Vec<u8>, DirState>,
-    /// Directories whose records changed.
-    dirty: HashSet<Vec<u8>>,
-    /// Cached directories that are gone.
-    stale: Vec<Vec<u8>>,
-}
-
-/// The trees of unchanged directories that stand as they are: not listed afresh, holding
-/// no file read again or vanished, and nothing below them either.
-fn trees_to_reuse(
-    dirs: &HashMap<Vec<u8>, DirState>,
-    unchanged: &HashSet<Vec<u8>>,
-    read_dirs: &ReadDirs,
-    (walked, results): WalkedWith<'_>,
-    vanished: &[Vec<u8>],
-) -> HashMap<Vec<u8>, (cas::TreeId, u64)> {
-    let mut changed: HashSet<Vec<u8>> = HashSet::new();
-    fn mark(changed: &mut HashSet<Vec<u8>>, mut dir: &[u8]) {
-        while changed.insert(dir.to_vec()) && !dir.is_empty() {
-            dir = split_parent(dir).0;
-        }
-    }
-    for path in read_dirs.keys() {
-        mark(&mut changed, path);
-    }
-    for (w, result) in walked.iter().zip(results) {
-        if result.as_ref().is_none_or(|c| c.state != w.cached) {
-            mark(&mut changed, split_parent(&w.path).0);
-        }
-    }
-    for path in vanished {
-        mark(&mut changed, split_parent(path).0);
-    }
-    unchanged
-        .iter()
-        .filter(|d| !changed.contains(*d))
-        .filter_map(|d| dirs.get(d).and_then(|s| s.tree).map(|t| (d.clone(), t)))
-        .collect()
-}
-
-/// The captured files, with their count and bytes, less the watcher's stand-ins (counted
-/// with their subtrees elsewhere).
-struct Collected {
-    files: Vec<FileRecord>,
-    bytes: u64,
-    stand_in_files: u64,
-    stand_in_bytes: u64,
-}
-
-fn collect_files(
-    root_path: &Path,
-    walked: Vec<Walked>,
-    results: Vec<Option<Content>>,
-    stand_ins: &HashSet<Vec<u8>>,
-) -> Result<Collected, ScanError> {
-    let mut files = Vec::with_capacity(walked.len());
-    let mut bytes: u64 = 0;
-    // Stand-ins are counted with their subtrees, in `frozen`. One that was read again
-    // would make its subtree's tree from itself alone: never let that through.
-    let (mut stand_in_files, mut stand_in_bytes) = (0u64, 0u64);
-    for (w, result) in walked.iter().zip(&results) {
-        if !stand_ins.contains(&w.path) {
-            continue;
-        }
-        match result {
-            Some(c) if c.state == w.cached => {
-                stand_in_files += 1;
-                stand_in_bytes += c.size;
-            }
-            _ => {
-                return Err(ScanError::Io {
-                    path: join(root_path, &w.path),
-                    source: std::io::Error::other(
-                        "changed while it was being captured; snapshot again",
-                    ),
-                });
-            }
-        }
-    }
-    for (w, result) in walked.into_iter().zip(results) {
-        if let Some(c) = result {
-            bytes += c.size;
-            files.push(FileRecord {
-                // Walked paths hold only names the walk's filter passed through
-                // `check_name` (or the stat cache recorded from such a walk; a damaged
-                // cache is still refused by `cas::Tree` when the tree is built).
-                path: RepoPathBuf::from_bytes_unchecked(w.path),
-                kind: c.kind,
-                blob: c.blob,
-                size: c.size,
-            });
-        }
-    }
-    Ok(Collected {
-        files,
-        bytes,
-        stand_in_files,
-        stand_in_bytes,
-    })
-}
-
-/// Subtrees that stand as cached entirely: every directory clean (its files all match
-/// their entries, or a watcher saw nothing happen there), every tree cached.
-#[derive(Default)]
-struct Frozen {
-    /// Every directory inside them.
-    dirs: HashSet<Vec<u8>>,
-    /// One cached file per subtree, standing in for it.
-    stand_ins: Vec<Walked>,
-    /// Their skipped entries, as cached.
-    skipped: Vec<Skipped>,
-    /// Files and bytes in them, stand-ins included.
-    files: u64,
-    bytes: u64,
-}
-
-impl Frozen {
-    fn find(cache: &Cache, clean: &HashSet<Vec<u8>>, unchanged: &[&Vec<u8>]) -> Frozen {
-        // Not frozen: a directory that is not clean, has no tree or holds a file the next
-        // capture reads again anyway (racy), and all above it. (A stand-in that is read
-        // again would rebuild its subtree from itself alone.)
-        let mut thawed: HashSet<&[u8]> = HashSet::new();
-        for (dir, state) in &cache.dirs {
-            let racy = state
-                .children
-                .iter()
-                .any(|(_, c)| matches!(c, Child::File(f) if f.is_racy()));
-            if clean.contains(dir) && state.tree.is_some() && !racy {
-                continue;
-            }
-            let mut p: &[u8] = dir;
-            while thawed.insert(p) && !p.is_empty() {
-                p = split_parent(p).0;
-            }
-        }
-        let mut out = Frozen::default();
-        // `unchanged` is in tree order: a subtree's directories follow its root.
-        let mut current_root: Option<&[u8]> = None;
-        let mut has_stand_in = false;
-        for dir in unchanged {
-            let dir = dir.as_slice();
-            if thawed.contains(dir) || !cache.dirs.contains_key(dir) {
-                continue;
-            }
-            let parent_thawed = dir.is_empty() || thawed.contains(split_parent(dir).0);
-            let in_current = current_root.is_some_and(|r| {
-                r.is_empty() || (dir.starts_with(r) && dir.get(r.len()) == Some(&b'/'))
-            });
-            if !in_current {
-                if !parent_thawed {
-                    // Its parent is frozen but was not met first: leave it to the listing.
-                    continue;
-                }
-                current_root = Some(dir);
-                has_stand_in = false;
-            }
-            out.dirs.insert(dir.to_vec());
-            let Some(state) = cache.dirs.get(dir) else {
-                continue;
-            };
-            let path = |name: &[u8]| {
-                let mut path = dir.to_vec();
-                if !dir.is_empty() {
-                    path.push(b'/');
-                }
-                path.extend_from_slice(name);
-                path
-            };
-            for (name, child) in &state.children {
-                match child {
-                    Child::File(f) => {
-                        let Some(kind) = f.stat().kind() else {
-                            continue;
-                        };
-                        out.files += 1;
-                        out.bytes += f.size;
-                        if !has_stand_in {
-                            has_stand_in = true;
-                            out.stand_ins.push(Walked {
-                                path: path(name),
-                                stat: f.stat(),
-                                kind,
-                                cached: Some(*f),
-                            });
-                        }
-                    }
-                    Child::Skipped(reason) => out.skipped.push(Skipped {
-                        path: path(name),
-                        reason: reason.clone(),
-                    }),
-                    Child::Dir => {}
-                }
-            }
-        }
-        out
     }
 }
 
@@ -844,30 +739,37 @@ fn child_path(dir: &[u8], name: &[u8]) -> Vec<u8> {
     path
 }
 
-/// An unchanged directory's listing as its cache holds it.
-fn cached_listing(dir: &[u8], state: &DirState) -> Listing {
-    let mut files = Vec::with_capacity(state.children.len());
-    let mut skipped = Vec::new();
-    for (name, child) in &state.children {
-        match child {
-            Child::File(cached) => {
-                if let Some(kind) = cached.stat().kind() {
-                    files.push(Walked {
-                        path: child_path(dir, name),
-                        stat: cached.stat(),
-                        kind,
-                        cached: Some(*cached),
-                    });
-                }
-            }
-            Child::Skipped(reason) => skipped.push(Skipped {
+/// The skipped entries of a directory's cached listing.
+fn cached_skipped(dir: &[u8], state: &DirState) -> Vec<Skipped> {
+    state
+        .children
+        .iter()
+        .filter_map(|(name, child)| match child {
+            Child::Skipped(reason) => Some(Skipped {
                 path: child_path(dir, name),
                 reason: reason.clone(),
             }),
-            Child::Dir => {}
-        }
-    }
-    (files, skipped, Vec::new())
+            _ => None,
+        })
+        .collect()
+}
+
+/// An unchanged directory's listing as its cache holds it.
+fn cached_listing(dir: &[u8], state: &DirState) -> Listing {
+    let files = state
+        .children
+        .iter()
+        .filter_map(|(name, child)| match child {
+            Child::File(cached) => Some(Walked {
+                path: child_path(dir, name),
+                stat: cached.stat(),
+                kind: cached.stat().kind()?,
+                cached: Some(Box::new(*cached)),
+            }),
+            _ => None,
+        })
+        .collect();
+    (files, cached_skipped(dir, state), Vec::new())
 }
 
 /// The files of an unchanged directory, lstat'ed through one directory descriptor (or,
@@ -941,7 +843,7 @@ fn stat_listing(
                             path,
                             stat,
                             kind,
-                            cached: Some(*cached),
+                            cached: Some(Box::new(*cached)),
                         }),
                     },
                     None => gone.push(path),
@@ -1287,8 +1189,6 @@ struct Content {
 }
 
 struct Hashed {
-    /// Per walked file; `None` if it vanished or changed type while being read.
-    results: Vec<Option<Content>>,
     read_files: u64,
     /// New blobs read but not stored yet.
     unstored: WriteBatch,
@@ -1302,26 +1202,30 @@ fn hash_walked(
     walked: &[Walked],
     dry_run: bool,
     progress: &dyn Progress,
+    found: &mut dyn FnMut(&Walked, Option<Content>),
 ) -> Result<Hashed, ScanError> {
     let total: u64 = walked.iter().map(|w| w.stat.size).sum();
     progress.start("hashing", walked.len() as u64, total);
-    let mut results: Vec<Option<Content>> = Vec::with_capacity(walked.len());
     let mut misses = Vec::new();
     for (i, w) in walked.iter().enumerate() {
-        match w.cached.filter(|s| s.matches(&w.stat) && !s.is_racy()) {
+        match w
+            .cached
+            .as_deref()
+            .filter(|s| s.matches(&w.stat) && !s.is_racy())
+        {
             Some(state) => {
-                results.push(Some(Content {
-                    blob: state.blob,
-                    kind: w.kind,
-                    size: w.stat.size,
-                    state: Some(state),
-                }));
+                found(
+                    w,
+                    Some(Content {
+                        blob: state.blob,
+                        kind: w.kind,
+                        size: w.stat.size,
+                        state: Some(*state),
+                    }),
+                );
                 progress.advance(1, w.stat.size);
             }
-            None => {
-                results.push(None);
-                misses.push(i);
-            }
+            None => misses.push(i),
         }
     }
     let read_files = misses.len() as u64;
@@ -1375,10 +1279,10 @@ fn hash_walked(
                     if let Some(p) = prepared {
                         batch.add_blob(p);
                     }
-                    results[i] = Some(content);
+                    found(&walked[i], Some(content));
                 }
                 SmallRead::Grown => grown.push(i),
-                SmallRead::Gone => {}
+                SmallRead::Gone => found(&walked[i], None),
             }
         }
         if dry_run || batch.is_empty() {
@@ -1394,15 +1298,15 @@ fn hash_walked(
     }
     for &i in &large {
         let w = &walked[i];
-        results[i] = read_large(store, &join(root, &w.path), dry_run)?;
+        found(w, read_large(store, &join(root, &w.path), dry_run)?);
         progress.advance(1, w.stat.size);
     }
     for i in grown {
-        results[i] = read_large(store, &join(root, &walked[i].path), dry_run)?;
+        let w = &walked[i];
+        found(w, read_large(store, &join(root, &w.path), dry_run)?);
     }
     progress.finish();
     Ok(Hashed {
-        results,
         read_files,
         unstored,
     })

@@ -48,6 +48,18 @@ impl Stat {
         }
     }
 
+    /// This stat with `size`, and the type and executable bits of `kind`: what a file read
+    /// as `kind` holding `size` bytes shows.
+    pub fn holding(self, kind: cas::EntryKind, size: u64) -> Stat {
+        let permissions = self.mode & 0o7777;
+        let mode = match kind {
+            cas::EntryKind::Symlink => 0o120000 | permissions,
+            cas::EntryKind::Executable => 0o100000 | permissions | 0o100,
+            cas::EntryKind::File | cas::EntryKind::Tree => 0o100000 | (permissions & !0o111),
+        };
+        Stat { size, mode, ..self }
+    }
+
     /// File, executable or symlink; `None` for directories and special files.
     pub fn kind(&self) -> Option<cas::EntryKind> {
         match self.mode & 0o170000 {
