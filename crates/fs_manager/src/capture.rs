@@ -170,6 +170,10 @@ pub(crate) fn capture<'a>(
             tracing::warn!(worktree = %record.root, "stat cache names a missing {kind} {id}; re-reading every file");
             capture_once(ws, store, record, how, false)
         }
+        Err(CaptureError::Scan(crate::scan::ScanError::StaleCache { path, tree })) => {
+            tracing::warn!(worktree = %record.root, "stat cache of {} names tree {tree}, which the store cannot give; re-reading every file", path.display());
+            capture_once(ws, store, record, how, false)
+        }
         other => other,
     }
 }

@@ -221,7 +221,7 @@ pub(crate) fn checkout(
     );
     for dir in touched {
         if let Some(state) = dirs.get(&dir) {
-            batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state.encode()));
+            batch.set_file_state(&root, &dirstate::dir_key(&dir), state.encode());
         }
     }
     batch.put_worktree(&record).map_err(|e| forget(e.into()))?;

@@ -243,7 +243,14 @@ pub(crate) struct DirState {
     /// The tree this directory's files made last time, and its size; reused while nothing
     /// below it changes.
     pub tree: Option<(cas::TreeId, u64)>,
+    /// Some files' blob ids are still in `tree` (read as the record was, not yet taken
+    /// from there): their `blob` is [`UNRESOLVED`] until [`DirState::resolve`].
+    pub pending: bool,
 }
+
+/// The blob id of a file whose id is still in its directory's tree. (No content hashes
+/// to it.)
+pub(crate) const UNRESOLVED: cas::BlobId = cas::BlobId::from_bytes([0; 32]);
 
 impl DirState {
     /// A directory known by no stat: an empty listing that no stamp matches.
@@ -259,22 +266,48 @@ impl DirState {
             ignore: IgnoreStamp::default(),
             children: Vec::new(),
             tree: None,
+            pending: false,
         }
     }
 
+    /// The cache entry of file `name`, if it has one whose blob id is known.
     pub fn file(&self, name: &[u8]) -> Option<&FileState> {
         let i = self
             .children
             .binary_search_by(|(n, _)| n.as_slice().cmp(name))
             .ok()?;
         match &self.children[i].1 {
-            Child::File(s) => Some(s),
+            Child::File(s) if s.blob != UNRESOLVED => Some(s),
             _ => None,
         }
     }
 
-    /// The record, every blob id in it. See [`DirState::encode_against`].
-    pub fn encode(&self) -> Vec<u8> {
+    /// Takes the blob ids still in the tree from `tree`; false if it is not this
+    /// directory's tree or lacks one of them (the state is then not to be trusted).
+    pub fn resolve(&mut self, tree: &cas::Tree) -> bool {
+        if !self.pending {
+            return true;
+        }
+        if self.tree.is_none_or(|(id, _)| id != tree.id()) {
+            return false;
+        }
+        for (name, child) in &mut self.children {
+            if let Child::File(f) = child
+                && f.blob == UNRESOLVED
+            {
+                match tree.get(name).and_then(cas::TreeEntry::blob) {
+                    Some(blob) => f.blob = blob,
+                    None => return false,
+                }
+            }
+        }
+        self.pending = false;
+        true
+    }
+
+    /// The record, every blob id in it that is not still in its tree. See
+    /// [`DirState::encode_against`].
+    pub fn encode(&self) -> Option<Vec<u8>> {
         self.encode_against(None)
     }
 
@@ -284,7 +317,13 @@ impl DirState {
     /// listings made together keep small. A file whose blob `tree` (this directory's tree,
     /// `self.tree`) holds under its name does not repeat the blob id: it is read from the
     /// tree when the record is.
-    pub fn encode_against(&self, tree: Option<&cas::Tree>) -> Vec<u8> {
+    ///
+    /// A state whose blob ids are still in its tree can only be written against that same
+    /// tree (`None` otherwise: a caller changing a listing resolves it first).
+    pub fn encode_against(&self, tree: Option<&cas::Tree>) -> Option<Vec<u8>> {
+        if self.pending && self.tree.is_none() {
+            return None;
+        }
         let tree = tree.filter(|t| self.tree.is_some_and(|(id, _)| id == t.id()));
         let mut body = Vec::with_capacity(64 + self.children.len() * 56);
         let stamp = &self.stamp;
@@ -306,9 +345,12 @@ impl DirState {
         put_u64(&mut body, self.children.len() as u64);
         let mut prev = Neighbour::first(stamp);
         for (name, child) in &self.children {
+            // Still in the record's own tree, or found in `tree` (this directory's).
             let in_tree = |f: &FileState| {
-                tree.and_then(|t| t.get(name))
-                    .is_some_and(|e| e.blob() == Some(f.blob))
+                f.blob == UNRESOLVED
+                    || tree
+                        .and_then(|t| t.get(name))
+                        .is_some_and(|e| e.blob() == Some(f.blob))
             };
             let tag = match child {
                 Child::File(f) if in_tree(f) => TAG_FILE_IN_TREE,
@@ -325,18 +367,16 @@ impl DirState {
                 Child::Skipped(reason) => encode_reason(reason, &mut body),
             }
         }
-        seal_body(&body)
+        Some(seal_body(&body))
     }
 
-    /// `None` for anything this version does not read, that fails its checksum, whose
+    /// `None` for anything this version does not read, that fails its checksum, or whose
     /// listing no directory gives (names that are not single file names, or not strictly
-    /// ascending), or that takes blob ids from a tree `tree_of` cannot give or that lacks
-    /// them: the directory is then walked and its files read again. A damaged cache costs
-    /// time, never correctness.
-    pub fn decode(
-        bytes: &[u8],
-        tree_of: &dyn Fn(cas::TreeId) -> Option<cas::Tree>,
-    ) -> Option<DirState> {
+    /// ascending): the directory is then walked and its files read again. A damaged cache
+    /// costs time, never correctness. Blob ids the record leaves in its tree stay there
+    /// ([`DirState::pending`]) until a capture needs them: one that changes nothing in a
+    /// directory never reads its tree.
+    pub fn decode(bytes: &[u8]) -> Option<DirState> {
         let (stored, sum) = bytes.split_at_checked(bytes.len().checked_sub(CHECKSUM_LEN)?)?;
         if checksum(stored) != sum {
             return None;
@@ -371,7 +411,7 @@ impl DirState {
         // Every entry takes at least two bytes: no count beyond that is believed.
         let mut children = Vec::with_capacity(count.min(body.len() / 2));
         let mut prev = Neighbour::first(&stamp);
-        let mut own_tree: Option<cas::Tree> = None;
+        let mut pending = false;
         for _ in 0..count {
             let tag = r.take(1)?[0];
             let len = usize::try_from(r.u64()?).ok()?;
@@ -385,13 +425,17 @@ impl DirState {
                 return None;
             }
             let child = match tag {
-                TAG_FILE => Child::File(prev.decode(&mut r, &stamp, None)?),
-                TAG_FILE_IN_TREE => {
-                    if own_tree.is_none() {
-                        own_tree = Some(tree_of(tree?.0)?);
+                TAG_FILE => {
+                    let f = prev.decode(&mut r, &stamp, None)?;
+                    if f.blob == UNRESOLVED {
+                        return None;
                     }
-                    let blob = own_tree.as_ref()?.get(&name)?.blob()?;
-                    Child::File(prev.decode(&mut r, &stamp, Some(blob))?)
+                    Child::File(f)
+                }
+                TAG_FILE_IN_TREE => {
+                    tree?;
+                    pending = true;
+                    Child::File(prev.decode(&mut r, &stamp, Some(UNRESOLVED))?)
                 }
                 TAG_DIR => Child::Dir,
                 TAG_SKIPPED => Child::Skipped(decode_reason(&mut |n| r.take(n), 0)?),
@@ -407,6 +451,7 @@ impl DirState {
             ignore,
             children,
             tree,
+            pending,
         })
     }
 }
@@ -545,6 +590,41 @@ fn is_file_name(name: &[u8]) -> bool {
         && !name.contains(&0)
 }
 
+/// Takes the blob ids that states of `wanted` directories still leave in their trees
+/// out of those trees (read in parallel, checked as every read is). `Err` names a
+/// directory whose tree the store cannot give or lacks one of them, and that tree.
+pub(crate) fn resolve_dirs(
+    dirs: &mut HashMap<Vec<u8>, DirState>,
+    wanted: &std::collections::HashSet<&[u8]>,
+    reader: &cas::Reader,
+) -> Result<(), (Vec<u8>, cas::TreeId)> {
+    let mut pending: Vec<(&Vec<u8>, &mut DirState)> = dirs
+        .iter_mut()
+        .filter(|(dir, state)| state.pending && wanted.contains(dir.as_slice()))
+        .collect();
+    pending.par_iter_mut().try_for_each(|(dir, state)| {
+        let Some((id, _)) = state.tree else {
+            return Err(((*dir).clone(), cas::Tree::default().id()));
+        };
+        match reader.tree(id) {
+            Ok(tree) if state.resolve(&tree) => Ok(()),
+            _ => Err(((*dir).clone(), id)),
+        }
+    })
+}
+
+/// [`resolve_dirs`], forgetting the state of any directory whose blob ids cannot be had
+/// (it is listed again and its files read at the next capture).
+pub(crate) fn resolve_or_forget(
+    dirs: &mut HashMap<Vec<u8>, DirState>,
+    wanted: &std::collections::HashSet<&[u8]>,
+    reader: &cas::Reader,
+) {
+    while let Err((dir, _)) = resolve_dirs(dirs, wanted, reader) {
+        dirs.remove(&dir);
+    }
+}
+
 /// The store key of a directory: `d` then its path with `/` as NUL, so keys sort in tree
 /// order. The root is `d`.
 pub(crate) fn dir_key(path: &[u8]) -> Vec<u8> {
@@ -578,7 +658,7 @@ impl Cache {
             .par_iter()
             .filter_map(|(key, value)| {
                 let rest = key.strip_prefix(b"d")?;
-                let state = DirState::decode(value, &|id| reader.tree(id).ok())?;
+                let state = DirState::decode(value)?;
                 let path = rest
                     .iter()
                     .map(|&b| if b == 0 { b'/' } else { b })
@@ -792,9 +872,6 @@ pub(crate) fn record_written<'a>(
 
 #[cfg(test)]
 mod tests {
-    fn no_tree(_: cas::TreeId) -> Option<cas::Tree> {
-        None
-    }
 
     use super::*;
 
@@ -852,13 +929,13 @@ mod tests {
             0x37, 0x0c, 0x44, 0x46, 0x83, 0x17, 0xcd, 0x05, 0x6d, 0x4d, 0xc0, 0x02, 0xbc, 0xea,
             0x18, 0x92, 0x5a, 0x92, 0xf8, 0x37, 0x01, 0x0f, 0x61,
         ];
-        assert_eq!(DirState::decode(&seal(crash.to_vec()), &no_tree), None);
+        assert_eq!(DirState::decode(&seal(crash.to_vec())), None);
 
         let listing = |names: &[&[u8]]| DirState {
             children: names.iter().map(|n| (n.to_vec(), Child::Dir)).collect(),
             ..DirState::unverified()
         };
-        assert!(DirState::decode(&listing(&[b"a", b"b"]).encode(), &no_tree).is_some());
+        assert!(DirState::decode(&listing(&[b"a", b"b"]).encode().unwrap()).is_some());
         for bad in [
             &[&b"b"[..], b"a"][..],
             &[b"a", b"a"],
@@ -870,7 +947,7 @@ mod tests {
             &[&[b'x'; 256][..]],
         ] {
             assert_eq!(
-                DirState::decode(&listing(bad).encode(), &no_tree),
+                DirState::decode(&listing(bad).encode().unwrap()),
                 None,
                 "{bad:?}"
             );
@@ -916,7 +993,7 @@ mod tests {
                 .children
                 .push((format!("n{i}").into_bytes(), Child::Skipped(reason.clone())));
         }
-        assert_eq!(DirState::decode(&state.encode(), &no_tree), Some(state));
+        assert_eq!(DirState::decode(&state.encode().unwrap()), Some(state));
     }
 
     #[test]
@@ -952,22 +1029,23 @@ mod tests {
                     Child::Skipped(SkipReason::Special(Special::Fifo)),
                 ),
             ],
+            pending: false,
         };
         assert_eq!(
-            DirState::decode(&state.encode(), &no_tree),
+            DirState::decode(&state.encode().unwrap()),
             Some(state.clone())
         );
-        assert_eq!(DirState::decode(&state.encode()[..20], &no_tree), None);
-        let mut flipped = state.encode();
+        assert_eq!(DirState::decode(&state.encode().unwrap()[..20]), None);
+        let mut flipped = state.encode().unwrap();
         flipped[30] ^= 1;
         assert_eq!(
-            DirState::decode(&flipped, &no_tree),
+            DirState::decode(&flipped),
             None,
             "a damaged record is not trusted"
         );
-        let mut longer = state.encode();
+        let mut longer = state.encode().unwrap();
         longer.push(0);
-        assert_eq!(DirState::decode(&longer, &no_tree), None);
+        assert_eq!(DirState::decode(&longer), None);
         assert_eq!(dir_key(b"a/b"), b"da\0b");
         assert!(dir_key(b"a/b") < dir_key(b"a-b"), "keys sort in tree order");
     }
@@ -1012,7 +1090,7 @@ mod tests {
             ],
             ..DirState::unverified()
         };
-        assert_eq!(DirState::decode(&state.encode(), &no_tree), Some(state));
+        assert_eq!(DirState::decode(&state.encode().unwrap()), Some(state));
     }
 
     /// A listing of `n` files written together, as one capture records them.
@@ -1071,46 +1149,64 @@ mod tests {
     #[test]
     fn a_listing_of_similar_files_is_compact() {
         let state = similar_listing(1000);
-        let encoded = state.encode();
+        let encoded = state.encode().unwrap();
         let per_file = encoded.len() / 1000;
         assert!(
             per_file <= 32 + 12,
             "{per_file} bytes per file: the blob id and 12 more at most"
         );
-        assert_eq!(DirState::decode(&encoded, &no_tree), Some(state));
+        assert_eq!(DirState::decode(&encoded), Some(state));
     }
 
     /// A record written against its directory's tree leaves out the blob ids the tree
-    /// holds, and reads back the same with that tree; without it, or from a tree lacking
-    /// a name, it is not trusted. A file whose blob the tree does not hold keeps its id.
+    /// holds; read back, they stay in the tree until resolved from it, and the state is
+    /// then the one written. A tree lacking a name, or another tree, resolves nothing. A
+    /// file whose blob the tree does not hold keeps its id.
     #[test]
     fn a_record_points_into_its_tree() {
         let mut state = similar_listing(1000);
         let tree = tree_of(&state);
         state.tree = Some((tree.id(), tree.size()));
-        let with_ids = state.encode();
-        let against = state.encode_against(Some(&tree));
+        let with_ids = state.encode().unwrap();
+        let against = state.encode_against(Some(&tree)).unwrap();
         assert!(
             against.len() <= 12 * 1000,
             "{} bytes for 1000 files",
             against.len()
         );
         assert!(against.len() + 30 * 1000 <= with_ids.len());
-        let its_tree = |id| (id == tree.id()).then(|| tree.clone());
-        assert_eq!(DirState::decode(&against, &its_tree), Some(state.clone()));
-        assert_eq!(DirState::decode(&against, &no_tree), None);
+
+        let read = DirState::decode(&against).unwrap();
+        assert!(read.pending);
+        assert_eq!(
+            read.file(b"f100007.rs"),
+            None,
+            "no entry without its blob id"
+        );
         let mut short = tree.entries().to_vec();
         short.remove(500);
         let short = cas::Tree::new(short).unwrap();
-        assert_eq!(DirState::decode(&against, &|_| Some(short.clone())), None);
+        assert!(!read.clone().resolve(&short));
+        assert!(!read.clone().resolve(&cas::Tree::default()));
+        // Written again unchanged, it still points into its tree.
+        assert_eq!(read.encode().unwrap().len(), against.len());
+        let mut resolved = read;
+        assert!(resolved.resolve(&tree));
+        assert_eq!(resolved, state);
         // Any other tree is not the record's: nothing is left out against it.
-        assert_eq!(state.encode_against(Some(&short)), with_ids);
+        assert_eq!(state.encode_against(Some(&short)).unwrap(), with_ids);
 
         let mut edited = state.clone();
         if let Child::File(f) = &mut edited.children[7].1 {
             f.blob = cas::BlobId::of(b"edited since the tree");
         }
-        let encoded = edited.encode_against(Some(&tree));
-        assert_eq!(DirState::decode(&encoded, &its_tree), Some(edited));
+        let mut read = DirState::decode(&edited.encode_against(Some(&tree)).unwrap()).unwrap();
+        assert!(read.resolve(&tree));
+        assert_eq!(read, edited);
+
+        // Still in a tree it no longer names: not written at all.
+        let mut orphan = DirState::decode(&against).unwrap();
+        orphan.tree = None;
+        assert_eq!(orphan.encode(), None);
     }
 }

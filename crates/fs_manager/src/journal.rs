@@ -376,9 +376,16 @@ pub(crate) fn apply(
         None => load_dirs(&reader, &root, &plan.paths())
             .map_err(|e| interrupted(store_failure(cas::ReadError::from(e).into())))?,
     };
+    // The listings changed here no longer name their trees: their blob ids come out first.
+    let paths = plan.paths();
+    let wanted = paths
+        .iter()
+        .flat_map(|p| p.ancestors().skip(1).map(|up| up.as_bytes()))
+        .collect();
+    dirstate::resolve_or_forget(&mut dirs, &wanted, &reader);
     for dir in dirstate::record_written(&mut dirs, changes) {
         if let Some(state) = dirs.get(&dir) {
-            batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state.encode()));
+            batch.set_file_state(&root, &dirstate::dir_key(&dir), state.encode());
         }
     }
     drop(reader);
@@ -417,7 +424,7 @@ fn load_dirs(
     let mut dirs = HashMap::new();
     for dir in wanted {
         if let Some(bytes) = reader.file_state(root, &dirstate::dir_key(dir))?
-            && let Some(state) = DirState::decode(&bytes, &|id| reader.tree(id).ok())
+            && let Some(state) = DirState::decode(&bytes)
         {
             dirs.insert(dir.to_vec(), state);
         }

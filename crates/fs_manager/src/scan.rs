@@ -48,6 +48,15 @@ pub enum ScanError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
+    /// The stat cache takes blob ids from a tree the store cannot give (or that lacks
+    /// them): a capture then reads every file again.
+    #[error("{}: the stat cache names tree {tree}, which the store cannot give", path.display())]
+    StaleCache {
+        /// The directory.
+        path: PathBuf,
+        /// Its cached tree.
+        tree: cas::TreeId,
+    },
 }
 
 /// Files larger than this are streamed into the store chunk by chunk.
@@ -217,7 +226,7 @@ impl Scan {
             if let Some(dir) = self.dirs.get(path) {
                 // Blob ids its tree holds are not repeated: the record points into it.
                 let tree = dir.tree.and_then(|(id, _)| trees.get(&id));
-                updates.push((dirstate::dir_key(path), Some(dir.encode_against(tree))));
+                updates.push((dirstate::dir_key(path), dir.encode_against(tree)));
             }
         }
         for path in &self.stale {
@@ -343,7 +352,7 @@ fn refuse_root(root: &Path) -> Result<(), ScanError> {
 pub(crate) fn scan(
     store: &Store,
     root: &Utf8Path,
-    cache: Cache,
+    mut cache: Cache,
     options: &ScanOptions<'_>,
 ) -> Result<Scan, ScanError> {
     let root_path = root.as_std_path();
@@ -464,6 +473,30 @@ pub(crate) fn scan(
         }
     }
     let unchanged: HashSet<Vec<u8>> = unchanged.into_iter().cloned().collect();
+    // Files to compare with entries whose blob ids are still in their directory's tree:
+    // those trees are read now (a directory where nothing changed never has its read).
+    let reader = store.reader()?;
+    let pending: HashSet<Vec<u8>> = walked
+        .iter()
+        .map(|w| split_parent(&w.path).0)
+        .filter(|dir| cache.dirs.get(*dir).is_some_and(|d| d.pending))
+        .map(<[u8]>::to_vec)
+        .collect();
+    if !pending.is_empty() {
+        let wanted = pending.iter().map(Vec::as_slice).collect();
+        dirstate::resolve_dirs(&mut cache.dirs, &wanted, &reader)
+            .map_err(|(dir, tree)| stale(root_path, &dir, tree))?;
+        for w in walked.iter_mut().filter(|w| w.cached.is_none()) {
+            let (parent, name) = split_parent(&w.path);
+            if pending.contains(parent) {
+                w.cached = cache
+                    .dirs
+                    .get(parent)
+                    .and_then(|d| d.file(name))
+                    .map(|f| Box::new(*f));
+            }
+        }
+    }
     tracing::debug!(elapsed = ?t.elapsed(), pruned = pruned.len(), files = walked.len(), "listed and stat'ed");
     walked.sort_by_cached_key(|w| tree_key(&w.path));
     skipped.sort_by(|a, b| tree_order(&a.path, &b.path));
@@ -486,12 +519,15 @@ pub(crate) fn scan(
         stale,
         reuse: reuse_trees,
     } = assembly
-        .finish(&unchanged, &pruned, &vanished, &skipped)
-        .map_err(|dir| ScanError::Io {
-            path: join(root_path, &dir),
-            source: std::io::Error::other(
-                "its listing was lost during the capture; snapshot again",
-            ),
+        .finish(&unchanged, &pruned, &vanished, &skipped, &reader)
+        .map_err(|lost| match lost {
+            Lost::Listing(dir) => ScanError::Io {
+                path: join(root_path, &dir),
+                source: std::io::Error::other(
+                    "its listing was lost during the capture; snapshot again",
+                ),
+            },
+            Lost::Tree(dir, tree) => stale(root_path, &dir, tree),
         })?;
     tracing::debug!(elapsed = ?t.elapsed(), dirty = dirty.len(), reused = reuse_trees.len(), "state assembled");
 
@@ -538,6 +574,21 @@ struct Assembly<'a> {
     lost: Option<Vec<u8>>,
 }
 
+/// What [`Assembly::finish`] could not put together.
+enum Lost {
+    /// A walked file's directory has no state.
+    Listing(Vec<u8>),
+    /// A directory built again takes blob ids from a tree the store cannot give.
+    Tree(Vec<u8>, cas::TreeId),
+}
+
+fn stale(root: &Path, dir: &[u8], tree: cas::TreeId) -> ScanError {
+    ScanError::StaleCache {
+        path: join(root, dir),
+        tree,
+    }
+}
+
 /// What [`Assembly::finish`] gives.
 struct Assembled {
     dirs: HashMap<Vec<u8>, DirState>,
@@ -578,6 +629,7 @@ impl<'a> Assembly<'a> {
                     ignore: *ignore,
                     children: Vec::new(),
                     tree: None,
+                    pending: false,
                 },
             );
             dirty.insert(path.clone());
@@ -635,17 +687,18 @@ impl<'a> Assembly<'a> {
         }
     }
 
-    /// Adds files that are gone, listed subdirectories and skipped entries, and sorts the
-    /// listings; `Err` names a directory whose listing was lost.
+    /// Adds files that are gone, listed subdirectories and skipped entries, sorts the
+    /// listings, and takes the blob ids of every directory built again out of its tree.
     fn finish(
         mut self,
         unchanged: &HashSet<Vec<u8>>,
         pruned: &[Vec<u8>],
         vanished: &[Vec<u8>],
         skipped: &[Skipped],
-    ) -> Result<Assembled, Vec<u8>> {
+        reader: &cas::Reader,
+    ) -> Result<Assembled, Lost> {
         if let Some(dir) = self.lost {
-            return Err(dir);
+            return Err(Lost::Listing(dir));
         }
         let read_dirs = self.read_dirs;
         for path in vanished {
@@ -700,6 +753,14 @@ impl<'a> Assembly<'a> {
                 dir.children.dedup_by(|a, b| a.0 == b.0);
             }
         }
+        let rebuilt = self
+            .changed
+            .iter()
+            .chain(&self.dirty)
+            .map(Vec::as_slice)
+            .collect();
+        dirstate::resolve_dirs(&mut self.dirs, &rebuilt, reader)
+            .map_err(|(dir, tree)| Lost::Tree(dir, tree))?;
         let reuse = unchanged
             .iter()
             .filter(|d| !self.changed.contains(*d))
@@ -739,6 +800,12 @@ fn child_path(dir: &[u8], name: &[u8]) -> Vec<u8> {
     path
 }
 
+/// A cache entry to compare a file with, unless its blob id is still in its tree (taken
+/// out, if the file is to be compared, before it is: see `scan`).
+fn known(cached: &FileState) -> Option<Box<FileState>> {
+    (cached.blob != dirstate::UNRESOLVED).then(|| Box::new(*cached))
+}
+
 /// The skipped entries of a directory's cached listing.
 fn cached_skipped(dir: &[u8], state: &DirState) -> Vec<Skipped> {
     state
@@ -764,7 +831,7 @@ fn cached_listing(dir: &[u8], state: &DirState) -> Listing {
                 path: child_path(dir, name),
                 stat: cached.stat(),
                 kind: cached.stat().kind()?,
-                cached: Some(Box::new(*cached)),
+                cached: known(cached),
             }),
             _ => None,
         })
@@ -843,7 +910,7 @@ fn stat_listing(
                             path,
                             stat,
                             kind,
-                            cached: Some(Box::new(*cached)),
+                            cached: known(cached),
                         }),
                     },
                     None => gone.push(path),
