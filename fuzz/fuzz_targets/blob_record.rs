@@ -5,7 +5,9 @@
 
 use std::io::Read;
 
-use cas::{BlobId, CHUNK_BYTES, fuzzing::BlobLocation, fuzzing::unpack_blob, fuzzing::unpack_member};
+use cas::{
+    BlobId, CHUNK_BYTES, fuzzing::BlobLocation, fuzzing::unpack_blob, fuzzing::unpack_member,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

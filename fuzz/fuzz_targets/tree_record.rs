@@ -22,8 +22,8 @@ enum Oracle {
 
 fn unzstd(frame: &[u8]) -> Oracle {
     let mut out = Vec::new();
-    let read =
-        zstd::stream::Decoder::new(frame).and_then(|d| d.take(ORACLE_LIMIT + 1).read_to_end(&mut out));
+    let read = zstd::stream::Decoder::new(frame)
+        .and_then(|d| d.take(ORACLE_LIMIT + 1).read_to_end(&mut out));
     match read {
         _ if out.len() as u64 > ORACLE_LIMIT => Oracle::TooLarge,
         Ok(_) => Oracle::Encoding(out),
