@@ -389,15 +389,18 @@ impl Store {
     /// The frames of the batch's small blobs that the store lacks, compressed in parallel
     /// outside the write transaction (see `frame`).
     fn frames_for(&self, batch: &WriteBatch) -> Result<Vec<Frame>, StorageFailure> {
-        if !batch
+        let small = batch
             .blobs
             .iter()
-            .any(|b| matches!(b.body, Body::Small { .. }))
-        {
+            .filter(|b| matches!(b.body, Body::Small { .. }));
+        if small.take(2).count() < 2 {
             return Ok(Vec::new());
         }
-        let reader = self.open_reader()?;
-        super::frame::frames_for(&batch.blobs, |id| reader.has_blob(id))
+        let txn = self.db.begin_read().storage()?;
+        let blobs = txn.open_table(BLOBS).storage()?;
+        super::frame::frames_for(&batch.blobs, |id| {
+            Ok(blobs.get(id.as_bytes()).storage()?.is_some())
+        })
     }
 
     /// Writes `batch` in `txn`; `frames` hold its small blobs (those they leave out are
