@@ -307,7 +307,7 @@ impl Store {
         let extents = log_extents(blobs, &trees)?;
         let mut usage: HashMap<u64, u64> = HashMap::new();
         for (offset, extent) in &extents {
-            let live = extent.live_bytes(&*segments, seg, *offset);
+            let live = extent.live_bytes(&segments, seg, *offset);
             for (index, n) in pieces(*offset, extent.len(), seg) {
                 let share = (u128::from(n) * u128::from(live))
                     .checked_div(u128::from(extent.len()))
