@@ -294,6 +294,32 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_decodes_each_frame_once_for_all_its_members() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = camino::Utf8Path::from_path(dir.path())
+            .expect("utf-8")
+            .join("store");
+        let options = crate::OpenOptions {
+            create: true,
+            ..crate::OpenOptions::default()
+        };
+        let store = crate::Store::open(&root, &options).expect("store");
+        let mut batch = crate::WriteBatch::new();
+        let contents: Vec<Vec<u8>> = (0..200)
+            .map(|i| format!("file {i}\n").into_bytes())
+            .collect();
+        for c in &contents {
+            batch.add_blob(small(c));
+        }
+        store.write(&batch).expect("write");
+        let reader = store.reader().expect("reader");
+        for c in contents.iter().rev() {
+            assert_eq!(&reader.blob(BlobId::of(c)).expect("read"), c);
+        }
+        assert_eq!(reader.frames.len(), 1, "one frame, decoded once, kept");
+    }
+
+    #[test]
     fn shares_add_up_to_the_frame() {
         let sizes = [10u64, 20, 70];
         let total: u64 = sizes.iter().map(|s| member_share(1000, *s, 100)).sum();
