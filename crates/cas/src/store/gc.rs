@@ -324,11 +324,17 @@ impl Store {
                 sparse.insert(index);
             }
         }
+        let mut moving: Vec<&(u64, Extent)> = extents
+            .iter()
+            .filter(|(offset, e)| pieces(*offset, e.len(), seg).any(|(i, _)| sparse.contains(&i)))
+            .collect();
+        // In the order of their records' keys, as format 2 moved blobs: redb places the
+        // pages a transaction writes, and how well `compact` then shrinks the file, by the
+        // order of the writes.
+        moving.sort_by_key(|(_, e)| e.key());
         let mut log = LogWriter::open(&segments, seg, end)?;
-        for (offset, extent) in &extents {
-            if pieces(*offset, extent.len(), seg).any(|(i, _)| sparse.contains(&i)) {
-                extent.relocate(*offset, &mut segments, &mut log, blobs, &mut trees)?;
-            }
+        for (offset, extent) in moving {
+            extent.relocate(*offset, &mut segments, &mut log, blobs, &mut trees)?;
         }
         let new_end = log.end();
         log.finish(&mut segments)?;
@@ -380,6 +386,15 @@ impl Extent {
             Extent::Packed { len, .. } | Extent::Frame { len, .. } | Extent::Tree { len, .. } => {
                 *len
             }
+        }
+    }
+
+    /// The key of its (first) record.
+    fn key(&self) -> [u8; 32] {
+        match self {
+            Extent::Packed { id, .. } => *id.as_bytes(),
+            Extent::Tree { id, .. } => *id.as_bytes(),
+            Extent::Frame { members, .. } => *members[0].0.as_bytes(),
         }
     }
 
