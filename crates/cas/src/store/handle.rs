@@ -427,6 +427,15 @@ impl Store {
         for blob in &batch.blobs {
             write_blob(&mut blobs, &mut segments, &mut log, blob, &mut outcome)?;
         }
+        // Large tree records go to the log before it is finished; everything else is written
+        // in format 2's order (redb places pages by the order of the writes, and how well
+        // gc's compaction shrinks the file follows).
+        let mut tree_records = tree_records(txn, &batch.trees, &mut segments, &mut log)?;
+        let new_end = log.end();
+        log.finish(&mut segments)?;
+        if new_end != end {
+            meta.insert(LOG_END_KEY, new_end).storage()?;
+        }
 
         let mut promised = open_held(txn, SideDef::new(&PROMISED.table_name())).storage()?;
         let batch_promised = batch.promised();
@@ -437,11 +446,8 @@ impl Store {
         };
         let mut trees = open_held(txn, TREES).storage()?;
         let batch_trees: HashSet<TreeId> = batch.trees.iter().map(|(id, _)| *id).collect();
-        // Inserted once the log is finished, as format 2 did (redb's page layout follows).
-        let mut tree_records = Vec::new();
-        let mut recorded = HashSet::new();
         for (id, tree) in &batch.trees {
-            if trees.get(id.as_bytes()).storage()?.is_some() || !recorded.insert(*id) {
+            if trees.get(id.as_bytes()).storage()?.is_some() {
                 continue;
             }
             for entry in tree.entries() {
@@ -461,22 +467,9 @@ impl Store {
                     return Err(WriteError::Dangling { kind, id: entry.id });
                 }
             }
-            let mut record = encode_tree_value(tree);
-            if record.len() > TREE_LOG_THRESHOLD && record[0] == TREE_ZSTD {
-                let offset = log.append(&mut segments, &record[1..])?;
-                let len = record.len() as u64 - 1;
-                record = vec![TREE_IN_LOG];
-                super::blob::put_varint(&mut record, offset);
-                super::blob::put_varint(&mut record, len);
-            }
-            tree_records.push((id, record));
-        }
-        let new_end = log.end();
-        log.finish(&mut segments)?;
-        if new_end != end {
-            meta.insert(LOG_END_KEY, new_end).storage()?;
-        }
-        for (id, record) in tree_records {
+            let record = tree_records
+                .remove(id)
+                .unwrap_or_else(|| encode_tree_value(tree));
             trees.insert(id.as_bytes(), record.as_slice()).storage()?;
             outcome.trees_written += 1;
         }
@@ -791,6 +784,40 @@ fn write_blob(
         .storage()?;
     outcome.blobs_written += 1;
     Ok(())
+}
+
+/// Every tree's `trees` record, by id; a record over [`TREE_LOG_THRESHOLD`] of a tree the
+/// store lacks is appended to the log and its record says where.
+fn tree_records(
+    txn: &WriteTransaction,
+    trees: &[(TreeId, Tree)],
+    segments: &mut Table<u64, &[u8]>,
+    log: &mut LogWriter,
+) -> Result<std::collections::HashMap<TreeId, Vec<u8>>, WriteError> {
+    let mut records: std::collections::HashMap<TreeId, Vec<u8>> = trees
+        .iter()
+        .map(|(id, tree)| (*id, encode_tree_value(tree)))
+        .collect();
+    let large = |r: &Vec<u8>| r.len() > TREE_LOG_THRESHOLD && r[0] == TREE_ZSTD;
+    if !records.values().any(large) {
+        return Ok(records);
+    }
+    let stored = open_held(txn, TREES).storage()?;
+    // In batch order, so that a directory's trees sit together.
+    for (id, _) in trees {
+        let Some(record) = records.get_mut(id) else {
+            continue;
+        };
+        if !large(record) || stored.get(id.as_bytes()).storage()?.is_some() {
+            continue;
+        }
+        let offset = log.append(segments, &record[1..])?;
+        let len = record.len() as u64 - 1;
+        *record = vec![TREE_IN_LOG];
+        super::blob::put_varint(record, offset);
+        super::blob::put_varint(record, len);
+    }
+    Ok(records)
 }
 
 /// Appends `frame` to the log and records its members the store still lacks; a frame
