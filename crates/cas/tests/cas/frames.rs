@@ -22,6 +22,23 @@ fn generated(i: usize) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A batch of `contents`' blobs, in order.
+fn batch_of<'c>(contents: impl IntoIterator<Item = &'c Vec<u8>>) -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    for c in contents {
+        batch.add_blob(PreparedBlob::new(c));
+    }
+    batch
+}
+
+/// `files` as `commit` takes them.
+fn named(files: &[(String, Vec<u8>)]) -> Vec<(&str, &[u8])> {
+    files
+        .iter()
+        .map(|(n, c)| (n.as_str(), c.as_slice()))
+        .collect()
+}
+
 fn varints(mut bytes: &[u8]) -> Vec<u64> {
     let mut out = Vec::new();
     while !bytes.is_empty() {
@@ -94,11 +111,7 @@ fn open(root: &Utf8Path) -> Store {
 fn many_small_blobs_of_one_batch_read_back_in_any_order() {
     let t = temp_store();
     let contents: Vec<Vec<u8>> = (0..5000).map(generated).collect();
-    let mut batch = WriteBatch::new();
-    for c in &contents {
-        batch.add_blob(PreparedBlob::new(c));
-    }
-    let out = t.store.write(&batch).unwrap();
+    let out = t.store.write(&batch_of(&contents)).unwrap();
     assert_eq!(out.blobs_written, 5000);
     let reader = t.store.reader().unwrap();
     // A stride through the batch: each read lands in another frame than the last.
@@ -139,10 +152,7 @@ fn small_medium_and_chunked_blobs_mix_in_a_batch_and_duplicates_are_stored_once(
         .map(|i| (i % 251) as u8 ^ (i / 4096) as u8)
         .collect();
     let incompressible = noise(3, 3_000);
-    let mut batch = WriteBatch::new();
-    for c in small.iter().chain([&medium, &chunked, &incompressible]) {
-        batch.add_blob(PreparedBlob::new(c));
-    }
+    let mut batch = batch_of(small.iter().chain([&medium, &chunked, &incompressible]));
     // The same small content twice in the batch.
     batch.add_blob(PreparedBlob::new(&small[7]));
     batch.add_blob(PreparedBlob::new(&small[0]));
@@ -182,11 +192,7 @@ fn small_similar_blobs_take_far_less_than_one_frame_each() {
     let t = temp_store();
     let contents: Vec<Vec<u8>> = (0..10_000).map(generated).collect();
     for part in contents.chunks(1_000) {
-        let mut batch = WriteBatch::new();
-        for c in part {
-            batch.add_blob(PreparedBlob::new(c));
-        }
-        t.store.write(&batch).unwrap();
+        t.store.write(&batch_of(part)).unwrap();
     }
     drop(t.store);
     let (records, log_bytes) = records(&t.root);
@@ -216,11 +222,7 @@ fn damaged_member_records_and_frames_are_errors_naming_the_blob() {
     let t = temp_store();
     // Same size each, so one member's record can point at another's bytes.
     let contents: Vec<Vec<u8>> = (100..400).map(generated).collect();
-    let mut batch = WriteBatch::new();
-    for c in &contents {
-        batch.add_blob(PreparedBlob::new(c));
-    }
-    t.store.write(&batch).unwrap();
+    t.store.write(&batch_of(&contents)).unwrap();
     drop(t.store);
     let (records, _) = records(&t.root);
     let [a, b, c] = [0, 1, 2].map(|i| BlobId::of(&contents[i]));
@@ -294,10 +296,7 @@ fn gc_keeps_the_live_members_of_frames_and_gives_the_rest_back() {
     let files: Vec<(String, Vec<u8>)> = (0..6_000u64)
         .map(|i| (format!("f{i:05}"), noise(i + 1, 1_000)))
         .collect();
-    let all: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(n, c)| (n.as_str(), c.as_slice()))
-        .collect();
+    let all = named(&files);
     let first = commit(&t.store, &all, vec![], "all");
     // A second snapshot keeps one file in ten, and a tree large enough for the log.
     let kept: Vec<(&str, &[u8])> = all.iter().step_by(10).copied().collect();
@@ -354,10 +353,7 @@ fn a_damaged_tree_record_in_the_log_is_an_error_naming_the_tree() {
     let files: Vec<(String, Vec<u8>)> = (0..200)
         .map(|i| (format!("file-{i}"), generated(i)))
         .collect();
-    let all: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(n, c)| (n.as_str(), c.as_slice()))
-        .collect();
+    let all = named(&files);
     let snap = commit(&t.store, &all, vec![], "m");
     let tree = t.store.reader().unwrap().snapshot(snap).unwrap().tree;
     drop(t.store);
@@ -463,11 +459,7 @@ fn a_format_2_store_reads_as_it_is_and_a_write_marks_it_format_3() {
     let store = open(&root);
     check(&store, 165);
     let new: Vec<Vec<u8>> = (1_000..1_100).map(generated).collect();
-    let mut batch = WriteBatch::new();
-    for c in &new {
-        batch.add_blob(PreparedBlob::new(c));
-    }
-    assert_eq!(store.write(&batch).unwrap().blobs_written, 100);
+    assert_eq!(store.write(&batch_of(&new)).unwrap().blobs_written, 100);
     let r = store.reader().unwrap();
     for c in &new {
         assert_eq!(&r.blob(BlobId::of(c)).unwrap(), c);
