@@ -1,10 +1,13 @@
-//! Values of the store's `blobs` table (where a blob's bytes are) and the packed payloads
-//! they point at in the blob log (raw or zstd), checked against the blob's id.
+//! Values of the store's `blobs` table (where a blob's bytes are), the packed payloads
+//! they point at in the blob log (raw or zstd), and the frames of small blobs that members
+//! are read from, each checked against the blob's id.
 #![no_main]
 
 use std::io::Read;
 
-use cas::{BlobId, CHUNK_BYTES, fuzzing::BlobLocation, fuzzing::unpack_blob};
+use cas::{
+    BlobId, CHUNK_BYTES, fuzzing::BlobLocation, fuzzing::unpack_blob, fuzzing::unpack_member,
+};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,7 +15,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&flags, rest)) = data.split_first() else {
         return;
     };
-    payload(flags & 1 == 1, flags & 2 == 2, rest);
+    if flags & 4 == 4 {
+        member(flags >> 3, rest);
+    } else {
+        payload(flags & 1 == 1, flags & 2 == 2, rest);
+    }
 });
 
 fn location(data: &[u8]) {
@@ -21,22 +28,58 @@ fn location(data: &[u8]) {
     };
     // Location records have one encoding each.
     assert_eq!(loc.encode(), data);
-    match loc.chunks() {
-        Some(chunks) => {
+    match (loc.chunks(), loc.member()) {
+        (Some(chunks), _) => {
             assert_eq!(data[0], 1);
             assert_eq!(data.len(), 9 + 32 * chunks.len());
             assert!(loc.is_zstd().is_none());
+            assert_eq!(loc.size().to_le_bytes(), data[1..9]);
         }
-        None => {
+        (None, Some(_)) => {
+            assert_eq!(data[0], 2);
+            assert!(loc.is_zstd().is_none());
+        }
+        (None, None) => {
             assert_eq!(data[0], 0);
             assert_eq!(data.len(), 22);
             assert_eq!(loc.is_zstd(), Some(data[21] == 1));
+            assert_eq!(loc.size().to_le_bytes(), data[13..21]);
         }
     }
-    assert_eq!(
-        loc.size().to_le_bytes(),
-        data[if data[0] == 0 { 13..21 } else { 1..9 }]
-    );
+}
+
+/// A frame of small blobs as read from the log: a member of it, `pick` choosing which
+/// stretch of the decoded frame it is.
+fn member(pick: u8, frame: &[u8]) {
+    let decoded = content_of(true, frame);
+    let id_of = |bytes: &[u8]| BlobId::of(bytes);
+    if let Some(decoded) = &decoded {
+        let len = decoded.len() as u64;
+        let start = len * u64::from(pick % 4) / 4;
+        let size = (len - start) / 2;
+        let expected = &decoded[start as usize..(start + size) as usize];
+        let id = id_of(expected);
+        match unpack_member(id, frame, start, size) {
+            // Whatever a read returns is the member its id names.
+            Ok(bytes) => assert_eq!(bytes, expected),
+            // (A frame without its size in the header, or over the limit, is refused.)
+            Err(_) => {}
+        }
+        // Past the frame, or under another id: never bytes.
+        assert!(unpack_member(id, frame, len + 1, 0).is_err());
+        assert!(unpack_member(id, frame, start, u64::MAX).is_err());
+        let mut other = *id.as_bytes();
+        other[3] ^= 1;
+        assert!(unpack_member(BlobId::from_bytes(other), frame, start, size).is_err());
+    }
+    // What the store writes, it reads back.
+    if frame.len() <= CHUNK_BYTES {
+        let compressed = zstd::bulk::compress(frame, 3).expect("compresses");
+        let start = frame.len() as u64 / 3;
+        let member = &frame[start as usize..];
+        let back = unpack_member(id_of(member), &compressed, start, member.len() as u64);
+        assert_eq!(back.ok().as_deref(), Some(member));
+    }
 }
 
 /// A payload as read from the log: the content it stands for, by an independent decoder.

@@ -134,6 +134,26 @@ fn write_fuzz_seeds() {
     }
     assert!(cas::fuzzing::BlobLocation::decode(&chunked).is_some());
     corpus.add("blob_record", &chunked);
+    // Format 3's member of a frame of small blobs (varints); and a frame (flag 4: read a
+    // member of it).
+    let member = [2u8, 0x80, 0x20, 90, 4, 57];
+    assert!(cas::fuzzing::BlobLocation::decode(&member).is_some());
+    corpus.add("blob_record", &member);
+    corpus.add("blob_record", &with_prefix(4, &compressed[1..]));
+    // A tree record in the blob log: codec 2, offset 0 and length as varints, then the log.
+    let mut in_log = vec![2u8, 0];
+    let mut len = compressed.len() as u64 - 1;
+    while len >= 0x80 {
+        in_log.push((len as u8 & 0x7f) | 0x80);
+        len >>= 7;
+    }
+    in_log.push(len as u8);
+    let record_len = in_log.len();
+    in_log.extend_from_slice(&compressed[1..]);
+    let read =
+        cas::fuzzing::decode_tree_record(wide.id(), &in_log[..record_len], &in_log[record_len..]);
+    assert_eq!(read.ok().as_ref(), Some(&wide));
+    corpus.add("tree_record", &in_log);
 
     // A remote's pack of these objects and its index (without the checksum, which the
     // target appends).

@@ -223,7 +223,10 @@ pub enum OpenError {
         waited: Duration,
     },
     /// The store was written by a different format version.
-    #[error("store {path} has format version {found}; this cairn reads version {expected}")]
+    #[error(
+        "store {path} has format version {found}; this cairn reads version {expected}{}",
+        newer_advice(.found, .expected)
+    )]
     UnsupportedFormat {
         /// The store folder.
         path: Utf8PathBuf,
@@ -502,5 +505,14 @@ pub(crate) trait StorageResult<T> {
 impl<T, E: Into<redb::Error>> StorageResult<T> for Result<T, E> {
     fn storage(self) -> Result<T, StorageFailure> {
         self.map_err(StorageFailure::from)
+    }
+}
+
+/// What to do about a store of a format newer than this build's.
+fn newer_advice(found: &u64, expected: &u64) -> &'static str {
+    if found > expected {
+        " (a newer cairn wrote it: use that newer cairn)"
+    } else {
+        ""
     }
 }

@@ -10,7 +10,7 @@ use super::error::ReadError;
 use super::error::{MaintenanceError, StorageResult};
 use super::handle::Store;
 use super::owner::{Problem, SideOwner};
-use super::reader::{Reader, decode_snapshot_value, decode_tree_value};
+use super::reader::{Reader, decode_snapshot_value};
 use super::tables::{BLOBS, SNAPSHOTS, TREES};
 use crate::id::{BlobId, SnapshotId, TreeId};
 use crate::object::ObjectKind;
@@ -126,7 +126,7 @@ impl Store {
             for item in table.iter().storage()? {
                 let (k, v) = item.storage()?;
                 let id = TreeId::from_bytes(k.value());
-                match decode_tree_value(id, v.value()) {
+                match reader.tree_from_record(id, v.value()) {
                     Ok(tree) => {
                         trees.insert(id, tree);
                     }

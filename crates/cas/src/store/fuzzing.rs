@@ -4,7 +4,7 @@
 use super::blob::{self, Codec, Location};
 use super::error::ReadError;
 use crate::id::{BlobId, SnapshotId, TreeId};
-use crate::object::{Snapshot, Tree};
+use crate::object::{ObjectKind, Snapshot, Tree};
 
 /// A decoded `blobs` table value: where a blob's bytes are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,19 +27,33 @@ impl BlobLocation {
         self.0.size()
     }
 
-    /// The chunk ids of a chunked blob; `None` for a packed one.
+    /// The chunk ids of a chunked blob; `None` for another.
     pub fn chunks(&self) -> Option<&[BlobId]> {
         match &self.0 {
             Location::Chunked { chunks, .. } => Some(chunks),
-            Location::Packed { .. } => None,
+            _ => None,
         }
     }
 
-    /// For a packed blob, whether its payload is zstd-compressed.
+    /// For a packed blob, whether its payload is zstd-compressed; `None` for another.
     pub fn is_zstd(&self) -> Option<bool> {
         match &self.0 {
             Location::Packed { codec, .. } => Some(*codec == Codec::Zstd),
-            Location::Chunked { .. } => None,
+            _ => None,
+        }
+    }
+
+    /// For a member of a group of small blobs: its frame's offset and length in the log,
+    /// and its bytes' start in the decoded frame; `None` for another.
+    pub fn member(&self) -> Option<(u64, u32, u64)> {
+        match &self.0 {
+            Location::Member {
+                frame_offset,
+                frame_len,
+                start,
+                ..
+            } => Some((*frame_offset, *frame_len, *start)),
+            _ => None,
         }
     }
 }
@@ -56,10 +70,30 @@ pub fn unpack_blob(
     blob::unpack(id, codec, payload, size)
 }
 
-/// Decodes a `trees` table value (codec byte, then the encoding, maybe compressed) and
-/// checks it against `id`, as [`crate::Reader::tree`] does.
-pub fn decode_tree_record(id: TreeId, value: &[u8]) -> Result<Tree, ReadError> {
-    super::reader::decode_tree_value(id, value)
+/// Turns the stored frame of a group of small blobs into member `id`'s content (`size`
+/// bytes at `start` of the decoded frame) and checks it against `id`, as a read of a
+/// member does once it has the frame from the log.
+pub fn unpack_member(
+    id: BlobId,
+    frame: &[u8],
+    start: u64,
+    size: u64,
+) -> Result<Vec<u8>, ReadError> {
+    let decoded = super::frame::decode_frame(id, frame)?;
+    super::frame::member_content(id, &decoded, start, size)
+}
+
+/// Decodes a `trees` table value (codec byte, then the encoding, maybe compressed, or where
+/// in the blob log it is) and checks it against `id`, as [`crate::Reader::tree`] does;
+/// `log` stands for the blob log.
+pub fn decode_tree_record(id: TreeId, value: &[u8], log: &[u8]) -> Result<Tree, ReadError> {
+    super::reader::decode_tree_value(id, value, |offset, len| {
+        usize::try_from(offset)
+            .ok()
+            .and_then(|start| log.get(start..start.checked_add(len as usize)?))
+            .map(<[u8]>::to_vec)
+            .ok_or_else(|| ReadError::corrupt(ObjectKind::Tree, id, "past the end of the log"))
+    })
 }
 
 /// A `trees` table value as the store writes it.

@@ -7,12 +7,14 @@ use redb::ReadableTable;
 use super::blob::{self, Location, LogWriter};
 use super::contain::open_held;
 use super::error::{MaintenanceError, StorageResult};
+use super::frame::{self, member_share};
 use super::handle::Store;
 pub use super::mark::Retained;
 use super::mark::{self, Marked};
 #[cfg(doc)]
 use super::owner::Roots;
 use super::owner::{HistoryEntry, SideOwner};
+use super::reader::{TREE_IN_LOG, tree_record_bytes};
 use super::side::{PRUNED, SideDef, SideKey};
 use super::tables::{BLOBS, LOG_END_KEY, META, SEGMENTS, SNAPSHOTS, TREES};
 use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
@@ -199,24 +201,46 @@ impl Store {
             let mut trees = open_held(txn, TREES).storage()?;
             let mut snapshots = open_held(txn, SNAPSHOTS).storage()?;
             let mut dead_blobs = Vec::new();
+            let mut dead_locations = Vec::new();
+            let mut frame_members: HashMap<u64, u64> = HashMap::new();
             for item in blobs.iter().storage()? {
                 let (k, v) = item.storage()?;
                 let id = BlobId::from_bytes(k.value());
-                if !live.blobs.contains(&id) {
-                    if let Some(Location::Packed { len, .. }) = Location::decode(v.value()) {
-                        outcome.bytes_freed += u64::from(len);
-                    }
-                    dead_blobs.push(id);
+                let location = Location::decode(v.value());
+                if let Some(Location::Member {
+                    frame_offset, size, ..
+                }) = &location
+                {
+                    let total = frame_members.entry(*frame_offset).or_default();
+                    *total = total.saturating_add(*size);
                 }
+                if !live.blobs.contains(&id) {
+                    dead_blobs.push(id);
+                    dead_locations.extend(location);
+                }
+            }
+            for location in &dead_locations {
+                outcome.bytes_freed += match *location {
+                    Location::Packed { len, .. } => u64::from(len),
+                    Location::Member {
+                        frame_offset,
+                        frame_len,
+                        size,
+                        ..
+                    } => member_share(frame_len, size, frame_members[&frame_offset]),
+                    Location::Chunked { .. } => 0,
+                };
             }
             let dead_trees = dead_keys(
                 &trees,
                 |k| live.trees.contains(&TreeId::from_bytes(k)),
+                tree_record_bytes,
                 &mut outcome.bytes_freed,
             )?;
             let dead_snaps = dead_keys(
                 &snapshots,
                 |k| live.snapshots.contains(&SnapshotId::from_bytes(k)),
+                |v| v.len() as u64,
                 &mut outcome.bytes_freed,
             )?;
             outcome.removed.extend(
@@ -259,8 +283,10 @@ impl Store {
         Ok(())
     }
 
-    /// Deletes segments no live blob uses and relocates blobs out of segments that are less
-    /// than half live (`tight`: not wholly live), so space from deleted blobs comes back.
+    /// Deletes segments nothing live uses and moves what lives out of segments that are
+    /// less than half live (`tight`: not wholly live), so space from deleted objects comes
+    /// back. A frame of small blobs lives while any member does; moved, it keeps only its
+    /// live members (see `relocate`), and until then its dead members count as dead bytes.
     fn reclaim_segments(
         &self,
         txn: &redb::WriteTransaction,
@@ -270,6 +296,7 @@ impl Store {
         let seg = self.segment_bytes;
         let mut meta = open_held(txn, META).storage()?;
         let mut segments = open_held(txn, SEGMENTS).storage()?;
+        let mut trees = open_held(txn, TREES).storage()?;
         let end = meta
             .get(LOG_END_KEY)
             .storage()?
@@ -277,48 +304,52 @@ impl Store {
             .unwrap_or(0);
         let tail = end / seg;
 
-        let packed = packed_locations(blobs)?;
-        let usage = segment_usage(&packed, seg);
+        let extents = log_extents(blobs, &trees)?;
+        let mut usage: HashMap<u64, u64> = HashMap::new();
+        for (offset, extent) in &extents {
+            let live = extent.live_bytes(&segments, seg, *offset);
+            for (index, n) in pieces(*offset, extent.len(), seg) {
+                let share = (u128::from(n) * u128::from(live))
+                    .checked_div(u128::from(extent.len()))
+                    .unwrap_or(0);
+                *usage.entry(index).or_insert(0) += share as u64;
+            }
+        }
+        let floor = if tight { seg } else { seg / 2 };
         let mut sparse: HashSet<u64> = HashSet::new();
         for item in segments.iter().storage()? {
             let (k, _) = item.storage()?;
             let index = k.value();
-            let floor = if tight { seg } else { seg / 2 };
             if index != tail && usage.get(&index).copied().unwrap_or(0) < floor {
                 sparse.insert(index);
             }
         }
+        let mut moving: Vec<&(u64, Extent)> = extents
+            .iter()
+            .filter(|(offset, e)| pieces(*offset, e.len(), seg).any(|(i, _)| sparse.contains(&i)))
+            .collect();
+        // In the order of their records' keys, as format 2 moved blobs: redb places the
+        // pages a transaction writes, and how well `compact` then shrinks the file, by the
+        // order of the writes.
+        moving.sort_by_key(|(_, e)| e.key());
         let mut log = LogWriter::open(&segments, seg, end)?;
-        for (id, offset, len, size, codec) in &packed {
-            let first = offset / seg;
-            let last = (offset + u64::from(*len)).saturating_sub(1) / seg;
-            if !(first..=last).any(|i| sparse.contains(&i)) {
-                continue;
-            }
-            let payload = blob::read_log(&*segments, seg, *id, *offset, *len)
-                .map_err(MaintenanceError::Unsafe)?;
-            let new_offset = log.append(&mut segments, &payload)?;
-            let loc = Location::Packed {
-                offset: new_offset,
-                len: *len,
-                size: *size,
-                codec: *codec,
-            };
-            blobs
-                .insert(id.as_bytes(), loc.encode().as_slice())
-                .storage()?;
+        for (offset, extent) in moving {
+            extent.relocate(*offset, &mut segments, &mut log, blobs, &mut trees)?;
         }
         let new_end = log.end();
         log.finish(&mut segments)?;
         meta.insert(LOG_END_KEY, new_end).storage()?;
 
-        let usage = segment_usage(&packed_locations(blobs)?, seg);
+        let used: HashSet<u64> = log_extents(blobs, &trees)?
+            .iter()
+            .flat_map(|(offset, e)| pieces(*offset, e.len(), seg).map(|(i, _)| i))
+            .collect();
         let new_tail = new_end / seg;
         let mut unused = Vec::new();
         for item in segments.iter().storage()? {
             let (k, _) = item.storage()?;
             let index = k.value();
-            if index != new_tail && !usage.contains_key(&index) {
+            if index != new_tail && !used.contains(&index) {
                 unused.push(index);
             }
         }
@@ -329,54 +360,242 @@ impl Store {
     }
 }
 
-type Packed = (BlobId, u64, u32, u64, blob::Codec);
+/// A stretch of the blob log, and the records pointing into it.
+enum Extent {
+    /// A blob stored alone.
+    Packed {
+        id: BlobId,
+        len: u32,
+        size: u64,
+        codec: blob::Codec,
+    },
+    /// A frame of small blobs, with its recorded members: (id, start, size).
+    Frame {
+        len: u32,
+        members: Vec<(BlobId, u64, u64)>,
+    },
+    /// A tree's record kept in the log.
+    Tree { id: TreeId, len: u32 },
+}
 
-fn packed_locations(blobs: &redb::Table<[u8; 32], &[u8]>) -> Result<Vec<Packed>, MaintenanceError> {
-    let mut out = Vec::new();
-    for item in blobs.iter().storage()? {
-        let (k, v) = item.storage()?;
-        if let Some(Location::Packed {
-            offset,
-            len,
-            size,
-            codec,
-        }) = Location::decode(v.value())
-        {
-            out.push((BlobId::from_bytes(k.value()), offset, len, size, codec));
+type Segments<'t> = redb::Table<'t, u64, &'static [u8]>;
+
+impl Extent {
+    fn len(&self) -> u32 {
+        match self {
+            Extent::Packed { len, .. } | Extent::Frame { len, .. } | Extent::Tree { len, .. } => {
+                *len
+            }
         }
     }
+
+    /// The key of its (first) record.
+    fn key(&self) -> [u8; 32] {
+        match self {
+            Extent::Packed { id, .. } => *id.as_bytes(),
+            Extent::Tree { id, .. } => *id.as_bytes(),
+            Extent::Frame { members, .. } => *members[0].0.as_bytes(),
+        }
+    }
+
+    /// Its live bytes: all of it, except a frame's dead members' share (as far as its
+    /// header tells the decoded size).
+    fn live_bytes(&self, segments: &Segments, seg: u64, offset: u64) -> u64 {
+        let Extent::Frame { len, members } = self else {
+            return u64::from(self.len());
+        };
+        let (id, _, _) = members[0];
+        let header = blob::read_log(
+            segments,
+            seg,
+            (ObjectKind::Blob, id.into()),
+            offset,
+            18.min(*len),
+        );
+        let decoded = header
+            .ok()
+            .and_then(|h| zstd::zstd_safe::get_frame_content_size(&h).ok().flatten());
+        let live: u64 = members.iter().map(|(_, _, size)| size).sum();
+        match decoded {
+            Some(decoded) if decoded > 0 => member_share(*len, live, decoded),
+            _ => u64::from(*len),
+        }
+    }
+
+    /// Appends it to `log` (a frame: only its live members) and points its records there.
+    fn relocate(
+        &self,
+        offset: u64,
+        segments: &mut Segments,
+        log: &mut LogWriter,
+        blobs: &mut redb::Table<[u8; 32], &[u8]>,
+        trees: &mut redb::Table<[u8; 32], &[u8]>,
+    ) -> Result<(), MaintenanceError> {
+        let seg = log.segment_bytes();
+        let mut copy = |kind, id: ObjectId, len| {
+            let bytes = blob::read_log(&*segments, seg, (kind, id), offset, len)
+                .map_err(MaintenanceError::Unsafe)?;
+            Ok::<_, MaintenanceError>(log.append(segments, &bytes)?)
+        };
+        match self {
+            &Extent::Packed {
+                id,
+                len,
+                size,
+                codec,
+            } => {
+                let offset = copy(ObjectKind::Blob, id.into(), len)?;
+                let loc = Location::Packed {
+                    offset,
+                    len,
+                    size,
+                    codec,
+                };
+                blobs
+                    .insert(id.as_bytes(), loc.encode().as_slice())
+                    .storage()?;
+            }
+            &Extent::Tree { id, len } => {
+                let offset = copy(ObjectKind::Tree, id.into(), len)?;
+                let mut record = vec![TREE_IN_LOG];
+                blob::put_varint(&mut record, offset);
+                blob::put_varint(&mut record, len.into());
+                trees.insert(id.as_bytes(), record.as_slice()).storage()?;
+            }
+            Extent::Frame { len, members } => {
+                let (first, _, _) = members[0];
+                let stored = blob::read_log(
+                    &*segments,
+                    seg,
+                    (ObjectKind::Blob, first.into()),
+                    offset,
+                    *len,
+                )
+                .map_err(MaintenanceError::Unsafe)?;
+                let decoded =
+                    frame::decode_frame(first, &stored).map_err(MaintenanceError::Unsafe)?;
+                let mut live = Vec::new();
+                let mut placed = Vec::with_capacity(members.len());
+                for &(id, start, size) in members {
+                    let content = frame::member_content(id, &decoded, start, size)
+                        .map_err(MaintenanceError::Unsafe)?;
+                    placed.push((id, live.len() as u64, size));
+                    live.extend_from_slice(&content);
+                }
+                let rewritten = if live.len() < decoded.len() {
+                    blob::compress_frame(&live)
+                } else {
+                    None
+                };
+                let (bytes, placed) = match rewritten {
+                    Some(bytes) => (bytes, placed),
+                    None => (stored, members.clone()),
+                };
+                let frame_offset = log.append(segments, &bytes)?;
+                let frame_len = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+                for (id, start, size) in placed {
+                    let loc = Location::Member {
+                        frame_offset,
+                        frame_len,
+                        start,
+                        size,
+                    };
+                    blobs
+                        .insert(id.as_bytes(), loc.encode().as_slice())
+                        .storage()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Everything in the blob log that a record points at, with its offset, in the order of
+/// the log (an empty blob shares its offset with what follows it).
+fn log_extents(
+    blobs: &redb::Table<[u8; 32], &[u8]>,
+    trees: &redb::Table<[u8; 32], &[u8]>,
+) -> Result<Vec<(u64, Extent)>, MaintenanceError> {
+    let mut out = Vec::new();
+    let mut frames: HashMap<u64, Vec<(BlobId, u64, u64)>> = HashMap::new();
+    let mut frame_lens: HashMap<u64, u32> = HashMap::new();
+    for item in blobs.iter().storage()? {
+        let (k, v) = item.storage()?;
+        let id = BlobId::from_bytes(k.value());
+        match Location::decode(v.value()) {
+            Some(Location::Packed {
+                offset,
+                len,
+                size,
+                codec,
+            }) => out.push((
+                offset,
+                Extent::Packed {
+                    id,
+                    len,
+                    size,
+                    codec,
+                },
+            )),
+            Some(Location::Member {
+                frame_offset,
+                frame_len,
+                start,
+                size,
+            }) => {
+                frames
+                    .entry(frame_offset)
+                    .or_default()
+                    .push((id, start, size));
+                // Members disagreeing on the length: the longest is read whole.
+                let len = frame_lens.entry(frame_offset).or_default();
+                *len = (*len).max(frame_len);
+            }
+            Some(Location::Chunked { .. }) | None => {}
+        }
+    }
+    for item in trees.iter().storage()? {
+        let (k, v) = item.storage()?;
+        if let Some((&TREE_IN_LOG, body)) = v.value().split_first()
+            && let Some((offset, len)) = blob::decode_extent(body)
+        {
+            let id = TreeId::from_bytes(k.value());
+            out.push((offset, Extent::Tree { id, len }));
+        }
+    }
+    for (offset, mut members) in frames {
+        members.sort_by_key(|&(_, start, _)| start);
+        let len = frame_lens[&offset];
+        out.push((offset, Extent::Frame { len, members }));
+    }
+    out.sort_by_key(|(offset, _)| *offset);
     Ok(out)
 }
 
-/// Live bytes per segment.
-fn segment_usage(packed: &[Packed], seg: u64) -> HashMap<u64, u64> {
-    let mut usage = HashMap::new();
-    for &(_, offset, len, _, _) in packed {
-        let mut pos = offset;
-        let end = offset + u64::from(len);
-        while pos < end {
-            let index = pos / seg;
-            let n = ((index + 1) * seg).min(end) - pos;
-            *usage.entry(index).or_insert(0) += n;
-            pos += n;
-        }
-        if len == 0 {
-            usage.entry(offset / seg).or_insert(0);
-        }
-    }
-    usage
+/// The segments `len` bytes at `offset` of the log lie in, with how many bytes in each (an
+/// empty extent: its segment, with none).
+fn pieces(offset: u64, len: u32, seg: u64) -> impl Iterator<Item = (u64, u64)> {
+    let end = offset + u64::from(len);
+    let first = offset / seg;
+    let last = if len == 0 { first } else { (end - 1) / seg };
+    (first..=last).map(move |index| {
+        let from = offset.max(index * seg);
+        let to = end.min((index + 1) * seg);
+        (index, to.saturating_sub(from))
+    })
 }
 
 fn dead_keys(
     table: &redb::Table<[u8; 32], &[u8]>,
     is_live: impl Fn([u8; 32]) -> bool,
+    record_bytes: impl Fn(&[u8]) -> u64,
     bytes: &mut u64,
 ) -> Result<Vec<[u8; 32]>, MaintenanceError> {
     let mut out = Vec::new();
     for item in table.iter().storage()? {
         let (k, v) = item.storage()?;
         if !is_live(k.value()) {
-            *bytes += v.value().len() as u64;
+            *bytes += record_bytes(v.value());
             out.push(k.value());
         }
     }

@@ -28,6 +28,8 @@ pub(super) struct State {
 
 pub(crate) struct Pending {
     pub(super) batch: WriteBatch,
+    /// Its small blobs, compressed together (see `frame`).
+    pub(super) frames: Vec<super::frame::Frame>,
     pub(super) result: Mutex<Option<Result<WriteOutcome, WriteError>>>,
 }
 
@@ -118,6 +120,7 @@ mod tests {
             .map(|batch| {
                 Arc::new(Pending {
                     batch,
+                    frames: Vec::new(),
                     result: Mutex::new(None),
                 })
             })

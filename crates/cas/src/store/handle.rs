@@ -12,6 +12,8 @@ use redb::{
 use super::blob::{Body, Codec, Location, LogWriter};
 use super::contain::{Health, open_held};
 use super::error::StorageResult;
+use super::frame::Frame;
+use super::reader::{TREE_IN_LOG, TREE_ZSTD};
 use super::tables::*;
 
 use super::blob::{CHUNK_BYTES, PreparedBlob};
@@ -31,6 +33,10 @@ use std::sync::PoisonError;
 
 /// Trees whose encoding is larger than this are stored zstd-compressed.
 const TREE_COMPRESS_THRESHOLD: usize = 512;
+
+/// Tree records larger than this (compressed) go to the blob log: redb would round such a
+/// value up to a run of pages, a power of two long.
+const TREE_LOG_THRESHOLD: usize = 2 << 10;
 
 /// The database, opened for writing or read-only; closed only while the store is dropped.
 pub(super) enum Db {
@@ -248,11 +254,24 @@ impl Store {
             let txn = db.begin_write().storage().map_err(db_err)?;
             super::upgrade::from_format_1(&txn).map_err(db_err)?;
             txn.commit().storage().map_err(db_err)?;
-            tracing::info!(store = %self.root, "upgraded the store from format 1 to {FORMAT_VERSION}");
+            tracing::info!(store = %self.root, "upgraded the store from format 1 to 2");
+            return self.prepare(create);
+        }
+        if let (Some((Some(2), Some(_))), Db::Write(db)) = (&existing, &self.db) {
+            // Format 3 reads every format 2 record as it is; new writes use its records.
+            let txn = db.begin_write().storage().map_err(db_err)?;
+            open_held(&txn, META)
+                .storage()
+                .map_err(db_err)?
+                .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
+                .storage()
+                .map_err(db_err)?;
+            txn.commit().storage().map_err(db_err)?;
+            tracing::info!(store = %self.root, "marked the store format {FORMAT_VERSION} (from 2)");
             return self.prepare(create);
         }
         match existing {
-            Some((Some(FORMAT_VERSION), Some(segment))) => {
+            Some((Some(2 | FORMAT_VERSION), Some(segment))) => {
                 // Every read and write allocates a segment: a damaged size must not reach them.
                 if (super::blob::MIN_SEGMENT_BYTES..=super::blob::MAX_SEGMENT_BYTES)
                     .contains(&segment)
@@ -333,6 +352,7 @@ impl Store {
             refs: txn.open_table(REFS).storage()?,
             sides: super::side::SideTables::open(&txn)?,
             segment_bytes: self.segment_bytes,
+            frames: super::frame::FrameCache::default(),
         })
     }
 
@@ -347,10 +367,11 @@ impl Store {
         // what was known stale too.
         self.versions.bump(batch.side_scopes());
         let result = self.health.run(|| {
+            let frames = self.frames_for(batch)?;
             if batch.stored_bytes() > super::group::GROUP_MAX_BYTES {
-                self.write_alone(batch)
+                self.write_alone(batch, &frames)
             } else {
-                self.write_grouped(batch)
+                self.write_grouped(batch, frames)
             }
         });
         self.versions.bump(batch.side_scopes());
@@ -365,10 +386,30 @@ impl Store {
         self.versions.of(table, scope)
     }
 
+    /// The frames of the batch's small blobs that the store lacks, compressed in parallel
+    /// outside the write transaction (see `frame`).
+    fn frames_for(&self, batch: &WriteBatch) -> Result<Vec<Frame>, StorageFailure> {
+        let small = batch
+            .blobs
+            .iter()
+            .filter(|b| matches!(b.body, Body::Small { .. }));
+        if small.take(2).count() < 2 {
+            return Ok(Vec::new());
+        }
+        let txn = self.db.begin_read().storage()?;
+        let blobs = txn.open_table(BLOBS).storage()?;
+        super::frame::frames_for(&batch.blobs, |id| {
+            Ok(blobs.get(id.as_bytes()).storage()?.is_some())
+        })
+    }
+
+    /// Writes `batch` in `txn`; `frames` hold its small blobs (those they leave out are
+    /// written alone).
     pub(super) fn write_in(
         &self,
         txn: &WriteTransaction,
         batch: &WriteBatch,
+        frames: &[Frame],
     ) -> Result<WriteOutcome, WriteError> {
         let mut outcome = WriteOutcome::default();
         let mut meta = open_held(txn, META).storage()?;
@@ -380,9 +421,16 @@ impl Store {
             .map(|v| v.value())
             .unwrap_or(0);
         let mut log = LogWriter::open(&segments, self.segment_bytes, end)?;
+        for frame in frames {
+            write_frame(&mut blobs, &mut segments, &mut log, frame, &mut outcome)?;
+        }
         for blob in &batch.blobs {
             write_blob(&mut blobs, &mut segments, &mut log, blob, &mut outcome)?;
         }
+        // Large tree records go to the log before it is finished; everything else is written
+        // in format 2's order (redb places pages by the order of the writes, and how well
+        // gc's compaction shrinks the file follows).
+        let mut tree_records = tree_records(txn, &batch.trees, &mut segments, &mut log)?;
         let new_end = log.end();
         log.finish(&mut segments)?;
         if new_end != end {
@@ -419,9 +467,10 @@ impl Store {
                     return Err(WriteError::Dangling { kind, id: entry.id });
                 }
             }
-            trees
-                .insert(id.as_bytes(), encode_tree_value(tree).as_slice())
-                .storage()?;
+            let record = tree_records
+                .remove(id)
+                .unwrap_or_else(|| encode_tree_value(tree));
+            trees.insert(id.as_bytes(), record.as_slice()).storage()?;
             outcome.trees_written += 1;
         }
 
@@ -695,17 +744,23 @@ fn write_blob(
     if blobs.get(blob.id.as_bytes()).storage()?.is_some() {
         return Ok(());
     }
+    let mut append = |codec: Codec, payload: &[u8]| {
+        let offset = log.append(segments, payload)?;
+        outcome.bytes_written += payload.len() as u64;
+        Ok::<_, WriteError>(Location::Packed {
+            offset,
+            len: u32::try_from(payload.len()).unwrap_or(u32::MAX),
+            size: blob.size,
+            codec,
+        })
+    };
     let location = match &blob.body {
-        Body::Packed { codec, payload } => {
-            let offset = log.append(segments, payload)?;
-            outcome.bytes_written += payload.len() as u64;
-            Location::Packed {
-                offset,
-                len: u32::try_from(payload.len()).unwrap_or(u32::MAX),
-                size: blob.size,
-                codec: *codec,
-            }
+        // A small blob no frame took (alone in its batch, or stored meanwhile).
+        Body::Small { content } => {
+            let (codec, payload) = super::blob::compress(content);
+            append(codec, &payload)?
         }
+        Body::Packed { codec, payload } => append(*codec, payload)?,
         Body::Chunked { chunks, parts } => {
             for part in parts {
                 write_blob(blobs, segments, log, part, outcome)?;
@@ -731,6 +786,76 @@ fn write_blob(
     Ok(())
 }
 
+/// Every tree's `trees` record, by id; a record over [`TREE_LOG_THRESHOLD`] of a tree the
+/// store lacks is appended to the log and its record says where.
+fn tree_records(
+    txn: &WriteTransaction,
+    trees: &[(TreeId, Tree)],
+    segments: &mut Table<u64, &[u8]>,
+    log: &mut LogWriter,
+) -> Result<std::collections::HashMap<TreeId, Vec<u8>>, WriteError> {
+    let mut records: std::collections::HashMap<TreeId, Vec<u8>> = trees
+        .iter()
+        .map(|(id, tree)| (*id, encode_tree_value(tree)))
+        .collect();
+    let large = |r: &Vec<u8>| r.len() > TREE_LOG_THRESHOLD && r[0] == TREE_ZSTD;
+    if !records.values().any(large) {
+        return Ok(records);
+    }
+    let stored = open_held(txn, TREES).storage()?;
+    // In batch order, so that a directory's trees sit together.
+    for (id, _) in trees {
+        let Some(record) = records.get_mut(id) else {
+            continue;
+        };
+        if !large(record) || stored.get(id.as_bytes()).storage()?.is_some() {
+            continue;
+        }
+        let offset = log.append(segments, &record[1..])?;
+        let len = record.len() as u64 - 1;
+        *record = vec![TREE_IN_LOG];
+        super::blob::put_varint(record, offset);
+        super::blob::put_varint(record, len);
+    }
+    Ok(records)
+}
+
+/// Appends `frame` to the log and records its members the store still lacks; a frame
+/// whose members are all stored by now is left out.
+fn write_frame(
+    blobs: &mut Table<[u8; 32], &[u8]>,
+    segments: &mut Table<u64, &[u8]>,
+    log: &mut LogWriter,
+    frame: &Frame,
+    outcome: &mut WriteOutcome,
+) -> Result<(), WriteError> {
+    let mut absent = Vec::with_capacity(frame.members.len());
+    for m in &frame.members {
+        if blobs.get(m.id.as_bytes()).storage()?.is_none() {
+            absent.push(m);
+        }
+    }
+    if absent.is_empty() {
+        return Ok(());
+    }
+    let frame_offset = log.append(segments, &frame.bytes)?;
+    outcome.bytes_written += frame.bytes.len() as u64;
+    let frame_len = u32::try_from(frame.bytes.len()).unwrap_or(u32::MAX);
+    for m in absent {
+        let location = Location::Member {
+            frame_offset,
+            frame_len,
+            start: m.start.into(),
+            size: m.size.into(),
+        };
+        blobs
+            .insert(m.id.as_bytes(), location.encode().as_slice())
+            .storage()?;
+        outcome.blobs_written += 1;
+    }
+    Ok(())
+}
+
 pub(super) fn encode_tree_value(tree: &Tree) -> Vec<u8> {
     let encoded = tree.encode();
     if encoded.len() > TREE_COMPRESS_THRESHOLD
@@ -749,9 +874,14 @@ pub(super) fn encode_tree_value(tree: &Tree) -> Vec<u8> {
 
 impl Store {
     /// [`Store::write`] through the group: returns once `batch` is durable (or refused).
-    pub(crate) fn write_grouped(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
+    pub(crate) fn write_grouped(
+        &self,
+        batch: &WriteBatch,
+        frames: Vec<Frame>,
+    ) -> Result<WriteOutcome, WriteError> {
         let pending = Arc::new(Pending {
             batch: batch.clone(),
+            frames,
             result: Mutex::new(None),
         });
         let group = &self.group;
@@ -822,7 +952,7 @@ impl Store {
             }
         }
         for m in members {
-            m.set(self.health.run(|| self.write_alone(&m.batch)));
+            m.set(self.health.run(|| self.write_alone(&m.batch, &m.frames)));
         }
     }
 
@@ -835,7 +965,7 @@ impl Store {
         let (txn, len_before) = self.begin_write().map_err(Some)?;
         let mut outcomes = Vec::with_capacity(members.len());
         for m in members {
-            match self.write_in(&txn, &m.batch) {
+            match self.write_in(&txn, &m.batch, &m.frames) {
                 Ok(o) => outcomes.push(o),
                 // Out of space is the transaction's failure, not one batch's refusal.
                 Err(e) if e.is_out_of_space() => {
@@ -854,9 +984,13 @@ impl Store {
     }
 
     /// One batch in its own transaction.
-    pub(crate) fn write_alone(&self, batch: &WriteBatch) -> Result<WriteOutcome, WriteError> {
+    pub(crate) fn write_alone(
+        &self,
+        batch: &WriteBatch,
+        frames: &[Frame],
+    ) -> Result<WriteOutcome, WriteError> {
         let (txn, len_before) = self.begin_write()?;
-        let written = self.write_in(&txn, batch).and_then(|outcome| {
+        let written = self.write_in(&txn, batch, frames).and_then(|outcome| {
             txn.commit().storage()?;
             Ok(outcome)
         });

@@ -1,10 +1,11 @@
 //! `gc`'s mark phase: what stays, who keeps it, and under a size budget how much of the
 //! history fits.
 
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use super::blob::Location;
 use super::error::MaintenanceError;
+use super::frame::member_share;
 use super::owner::{HistoryEntry, Keeper, Roots, SideOwner};
 use super::reader::Reader;
 use super::side::{Rewrite, SideKey};
@@ -68,6 +69,9 @@ type Candidate = (Vec<SnapshotId>, Option<(usize, HistoryEntry)>);
 
 struct Marker<'r> {
     reader: &'r Reader,
+    /// What the members of each frame of small blobs add up to, by the frame's offset: a
+    /// member counts for its share of the frame.
+    frame_members: HashMap<u64, u64>,
     live: Live,
     bytes: u64,
     /// Parents of every live snapshot.
@@ -117,6 +121,7 @@ pub(super) fn mark(
     let ancestry = budget.is_none();
     let mut marker = Marker {
         reader,
+        frame_members: reader.frame_members_bytes()?,
         live: Live::default(),
         bytes: 0,
         parents: HashSet::new(),
@@ -241,6 +246,15 @@ impl Marker<'_> {
         }
         match self.reader.location(id).map_err(MaintenanceError::Unsafe)? {
             Location::Packed { len, .. } => out.bytes += u64::from(len),
+            Location::Member {
+                frame_offset,
+                frame_len,
+                size,
+                ..
+            } => {
+                let members = self.frame_members.get(&frame_offset).copied().unwrap_or(0);
+                out.bytes += member_share(frame_len, size, members);
+            }
             Location::Chunked { chunks, .. } => {
                 for chunk in chunks {
                     self.reach_blob(chunk, out)?;

@@ -5,6 +5,7 @@ mod batch;
 mod blob;
 mod contain;
 mod error;
+mod frame;
 mod fsck;
 #[doc(hidden)]
 pub mod fuzzing;

@@ -21,18 +21,38 @@ use crate::object::ObjectKind;
 use super::batch::*;
 use super::side::{KeyValue, ScopedEntry, SideTable, scope_bounds};
 
-/// Decodes a stored tree value and checks it against its id.
-pub(crate) fn decode_tree_value(id: TreeId, value: &[u8]) -> Result<Tree, ReadError> {
+/// A `trees` record's codec byte: the encoding follows raw.
+pub(crate) const TREE_RAW: u8 = 0;
+/// The encoding follows as one zstd frame.
+pub(crate) const TREE_ZSTD: u8 = 1;
+/// The encoding is a zstd frame in the blob log; its offset and length follow as varints.
+pub(crate) const TREE_IN_LOG: u8 = 2;
+
+/// Decodes a stored tree value and checks it against its id; `read_log` reads the blob
+/// log (offset, length) for a record kept there.
+pub(crate) fn decode_tree_value(
+    id: TreeId,
+    value: &[u8],
+    read_log: impl FnOnce(u64, u32) -> Result<Vec<u8>, ReadError>,
+) -> Result<Tree, ReadError> {
     let corrupt = |reason: String| ReadError::corrupt(ObjectKind::Tree, id, reason);
     let Some((&codec, body)) = value.split_first() else {
         return Err(corrupt("empty record".into()));
     };
+    let unzstd = |frame: &[u8]| {
+        super::blob::decompress_frame(frame).map_err(|e| corrupt(format!("zstd: {e}")))
+    };
     let owned;
     let encoded = match codec {
-        0 => body,
-        1 => {
-            owned =
-                super::blob::decompress_frame(body).map_err(|e| corrupt(format!("zstd: {e}")))?;
+        TREE_RAW => body,
+        TREE_ZSTD => {
+            owned = unzstd(body)?;
+            owned.as_slice()
+        }
+        TREE_IN_LOG => {
+            let (offset, len) = super::blob::decode_extent(body)
+                .ok_or_else(|| corrupt("unreadable blob log record".into()))?;
+            owned = unzstd(&read_log(offset, len)?)?;
             owned.as_slice()
         }
         other => return Err(corrupt(format!("unknown codec {other}"))),
@@ -66,6 +86,18 @@ pub struct Reader {
     /// Every side table written so far, by database name.
     pub(super) sides: super::side::SideTables,
     pub(super) segment_bytes: u64,
+    /// The frames of small blobs read last, decoded.
+    pub(super) frames: super::frame::FrameCache,
+}
+
+/// The bytes a `trees` record takes in the store: the record, and what it keeps in the blob
+/// log.
+pub(crate) fn tree_record_bytes(value: &[u8]) -> u64 {
+    let in_log = match value.split_first() {
+        Some((&TREE_IN_LOG, body)) => super::blob::decode_extent(body).map_or(0, |(_, l)| l),
+        _ => 0,
+    };
+    value.len() as u64 + u64::from(in_log)
 }
 
 impl Reader {
@@ -113,7 +145,10 @@ impl Reader {
             Ok(table
                 .get(id.as_bytes())
                 .storage()?
-                .map_or(0, |v| v.value().len() as u64))
+                .map_or(0, |v| match kind {
+                    ObjectKind::Tree => tree_record_bytes(v.value()),
+                    _ => v.value().len() as u64,
+                }))
         })
     }
 
@@ -161,15 +196,73 @@ impl Reader {
                         format!("stored length {len} is more than a chunk"),
                     ));
                 }
-                let payload =
-                    super::blob::read_log(&self.segments, self.segment_bytes, id, offset, len)?;
+                let payload = self.read_log(ObjectKind::Blob, id.into(), offset, len)?;
                 super::blob::unpack(id, codec, payload, size)
+            }
+            Location::Member {
+                frame_offset,
+                frame_len,
+                start,
+                size,
+            } => {
+                let frame = self.frames.get_or_load(frame_offset, || {
+                    if u64::from(frame_len) > super::frame::MAX_FRAME_BYTES {
+                        return Err(ReadError::corrupt(
+                            ObjectKind::Blob,
+                            id,
+                            format!("its group's frame of {frame_len} bytes is too large"),
+                        ));
+                    }
+                    let stored =
+                        self.read_log(ObjectKind::Blob, id.into(), frame_offset, frame_len)?;
+                    super::frame::decode_frame(id, &stored)
+                })?;
+                super::frame::member_content(id, &frame, start, size)
             }
             Location::Chunked { .. } => Err(ReadError::corrupt(
                 ObjectKind::Blob,
                 id,
                 "a chunk that is itself chunked",
             )),
+        })
+    }
+
+    /// Reads `len` bytes at `offset` of the blob log for object `id` of `kind`.
+    pub(super) fn read_log(
+        &self,
+        kind: ObjectKind,
+        id: ObjectId,
+        offset: u64,
+        len: u32,
+    ) -> Result<Vec<u8>, ReadError> {
+        super::blob::read_log(&self.segments, self.segment_bytes, (kind, id), offset, len)
+    }
+
+    /// Decodes `trees` record `value` of tree `id` and checks it against its id.
+    pub(super) fn tree_from_record(&self, id: TreeId, value: &[u8]) -> Result<Tree, ReadError> {
+        decode_tree_value(id, value, |offset, len| {
+            self.read_log(ObjectKind::Tree, id.into(), offset, len)
+        })
+    }
+
+    /// For every frame of small blobs, by its offset in the log: the bytes of the members
+    /// recorded in it, which each member's share of the frame is counted against.
+    pub(super) fn frame_members_bytes(
+        &self,
+    ) -> Result<std::collections::HashMap<u64, u64>, StorageFailure> {
+        self.health.run(|| {
+            let mut out = std::collections::HashMap::new();
+            for item in self.blobs.iter().storage()? {
+                let (_, v) = item.storage()?;
+                if let Some(Location::Member {
+                    frame_offset, size, ..
+                }) = Location::decode(v.value())
+                {
+                    let total: &mut u64 = out.entry(frame_offset).or_default();
+                    *total = total.saturating_add(size);
+                }
+            }
+            Ok(out)
         })
     }
 
@@ -182,7 +275,7 @@ impl Reader {
             source,
         };
         match self.location(id)? {
-            Location::Packed { .. } => {
+            Location::Packed { .. } | Location::Member { .. } => {
                 let bytes = self.packed(id)?;
                 sink.write_all(&bytes).map_err(sink_err)?;
                 Ok(bytes.len() as u64)
@@ -224,7 +317,7 @@ impl Reader {
                     id: id.into(),
                 });
             };
-            decode_tree_value(id, v.value())
+            self.tree_from_record(id, v.value())
         })
     }
 

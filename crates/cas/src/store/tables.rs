@@ -8,7 +8,8 @@ pub(crate) const META: TableDefinition<&str, u64> = TableDefinition::new("meta")
 pub(crate) const BLOBS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("blobs");
 /// Segment number → a slice of the blob log, `segment_bytes` long except the last.
 pub(crate) const SEGMENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("segments");
-/// Tree id → codec byte + canonical encoding.
+/// Tree id → codec byte + canonical encoding (or, for a large one, where in the blob log
+/// its compressed encoding is).
 pub(crate) const TREES: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("trees");
 /// Snapshot id → canonical encoding.
 pub(crate) const SNAPSHOTS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("snapshots");
@@ -20,9 +21,10 @@ pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
 pub(crate) const SEGMENT_BYTES_KEY: &str = "segment_bytes";
 pub(crate) const LOG_END_KEY: &str = "log_end";
 
-/// The on-disk format this build reads and writes. Format 1 stores are upgraded when
-/// opened (see `upgrade`).
-pub const FORMAT_VERSION: u64 = 2;
+/// The on-disk format this build reads and writes. Format 2 stores are read as they are
+/// and marked format 3 when opened for writing; format 1 stores are upgraded to 2 first
+/// (see `upgrade`).
+pub const FORMAT_VERSION: u64 = 3;
 
 /// The database file inside the store folder.
 pub const DATABASE_FILE: &str = "store.redb";

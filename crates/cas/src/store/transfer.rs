@@ -7,6 +7,7 @@ use super::error::{ReadError, StorageFailure};
 use super::reader::Reader;
 use super::side::PROMISED;
 use crate::id::{BlobId, ObjectId};
+use crate::object::ObjectKind;
 
 /// A blob's bytes for transfer: zstd-compressed (`zstd`) or raw, `size` bytes decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,8 +22,8 @@ pub struct BlobPayload {
 
 impl Reader {
     /// The blob's payload for transfer, verified against its id: a blob stored whole goes
-    /// out as stored; a chunked one (over [`CHUNK_BYTES`](crate::CHUNK_BYTES)) is read
-    /// whole and compressed once.
+    /// out as stored; a member of a group of small blobs, and a chunked one (over
+    /// [`CHUNK_BYTES`](crate::CHUNK_BYTES)), are read whole and compressed on their own.
     pub fn blob_payload(&self, id: BlobId) -> Result<BlobPayload, ReadError> {
         match self.location(id)? {
             Location::Packed {
@@ -31,9 +32,9 @@ impl Reader {
                 size,
                 codec,
             } => {
-                let payload = self.health.run(|| {
-                    super::blob::read_log(&self.segments, self.segment_bytes, id, offset, len)
-                })?;
+                let payload = self
+                    .health
+                    .run(|| self.read_log(ObjectKind::Blob, id.into(), offset, len))?;
                 super::blob::unpack(id, codec, payload.clone(), size)?;
                 Ok(BlobPayload {
                     size,
@@ -41,7 +42,7 @@ impl Reader {
                     bytes: payload,
                 })
             }
-            Location::Chunked { size, .. } => {
+            Location::Chunked { size, .. } | Location::Member { size, .. } => {
                 let content = self.blob(id)?;
                 let (codec, bytes) = super::blob::compress(&content);
                 Ok(BlobPayload {
@@ -72,8 +73,9 @@ pub enum PayloadError {
 
 impl PreparedBlob {
     /// A blob received as `payload`, checked to be the content `claimed` names before it
-    /// can be stored: a payload of one chunk is kept as it came, a larger blob is chunked
-    /// and compressed as a local write would. (`cas::verify_blob_payload` gives the error
+    /// can be stored: a payload of one chunk is kept as it came, unless it is small (then,
+    /// as a larger blob, it is prepared as a local write would, to be compressed with the
+    /// batch's other small blobs). (`cas::verify_blob_payload` gives the error
     /// as a [`VerifyError`](crate::VerifyError).)
     pub fn from_payload(
         claimed: BlobId,
@@ -97,7 +99,7 @@ impl PreparedBlob {
         if actual != claimed {
             return Err(PayloadError::Mismatch(actual));
         }
-        if size > super::blob::CHUNK_BYTES {
+        if size > super::blob::CHUNK_BYTES || size <= super::frame::SMALL_BLOB_BYTES {
             return Ok(PreparedBlob::with_id(actual, &content));
         }
         let codec = if payload.zstd {

@@ -7,7 +7,7 @@ use redb::{ReadableTable, TableDefinition, TableHandle};
 use super::contain::open_held;
 use super::error::{StorageFailure, StorageResult};
 use super::side::{JOURNALS, SideDef, SideTable, sequence_key};
-use super::tables::{FORMAT_VERSION, FORMAT_VERSION_KEY, META};
+use super::tables::{FORMAT_VERSION_KEY, META};
 
 /// Where format 1's worktree registry went (owned by `fs_manager`).
 pub const FORMAT_1_WORKTREES: SideTable = SideTable::new("fs.worktrees");
@@ -24,7 +24,8 @@ const FILE_STATES: TableDefinition<(&str, &[u8]), &[u8]> = TableDefinition::new(
 const GIT_OIDS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("git_oids");
 const FORMAT_1_JOURNALS: TableDefinition<&str, &[u8]> = TableDefinition::new("journals");
 
-/// Moves a format 1 store's records into side tables and marks it format 2, in `txn`.
+/// Moves a format 1 store's records into side tables and marks it format 2, in `txn` (the
+/// next open marks it format 3, whose records format 2's are).
 pub(crate) fn from_format_1(txn: &redb::WriteTransaction) -> Result<(), StorageFailure> {
     let present: Vec<String> = txn
         .list_tables()
@@ -71,7 +72,7 @@ pub(crate) fn from_format_1(txn: &redb::WriteTransaction) -> Result<(), StorageF
         txn.delete_table(GIT_OIDS).storage()?;
     }
     let mut meta = open_held(txn, META).storage()?;
-    meta.insert(FORMAT_VERSION_KEY, FORMAT_VERSION).storage()?;
+    meta.insert(FORMAT_VERSION_KEY, 2).storage()?;
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! Integration tests for the `cas` crate, one module per area of `src/`.
 
 mod budget;
+mod frames;
 mod maintenance;
 mod object;
 mod side;

@@ -1,0 +1,329 @@
+//! Small blobs compressed together (format 3).
+//!
+//! One zstd frame per tiny file compresses nothing: the frame's header and the lack of
+//! context eat the gain. So [`Store::write`](crate::Store::write) gathers the batch's small
+//! blobs the store lacks, in batch order (a directory's files sit together), into groups of
+//! about [`GROUP_BYTES`], compresses each group as one frame (in parallel) and appends it
+//! to the blob log; each member's record names the frame and its place in the decoded
+//! frame. A [`Reader`](crate::Reader) keeps the last few decoded frames, so reading every
+//! member of a frame decompresses it once.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rayon::prelude::*;
+
+use super::blob::{Body, PreparedBlob, compress_frame, decompress};
+use super::error::{ReadError, StorageFailure};
+use crate::id::BlobId;
+use crate::object::ObjectKind;
+
+/// Blobs up to this size are written in groups. Files this small gain little from zstd
+/// alone, and most files of a source tree are this small; larger ones compress well by
+/// themselves, and keeping them out bounds what reading one member decompresses.
+pub(crate) const SMALL_BLOB_BYTES: usize = 16 << 10;
+
+/// A group is closed once its members add up to this (decoded): zstd's gain has levelled
+/// off by then, and reading one member decompresses at most this plus one small blob.
+pub(crate) const GROUP_BYTES: usize = 64 << 10;
+
+/// The largest frame, stored or decoded, a member record may point at: a damaged record
+/// or frame header must not make a large allocation.
+pub(crate) const MAX_FRAME_BYTES: u64 = 1 << 20;
+
+/// Decoded frames a reader keeps.
+const CACHED_FRAMES: usize = 8;
+
+/// One member of a frame: its id and its bytes' place in the decoded frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Member {
+    pub(crate) id: BlobId,
+    pub(crate) start: u32,
+    pub(crate) size: u32,
+}
+
+/// A compressed group, ready to be appended to the log.
+#[derive(Debug, Clone)]
+pub(crate) struct Frame {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) members: Vec<Member>,
+}
+
+/// Groups the small blobs of `blobs` that `is_stored` says the store lacks (each id once,
+/// in order) and compresses the groups in parallel. A group of one is left out: such a
+/// blob is written alone, as before.
+pub(crate) fn frames_for(
+    blobs: &[PreparedBlob],
+    is_stored: impl Fn(BlobId) -> Result<bool, StorageFailure>,
+) -> Result<Vec<Frame>, StorageFailure> {
+    let mut seen = HashSet::new();
+    let mut groups: Vec<Vec<(BlobId, &[u8])>> = Vec::new();
+    let mut current: Vec<(BlobId, &[u8])> = Vec::new();
+    let mut current_bytes = 0;
+    for blob in blobs {
+        let Body::Small { content } = &blob.body else {
+            continue;
+        };
+        if !seen.insert(blob.id) || is_stored(blob.id)? {
+            continue;
+        }
+        if !current.is_empty() && current_bytes + content.len() > GROUP_BYTES {
+            groups.push(std::mem::take(&mut current));
+            current_bytes = 0;
+        }
+        current_bytes += content.len();
+        current.push((blob.id, content));
+    }
+    groups.push(current);
+    groups.retain(|g| g.len() > 1);
+    Ok(groups
+        .par_iter()
+        .filter_map(|g| compress_group(g))
+        .collect())
+}
+
+/// `None` if zstd failed: its members are then written alone.
+fn compress_group(group: &[(BlobId, &[u8])]) -> Option<Frame> {
+    let mut decoded = Vec::with_capacity(group.iter().map(|(_, c)| c.len()).sum());
+    let mut members = Vec::with_capacity(group.len());
+    for (id, content) in group {
+        members.push(Member {
+            id: *id,
+            start: u32::try_from(decoded.len()).ok()?,
+            size: u32::try_from(content.len()).ok()?,
+        });
+        decoded.extend_from_slice(content);
+    }
+    Some(Frame {
+        bytes: compress_frame(&decoded)?,
+        members,
+    })
+}
+
+/// Decodes a group's frame as stored in the log, for member `id`'s read.
+pub(crate) fn decode_frame(id: BlobId, stored: &[u8]) -> Result<Vec<u8>, ReadError> {
+    let corrupt = |reason: String| ReadError::corrupt(ObjectKind::Blob, id, reason);
+    let size = match zstd::zstd_safe::get_frame_content_size(stored) {
+        Ok(Some(size)) if size <= MAX_FRAME_BYTES => size,
+        Ok(Some(size)) => return Err(corrupt(format!("its group's frame claims {size} bytes"))),
+        Ok(None) => return Err(corrupt("its group's frame does not record its size".into())),
+        Err(e) => return Err(corrupt(format!("its group's frame: zstd: {e:?}"))),
+    };
+    let decoded = decompress(stored, size as usize)
+        .map_err(|e| corrupt(format!("its group's frame: zstd: {e}")))?;
+    if decoded.len() as u64 != size {
+        return Err(corrupt(format!(
+            "its group's frame decodes to {} bytes, its header says {size}",
+            decoded.len()
+        )));
+    }
+    Ok(decoded)
+}
+
+/// Member `id`'s bytes in its decoded frame, checked against its id.
+pub(crate) fn member_content(
+    id: BlobId,
+    frame: &[u8],
+    start: u64,
+    size: u64,
+) -> Result<Vec<u8>, ReadError> {
+    let corrupt = |reason: String| ReadError::corrupt(ObjectKind::Blob, id, reason);
+    let bytes = start
+        .checked_add(size)
+        .and_then(|end| frame.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?))
+        .ok_or_else(|| {
+            corrupt(format!(
+                "its {size} bytes at {start} lie past its group's frame of {} bytes",
+                frame.len()
+            ))
+        })?;
+    if BlobId::of(bytes) != id {
+        return Err(corrupt("content does not match its hash".into()));
+    }
+    Ok(bytes.to_vec())
+}
+
+/// The last few decoded frames of one reader, by their offset in the log (which a reader's
+/// view never changes). Shared by the threads reading through one reader.
+#[derive(Default)]
+pub(crate) struct FrameCache {
+    frames: Mutex<VecDeque<(u64, Arc<Vec<u8>>)>>,
+}
+
+impl FrameCache {
+    /// The decoded frame at `offset`, from the cache or from `load`.
+    pub(crate) fn get_or_load(
+        &self,
+        offset: u64,
+        load: impl FnOnce() -> Result<Vec<u8>, ReadError>,
+    ) -> Result<Arc<Vec<u8>>, ReadError> {
+        let lock = || self.frames.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, frame)) = lock().iter().find(|(o, _)| *o == offset) {
+            return Ok(Arc::clone(frame));
+        }
+        // Decompressed unlocked: other threads read other frames meanwhile.
+        let frame = Arc::new(load()?);
+        let mut frames = lock();
+        if !frames.iter().any(|(o, _)| *o == offset) {
+            if frames.len() >= CACHED_FRAMES {
+                frames.pop_front();
+            }
+            frames.push_back((offset, Arc::clone(&frame)));
+        }
+        Ok(frame)
+    }
+
+    /// How many frames it holds (for tests).
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.frames
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}
+
+/// A member's share of its frame's stored bytes: its part of `members_bytes`, what the
+/// frame's recorded members add up to. What `gc` counts for it.
+pub(crate) fn member_share(frame_len: u32, size: u64, members_bytes: u64) -> u64 {
+    if members_bytes == 0 {
+        return u64::from(frame_len);
+    }
+    (u128::from(frame_len) * u128::from(size.min(members_bytes)))
+        .div_ceil(u128::from(members_bytes)) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small(content: &[u8]) -> PreparedBlob {
+        PreparedBlob::new(content)
+    }
+
+    #[test]
+    fn small_blobs_group_in_order_once_each_and_big_ones_stay_out() {
+        let contents: Vec<Vec<u8>> = (0..3000)
+            .map(|i| {
+                format!(
+                    "// generated file {i}\nconst VALUE_{i}: u64 = {};\n",
+                    i * 31
+                )
+                .into_bytes()
+            })
+            .collect();
+        let mut blobs: Vec<PreparedBlob> = contents.iter().map(|c| small(c)).collect();
+        blobs.push(small(&contents[5]));
+        blobs.push(PreparedBlob::new(&vec![7u8; SMALL_BLOB_BYTES + 1]));
+        let stored = BlobId::of(&contents[1]);
+        let frames = frames_for(&blobs, |id| Ok(id == stored)).unwrap();
+        let members: Vec<BlobId> = frames
+            .iter()
+            .flat_map(|f| f.members.iter().map(|m| m.id))
+            .collect();
+        let expected: Vec<BlobId> = contents
+            .iter()
+            .map(|c| BlobId::of(c))
+            .filter(|id| *id != stored)
+            .collect();
+        assert_eq!(
+            members, expected,
+            "batch order, each once, stored ones left out"
+        );
+        assert!(frames.len() > 1, "groups close at GROUP_BYTES");
+        for frame in &frames {
+            let decoded = decode_frame(frame.members[0].id, &frame.bytes).unwrap();
+            assert!(decoded.len() <= GROUP_BYTES);
+            for m in &frame.members {
+                let bytes = member_content(m.id, &decoded, m.start.into(), m.size.into()).unwrap();
+                assert_eq!(BlobId::of(&bytes), m.id);
+            }
+        }
+        let stored_total: usize = frames.iter().map(|f| f.bytes.len()).sum();
+        let content_total: usize = expected.len() * contents[100].len();
+        assert!(
+            stored_total * 4 < content_total,
+            "{stored_total} of {content_total}"
+        );
+    }
+
+    #[test]
+    fn a_lone_small_blob_makes_no_frame() {
+        let frames = frames_for(&[small(b"one"), small(b"one")], |_| Ok(false)).unwrap();
+        assert!(frames.is_empty());
+    }
+
+    #[test]
+    fn members_past_their_frame_or_of_other_bytes_are_errors_naming_the_blob() {
+        let id = BlobId::of(b"abc");
+        let frame = b"xxabcxx";
+        assert_eq!(member_content(id, frame, 2, 3).unwrap(), b"abc");
+        for (start, size) in [(5, 3), (u64::MAX, 2), (0, u64::MAX), (1, 3)] {
+            let e = member_content(id, frame, start, size).unwrap_err();
+            assert!(e.to_string().contains(&id.to_string()), "{e}");
+        }
+        let e = decode_frame(id, b"not a zstd frame").unwrap_err();
+        assert!(e.to_string().contains(&id.to_string()), "{e}");
+        let huge = zstd::bulk::compress(&vec![0u8; 2 << 20], 3).unwrap();
+        let e = decode_frame(id, &huge).unwrap_err();
+        assert!(e.to_string().contains("claims"), "{e}");
+    }
+
+    #[test]
+    fn the_cache_keeps_the_last_frames_and_loads_each_once() {
+        let cache = FrameCache::default();
+        let mut loads = 0;
+        for offset in [1u64, 1, 2, 1] {
+            cache
+                .get_or_load(offset, || {
+                    loads += 1;
+                    Ok(vec![offset as u8])
+                })
+                .unwrap();
+        }
+        assert_eq!(loads, 2);
+        for offset in 10..30 {
+            cache.get_or_load(offset, || Ok(Vec::new())).unwrap();
+        }
+        assert_eq!(cache.len(), CACHED_FRAMES);
+        let e = cache.get_or_load(99, || {
+            Err(ReadError::corrupt(ObjectKind::Blob, BlobId::of(b""), "x"))
+        });
+        assert!(e.is_err());
+        assert_eq!(cache.len(), CACHED_FRAMES);
+    }
+
+    #[test]
+    fn a_reader_decodes_each_frame_once_for_all_its_members() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let root = camino::Utf8Path::from_path(dir.path())
+            .expect("utf-8")
+            .join("store");
+        let options = crate::OpenOptions {
+            create: true,
+            ..crate::OpenOptions::default()
+        };
+        let store = crate::Store::open(&root, &options).expect("store");
+        let mut batch = crate::WriteBatch::new();
+        let contents: Vec<Vec<u8>> = (0..200)
+            .map(|i| format!("file {i}\n").into_bytes())
+            .collect();
+        for c in &contents {
+            batch.add_blob(small(c));
+        }
+        store.write(&batch).expect("write");
+        let reader = store.reader().expect("reader");
+        for c in contents.iter().rev() {
+            assert_eq!(&reader.blob(BlobId::of(c)).expect("read"), c);
+        }
+        assert_eq!(reader.frames.len(), 1, "one frame, decoded once, kept");
+    }
+
+    #[test]
+    fn shares_add_up_to_the_frame() {
+        let sizes = [10u64, 20, 70];
+        let total: u64 = sizes.iter().map(|s| member_share(1000, *s, 100)).sum();
+        assert!((1000..1003).contains(&total), "{total}");
+        assert_eq!(member_share(1000, 5, 0), 1000);
+    }
+}
