@@ -175,34 +175,72 @@ fn build(
     Ok((id, size))
 }
 
-/// Every file of a stored tree, in tree order. Iterative, so no tree is deep enough to
-/// exhaust the stack.
+/// The directories of a stored tree with their trees, parents before children and
+/// siblings in name order; each tree is read (and verified) when its turn comes, so a walk
+/// holds one tree and the ids of those still to come. Iterative, so no tree is deep enough
+/// to exhaust the stack.
+pub(crate) struct TreeDirs<'a> {
+    source: &'a dyn diff::TreeSource,
+    stack: Vec<(RepoPathBuf, TreeId)>,
+}
+
+impl<'a> TreeDirs<'a> {
+    pub fn new(source: &'a dyn diff::TreeSource, root: TreeId) -> TreeDirs<'a> {
+        TreeDirs {
+            source,
+            stack: vec![(RepoPathBuf::root(), root)],
+        }
+    }
+}
+
+impl Iterator for TreeDirs<'_> {
+    type Item = Result<(RepoPathBuf, Tree), cas::ReadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (dir, id) = self.stack.pop()?;
+        // A snapshot's or a tree's own: missing means damaged.
+        let tree = match self.source.tree(id) {
+            Ok(tree) => tree,
+            Err(e) => {
+                self.stack.clear();
+                return Some(Err(e.as_referenced()));
+            }
+        };
+        let first = self.stack.len();
+        for e in tree.entries() {
+            if let Some(sub) = e.tree() {
+                self.stack.push((child(&dir, &e.name), sub));
+            }
+        }
+        self.stack[first..].reverse();
+        Some(Ok((dir, tree)))
+    }
+}
+
+/// `dir`'s entry `name`. A `cas::Tree` holds only names `check_name` accepts (checked when
+/// built or decoded).
+pub(crate) fn child(dir: &RepoPathBuf, name: &[u8]) -> RepoPathBuf {
+    let mut path = dir.clone();
+    path.push_name_unchecked(name);
+    path
+}
+
+/// Every file of a stored tree, in tree order.
 pub(crate) fn flatten(
     source: &dyn diff::TreeSource,
     root: TreeId,
 ) -> Result<Vec<FileRecord>, cas::ReadError> {
     let mut out = Vec::new();
-    let mut stack: Vec<(RepoPathBuf, TreeId)> = vec![(RepoPathBuf::root(), root)];
-    while let Some((prefix, id)) = stack.pop() {
-        // A snapshot's or a tree's own: missing means damaged.
-        let tree = source.tree(id).map_err(cas::ReadError::as_referenced)?;
-        let mut subtrees = Vec::new();
-        for e in tree.entries() {
-            let mut path = prefix.clone();
-            // A `cas::Tree` holds only names `check_name` accepts (checked when built or
-            // decoded).
-            path.push_name_unchecked(&e.name);
-            match e.tree() {
-                Some(sub) => subtrees.push((path, sub)),
-                None => out.push(FileRecord {
-                    path,
-                    kind: e.kind,
-                    blob: e.id.as_blob(),
-                    size: e.size,
-                }),
-            }
+    for dir in TreeDirs::new(source, root) {
+        let (dir, tree) = dir?;
+        for e in tree.entries().iter().filter(|e| e.tree().is_none()) {
+            out.push(FileRecord {
+                path: child(&dir, &e.name),
+                kind: e.kind,
+                blob: e.id.as_blob(),
+                size: e.size,
+            });
         }
-        stack.extend(subtrees.into_iter().rev());
     }
     out.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)

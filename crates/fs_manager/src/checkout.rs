@@ -4,17 +4,22 @@ use crate::registry::{OpRecord, WorktreeKind, WorktreeRecord};
 use crate::registry::{RegistryRead, RegistryWrite};
 use crate::shared::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{EntryKind, SnapshotId, Store, WriteBatch};
+use cas::{EntryKind, Reader, SnapshotId, Store, Tree, TreeEntry, TreeId, WriteBatch};
+use path_policy::RepoPathBuf;
 use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 
-use crate::dirstate;
+use crate::build::{TreeDirs, child};
+use crate::dirstate::{self, Child, DirState};
 use crate::error::CheckoutError;
 use crate::fsops::{self, WriteFailure};
 use crate::journal::Step;
+use crate::paths::tree_order;
 use crate::pending::Pending;
 use crate::progress::{Progress, Silent};
-use crate::state::{FileState, now_ns};
+use crate::state::{FileState, RACY_MARGIN, now_ns};
 
 /// Options of [`checkout`](crate::Worktrees::checkout).
 #[derive(Clone, Copy)]
@@ -68,17 +73,16 @@ pub(crate) fn checkout(
 ) -> Result<CheckoutOutcome, CheckoutError> {
     let reader = store.reader()?;
     let snap = reader.snapshot(snapshot)?;
-    let files = crate::build::flatten(&reader, snap.tree)?;
     // Names were checked when the trees were decoded; whole paths are checked here, before
-    // anything is written.
-    for f in &files {
-        if let Err(e) = path_policy::check_path(f.path.as_bytes()) {
-            let path = f.path.to_fs_path(dest.as_std_path());
-            return Err(CheckoutError::Refused {
-                path,
-                reason: e.reason(),
-            });
-        }
+    // anything is written. This walk keeps only counts: the trees are read again to write.
+    let counted = survey(&reader, snap.tree, |path| {
+        path_policy::check_path(path).err().map(|e| e.reason())
+    })?;
+    if let Some((path, reason)) = counted.refused {
+        return Err(CheckoutError::Refused {
+            path: crate::paths::join(dest.as_std_path(), &path),
+            reason,
+        });
     }
     // One checkout into a folder at a time: the emptiness check below must still hold when
     // writing starts.
@@ -146,16 +150,20 @@ pub(crate) fn checkout(
         })?;
     // A path the system cannot take from `/` under this root would be written, and then
     // out of every capture's reach.
-    if let Some(f) = files
-        .iter()
-        .find(|f| crate::rules::beyond_reach(root.as_std_path(), f.path.as_bytes()))
-    {
+    let beyond_reach = |path: &[u8]| {
+        crate::rules::beyond_reach(root.as_std_path(), path)
+            .then_some("path-too-long: longer than the system takes from / under this destination")
+    };
+    if let Some(reason) = beyond_reach(&counted.longest) {
         if created {
             let _ = std::fs::remove_dir(&root);
         }
+        // The first such path in tree order, as the check above names it.
+        let first = survey(&reader, snap.tree, beyond_reach)?.refused;
+        let path = first.map_or(counted.longest, |(path, _)| path);
         return Err(CheckoutError::Refused {
-            path: f.path.to_fs_path(dest.as_std_path()),
-            reason: "path-too-long: longer than the system takes from / under this destination",
+            path: crate::paths::join(dest.as_std_path(), &path),
+            reason,
         });
     }
     let _busy = (root != dest).then(|| ws.locks.lock(&root));
@@ -205,24 +213,11 @@ pub(crate) fn checkout(
         e
     };
 
-    let mut states = hydrate(store, &root, &files, options.progress).map_err(forget)?;
-    // Nothing else writes into a worktree while it is checked out, so every entry is as good
-    // as verified now; files written within the racy margin of now are read once more.
-    let verified = now_ns();
-    for (_, state) in &mut states {
-        state.verified_ns = verified;
-    }
+    let records = hydrate(&reader, &root, snap.tree, &counted, options.progress).map_err(forget)?;
     let mut batch = WriteBatch::new();
     batch.clear_file_states(&root);
-    let mut dirs = std::collections::HashMap::new();
-    let touched = dirstate::record_written(
-        &mut dirs,
-        states.iter().map(|(p, s)| (p.as_slice(), Some(*s))),
-    );
-    for dir in touched {
-        if let Some(state) = dirs.get(&dir) {
-            batch.set_file_state(&root, &dirstate::dir_key(&dir), state.encode());
-        }
+    for (dir, state) in records {
+        batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state));
     }
     batch.put_worktree(&record).map_err(|e| forget(e.into()))?;
     batch
@@ -233,80 +228,258 @@ pub(crate) fn checkout(
     Ok(CheckoutOutcome {
         worktree: root,
         snapshot,
-        files: files.len() as u64,
-        bytes: files.iter().map(|f| f.size).sum(),
+        files: counted.files,
+        bytes: counted.bytes,
     })
 }
 
-fn hydrate(
-    store: &Store,
-    root: &Utf8Path,
-    files: &[crate::scan::FileRecord],
-    progress: &dyn Progress,
-) -> Result<Vec<(Vec<u8>, FileState)>, CheckoutError> {
-    let root = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
-    let root = &root;
-    progress.start(
-        "checkout",
-        files.len() as u64,
-        files.iter().map(|f| f.size).sum(),
-    );
-    // Directories first, parents before children (files are in tree order).
-    let mut last_dir: &[u8] = &[];
-    for f in files {
-        let dir = f.path.split_parent().0.as_bytes();
-        if dir != last_dir {
-            fsops::ensure_dir(root, dir).map_err(failure)?;
-            last_dir = dir;
+/// What a walk of a snapshot's trees found, before anything is written.
+struct Survey {
+    files: u64,
+    bytes: u64,
+    /// The first of the longest paths.
+    longest: Vec<u8>,
+    /// The first path refused, in tree order, and why.
+    refused: Option<(Vec<u8>, &'static str)>,
+}
+
+/// Counts the files of `tree` and finds the first path `refuse` gives a reason for, holding
+/// one directory's tree at a time.
+fn survey(
+    reader: &Reader,
+    tree: TreeId,
+    refuse: impl Fn(&[u8]) -> Option<&'static str>,
+) -> Result<Survey, cas::ReadError> {
+    let mut found = Survey {
+        files: 0,
+        bytes: 0,
+        longest: Vec::new(),
+        refused: None,
+    };
+    for dir in TreeDirs::new(reader, tree) {
+        let (dir, tree) = dir?;
+        for e in tree.entries().iter().filter(|e| e.tree().is_none()) {
+            let path = child(&dir, &e.name).into_bytes();
+            found.files += 1;
+            found.bytes = found.bytes.saturating_add(e.size);
+            if path.len() > found.longest.len() {
+                found.longest.clone_from(&path);
+            }
+            // Directories come parents first, not in tree order: keep the least.
+            if let Some(reason) = refuse(&path)
+                && found
+                    .refused
+                    .as_ref()
+                    .is_none_or(|(least, _)| tree_order(&path, least).is_lt())
+            {
+                found.refused = Some((path, reason));
+            }
         }
     }
-    // Regular files in parallel, one directory handle per directory; symlinks last.
-    let mut by_dir: std::collections::BTreeMap<&[u8], Vec<&crate::scan::FileRecord>> =
-        Default::default();
-    for f in files.iter().filter(|f| f.kind != EntryKind::Symlink) {
-        by_dir
-            .entry(f.path.split_parent().0.as_bytes())
-            .or_default()
-            .push(f);
+    Ok(found)
+}
+
+/// Regular files written per round: directories are taken whole until a round holds this
+/// many, so that many small directories are written in parallel too, and what is held is
+/// a round's files, not the tree's.
+const ROUND_FILES: usize = 4096;
+
+/// Writes the files of `tree` under `root`, directory by directory, regular files in
+/// parallel and symlinks last; returns each written directory's stat-cache record.
+fn hydrate(
+    reader: &Reader,
+    root: &Utf8Path,
+    tree: TreeId,
+    counted: &Survey,
+    progress: &dyn Progress,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, CheckoutError> {
+    let root = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
+    let root = &root;
+    progress.start("checkout", counted.files, counted.bytes);
+    let mut records = CacheRecords::default();
+    let mut links: Vec<(RepoPathBuf, TreeEntry)> = Vec::new();
+    let mut dirs = TreeDirs::new(reader, tree);
+    loop {
+        let mut round: Vec<(RepoPathBuf, Vec<TreeEntry>, Tree)> = Vec::new();
+        let mut files = 0;
+        while files < ROUND_FILES
+            && let Some(dir) = dirs.next()
+        {
+            let (dir, tree) = dir?;
+            let (symlinks, regular): (Vec<TreeEntry>, Vec<TreeEntry>) = tree
+                .entries()
+                .iter()
+                .filter(|e| e.tree().is_none())
+                .cloned()
+                .partition(|e| e.kind == EntryKind::Symlink);
+            if regular.is_empty() && symlinks.is_empty() {
+                continue;
+            }
+            // Parents before children: directories come in that order.
+            fsops::ensure_dir(root, dir.as_bytes()).map_err(failure)?;
+            links.extend(symlinks.into_iter().map(|e| (child(&dir, &e.name), e)));
+            if !regular.is_empty() {
+                files += regular.len();
+                round.push((dir, regular, tree));
+            }
+        }
+        if round.is_empty() {
+            break;
+        }
+        let written = round
+            .par_iter()
+            .map(|(dir, files, _)| {
+                let handle = root
+                    .open_dir(dir.as_bytes())
+                    .map_err(|e| failure(e.into()))?;
+                files
+                    .par_iter()
+                    .map(|e| write_file(root, &handle, &child(dir, &e.name), e, reader, progress))
+                    .collect::<Result<Vec<_>, CheckoutError>>()
+            })
+            .collect::<Result<Vec<_>, CheckoutError>>()?;
+        for ((dir, _, tree), children) in round.into_iter().zip(written) {
+            records.add(dir.as_bytes().to_vec(), children, tree);
+        }
+        records.settle(now_ns());
     }
-    let reader = store.reader()?;
-    let groups: Vec<(&[u8], Vec<&crate::scan::FileRecord>)> = by_dir.into_iter().collect();
-    let mut states: Vec<(Vec<u8>, FileState)> = groups
-        .par_iter()
-        .map(|(dir_rel, group)| {
-            let dir = root.open_dir(dir_rel).map_err(|e| failure(e.into()))?;
-            group
-                .par_iter()
-                .map(|f| {
-                    let st = fsops::create(root, &dir, f.path.as_bytes(), f.kind, f.blob, &reader)
-                        .map_err(failure)?;
-                    progress.advance(1, f.size);
-                    // Stat-cache keys stay the path's bytes.
-                    Ok((
-                        f.path.as_bytes().to_vec(),
-                        FileState::from_stat(&st, f.blob, 0),
-                    ))
-                })
-                .collect::<Result<Vec<_>, CheckoutError>>()
-        })
-        .collect::<Result<Vec<Vec<_>>, CheckoutError>>()?
-        .into_iter()
-        .flatten()
-        .collect();
-    for f in files.iter().filter(|f| f.kind == EntryKind::Symlink) {
-        let dir = root
-            .open_dir(f.path.split_parent().0.as_bytes())
-            .map_err(|e| failure(e.into()))?;
-        let st = fsops::create(root, &dir, f.path.as_bytes(), f.kind, f.blob, &reader)
-            .map_err(failure)?;
-        progress.advance(1, f.size);
-        states.push((
-            f.path.as_bytes().to_vec(),
-            FileState::from_stat(&st, f.blob, 0),
-        ));
+    for group in links.chunk_by(|(a, _), (b, _)| a.split_parent().0 == b.split_parent().0) {
+        let dir = group[0].0.split_parent().0.as_bytes();
+        let handle = root.open_dir(dir).map_err(|e| failure(e.into()))?;
+        let children = group
+            .iter()
+            .map(|(path, e)| write_file(root, &handle, path, e, reader, progress))
+            .collect::<Result<Vec<_>, CheckoutError>>()?;
+        records.add_links(dir, children);
     }
     progress.finish();
-    Ok(states)
+    // Nothing else writes into a worktree while it is checked out, so every entry is as good
+    // as verified now; files written within the racy margin of now are read once more.
+    Ok(records.finish(now_ns()))
+}
+
+/// Writes one file or symlink through its directory's handle: its stat-cache entry, not yet
+/// verified.
+fn write_file(
+    root: &path_policy::Root,
+    dir: &OwnedFd,
+    path: &RepoPathBuf,
+    entry: &TreeEntry,
+    reader: &Reader,
+    progress: &dyn Progress,
+) -> Result<(Vec<u8>, FileState), CheckoutError> {
+    let blob = entry.id.as_blob();
+    let st =
+        fsops::create(root, dir, path.as_bytes(), entry.kind, blob, reader).map_err(failure)?;
+    progress.advance(1, entry.size);
+    Ok((entry.name.clone(), FileState::from_stat(&st, blob, 0)))
+}
+
+/// A written directory's stat-cache entry (as `dirstate::record_written` makes it: its
+/// files, no stamp), waiting to be verified.
+struct Unsettled {
+    dir: Vec<u8>,
+    state: DirState,
+    /// The directory's tree: its record takes the files' blob ids from there.
+    tree: Tree,
+    /// The latest mtime or ctime of its files.
+    changed_ns: i64,
+}
+
+/// The stat-cache records of written directories. A directory is verified and encoded as
+/// soon as none of its files is racy at the time it is verified at, and then held encoded
+/// only: what is held in full is the files written within the racy margin, not the tree.
+#[derive(Default)]
+struct CacheRecords {
+    unsettled: VecDeque<Unsettled>,
+    /// Entries taken back for their symlinks, which are written last.
+    reopened: HashMap<Vec<u8>, DirState>,
+    encoded: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl CacheRecords {
+    /// Adds the entry of a directory whose regular files (sorted by name) are written
+    /// from `tree`.
+    fn add(&mut self, dir: Vec<u8>, files: Vec<(Vec<u8>, FileState)>, tree: Tree) {
+        let changed_ns = files
+            .iter()
+            .map(|(_, f)| f.mtime_ns.max(f.ctime_ns))
+            .max()
+            .unwrap_or(i64::MIN);
+        let state = DirState {
+            children: files
+                .into_iter()
+                .map(|(name, f)| (name, Child::File(f)))
+                .collect(),
+            tree: Some((tree.id(), tree.size())),
+            ..DirState::unverified()
+        };
+        self.unsettled.push_back(Unsettled {
+            dir,
+            state,
+            tree,
+            changed_ns,
+        });
+    }
+
+    /// Verifies at `now` and encodes the entries none of whose files is racy then.
+    fn settle(&mut self, now: i64) {
+        let margin = i64::try_from(RACY_MARGIN.as_nanos()).unwrap_or(i64::MAX);
+        while let Some(next) = self.unsettled.front()
+            && next.changed_ns < now.saturating_sub(margin)
+            && let Some(entry) = self.unsettled.pop_front()
+        {
+            self.encoded
+                .insert(entry.dir, verified(entry.state, now, Some(&entry.tree)));
+        }
+    }
+
+    /// Adds the symlinks of `dir` to its entry, taking it back if it is encoded already.
+    fn add_links(&mut self, dir: &[u8], links: Vec<(Vec<u8>, FileState)>) {
+        self.reopened
+            .extend(self.unsettled.drain(..).map(|u| (u.dir, u.state)));
+        let encoded = &mut self.encoded;
+        let state = self.reopened.entry(dir.to_vec()).or_insert_with_key(|dir| {
+            // A record that does not decode costs the next capture a read of its files,
+            // never correctness.
+            encoded
+                .remove(dir)
+                .and_then(|record| DirState::decode(&record))
+                .unwrap_or_else(DirState::unverified)
+        });
+        for (name, link) in links {
+            let children = &mut state.children;
+            match children.binary_search_by(|(n, _)| n.as_slice().cmp(&name)) {
+                Ok(i) => children[i].1 = Child::File(link),
+                Err(i) => children.insert(i, (name, Child::File(link))),
+            }
+        }
+    }
+
+    /// Every record, the entries still held verified at `now`.
+    fn finish(mut self, now: i64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        for u in self.unsettled.drain(..) {
+            self.encoded
+                .insert(u.dir, verified(u.state, now, Some(&u.tree)));
+        }
+        for (dir, state) in self.reopened {
+            self.encoded.insert(dir, verified(state, now, None));
+        }
+        self.encoded
+    }
+}
+
+/// `state`'s record, its files verified at `now`, against its directory's `tree` if given.
+/// (Its tree is named, but its stamp is not: the next capture lists the directory again,
+/// taking the files' blob ids from the tree.)
+fn verified(mut state: DirState, now: i64, tree: Option<&Tree>) -> Vec<u8> {
+    for (_, child) in &mut state.children {
+        if let Child::File(f) = child {
+            f.verified_ns = now;
+        }
+    }
+    // A state read back from its record still names its tree: never `None`.
+    state.encode_against(tree).unwrap_or_default()
 }
 
 /// Empties the root of a failed checkout through its handle (nothing beneath a symlink
@@ -320,5 +493,128 @@ fn clean_up(root: &Utf8Path, created: bool) {
     }
     if created {
         let _ = std::fs::remove_dir(root);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::os::unix::fs::PermissionsExt;
+
+    use crate::dirstate::{self, Cache, Child};
+    use crate::state::FileState;
+
+    /// The records a checkout leaves are, but for when each file was verified, what
+    /// `dirstate::record_written` makes of every written file's `lstat`: directories with
+    /// files only (not those holding only directories), symlinks among the files; and
+    /// every file verified after it was written. More files than a round holds, in many
+    /// directories.
+    #[test]
+    fn the_stat_cache_holds_what_record_written_makes_of_every_written_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
+        let store = cas::Store::open(
+            &base.join("store"),
+            &cas::OpenOptions {
+                create: true,
+                ..cas::OpenOptions::default()
+            },
+        )
+        .expect("store");
+        let src = base.join("src");
+        let mut files = vec![
+            "top.txt".to_owned(),
+            "only/sub/deeper/f.txt".into(),
+            "links/a.txt".into(),
+            "links/z.txt".into(),
+        ];
+        for d in 0..60 {
+            for f in 0..90 {
+                files.push(format!("many/d{d}/f{f}"));
+            }
+        }
+        assert!(files.len() > super::ROUND_FILES);
+        for (i, f) in files.iter().enumerate() {
+            let p = src.join(f);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, format!("file {i}")).expect("write");
+        }
+        std::fs::create_dir_all(src.join("bin")).expect("mkdir");
+        std::fs::write(src.join("bin/run.sh"), "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(src.join("bin/run.sh"), PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        std::os::unix::fs::symlink("../top.txt", src.join("links/m")).expect("symlink");
+        std::fs::create_dir_all(src.join("justlinks")).expect("mkdir");
+        std::os::unix::fs::symlink("nowhere", src.join("justlinks/l")).expect("symlink");
+
+        let ws = crate::Worktrees::new();
+        let snap = ws
+            .onboard(&store, &src, &crate::OnboardOptions::default())
+            .expect("onboard")
+            .snapshot;
+        let dest = base.join("dest");
+        let out = ws
+            .checkout(&store, snap, &dest, &crate::CheckoutOptions::default())
+            .expect("checkout");
+        assert_eq!(out.files, files.len() as u64 + 3);
+
+        let reader = store.reader().expect("reader");
+        let tree = reader.snapshot(snap).expect("snapshot").tree;
+        let written = crate::build::flatten(&reader, tree).expect("flatten");
+        assert_eq!(written.len() as u64, out.files);
+        let mut expected = HashMap::new();
+        dirstate::record_written(
+            &mut expected,
+            written.iter().map(|f| {
+                let meta =
+                    std::fs::symlink_metadata(dest.join(f.path.to_string())).expect("written file");
+                (
+                    f.path.as_bytes(),
+                    Some(FileState::from_metadata(&meta, f.blob, 0)),
+                )
+            }),
+        );
+        let mut loaded = Cache::load(&reader, &out.worktree).expect("load").dirs;
+        // The records name their directories' trees and take the blob ids from there.
+        let dirs: Vec<Vec<u8>> = loaded.keys().cloned().collect();
+        let wanted = dirs.iter().map(Vec::as_slice).collect();
+        dirstate::resolve_dirs(&mut loaded, &wanted, &reader).expect("blob ids in the trees");
+        let mut verified = 0;
+        for state in loaded.values_mut() {
+            assert!(
+                state.tree.is_some()
+                    || state.children.iter().all(|(_, c)| {
+                        matches!(c, Child::File(f) if f.mode & 0o170000 == 0o120000)
+                    }),
+                "a record of regular files points into its tree"
+            );
+            state.tree = None;
+            for (name, child) in &mut state.children {
+                let Child::File(f) = child else {
+                    panic!("{name:?}: not a file");
+                };
+                assert!(
+                    f.verified_ns >= f.mtime_ns.max(f.ctime_ns),
+                    "{name:?}: verified before it was written"
+                );
+                f.verified_ns = 0;
+                verified += 1;
+            }
+        }
+        assert_eq!(verified, written.len());
+        for d in [
+            "",
+            "links",
+            "justlinks",
+            "bin",
+            "many/d59",
+            "only/sub/deeper",
+        ] {
+            assert!(loaded.contains_key(d.as_bytes()), "{d:?} has a record");
+        }
+        for d in ["only", "only/sub", "many"] {
+            assert!(!loaded.contains_key(d.as_bytes()), "{d:?} holds no file");
+        }
+        assert_eq!(loaded, expected);
     }
 }

@@ -7,6 +7,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use cas::{Store, TreeId, WriteBatch};
 use rustix::fs::AtFlags;
 
+use crate::build::{TreeDirs, child};
 use crate::error::RecoverError;
 use crate::fsops::{self, WriteFailure};
 use crate::journal::{Journal, remove_staging};
@@ -95,51 +96,88 @@ pub(crate) fn recover(
         });
     }
     let handle = path_policy::Root::open(root.as_std_path()).map_err(WriteFailure::from)?;
-    let entries: Vec<(Vec<u8>, Option<diff::FileEntry>)> = match &journal.paths {
-        None => crate::build::flatten(&reader, journal.target)?
-            .into_iter()
-            .map(|f| {
-                let entry = diff::FileEntry {
-                    kind: f.kind,
-                    id: f.blob.into(),
-                    size: f.size,
-                };
-                // As the journal holds them: bytes, read back unchecked from the store.
-                (f.path.into_bytes(), Some(entry))
-            })
-            .collect(),
-        Some(paths) => paths
-            .iter()
-            .map(|p| Ok((p.clone(), lookup(&reader, journal.target, p)?)))
-            .collect::<Result<_, cas::ReadError>>()?,
+    let paths = match &journal.paths {
+        // A whole tree (a checkout): directory by directory, one tree held at a time.
+        None => restore_tree(&handle, &reader, journal.target, journal.pid)?,
+        Some(paths) => restore_paths(&handle, &reader, journal.target, journal.pid, paths)?,
     };
-    let mut removals: Vec<&Vec<u8>> = entries
-        .iter()
-        .filter(|(_, e)| e.is_none())
-        .map(|(p, _)| p)
-        .collect();
-    removals.sort_by(|a, b| tree_order(b, a));
-    for p in removals {
-        fsops::remove(&handle, p)?;
-    }
-    for (p, e) in &entries {
-        let Some(e) = e else { continue };
-        let (dir, _) = split_parent(p);
-        fsops::ensure_dir(&handle, dir)?;
-        fsops::remove_empty_dir(&handle, p)?;
-        fsops::replace(&handle, p, e.kind, e.id.as_blob(), &reader)?;
-    }
     if let Some(name) = &journal.staging {
         remove_staging(&handle, name);
     }
-    remove_temporaries(&handle, journal.pid, &entries);
     drop(reader);
     store.write(&finished(&journal, &root)?)?;
     Ok(RecoverOutcome {
         root,
         op: Some(journal.op),
-        paths: entries.len() as u64,
+        paths,
     })
+}
+
+/// Makes every file of `target` as it is there, and removes the interrupted process's
+/// temporary files beside them: how many files.
+fn restore_tree(
+    handle: &path_policy::Root,
+    reader: &cas::Reader,
+    target: TreeId,
+    pid: u32,
+) -> Result<u64, RecoverError> {
+    let mut restored = 0;
+    for dir in TreeDirs::new(reader, target) {
+        let (dir, tree) = dir?;
+        let mut files = tree
+            .entries()
+            .iter()
+            .filter(|e| e.tree().is_none())
+            .peekable();
+        if files.peek().is_none() {
+            continue;
+        }
+        fsops::ensure_dir(handle, dir.as_bytes())?;
+        for e in files {
+            let path = child(&dir, &e.name);
+            fsops::remove_empty_dir(handle, path.as_bytes())?;
+            fsops::replace(handle, path.as_bytes(), e.kind, e.id.as_blob(), reader)?;
+            restored += 1;
+        }
+        remove_temporaries_in(handle, pid, dir.as_bytes());
+    }
+    Ok(restored)
+}
+
+/// Makes each of `paths` as it is in `target` (removed where it holds none), and removes
+/// the interrupted process's temporary files beside them: how many paths.
+fn restore_paths(
+    handle: &path_policy::Root,
+    reader: &cas::Reader,
+    target: TreeId,
+    pid: u32,
+    paths: &[Vec<u8>],
+) -> Result<u64, RecoverError> {
+    let entries: Vec<(&[u8], Option<diff::FileEntry>)> = paths
+        .iter()
+        .map(|p| Ok((p.as_slice(), lookup(reader, target, p)?)))
+        .collect::<Result<_, cas::ReadError>>()?;
+    let mut removals: Vec<&[u8]> = entries
+        .iter()
+        .filter(|(_, e)| e.is_none())
+        .map(|(p, _)| *p)
+        .collect();
+    removals.sort_by(|a, b| tree_order(b, a));
+    for p in removals {
+        fsops::remove(handle, p)?;
+    }
+    for (p, e) in &entries {
+        let Some(e) = e else { continue };
+        let (dir, _) = split_parent(p);
+        fsops::ensure_dir(handle, dir)?;
+        fsops::remove_empty_dir(handle, p)?;
+        fsops::replace(handle, p, e.kind, e.id.as_blob(), reader)?;
+    }
+    let dirs: BTreeSet<&[u8]> = paths.iter().map(|p| split_parent(p).0).collect();
+    for dir in dirs {
+        remove_temporaries_in(handle, pid, dir);
+    }
+    Ok(entries.len() as u64)
 }
 
 /// The recovered step recorded as done: its registry record and op-log entry, the journal
@@ -156,28 +194,21 @@ fn finished(journal: &Journal, root: &Utf8Path) -> Result<WriteBatch, crate::Reg
     Ok(batch)
 }
 
-/// Removes the interrupted process's temporary files (`.cairn-<pid>-…`) beside `entries`.
-fn remove_temporaries(
-    root: &path_policy::Root,
-    pid: u32,
-    entries: &[(Vec<u8>, Option<diff::FileEntry>)],
-) {
+/// Removes the interrupted process's temporary files (`.cairn-<pid>-…`) in `dir`.
+fn remove_temporaries_in(root: &path_policy::Root, pid: u32, dir: &[u8]) {
     let prefix = format!(".cairn-{pid}-");
-    let dirs: BTreeSet<&[u8]> = entries.iter().map(|(p, _)| split_parent(p).0).collect();
-    for dir in dirs {
-        let Ok(fd) = root.open_dir(dir) else { continue };
-        let Ok(mut listing) = rustix::fs::Dir::read_from(&fd) else {
-            continue;
-        };
-        let mut stale = Vec::new();
-        while let Some(Ok(entry)) = listing.next() {
-            if entry.file_name().to_bytes().starts_with(prefix.as_bytes()) {
-                stale.push(entry.file_name().to_owned());
-            }
+    let Ok(fd) = root.open_dir(dir) else { return };
+    let Ok(mut listing) = rustix::fs::Dir::read_from(&fd) else {
+        return;
+    };
+    let mut stale = Vec::new();
+    while let Some(Ok(entry)) = listing.next() {
+        if entry.file_name().to_bytes().starts_with(prefix.as_bytes()) {
+            stale.push(entry.file_name().to_owned());
         }
-        for name in stale {
-            let _ = rustix::fs::unlinkat(&fd, name.as_c_str(), AtFlags::empty());
-        }
+    }
+    for name in stale {
+        let _ = rustix::fs::unlinkat(&fd, name.as_c_str(), AtFlags::empty());
     }
 }
 
@@ -208,4 +239,86 @@ pub(crate) fn lookup(
         }
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::registry::{OpRecord, RegistryRead as _, WorktreeKind, WorktreeRecord};
+
+    /// A checkout cut short (its journal stored, some files written, one half written, a
+    /// temporary file and an empty directory where a file goes): recover writes the whole
+    /// tree, directory by directory, and records the worktree.
+    #[test]
+    fn an_interrupted_checkout_is_finished_from_its_target_tree() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
+        let store = cas::Store::open(
+            &base.join("store"),
+            &cas::OpenOptions {
+                create: true,
+                ..cas::OpenOptions::default()
+            },
+        )
+        .expect("store");
+        let src = base.join("src");
+        let files = ["a.txt", "d/b.txt", "d/e/c.txt", "only/sub/f.txt"];
+        for f in files {
+            let p = src.join(f);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, format!("body of {f}")).expect("write");
+        }
+        let ws = crate::Worktrees::new();
+        let snap = ws
+            .onboard(&store, &src, &crate::OnboardOptions::default())
+            .expect("onboard")
+            .snapshot;
+        let tree = store
+            .reader()
+            .expect("reader")
+            .snapshot(snap)
+            .expect("snap")
+            .tree;
+
+        let root = base.join("dest");
+        std::fs::create_dir_all(root.join("d/e/c.txt")).expect("mkdir");
+        std::fs::write(root.join("a.txt"), "body of a.txt").expect("write");
+        std::fs::write(root.join("d/b.txt"), "half").expect("write");
+        std::fs::write(root.join("d/.cairn-4242-tmp"), "temporary").expect("write");
+        let record = WorktreeRecord {
+            head: Some(snap),
+            identity: crate::root::identity_of(&root),
+            ..WorktreeRecord::new(root.clone(), WorktreeKind::Isolated)
+        };
+        let journal = crate::journal::Journal {
+            op: "checkout".into(),
+            pid: 4242,
+            staging: None,
+            target: tree,
+            paths: None,
+            record,
+            entry: Some(OpRecord::new("checkout", None, Some(snap))),
+            started: jiff::Timestamp::now(),
+        };
+        crate::journal::Step::begin(&store, &root, &journal, crate::pending::Pending::default())
+            .expect("journal");
+
+        let out = ws.recover(&store, &root).expect("recover");
+        assert_eq!(out.op.as_deref(), Some("checkout"));
+        assert_eq!(out.paths, files.len() as u64);
+        for f in files {
+            assert_eq!(
+                std::fs::read_to_string(root.join(f)).expect("restored"),
+                format!("body of {f}"),
+                "{f}"
+            );
+        }
+        assert!(!root.join("d/.cairn-4242-tmp").exists(), "temporary left");
+        let reader = store.reader().expect("reader");
+        assert!(reader.journal(&root).expect("journal").is_none());
+        let registered = reader
+            .worktree(&root)
+            .expect("registry")
+            .expect("registered");
+        assert_eq!(registered.head, Some(snap));
+    }
 }
