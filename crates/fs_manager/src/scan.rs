@@ -137,8 +137,8 @@ pub(crate) type CacheUpdate = (Vec<u8>, Option<Vec<u8>>);
 
 /// What a scan found.
 pub(crate) struct Scan {
-    /// Files held one by one in memory (those of changed directories and of the
-    /// directories above them); the rest stood as cached.
+    /// Files held one by one in memory (those of directories that changed); the rest
+    /// stood as cached.
     pub held_files: u64,
     pub skipped: Vec<Skipped>,
     /// Files whose content was read (the rest came from the stat cache).
@@ -475,7 +475,6 @@ pub(crate) fn scan(
     let unchanged: HashSet<Vec<u8>> = unchanged.into_iter().cloned().collect();
     // Files to compare with entries whose blob ids are still in their directory's tree:
     // those trees are read now (a directory where nothing changed never has its read).
-    let reader = store.reader()?;
     let pending: HashSet<Vec<u8>> = walked
         .iter()
         .map(|w| split_parent(&w.path).0)
@@ -484,7 +483,9 @@ pub(crate) fn scan(
         .collect();
     if !pending.is_empty() {
         let wanted = pending.iter().map(Vec::as_slice).collect();
-        dirstate::resolve_dirs(&mut cache.dirs, &wanted, &reader)
+        // A read view of its own: one held while the groups below are written would keep
+        // every page those writes free from being used again, and the file would grow.
+        dirstate::resolve_dirs(&mut cache.dirs, &wanted, &store.reader()?)
             .map_err(|(dir, tree)| stale(root_path, &dir, tree))?;
         for w in walked.iter_mut().filter(|w| w.cached.is_none()) {
             let (parent, name) = split_parent(&w.path);
@@ -519,7 +520,7 @@ pub(crate) fn scan(
         stale,
         reuse: reuse_trees,
     } = assembly
-        .finish(&unchanged, &pruned, &vanished, &skipped, &reader)
+        .finish(&unchanged, &pruned, &vanished, &skipped, &store.reader()?)
         .map_err(|lost| match lost {
             Lost::Listing(dir) => ScanError::Io {
                 path: join(root_path, &dir),
