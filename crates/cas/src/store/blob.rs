@@ -14,6 +14,11 @@ use super::error::{ReadError, StorageFailure, StorageResult};
 use crate::id::{BlobId, ObjectId};
 use crate::object::ObjectKind;
 
+/// Blobs up to this size are written in groups (`frame`). Files this small gain little
+/// from zstd alone, and most files of a source tree are this small; larger ones compress
+/// well by themselves, and keeping them out bounds what reading one member decompresses.
+pub(crate) const SMALL_BLOB_BYTES: usize = 16 << 10;
+
 /// Blobs larger than this are stored as a list of chunks of this size.
 pub const CHUNK_BYTES: usize = 1 << 20;
 
@@ -38,7 +43,7 @@ pub(crate) enum Codec {
 pub(crate) enum Location {
     /// `len` bytes at `offset` of the blob log, encoded with `codec`, `size` bytes decoded.
     /// Tag 0: `offset` (8 bytes), `len` (4), `size` (8), the codec byte. Fixed-width as in
-    /// format 2: only blobs over `frame::SMALL_BLOB_BYTES`, and small ones written alone,
+    /// format 2: only blobs over [`SMALL_BLOB_BYTES`], and small ones written alone,
     /// have such a record, and with varints redb laid the `blobs` table's pages out
     /// differently enough that a budgeted gc's compaction left the file a page run larger
     /// more often (the CLI's budget test, 3 runs in 20).
@@ -205,7 +210,7 @@ pub struct PreparedBlob {
 
 #[derive(Debug, Clone)]
 pub(crate) enum Body {
-    /// Up to `frame::SMALL_BLOB_BYTES`, compressed by the write, with the batch's other
+    /// Up to [`SMALL_BLOB_BYTES`], compressed by the write, with the batch's other
     /// small blobs.
     Small {
         content: Vec<u8>,
@@ -296,7 +301,7 @@ impl PreparedBlob {
     /// Like [`PreparedBlob::new`] when the caller already hashed the content.
     pub(crate) fn with_id(id: BlobId, content: &[u8]) -> PreparedBlob {
         let size = content.len() as u64;
-        if content.len() <= super::frame::SMALL_BLOB_BYTES {
+        if content.len() <= SMALL_BLOB_BYTES {
             PreparedBlob {
                 id,
                 size,

@@ -18,11 +18,6 @@ use super::error::{ReadError, StorageFailure};
 use crate::id::BlobId;
 use crate::object::ObjectKind;
 
-/// Blobs up to this size are written in groups. Files this small gain little from zstd
-/// alone, and most files of a source tree are this small; larger ones compress well by
-/// themselves, and keeping them out bounds what reading one member decompresses.
-pub(crate) const SMALL_BLOB_BYTES: usize = 16 << 10;
-
 /// A group is closed once its members add up to this (decoded): zstd's gain has levelled
 /// off by then, and reading one member decompresses at most this plus one small blob.
 pub(crate) const GROUP_BYTES: usize = 64 << 10;
@@ -196,6 +191,7 @@ pub(crate) fn member_share(frame_len: u32, size: u64, members_bytes: u64) -> u64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::blob::SMALL_BLOB_BYTES;
 
     fn small(content: &[u8]) -> PreparedBlob {
         PreparedBlob::new(content)

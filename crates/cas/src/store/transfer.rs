@@ -99,7 +99,7 @@ impl PreparedBlob {
         if actual != claimed {
             return Err(PayloadError::Mismatch(actual));
         }
-        if size > super::blob::CHUNK_BYTES || size <= super::frame::SMALL_BLOB_BYTES {
+        if size > super::blob::CHUNK_BYTES || size <= super::blob::SMALL_BLOB_BYTES {
             return Ok(PreparedBlob::with_id(actual, &content));
         }
         let codec = if payload.zstd {
