@@ -8,6 +8,7 @@
 
 use std::cell::RefCell;
 
+use integer_encoding::VarInt;
 use redb::{ReadableTable, Table};
 
 use super::error::{ReadError, StorageFailure, StorageResult};
@@ -71,34 +72,21 @@ const TAG_CHUNKED: u8 = 1;
 const TAG_MEMBER: u8 = 2;
 
 /// Appends `v` as an unsigned LEB128 varint.
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    loop {
-        let low = (v & 0x7f) as u8;
-        v >>= 7;
-        if v == 0 {
-            out.push(low);
-            return;
-        }
-        out.push(low | 0x80);
-    }
+pub(crate) fn put_varint(out: &mut Vec<u8>, v: u64) {
+    let mut buf = [0u8; 10];
+    let n = VarInt::encode_var(v, &mut buf);
+    out.extend_from_slice(&buf[..n]);
 }
 
 /// Takes one varint off the front of `bytes`; `None` if it is cut short, overflows a `u64`
 /// or is longer than it needs to be (so that every value has one encoding).
 pub(crate) fn take_varint(bytes: &mut &[u8]) -> Option<u64> {
-    let mut v = 0u64;
-    for i in 0..10 {
-        let (&b, rest) = bytes.split_first()?;
-        *bytes = rest;
-        if i == 9 && b > 1 {
-            return None;
-        }
-        v |= u64::from(b & 0x7f) << (7 * i);
-        if b & 0x80 == 0 {
-            return (b != 0 || i == 0).then_some(v);
-        }
+    let (v, n) = <u64 as VarInt>::decode_var(bytes)?;
+    if n != v.required_space() {
+        return None;
     }
-    None
+    *bytes = &bytes[n..];
+    Some(v)
 }
 
 /// A log extent (`offset`, `len`) as two varints, with nothing after them.
