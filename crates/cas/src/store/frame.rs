@@ -52,14 +52,15 @@ pub(crate) fn frames_for(
     is_stored: impl Fn(BlobId) -> Result<bool, StorageFailure>,
 ) -> Result<Vec<Frame>, StorageFailure> {
     let mut seen = HashSet::new();
-    let mut groups: Vec<Vec<(BlobId, &[u8])>> = Vec::new();
-    let mut current: Vec<(BlobId, &[u8])> = Vec::new();
+    // Members by their place in `blobs`: a million small blobs make several groups.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut current = Vec::new();
     let mut current_bytes = 0;
-    for blob in blobs {
+    for (i, blob) in blobs.iter().enumerate() {
         let Body::Small { content } = &blob.body else {
             continue;
         };
-        if !seen.insert(blob.id) || is_stored(blob.id)? {
+        if !seen.insert(&blob.id) || is_stored(blob.id)? {
             continue;
         }
         if !current.is_empty() && current_bytes + content.len() > GROUP_BYTES {
@@ -67,23 +68,30 @@ pub(crate) fn frames_for(
             current_bytes = 0;
         }
         current_bytes += content.len();
-        current.push((blob.id, content));
+        current.push(i);
     }
     groups.push(current);
+    drop(seen);
     groups.retain(|g| g.len() > 1);
     Ok(groups
         .par_iter()
-        .filter_map(|g| compress_group(g))
+        .filter_map(|g| compress_group(blobs, g))
         .collect())
 }
 
 /// `None` if zstd failed: its members are then written alone.
-fn compress_group(group: &[(BlobId, &[u8])]) -> Option<Frame> {
-    let mut decoded = Vec::with_capacity(group.iter().map(|(_, c)| c.len()).sum());
+fn compress_group(blobs: &[PreparedBlob], group: &[usize]) -> Option<Frame> {
+    let members_of = || {
+        group.iter().filter_map(|&i| match &blobs[i].body {
+            Body::Small { content } => Some((blobs[i].id, content.as_slice())),
+            _ => None,
+        })
+    };
+    let mut decoded = Vec::with_capacity(members_of().map(|(_, c)| c.len()).sum());
     let mut members = Vec::with_capacity(group.len());
-    for (id, content) in group {
+    for (id, content) in members_of() {
         members.push(Member {
-            id: *id,
+            id,
             start: u32::try_from(decoded.len()).ok()?,
             size: u32::try_from(content.len()).ok()?,
         });

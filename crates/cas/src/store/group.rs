@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use super::batch::{WriteBatch, WriteOutcome};
 use super::error::WriteError;
 
-/// Batches larger than this (compressed blob bytes) commit on their own, uncopied.
+/// Batches larger than this ([`WriteBatch::held_bytes`]) commit on their own, uncopied.
 pub(crate) const GROUP_MAX_BYTES: u64 = 4 << 20;
 
 #[derive(Default)]

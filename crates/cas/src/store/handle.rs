@@ -368,7 +368,7 @@ impl Store {
         self.versions.bump(batch.side_scopes());
         let result = self.health.run(|| {
             let frames = self.frames_for(batch)?;
-            if batch.stored_bytes() > super::group::GROUP_MAX_BYTES {
+            if batch.held_bytes() > super::group::GROUP_MAX_BYTES {
                 self.write_alone(batch, &frames)
             } else {
                 self.write_grouped(batch, frames)
