@@ -39,80 +39,110 @@ pub(crate) fn build_trees(files: &[FileRecord], reuse: &Reuse) -> Result<Built, 
     Ok(built)
 }
 
-/// Builds the trees of a captured state from its directories' states (each listing's
-/// files with their blobs, and its subdirectories), taking the trees of unchanged
-/// subtrees from `reuse`. Directories holding no file, however deep, are left out, as
-/// trees record no empty directory.
-pub(crate) fn build_from_dirs(
-    dirs: &HashMap<Vec<u8>, DirState>,
-    reuse: &Reuse,
-) -> Result<Built, ObjectError> {
-    let mut built = Built {
-        root: Tree::default().id(),
-        trees: HashMap::new(),
-        dirs: Vec::new(),
-    };
-    let empty = Tree::default().id();
-    let (root, _) = build_dir(dirs, &[], reuse, empty, &mut built)?;
-    if root == empty {
-        // The empty root: the one empty tree a state records.
-        built.trees.insert(root, Tree::default());
-    }
-    built.root = root;
-    Ok(built)
+/// A directory [`build_from_dirs`] built, children before parents.
+pub(crate) struct BuiltDir<'a> {
+    pub path: &'a [u8],
+    /// Its state, with the new tree recorded.
+    pub state: Option<&'a DirState>,
+    /// True if the state had another tree (or none).
+    pub changed: bool,
+    /// Its tree, unless an empty directory below the root (trees record none).
+    pub tree: Option<Tree>,
 }
 
-fn build_dir(
+/// Builds the trees of a captured state from its directories' states (each listing's
+/// files with their blobs, and its subdirectories), taking the trees of unchanged
+/// subtrees from `reuse`, records each directory's tree in its state, and hands each
+/// directory built to `on_built` as soon as its tree is, so no more trees than the
+/// caller keeps are held at once. Directories holding no file, however deep, are left
+/// out, as trees record no empty directory. Returns the root tree.
+pub(crate) fn build_from_dirs<E: From<ObjectError>>(
+    dirs: &mut HashMap<Vec<u8>, DirState>,
+    reuse: &Reuse,
+    on_built: &mut dyn FnMut(BuiltDir<'_>) -> Result<(), E>,
+) -> Result<TreeId, E> {
+    let empty = Tree::default().id();
+    let (root, _) = build_dir(dirs, &[], reuse, empty, on_built)?;
+    Ok(root)
+}
+
+/// Every tree of [`build_from_dirs`] of a copy of `dirs`, kept: the root and the trees.
+#[cfg(test)]
+pub(crate) fn trees_of(
     dirs: &HashMap<Vec<u8>, DirState>,
+    reuse: &Reuse,
+) -> Result<(TreeId, HashMap<TreeId, Tree>), ObjectError> {
+    let mut trees = HashMap::new();
+    let root = build_from_dirs(&mut dirs.clone(), reuse, &mut |b| {
+        if let Some(t) = b.tree {
+            trees.insert(t.id(), t);
+        }
+        Ok::<_, ObjectError>(())
+    })?;
+    Ok((root, trees))
+}
+
+fn build_dir<E: From<ObjectError>>(
+    dirs: &mut HashMap<Vec<u8>, DirState>,
     dir: &[u8],
     reuse: &Reuse,
     empty: TreeId,
-    built: &mut Built,
-) -> Result<(TreeId, u64), ObjectError> {
+    on_built: &mut dyn FnMut(BuiltDir<'_>) -> Result<(), E>,
+) -> Result<(TreeId, u64), E> {
     if let Some(&(id, size)) = reuse.get(dir) {
         return Ok((id, size));
     }
+    // Subdirectories get a place now and their trees below, once the listing is let go.
     let mut entries = Vec::new();
+    let mut subdirs = Vec::new();
     if let Some(state) = dirs.get(dir) {
         for (name, child) in &state.children {
-            match child {
-                Child::File(f) => {
-                    let Some(kind) = f.stat().kind() else {
-                        continue;
-                    };
-                    entries.push(TreeEntry {
-                        name: name.clone(),
-                        kind,
-                        id: f.blob.into(),
-                        size: f.size,
-                    });
-                }
+            let kind = match child {
+                Child::File(f) => match f.stat().kind() {
+                    Some(kind) => (kind, f.blob.into(), f.size),
+                    None => continue,
+                },
                 Child::Dir => {
-                    let mut sub = dir.to_vec();
-                    if !sub.is_empty() {
-                        sub.push(b'/');
-                    }
-                    sub.extend_from_slice(name);
-                    let (id, size) = build_dir(dirs, &sub, reuse, empty, built)?;
-                    if id != empty {
-                        entries.push(TreeEntry {
-                            name: name.clone(),
-                            kind: EntryKind::Tree,
-                            id: id.into(),
-                            size,
-                        });
-                    }
+                    subdirs.push(entries.len());
+                    (EntryKind::Tree, empty.into(), 0)
                 }
-                Child::Skipped(_) => {}
-            }
+                Child::Skipped(_) => continue,
+            };
+            entries.push(TreeEntry {
+                name: name.clone(),
+                kind: kind.0,
+                id: kind.1,
+                size: kind.2,
+            });
         }
     }
+    for &i in &subdirs {
+        let mut sub = dir.to_vec();
+        if !sub.is_empty() {
+            sub.push(b'/');
+        }
+        sub.extend_from_slice(&entries[i].name);
+        let (id, size) = build_dir(dirs, &sub, reuse, empty, on_built)?;
+        entries[i].id = id.into();
+        entries[i].size = size;
+    }
+    entries.retain(|e| e.kind != EntryKind::Tree || e.id != empty.into());
     let tree = Tree::from_sorted(entries)?;
     let (id, size) = (tree.id(), tree.size());
-    built.dirs.push((dir.to_vec(), id, size));
-    if id != empty {
-        built.trees.insert(id, tree);
-    }
+    let state = dirs.get_mut(dir);
+    let changed = state.as_ref().is_some_and(|s| s.tree != Some((id, size)));
+    let state = state.map(|s| {
+        s.tree = Some((id, size));
+        &*s
+    });
+    // The empty root: the one empty tree a state records.
+    let tree = (id != empty || dir.is_empty()).then_some(tree);
+    on_built(BuiltDir {
+        path: dir,
+        state,
+        changed,
+        tree,
+    })?;
     Ok((id, size))
 }
 

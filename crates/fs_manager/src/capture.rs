@@ -251,9 +251,22 @@ fn capture_once<'a>(
     tracing::debug!(quiet = quiet.as_ref().map(HashSet::len), "watched");
     tracing::debug!(elapsed = ?started.elapsed(), files = scanned.file_count, held = scanned.held_files, read = scanned.read_files, "scanned");
     let created = jiff::Timestamp::now();
-    let built = crate::build::build_from_dirs(&scanned.dirs, &scanned.reuse)?;
-    let (cache_updates, cache) = scanned.settle_cache(&built.dirs, &built.trees);
-    let (tree, trees) = (built.root, built.trees);
+    // Trees go to the store ahead of the capture's transaction, a chunk at a time, once
+    // every blob is stored (a large capture stores its blobs as read); else they are kept.
+    let ahead = (recording == Recording::Now && scanned.unstored.is_empty()).then_some(store);
+    let mut trees = HeldTrees::new(ahead);
+    let (mut dirs, mut settle) = scanned.take_dirs();
+    let tree = crate::build::build_from_dirs(&mut dirs, &scanned.reuse, &mut |b| {
+        if let Some(state) = b.state {
+            settle.built(b.path, state, b.changed, b.tree.as_ref());
+        }
+        match b.tree {
+            Some(tree) => trees.add(tree),
+            None => Ok(()),
+        }
+    })?;
+    let (cache_updates, cache) = settle.finish(dirs);
+    let trees = trees.held;
     tracing::debug!(elapsed = ?started.elapsed(), trees = trees.len(), "trees built");
     let changed = head_tree != Some(tree);
     let new_snapshot = changed.then(|| cas::Snapshot {
@@ -352,6 +365,45 @@ fn capture_once<'a>(
         tracing::debug!(elapsed = ?started.elapsed(), "written");
     }
     Ok(captured)
+}
+
+/// A capture's trees, held for its transaction; with a store to write them to, stored
+/// ahead of it once they hold [`TREES_AHEAD_ENTRIES`] entries (a million files' trees take
+/// some 80 MB).
+struct HeldTrees<'s> {
+    store: Option<&'s Store>,
+    held: HashMap<TreeId, Tree>,
+    entries: usize,
+}
+
+/// Entries of trees a capture holds before it stores them ahead of its transaction.
+const TREES_AHEAD_ENTRIES: usize = 1 << 16;
+
+impl<'s> HeldTrees<'s> {
+    fn new(store: Option<&'s Store>) -> HeldTrees<'s> {
+        HeldTrees {
+            store,
+            held: HashMap::new(),
+            entries: 0,
+        }
+    }
+
+    /// Adds a tree whose subtrees were added before it (or are stored).
+    fn add(&mut self, tree: Tree) -> Result<(), CaptureError> {
+        self.entries += tree.entries().len();
+        self.held.insert(tree.id(), tree);
+        if let Some(store) = self.store
+            && self.entries >= TREES_AHEAD_ENTRIES
+        {
+            let mut batch = cas::WriteBatch::new();
+            for (_, tree) in self.held.drain() {
+                batch.add_tree(tree);
+            }
+            store.write(&batch)?;
+            self.entries = 0;
+        }
+        Ok(())
+    }
 }
 
 /// [`capture_once`] of a mounted worktree: the mount knows its files, so nothing is walked

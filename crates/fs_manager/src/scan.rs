@@ -64,6 +64,8 @@ const STREAM_BYTES: u64 = 16 << 20;
 /// Memory a group of read files may take before the group's blobs are written: their
 /// bytes, and [`FILE_OVERHEAD`] each.
 const GROUP_BYTES: u64 = 64 << 20;
+/// Files of a group read in parallel at once.
+const READ_SLICE: usize = 1 << 14;
 /// What a read file costs in memory besides its bytes until its group is written (its
 /// prepared blob and record): a million tiny files make several groups, not one.
 const FILE_OVERHEAD: u64 = 256;
@@ -98,12 +100,6 @@ fn listing_slot(path: &[u8]) -> (&[u8], &[u8]) {
         Some(dir) if dir.ends_with(b"/") => (&dir[..dir.len() - 1], rules::EXCLUDE),
         _ => split_parent(path),
     }
-}
-
-fn tree_key(path: &[u8]) -> Vec<u8> {
-    path.iter()
-        .map(|&b| if b == b'/' { 0 } else { b })
-        .collect()
 }
 
 /// Why a file is left out under the size cap, if it is.
@@ -205,44 +201,71 @@ impl Scan {
         }
     }
 
-    /// Records the trees built for the scanned state (every directory not reused) and
-    /// returns the cache's store updates (keys as [`dirstate::dir_key`], `None` to forget),
-    /// and the cache as the store holds it once they are written.
-    pub fn settle_cache(
+    /// Hands over the directories, for their trees to be built, and what settling the
+    /// cache against those trees takes.
+    pub fn take_dirs(&mut self) -> (HashMap<Vec<u8>, DirState>, Settle) {
+        let settle = Settle {
+            dirty: std::mem::take(&mut self.dirty),
+            stale: std::mem::take(&mut self.stale),
+            global: self.global,
+            global_changed: self.global_changed,
+            updates: Vec::new(),
+        };
+        (std::mem::take(&mut self.dirs), settle)
+    }
+}
+
+/// The stat cache's updates, made as a capture's trees are built.
+pub(crate) struct Settle {
+    /// Directories whose records change and are not written yet.
+    dirty: HashSet<Vec<u8>>,
+    stale: Vec<Vec<u8>>,
+    global: u64,
+    global_changed: bool,
+    updates: Vec<CacheUpdate>,
+}
+
+impl Settle {
+    /// Directory `path` has its tree built (`tree`, unless empty), `changed` if its state
+    /// had another: its record, if it changes, is written now, pointing into that tree.
+    pub fn built(
         &mut self,
-        built: &[(Vec<u8>, cas::TreeId, u64)],
-        trees: &HashMap<cas::TreeId, cas::Tree>,
-    ) -> (Vec<CacheUpdate>, Cache) {
-        for (path, id, size) in built {
-            if let Some(dir) = self.dirs.get_mut(path)
-                && dir.tree != Some((*id, *size))
-            {
-                dir.tree = Some((*id, *size));
-                self.dirty.insert(path.clone());
-            }
+        path: &[u8],
+        state: &DirState,
+        changed: bool,
+        tree: Option<&cas::Tree>,
+    ) {
+        let dirty = self.dirty.remove(path);
+        if changed || dirty {
+            // Blob ids its tree holds are not repeated: the record points into it.
+            let record = state.encode_against(tree);
+            self.updates.push((dirstate::dir_key(path), record));
         }
-        let mut updates: Vec<CacheUpdate> = Vec::new();
+    }
+
+    /// The cache's store updates (keys as [`dirstate::dir_key`], `None` to forget), and
+    /// the cache `dirs` make once they are written.
+    pub fn finish(mut self, dirs: HashMap<Vec<u8>, DirState>) -> (Vec<CacheUpdate>, Cache) {
         for path in &self.dirty {
-            if let Some(dir) = self.dirs.get(path) {
-                // Blob ids its tree holds are not repeated: the record points into it.
-                let tree = dir.tree.and_then(|(id, _)| trees.get(&id));
-                updates.push((dirstate::dir_key(path), dir.encode_against(tree)));
+            if let Some(dir) = dirs.get(path) {
+                self.updates
+                    .push((dirstate::dir_key(path), dir.encode_against(None)));
             }
         }
         for path in &self.stale {
-            updates.push((dirstate::dir_key(path), None));
+            self.updates.push((dirstate::dir_key(path), None));
         }
         if self.global_changed {
-            updates.push((
+            self.updates.push((
                 dirstate::GLOBAL_KEY.to_vec(),
                 Some(self.global.to_le_bytes().to_vec()),
             ));
         }
         let cache = Cache {
-            dirs: std::mem::take(&mut self.dirs),
+            dirs,
             global: Some(self.global),
         };
-        (updates, cache)
+        (self.updates, cache)
     }
 }
 
@@ -499,21 +522,21 @@ pub(crate) fn scan(
         }
     }
     tracing::debug!(elapsed = ?t.elapsed(), pruned = pruned.len(), files = walked.len(), "listed and stat'ed");
-    walked.sort_by_cached_key(|w| tree_key(&w.path));
+    // Paths are unique; compared in place, as a key per file would be a second copy of them.
+    walked.par_sort_unstable_by(|a, b| tree_order(&a.path, &b.path));
     skipped.sort_by(|a, b| tree_order(&a.path, &b.path));
 
     let mut assembly = Assembly::new(cache.dirs, &unchanged, &read_dirs);
+    let held_files = walked.len() as u64;
     let hashed = hash_walked(
         store,
         root_path,
-        &walked,
+        walked,
         options.dry_run,
         options.progress,
         &mut |w, result| assembly.found(w, result),
     )?;
     tracing::debug!(elapsed = ?t.elapsed(), "hashed");
-    let held_files = walked.len() as u64;
-    drop(walked);
     let Assembled {
         dirs,
         dirty,
@@ -1165,52 +1188,54 @@ fn walk(
         }
     };
 
-    let mut found = Vec::new();
-    if options.threads == 1 {
-        found.extend(builder.build().filter_map(classify));
-    } else {
-        let (tx, rx) = std::sync::mpsc::channel();
-        builder.build_parallel().run(|| {
-            let tx = tx.clone();
-            let classify = classify.clone();
-            Box::new(move |result| {
-                if let Some(f) = classify(result) {
-                    let _ = tx.send(f);
-                }
-                ignore::WalkState::Continue
-            })
-        });
-        drop(tx);
-        found.extend(rx);
-    }
-
-    let take = |m: &Arc<Mutex<Vec<_>>>| {
-        m.lock()
-            .map(|mut l| std::mem::take(&mut *l))
-            .unwrap_or_default()
-    };
     let mut out = Walk {
-        files: Vec::with_capacity(found.len()),
-        skipped: take(&refused),
+        files: Vec::new(),
+        skipped: Vec::new(),
         read_dirs: Vec::new(),
         pruned: Vec::new(),
     };
-    out.read_dirs = read_dirs
-        .lock()
-        .map(|mut l| std::mem::take(&mut *l))
-        .unwrap_or_default();
-    out.pruned = pruned
-        .lock()
-        .map(|mut l| std::mem::take(&mut *l))
-        .unwrap_or_default();
-    for f in found {
-        match f {
-            Found::File(w) => out.files.push(w),
-            Found::Skip(s) => out.skipped.push(s),
-            Found::Fail(e) => return Err(e),
+    let mut failed = None;
+    // Sorted out as they come: a million files are held once, not twice.
+    let mut sort = |f: Found| match f {
+        Found::File(w) => out.files.push(w),
+        Found::Skip(s) => out.skipped.push(s),
+        Found::Fail(e) => {
+            failed.get_or_insert(e);
         }
+    };
+    if options.threads == 1 {
+        builder.build().filter_map(classify).for_each(&mut sort);
+    } else {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                builder.build_parallel().run(|| {
+                    let tx = tx.clone();
+                    let classify = classify.clone();
+                    Box::new(move |result| {
+                        if let Some(f) = classify(result) {
+                            let _ = tx.send(f);
+                        }
+                        ignore::WalkState::Continue
+                    })
+                });
+            });
+            rx.into_iter().for_each(&mut sort);
+        });
     }
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    out.skipped.extend(take_all(&refused));
+    out.read_dirs = take_all(&read_dirs);
+    out.pruned = take_all(&pruned);
     Ok(out)
+}
+
+fn take_all<T>(list: &Mutex<Vec<T>>) -> Vec<T> {
+    list.lock()
+        .map(|mut l| std::mem::take(&mut *l))
+        .unwrap_or_default()
 }
 
 fn walk_error(root: &Path, e: ignore::Error) -> Option<Found> {
@@ -1263,100 +1288,96 @@ struct Hashed {
 }
 
 /// Reads and hashes every file the cache cannot vouch for; unless `dry_run`, stores the
-/// new blobs, all but the last group of them (returned unstored).
+/// new blobs. One group of them is returned unstored, for the capture's own transaction;
+/// several are each stored as read. Walked files are let go group by group, as their
+/// directories' states take them over.
 fn hash_walked(
     store: &Store,
     root: &Path,
-    walked: &[Walked],
+    mut walked: Vec<Walked>,
     dry_run: bool,
     progress: &dyn Progress,
     found: &mut dyn FnMut(&Walked, Option<Content>),
 ) -> Result<Hashed, ScanError> {
     let total: u64 = walked.iter().map(|w| w.stat.size).sum();
     progress.start("hashing", walked.len() as u64, total);
-    let mut misses = Vec::new();
-    for (i, w) in walked.iter().enumerate() {
-        match w
-            .cached
-            .as_deref()
-            .filter(|s| s.matches(&w.stat) && !s.is_racy())
-        {
-            Some(state) => {
-                found(
-                    w,
-                    Some(Content {
-                        blob: state.blob,
-                        kind: w.kind,
-                        size: w.stat.size,
-                        state: Some(*state),
-                    }),
-                );
-                progress.advance(1, w.stat.size);
-            }
-            None => misses.push(i),
+    walked.retain(|w| {
+        if let Some(state) = (w.cached.as_deref()).filter(|s| s.matches(&w.stat) && !s.is_racy()) {
+            let content = Content {
+                blob: state.blob,
+                kind: w.kind,
+                size: w.stat.size,
+                state: Some(*state),
+            };
+            found(w, Some(content));
+            progress.advance(1, w.stat.size);
+            return false;
         }
-    }
-    let read_files = misses.len() as u64;
+        true
+    });
+    let large: Vec<Walked> = (walked.extract_if(.., |w| {
+        w.kind != EntryKind::Symlink && w.stat.size > STREAM_BYTES
+    }))
+    .collect();
+    let read_files = (walked.len() + large.len()) as u64;
 
-    let (large, small): (Vec<usize>, Vec<usize>) = misses
-        .into_iter()
-        .partition(|&i| walked[i].kind != EntryKind::Symlink && walked[i].stat.size > STREAM_BYTES);
-    let mut groups = Vec::new();
-    let mut group = Vec::new();
-    let mut group_bytes = 0u64;
-    for i in small {
-        group_bytes += walked[i].stat.size + FILE_OVERHEAD;
-        group.push(i);
-        if group_bytes >= GROUP_BYTES {
-            groups.push(std::mem::take(&mut group));
-            group_bytes = 0;
-        }
-    }
-    if !group.is_empty() {
-        groups.push(group);
-    }
-    // Every group but the last is stored as it is read; the last, usually the only one,
-    // goes into the capture's own transaction.
     let mut unstored = WriteBatch::new();
     // Files larger now than the walk saw: streamed after the groups, so a group holds no
     // more than the walk planned.
     let mut grown = Vec::new();
-    let last = groups.len().saturating_sub(1);
-    for (g, group) in groups.into_iter().enumerate() {
-        let read: Vec<(usize, Result<SmallRead, ScanError>)> = group
-            .par_iter()
-            .map_init(
-                || store.reader().ok(),
-                |reader, &i| {
-                    let w = &walked[i];
-                    let abs = join(root, &w.path);
-                    let r = read_small(w, &abs, dry_run, |id| {
-                        reader
-                            .as_ref()
-                            .is_some_and(|r| r.has_blob(id).unwrap_or(false))
-                    });
-                    progress.advance(1, w.stat.size);
-                    (i, r)
-                },
-            )
-            .collect();
+    let mut first = true;
+    // Groups are cut from the end, so the list shrinks as they are read.
+    while !walked.is_empty() {
+        let mut start = walked.len();
+        let mut group_bytes = 0u64;
+        while start > 0 && group_bytes < GROUP_BYTES {
+            start -= 1;
+            group_bytes += walked[start].stat.size + FILE_OVERHEAD;
+        }
+        let group = walked.split_off(start);
+        walked.shrink_to_fit();
+        let only = first && walked.is_empty();
+        first = false;
         let mut batch = WriteBatch::new();
-        for (i, r) in read {
-            match r? {
-                SmallRead::Read(content, prepared) => {
-                    if let Some(p) = prepared {
-                        batch.add_blob(p);
+        let mut files = group.into_iter();
+        // Read a slice at a time: a read file's result is larger than its stored blob.
+        loop {
+            let slice: Vec<Walked> = files.by_ref().take(READ_SLICE).collect();
+            if slice.is_empty() {
+                break;
+            }
+            let read: Vec<Result<SmallRead, ScanError>> = slice
+                .par_iter()
+                .map_init(
+                    || store.reader().ok(),
+                    |reader, w| {
+                        let r = read_small(w, &join(root, &w.path), dry_run, |id| {
+                            reader
+                                .as_ref()
+                                .is_some_and(|r| r.has_blob(id).unwrap_or(false))
+                        });
+                        progress.advance(1, w.stat.size);
+                        r
+                    },
+                )
+                .collect();
+            for (w, r) in slice.into_iter().zip(read) {
+                match r? {
+                    SmallRead::Read(content, prepared) => {
+                        if let Some(p) = prepared {
+                            batch.add_blob(p);
+                        }
+                        found(&w, Some(content));
                     }
-                    found(&walked[i], Some(content));
+                    SmallRead::Grown => grown.push(w),
+                    SmallRead::Gone => found(&w, None),
                 }
-                SmallRead::Grown => grown.push(i),
-                SmallRead::Gone => found(&walked[i], None),
             }
         }
         if dry_run || batch.is_empty() {
             continue;
         }
-        if g == last {
+        if only {
             unstored = batch;
         } else {
             store
@@ -1364,13 +1385,11 @@ fn hash_walked(
                 .map_err(|e| ScanError::Store(e.into()))?;
         }
     }
-    for &i in &large {
-        let w = &walked[i];
+    for w in &large {
         found(w, read_large(store, &join(root, &w.path), dry_run)?);
         progress.advance(1, w.stat.size);
     }
-    for i in grown {
-        let w = &walked[i];
+    for w in &grown {
         found(w, read_large(store, &join(root, &w.path), dry_run)?);
     }
     progress.finish();

@@ -301,11 +301,8 @@ mod tests {
 
         let everything = scan_with(crate::dirstate::Cache::default());
         assert_eq!(everything.held_files, 60);
-        let tree = |s: &crate::scan::Scan| {
-            crate::build::build_from_dirs(&s.dirs, &s.reuse)
-                .expect("build")
-                .root
-        };
+        let tree =
+            |s: &crate::scan::Scan| crate::build::trees_of(&s.dirs, &s.reuse).expect("build").0;
         assert_eq!(tree(&scanned), tree(&everything));
     }
 
