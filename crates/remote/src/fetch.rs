@@ -177,7 +177,7 @@ pub fn fetch(
     for tree in trees {
         batch.add_tree(tree);
     }
-    for (_, snap) in snaps {
+    for snap in parents_first(snaps) {
         batch.add_snapshot(snap);
     }
     for p in promised {
@@ -185,6 +185,35 @@ pub fn fetch(
     }
     store.write(&batch)?;
     Ok(out)
+}
+
+/// `snaps` ordered as a write takes them: each after its parents among them (the levels
+/// of the walk are not enough: a parent met early through a merge may be an ancestor of
+/// a snapshot met later).
+fn parents_first(snaps: Vec<(SnapshotId, Snapshot)>) -> Vec<Snapshot> {
+    let order: Vec<SnapshotId> = snaps.iter().map(|(id, _)| *id).collect();
+    let mut waiting: HashMap<SnapshotId, Snapshot> = snaps.into_iter().collect();
+    let mut out = Vec::with_capacity(order.len());
+    let mut stack: Vec<(SnapshotId, bool)> = Vec::new();
+    for id in order {
+        stack.push((id, false));
+        while let Some((id, parents_done)) = stack.pop() {
+            if parents_done {
+                out.extend(waiting.remove(&id));
+                continue;
+            }
+            let Some(snap) = waiting.get(&id) else {
+                continue;
+            };
+            stack.push((id, true));
+            stack.extend(
+                (snap.parents.iter())
+                    .filter(|p| waiting.contains_key(p))
+                    .map(|p| (*p, false)),
+            );
+        }
+    }
+    out
 }
 
 /// Reads objects of `kind` from the remote, grouped by pack, and checks each.
@@ -325,4 +354,31 @@ fn verify(
         )));
     }
     cas::verify_object(e.kind, e.id, &encoded).map_err(|err| bad(err.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_are_written_after_their_parents_even_when_a_merge_meets_one_early() {
+        let snap = |parents: Vec<SnapshotId>, message: &str| Snapshot {
+            tree: TreeId::from_bytes([0; 32]),
+            parents,
+            created: jiff::Timestamp::UNIX_EPOCH,
+            message: message.into(),
+            labels: Default::default(),
+            source: None,
+        };
+        let p = snap(vec![], "p");
+        let c = snap(vec![p.id()], "c");
+        let x = snap(vec![c.id()], "x");
+        let m = snap(vec![x.id(), p.id()], "m");
+        // The walk's levels: m; then x and p; then c.
+        let walked: Vec<(SnapshotId, Snapshot)> =
+            [m, x, p, c].into_iter().map(|s| (s.id(), s)).collect();
+        let ordered = parents_first(walked);
+        let names: Vec<&str> = ordered.iter().map(|s| s.message.as_str()).collect();
+        assert_eq!(names, ["p", "c", "x", "m"]);
+    }
 }
