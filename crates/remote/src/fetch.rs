@@ -249,6 +249,9 @@ fn parents_first(snaps: Vec<(SnapshotId, Snapshot)>) -> Vec<Snapshot> {
     out
 }
 
+/// Of one pack, per payload (offset and length), the objects wanted of it.
+type Payloads = BTreeMap<(u64, u32), Vec<Located>>;
+
 /// Reads objects of `kind` from the remote, grouped by pack and by payload (a group
 /// frame is read once for all the members wanted of it), and checks each.
 pub(crate) fn read_objects(
@@ -259,8 +262,7 @@ pub(crate) fn read_objects(
     out: &mut FetchOutcome,
 ) -> Result<Received, RemoteError> {
     let name = remote.name();
-    // Per pack, per payload (offset and length), the objects wanted of it.
-    let mut by_pack: HashMap<Arc<str>, BTreeMap<(u64, u32), Vec<Located>>> = HashMap::new();
+    let mut by_pack: HashMap<Arc<str>, Payloads> = HashMap::new();
     for id in ids {
         let located = catalog.locate(*id).ok_or_else(|| {
             RemoteError::object(

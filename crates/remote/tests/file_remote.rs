@@ -49,6 +49,12 @@ impl Fixture {
     }
 }
 
+/// Remote gc without a grace period.
+const NOW: RemoteGcOptions = RemoteGcOptions {
+    grace_seconds: 0,
+    dry_run: false,
+};
+
 /// Files as path components and content.
 type Split<'a> = Vec<(Vec<&'a str>, &'a Vec<u8>)>;
 
@@ -339,15 +345,7 @@ fn remote_gc_deletes_only_what_no_ref_or_pin_reaches_after_the_grace() {
     assert_eq!(rescued.packs_rescued, 2, "{rescued:?}");
     refs::unpin(&remote, dropped).unwrap();
 
-    let now = gc(
-        &remote,
-        &a,
-        &RemoteGcOptions {
-            grace_seconds: 0,
-            dry_run: false,
-        },
-    )
-    .unwrap();
+    let now = gc(&remote, &a, &NOW).unwrap();
     assert_eq!(now.packs_removed, 2, "{now:?}");
     assert_eq!(packs(), before - 2);
     // What the ref keeps still checks out in a fresh store.
@@ -375,11 +373,7 @@ fn a_snapshot_still_shown_by_a_kept_pack_stays_whole_after_remote_gc() {
     push(&remote, &a, &[x, y], &Silent).unwrap();
     refs::update(&remote, "main", RefUpdate::Set(y), None).unwrap();
     refs::unpin(&remote, z).unwrap();
-    let now = RemoteGcOptions {
-        grace_seconds: 0,
-        dry_run: false,
-    };
-    gc(&remote, &a, &now).unwrap();
+    gc(&remote, &a, &NOW).unwrap();
     // X's pack is kept for Y and still shows X, so X must still be whole.
     let b = f.store("b");
     fetch(&remote, &b, &[x], Need::History, &Silent).unwrap();
@@ -839,15 +833,7 @@ fn remote_gc_keeps_a_pack_while_any_member_of_a_frame_in_it_is_live() {
         "its two trees (d0 with 60 files, the root) and itself: {pushed:?}"
     );
     refs::update(&remote, "main", RefUpdate::Set(some), None).unwrap();
-    let now = gc(
-        &remote,
-        &a,
-        &RemoteGcOptions {
-            grace_seconds: 0,
-            dry_run: false,
-        },
-    )
-    .unwrap();
+    let now = gc(&remote, &a, &NOW).unwrap();
     assert_eq!(
         now.packs_removed, 1,
         "the first push's snapshot pack: {now:?}"

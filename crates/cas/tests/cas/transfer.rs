@@ -103,7 +103,17 @@ fn a_snapshot_whose_parents_are_promised_is_whole_for_fsck_and_gc() {
     assert_eq!(reader.log(second, None).unwrap().len(), 2);
 }
 
-/// Small files stored together: the group frame of `contents`, read for `wanted`.
+/// Writes `contents` in one batch (small ones: in a group frame); their ids.
+fn write_together(store: &Store, contents: &[Vec<u8>]) -> Vec<BlobId> {
+    let mut batch = WriteBatch::new();
+    for c in contents {
+        batch.add_blob(PreparedBlob::new(c));
+    }
+    store.write(&batch).unwrap();
+    contents.iter().map(|c| BlobId::of(c)).collect()
+}
+
+/// The group frames holding `wanted`, each with the members of it wanted, in order.
 fn frames_of(reader: &Reader, wanted: &[BlobId]) -> Vec<(FrameRef, Vec<FrameMember>)> {
     let mut out: Vec<(FrameRef, Vec<FrameMember>)> = Vec::new();
     for id in wanted {
@@ -124,12 +134,7 @@ fn a_group_frame_travels_as_stored_and_is_written_as_it_came() {
     let contents: Vec<Vec<u8>> = (0..300)
         .map(|i| format!("// small file {i}\nconst N: u32 = {i};\n").into_bytes())
         .collect();
-    let mut batch = WriteBatch::new();
-    for c in &contents {
-        batch.add_blob(PreparedBlob::new(c));
-    }
-    a.store.write(&batch).unwrap();
-    let ids: Vec<BlobId> = contents.iter().map(|c| BlobId::of(c)).collect();
+    let ids = write_together(&a.store, &contents);
     let reader = a.store.reader().unwrap();
     let frames = frames_of(&reader, &ids);
     assert_eq!(frames.len(), 1, "300 files of 40 bytes make one frame");
@@ -191,12 +196,7 @@ fn a_damaged_frame_or_member_is_refused_naming_the_member() {
     let contents: Vec<Vec<u8>> = (0..50)
         .map(|i| format!("member {i} of a frame\n").repeat(3).into_bytes())
         .collect();
-    let mut batch = WriteBatch::new();
-    for c in &contents {
-        batch.add_blob(PreparedBlob::new(c));
-    }
-    a.store.write(&batch).unwrap();
-    let ids: Vec<BlobId> = contents.iter().map(|c| BlobId::of(c)).collect();
+    let ids = write_together(&a.store, &contents);
     let reader = a.store.reader().unwrap();
     let (at, members) = frames_of(&reader, &ids).remove(0);
     let frame = reader.frame(at, members.clone()).unwrap().unwrap();
