@@ -845,3 +845,68 @@ fn remote_gc_keeps_a_pack_while_any_member_of_a_frame_in_it_is_live() {
         files.into_iter().take(60).collect();
     assert_eq!(files_of(&b, some), expected);
 }
+
+#[test]
+fn a_few_members_of_a_large_frame_travel_alone_both_ways() {
+    use remote::layout::Encoding;
+    let f = Fixture::new();
+    let a = f.store("a");
+    let files = small_files();
+    let all = commit(&a, &as_files(&files), vec![]);
+    let few = commit(&a, &as_files(&files[..10]), vec![]);
+    let remote = f.remote();
+
+    // Push: ten members of a frame of hundreds go alone, not with the whole frame.
+    push(&remote, &a, &[few], &Silent).unwrap();
+    let packs = remote_packs(&f.root);
+    let blobs: Vec<_> = packs
+        .iter()
+        .filter(|(_, e, _)| e.kind == ObjectKind::Blob)
+        .collect();
+    assert_eq!(blobs.len(), 10);
+    assert!(blobs.iter().all(|(_, e, _)| e.encoding != Encoding::Frame));
+    let b = f.store("b");
+    fetch(&remote, &b, &[few], Need::History, &Silent).unwrap();
+    let expected = |range: std::ops::Range<usize>| -> std::collections::BTreeMap<String, Vec<u8>> {
+        files[range].iter().cloned().collect()
+    };
+    assert_eq!(files_of(&b, few), expected(0..10));
+
+    // Fetch: ten members of a frame the remote holds whole are kept apart, in a frame of
+    // this store's own, not with the other members' bytes.
+    push(&remote, &a, &[all], &Silent).unwrap();
+    let middle = commit(&a, &as_files(&files[500..510]), vec![]);
+    let pushed = push(&remote, &a, &[middle], &Silent).unwrap();
+    assert_eq!(
+        pushed.objects_sent, 3,
+        "two trees and the snapshot: {pushed:?}"
+    );
+    let remote_frame = remote_packs(&f.root)
+        .into_iter()
+        .find(|(_, e, _)| e.id == BlobId::of(&files[505].1).into())
+        .map(|(_, e, _)| e)
+        .unwrap();
+    assert_eq!(remote_frame.encoding, Encoding::Frame);
+    let c = f.store("c");
+    fetch(&remote, &c, &[middle], Need::History, &Silent).unwrap();
+    assert_eq!(files_of(&c, middle), expected(500..510));
+    let reader = c.reader().unwrap();
+    let mut here = Vec::new();
+    for (_, content) in &files[500..510] {
+        let BlobSource::Member { frame, member } = reader.blob_source(BlobId::of(content)).unwrap()
+        else {
+            panic!("ten small files written together make a frame");
+        };
+        here.push((frame, member));
+    }
+    let frame = reader
+        .frame(here[0].0, here.iter().map(|(_, m)| *m).collect())
+        .unwrap()
+        .expect("all ten of it");
+    assert!(
+        (frame.bytes().len() as u32) < remote_frame.len / 4,
+        "{} bytes here, the remote's frame {}",
+        frame.bytes().len(),
+        remote_frame.len
+    );
+}
