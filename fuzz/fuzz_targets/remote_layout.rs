@@ -1,24 +1,44 @@
-//! A remote's pack indexes and packs, as a hostile or damaged remote could hand them over:
-//! decoded without a panic, and only into entries that lie inside a pack. The checksum and
-//! pack id are made right here, so the fuzzer reaches the parsing behind them.
+//! A remote's pack indexes and packs, layout versions 1 and 2, as a hostile or damaged
+//! remote could hand them over: decoded without a panic, and only into entries that lie
+//! inside a pack, a group frame's members inside a frame; a frame's payload is checked
+//! against its members as a fetch checks it. The checksum and pack id are made right
+//! here, so the fuzzer reaches the parsing behind them.
 #![no_main]
 
+use cas::{FrameMember, MAX_FRAME_BYTES, ObjectKind};
 use libfuzzer_sys::fuzz_target;
-use remote::layout::{decode_index, decode_pack};
+use remote::layout::{Encoding, PackEntry, decode_index, decode_pack};
+
+/// Every entry lies after the magic and the first entry's header; a frame's member is a
+/// blob inside a frame no larger than a store's; a whole object starts at 0.
+fn check(e: &PackEntry, first_offset: u64) {
+    assert!(e.offset >= first_offset);
+    if e.encoding == Encoding::Frame {
+        assert_eq!(e.kind, ObjectKind::Blob);
+        assert!(u64::from(e.len) <= MAX_FRAME_BYTES);
+        assert!(u64::from(e.start) + e.size <= MAX_FRAME_BYTES);
+    } else {
+        assert_eq!(e.start, 0);
+    }
+}
 
 fuzz_target!(|data: &[u8]| {
     // An index whose trailing checksum is right, naming the pack its bytes 8..40 name.
     let mut index = data.to_vec();
-    let check = blake3::hash(&index);
-    index.extend_from_slice(check.as_bytes());
+    let check_sum = blake3::hash(&index);
+    index.extend_from_slice(check_sum.as_bytes());
     let pack = match data.get(8..40) {
         Some(id) => blake3::Hash::from_bytes(id.try_into().expect("32 bytes")).to_hex().to_string(),
         None => "0".repeat(64),
     };
     if let Ok(entries) = decode_index(&index, &pack) {
-        assert_eq!(index.len(), 8 + 32 + 4 + entries.len() * 54 + 32);
-        for e in entries {
-            assert!(e.offset >= 8 + 46);
+        let (entry_len, first_offset) = match &index[..8] {
+            b"CAIRNIX1" => (54, 8 + 46),
+            _ => (58, 8 + 9 + 45),
+        };
+        assert_eq!(index.len(), 8 + 32 + 4 + entries.len() * entry_len + 32);
+        for e in &entries {
+            check(e, first_offset);
         }
     }
     // Any damage to the checksum is refused.
@@ -27,14 +47,32 @@ fuzz_target!(|data: &[u8]| {
         assert!(decode_index(&index, &pack).is_err());
     }
 
-    // A pack named by its own hash: every entry's payload lies inside it, in order.
+    // A pack named by its own hash: every payload lies inside it, in order, one after
+    // the other (a frame's members share theirs); a frame's payload goes through the
+    // check a fetch makes, which refuses or accepts it without a panic.
     let id = blake3::hash(data).to_hex().to_string();
     if let Ok(entries) = decode_pack(data, &id) {
         let mut end = 8;
-        for (e, payload) in entries {
-            assert_eq!(e.offset as usize, end + 46);
+        let mut frame: Vec<FrameMember> = Vec::new();
+        for (n, (e, payload)) in entries.iter().enumerate() {
+            check(e, 0);
             assert_eq!(payload.len(), e.len as usize);
-            end = e.offset as usize + payload.len();
+            let shared = n > 0 && entries[n - 1].0.offset == e.offset;
+            if !shared {
+                assert!(e.offset as usize > end);
+                end = e.offset as usize + payload.len();
+            }
+            if e.encoding == Encoding::Frame {
+                frame.push(FrameMember {
+                    id: e.id.as_blob(),
+                    start: e.start,
+                    size: e.size as u32,
+                });
+                let last_member = entries.get(n + 1).is_none_or(|(next, _)| next.offset != e.offset);
+                if last_member {
+                    let _ = cas::verify_frame(payload.to_vec(), std::mem::take(&mut frame));
+                }
+            }
         }
         assert_eq!(end, data.len());
     }

@@ -181,11 +181,49 @@ fn write_fuzz_seeds() {
             )
             .unwrap();
     }
+    // The store's group frame of the first snapshot's small files, as a push sends it.
+    let mut frames: Vec<(cas::FrameRef, Vec<cas::FrameMember>)> = Vec::new();
+    for blob in &blobs {
+        if let cas::BlobSource::Member { frame, member } =
+            reader.blob_source(cas::BlobId::of(blob)).unwrap()
+        {
+            match frames.iter_mut().find(|(f, _)| *f == frame) {
+                Some((_, members)) if !members.contains(&member) => members.push(member),
+                Some(_) => {}
+                None => frames.push((frame, vec![member])),
+            }
+        }
+    }
+    assert!(
+        !frames.is_empty(),
+        "small files written together make a frame"
+    );
+    for (at, members) in frames {
+        let frame = reader.frame(at, members).unwrap().expect("all its members");
+        builder.add_frame(frame.bytes(), frame.members()).unwrap();
+    }
     let pack = builder.finish();
-    assert!(remote::layout::decode_index(&pack.index, &pack.id).is_ok());
+    let entries = remote::layout::decode_index(&pack.index, &pack.id).unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.encoding == remote::layout::Encoding::Frame)
+    );
     assert!(remote::layout::decode_pack(&pack.bytes, &pack.id).is_ok());
     corpus.add("remote_layout", &pack.index[..pack.index.len() - 32]);
     corpus.add("remote_layout", &pack.bytes);
+    // Layout version 1, as `fixtures/remote-format-1` holds it.
+    let v1 =
+        Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/remote-format-1/remote");
+    for entry in std::fs::read_dir(v1.join("index")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let index = std::fs::read(v1.join("index").join(&name)).unwrap();
+        let pack = std::fs::read(v1.join("packs").join(&name)).unwrap();
+        assert!(remote::layout::decode_index(&index, &name).is_ok());
+        assert!(remote::layout::decode_pack(&pack, &name).is_ok());
+        corpus.add("remote_layout", &index[..index.len() - 32]);
+        corpus.add("remote_layout", &pack);
+    }
 
     // The registry record, the op log and the stat cache of the worktree.
     let record_json = serde_json::to_vec(&record).unwrap();

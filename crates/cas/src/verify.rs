@@ -4,7 +4,9 @@
 
 use crate::id::{BlobId, ObjectId};
 use crate::object::{ObjectError, ObjectKind, Snapshot, Tree};
-use crate::store::{BlobPayload, PayloadError, PreparedBlob, WriteBatch};
+use crate::store::{
+    BlobPayload, FrameMember, PayloadError, PreparedBlob, ReceivedFrame, WriteBatch,
+};
 
 /// An object whose bytes were checked against its claimed id; see [`verify_object`].
 #[derive(Debug, Clone)]
@@ -60,6 +62,16 @@ pub enum VerifyError {
         /// The id of the bytes.
         actual: ObjectId,
     },
+}
+
+impl VerifyError {
+    /// The id the refused bytes claimed.
+    pub fn id(&self) -> ObjectId {
+        match self {
+            VerifyError::Invalid { id, .. } | VerifyError::BadPayload { id, .. } => *id,
+            VerifyError::HashMismatch { claimed, .. } => *claimed,
+        }
+    }
 }
 
 /// Checks that `data` is an object of `kind` whose id is `claimed`: a blob's BLAKE3, or a
@@ -132,5 +144,19 @@ pub fn verify_blob_payload(
             claimed: claimed.into(),
             actual: actual.into(),
         },
+    })
+}
+
+/// Checks that a received group frame `stored` (at most
+/// [`MAX_FRAME_BYTES`](crate::MAX_FRAME_BYTES) stored and decoded) holds each of `members`
+/// at its place, by id; the error names the first member refused (or the first member,
+/// for a frame that does not decode). See [`ReceivedFrame`] for what it becomes.
+pub fn verify_frame(
+    stored: Vec<u8>,
+    members: Vec<FrameMember>,
+) -> Result<ReceivedFrame, VerifyError> {
+    crate::store::receive_frame(stored, members).map_err(|(id, reason)| VerifyError::BadPayload {
+        id: id.into(),
+        reason,
     })
 }

@@ -1,7 +1,7 @@
 //! Fetch: bring snapshots from a remote, reading only the byte ranges of the objects this
 //! store lacks, each checked as a local read is before anything is stored.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use futures_util::{StreamExt, TryStreamExt};
@@ -9,14 +9,14 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use cas::{
-    BlobId, BlobPayload, ObjectId, ObjectKind, Snapshot, SnapshotId, Tree, TreeId, VerifiedObject,
-    WriteBatch,
+    BlobId, BlobPayload, FrameMember, ObjectId, ObjectKind, ReceivedFrame, Snapshot, SnapshotId,
+    Tree, TreeId, VerifiedObject, WriteBatch,
 };
 
 use crate::Progress;
 use crate::catalog::{CONCURRENCY, Catalog, Located};
 use crate::error::RemoteError;
-use crate::layout::pack_key;
+use crate::layout::{Encoding, pack_key};
 use crate::transport::Remote;
 
 /// How much of a snapshot's history to bring.
@@ -94,7 +94,8 @@ pub fn fetch(
                 next.extend(reader.snapshot(id)?.parents);
             }
         }
-        for object in read_objects(remote, &catalog, &wanted, ObjectKind::Snapshot, &mut out)? {
+        let got = read_objects(remote, &catalog, &wanted, ObjectKind::Snapshot, &mut out)?;
+        for object in got.objects {
             let VerifiedObject::Snapshot(snap) = object else {
                 continue;
             };
@@ -124,7 +125,7 @@ pub fn fetch(
                 wanted.push(t.into());
             }
         }
-        for object in read_objects(remote, &catalog, &wanted, ObjectKind::Tree, &mut out)? {
+        for object in read_objects(remote, &catalog, &wanted, ObjectKind::Tree, &mut out)?.objects {
             let VerifiedObject::Tree(tree) = object else {
                 continue;
             };
@@ -140,31 +141,43 @@ pub fn fetch(
     }
     drop(reader);
 
-    // Blobs, in batches written as they come (unreachable until the snapshots land).
-    let total: u64 = blobs
+    // Blobs, in batches written as they come (unreachable until the snapshots land), in
+    // the order they lie on the remote, so a group frame's members are read together; a
+    // payload counts once.
+    blobs.sort_by_cached_key(|b| {
+        catalog
+            .locate((*b).into())
+            .map(|l| (l.pack.clone(), l.entry.offset, l.entry.start))
+    });
+    let mut last = None;
+    let costs: Vec<u64> = blobs
         .iter()
-        .filter_map(|b| catalog.locate((*b).into()).map(|l| l.entry.len as u64))
-        .sum();
-    progress.start("fetch", blobs.len() as u64, total);
+        .map(|b| match catalog.locate((*b).into()) {
+            Some(l) if last != Some((&l.pack, l.entry.offset)) => {
+                last = Some((&l.pack, l.entry.offset));
+                u64::from(l.entry.len)
+            }
+            _ => 0,
+        })
+        .collect();
+    progress.start("fetch", blobs.len() as u64, costs.iter().sum());
     let mut start = 0;
     while start < blobs.len() {
         let mut end = start;
         let mut bytes = 0;
         while end < blobs.len() && (end == start || bytes < BATCH_BYTES) {
-            bytes += catalog
-                .locate(blobs[end].into())
-                .map_or(0, |l| l.entry.len as u64);
+            bytes += costs[end];
             end += 1;
         }
         let wanted: Vec<ObjectId> = blobs[start..end].iter().map(|b| (*b).into()).collect();
         let got = read_objects(remote, &catalog, &wanted, ObjectKind::Blob, &mut out)?;
+        let count = got.len() as u64;
         let mut batch = WriteBatch::new();
-        let mut count = 0;
-        for object in got {
-            if let VerifiedObject::Blob(b) = object {
-                count += 1;
-                batch.add_blob(b);
-            }
+        for object in got.objects {
+            batch.add_verified(object);
+        }
+        for frame in got.frames {
+            batch.add_frame(frame);
         }
         store.write(&batch)?;
         progress.advance(count, bytes);
@@ -177,7 +190,7 @@ pub fn fetch(
     for tree in trees {
         batch.add_tree(tree);
     }
-    for (_, snap) in snaps {
+    for snap in parents_first(snaps) {
         batch.add_snapshot(snap);
     }
     for p in promised {
@@ -187,16 +200,69 @@ pub fn fetch(
     Ok(out)
 }
 
-/// Reads objects of `kind` from the remote, grouped by pack, and checks each.
+/// What [`read_objects`] brought, checked: objects one by one, and group frames whose
+/// members are most of them, kept as they came.
+#[derive(Default)]
+pub(crate) struct Received {
+    pub(crate) objects: Vec<VerifiedObject>,
+    pub(crate) frames: Vec<cas::Frame>,
+}
+
+impl Received {
+    fn extend(&mut self, other: Received) {
+        self.objects.extend(other.objects);
+        self.frames.extend(other.frames);
+    }
+
+    /// Objects, a frame's members each.
+    fn len(&self) -> usize {
+        self.objects.len() + self.frames.iter().map(|f| f.members().len()).sum::<usize>()
+    }
+}
+
+/// `snaps` ordered as a write takes them: each after its parents among them (the levels
+/// of the walk are not enough: a parent met early through a merge may be an ancestor of
+/// a snapshot met later).
+fn parents_first(snaps: Vec<(SnapshotId, Snapshot)>) -> Vec<Snapshot> {
+    let order: Vec<SnapshotId> = snaps.iter().map(|(id, _)| *id).collect();
+    let mut waiting: HashMap<SnapshotId, Snapshot> = snaps.into_iter().collect();
+    let mut out = Vec::with_capacity(order.len());
+    let mut stack: Vec<(SnapshotId, bool)> = Vec::new();
+    for id in order {
+        stack.push((id, false));
+        while let Some((id, parents_done)) = stack.pop() {
+            if parents_done {
+                out.extend(waiting.remove(&id));
+                continue;
+            }
+            let Some(snap) = waiting.get(&id) else {
+                continue;
+            };
+            stack.push((id, true));
+            stack.extend(
+                (snap.parents.iter())
+                    .filter(|p| waiting.contains_key(p))
+                    .map(|p| (*p, false)),
+            );
+        }
+    }
+    out
+}
+
+/// Of one pack, per payload (offset and length), the objects wanted of it.
+type Payloads = BTreeMap<(u64, u32), Vec<Located>>;
+
+/// Reads objects of `kind` from the remote, grouped by pack and by payload (a group
+/// frame is read once for all the members wanted of it), and checks each.
 pub(crate) fn read_objects(
     remote: &Remote,
     catalog: &Catalog,
     ids: &[ObjectId],
     kind: ObjectKind,
     out: &mut FetchOutcome,
-) -> Result<Vec<VerifiedObject>, RemoteError> {
+) -> Result<Received, RemoteError> {
     let name = remote.name();
-    let mut by_pack: HashMap<Arc<str>, Vec<Located>> = HashMap::new();
+    let mut by_pack: HashMap<Arc<str>, Payloads> = HashMap::new();
     for id in ids {
         let located = catalog.locate(*id).ok_or_else(|| {
             RemoteError::object(
@@ -213,14 +279,15 @@ pub(crate) fn read_objects(
                 format!("its index says {:?}, expected {kind:?}", e.kind),
             ));
         }
-        // Checked before reading: a damaged or hostile index must not make a huge read.
+        // Checked before reading: a damaged or hostile index must not make a huge read
+        // (a frame's length is bounded by `decode_index`).
         let limit = if kind == ObjectKind::Blob {
             MAX_OBJECT
         } else {
             MAX_TREE
         };
         let most_stored = e.size + e.size / 64 + 4096;
-        if e.size > limit || u64::from(e.len) > most_stored {
+        if e.size > limit || (e.encoding != Encoding::Frame && u64::from(e.len) > most_stored) {
             return Err(RemoteError::object(
                 name,
                 *id,
@@ -233,64 +300,123 @@ pub(crate) fn read_objects(
         by_pack
             .entry(located.pack.clone())
             .or_default()
+            .entry((e.offset, e.len))
+            .or_default()
             .push(located.clone());
     }
-    let fetched: Vec<(Vec<Located>, Vec<bytes::Bytes>)> = remote.block_on(async {
-        futures_util::stream::iter(by_pack.into_values().map(|entries| async move {
-            let ranges: Vec<std::ops::Range<u64>> = entries
-                .iter()
-                .map(|l| l.entry.offset..l.entry.offset + u64::from(l.entry.len))
+    let fetched: Vec<(Vec<Vec<Located>>, Vec<bytes::Bytes>)> = remote.block_on(async {
+        futures_util::stream::iter(by_pack.into_iter().map(|(pack, payloads)| async move {
+            let ranges: Vec<std::ops::Range<u64>> = payloads
+                .keys()
+                .map(|(offset, len)| *offset..offset + u64::from(*len))
                 .collect();
-            let pack = &entries[0].pack;
-            let data = match remote.get_ranges(&pack_key(pack), &ranges).await {
+            let payloads: Vec<Vec<Located>> = payloads.into_values().collect();
+            let data = match remote.get_ranges(&pack_key(&pack), &ranges).await {
                 Ok(data) => data,
                 Err(RemoteError::Transport { source, .. }) => {
-                    let more = match entries.len() {
+                    let more = match payloads.iter().map(Vec::len).sum::<usize>() {
                         1 => String::new(),
                         n => format!(" and {} more", n - 1),
                     };
                     return Err(RemoteError::Read {
                         remote: remote.name().to_owned(),
-                        what: format!("object {}{more} from pack {pack}", entries[0].entry.id),
+                        what: format!("object {}{more} from pack {pack}", payloads[0][0].entry.id),
                         source,
                     });
                 }
                 Err(other) => return Err(other),
             };
-            Ok::<_, RemoteError>((entries, data))
+            Ok::<_, RemoteError>((payloads, data))
         }))
         .buffer_unordered(CONCURRENCY)
         .try_collect()
         .await
     })?;
-    let pairs: Vec<(Located, bytes::Bytes)> = fetched
+    let pairs: Vec<(Vec<Located>, bytes::Bytes)> = fetched
         .into_iter()
-        .flat_map(|(entries, data)| entries.into_iter().zip(data))
+        .flat_map(|(payloads, data)| payloads.into_iter().zip(data))
         .collect();
-    out.objects_received += pairs.len() as u64;
+    out.objects_received += pairs.iter().map(|(l, _)| l.len() as u64).sum::<u64>();
     out.bytes_received += pairs.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
-    pairs
+    let parts: Vec<Received> = pairs
         .into_par_iter()
-        .map(|(located, data)| verify(name, &located, data))
-        .collect()
+        .map(|(located, data)| verify_payload(name, located, data))
+        .collect::<Result<_, _>>()?;
+    let mut received = Received::default();
+    for part in parts {
+        received.extend(part);
+    }
+    Ok(received)
 }
 
-fn verify(
+/// Checks the objects wanted of one payload: a group frame's members together, any
+/// other object alone.
+fn verify_payload(
     remote: &str,
-    located: &Located,
+    located: Vec<Located>,
     data: bytes::Bytes,
-) -> Result<VerifiedObject, RemoteError> {
+) -> Result<Received, RemoteError> {
+    let (members, alone): (Vec<Located>, Vec<Located>) = located
+        .into_iter()
+        .partition(|l| l.entry.encoding == Encoding::Frame);
+    let mut out = Received::default();
+    for l in &alone {
+        out.objects.push(verify(remote, l, &data)?);
+    }
+    let Some(first) = members.first() else {
+        return Ok(out);
+    };
+    check_length(remote, first, &data)?;
+    let wanted: Vec<FrameMember> = members
+        .iter()
+        .map(|l| FrameMember {
+            id: l.entry.id.as_blob(),
+            start: l.entry.start,
+            // Within MAX_FRAME_BYTES: `decode_index` checked it.
+            size: u32::try_from(l.entry.size).unwrap_or(u32::MAX),
+        })
+        .collect();
+    match cas::verify_frame(data.to_vec(), wanted) {
+        Ok(ReceivedFrame::Whole(frame)) => out.frames.push(frame),
+        Ok(ReceivedFrame::Apart(blobs)) => {
+            out.objects
+                .extend(blobs.into_iter().map(VerifiedObject::Blob));
+        }
+        Err(err) => {
+            return Err(RemoteError::object(
+                remote,
+                err.id(),
+                format!("{err} (a group frame in pack {})", first.pack),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+/// Refuses a payload whose length is not what its index says.
+fn check_length(remote: &str, located: &Located, data: &[u8]) -> Result<(), RemoteError> {
+    let e = &located.entry;
+    if data.len() == e.len as usize {
+        return Ok(());
+    }
+    Err(RemoteError::object(
+        remote,
+        e.id,
+        format!(
+            "{} bytes read, its index says {} (pack {})",
+            data.len(),
+            e.len,
+            located.pack
+        ),
+    ))
+}
+
+fn verify(remote: &str, located: &Located, data: &[u8]) -> Result<VerifiedObject, RemoteError> {
     let e = &located.entry;
     let bad = |reason: String| {
         RemoteError::object(remote, e.id, format!("{reason} (pack {})", located.pack))
     };
-    if data.len() != e.len as usize {
-        return Err(bad(format!(
-            "{} bytes read, its index says {}",
-            data.len(),
-            e.len
-        )));
-    }
+    check_length(remote, located, data)?;
     let limit = if e.kind == ObjectKind::Blob {
         MAX_OBJECT
     } else {
@@ -302,18 +428,19 @@ fn verify(
             e.size
         )));
     }
+    let zstd = e.encoding == Encoding::Zstd;
     if e.kind == ObjectKind::Blob {
         let payload = BlobPayload {
             size: e.size,
-            zstd: e.zstd,
+            zstd,
             bytes: data.to_vec(),
         };
-        let blob = cas::verify_blob_payload(BlobId::from_bytes(*e.id.as_bytes()), payload)
+        let blob = cas::verify_blob_payload(e.id.as_blob(), payload)
             .map_err(|err| bad(err.to_string()))?;
         return Ok(VerifiedObject::Blob(blob));
     }
-    let encoded = if e.zstd {
-        zstd::bulk::decompress(&data, e.size as usize).map_err(|err| bad(format!("zstd: {err}")))?
+    let encoded = if zstd {
+        zstd::bulk::decompress(data, e.size as usize).map_err(|err| bad(format!("zstd: {err}")))?
     } else {
         data.to_vec()
     };
@@ -325,4 +452,31 @@ fn verify(
         )));
     }
     cas::verify_object(e.kind, e.id, &encoded).map_err(|err| bad(err.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_are_written_after_their_parents_even_when_a_merge_meets_one_early() {
+        let snap = |parents: Vec<SnapshotId>, message: &str| Snapshot {
+            tree: TreeId::from_bytes([0; 32]),
+            parents,
+            created: jiff::Timestamp::UNIX_EPOCH,
+            message: message.into(),
+            labels: Default::default(),
+            source: None,
+        };
+        let p = snap(vec![], "p");
+        let c = snap(vec![p.id()], "c");
+        let x = snap(vec![c.id()], "x");
+        let m = snap(vec![x.id(), p.id()], "m");
+        // The walk's levels: m; then x and p; then c.
+        let walked: Vec<(SnapshotId, Snapshot)> =
+            [m, x, p, c].into_iter().map(|s| (s.id(), s)).collect();
+        let ordered = parents_first(walked);
+        let names: Vec<&str> = ordered.iter().map(|s| s.message.as_str()).collect();
+        assert_eq!(names, ["p", "c", "x", "m"]);
+    }
 }

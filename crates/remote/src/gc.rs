@@ -209,7 +209,9 @@ fn reachable(
             &remote_ids,
             ObjectKind::Snapshot,
             &mut scratch,
-        )? {
+        )?
+        .objects
+        {
             if let VerifiedObject::Snapshot(s) = object {
                 trees.push(s.tree);
                 snaps.extend(s.parents);
@@ -240,7 +242,9 @@ fn reachable(
                 remote_ids.push(id.into());
             }
         }
-        for object in read_objects(remote, catalog, &remote_ids, ObjectKind::Tree, &mut scratch)? {
+        for object in
+            read_objects(remote, catalog, &remote_ids, ObjectKind::Tree, &mut scratch)?.objects
+        {
             if let VerifiedObject::Tree(t) = object {
                 visit(&t, &mut trees);
             }

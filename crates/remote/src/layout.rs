@@ -1,9 +1,10 @@
-//! The remote layout, format 1 (`docs/format.md` describes it byte by byte). Under the
-//! remote's prefix:
+//! The remote layout, version 2 (`docs/format.md` describes it byte by byte; version 1
+//! is still read). Under the remote's prefix:
 //!
 //! ```text
-//! cairn-remote               {"format": 1}: what is here, written by the first `remote add`
-//! packs/<pack id>            objects, each with its kind, id, size and payload
+//! cairn-remote               {"format": 2}: what is here, written by the first `remote add`
+//! packs/<pack id>            payloads, each a whole object or a group frame of small blobs
+//!                            (byte for byte the store's), with the objects it holds
 //! index/<pack id>            the pack's index: where each object is; written after the pack
 //! refs/<name>/<seq>          a ref's history: create-only, the highest <seq> is its value
 //! pins/<snapshot id>         a snapshot pushed by id, kept by remote gc until `ref rm ID@REMOTE`
@@ -14,29 +15,47 @@
 //! after every other pack and index is written: an object is visible only through an
 //! index, so a snapshot visible on a remote has everything it reaches there too.
 
-use cas::{ObjectId, ObjectKind};
+use cas::{FrameMember, MAX_FRAME_BYTES, ObjectId, ObjectKind};
 
-/// The layout version this build reads and writes.
-pub const FORMAT: u64 = 1;
+/// The layout version this build writes.
+pub const FORMAT: u64 = 2;
+/// The older version it reads (and rewrites the marker of before its first pack there).
+pub const FORMAT_1: u64 = 1;
 /// The marker object.
 pub const MARKER: &str = "cairn-remote";
 /// Packs are cut once they reach this many bytes (restic found tens of MB fast on S3).
 pub const PACK_TARGET: usize = 32 << 20;
 
-const PACK_MAGIC: &[u8; 8] = b"CAIRNPK1";
-const INDEX_MAGIC: &[u8; 8] = b"CAIRNIX1";
-/// kind, flags, id, size, offset, len.
-const INDEX_ENTRY: usize = 1 + 1 + 32 + 8 + 8 + 4;
-/// kind, flags, id, size, len (before the payload, in a pack).
-const PACK_ENTRY_HEADER: usize = 1 + 1 + 32 + 8 + 4;
+const PACK_MAGIC: &[u8; 8] = b"CAIRNPK2";
+const INDEX_MAGIC: &[u8; 8] = b"CAIRNIX2";
+const PACK_MAGIC_1: &[u8; 8] = b"CAIRNPK1";
+const INDEX_MAGIC_1: &[u8; 8] = b"CAIRNIX1";
+/// Before the entries of an index: magic, pack id, count.
+const INDEX_FIXED: usize = 8 + 32 + 4;
+/// kind, flags, id, size, offset, len, start.
+const INDEX_ENTRY: usize = 1 + 1 + 32 + 8 + 8 + 4 + 4;
+/// Version 1: kind, flags, id, size, offset, len.
+const INDEX_ENTRY_1: usize = 1 + 1 + 32 + 8 + 8 + 4;
+/// Before a payload in a pack: flags, how many objects it holds, its length.
+const PAYLOAD_HEADER: usize = 1 + 4 + 4;
+/// Then, per object it holds: kind, id, size, start.
+const OBJECT_HEADER: usize = 1 + 32 + 8 + 4;
+/// Version 1, before a payload: kind, flags, id, size, len.
+const PACK_ENTRY_HEADER_1: usize = 1 + 1 + 32 + 8 + 4;
 /// The most bytes one pack entry holds (its length is 32 bits).
 pub const MAX_PAYLOAD: u64 = u32::MAX as u64;
-/// The largest pack a push writes: cut at [`PACK_TARGET`], so at most one entry past it.
-pub const MAX_PACK: u64 = PACK_TARGET as u64 + PACK_ENTRY_HEADER as u64 + MAX_PAYLOAD + 8;
-/// The largest index a push writes: one entry per object of the largest pack of empty
-/// objects.
+/// The most objects one group frame carries in a pack (a store's frames hold far fewer:
+/// 64 KiB of distinct small files).
+pub const MAX_FRAME_MEMBERS: usize = 1 << 16;
+/// The largest pack a push writes: cut at [`PACK_TARGET`], so at most one entry past it,
+/// a whole object (a frame's entry, members and all, is smaller).
+pub const MAX_PACK: u64 =
+    PACK_TARGET as u64 + (PAYLOAD_HEADER + OBJECT_HEADER) as u64 + MAX_PAYLOAD + 8;
+/// The largest index a push writes: an entry per object of the pack, each taking at least
+/// [`OBJECT_HEADER`] bytes of it before the last entry, which may be a frame of
+/// [`MAX_FRAME_MEMBERS`]. (Version 1's bound is smaller.)
 pub const MAX_INDEX: u64 =
-    ((PACK_TARGET / PACK_ENTRY_HEADER + 2) * INDEX_ENTRY + 8 + 32 + 4 + 32) as u64;
+    ((PACK_TARGET / OBJECT_HEADER + 1 + MAX_FRAME_MEMBERS) * INDEX_ENTRY + INDEX_FIXED + 32) as u64;
 /// The largest record (a ref entry, a pin, the marker, a gc record) cairn reads.
 pub const MAX_RECORD: u64 = 16 << 20;
 
@@ -53,6 +72,37 @@ pub fn pin_key(id: &cas::SnapshotId) -> String {
     format!("pins/{id}")
 }
 
+/// What a payload in a pack is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// The object's bytes.
+    Raw,
+    /// One zstd frame of them.
+    Zstd,
+    /// A group frame: one zstd frame of small blobs' concatenated contents, as a store
+    /// holds it; each object's bytes lie at its `start` in the decoded frame.
+    Frame,
+}
+
+impl Encoding {
+    fn code(self) -> u8 {
+        match self {
+            Encoding::Raw => 0,
+            Encoding::Zstd => 1,
+            Encoding::Frame => 2,
+        }
+    }
+
+    fn of(code: u8) -> Result<Encoding, String> {
+        match code {
+            0 => Ok(Encoding::Raw),
+            1 => Ok(Encoding::Zstd),
+            2 => Ok(Encoding::Frame),
+            other => Err(format!("unknown flags {other}")),
+        }
+    }
+}
+
 /// One object of a pack, as its index records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PackEntry {
@@ -60,14 +110,16 @@ pub struct PackEntry {
     pub kind: ObjectKind,
     /// Its id.
     pub id: ObjectId,
-    /// True if the payload is a zstd frame.
-    pub zstd: bool,
-    /// Decoded size.
+    /// What its payload is.
+    pub encoding: Encoding,
+    /// Its decoded size.
     pub size: u64,
     /// Where its payload starts in the pack.
     pub offset: u64,
     /// The payload's length.
     pub len: u32,
+    /// Where its bytes start in the decoded payload (0 unless it is a frame's member).
+    pub start: u32,
 }
 
 fn kind_code(kind: ObjectKind) -> u8 {
@@ -78,12 +130,12 @@ fn kind_code(kind: ObjectKind) -> u8 {
     }
 }
 
-fn kind_of(code: u8) -> Option<ObjectKind> {
+fn kind_of(code: u8) -> Result<ObjectKind, String> {
     match code {
-        0 => Some(ObjectKind::Blob),
-        1 => Some(ObjectKind::Tree),
-        2 => Some(ObjectKind::Snapshot),
-        _ => None,
+        0 => Ok(ObjectKind::Blob),
+        1 => Ok(ObjectKind::Tree),
+        2 => Ok(ObjectKind::Snapshot),
+        _ => Err(format!("unknown object kind {code}")),
     }
 }
 
@@ -116,6 +168,9 @@ pub struct Pack {
     pub entries: Vec<PackEntry>,
 }
 
+/// One object a payload holds: kind, id, decoded size, start in the decoded payload.
+type Held = (ObjectKind, ObjectId, u64, u32);
+
 impl PackBuilder {
     /// Appends an object; `payload` is zstd if `zstd`, `size` bytes decoded. Refuses a
     /// payload of more than [`MAX_PAYLOAD`] bytes.
@@ -127,27 +182,72 @@ impl PackBuilder {
         size: u64,
         payload: &[u8],
     ) -> Result<(), String> {
+        let encoding = if zstd { Encoding::Zstd } else { Encoding::Raw };
+        self.append(encoding, &[(kind, id, size, 0)], payload)
+            .map_err(|what| format!("{kind:?} {id} is {what}"))
+    }
+
+    /// Appends a group frame as a store holds it (`bytes`), carrying blobs `members`.
+    /// Refuses a frame or member past [`MAX_FRAME_BYTES`], or more than
+    /// [`MAX_FRAME_MEMBERS`] members.
+    pub fn add_frame(&mut self, bytes: &[u8], members: &[FrameMember]) -> Result<(), String> {
+        let first = members.first().map(|m| m.id);
+        let refuse = |what: String| match first {
+            Some(id) => Err(format!("the group frame of blob {id} {what}")),
+            None => Err(format!("a group frame {what}")),
+        };
+        if members.is_empty() || members.len() > MAX_FRAME_MEMBERS {
+            return refuse(format!("carries {} members", members.len()));
+        }
+        if bytes.len() as u64 > MAX_FRAME_BYTES {
+            return refuse(format!("is {} bytes", bytes.len()));
+        }
+        if let Some(m) = members
+            .iter()
+            .find(|m| u64::from(m.start) + u64::from(m.size) > MAX_FRAME_BYTES)
+        {
+            return refuse(format!(
+                "places blob {} at {} past any frame",
+                m.id, m.start
+            ));
+        }
+        let held: Vec<Held> = members
+            .iter()
+            .map(|m| (ObjectKind::Blob, m.id.into(), u64::from(m.size), m.start))
+            .collect();
+        self.append(Encoding::Frame, &held, bytes)
+    }
+
+    fn append(&mut self, encoding: Encoding, held: &[Held], payload: &[u8]) -> Result<(), String> {
         let len = u32::try_from(payload.len()).map_err(|_| {
             format!(
-                "{kind:?} {id} is {} bytes stored, more than the {MAX_PAYLOAD} a pack entry holds",
+                "{} bytes stored, more than the {MAX_PAYLOAD} a pack entry holds",
                 payload.len()
             )
         })?;
-        self.bytes.push(kind_code(kind));
-        self.bytes.push(u8::from(zstd));
-        self.bytes.extend_from_slice(id.as_bytes());
-        self.bytes.extend_from_slice(&size.to_le_bytes());
+        self.bytes.push(encoding.code());
+        self.bytes
+            .extend_from_slice(&(held.len() as u32).to_le_bytes());
         self.bytes.extend_from_slice(&len.to_le_bytes());
+        for (kind, id, size, start) in held {
+            self.bytes.push(kind_code(*kind));
+            self.bytes.extend_from_slice(id.as_bytes());
+            self.bytes.extend_from_slice(&size.to_le_bytes());
+            self.bytes.extend_from_slice(&start.to_le_bytes());
+        }
         let offset = self.bytes.len() as u64;
         self.bytes.extend_from_slice(payload);
-        self.entries.push(PackEntry {
-            kind,
-            id,
-            zstd,
-            size,
-            offset,
-            len,
-        });
+        for &(kind, id, size, start) in held {
+            self.entries.push(PackEntry {
+                kind,
+                id,
+                encoding,
+                size,
+                offset,
+                len,
+                start,
+            });
+        }
         Ok(())
     }
 
@@ -164,17 +264,18 @@ impl PackBuilder {
     /// The pack and its index.
     pub fn finish(self) -> Pack {
         let hash = blake3::hash(&self.bytes);
-        let mut index = Vec::with_capacity(8 + 32 + 4 + self.entries.len() * INDEX_ENTRY + 32);
+        let mut index = Vec::with_capacity(INDEX_FIXED + self.entries.len() * INDEX_ENTRY + 32);
         index.extend_from_slice(INDEX_MAGIC);
         index.extend_from_slice(hash.as_bytes());
         index.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
         for e in &self.entries {
             index.push(kind_code(e.kind));
-            index.push(u8::from(e.zstd));
+            index.push(e.encoding.code());
             index.extend_from_slice(e.id.as_bytes());
             index.extend_from_slice(&e.size.to_le_bytes());
             index.extend_from_slice(&e.offset.to_le_bytes());
             index.extend_from_slice(&e.len.to_le_bytes());
+            index.extend_from_slice(&e.start.to_le_bytes());
         }
         let check = blake3::hash(&index);
         index.extend_from_slice(check.as_bytes());
@@ -199,90 +300,167 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes(a)
 }
 
-/// Reads the index of pack `pack` (hex id), checking its checksum, that it names that pack,
-/// and that its entries lie inside a pack after the magic.
+fn id_at(b: &[u8], at: usize) -> ObjectId {
+    ObjectId::from_bytes(<[u8; 32]>::try_from(&b[at..at + 32]).unwrap_or_default())
+}
+
+/// The layout version a pack or index's magic names (`1` or [`FORMAT`]).
+fn version(bytes: &[u8], v1: &[u8; 8], v2: &[u8; 8], what: &str) -> Result<u64, String> {
+    match bytes.get(..8) {
+        Some(m) if m == v2 => Ok(FORMAT),
+        Some(m) if m == v1 => Ok(FORMAT_1),
+        Some(m) if m[..7] == v2[..7] => Err(format!(
+            "a {what} of remote layout version {}, which this cairn does not read",
+            String::from_utf8_lossy(&m[7..])
+        )),
+        _ => Err(format!("not a cairn {what}")),
+    }
+}
+
+/// Checks what an entry says against what any pack a push writes can hold: its payload
+/// lies after the first entry's header and inside [`MAX_PACK`]; a frame's member lies
+/// inside [`MAX_FRAME_BYTES`] of a frame no larger, and only blobs are members.
+fn check_entry(e: &PackEntry, first_offset: u64) -> Result<(), String> {
+    let id = e.id;
+    if e.offset < first_offset {
+        return Err(format!("object {id} lies before the first entry"));
+    }
+    if e.offset.saturating_add(u64::from(e.len)) > MAX_PACK {
+        return Err(format!("object {id} lies past the end of any pack"));
+    }
+    if e.encoding != Encoding::Frame {
+        return match e.start {
+            0 => Ok(()),
+            start => Err(format!("object {id} starts at {start} of a whole object")),
+        };
+    }
+    if e.kind != ObjectKind::Blob {
+        return Err(format!("{:?} {id} is a member of a group frame", e.kind));
+    }
+    if u64::from(e.len) > MAX_FRAME_BYTES
+        || u64::from(e.start).saturating_add(e.size) > MAX_FRAME_BYTES
+    {
+        return Err(format!(
+            "blob {id}'s {} bytes at {} of a frame of {} lie past any frame",
+            e.size, e.start, e.len
+        ));
+    }
+    Ok(())
+}
+
+/// Reads the index of pack `pack` (hex id), version 1 or 2, checking its checksum, that
+/// it names that pack, and that its entries lie inside a pack after the magic (and a
+/// frame's members inside a frame: [`check_entry`]).
 pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, String> {
-    let fixed = 8 + 32 + 4;
-    if bytes.len() < fixed + 32 || &bytes[..8] != INDEX_MAGIC {
+    let version = version(bytes, INDEX_MAGIC_1, INDEX_MAGIC, "pack index")?;
+    if bytes.len() < INDEX_FIXED + 32 {
         return Err("not a cairn pack index".to_owned());
     }
     let (body, check) = bytes.split_at(bytes.len() - 32);
     if blake3::hash(body).as_bytes() != check {
         return Err("index checksum does not match".to_owned());
     }
-    if blake3::Hash::from_bytes(<[u8; 32]>::try_from(&body[8..40]).unwrap_or_default())
+    if blake3::Hash::from_bytes(*id_at(body, 8).as_bytes())
         .to_hex()
         .as_str()
         != pack
     {
         return Err("index names another pack".to_owned());
     }
+    let (entry_len, first_offset) = match version {
+        FORMAT_1 => (INDEX_ENTRY_1, 8 + PACK_ENTRY_HEADER_1),
+        _ => (INDEX_ENTRY, 8 + PAYLOAD_HEADER + OBJECT_HEADER),
+    };
     let count = u32_at(body, 40) as usize;
-    if body.len() != fixed + count * INDEX_ENTRY {
+    if body.len() != INDEX_FIXED + count * entry_len {
         return Err(format!("{count} entries do not fit its length"));
     }
     let mut out = Vec::with_capacity(count);
-    for raw in body[fixed..].chunks_exact(INDEX_ENTRY) {
-        let kind = kind_of(raw[0]).ok_or_else(|| format!("unknown object kind {}", raw[0]))?;
-        let zstd = match raw[1] {
-            0 => false,
-            1 => true,
-            other => return Err(format!("unknown flags {other}")),
-        };
-        let id = ObjectId::from_bytes(<[u8; 32]>::try_from(&raw[2..34]).unwrap_or_default());
+    for raw in body[INDEX_FIXED..].chunks_exact(entry_len) {
+        let encoding = Encoding::of(raw[1])?;
+        if version == FORMAT_1 && encoding == Encoding::Frame {
+            return Err("unknown flags 2".to_owned());
+        }
         let entry = PackEntry {
-            kind,
-            id,
-            zstd,
+            kind: kind_of(raw[0])?,
+            id: id_at(raw, 2),
+            encoding,
             size: u64_at(raw, 34),
             offset: u64_at(raw, 42),
             len: u32_at(raw, 50),
+            start: if version == FORMAT_1 {
+                0
+            } else {
+                u32_at(raw, 54)
+            },
         };
-        if entry.offset < (PACK_MAGIC.len() + PACK_ENTRY_HEADER) as u64 {
-            return Err(format!("object {id} lies before the first entry"));
-        }
-        if entry.offset.saturating_add(u64::from(entry.len)) > MAX_PACK {
-            return Err(format!("object {id} lies past the end of any pack"));
-        }
+        check_entry(&entry, first_offset as u64)?;
         out.push(entry);
     }
     Ok(out)
 }
 
-/// Reads every entry of a whole pack (for `fsck`-like checks and tests), checking its id.
+/// Reads every entry of a whole pack, version 1 or 2 (for `fsck`-like checks, the fuzz
+/// target and tests), checking its id; each entry comes with its payload (a frame's
+/// members share theirs).
 pub fn decode_pack<'a>(bytes: &'a [u8], pack: &str) -> Result<Vec<(PackEntry, &'a [u8])>, String> {
     if blake3::hash(bytes).to_hex().as_str() != pack {
         return Err("pack bytes do not match its id".to_owned());
     }
-    if bytes.len() < 8 || &bytes[..8] != PACK_MAGIC {
-        return Err("not a cairn pack".to_owned());
-    }
+    let version = version(bytes, PACK_MAGIC_1, PACK_MAGIC, "pack")?;
     let mut at = 8;
     let mut out = Vec::new();
     while at < bytes.len() {
-        if bytes.len() - at < PACK_ENTRY_HEADER {
-            return Err("truncated entry".to_owned());
-        }
         let raw = &bytes[at..];
-        let kind = kind_of(raw[0]).ok_or_else(|| format!("unknown object kind {}", raw[0]))?;
-        let id = ObjectId::from_bytes(<[u8; 32]>::try_from(&raw[2..34]).unwrap_or_default());
-        let len = u32_at(raw, 42);
-        let offset = (at + PACK_ENTRY_HEADER) as u64;
-        let end = offset as usize + len as usize;
+        // What the payload holds: (kind, id, size, start) each, from its header.
+        let (encoding, held, header, len) = if version == FORMAT_1 {
+            if raw.len() < PACK_ENTRY_HEADER_1 {
+                return Err("truncated entry".to_owned());
+            }
+            let encoding = match raw[1] {
+                1 => Encoding::Zstd,
+                _ => Encoding::Raw,
+            };
+            let held = vec![(kind_of(raw[0])?, id_at(raw, 2), u64_at(raw, 34), 0)];
+            (encoding, held, PACK_ENTRY_HEADER_1, u32_at(raw, 42))
+        } else {
+            if raw.len() < PAYLOAD_HEADER {
+                return Err("truncated entry".to_owned());
+            }
+            let encoding = Encoding::of(raw[0])?;
+            let count = u32_at(raw, 1) as usize;
+            if count == 0 || (count > 1 && encoding != Encoding::Frame) {
+                return Err(format!("{count} objects in one {encoding:?} payload"));
+            }
+            let header = count
+                .checked_mul(OBJECT_HEADER)
+                .and_then(|n| n.checked_add(PAYLOAD_HEADER))
+                .filter(|n| *n <= raw.len())
+                .ok_or_else(|| "truncated entry".to_owned())?;
+            let held = raw[PAYLOAD_HEADER..header]
+                .chunks_exact(OBJECT_HEADER)
+                .map(|o| Ok((kind_of(o[0])?, id_at(o, 1), u64_at(o, 33), u32_at(o, 41))))
+                .collect::<Result<Vec<Held>, String>>()?;
+            (encoding, held, header, u32_at(raw, 5))
+        };
+        let offset = at + header;
+        let end = offset + len as usize;
         if end > bytes.len() {
-            return Err(format!("object {id} runs past the end"));
+            return Err(format!("object {} runs past the end", held[0].1));
         }
-        out.push((
-            PackEntry {
+        for (kind, id, size, start) in held {
+            let entry = PackEntry {
                 kind,
                 id,
-                zstd: raw[1] == 1,
-                size: u64_at(raw, 34),
-                offset,
+                encoding,
+                size,
+                offset: offset as u64,
                 len,
-            },
-            &bytes[offset as usize..end],
-        ));
+                start,
+            };
+            check_entry(&entry, 0)?;
+            out.push((entry, &bytes[offset..end]));
+        }
         at = end;
     }
     Ok(out)
@@ -291,22 +469,79 @@ pub fn decode_pack<'a>(bytes: &'a [u8], pack: &str) -> Result<Vec<(PackEntry, &'
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cas::BlobId;
+
+    /// `index` with entry `n`'s bytes edited and its checksum made right again.
+    fn edited(index: &[u8], n: usize, edit: impl Fn(&mut [u8])) -> Vec<u8> {
+        let mut out = index[..index.len() - 32].to_vec();
+        let at = INDEX_FIXED + n * INDEX_ENTRY;
+        edit(&mut out[at..at + INDEX_ENTRY]);
+        let check = blake3::hash(&out);
+        out.extend_from_slice(check.as_bytes());
+        out
+    }
+
+    /// A pack of a raw blob, a zstd tree and a group frame of three blobs.
+    fn sample() -> (Pack, Vec<u8>, Vec<FrameMember>) {
+        let contents: [&[u8]; 3] = [b"first member\n", b"second\n", b"third one\n"];
+        let mut decoded = Vec::new();
+        let members: Vec<FrameMember> = contents
+            .iter()
+            .map(|c| {
+                let m = FrameMember {
+                    id: BlobId::of(c),
+                    start: decoded.len() as u32,
+                    size: c.len() as u32,
+                };
+                decoded.extend_from_slice(c);
+                m
+            })
+            .collect();
+        let frame = zstd::bulk::compress(&decoded, 3).unwrap();
+        let mut b = PackBuilder::default();
+        b.add(
+            ObjectKind::Blob,
+            ObjectId::from_bytes([1; 32]),
+            false,
+            5,
+            b"hello",
+        )
+        .unwrap();
+        b.add(
+            ObjectKind::Tree,
+            ObjectId::from_bytes([2; 32]),
+            true,
+            100,
+            b"zzz",
+        )
+        .unwrap();
+        b.add_frame(&frame, &members).unwrap();
+        (b.finish(), frame, members)
+    }
 
     #[test]
     fn a_pack_and_its_index_read_back_and_damage_is_refused() {
-        let mut b = PackBuilder::default();
-        let a = ObjectId::from_bytes([1; 32]);
-        let t = ObjectId::from_bytes([2; 32]);
-        b.add(ObjectKind::Blob, a, false, 5, b"hello").unwrap();
-        b.add(ObjectKind::Tree, t, true, 100, b"zzz").unwrap();
-        let pack = b.finish();
+        let (pack, frame, members) = sample();
         let entries = decode_index(&pack.index, &pack.id).expect("reads");
         assert_eq!(entries, pack.entries);
+        assert_eq!(entries.len(), 5, "one entry per object, three in the frame");
         let whole = decode_pack(&pack.bytes, &pack.id).expect("reads");
+        assert_eq!(
+            whole.iter().map(|(e, _)| *e).collect::<Vec<_>>(),
+            entries,
+            "the pack alone says what its index says"
+        );
         assert_eq!(whole[0].1, b"hello");
-        assert_eq!(whole[1].0, entries[1]);
         let e = entries[0];
         assert_eq!(&pack.bytes[e.offset as usize..][..e.len as usize], b"hello");
+        // The frame is stored once, byte for byte; its members point into it.
+        for (n, m) in members.iter().enumerate() {
+            let e = entries[2 + n];
+            assert_eq!((e.encoding, e.id), (Encoding::Frame, m.id.into()));
+            assert_eq!((e.start, e.size), (m.start, u64::from(m.size)));
+            assert_eq!(&pack.bytes[e.offset as usize..][..e.len as usize], frame);
+            assert_eq!(whole[2 + n].1, frame);
+        }
 
         let mut bad = pack.index.clone();
         bad[50] ^= 1;
@@ -315,5 +550,68 @@ mod tests {
         let mut bad = pack.bytes.clone();
         bad[20] ^= 1;
         assert!(decode_pack(&bad, &pack.id).is_err());
+
+        // Entries whose meaning is hostile, with the checksum right: refused, naming them.
+        let frame_member = 2;
+        // (entry, byte of it, new bytes there, what the refusal says)
+        let cases: [(usize, usize, Vec<u8>, &str); 5] = [
+            // A member past any frame's decoded bytes.
+            (
+                frame_member,
+                54,
+                (MAX_FRAME_BYTES as u32).to_le_bytes().to_vec(),
+                "past any frame",
+            ),
+            // A frame larger than any.
+            (
+                frame_member,
+                50,
+                (2u32 << 20).to_le_bytes().to_vec(),
+                "past any frame",
+            ),
+            // A tree as a frame's member.
+            (frame_member, 0, vec![1], "member of a group frame"),
+            // A whole object read from the middle.
+            (0, 54, vec![3], "whole object"),
+            // Unknown flags.
+            (0, 1, vec![3], "unknown flags"),
+        ];
+        for (n, at, bytes, expected) in cases {
+            let edit = |e: &mut [u8]| e[at..at + bytes.len()].copy_from_slice(&bytes);
+            let err = decode_index(&edited(&pack.index, n, edit), &pack.id).unwrap_err();
+            assert!(err.contains(expected), "{err}");
+            assert!(
+                err.contains(&entries[n].id.to_string()) || expected == "unknown flags",
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn version_1_packs_and_indexes_still_read_and_other_versions_are_named() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/remote-format-1/remote");
+        let mut objects = 0;
+        for entry in std::fs::read_dir(dir.join("index")).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let index = std::fs::read(dir.join("index").join(&name)).unwrap();
+            let pack = std::fs::read(dir.join("packs").join(&name)).unwrap();
+            let entries = decode_index(&index, &name).expect("a version 1 index");
+            let whole = decode_pack(&pack, &name).expect("a version 1 pack");
+            assert_eq!(whole.iter().map(|(e, _)| *e).collect::<Vec<_>>(), entries);
+            assert!(
+                entries
+                    .iter()
+                    .all(|e| e.start == 0 && e.encoding != Encoding::Frame)
+            );
+            objects += entries.len();
+        }
+        assert_eq!(objects, 68 + 5, "both pushes of the fixture");
+
+        let (pack, _, _) = sample();
+        let mut later = pack.index.clone();
+        later[7] = b'3';
+        let err = decode_index(&later, &pack.id).unwrap_err();
+        assert!(err.contains("version 3"), "{err}");
     }
 }

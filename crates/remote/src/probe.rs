@@ -7,7 +7,7 @@ use object_store::{PutMode, UpdateVersion};
 
 use crate::config::{Conditional, Probe, RemoteConfig};
 use crate::error::RemoteError;
-use crate::layout::{FORMAT, MARKER, MAX_RECORD};
+use crate::layout::{FORMAT, FORMAT_1, MARKER, MAX_RECORD};
 use crate::transport::Remote;
 
 fn nonce() -> String {
@@ -49,12 +49,36 @@ pub fn probe(config: &RemoteConfig) -> Result<RemoteConfig, RemoteError> {
     })
 }
 
+fn marker() -> Bytes {
+    Bytes::from(serde_json::json!({ "format": FORMAT }).to_string())
+}
+
+/// The format the remote's marker names, `None` if there is none.
+async fn marker_format(remote: &Remote) -> Result<Option<u64>, RemoteError> {
+    let Some(bytes) = remote.get(MARKER, MAX_RECORD).await? else {
+        return Ok(None);
+    };
+    serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64))
+        .map(Some)
+        .ok_or_else(|| RemoteError::Format {
+            remote: remote.name().to_owned(),
+            reason: format!("{MARKER} is not a cairn remote marker"),
+        })
+}
+
+fn other_format(remote: &Remote, format: u64) -> RemoteError {
+    RemoteError::Format {
+        remote: remote.name().to_owned(),
+        reason: format!(
+            "remote layout format {format}; this cairn reads formats {FORMAT_1} and {FORMAT}"
+        ),
+    }
+}
+
 async fn check_marker(remote: &Remote) -> Result<(), RemoteError> {
-    let marker = serde_json::json!({ "format": FORMAT }).to_string();
-    match remote
-        .put(MARKER, Bytes::from(marker), PutMode::Create)
-        .await
-    {
+    match remote.put(MARKER, marker(), PutMode::Create).await {
         Ok(_) => return Ok(()),
         Err(
             object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. },
@@ -65,25 +89,28 @@ async fn check_marker(remote: &Remote) -> Result<(), RemoteError> {
         ) => {}
         Err(e) => return Err(remote.fail(e)),
     }
-    let Some(bytes) = remote.get(MARKER, MAX_RECORD).await? else {
-        return Err(RemoteError::Format {
-            remote: remote.name().to_owned(),
-            reason: format!("{MARKER} could not be written or read back"),
-        });
-    };
-    let format = serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|v| v.get("format").and_then(serde_json::Value::as_u64));
-    match format {
-        Some(FORMAT) => Ok(()),
-        Some(other) => Err(RemoteError::Format {
-            remote: remote.name().to_owned(),
-            reason: format!("remote layout format {other}; this cairn reads format {FORMAT}"),
-        }),
+    match marker_format(remote).await? {
+        Some(FORMAT | FORMAT_1) => Ok(()),
+        Some(other) => Err(other_format(remote, other)),
         None => Err(RemoteError::Format {
             remote: remote.name().to_owned(),
-            reason: format!("{MARKER} is not a cairn remote marker"),
+            reason: format!("{MARKER} could not be written or read back"),
         }),
+    }
+}
+
+/// Before a push writes its first pack: a remote of format 1 is marked format 2 (so an
+/// older cairn refuses it at `remote add`, naming the format, rather than meet packs it
+/// cannot read); one without a marker gets one; one of a later format is refused.
+pub(crate) async fn mark_for_push(remote: &Remote) -> Result<(), RemoteError> {
+    match marker_format(remote).await? {
+        Some(FORMAT) => Ok(()),
+        Some(FORMAT_1) | None => remote
+            .put(MARKER, marker(), PutMode::Overwrite)
+            .await
+            .map(|_| ())
+            .map_err(|e| remote.fail(e)),
+        Some(other) => Err(other_format(remote, other)),
     }
 }
 

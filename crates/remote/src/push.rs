@@ -1,7 +1,7 @@
 //! Push: send a remote what it lacks of some snapshots, packs first and the snapshots
 //! last, so nothing becomes visible before everything it reaches is there.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
@@ -10,18 +10,21 @@ use object_store::PutMode;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use cas::{BlobId, ObjectKind, Reader, SnapshotId, TreeId, WriteBatch};
+use cas::{
+    BlobId, BlobSource, FrameMember, FrameRef, ObjectKind, ReadError, Reader, SnapshotId, TreeId,
+    WriteBatch,
+};
 
 use crate::Progress;
 use crate::catalog::Catalog;
 use crate::config::INDEX_CACHE;
 use crate::error::RemoteError;
-use crate::layout::{PACK_TARGET, Pack, PackBuilder, index_key, pack_key};
+use crate::layout::{MAX_FRAME_MEMBERS, PACK_TARGET, Pack, PackBuilder, index_key, pack_key};
 use crate::transport::Remote;
 
 /// Packs uploaded at once.
 const UPLOADS: usize = 4;
-/// Blobs read from the store per parallel step.
+/// Blobs or frames read from the store per parallel step.
 const READ_STEP: usize = 256;
 /// At most this many bytes of blobs are read at once.
 const READ_BYTES: u64 = 64 << 20;
@@ -119,6 +122,73 @@ fn find_missing(
     Ok(out)
 }
 
+/// What a push reads for the blobs the remote lacks, in the walk's order: a blob alone, or
+/// a group frame of the store, once for all its members wanted (where the first of them
+/// was met).
+enum Item {
+    Alone(BlobId, u64),
+    Frame(FrameRef, Vec<FrameMember>),
+}
+
+fn members_bytes(members: &[FrameMember]) -> u64 {
+    members.iter().map(|m| u64::from(m.size)).sum()
+}
+
+impl Item {
+    /// Its blobs' decoded bytes.
+    fn bytes(&self) -> u64 {
+        match self {
+            Item::Alone(_, size) => *size,
+            Item::Frame(_, members) => members_bytes(members),
+        }
+    }
+}
+
+fn items(reader: &Reader, blobs: &[BlobId]) -> Result<Vec<Item>, ReadError> {
+    let mut out = Vec::new();
+    let mut frames: HashMap<FrameRef, usize> = HashMap::new();
+    for id in blobs {
+        match reader.blob_source(*id)? {
+            BlobSource::Alone { size } => out.push(Item::Alone(*id, size)),
+            BlobSource::Member { frame, member } => match frames.get(&frame) {
+                Some(&at) => {
+                    if let Item::Frame(_, members) = &mut out[at] {
+                        members.push(member);
+                    }
+                }
+                None => {
+                    frames.insert(frame, out.len());
+                    out.push(Item::Frame(frame, vec![member]));
+                }
+            },
+        }
+    }
+    Ok(out)
+}
+
+/// An item as read, verified: a blob's payload, or a frame as stored.
+enum Read {
+    Payload(BlobId, cas::BlobPayload),
+    Frame(cas::Frame),
+}
+
+/// Reads `item`: a frame goes whole when its wanted members take at least half of it
+/// (`Reader::frame`), else each of them goes alone, compressed on its own.
+fn read_item(reader: &Reader, item: &Item) -> Result<Vec<Read>, ReadError> {
+    let alone = |id: BlobId| Ok(Read::Payload(id, reader.blob_payload(id)?));
+    match item {
+        Item::Alone(id, _) => Ok(vec![alone(*id)?]),
+        Item::Frame(at, members) => {
+            if members.len() <= MAX_FRAME_MEMBERS
+                && let Some(frame) = reader.frame(*at, members.clone())?
+            {
+                return Ok(vec![Read::Frame(frame)]);
+            }
+            members.iter().map(|m| alone(m.id)).collect()
+        }
+    }
+}
+
 /// Sends `snapshots` (and their history) to `remote`: only the objects its indexes lack,
 /// in packs of about [`PACK_TARGET`] bytes, verified as read; the snapshots' own pack
 /// goes last. A push that was cut off resumes: what reached the remote with its index is
@@ -132,14 +202,13 @@ pub fn push(
     let catalog = Catalog::sync(remote, store)?;
     let reader = store.reader()?;
     let missing = find_missing(&reader, &catalog, remote.name(), snapshots)?;
-    let sizes: Vec<u64> = missing
-        .blobs
-        .iter()
-        .map(|b| reader.blob_size(*b))
-        .collect::<Result<_, _>>()?;
-    let total_bytes: u64 = sizes.iter().sum();
+    let items = items(&reader, &missing.blobs)?;
+    let total_bytes: u64 = items.iter().map(Item::bytes).sum();
     let objects = (missing.blobs.len() + missing.trees.len() + missing.snapshots.len()) as u64;
     progress.start("push", objects, total_bytes);
+    if objects > 0 {
+        remote.block_on(crate::probe::mark_for_push(remote))?;
+    }
 
     let sent_bytes = AtomicU64::new(0);
     let mut uploaded: Vec<(String, Vec<u8>)> = Vec::new();
@@ -148,9 +217,9 @@ pub fn push(
         uploaded = std::thread::scope(|s| {
             let reader = &reader;
             let missing = &missing;
-            let sizes = &sizes;
+            let items = &items;
             s.spawn(move || {
-                if let Err(e) = build_packs(reader, remote.name(), missing, sizes, progress, &tx) {
+                if let Err(e) = build_packs(reader, remote.name(), missing, items, progress, &tx) {
                     let _ = tx.blocking_send(Err(e));
                 }
             });
@@ -240,13 +309,13 @@ async fn upload(
     Ok((pack.id, pack.index))
 }
 
-/// Reads the missing blobs (in parallel, each verified) and trees into packs, handing
-/// each full pack to the uploader.
+/// Reads the missing blobs (in parallel, each verified, a frame once) and trees into
+/// packs, handing each full pack to the uploader.
 fn build_packs(
     reader: &Reader,
     remote: &str,
     missing: &Missing,
-    sizes: &[u64],
+    items: &[Item],
     progress: &dyn Progress,
     tx: &tokio::sync::mpsc::Sender<Result<Pack, RemoteError>>,
 ) -> Result<(), RemoteError> {
@@ -258,28 +327,37 @@ fn build_packs(
             .map_err(|_| unpushable(remote, "the upload stopped".to_owned()))
     };
     let mut start = 0;
-    while start < missing.blobs.len() {
-        // Read in parallel, but never more than READ_BYTES (or one blob) at once.
+    while start < items.len() {
+        // Read in parallel, but never more than READ_BYTES (or one item) at once.
         let mut end = start;
         let mut bytes = 0;
-        while end < missing.blobs.len()
-            && end - start < READ_STEP
-            && (end == start || bytes < READ_BYTES)
-        {
-            bytes += sizes[end];
+        while end < items.len() && end - start < READ_STEP && (end == start || bytes < READ_BYTES) {
+            bytes += items[end].bytes();
             end += 1;
         }
-        let step = &missing.blobs[start..end];
+        let step = &items[start..end];
         start = end;
-        let payloads: Vec<_> = step
+        let reads: Vec<Vec<Read>> = step
             .par_iter()
-            .map(|id| reader.blob_payload(*id).map(|p| (*id, p)))
+            .map(|item| read_item(reader, item))
             .collect::<Result<_, _>>()?;
-        for (id, p) in payloads {
-            builder
-                .add(ObjectKind::Blob, id.into(), p.zstd, p.size, &p.bytes)
-                .map_err(|reason| unpushable(remote, reason))?;
-            progress.advance(1, p.size);
+        for read in reads.into_iter().flatten() {
+            let (count, size) = match read {
+                Read::Payload(id, p) => {
+                    builder
+                        .add(ObjectKind::Blob, id.into(), p.zstd, p.size, &p.bytes)
+                        .map_err(|reason| unpushable(remote, reason))?;
+                    (1, p.size)
+                }
+                Read::Frame(frame) => {
+                    builder
+                        .add_frame(frame.bytes(), frame.members())
+                        .map_err(|reason| unpushable(remote, reason))?;
+                    let members = frame.members();
+                    (members.len() as u64, members_bytes(members))
+                }
+            };
+            progress.advance(count, size);
             if builder.len() >= PACK_TARGET {
                 send(std::mem::take(&mut builder))?;
             }

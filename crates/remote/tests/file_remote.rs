@@ -49,6 +49,12 @@ impl Fixture {
     }
 }
 
+/// Remote gc without a grace period.
+const NOW: RemoteGcOptions = RemoteGcOptions {
+    grace_seconds: 0,
+    dry_run: false,
+};
+
 /// Files as path components and content.
 type Split<'a> = Vec<(Vec<&'a str>, &'a Vec<u8>)>;
 
@@ -339,15 +345,7 @@ fn remote_gc_deletes_only_what_no_ref_or_pin_reaches_after_the_grace() {
     assert_eq!(rescued.packs_rescued, 2, "{rescued:?}");
     refs::unpin(&remote, dropped).unwrap();
 
-    let now = gc(
-        &remote,
-        &a,
-        &RemoteGcOptions {
-            grace_seconds: 0,
-            dry_run: false,
-        },
-    )
-    .unwrap();
+    let now = gc(&remote, &a, &NOW).unwrap();
     assert_eq!(now.packs_removed, 2, "{now:?}");
     assert_eq!(packs(), before - 2);
     // What the ref keeps still checks out in a fresh store.
@@ -375,11 +373,7 @@ fn a_snapshot_still_shown_by_a_kept_pack_stays_whole_after_remote_gc() {
     push(&remote, &a, &[x, y], &Silent).unwrap();
     refs::update(&remote, "main", RefUpdate::Set(y), None).unwrap();
     refs::unpin(&remote, z).unwrap();
-    let now = RemoteGcOptions {
-        grace_seconds: 0,
-        dry_run: false,
-    };
-    gc(&remote, &a, &now).unwrap();
+    gc(&remote, &a, &NOW).unwrap();
     // X's pack is kept for Y and still shows X, so X must still be whole.
     let b = f.store("b");
     fetch(&remote, &b, &[x], Need::History, &Silent).unwrap();
@@ -393,7 +387,7 @@ fn a_snapshot_still_shown_by_a_kept_pack_stays_whole_after_remote_gc() {
 /// the checksum right, so only the entry's meaning is hostile.
 fn rewrite_indexes(root: &Utf8Path, edit: impl Fn(&mut [u8])) {
     const FIXED: usize = 8 + 32 + 4;
-    const ENTRY: usize = 1 + 1 + 32 + 8 + 8 + 4;
+    const ENTRY: usize = 1 + 1 + 32 + 8 + 8 + 4 + 4;
     for index in std::fs::read_dir(root.join("remote/index")).unwrap() {
         let path = index.unwrap().path();
         let mut bytes = std::fs::read(&path).unwrap();
@@ -499,4 +493,420 @@ fn a_blob_id_asked_for_as_a_snapshot_is_not_on_the_remote() {
     let b = f.store("b");
     let err = fetch(&remote, &b, &[as_snapshot], Need::Closure, &Silent).unwrap_err();
     assert!(matches!(err, RemoteError::NotOnRemote { .. }), "{err}");
+}
+
+/// A thousand small generated source files in ten directories (as
+/// `fixtures/remote-format-1/README.md`'s measurement by hand made them).
+fn small_files() -> Vec<(String, Vec<u8>)> {
+    (0..1000)
+        .map(|n| {
+            let content = format!(
+                "// generated file {n}\nconst VALUE_{n}: u64 = {};\npub fn value_{n}() -> u64 {{ VALUE_{n} * 2 }}\n",
+                n * 31
+            );
+            (format!("d{}/f{n}.rs", n / 100), content.into_bytes())
+        })
+        .collect()
+}
+
+fn as_files(files: &[(String, Vec<u8>)]) -> Vec<(&str, Vec<u8>)> {
+    files.iter().map(|(p, c)| (p.as_str(), c.clone())).collect()
+}
+
+/// Every file of snapshot `id` in `store`, by path.
+fn files_of(store: &Store, id: SnapshotId) -> std::collections::BTreeMap<String, Vec<u8>> {
+    fn walk(
+        r: &Reader,
+        tree: TreeId,
+        prefix: &str,
+        out: &mut std::collections::BTreeMap<String, Vec<u8>>,
+    ) {
+        for entry in r.tree(tree).unwrap().entries() {
+            let name = format!("{prefix}{}", String::from_utf8_lossy(&entry.name));
+            match (entry.blob(), entry.tree()) {
+                (Some(b), _) => {
+                    out.insert(name, r.blob(b).unwrap());
+                }
+                (_, Some(t)) => walk(r, t, &format!("{name}/"), out),
+                _ => {}
+            }
+        }
+    }
+    let r = store.reader().unwrap();
+    let mut out = Default::default();
+    walk(&r, r.snapshot(id).unwrap().tree, "", &mut out);
+    out
+}
+
+/// Every pack of the remote, decoded: (pack id, entry, payload).
+fn remote_packs(root: &Utf8Path) -> Vec<(String, remote::layout::PackEntry, Vec<u8>)> {
+    let mut out = Vec::new();
+    for pack in std::fs::read_dir(root.join("remote/packs")).unwrap() {
+        let path = pack.unwrap().path();
+        let id = path.file_name().unwrap().to_str().unwrap().to_owned();
+        let bytes = std::fs::read(&path).unwrap();
+        for (e, payload) in remote::layout::decode_pack(&bytes, &id).unwrap() {
+            out.push((id.clone(), e, payload.to_vec()));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_thousand_small_files_travel_as_the_stores_frames_and_come_back_byte_identical() {
+    use remote::layout::Encoding;
+    let f = Fixture::new();
+    let a = f.store("a");
+    let files = small_files();
+    let id = commit(&a, &as_files(&files), vec![]);
+    let remote = f.remote();
+    let pushed = push(&remote, &a, &[id], &Silent).unwrap();
+    assert_eq!(pushed.objects_sent, 1000 + 11 + 1, "{pushed:?}");
+
+    // On the remote: one entry per object in the indexes, but the blobs' payloads are a
+    // few group frames, each byte for byte a frame store A holds.
+    let packs = remote_packs(&f.root);
+    assert_eq!(packs.len(), 1012);
+    let payloads: std::collections::HashSet<(&str, u64)> = packs
+        .iter()
+        .map(|(p, e, _)| (p.as_str(), e.offset))
+        .collect();
+    let frames: Vec<&(String, remote::layout::PackEntry, Vec<u8>)> = packs
+        .iter()
+        .filter(|(_, e, _)| e.encoding == Encoding::Frame)
+        .collect();
+    assert_eq!(frames.len(), 1000, "every file is a frame's member");
+    assert!(
+        payloads.len() < 30,
+        "{} payloads for 1012 objects",
+        payloads.len()
+    );
+    let reader = a.reader().unwrap();
+    for (_, e, payload) in &frames {
+        let BlobSource::Member { frame, member } = reader.blob_source(e.id.as_blob()).unwrap()
+        else {
+            panic!("{} is stored in a frame", e.id);
+        };
+        assert_eq!((member.start, u64::from(member.size)), (e.start, e.size));
+        let stored = reader.frame(frame, vec![member]).unwrap();
+        // One member of its frame: too little to read it whole; the payload is checked
+        // against the frame's other members below, by the fetch.
+        assert!(stored.is_none() || stored.unwrap().bytes() == payload.as_slice());
+    }
+
+    // What layout version 1 sent for the same objects: per object a 46-byte pack header,
+    // a 54-byte index entry and its payload alone (a blob's as `blob_payload` gives it),
+    // per pack its magic and the index's fixed 76 bytes.
+    let blob_payloads: u64 = files
+        .iter()
+        .map(|(_, c)| reader.blob_payload(BlobId::of(c)).unwrap().bytes.len() as u64)
+        .sum();
+    let others: u64 = packs
+        .iter()
+        .filter(|(_, e, _)| e.kind != ObjectKind::Blob)
+        .map(|(_, e, _)| u64::from(e.len))
+        .sum();
+    let pack_count = payloads
+        .iter()
+        .map(|(p, _)| *p)
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
+    let v1 = 1012 * (46 + 54) + blob_payloads + others + pack_count * (8 + 76);
+    eprintln!(
+        "1000 small files: version 2 sent {} bytes in {} payloads; version 1: {v1} bytes in 1012",
+        pushed.bytes_sent,
+        payloads.len()
+    );
+    assert!(
+        pushed.bytes_sent < v1 * 3 / 4,
+        "{} vs {v1}",
+        pushed.bytes_sent
+    );
+    drop(reader);
+
+    // Back into a fresh store: byte for byte, the frames kept as they came.
+    let b = f.store("b");
+    let got = fetch(&remote, &b, &[id], Need::History, &Silent).unwrap();
+    assert_eq!(got.objects_received, 1012);
+    assert!(got.bytes_received < v1 / 2, "{got:?}");
+    let expected: std::collections::BTreeMap<String, Vec<u8>> = files.into_iter().collect();
+    assert_eq!(files_of(&b, id), expected);
+    let back = b.reader().unwrap();
+    let mut frames_here = std::collections::HashSet::new();
+    for content in expected.values() {
+        match back.blob_source(BlobId::of(content)).unwrap() {
+            BlobSource::Member { frame, .. } => frames_here.insert(frame),
+            other => panic!("{other:?}: a fetched member stays in its frame"),
+        };
+    }
+    assert_eq!(
+        frames_here.len(),
+        frames
+            .iter()
+            .map(|(p, e, _)| (p, e.offset))
+            .collect::<std::collections::HashSet<_>>()
+            .len()
+    );
+    drop(back);
+    let fsck = b.fsck(&FsckOptions::default(), &[]).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+}
+
+#[test]
+fn a_damaged_frame_or_member_is_refused_naming_it_and_nothing_of_it_is_stored() {
+    use remote::layout::Encoding;
+    let f = Fixture::new();
+    let a = f.store("a");
+    let files = small_files();
+    let id = commit(&a, &as_files(&files[..200]), vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[id], &Silent).unwrap();
+    let members: Vec<remote::layout::PackEntry> = remote_packs(&f.root)
+        .into_iter()
+        .filter(|(_, e, _)| e.encoding == Encoding::Frame)
+        .map(|(_, e, _)| e)
+        .collect();
+    assert_eq!(members.len(), 200);
+    let nothing_stored = |b: &Store| {
+        let r = b.reader().unwrap();
+        assert!(!r.has_snapshot(id).unwrap());
+        for m in &members {
+            assert!(!r.has_blob(m.id.as_blob()).unwrap(), "{} was stored", m.id);
+        }
+    };
+
+    // A member placed one byte off in its index: refused, naming it.
+    let moved = members[17].id;
+    rewrite_indexes(&f.root, |entry| {
+        if entry[2..34] == *moved.as_bytes() {
+            let start = u32::from_le_bytes(entry[54..58].try_into().unwrap());
+            entry[54..58].copy_from_slice(&(start + 1).to_le_bytes());
+        }
+    });
+    let b = f.store("b");
+    let err = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, RemoteError::Corrupt { .. }), "{text}");
+    assert!(
+        text.contains(&moved.to_string()) && text.contains("origin"),
+        "{text}"
+    );
+    nothing_stored(&b);
+    rewrite_indexes(&f.root, |entry| {
+        if entry[2..34] == *moved.as_bytes() {
+            let start = u32::from_le_bytes(entry[54..58].try_into().unwrap());
+            entry[54..58].copy_from_slice(&(start - 1).to_le_bytes());
+        }
+    });
+
+    // A flipped byte inside the frame on the remote's disk: refused, naming a member.
+    let frame = members[0];
+    for pack in std::fs::read_dir(f.root.join("remote/packs")).unwrap() {
+        let path = pack.unwrap().path();
+        let mut bytes = std::fs::read(&path).unwrap();
+        if bytes.len() as u64 >= frame.offset + u64::from(frame.len) {
+            let at = (frame.offset + u64::from(frame.len) / 2) as usize;
+            bytes[at] ^= 0x08;
+            std::fs::write(&path, bytes).unwrap();
+        }
+    }
+    let err = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, RemoteError::Corrupt { .. }), "{text}");
+    assert!(
+        text.contains("origin") && members.iter().any(|m| text.contains(&m.id.to_string())),
+        "{text}"
+    );
+    nothing_stored(&b);
+}
+
+/// The files of `fixtures/remote-format-1` (its README): `second` adds its second
+/// snapshot's changes.
+fn fixture_files(second: bool) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    for i in 1..=60 {
+        out.insert(
+            format!("dir/f{i}.rs"),
+            format!(
+                "// generated file {i}\nconst VALUE_{i}: u64 = {};\n",
+                i * 31
+            )
+            .into_bytes(),
+        );
+    }
+    out.insert("a.txt".into(), b"hello\n".to_vec());
+    let medium: String = (0..2_000).map(|i| format!("medium line {i}\n")).collect();
+    out.insert("medium.txt".into(), medium.into_bytes());
+    out.insert("deep/er/c.txt".into(), b"deep\n".to_vec());
+    if second {
+        out.insert("a.txt".into(), b"hello again\n".to_vec());
+        out.insert("dir/f61.rs".into(), b"// generated file 61\n".to_vec());
+    }
+    out
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_format_1_remote_still_pulls_and_its_first_push_marks_it_format_2() {
+    let f = Fixture::new();
+    let fixture =
+        Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/remote-format-1/remote");
+    copy_dir(fixture.as_std_path(), f.root.join("remote").as_std_path());
+    let marker = || std::fs::read_to_string(f.root.join("remote/cairn-remote")).unwrap();
+    assert_eq!(marker(), r#"{"format":1}"#);
+    let remote = f.remote();
+    assert_eq!(marker(), r#"{"format":1}"#, "adding it changes nothing");
+
+    let second = refs::get(&remote, "main").unwrap().expect("main");
+    assert_eq!(second.to_hex()[..12], *"f03d7a689870");
+    let a = f.store("a");
+    fetch(&remote, &a, &[second], Need::History, &Silent).unwrap();
+    assert_eq!(files_of(&a, second), fixture_files(true));
+    let first = a.reader().unwrap().snapshot(second).unwrap().parents[0];
+    assert_eq!(first.to_hex()[..12], *"1e94c0ba4026");
+    assert_eq!(files_of(&a, first), fixture_files(false));
+    let fsck = a.fsck(&FsckOptions::default(), &[]).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+
+    // This build's push: the marker says 2 before its packs land; the old packs stay.
+    let mut files: Vec<(String, Vec<u8>)> = fixture_files(true).into_iter().collect();
+    files.extend(small_files().into_iter().take(100));
+    let third = commit(&a, &as_files(&files), vec![second]);
+    let old_packs: Vec<_> = std::fs::read_dir(f.root.join("remote/packs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    push(&remote, &a, &[third], &Silent).unwrap();
+    assert_eq!(marker(), r#"{"format":2}"#);
+    let mut versions = std::collections::BTreeMap::new();
+    for pack in std::fs::read_dir(f.root.join("remote/packs")).unwrap() {
+        let entry = pack.unwrap();
+        let bytes = std::fs::read(entry.path()).unwrap();
+        let old = old_packs.contains(&entry.file_name());
+        *versions.entry((old, bytes[..8].to_vec())).or_insert(0) += 1;
+    }
+    assert_eq!(
+        versions,
+        [
+            ((false, b"CAIRNPK2".to_vec()), 2),
+            ((true, b"CAIRNPK1".to_vec()), 4)
+        ]
+        .into(),
+    );
+    // A fresh store reads across both versions.
+    let b = f.store("b");
+    fetch(&remote, &b, &[third], Need::History, &Silent).unwrap();
+    let expected: std::collections::BTreeMap<String, Vec<u8>> = files.into_iter().collect();
+    assert_eq!(files_of(&b, third), expected);
+    assert_eq!(files_of(&b, first), fixture_files(false));
+}
+
+#[test]
+fn remote_gc_keeps_a_pack_while_any_member_of_a_frame_in_it_is_live() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let files = small_files();
+    let all = commit(&a, &as_files(&files[..100]), vec![]);
+    // Later, only the first 60 of them: every one already on the remote, in the frame.
+    let some = commit(&a, &as_files(&files[..60]), vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[all], &Silent).unwrap();
+    let frame_pack = remote_packs(&f.root)
+        .into_iter()
+        .find(|(_, e, _)| e.encoding == remote::layout::Encoding::Frame)
+        .map(|(p, _, _)| p)
+        .unwrap();
+    let pushed = push(&remote, &a, &[some], &Silent).unwrap();
+    assert_eq!(
+        pushed.objects_sent, 3,
+        "its two trees (d0 with 60 files, the root) and itself: {pushed:?}"
+    );
+    refs::update(&remote, "main", RefUpdate::Set(some), None).unwrap();
+    let now = gc(&remote, &a, &NOW).unwrap();
+    assert_eq!(
+        now.packs_removed, 1,
+        "the first push's snapshot pack: {now:?}"
+    );
+    assert!(f.root.join("remote/packs").join(&frame_pack).exists());
+    let b = f.store("b");
+    fetch(&remote, &b, &[some], Need::History, &Silent).unwrap();
+    let expected: std::collections::BTreeMap<String, Vec<u8>> =
+        files.into_iter().take(60).collect();
+    assert_eq!(files_of(&b, some), expected);
+}
+
+#[test]
+fn a_few_members_of_a_large_frame_travel_alone_both_ways() {
+    use remote::layout::Encoding;
+    let f = Fixture::new();
+    let a = f.store("a");
+    let files = small_files();
+    let all = commit(&a, &as_files(&files), vec![]);
+    let few = commit(&a, &as_files(&files[..10]), vec![]);
+    let remote = f.remote();
+
+    // Push: ten members of a frame of hundreds go alone, not with the whole frame.
+    push(&remote, &a, &[few], &Silent).unwrap();
+    let packs = remote_packs(&f.root);
+    let blobs: Vec<_> = packs
+        .iter()
+        .filter(|(_, e, _)| e.kind == ObjectKind::Blob)
+        .collect();
+    assert_eq!(blobs.len(), 10);
+    assert!(blobs.iter().all(|(_, e, _)| e.encoding != Encoding::Frame));
+    let b = f.store("b");
+    fetch(&remote, &b, &[few], Need::History, &Silent).unwrap();
+    let expected = |range: std::ops::Range<usize>| -> std::collections::BTreeMap<String, Vec<u8>> {
+        files[range].iter().cloned().collect()
+    };
+    assert_eq!(files_of(&b, few), expected(0..10));
+
+    // Fetch: ten members of a frame the remote holds whole are kept apart, in a frame of
+    // this store's own, not with the other members' bytes.
+    push(&remote, &a, &[all], &Silent).unwrap();
+    let middle = commit(&a, &as_files(&files[500..510]), vec![]);
+    let pushed = push(&remote, &a, &[middle], &Silent).unwrap();
+    assert_eq!(
+        pushed.objects_sent, 3,
+        "two trees and the snapshot: {pushed:?}"
+    );
+    let remote_frame = remote_packs(&f.root)
+        .into_iter()
+        .find(|(_, e, _)| e.id == BlobId::of(&files[505].1).into())
+        .map(|(_, e, _)| e)
+        .unwrap();
+    assert_eq!(remote_frame.encoding, Encoding::Frame);
+    let c = f.store("c");
+    fetch(&remote, &c, &[middle], Need::History, &Silent).unwrap();
+    assert_eq!(files_of(&c, middle), expected(500..510));
+    let reader = c.reader().unwrap();
+    let mut here = Vec::new();
+    for (_, content) in &files[500..510] {
+        let BlobSource::Member { frame, member } = reader.blob_source(BlobId::of(content)).unwrap()
+        else {
+            panic!("ten small files written together make a frame");
+        };
+        here.push((frame, member));
+    }
+    let frame = reader
+        .frame(here[0].0, here.iter().map(|(_, m)| *m).collect())
+        .unwrap()
+        .expect("all ten of it");
+    assert!(
+        (frame.bytes().len() as u32) < remote_frame.len / 4,
+        "{} bytes here, the remote's frame {}",
+        frame.bytes().len(),
+        remote_frame.len
+    );
 }

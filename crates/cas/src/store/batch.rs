@@ -2,6 +2,7 @@
 
 use super::blob::PreparedBlob;
 use super::error::*;
+use super::frame::Frame;
 use super::side::{SideKey, SideOp, SideTable};
 use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
 use crate::object::{Snapshot, Tree};
@@ -59,6 +60,8 @@ pub struct WriteOutcome {
 #[derive(Debug, Default, Clone)]
 pub struct WriteBatch {
     pub(super) blobs: Vec<PreparedBlob>,
+    /// Frames taken as they came, written before the blobs.
+    pub(super) frames: Vec<Frame>,
     pub(super) trees: Vec<(TreeId, Tree)>,
     pub(super) snapshots: Vec<(SnapshotId, Snapshot)>,
     pub(super) refs: Vec<(String, Option<SnapshotId>)>,
@@ -79,6 +82,13 @@ impl WriteBatch {
         let id = blob.id;
         self.blobs.push(blob);
         id
+    }
+
+    /// Adds a group frame as it is (checked when it was made: read from a store, or
+    /// received through [`verify_frame`](crate::verify_frame)); its members the store has
+    /// by then are not recorded again, and a frame holding none it lacks is left out.
+    pub fn add_frame(&mut self, frame: Frame) {
+        self.frames.push(frame);
     }
 
     /// Adds a tree; its entries must be stored already or come earlier in a batch.
@@ -170,7 +180,13 @@ impl WriteBatch {
 
     /// Compressed bytes the batch's blobs would add.
     pub fn stored_bytes(&self) -> u64 {
-        self.blobs.iter().map(PreparedBlob::stored_bytes).sum()
+        let frames: u64 = self.frames.iter().map(|f| f.bytes.len() as u64).sum();
+        frames
+            + self
+                .blobs
+                .iter()
+                .map(PreparedBlob::stored_bytes)
+                .sum::<u64>()
     }
 
     /// Roughly the bytes a copy of the batch would take: its blobs as stored, its trees'
@@ -194,6 +210,7 @@ impl WriteBatch {
     /// True if the batch holds nothing.
     pub fn is_empty(&self) -> bool {
         self.blobs.is_empty()
+            && self.frames.is_empty()
             && self.trees.is_empty()
             && self.snapshots.is_empty()
             && self.refs.is_empty()

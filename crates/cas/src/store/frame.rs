@@ -7,6 +7,11 @@
 //! to the blob log; each member's record names the frame and its place in the decoded
 //! frame. A [`Reader`](crate::Reader) keeps the last few decoded frames, so reading every
 //! member of a frame decompresses it once.
+//!
+//! A frame is also what a remote holds (`docs/format.md`, "Remote layout, version 2"): a
+//! push sends it as stored ([`Reader::frame`](crate::Reader::frame)), a fetch checks it
+//! ([`verify_frame`](crate::verify_frame)) and writes it as it came
+//! ([`WriteBatch::add_frame`](crate::WriteBatch::add_frame)), so one frame format serves both.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,25 +28,59 @@ use crate::object::ObjectKind;
 pub(crate) const GROUP_BYTES: usize = 64 << 10;
 
 /// The largest frame, stored or decoded, a member record may point at: a damaged record
-/// or frame header must not make a large allocation.
-pub(crate) const MAX_FRAME_BYTES: u64 = 1 << 20;
+/// or frame header must not make a large allocation. A frame from elsewhere is held to it
+/// too.
+pub const MAX_FRAME_BYTES: u64 = 1 << 20;
 
 /// Decoded frames a reader keeps.
 const CACHED_FRAMES: usize = 8;
 
 /// One member of a frame: its id and its bytes' place in the decoded frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Member {
-    pub(crate) id: BlobId,
-    pub(crate) start: u32,
-    pub(crate) size: u32,
+pub struct FrameMember {
+    /// The blob.
+    pub id: BlobId,
+    /// Where its bytes start in the decoded frame.
+    pub start: u32,
+    /// Its size.
+    pub size: u32,
 }
 
-/// A compressed group, ready to be appended to the log.
+/// A group of small blobs compressed together: one zstd frame (recording its decoded size)
+/// of its members' concatenated contents, and the members it carries. Only a check against
+/// every member's id makes one (or the store's own write), so a batch may take it as it is.
 #[derive(Debug, Clone)]
-pub(crate) struct Frame {
+pub struct Frame {
     pub(crate) bytes: Vec<u8>,
-    pub(crate) members: Vec<Member>,
+    pub(crate) members: Vec<FrameMember>,
+}
+
+impl Frame {
+    /// The zstd frame, byte for byte as stored.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The members it carries (a frame may hold bytes of others no one asked for).
+    pub fn members(&self) -> &[FrameMember] {
+        &self.members
+    }
+}
+
+/// A group frame of this store, as [`Reader::blob_source`](crate::Reader::blob_source)
+/// names it: read it once for all its members with [`Reader::frame`](crate::Reader::frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FrameRef {
+    pub(crate) offset: u64,
+    pub(crate) len: u32,
+}
+
+/// True if `members` take at least half of a frame of `decoded` bytes: then the frame
+/// travels and is kept whole; else its members go alone (a frame of mostly other blobs
+/// would cost more than they do).
+pub(crate) fn worth_whole(members: &[FrameMember], decoded: u64) -> bool {
+    let wanted: u64 = members.iter().map(|m| u64::from(m.size)).sum();
+    !members.is_empty() && wanted.saturating_mul(2) >= decoded
 }
 
 /// Groups the small blobs of `blobs` that `is_stored` says the store lacks (each id once,
@@ -90,7 +129,7 @@ fn compress_group(blobs: &[PreparedBlob], group: &[usize]) -> Option<Frame> {
     let mut decoded = Vec::with_capacity(members_of().map(|(_, c)| c.len()).sum());
     let mut members = Vec::with_capacity(group.len());
     for (id, content) in members_of() {
-        members.push(Member {
+        members.push(FrameMember {
             id,
             start: u32::try_from(decoded.len()).ok()?,
             size: u32::try_from(content.len()).ok()?,
@@ -103,24 +142,49 @@ fn compress_group(blobs: &[PreparedBlob], group: &[usize]) -> Option<Frame> {
     })
 }
 
-/// Decodes a group's frame as stored in the log, for member `id`'s read.
-pub(crate) fn decode_frame(id: BlobId, stored: &[u8]) -> Result<Vec<u8>, ReadError> {
-    let corrupt = |reason: String| ReadError::corrupt(ObjectKind::Blob, id, reason);
-    let size = match zstd::zstd_safe::get_frame_content_size(stored) {
-        Ok(Some(size)) if size <= MAX_FRAME_BYTES => size,
-        Ok(Some(size)) => return Err(corrupt(format!("its group's frame claims {size} bytes"))),
-        Ok(None) => return Err(corrupt("its group's frame does not record its size".into())),
-        Err(e) => return Err(corrupt(format!("its group's frame: zstd: {e:?}"))),
-    };
-    let decoded = decompress(stored, size as usize)
-        .map_err(|e| corrupt(format!("its group's frame: zstd: {e}")))?;
+/// The decoded size a frame's header records, within [`MAX_FRAME_BYTES`].
+pub(crate) fn frame_size(stored: &[u8]) -> Result<u64, String> {
+    match zstd::zstd_safe::get_frame_content_size(stored) {
+        Ok(Some(size)) if size <= MAX_FRAME_BYTES => Ok(size),
+        Ok(Some(size)) => Err(format!("its group's frame claims {size} bytes")),
+        Ok(None) => Err("its group's frame does not record its size".into()),
+        Err(e) => Err(format!("its group's frame: zstd: {e:?}")),
+    }
+}
+
+fn decode(stored: &[u8]) -> Result<Vec<u8>, String> {
+    let size = frame_size(stored)?;
+    let decoded =
+        decompress(stored, size as usize).map_err(|e| format!("its group's frame: zstd: {e}"))?;
     if decoded.len() as u64 != size {
-        return Err(corrupt(format!(
+        return Err(format!(
             "its group's frame decodes to {} bytes, its header says {size}",
             decoded.len()
-        )));
+        ));
     }
     Ok(decoded)
+}
+
+/// The `size` bytes at `start` of a decoded frame, if they are the content `id` names.
+fn member_bytes(id: BlobId, frame: &[u8], start: u64, size: u64) -> Result<&[u8], String> {
+    let bytes = start
+        .checked_add(size)
+        .and_then(|end| frame.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?))
+        .ok_or_else(|| {
+            format!(
+                "its {size} bytes at {start} lie past its group's frame of {} bytes",
+                frame.len()
+            )
+        })?;
+    if BlobId::of(bytes) != id {
+        return Err("content does not match its hash".into());
+    }
+    Ok(bytes)
+}
+
+/// Decodes a group's frame as stored in the log, for member `id`'s read.
+pub(crate) fn decode_frame(id: BlobId, stored: &[u8]) -> Result<Vec<u8>, ReadError> {
+    decode(stored).map_err(|reason| ReadError::corrupt(ObjectKind::Blob, id, reason))
 }
 
 /// Member `id`'s bytes in its decoded frame, checked against its id.
@@ -130,20 +194,54 @@ pub(crate) fn member_content(
     start: u64,
     size: u64,
 ) -> Result<Vec<u8>, ReadError> {
-    let corrupt = |reason: String| ReadError::corrupt(ObjectKind::Blob, id, reason);
-    let bytes = start
-        .checked_add(size)
-        .and_then(|end| frame.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?))
-        .ok_or_else(|| {
-            corrupt(format!(
-                "its {size} bytes at {start} lie past its group's frame of {} bytes",
-                frame.len()
-            ))
-        })?;
-    if BlobId::of(bytes) != id {
-        return Err(corrupt("content does not match its hash".into()));
+    member_bytes(id, frame, start, size)
+        .map(<[u8]>::to_vec)
+        .map_err(|reason| ReadError::corrupt(ObjectKind::Blob, id, reason))
+}
+
+/// What a frame received from elsewhere becomes (see [`verify_frame`](crate::verify_frame)).
+#[derive(Debug, Clone)]
+pub enum ReceivedFrame {
+    /// Its members take at least half of it: kept as it came.
+    Whole(Frame),
+    /// Its members are a small part of it: each is stored on its own terms (grouped again
+    /// with the batch's other small blobs).
+    Apart(Vec<PreparedBlob>),
+}
+
+/// Decodes `stored` (a frame and its decoded bytes at most [`MAX_FRAME_BYTES`]) and checks
+/// every member against its id; the error names the member and what is wrong.
+pub(crate) fn receive(
+    stored: Vec<u8>,
+    members: Vec<FrameMember>,
+) -> Result<ReceivedFrame, (BlobId, String)> {
+    let first = members.first().map_or(BlobId::of(b""), |m| m.id);
+    if stored.len() as u64 > MAX_FRAME_BYTES {
+        return Err((
+            first,
+            format!("its group's frame of {} bytes is too large", stored.len()),
+        ));
     }
-    Ok(bytes.to_vec())
+    let decoded = decode(&stored).map_err(|reason| (first, reason))?;
+    let mut contents = Vec::with_capacity(members.len());
+    for m in &members {
+        let bytes = member_bytes(m.id, &decoded, m.start.into(), m.size.into())
+            .map_err(|reason| (m.id, reason))?;
+        contents.push(bytes);
+    }
+    if worth_whole(&members, decoded.len() as u64) {
+        return Ok(ReceivedFrame::Whole(Frame {
+            bytes: stored,
+            members,
+        }));
+    }
+    Ok(ReceivedFrame::Apart(
+        members
+            .iter()
+            .zip(contents)
+            .map(|(m, bytes)| PreparedBlob::with_id(m.id, bytes))
+            .collect(),
+    ))
 }
 
 /// The last few decoded frames of one reader, by their offset in the log (which a reader's

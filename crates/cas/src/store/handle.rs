@@ -403,8 +403,8 @@ impl Store {
         })
     }
 
-    /// Writes `batch` in `txn`; `frames` hold its small blobs (those they leave out are
-    /// written alone).
+    /// Writes `batch` in `txn`: its own frames, then `frames`, which hold its small blobs
+    /// (those they leave out are written alone).
     pub(super) fn write_in(
         &self,
         txn: &WriteTransaction,
@@ -421,7 +421,7 @@ impl Store {
             .map(|v| v.value())
             .unwrap_or(0);
         let mut log = LogWriter::open(&segments, self.segment_bytes, end)?;
-        for frame in frames {
+        for frame in batch.frames.iter().chain(frames) {
             write_frame(&mut blobs, &mut segments, &mut log, frame, &mut outcome)?;
         }
         for blob in &batch.blobs {
@@ -529,7 +529,9 @@ impl Store {
         }
         // What the batch stores is no longer only promised.
         if !ReadableTableMetadata::is_empty(&*promised).storage()? {
+            let members = batch.frames.iter().flat_map(|f| &f.members);
             let stored = (batch.blobs.iter().map(|b| *b.id.as_bytes()))
+                .chain(members.map(|m| *m.id.as_bytes()))
                 .chain(batch.trees.iter().map(|(id, _)| *id.as_bytes()))
                 .chain(batch.snapshots.iter().map(|(id, _)| *id.as_bytes()));
             for id in stored {

@@ -29,6 +29,8 @@ pub use error::{
     BoxError, Error, MaintenanceError, OpenError, ReadError, RefError, ResolveError,
     StorageFailure, WriteError,
 };
+pub(crate) use frame::receive as receive_frame;
+pub use frame::{Frame, FrameMember, FrameRef, MAX_FRAME_BYTES, ReceivedFrame};
 pub use fsck::{FsckOptions, FsckOutcome};
 pub use gc::{GcOptions, GcOutcome, Retained, store_bytes};
 pub use handle::Store;
@@ -40,5 +42,5 @@ pub use side::{
     sequence_of,
 };
 pub use tables::{DATABASE_FILE, FORMAT_VERSION};
-pub use transfer::{BlobPayload, PayloadError};
+pub use transfer::{BlobPayload, BlobSource, PayloadError};
 pub use upgrade::{FORMAT_1_FILE_STATES, FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES};

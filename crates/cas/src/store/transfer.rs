@@ -1,9 +1,11 @@
-//! Objects as they travel between stores (`cairn`'s remotes): a blob's stored payload goes
-//! out as it is, without compressing it again, and comes back in checked against its id
-//! before it can join a batch; and the objects a store lacks but knows where to find.
+//! Objects as they travel between stores (`cairn`'s remotes): a blob's stored payload, or
+//! the group frame holding it, goes out as it is, without compressing it again, and comes
+//! back in checked against its id before it can join a batch; and the objects a store
+//! lacks but knows where to find.
 
 use super::blob::{Body, Codec, Location, PreparedBlob, decompress};
 use super::error::{ReadError, StorageFailure};
+use super::frame::{Frame, FrameMember, FrameRef, MAX_FRAME_BYTES};
 use super::reader::Reader;
 use super::side::PROMISED;
 use crate::id::{BlobId, ObjectId};
@@ -20,7 +22,100 @@ pub struct BlobPayload {
     pub bytes: Vec<u8>,
 }
 
+/// Where a blob's bytes for transfer come from (see [`Reader::blob_source`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlobSource {
+    /// Its own payload: [`Reader::blob_payload`]. `size` is the content's.
+    Alone {
+        /// The content's size.
+        size: u64,
+    },
+    /// A member of group frame `frame`: read it once for all its members wanted with
+    /// [`Reader::frame`].
+    Member {
+        /// The frame.
+        frame: FrameRef,
+        /// The blob's place in it.
+        member: FrameMember,
+    },
+}
+
+impl BlobSource {
+    /// The content's size.
+    pub fn size(&self) -> u64 {
+        match self {
+            BlobSource::Alone { size } => *size,
+            BlobSource::Member { member, .. } => member.size.into(),
+        }
+    }
+}
+
 impl Reader {
+    /// How blob `id` is stored, without reading it: alone, or a member of a group frame.
+    pub fn blob_source(&self, id: BlobId) -> Result<BlobSource, ReadError> {
+        match self.location(id)? {
+            Location::Member {
+                frame_offset,
+                frame_len,
+                start,
+                size,
+            } => {
+                let fits = |v: u64| {
+                    u32::try_from(v)
+                        .ok()
+                        .filter(|v| u64::from(*v) <= MAX_FRAME_BYTES)
+                };
+                match (fits(start), fits(size)) {
+                    (Some(start), Some(size)) => Ok(BlobSource::Member {
+                        frame: FrameRef {
+                            offset: frame_offset,
+                            len: frame_len,
+                        },
+                        member: FrameMember { id, start, size },
+                    }),
+                    _ => Err(ReadError::corrupt(
+                        ObjectKind::Blob,
+                        id,
+                        format!("its {size} bytes at {start} lie past any group's frame"),
+                    )),
+                }
+            }
+            other => Ok(BlobSource::Alone { size: other.size() }),
+        }
+    }
+
+    /// Group frame `at` as stored, carrying `members` (each checked against its id in the
+    /// decoded frame), if they take at least half of its decoded bytes; `None` if they
+    /// take less: then each goes alone ([`Reader::blob_payload`]).
+    pub fn frame(
+        &self,
+        at: FrameRef,
+        members: Vec<FrameMember>,
+    ) -> Result<Option<Frame>, ReadError> {
+        let Some(first) = members.first().map(|m| m.id) else {
+            return Ok(None);
+        };
+        let corrupt = |reason: String| ReadError::corrupt(ObjectKind::Blob, first, reason);
+        if u64::from(at.len) > MAX_FRAME_BYTES {
+            return Err(corrupt(format!(
+                "its group's frame of {} bytes is too large",
+                at.len
+            )));
+        }
+        let stored = self
+            .health
+            .run(|| self.read_log(ObjectKind::Blob, first.into(), at.offset, at.len))?;
+        let decoded = super::frame::frame_size(&stored).map_err(corrupt)?;
+        if !super::frame::worth_whole(&members, decoded) {
+            return Ok(None);
+        }
+        match super::frame::receive(stored, members) {
+            Ok(super::frame::ReceivedFrame::Whole(frame)) => Ok(Some(frame)),
+            Ok(super::frame::ReceivedFrame::Apart(_)) => Ok(None),
+            Err((id, reason)) => Err(ReadError::corrupt(ObjectKind::Blob, id, reason)),
+        }
+    }
+
     /// The blob's payload for transfer, verified against its id: a blob stored whole goes
     /// out as stored; a member of a group of small blobs, and a chunked one (over
     /// [`CHUNK_BYTES`](crate::CHUNK_BYTES)), are read whole and compressed on their own.

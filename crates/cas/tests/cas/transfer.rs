@@ -102,3 +102,129 @@ fn a_snapshot_whose_parents_are_promised_is_whole_for_fsck_and_gc() {
     assert_eq!(reader.promised(first.into()).unwrap(), None);
     assert_eq!(reader.log(second, None).unwrap().len(), 2);
 }
+
+/// Writes `contents` in one batch (small ones: in a group frame); their ids.
+fn write_together(store: &Store, contents: &[Vec<u8>]) -> Vec<BlobId> {
+    let mut batch = WriteBatch::new();
+    for c in contents {
+        batch.add_blob(PreparedBlob::new(c));
+    }
+    store.write(&batch).unwrap();
+    contents.iter().map(|c| BlobId::of(c)).collect()
+}
+
+/// The group frames holding `wanted`, each with the members of it wanted, in order.
+fn frames_of(reader: &Reader, wanted: &[BlobId]) -> Vec<(FrameRef, Vec<FrameMember>)> {
+    let mut out: Vec<(FrameRef, Vec<FrameMember>)> = Vec::new();
+    for id in wanted {
+        let BlobSource::Member { frame, member } = reader.blob_source(*id).unwrap() else {
+            panic!("{id} is a member of a frame");
+        };
+        match out.iter_mut().find(|(f, _)| *f == frame) {
+            Some((_, members)) => members.push(member),
+            None => out.push((frame, vec![member])),
+        }
+    }
+    out
+}
+
+#[test]
+fn a_group_frame_travels_as_stored_and_is_written_as_it_came() {
+    let a = temp_store();
+    let contents: Vec<Vec<u8>> = (0..300)
+        .map(|i| format!("// small file {i}\nconst N: u32 = {i};\n").into_bytes())
+        .collect();
+    let ids = write_together(&a.store, &contents);
+    let reader = a.store.reader().unwrap();
+    let frames = frames_of(&reader, &ids);
+    assert_eq!(frames.len(), 1, "300 files of 40 bytes make one frame");
+    let (at, members) = frames[0].clone();
+
+    // Out: the frame as stored, once for all its members.
+    let frame = reader.frame(at, members.clone()).unwrap().expect("whole");
+    assert_eq!(frame.members(), members.as_slice());
+    assert!(frame.bytes().len() * 4 < contents.iter().map(Vec::len).sum::<usize>());
+    // In: checked, and written as it came.
+    let ReceivedFrame::Whole(received) =
+        verify_frame(frame.bytes().to_vec(), members.clone()).unwrap()
+    else {
+        panic!("every member wanted: whole");
+    };
+    let b = temp_store();
+    // B has one member already: it is not recorded again.
+    b.store.put_blob(&contents[7]).unwrap();
+    let mut batch = WriteBatch::new();
+    batch.add_frame(received.clone());
+    let out = b.store.write(&batch).unwrap();
+    assert_eq!(out.blobs_written, 299);
+    assert_eq!(out.bytes_written, frame.bytes().len() as u64);
+    let back = b.store.reader().unwrap();
+    for (id, c) in ids.iter().zip(&contents) {
+        assert_eq!(&back.blob(*id).unwrap(), c);
+    }
+    let again = frames_of(&back, &ids[8..]);
+    assert_eq!(
+        back.frame(again[0].0, again[0].1.clone())
+            .unwrap()
+            .unwrap()
+            .bytes(),
+        frame.bytes(),
+        "byte for byte the frame A holds"
+    );
+    drop(back);
+    // A frame whose members are all stored adds nothing.
+    let mut batch = WriteBatch::new();
+    batch.add_frame(received);
+    let out = b.store.write(&batch).unwrap();
+    assert_eq!((out.blobs_written, out.bytes_written), (0, 0));
+    let fsck = b.store.fsck(&FsckOptions::default(), &[]).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+
+    // A few members of a large frame go alone, both ways.
+    let few = members[..10].to_vec();
+    assert!(reader.frame(at, few.clone()).unwrap().is_none());
+    let ReceivedFrame::Apart(blobs) = verify_frame(frame.bytes().to_vec(), few).unwrap() else {
+        panic!("ten members of 300: apart");
+    };
+    let got: Vec<BlobId> = blobs.iter().map(PreparedBlob::id).collect();
+    assert_eq!(got, ids[..10]);
+}
+
+#[test]
+fn a_damaged_frame_or_member_is_refused_naming_the_member() {
+    let a = temp_store();
+    let contents: Vec<Vec<u8>> = (0..50)
+        .map(|i| format!("member {i} of a frame\n").repeat(3).into_bytes())
+        .collect();
+    let ids = write_together(&a.store, &contents);
+    let reader = a.store.reader().unwrap();
+    let (at, members) = frames_of(&reader, &ids).remove(0);
+    let frame = reader.frame(at, members.clone()).unwrap().unwrap();
+
+    // A flipped byte in the frame: it does not decode, or a member's bytes change.
+    let mut flipped = frame.bytes().to_vec();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x10;
+    let err = verify_frame(flipped, members.clone()).unwrap_err();
+    assert!(
+        members
+            .iter()
+            .any(|m| err.to_string().contains(&m.id.to_string())),
+        "{err}"
+    );
+    // A member placed one byte off, or past the frame: refused naming it.
+    let mut moved = members.clone();
+    moved[3].start += 1;
+    let err = verify_frame(frame.bytes().to_vec(), moved).unwrap_err();
+    assert_eq!(err.id(), ids[3].into(), "{err}");
+    let mut past = members.clone();
+    past[5].start = u32::MAX - 2;
+    let err = verify_frame(frame.bytes().to_vec(), past).unwrap_err();
+    assert!(err.to_string().contains("past"), "{err}");
+    // Not a frame at all, or one claiming more than any frame may hold.
+    let err = verify_frame(b"not zstd".to_vec(), members.clone()).unwrap_err();
+    assert_eq!(err.id(), ids[0].into(), "{err}");
+    let huge = zstd::bulk::compress(&vec![0u8; (MAX_FRAME_BYTES + 1) as usize], 3).unwrap();
+    let err = verify_frame(huge, members).unwrap_err();
+    assert!(err.to_string().contains("claims"), "{err}");
+}
