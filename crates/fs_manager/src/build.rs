@@ -109,7 +109,7 @@ fn build_dir<E: From<ObjectError>>(
                 Child::Skipped(_) => continue,
             };
             entries.push(TreeEntry {
-                name: name.clone(),
+                name: name.to_vec(),
                 kind: kind.0,
                 id: kind.1,
                 size: kind.2,

@@ -12,7 +12,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 
 use crate::build::{TreeDirs, child};
-use crate::dirstate::{self, Child, DirState};
+use crate::dirstate::{self, Child, DirState, Name};
 use crate::error::CheckoutError;
 use crate::fsops::{self, WriteFailure};
 use crate::journal::Step;
@@ -409,7 +409,7 @@ impl CacheRecords {
         let state = DirState {
             children: files
                 .into_iter()
-                .map(|(name, f)| (name, Child::File(f)))
+                .map(|(name, f)| (Name::from_vec(name), Child::File(f)))
                 .collect(),
             tree: Some((tree.id(), tree.size())),
             ..DirState::unverified()
@@ -451,7 +451,7 @@ impl CacheRecords {
             let children = &mut state.children;
             match children.binary_search_by(|(n, _)| n.as_slice().cmp(&name)) {
                 Ok(i) => children[i].1 = Child::File(link),
-                Err(i) => children.insert(i, (name, Child::File(link))),
+                Err(i) => children.insert(i, (Name::from_vec(name), Child::File(link))),
             }
         }
     }

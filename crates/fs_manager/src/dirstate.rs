@@ -225,6 +225,10 @@ fn decode_reason<'a>(
     })
 }
 
+/// A name in a directory listing: most are short enough to be held inline, so a million
+/// files' listings cost no allocation per name.
+pub(crate) type Name = smallvec::SmallVec<[u8; 16]>;
+
 /// One entry of a directory listing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Child {
@@ -239,7 +243,7 @@ pub(crate) struct DirState {
     pub stamp: DirStamp,
     pub ignore: IgnoreStamp,
     /// Sorted by name.
-    pub children: Vec<(Vec<u8>, Child)>,
+    pub children: Vec<(Name, Child)>,
     /// The tree this directory's files made last time, and its size; reused while nothing
     /// below it changes.
     pub tree: Option<(cas::TreeId, u64)>,
@@ -415,12 +419,12 @@ impl DirState {
         for _ in 0..count {
             let tag = r.take(1)?[0];
             let len = usize::try_from(r.u64()?).ok()?;
-            let name = r.take(len)?.to_vec();
+            let name = Name::from_slice(r.take(len)?);
             // A listing is what reading a directory gives: single names, each once, in
             // byte order (lookups binary-search it; captures join names to paths).
             let ascending = children
                 .last()
-                .is_none_or(|(last, _): &(Vec<u8>, Child)| *last < name);
+                .is_none_or(|(last, _): &(Name, Child)| *last < name);
             if !ascending || !is_file_name(&name) {
                 return None;
             }
@@ -850,7 +854,9 @@ pub(crate) fn record_written<'a>(
             .binary_search_by(|(n, _)| n.as_slice().cmp(name));
         match (at, state) {
             (Ok(i), Some(s)) => dir.children[i].1 = Child::File(s),
-            (Err(i), Some(s)) => dir.children.insert(i, (name.to_vec(), Child::File(s))),
+            (Err(i), Some(s)) => dir
+                .children
+                .insert(i, (Name::from_slice(name), Child::File(s))),
             (Ok(i), None) => {
                 dir.children.remove(i);
             }
@@ -882,7 +888,7 @@ mod tests {
                 Vec::new(),
                 DirState {
                     children: (0..files)
-                        .map(|i| (i.to_string().into_bytes(), Child::Dir))
+                        .map(|i| (Name::from_vec(i.to_string().into_bytes()), Child::Dir))
                         .collect(),
                     ..DirState::unverified()
                 },
@@ -932,7 +938,10 @@ mod tests {
         assert_eq!(DirState::decode(&seal(crash.to_vec())), None);
 
         let listing = |names: &[&[u8]]| DirState {
-            children: names.iter().map(|n| (n.to_vec(), Child::Dir)).collect(),
+            children: names
+                .iter()
+                .map(|n| (Name::from_slice(n), Child::Dir))
+                .collect(),
             ..DirState::unverified()
         };
         assert!(DirState::decode(&listing(&[b"a", b"b"]).encode().unwrap()).is_some());
@@ -989,9 +998,10 @@ mod tests {
         let mut state = DirState::unverified();
         for (i, (reason, text)) in reasons.iter().enumerate() {
             assert_eq!(reason.to_string(), *text);
-            state
-                .children
-                .push((format!("n{i}").into_bytes(), Child::Skipped(reason.clone())));
+            state.children.push((
+                Name::from_vec(format!("n{i}").into_bytes()),
+                Child::Skipped(reason.clone()),
+            ));
         }
         assert_eq!(DirState::decode(&state.encode().unwrap()), Some(state));
     }
@@ -1022,10 +1032,10 @@ mod tests {
             },
             tree: Some((cas::TreeId::from_bytes([7; 32]), 9)),
             children: vec![
-                (b"a".to_vec(), Child::File(file)),
-                (b"d".to_vec(), Child::Dir),
+                (b"a".as_slice().into(), Child::File(file)),
+                (b"d".as_slice().into(), Child::Dir),
                 (
-                    b"p".to_vec(),
+                    b"p".as_slice().into(),
                     Child::Skipped(SkipReason::Special(Special::Fifo)),
                 ),
             ],
@@ -1069,16 +1079,16 @@ mod tests {
         let state = DirState {
             children: vec![
                 (
-                    b"a".to_vec(),
+                    b"a".as_slice().into(),
                     file(i64::MAX, i64::MIN, u64::MAX, 9, i64::MIN),
                 ),
                 (
-                    b"b".to_vec(),
+                    b"b".as_slice().into(),
                     file(i64::MIN, i64::MAX, 0, u64::MAX, i64::MAX),
                 ),
-                (b"c".to_vec(), file(-5, 7, 1 << 63, 0, 0)),
+                (b"c".as_slice().into(), file(-5, 7, 1 << 63, 0, 0)),
                 (
-                    b"d".to_vec(),
+                    b"d".as_slice().into(),
                     file(
                         1_700_000_000_123_456_789,
                         1_700_000_000_123_456_790,
@@ -1115,7 +1125,10 @@ mod tests {
                     blob: cas::BlobId::of(&i.to_le_bytes()),
                     verified_ns: stamp.verified_ns,
                 };
-                (format!("f{}.rs", 100_000 + i).into_bytes(), Child::File(f))
+                (
+                    Name::from_vec(format!("f{}.rs", 100_000 + i).into_bytes()),
+                    Child::File(f),
+                )
             })
             .collect();
         children.sort_by(|a, b| a.0.cmp(&b.0));
@@ -1133,7 +1146,7 @@ mod tests {
             .iter()
             .filter_map(|(name, child)| match child {
                 Child::File(f) => Some(cas::TreeEntry {
-                    name: name.clone(),
+                    name: name.to_vec(),
                     kind: cas::EntryKind::File,
                     id: f.blob.into(),
                     size: f.size,
