@@ -376,8 +376,9 @@ struct HeldTrees<'s> {
     entries: usize,
 }
 
-/// Entries of trees a capture holds before it stores them ahead of its transaction.
-const TREES_AHEAD_ENTRIES: usize = 1 << 16;
+/// Entries of trees a capture holds before it stores them ahead of its transaction (few in
+/// unit tests, so their large captures do).
+const TREES_AHEAD_ENTRIES: usize = if cfg!(test) { 4 } else { 1 << 16 };
 
 impl<'s> HeldTrees<'s> {
     fn new(store: Option<&'s Store>) -> HeldTrees<'s> {

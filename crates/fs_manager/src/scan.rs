@@ -19,7 +19,7 @@ use cas::{BlobId, EntryKind, PreparedBlob, Store, WriteBatch};
 use path_policy::RepoPathBuf;
 use rayon::prelude::*;
 
-use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp};
+use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp, Name};
 use crate::paths::{SkipReason, Skipped, Special, join, shown, split_parent, tree_order};
 use crate::progress::Progress;
 use crate::rules::{self, Rules};
@@ -62,13 +62,14 @@ pub enum ScanError {
 /// Files larger than this are streamed into the store chunk by chunk.
 const STREAM_BYTES: u64 = 16 << 20;
 /// Memory a group of read files may take before the group's blobs are written: their
-/// bytes, and [`FILE_OVERHEAD`] each.
-const GROUP_BYTES: u64 = 64 << 20;
+/// bytes, and [`FILE_OVERHEAD`] each. Small in unit tests, so their captures go through
+/// several groups, as a large tree's do.
+const GROUP_BYTES: u64 = if cfg!(test) { 2 << 10 } else { 64 << 20 };
 /// Files of a group read in parallel at once.
 const READ_SLICE: usize = 1 << 14;
 /// What a read file costs in memory besides its bytes until its group is written (its
 /// prepared blob and record): a million tiny files make several groups, not one.
-const FILE_OVERHEAD: u64 = 256;
+const FILE_OVERHEAD: u64 = 512;
 
 /// A file in the captured state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -701,7 +702,8 @@ impl<'a> Assembly<'a> {
             }
         };
         if listed_now {
-            dir.children.push((name.to_vec(), Child::File(state)));
+            dir.children
+                .push((Name::from_slice(name), Child::File(state)));
         } else if let Ok(i) = dir
             .children
             .binary_search_by(|(n, _)| n.as_slice().cmp(name))
@@ -738,10 +740,10 @@ impl<'a> Assembly<'a> {
             .keys()
             .chain(pruned.iter())
             .filter(|k| !k.is_empty());
-        let mut additions: Vec<(Vec<u8>, Vec<u8>, Child)> = subdirs
+        let mut additions: Vec<(Vec<u8>, Name, Child)> = subdirs
             .map(|sub| {
                 let (parent, name) = split_parent(sub);
-                (parent.to_vec(), name.to_vec(), Child::Dir)
+                (parent.to_vec(), Name::from_slice(name), Child::Dir)
             })
             .collect();
         for s in skipped {
@@ -749,7 +751,7 @@ impl<'a> Assembly<'a> {
             if read_dirs.contains_key(parent) {
                 additions.push((
                     parent.to_vec(),
-                    name.to_vec(),
+                    Name::from_slice(name),
                     Child::Skipped(s.reason.clone()),
                 ));
             } else if let Some(dir) = self.dirs.get_mut(parent)
@@ -1197,7 +1199,13 @@ fn walk(
     let mut failed = None;
     // Sorted out as they come: a million files are held once, not twice.
     let mut sort = |f: Found| match f {
-        Found::File(w) => out.files.push(w),
+        Found::File(mut w) => {
+            // Copied into this thread's memory: a walker thread's path, let go here later
+            // during hashing, would be free only to that thread (glibc's per-thread
+            // arenas), and a million of them stay in the process's peak.
+            w.path = w.path.as_slice().to_vec();
+            out.files.push(w)
+        }
         Found::Skip(s) => out.skipped.push(s),
         Found::Fail(e) => {
             failed.get_or_insert(e);

@@ -200,6 +200,58 @@ mod tests {
 
     /// The cache an operation keeps in memory must be exactly what the store holds, after
     /// every kind of operation that writes it; and it is not used once something else wrote.
+    /// A capture of many files stores its blobs group by group and its trees a chunk at a
+    /// time ahead of its transaction (unit tests make both small): the snapshot holds the
+    /// tree a sorted list of those files makes, and every tree and blob of it is stored.
+    #[test]
+    fn a_large_capture_stores_ahead_what_its_snapshot_needs() {
+        let bodies: Vec<(String, String)> = (0..60)
+            .map(|i| {
+                (
+                    format!("d{}/e{}/f{i}.txt", i % 4, i % 3),
+                    format!("file {i}\n"),
+                )
+            })
+            .collect();
+        let files: Vec<(&str, &str)> = bodies
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.as_str()))
+            .collect();
+        let (_dir, store, _ws, _wt, _root, snapshot) = onboarded(&files);
+        // 60 files make 15 groups here, and 17 trees several chunks; else one transaction.
+        let transactions = store.group_transactions();
+        assert!(
+            transactions > 15,
+            "stored ahead: {transactions} transactions"
+        );
+        let reader = store.reader().expect("reader");
+        let tree = reader.snapshot(snapshot).expect("snapshot").tree;
+        let stored = crate::build::flatten(&reader, tree).expect("every tree is stored");
+        let mut expected: Vec<crate::scan::FileRecord> = files
+            .iter()
+            .map(|(path, body)| crate::scan::FileRecord {
+                path: path_policy::RepoPathBuf::new(path.as_bytes()).expect("path"),
+                kind: cas::EntryKind::File,
+                blob: cas::BlobId::of(body.as_bytes()),
+                size: body.len() as u64,
+            })
+            .collect();
+        expected.sort_by(|a, b| a.path.cmp(&b.path));
+        assert_eq!(stored, expected);
+        let built =
+            crate::build::build_trees(&expected, &crate::build::Reuse::new()).expect("build");
+        assert_eq!(
+            built.root, tree,
+            "the same tree as built from the sorted list"
+        );
+        for f in &stored {
+            assert_eq!(
+                reader.blob(f.blob).expect("every blob is stored").len() as u64,
+                f.size
+            );
+        }
+    }
+
     #[test]
     fn kept_cache_equals_the_stored_one() {
         let (_dir, store, ws, wt, root, first) = onboarded(&[
