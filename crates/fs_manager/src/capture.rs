@@ -126,7 +126,9 @@ pub(crate) enum Recording {
 /// A captured state, before or after it is recorded.
 pub(crate) struct Captured<'a> {
     pub tree: TreeId,
-    /// Every tree of the state (for comparing without the store on a dry run).
+    /// The state's trees the store may not hold yet: every one on a dry run or a deferred
+    /// recording (for comparing without the store), else those a large capture did not
+    /// store ahead.
     pub trees: HashMap<TreeId, Tree>,
     pub snapshot: SnapshotId,
     pub changed: bool,
