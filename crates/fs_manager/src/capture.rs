@@ -2,7 +2,7 @@
 
 use crate::registry::{RegistryRead, RegistryWrite};
 use crate::shared::Worktrees;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 use crate::registry::{OpRecord, WorktreeKind, WorktreeRecord};
 use camino::{Utf8Path, Utf8PathBuf};
@@ -14,6 +14,7 @@ use crate::paths::Skipped;
 use crate::pending::{Pending, PendingCapture, WatchDone};
 use crate::progress::{Progress, Silent};
 use crate::scan::{self, ScanOptions};
+use crate::watch::Quiet;
 use crate::worktree;
 
 /// Knobs shared by every capture.
@@ -250,7 +251,7 @@ fn capture_once<'a>(
         progress: options.progress,
     };
     let mut scanned = scan::scan(store, &record.root, cache, &scan_options)?;
-    tracing::debug!(quiet = quiet.as_ref().map(HashSet::len), "watched");
+    tracing::debug!(quiet = quiet.as_ref().map(Quiet::len), "watched");
     tracing::debug!(elapsed = ?started.elapsed(), files = scanned.file_count, held = scanned.held_files, read = scanned.read_files, "scanned");
     let created = jiff::Timestamp::now();
     // Trees go to the store ahead of the capture's transaction, a chunk at a time, once

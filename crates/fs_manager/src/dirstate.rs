@@ -237,6 +237,13 @@ pub(crate) enum Child {
     Skipped(SkipReason),
 }
 
+impl Child {
+    /// A file whose stat cannot be trusted: it changed too close to its verification.
+    pub fn is_racy(&self) -> bool {
+        matches!(self, Child::File(f) if f.is_racy())
+    }
+}
+
 /// A directory as the last capture saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DirState {

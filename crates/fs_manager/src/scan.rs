@@ -24,6 +24,7 @@ use crate::paths::{SkipReason, Skipped, Special, join, shown, split_parent, tree
 use crate::progress::Progress;
 use crate::rules::{self, Rules};
 use crate::state::{FileState, Stat, now_ns};
+use crate::watch::Quiet;
 
 /// Reading the worktree failed.
 #[derive(Debug, thiserror::Error)]
@@ -124,8 +125,9 @@ pub(crate) struct ScanOptions<'a> {
     pub deny: &'a path_policy::DenyList,
     /// Files larger than this are left out (and reported).
     pub max_file_size: Option<u64>,
-    /// Cached directories a watcher saw nothing happen in: trusted without a syscall.
-    pub quiet: Option<&'a HashSet<Vec<u8>>>,
+    /// Cached directories a watcher saw nothing happen in: their listings are trusted, and
+    /// only their suspect files `lstat`'ed.
+    pub quiet: Option<&'a Quiet>,
     pub progress: &'a dyn Progress,
 }
 
@@ -278,13 +280,13 @@ enum Found {
 
 /// Decides which cached directories can be skipped: stamp and ignore files unchanged, no
 /// ignore file above them changed, and the same holds for every directory below.
-fn prunable(root: &Path, cache: &Cache, quiet: Option<&HashSet<Vec<u8>>>) -> HashSet<Vec<u8>> {
+fn prunable(root: &Path, cache: &Cache, quiet: Option<&Quiet>) -> HashSet<Vec<u8>> {
     let mut keys: Vec<&Vec<u8>> = cache.dirs.keys().collect();
     keys.sort_by(|a, b| tree_order(a, b));
     let checks: Vec<(bool, bool)> = keys
         .par_iter()
         .map(|k| {
-            if quiet.is_some_and(|q| q.contains(*k)) {
+            if quiet.is_some_and(|q| q.contains(k)) {
                 return (true, true);
             }
             let state = &cache.dirs[*k];
@@ -392,11 +394,18 @@ pub(crate) fn scan(
     patterns.extend(options.max_file_size.map(|n| format!("max-file-size {n}")));
     let global = dirstate::global_stamp(root_path, &patterns, &outside.sources());
     let reuse = cache.global == Some(global);
-    // A watcher saw nothing happen anywhere since the cache was verified: it is the state.
+    // A watcher saw nothing happen anywhere since the cache was verified, and no suspect
+    // file moved: it is the state.
     if reuse
         && let Some(quiet) = options.quiet
         && let Some((tree, size)) = cache.dirs.get(&Vec::new()).and_then(|d| d.tree)
         && cache.dirs.keys().all(|d| quiet.contains(d))
+        && quiet.with_suspects().all(|(dir, names)| {
+            cache.dirs.get(dir).is_some_and(|state| {
+                !state.children.iter().any(|(_, c)| c.is_racy())
+                    && suspects_match(root_path, dir, state, names, options.max_file_size)
+            })
+        })
     {
         return Ok(Scan::as_cached(cache, global, tree, size));
     }
@@ -472,7 +481,10 @@ pub(crate) fn scan(
     let listed: Vec<Listed> = unchanged
         .par_iter()
         .map(|dir| {
-            let quiet = options.quiet.is_some_and(|q| q.contains(*dir));
+            let quiet = options
+                .quiet
+                .filter(|q| q.contains(dir))
+                .map(|q| q.suspects(dir));
             stat_listing(
                 root_path,
                 dir,
@@ -866,40 +878,28 @@ fn cached_listing(dir: &[u8], state: &DirState) -> Listing {
 }
 
 /// The files of an unchanged directory, lstat'ed through one directory descriptor (or,
-/// `quiet`, trusted as cached): [`Listed::Clean`] if every one matches its entry and none
-/// is racy, else its files, skipped entries, and the files that are no longer there (or
-/// no longer files).
+/// `quiet`, trusted as cached unless one of the suspect files it names moved):
+/// [`Listed::Clean`] if every one matches its entry and none is racy, else its files,
+/// skipped entries, and the files that are no longer there (or no longer files).
 fn stat_listing(
     root: &Path,
     dir: &[u8],
     state: &DirState,
     max_file_size: Option<u64>,
-    quiet: bool,
+    quiet: Option<&[Vec<u8>]>,
 ) -> Listed {
-    let racy = |c: &Child| matches!(c, Child::File(f) if f.is_racy());
-    if quiet {
+    if let Some(suspects) = quiet
+        && (suspects.is_empty() || suspects_match(root, dir, state, suspects, max_file_size))
+    {
         // Nothing happened here since the cache was verified: it stands as it is, but a
         // racy file is read again.
-        return match state.children.iter().any(|(_, c)| racy(c)) {
+        return match state.children.iter().any(|(_, c)| c.is_racy()) {
             false => Listed::Clean,
             true => Listed::Changed(cached_listing(dir, state)),
         };
     }
-    // O_PATH: enough for `statat`, and raises no open event for a watcher to read.
-    let fd = rustix::fs::open(
-        join(root, dir),
-        rustix::fs::OFlags::PATH
-            | rustix::fs::OFlags::DIRECTORY
-            | rustix::fs::OFlags::NOFOLLOW
-            | rustix::fs::OFlags::CLOEXEC,
-        rustix::fs::Mode::empty(),
-    )
-    .ok();
-    let stat_of = |name: &[u8]| {
-        fd.as_ref()
-            .and_then(|fd| rustix::fs::statat(fd, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW).ok())
-            .map(|st| Stat::from_rustix(&st))
-    };
+    let fd = path_fd(root, dir);
+    let stat_of = |name: &[u8]| fd.as_ref().and_then(|fd| stat_at(fd, name));
     // First only compare: most directories are clean, and need no allocation per file.
     let mut stats = Vec::with_capacity(state.children.len());
     let mut clean = true;
@@ -908,13 +908,7 @@ fn stat_listing(
             continue;
         };
         let stat = stat_of(name);
-        clean &= stat.is_some_and(|st| {
-            cached.matches(&st)
-                && !cached.is_racy()
-                && st
-                    .kind()
-                    .is_some_and(|k| oversize(&st, k, max_file_size).is_none())
-        });
+        clean &= !cached.is_racy() && same_file(cached, stat.as_ref(), max_file_size);
         stats.push(stat);
     }
     if clean {
@@ -950,6 +944,63 @@ fn stat_listing(
         }
     }
     Listed::Changed((files, skipped, gone))
+}
+
+/// True if every suspect file `names` of quiet `dir` still has its cached stat (a racy
+/// one is read again all the same; a skipped entry stands: its name or size kept it out,
+/// and neither moves without an event).
+fn suspects_match(
+    root: &Path,
+    dir: &[u8],
+    state: &DirState,
+    names: &[Vec<u8>],
+    max_file_size: Option<u64>,
+) -> bool {
+    let Some(fd) = path_fd(root, dir) else {
+        return false;
+    };
+    names.iter().all(|name| {
+        let Ok(i) = state
+            .children
+            .binary_search_by(|(n, _)| n.as_slice().cmp(name))
+        else {
+            return false;
+        };
+        match &state.children[i].1 {
+            Child::File(cached) => same_file(cached, stat_at(&fd, name).as_ref(), max_file_size),
+            Child::Skipped(_) => true,
+            Child::Dir => false,
+        }
+    })
+}
+
+/// True if `stat` (None: gone) is the cached file's and in scope.
+fn same_file(cached: &FileState, stat: Option<&Stat>, max_file_size: Option<u64>) -> bool {
+    stat.is_some_and(|st| {
+        cached.matches(st)
+            && st
+                .kind()
+                .is_some_and(|k| oversize(st, k, max_file_size).is_none())
+    })
+}
+
+/// `dir` opened `O_PATH`: enough for `statat`, and raises no open event for a watcher.
+fn path_fd(root: &Path, dir: &[u8]) -> Option<rustix::fd::OwnedFd> {
+    rustix::fs::open(
+        join(root, dir),
+        rustix::fs::OFlags::PATH
+            | rustix::fs::OFlags::DIRECTORY
+            | rustix::fs::OFlags::NOFOLLOW
+            | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )
+    .ok()
+}
+
+fn stat_at(dir: &rustix::fd::OwnedFd, name: &[u8]) -> Option<Stat> {
+    rustix::fs::statat(dir, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+        .ok()
+        .map(|st| Stat::from_rustix(&st))
 }
 
 struct Walk {

@@ -13,9 +13,12 @@
 //! Writes through a shared memory mapping raise no event at all, and a mapping outlives
 //! `close()`. So every file opened since watching began is *suspect* while it may still be
 //! open (more opens than read-only closes seen) and for good once it was closed after
-//! writing (or modified, or moved in from elsewhere): the directory holding it is never
-//! quiet, so its files are `lstat`'ed at every capture, as without a watcher. Opens and
-//! closes never make a directory dirty (a capture opens every directory it lists).
+//! writing (or modified, or moved in from elsewhere): a quiet directory's listing is
+//! trusted, but its suspect files are `lstat`'ed at every capture (a write through a map
+//! moves the file's mtime), and if one of them no longer matches its cache entry the
+//! whole directory is checked as without a watcher. A suspect ignore file, or a subtree
+//! moved in from outside, is never quiet. Opens and closes never make a directory dirty
+//! (a capture opens every directory it lists).
 //!
 //! Not covered: files opened before watching began (or before a queue overflow), two
 //! opens of one file that reach the queue back to back (inotify merges them, so one
@@ -62,6 +65,12 @@ impl Opened {
     fn suspect(&self) -> bool {
         self.written || self.opens > self.closes
     }
+}
+
+fn is_ignore_file(name: &[u8]) -> bool {
+    crate::dirstate::IGNORE_FILES
+        .iter()
+        .any(|f| f.as_bytes() == name)
 }
 
 fn child(dir: &[u8], name: &[u8]) -> Vec<u8> {
@@ -269,15 +278,14 @@ impl Watch {
         }
     }
 
-    /// True if `dir` holds a suspect file or lies in a subtree moved in from outside.
-    fn suspects(&self) -> impl Fn(&[u8]) -> bool + '_ {
-        let dirs: HashSet<&[u8]> = self
-            .opened
-            .iter()
-            .filter(|(_, o)| o.suspect())
-            .map(|(p, _)| crate::paths::split_parent(p).0)
-            .collect();
-        move |dir: &[u8]| dirs.contains(dir) || self.moved_in.iter().any(|top| is_under(dir, top))
+    /// The suspect files of every directory holding one, by directory.
+    fn suspects(&self) -> HashMap<&[u8], Vec<&[u8]>> {
+        let mut by_dir: HashMap<&[u8], Vec<&[u8]>> = HashMap::new();
+        for (path, _) in self.opened.iter().filter(|(_, o)| o.suspect()) {
+            let (dir, name) = crate::paths::split_parent(path);
+            by_dir.entry(dir).or_default().push(name);
+        }
+        by_dir
     }
 
     /// Reads every queued event, marking the directories they happened in.
@@ -355,6 +363,42 @@ struct Moves {
     from: HashMap<u32, (Vec<u8>, bool)>,
 }
 
+/// The directories a watcher saw nothing happen in since the cache was verified: their
+/// listings stand, and only their suspect files need an `lstat`.
+#[derive(Debug, Default)]
+pub(crate) struct Quiet {
+    dirs: HashMap<Vec<u8>, Vec<Vec<u8>>>,
+}
+
+impl Quiet {
+    /// True if `dir`'s listing is trusted.
+    pub(crate) fn contains(&self, dir: &[u8]) -> bool {
+        self.dirs.contains_key(dir)
+    }
+
+    /// The files of quiet `dir` that may have changed without an event.
+    pub(crate) fn suspects(&self, dir: &[u8]) -> &[Vec<u8>] {
+        self.dirs.get(dir).map_or(&[], Vec::as_slice)
+    }
+
+    /// Quiet directories holding suspect files, with them.
+    pub(crate) fn with_suspects(&self) -> impl Iterator<Item = (&[u8], &[Vec<u8>])> {
+        self.dirs
+            .iter()
+            .filter(|(_, names)| !names.is_empty())
+            .map(|(dir, names)| (dir.as_slice(), names.as_slice()))
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.dirs.len()
+    }
+
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+}
+
 /// How a capture ended.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Ended {
@@ -373,7 +417,7 @@ impl Watcher {
         &self,
         root: &Utf8Path,
         cached: impl Iterator<Item = &'a Vec<u8>>,
-    ) -> Option<HashSet<Vec<u8>>> {
+    ) -> Option<Quiet> {
         let mut map = self.watches();
         let watch = match map.entry(root.to_owned()) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -381,15 +425,21 @@ impl Watcher {
         };
         watch.drain();
         let dirty = std::mem::take(&mut watch.dirty);
-        let quiet = if watch.lost {
-            HashSet::new()
-        } else {
-            let suspect = watch.suspects();
-            cached
-                .filter(|d| watch.by_dir.contains_key(*d) && !dirty.contains(*d) && !suspect(d))
-                .cloned()
-                .collect()
-        };
+        let mut quiet = Quiet::default();
+        if !watch.lost {
+            let suspects = watch.suspects();
+            for dir in cached {
+                let names = suspects.get(dir.as_slice()).map_or(&[][..], Vec::as_slice);
+                let trusted = watch.by_dir.contains_key(dir)
+                    && !dirty.contains(dir)
+                    && !watch.moved_in.iter().any(|top| is_under(dir, top))
+                    && !names.iter().any(|n| is_ignore_file(n));
+                if trusted {
+                    let names = names.iter().map(|n| n.to_vec()).collect();
+                    quiet.dirs.insert(dir.clone(), names);
+                }
+            }
+        }
         watch.taken = dirty;
         Some(quiet)
     }
@@ -504,6 +554,41 @@ mod tests {
             all.len() - quiet.len()
         );
         watcher.after_capture(&root, Ended::Committed, all.iter());
+        watcher.forget(&root);
+    }
+
+    /// A file written since watching began stays suspect, but its directory's listing is
+    /// trusted once a capture verified it: only the suspect needs an `lstat`. A written
+    /// ignore file keeps its directory unquiet (it decides what the listing holds).
+    #[test]
+    fn a_written_file_leaves_its_directory_quiet_with_it_suspect() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = Utf8PathBuf::from_path_buf(tmp.path().to_path_buf()).expect("utf-8");
+        for d in ["a", "b"] {
+            std::fs::create_dir(root.join(d)).expect("mkdir");
+            std::fs::write(root.join(d).join("f"), "x").expect("write");
+        }
+        let all: Vec<Vec<u8>> = vec![Vec::new(), b"a".to_vec(), b"b".to_vec()];
+        let watcher = Watcher::new();
+        let capture = |expect_quiet: usize| {
+            let quiet = watcher.quiet_dirs(&root, all.iter()).expect("watching");
+            watcher.after_capture(&root, Ended::Committed, all.iter());
+            assert_eq!(quiet.len(), expect_quiet, "{quiet:?}");
+            quiet
+        };
+        // Watches go on at the first capture and count as dirty at the second.
+        capture(0);
+        capture(0);
+        capture(3);
+        std::fs::write(root.join("a/f"), "written").expect("write");
+        std::fs::write(root.join("b/.gitignore"), "*.log\n").expect("write");
+        let seen = capture(1);
+        assert!(!seen.contains(b"a") && !seen.contains(b"b"), "{seen:?}");
+        let after = capture(2);
+        assert!(after.contains(b"a"), "{after:?}");
+        assert_eq!(after.suspects(b"a"), [b"f".to_vec()]);
+        assert!(!after.contains(b"b"), "a written ignore file: {after:?}");
+        assert!(after.suspects(b"").is_empty());
         watcher.forget(&root);
     }
 }
