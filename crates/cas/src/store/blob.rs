@@ -23,12 +23,15 @@ pub(crate) const SMALL_BLOB_BYTES: usize = 16 << 10;
 /// Blobs larger than this are stored as a list of chunks of this size.
 pub const CHUNK_BYTES: usize = 1 << 20;
 
-/// The segment size for new stores. redb rounds a page holding one large value up to a
-/// power of two, so a segment stays a little under 1 MiB to fill its page.
-pub(crate) const DEFAULT_SEGMENT_BYTES: u64 = (1 << 20) - 256;
+/// The segment size for new stores (format 4): as much as fits one 4 KiB page with its
+/// key. redb's compaction moves a page only into a free run of its own size lower in the
+/// file, so format 3's 1 MiB segments found none among the small pages other tables free,
+/// and stopped there (1M files: 47 MB of free pages kept in a 170 MB file). Single pages
+/// always move; a read of a small file also reads one page, not a MiB.
+pub(crate) const DEFAULT_SEGMENT_BYTES: u64 = 4080;
 
 /// The segment sizes a store may have; anything else in its meta table is damage.
-pub(crate) const MIN_SEGMENT_BYTES: u64 = 4 << 10;
+pub(crate) const MIN_SEGMENT_BYTES: u64 = 1 << 10;
 pub(crate) const MAX_SEGMENT_BYTES: u64 = 64 << 20;
 
 const ZSTD_LEVEL: i32 = 3;
@@ -430,31 +433,48 @@ pub(crate) fn read_log(
 ) -> Result<Vec<u8>, ReadError> {
     // Grown as segments are found: a damaged length must not allocate up front.
     let mut out = Vec::with_capacity((len as usize).min(CHUNK_BYTES));
-    let end = offset + u64::from(len);
+    if len == 0 {
+        return Ok(out);
+    }
+    let Some(end) = offset.checked_add(u64::from(len)) else {
+        return Err(ReadError::corrupt(
+            kind,
+            id,
+            "its place in the log is past any end",
+        ));
+    };
     let mut pos = offset;
-    while pos < end {
+    let missing =
+        |index: u64| ReadError::corrupt(kind, id, format!("log segment {index} is missing"));
+    // One walk along the table's leaves, not a lookup per segment.
+    for entry in segments
+        .range(pos / segment_bytes..=(end - 1) / segment_bytes)
+        .storage()?
+    {
+        let (key, seg) = entry.storage()?;
         let index = pos / segment_bytes;
+        if key.value() != index {
+            return Err(missing(index));
+        }
         let within = (pos % segment_bytes) as usize;
-        let Some(seg) = segments.get(index).storage()? else {
-            return Err(ReadError::corrupt(
-                kind,
-                id,
-                format!("log segment {index} is missing"),
-            ));
-        };
         let bytes = seg.value();
-        if within >= bytes.len() {
+        // Only the log's last segment is partial; what is read ends within it.
+        let needed = segment_bytes.min(end - index * segment_bytes);
+        if (bytes.len() as u64) < needed || bytes.len() as u64 > segment_bytes {
             return Err(ReadError::corrupt(
                 kind,
                 id,
-                format!("log segment {index} is shorter than expected"),
+                format!("log segment {index} is not the size it should be"),
             ));
         }
         let n = (bytes.len() - within).min((end - pos) as usize);
         out.extend_from_slice(&bytes[within..within + n]);
         pos += n as u64;
+        if pos == end {
+            return Ok(out);
+        }
     }
-    Ok(out)
+    Err(missing(pos / segment_bytes))
 }
 
 /// Decodes a packed payload and checks it against `id`.

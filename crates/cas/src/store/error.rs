@@ -474,6 +474,9 @@ pub enum MaintenanceError {
     /// The database failed.
     #[error(transparent)]
     Storage(#[from] StorageFailure),
+    /// The database could not be opened again after gc compacted it.
+    #[error("gc compacted the store, then could not open it again: {0}")]
+    Reopen(#[source] Box<OpenError>),
 }
 
 /// Any error of this crate.

@@ -27,7 +27,8 @@ pub struct GcOptions {
     /// Report what would be removed, change nothing.
     pub dry_run: bool,
     /// Drop history (owners' history entries and snapshot ancestry), oldest first, until
-    /// the database file takes at most this many bytes, or nothing but what keepers keep is
+    /// the database file takes at most this many bytes less a 32nd (room for the writes
+    /// that follow), or nothing but what keepers keep is
     /// left, or even that much would not fit (then no more goes than fits the bytes the
     /// objects themselves take). Other files in the store folder (mount layers, ...) are not
     /// gc's to shrink and do not count.
@@ -111,7 +112,10 @@ impl Store {
             store_bytes_after: store_bytes(self.root()),
             ..GcOutcome::default()
         };
-        let mut budget = options.max_size;
+        // What gc aims for: the budget less a 32nd, so the commands that follow have room
+        // before the store is past it again (a compacted file has no free page inside).
+        let target = options.max_size.map(|max| max - max / 32);
+        let mut budget = target;
         for _ in 0..MAX_BUDGET_PASSES {
             let marked = self.mark(owners, budget)?;
             let (live_bytes, kept_bytes, optional_kept) =
@@ -132,7 +136,7 @@ impl Store {
                 file_bytes = outcome.file_bytes_after,
                 "gc pass"
             );
-            let (Some(max), Some(last)) = (options.max_size, budget) else {
+            let (Some(max), Some(last)) = (target, budget) else {
                 break;
             };
             if outcome.file_bytes_after <= max || optional_kept == 0 || last == 0 {

@@ -263,15 +263,15 @@ impl Store {
             open_held(&txn, META)
                 .storage()
                 .map_err(db_err)?
-                .insert(FORMAT_VERSION_KEY, FORMAT_VERSION)
+                .insert(FORMAT_VERSION_KEY, FORMAT_FRAMES)
                 .storage()
                 .map_err(db_err)?;
             txn.commit().storage().map_err(db_err)?;
-            tracing::info!(store = %self.root, "marked the store format {FORMAT_VERSION} (from 2)");
+            tracing::info!(store = %self.root, "marked the store format {FORMAT_FRAMES} (from 2)");
             return self.prepare(create);
         }
         match existing {
-            Some((Some(2 | FORMAT_VERSION), Some(segment))) => {
+            Some((Some(2 | FORMAT_FRAMES | FORMAT_VERSION), Some(segment))) => {
                 // Every read and write allocates a segment: a damaged size must not reach them.
                 if (super::blob::MIN_SEGMENT_BYTES..=super::blob::MAX_SEGMENT_BYTES)
                     .contains(&segment)
@@ -643,14 +643,24 @@ impl Store {
     }
 
     /// Shrinks the database file to what it holds. Slow on large stores; `gc` calls it.
-    pub fn compact(&mut self) -> Result<(), StorageFailure> {
+    pub fn compact(&mut self) -> Result<(), MaintenanceError> {
         let health = Arc::clone(&self.health);
-        health.run(|| {
-            if let Db::Write(db) = &mut self.db {
-                db.compact().storage()?;
+        let compacted = health.run(|| match &mut self.db {
+            Db::Write(db) => db.compact().storage(),
+            _ => Ok(false),
+        })?;
+        if compacted {
+            // redb records its allocator state at every close, in pages of its own. A file
+            // compacted to its last page grows by that record at the next close, and once
+            // more at the one after, which frees the previous record's pages only as it
+            // commits. Two rounds now leave the file at the size later closes keep, so the
+            // size gc reports is the one that stays.
+            for _ in 0..2 {
+                self.reopen_db()
+                    .map_err(|e| MaintenanceError::Reopen(Box::new(e)))?;
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 }
 
@@ -677,6 +687,11 @@ impl Store {
             return Ok(());
         };
         super::reclaim::give_back(&self.root, len_before);
+        self.reopen_db()
+    }
+
+    /// Closes the database and opens it again with the store's options.
+    fn reopen_db(&mut self) -> Result<(), OpenError> {
         self.close_db();
         let db_path = self.database_path();
         let options = self.options.clone();

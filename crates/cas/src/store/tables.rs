@@ -21,10 +21,15 @@ pub(crate) const FORMAT_VERSION_KEY: &str = "format_version";
 pub(crate) const SEGMENT_BYTES_KEY: &str = "segment_bytes";
 pub(crate) const LOG_END_KEY: &str = "log_end";
 
-/// The on-disk format this build reads and writes. Format 2 stores are read as they are
-/// and marked format 3 when opened for writing; format 1 stores are upgraded to 2 first
-/// (see `upgrade`).
-pub const FORMAT_VERSION: u64 = 3;
+/// The on-disk format of new stores: format 3's records in a blob log of page-sized
+/// segments. Format 3 stores are read and written as they are (their segments stay 1 MiB);
+/// format 2 stores are read as they are and marked format 3 when opened for writing;
+/// format 1 stores are upgraded to 2 first (see `upgrade`).
+pub const FORMAT_VERSION: u64 = 4;
+
+/// Small blobs in frames, large tree records in the blob log: what a write to a format 2
+/// store marks it.
+pub(crate) const FORMAT_FRAMES: u64 = 3;
 
 /// The database file inside the store folder.
 pub const DATABASE_FILE: &str = "store.redb";

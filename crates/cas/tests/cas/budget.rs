@@ -46,9 +46,14 @@ const BIG: usize = 700 << 10;
 /// s[0] <- s[1] <- ... <- s[7], each with its own large file and a journal entry; ref
 /// `keep` on s[1], the journal's head s[7].
 fn chain(t: &TempStore) -> (Vec<SnapshotId>, Journal) {
+    chain_of(t, [BIG; 8])
+}
+
+/// [`chain`] with files of these sizes.
+fn chain_of(t: &TempStore, sizes: [usize; 8]) -> (Vec<SnapshotId>, Journal) {
     let mut chain: Vec<SnapshotId> = Vec::new();
-    for i in 0..8u64 {
-        let big = noise(i, BIG);
+    for (i, size) in (0..8u64).zip(sizes) {
+        let big = noise(i, size);
         let id = commit(
             &t.store,
             &[("big", &big[..])],
@@ -83,9 +88,9 @@ fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
     let out = t.store.gc(&GcOptions::default(), &[&owner]).unwrap();
     assert!(out.removed.is_empty());
 
-    // About twice what the keepers hold: redb's file takes about 2 MB more than the stored
-    // bytes at this size.
-    let budget = 6 << 20;
+    // Between what the keepers hold (1.4 MB) and the whole store (5.8 MB); redb's file takes
+    // about 90 KB more than the stored bytes at this size.
+    let budget = 4 << 20;
     assert!(store_bytes(&t.root) > budget);
     let options = GcOptions {
         max_size: Some(budget),
@@ -160,7 +165,7 @@ fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
 #[test]
 fn a_mount_layer_in_the_store_folder_does_not_cost_history() {
     let options = GcOptions {
-        max_size: Some(6 << 20),
+        max_size: Some(4 << 20),
         ..GcOptions::default()
     };
     let mut plain = temp_store();
@@ -176,7 +181,7 @@ fn a_mount_layer_in_the_store_folder_does_not_cost_history() {
     let live = noise(99, 10 << 20);
     std::fs::write(layer.join("live.bin"), &live).unwrap();
     let out = t.store.gc(&options, &[&owner]).unwrap();
-    assert!(out.file_bytes_after <= 6 << 20, "{out:?}");
+    assert!(out.file_bytes_after <= 4 << 20, "{out:?}");
     assert!(
         out.store_bytes_after > 10 << 20,
         "the layer counts there: {out:?}"
@@ -190,9 +195,13 @@ fn a_mount_layer_in_the_store_folder_does_not_cost_history() {
 #[test]
 fn a_budget_out_of_reach_drops_only_what_does_not_fit_the_stored_bytes() {
     let mut t = temp_store();
-    let (chain, owner) = chain(&t);
-    // The ref's and the head's files, and room for one more.
-    let budget = 3 * BIG as u64 + (100 << 10);
+    // The newest history entry holds a small file: the ref's and the head's files and it fit
+    // what gc aims for (the budget less a 32nd) as stored bytes, while the ref's and the
+    // head's alone with the file's overhead (about 80 KB) do not.
+    let mut sizes = [BIG; 8];
+    sizes[6] = 20 << 10;
+    let (chain, owner) = chain_of(&t, sizes);
+    let budget = 2 * BIG as u64 + (90 << 10);
     let out = t
         .store
         .gc(
