@@ -281,13 +281,18 @@ impl DirState {
         }
     }
 
-    /// The cache entry of file `name`, if it has one whose blob id is known.
-    pub fn file(&self, name: &[u8]) -> Option<&FileState> {
+    /// The listing's entry `name`.
+    pub fn child(&self, name: &[u8]) -> Option<&Child> {
         let i = self
             .children
             .binary_search_by(|(n, _)| n.as_slice().cmp(name))
             .ok()?;
-        match &self.children[i].1 {
+        Some(&self.children[i].1)
+    }
+
+    /// The cache entry of file `name`, if it has one whose blob id is known.
+    pub fn file(&self, name: &[u8]) -> Option<&FileState> {
+        match self.child(name)? {
             Child::File(s) if s.blob != UNRESOLVED => Some(s),
             _ => None,
         }

@@ -959,18 +959,10 @@ fn suspects_match(
     let Some(fd) = path_fd(root, dir) else {
         return false;
     };
-    names.iter().all(|name| {
-        let Ok(i) = state
-            .children
-            .binary_search_by(|(n, _)| n.as_slice().cmp(name))
-        else {
-            return false;
-        };
-        match &state.children[i].1 {
-            Child::File(cached) => same_file(cached, stat_at(&fd, name).as_ref(), max_file_size),
-            Child::Skipped(_) => true,
-            Child::Dir => false,
-        }
+    names.iter().all(|name| match state.child(name) {
+        Some(Child::File(cached)) => same_file(cached, stat_at(&fd, name).as_ref(), max_file_size),
+        Some(Child::Skipped(_)) => true,
+        Some(Child::Dir) | None => false,
     })
 }
 
