@@ -96,7 +96,7 @@ fn build_dir<E: From<ObjectError>>(
     let mut entries = Vec::new();
     let mut subdirs = Vec::new();
     if let Some(state) = dirs.get(dir) {
-        for (name, child) in &state.children {
+        for (name, child) in state.children() {
             let kind = match child {
                 Child::File(f) => match f.stat().kind() {
                     Some(kind) => (kind, f.blob.into(), f.size),

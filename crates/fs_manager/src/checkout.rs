@@ -406,14 +406,13 @@ impl CacheRecords {
             .map(|(_, f)| f.mtime_ns.max(f.ctime_ns))
             .max()
             .unwrap_or(i64::MIN);
-        let state = DirState {
-            children: files
+        let mut state = DirState::unverified_with(
+            files
                 .into_iter()
                 .map(|(name, f)| (Name::from_vec(name), Child::File(f)))
                 .collect(),
-            tree: Some((tree.id(), tree.size())),
-            ..DirState::unverified()
-        };
+        );
+        state.tree = Some((tree.id(), tree.size()));
         self.unsettled.push_back(Unsettled {
             dir,
             state,
@@ -448,7 +447,7 @@ impl CacheRecords {
                 .unwrap_or_else(DirState::unverified)
         });
         for (name, link) in links {
-            let children = &mut state.children;
+            let children = state.children_mut();
             match children.binary_search_by(|(n, _)| n.as_slice().cmp(&name)) {
                 Ok(i) => children[i].1 = Child::File(link),
                 Err(i) => children.insert(i, (Name::from_vec(name), Child::File(link))),
@@ -473,7 +472,7 @@ impl CacheRecords {
 /// (Its tree is named, but its stamp is not: the next capture lists the directory again,
 /// taking the files' blob ids from the tree.)
 fn verified(mut state: DirState, now: i64, tree: Option<&Tree>) -> Vec<u8> {
-    for (_, child) in &mut state.children {
+    for (_, child) in state.children_mut() {
         if let Child::File(f) = child {
             f.verified_ns = now;
         }
@@ -583,13 +582,13 @@ mod tests {
         for state in loaded.values_mut() {
             assert!(
                 state.tree.is_some()
-                    || state.children.iter().all(|(_, c)| {
+                    || state.children().iter().all(|(_, c)| {
                         matches!(c, Child::File(f) if f.mode & 0o170000 == 0o120000)
                     }),
                 "a record of regular files points into its tree"
             );
             state.tree = None;
-            for (name, child) in &mut state.children {
+            for (name, child) in state.children_mut() {
                 let Child::File(f) = child else {
                     panic!("{name:?}: not a file");
                 };

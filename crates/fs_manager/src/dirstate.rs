@@ -237,27 +237,66 @@ pub(crate) enum Child {
     Skipped(SkipReason),
 }
 
-impl Child {
-    /// A file whose stat cannot be trusted: it changed too close to its verification.
-    pub fn is_racy(&self) -> bool {
-        matches!(self, Child::File(f) if f.is_racy())
-    }
-}
-
 /// A directory as the last capture saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DirState {
     pub stamp: DirStamp,
     pub ignore: IgnoreStamp,
     /// Sorted by name.
-    pub children: Vec<(Name, Child)>,
+    children: Vec<(Name, Child)>,
     /// The tree this directory's files made last time, and its size; reused while nothing
     /// below it changes.
     pub tree: Option<(cas::TreeId, u64)>,
     /// Some files' blob ids are still in `tree` (read as the record was, not yet taken
     /// from there): their `blob` is [`UNRESOLVED`] until [`DirState::resolve`].
     pub pending: bool,
+    /// Counts of `children`, taken once: walking a million files' listings at every
+    /// capture would cost more than the rest of a capture where nothing changed.
+    tally: TallyCell,
 }
+
+/// What a directory's listing holds.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Tally {
+    pub files: u64,
+    /// Of every file.
+    pub bytes: u64,
+    pub dirs: u64,
+    pub skipped: u64,
+    /// Some file's stat cannot be trusted (see [`FileState::is_racy`]).
+    pub racy: bool,
+}
+
+impl Tally {
+    fn of(children: &[(Name, Child)]) -> Tally {
+        let mut tally = Tally::default();
+        for (_, child) in children {
+            match child {
+                Child::File(f) => {
+                    tally.files += 1;
+                    tally.bytes += f.size;
+                    tally.racy |= f.is_racy();
+                }
+                Child::Dir => tally.dirs += 1,
+                Child::Skipped(_) => tally.skipped += 1,
+            }
+        }
+        tally
+    }
+}
+
+/// A [`Tally`] taken when first asked for. No part of a state's value: equal listings are
+/// equal states.
+#[derive(Debug, Clone, Default)]
+struct TallyCell(std::sync::OnceLock<Tally>);
+
+impl PartialEq for TallyCell {
+    fn eq(&self, _: &TallyCell) -> bool {
+        true
+    }
+}
+
+impl Eq for TallyCell {}
 
 /// The blob id of a file whose id is still in its directory's tree. (No content hashes
 /// to it.)
@@ -278,13 +317,48 @@ impl DirState {
             children: Vec::new(),
             tree: None,
             pending: false,
+            tally: TallyCell::default(),
         }
+    }
+
+    /// A directory just listed, with its stamp and ignore fingerprint; its entries are
+    /// added after.
+    pub fn listed(stamp: DirStamp, ignore: IgnoreStamp) -> DirState {
+        DirState {
+            stamp,
+            ignore,
+            ..DirState::unverified()
+        }
+    }
+
+    /// A directory known by no stat, listing `children` (sorted by name).
+    pub fn unverified_with(children: Vec<(Name, Child)>) -> DirState {
+        DirState {
+            children,
+            ..DirState::unverified()
+        }
+    }
+
+    /// The listing, sorted by name.
+    pub fn children(&self) -> &[(Name, Child)] {
+        &self.children
+    }
+
+    /// The listing, to change (kept sorted by name).
+    pub fn children_mut(&mut self) -> &mut Vec<(Name, Child)> {
+        self.tally = TallyCell::default();
+        &mut self.children
+    }
+
+    /// Counts of the listing.
+    pub fn tally(&self) -> Tally {
+        *self.tally.0.get_or_init(|| Tally::of(&self.children))
     }
 
     /// The listing's entry `name`.
     pub fn child(&self, name: &[u8]) -> Option<&Child> {
         let i = self
-            .children
+            .children()
             .binary_search_by(|(n, _)| n.as_slice().cmp(name))
             .ok()?;
         Some(&self.children[i].1)
@@ -307,7 +381,7 @@ impl DirState {
         if self.tree.is_none_or(|(id, _)| id != tree.id()) {
             return false;
         }
-        for (name, child) in &mut self.children {
+        for (name, child) in self.children_mut() {
             if let Child::File(f) = child
                 && f.blob == UNRESOLVED
             {
@@ -341,7 +415,7 @@ impl DirState {
             return None;
         }
         let tree = tree.filter(|t| self.tree.is_some_and(|(id, _)| id == t.id()));
-        let mut body = Vec::with_capacity(64 + self.children.len() * 56);
+        let mut body = Vec::with_capacity(64 + self.children().len() * 56);
         let stamp = &self.stamp;
         for v in [stamp.mtime_ns, stamp.ctime_ns, stamp.verified_ns] {
             put_i64(&mut body, v);
@@ -358,9 +432,9 @@ impl DirState {
             }
             None => body.push(0),
         }
-        put_u64(&mut body, self.children.len() as u64);
+        put_u64(&mut body, self.children().len() as u64);
         let mut prev = Neighbour::first(stamp);
-        for (name, child) in &self.children {
+        for (name, child) in self.children() {
             // Still in the record's own tree, or found in `tree` (this directory's).
             let in_tree = |f: &FileState| {
                 f.blob == UNRESOLVED
@@ -468,6 +542,7 @@ impl DirState {
             children,
             tree,
             pending,
+            tally: TallyCell::default(),
         })
     }
 }
@@ -691,7 +766,7 @@ impl Cache {
     }
 
     fn entries(&self) -> usize {
-        self.dirs.values().map(|d| d.children.len() + 1).sum()
+        self.dirs.values().map(|d| d.children().len() + 1).sum()
     }
 }
 
@@ -862,15 +937,15 @@ pub(crate) fn record_written<'a>(
         dir.stamp.verified_ns = 0;
         dir.tree = None;
         let at = dir
-            .children
+            .children()
             .binary_search_by(|(n, _)| n.as_slice().cmp(name));
         match (at, state) {
-            (Ok(i), Some(s)) => dir.children[i].1 = Child::File(s),
+            (Ok(i), Some(s)) => dir.children_mut()[i].1 = Child::File(s),
             (Err(i), Some(s)) => dir
-                .children
+                .children_mut()
                 .insert(i, (Name::from_slice(name), Child::File(s))),
             (Ok(i), None) => {
-                dir.children.remove(i);
+                dir.children_mut().remove(i);
             }
             (Err(_), None) => {}
         }
@@ -925,6 +1000,40 @@ mod tests {
         assert!(kept.take(&root("e")).is_none());
         assert!(kept.take(&root("c")).is_some());
         assert!(kept.take(&root("d")).is_some());
+    }
+
+    /// The counts follow every change made to the listing.
+    #[test]
+    fn a_tally_follows_its_listing() {
+        let file = |size: u64, changed_ns: i64| {
+            Child::File(FileState {
+                size,
+                mtime_ns: changed_ns,
+                ctime_ns: changed_ns,
+                ino: 1,
+                dev: 1,
+                mode: 0o100644,
+                blob: cas::BlobId::of(b"x"),
+                verified_ns: 1_000_000_000_000,
+            })
+        };
+        let mut state = DirState::unverified_with(vec![
+            (Name::from_slice(b"a"), file(3, 0)),
+            (Name::from_slice(b"d"), Child::Dir),
+        ]);
+        let t = state.tally();
+        assert_eq!(
+            (t.files, t.bytes, t.dirs, t.skipped, t.racy),
+            (1, 3, 1, 0, false)
+        );
+        state
+            .children_mut()
+            .push((Name::from_slice(b"e"), file(4, 1_000_000_000_000)));
+        let t = state.tally();
+        assert_eq!((t.files, t.bytes, t.racy), (2, 7, true));
+        state.children_mut()[1].1 = Child::Skipped(SkipReason::PathTooLong);
+        let t = state.tally();
+        assert_eq!((t.dirs, t.skipped), (0, 1));
     }
 
     /// Found by the `stat_cache` fuzz target: a record (checksum intact) whose listing
@@ -1010,7 +1119,7 @@ mod tests {
         let mut state = DirState::unverified();
         for (i, (reason, text)) in reasons.iter().enumerate() {
             assert_eq!(reason.to_string(), *text);
-            state.children.push((
+            state.children_mut().push((
                 Name::from_vec(format!("n{i}").into_bytes()),
                 Child::Skipped(reason.clone()),
             ));
@@ -1052,6 +1161,7 @@ mod tests {
                 ),
             ],
             pending: false,
+            tally: TallyCell::default(),
         };
         assert_eq!(
             DirState::decode(&state.encode().unwrap()),
@@ -1154,7 +1264,7 @@ mod tests {
     /// The tree a listing's files make.
     fn tree_of(state: &DirState) -> cas::Tree {
         let entries = state
-            .children
+            .children()
             .iter()
             .filter_map(|(name, child)| match child {
                 Child::File(f) => Some(cas::TreeEntry {
@@ -1222,7 +1332,7 @@ mod tests {
         assert_eq!(state.encode_against(Some(&short)).unwrap(), with_ids);
 
         let mut edited = state.clone();
-        if let Child::File(f) = &mut edited.children[7].1 {
+        if let Child::File(f) = &mut edited.children_mut()[7].1 {
             f.blob = cas::BlobId::of(b"edited since the tree");
         }
         let mut read = DirState::decode(&edited.encode_against(Some(&tree)).unwrap()).unwrap();

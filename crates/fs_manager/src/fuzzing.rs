@@ -33,7 +33,7 @@ pub fn decode_dir_record(bytes: &[u8]) -> Option<DirRecord> {
             .and_then(|again| DirState::decode(&again))
             .as_ref()
             == Some(&state),
-        names: state.children.iter().map(|(n, _)| n.to_vec()).collect(),
+        names: state.children().iter().map(|(n, _)| n.to_vec()).collect(),
     })
 }
 

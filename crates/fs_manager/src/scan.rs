@@ -163,30 +163,10 @@ pub(crate) struct Scan {
 impl Scan {
     /// The state the cache describes, unchanged: its root tree whole, nothing read.
     fn as_cached(cache: Cache, global: u64, tree: cas::TreeId, size: u64) -> Scan {
-        let (mut file_count, mut bytes) = (0, 0);
-        let mut skipped = Vec::new();
-        for (dir, state) in &cache.dirs {
-            for (name, child) in &state.children {
-                match child {
-                    Child::File(f) => {
-                        file_count += 1;
-                        bytes += f.size;
-                    }
-                    Child::Skipped(reason) => {
-                        let mut path = dir.clone();
-                        if !dir.is_empty() {
-                            path.push(b'/');
-                        }
-                        path.extend_from_slice(name);
-                        skipped.push(Skipped {
-                            path,
-                            reason: reason.clone(),
-                        });
-                    }
-                    Child::Dir => {}
-                }
-            }
-        }
+        let (file_count, bytes) = totals(&cache.dirs);
+        let mut skipped: Vec<Skipped> = (cache.dirs.iter())
+            .flat_map(|(dir, state)| cached_skipped(dir, state))
+            .collect();
         skipped.sort_by(|a, b| tree_order(&a.path, &b.path));
         Scan {
             held_files: 0,
@@ -326,17 +306,18 @@ fn prunable(root: &Path, cache: &Cache, quiet: Option<&Quiet>) -> HashSet<Vec<u8
     let mut out = HashSet::new();
     for (k, (valid, _)) in keys.iter().zip(&checks).rev() {
         let state = &cache.dirs[*k];
-        let children_ok = state.children.iter().all(|(name, c)| match c {
-            Child::Dir => {
-                let mut child = (*k).clone();
-                if !child.is_empty() {
-                    child.push(b'/');
+        let children_ok = state.tally().dirs == 0
+            || state.children().iter().all(|(name, c)| match c {
+                Child::Dir => {
+                    let mut child = (*k).clone();
+                    if !child.is_empty() {
+                        child.push(b'/');
+                    }
+                    child.extend_from_slice(name);
+                    out.contains(&child)
                 }
-                child.extend_from_slice(name);
-                out.contains(&child)
-            }
-            _ => true,
-        });
+                _ => true,
+            });
         if *valid && children_ok && !under_changed_rules(k) {
             out.insert((*k).clone());
         }
@@ -402,7 +383,7 @@ pub(crate) fn scan(
         && cache.dirs.keys().all(|d| quiet.contains(d))
         && quiet.with_suspects().all(|(dir, names)| {
             cache.dirs.get(dir).is_some_and(|state| {
-                !state.children.iter().any(|(_, c)| c.is_racy())
+                !state.tally().racy
                     && suspects_match(root_path, dir, state, names, options.max_file_size)
             })
         })
@@ -568,13 +549,7 @@ pub(crate) fn scan(
         })?;
     tracing::debug!(elapsed = ?t.elapsed(), dirty = dirty.len(), reused = reuse_trees.len(), "state assembled");
 
-    let (mut file_count, mut bytes) = (0, 0);
-    for f in dirs.values().flat_map(|d| &d.children) {
-        if let (_, Child::File(f)) = f {
-            file_count += 1;
-            bytes += f.size;
-        }
-    }
+    let (file_count, bytes) = totals(&dirs);
     Ok(Scan {
         held_files,
         file_count,
@@ -589,6 +564,15 @@ pub(crate) fn scan(
         global,
         global_changed: !reuse,
     })
+}
+
+/// Files in `dirs`, and their bytes.
+fn totals(dirs: &HashMap<Vec<u8>, DirState>) -> (u64, u64) {
+    dirs.values()
+        .map(DirState::tally)
+        .fold((0, 0), |(files, bytes), t| {
+            (files + t.files, bytes + t.bytes)
+        })
 }
 
 /// Directory paths read whole at the last capture.
@@ -659,16 +643,7 @@ impl<'a> Assembly<'a> {
         let mut dirty = HashSet::new();
         let mut changed = HashSet::new();
         for (path, (stamp, ignore)) in read_dirs {
-            dirs.insert(
-                path.clone(),
-                DirState {
-                    stamp: *stamp,
-                    ignore: *ignore,
-                    children: Vec::new(),
-                    tree: None,
-                    pending: false,
-                },
-            );
+            dirs.insert(path.clone(), DirState::listed(*stamp, *ignore));
             dirty.insert(path.clone());
             mark_changed(&mut changed, path);
         }
@@ -708,19 +683,19 @@ impl<'a> Assembly<'a> {
             None => {
                 // Gone or changed type while read: look at the directory again next time.
                 dir.stamp.verified_ns = 0;
-                dir.children.retain(|(n, _)| n.as_slice() != name);
+                dir.children_mut().retain(|(n, _)| n.as_slice() != name);
                 self.dirty.insert(parent.to_vec());
                 return;
             }
         };
         if listed_now {
-            dir.children
+            dir.children_mut()
                 .push((Name::from_slice(name), Child::File(state)));
         } else if let Ok(i) = dir
-            .children
+            .children()
             .binary_search_by(|(n, _)| n.as_slice().cmp(name))
         {
-            dir.children[i].1 = Child::File(state);
+            dir.children_mut()[i].1 = Child::File(state);
             self.dirty.insert(parent.to_vec());
         }
     }
@@ -744,7 +719,7 @@ impl<'a> Assembly<'a> {
             mark_changed(&mut self.changed, parent);
             if let Some(dir) = self.dirs.get_mut(parent) {
                 dir.stamp.verified_ns = 0;
-                dir.children.retain(|(n, _)| n.as_slice() != name);
+                dir.children_mut().retain(|(n, _)| n.as_slice() != name);
                 self.dirty.insert(parent.to_vec());
             }
         }
@@ -768,12 +743,12 @@ impl<'a> Assembly<'a> {
                 ));
             } else if let Some(dir) = self.dirs.get_mut(parent)
                 && let Ok(i) = dir
-                    .children
+                    .children()
                     .binary_search_by(|(n, _)| n.as_slice().cmp(name))
-                && matches!(dir.children[i].1, Child::File(_))
+                && matches!(dir.children()[i].1, Child::File(_))
             {
                 // A cached file now left out (grown past the size cap): out of its tree.
-                dir.children[i].1 = Child::Skipped(s.reason.clone());
+                dir.children_mut()[i].1 = Child::Skipped(s.reason.clone());
                 self.dirty.insert(parent.to_vec());
                 mark_changed(&mut self.changed, parent);
             }
@@ -782,13 +757,13 @@ impl<'a> Assembly<'a> {
             if read_dirs.contains_key(&parent)
                 && let Some(dir) = self.dirs.get_mut(&parent)
             {
-                dir.children.push((name, child));
+                dir.children_mut().push((name, child));
             }
         }
         for path in read_dirs.keys() {
             if let Some(dir) = self.dirs.get_mut(path) {
-                dir.children.sort_by(|a, b| a.0.cmp(&b.0));
-                dir.children.dedup_by(|a, b| a.0 == b.0);
+                dir.children_mut().sort_by(|a, b| a.0.cmp(&b.0));
+                dir.children_mut().dedup_by(|a, b| a.0 == b.0);
             }
         }
         let rebuilt = self
@@ -846,8 +821,11 @@ fn known(cached: &FileState) -> Option<Box<FileState>> {
 
 /// The skipped entries of a directory's cached listing.
 fn cached_skipped(dir: &[u8], state: &DirState) -> Vec<Skipped> {
+    if state.tally().skipped == 0 {
+        return Vec::new();
+    }
     state
-        .children
+        .children()
         .iter()
         .filter_map(|(name, child)| match child {
             Child::Skipped(reason) => Some(Skipped {
@@ -859,13 +837,13 @@ fn cached_skipped(dir: &[u8], state: &DirState) -> Vec<Skipped> {
         .collect()
 }
 
-/// An unchanged directory's listing as its cache holds it.
-fn cached_listing(dir: &[u8], state: &DirState) -> Listing {
+/// An unchanged directory's racy files as its cache holds them, and its skipped entries.
+fn racy_listing(dir: &[u8], state: &DirState) -> Listing {
     let files = state
-        .children
+        .children()
         .iter()
         .filter_map(|(name, child)| match child {
-            Child::File(cached) => Some(Walked {
+            Child::File(cached) if cached.is_racy() => Some(Walked {
                 path: child_path(dir, name),
                 stat: cached.stat(),
                 kind: cached.stat().kind()?,
@@ -892,18 +870,18 @@ fn stat_listing(
         && (suspects.is_empty() || suspects_match(root, dir, state, suspects, max_file_size))
     {
         // Nothing happened here since the cache was verified: it stands as it is, but a
-        // racy file is read again.
-        return match state.children.iter().any(|(_, c)| c.is_racy()) {
+        // racy file is read again (the others stay as cached).
+        return match state.tally().racy {
             false => Listed::Clean,
-            true => Listed::Changed(cached_listing(dir, state)),
+            true => Listed::Changed(racy_listing(dir, state)),
         };
     }
     let fd = path_fd(root, dir);
     let stat_of = |name: &[u8]| fd.as_ref().and_then(|fd| stat_at(fd, name));
     // First only compare: most directories are clean, and need no allocation per file.
-    let mut stats = Vec::with_capacity(state.children.len());
+    let mut stats = Vec::with_capacity(state.children().len());
     let mut clean = true;
-    for (name, child) in &state.children {
+    for (name, child) in state.children() {
         let Child::File(cached) = child else {
             continue;
         };
@@ -918,7 +896,7 @@ fn stat_listing(
     let mut skipped = Vec::new();
     let mut gone = Vec::new();
     let mut stats = stats.into_iter();
-    for (name, child) in &state.children {
+    for (name, child) in state.children() {
         let path = child_path(dir, name);
         match child {
             Child::File(cached) => {

@@ -397,6 +397,23 @@ impl Quiet {
     fn is_empty(&self) -> bool {
         self.dirs.is_empty()
     }
+
+    /// Every one of `dirs` quiet, with the `suspects` given as (directory, name).
+    #[cfg(test)]
+    pub(crate) fn all<'a>(
+        dirs: impl Iterator<Item = &'a Vec<u8>>,
+        suspects: &[(&[u8], &[u8])],
+    ) -> Quiet {
+        let mut quiet = Quiet {
+            dirs: dirs.map(|d| (d.clone(), Vec::new())).collect(),
+        };
+        for (dir, name) in suspects {
+            if let Some(names) = quiet.dirs.get_mut(*dir) {
+                names.push(name.to_vec());
+            }
+        }
+        quiet
+    }
 }
 
 /// How a capture ended.
