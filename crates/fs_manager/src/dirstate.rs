@@ -358,7 +358,7 @@ impl DirState {
     /// The listing's entry `name`.
     pub fn child(&self, name: &[u8]) -> Option<&Child> {
         let i = self
-            .children()
+            .children
             .binary_search_by(|(n, _)| n.as_slice().cmp(name))
             .ok()?;
         Some(&self.children[i].1)
@@ -415,7 +415,7 @@ impl DirState {
             return None;
         }
         let tree = tree.filter(|t| self.tree.is_some_and(|(id, _)| id == t.id()));
-        let mut body = Vec::with_capacity(64 + self.children().len() * 56);
+        let mut body = Vec::with_capacity(64 + self.children.len() * 56);
         let stamp = &self.stamp;
         for v in [stamp.mtime_ns, stamp.ctime_ns, stamp.verified_ns] {
             put_i64(&mut body, v);
@@ -432,9 +432,9 @@ impl DirState {
             }
             None => body.push(0),
         }
-        put_u64(&mut body, self.children().len() as u64);
+        put_u64(&mut body, self.children.len() as u64);
         let mut prev = Neighbour::first(stamp);
-        for (name, child) in self.children() {
+        for (name, child) in &self.children {
             // Still in the record's own tree, or found in `tree` (this directory's).
             let in_tree = |f: &FileState| {
                 f.blob == UNRESOLVED
