@@ -317,17 +317,51 @@ mod tests {
         assert!(ws.kept.take(&store, &root).is_none());
     }
 
+    /// Twenty small files in each of `dirs`, as (path, content).
+    fn twenty_files_in(dirs: &[&str]) -> Vec<(String, String)> {
+        dirs.iter()
+            .flat_map(|d| (0..20).map(move |i| (format!("{d}/f{i}"), format!("{d} {i}"))))
+            .collect()
+    }
+
+    fn as_spec(files: &[(String, String)]) -> Vec<(&str, &str)> {
+        files
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.as_str()))
+            .collect()
+    }
+
+    /// Options of a scan that stores nothing.
+    fn dry_scan<'a>(
+        store: &'a cas::Store,
+        deny: &'a path_policy::DenyList,
+        quiet: Option<&'a crate::watch::Quiet>,
+    ) -> crate::scan::ScanOptions<'a> {
+        crate::scan::ScanOptions {
+            threads: 0,
+            store_root: Some(store.root().as_std_path()),
+            dry_run: true,
+            deny,
+            max_file_size: None,
+            quiet,
+            progress: &crate::progress::Silent,
+        }
+    }
+
+    /// The root tree a scan's directories build.
+    fn root_tree(scan: &crate::scan::Scan) -> cas::TreeId {
+        crate::build::trees_of(&scan.dirs, &scan.reuse)
+            .expect("build")
+            .0
+    }
+
     /// A capture holds in memory, file by file, the files of changed directories, not
     /// every file: clean directories stand as cached, and the tree comes out as reading
     /// everything makes it.
     #[test]
     fn a_capture_holds_only_changed_directories() {
-        let spec: Vec<(String, String)> = ["a", "b", "c/d"]
-            .iter()
-            .flat_map(|d| (0..20).map(move |i| (format!("{d}/f{i}"), format!("{d} {i}"))))
-            .collect();
-        let spec: Vec<(&str, &str)> = spec.iter().map(|(p, b)| (p.as_str(), b.as_str())).collect();
-        let (_dir, store, ws, wt, root, _) = onboarded(&spec);
+        let spec = twenty_files_in(&["a", "b", "c/d"]);
+        let (_dir, store, ws, wt, root, _) = onboarded(&as_spec(&spec));
         std::thread::sleep(crate::RACY_MARGIN * 2);
         ws.snapshot(&store, &root, &crate::CaptureOptions::default())
             .expect("verify");
@@ -335,15 +369,7 @@ mod tests {
 
         let deny = path_policy::DenyList::load(store.root().as_std_path(), root.as_std_path())
             .expect("deny list");
-        let options = crate::scan::ScanOptions {
-            threads: 0,
-            store_root: Some(store.root().as_std_path()),
-            dry_run: true,
-            deny: &deny,
-            max_file_size: None,
-            quiet: None,
-            progress: &crate::progress::Silent,
-        };
+        let options = dry_scan(&store, &deny, None);
         let scan_with = |cache| crate::scan::scan(&store, &root, cache, &options).expect("scan");
         let cache =
             crate::dirstate::Cache::load(&store.reader().expect("reader"), &root).expect("load");
@@ -353,21 +379,15 @@ mod tests {
 
         let everything = scan_with(crate::dirstate::Cache::default());
         assert_eq!(everything.held_files, 60);
-        let tree =
-            |s: &crate::scan::Scan| crate::build::trees_of(&s.dirs, &s.reuse).expect("build").0;
-        assert_eq!(tree(&scanned), tree(&everything));
+        assert_eq!(root_tree(&scanned), root_tree(&everything));
     }
 
     /// Under a watcher, a quiet directory holding a file written just before the last
     /// capture (racy) has that file read again, and only that one held.
     #[test]
     fn a_racy_file_in_a_quiet_directory_is_read_alone() {
-        let spec: Vec<(String, String)> = ["a", "b"]
-            .iter()
-            .flat_map(|d| (0..20).map(move |i| (format!("{d}/f{i}"), format!("{d} {i}"))))
-            .collect();
-        let spec: Vec<(&str, &str)> = spec.iter().map(|(p, b)| (p.as_str(), b.as_str())).collect();
-        let (_dir, store, ws, wt, root, _) = onboarded(&spec);
+        let spec = twenty_files_in(&["a", "b"]);
+        let (_dir, store, ws, wt, root, _) = onboarded(&as_spec(&spec));
         std::thread::sleep(crate::RACY_MARGIN * 2);
         std::fs::write(wt.join("b/f3"), "changed").expect("write");
         ws.snapshot(&store, &root, &crate::CaptureOptions::default())
@@ -386,15 +406,7 @@ mod tests {
         }
         // Written since watching began: a suspect.
         let quiet = crate::watch::Quiet::all(cache.dirs.keys(), &[(b"b", b"f3")]);
-        let options = crate::scan::ScanOptions {
-            threads: 0,
-            store_root: Some(store.root().as_std_path()),
-            dry_run: true,
-            deny: &deny,
-            max_file_size: None,
-            quiet: Some(&quiet),
-            progress: &crate::progress::Silent,
-        };
+        let options = dry_scan(&store, &deny, Some(&quiet));
         let scanned = crate::scan::scan(&store, &root, cache, &options).expect("scan");
         assert_eq!((scanned.held_files, scanned.read_files), (1, 1));
         assert_eq!(scanned.file_count, 40);
@@ -402,15 +414,10 @@ mod tests {
             &store,
             &root,
             crate::dirstate::Cache::default(),
-            &crate::scan::ScanOptions {
-                quiet: None,
-                ..options
-            },
+            &dry_scan(&store, &deny, None),
         )
         .expect("scan");
-        let tree =
-            |s: &crate::scan::Scan| crate::build::trees_of(&s.dirs, &s.reuse).expect("build").0;
-        assert_eq!(tree(&scanned), tree(&everything));
+        assert_eq!(root_tree(&scanned), root_tree(&everything));
     }
 
     /// A stat cache whose blob ids are in a tree the store does not hold costs a re-read of
