@@ -13,7 +13,9 @@ use crate::error::CaptureError;
 use crate::paths::Skipped;
 use crate::pending::{Pending, PendingCapture, WatchDone};
 use crate::progress::{Progress, Silent};
+use crate::rules::OnDisk;
 use crate::scan::{self, ScanOptions};
+use crate::scope::ScopeSettings;
 use crate::watch::Quiet;
 use crate::worktree;
 
@@ -239,13 +241,10 @@ fn capture_once<'a>(
         watcher: watcher.filter(|_| quiet.is_some()),
         ended: crate::watch::Ended::Failed,
     };
-    let store_dir = worktree::store_dir(store);
-    let deny = deny_list(store, &record)?;
+    let scope = ScopeSettings::load(store, &record)?.scope(&OnDisk)?;
     let scan_options = ScanOptions {
-        deny: &deny,
+        scope: &scope,
         threads: options.threads,
-        store_root: store_dir.as_deref(),
-        max_file_size: record.max_file_size,
         quiet: quiet.as_ref(),
         dry_run,
         progress: options.progress,

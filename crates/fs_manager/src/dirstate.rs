@@ -909,15 +909,26 @@ pub(crate) fn global_stamp(root: &Path, deny: &[String], sources: &[std::path::P
         hasher.update(b"\n");
     }
     let exclude = root.join(".git/info/exclude");
-    for f in std::iter::once(&exclude).chain(sources) {
+    hash_files(&mut hasher, std::iter::once(exclude.as_path()).chain(sources.iter().map(|s| s.as_path())));
+    first_u64(&hasher)
+}
+
+/// The paths and stats of `files`, as [`global_stamp`] takes them.
+pub(crate) fn files_stamp(files: &[std::path::PathBuf]) -> u64 {
+    let mut hasher = blake3::Hasher::new();
+    hash_files(&mut hasher, files.iter().map(|f| f.as_path()));
+    first_u64(&hasher)
+}
+
+fn hash_files<'a>(hasher: &mut blake3::Hasher, files: impl Iterator<Item = &'a Path>) {
+    for f in files {
         hasher.update(f.as_os_str().as_encoded_bytes());
         hasher.update(b"\0");
         // A stat, never an open: a FIFO here must not block.
         if let Ok(m) = f.metadata() {
-            hash_stat(&mut hasher, &m);
+            hash_stat(hasher, &m);
         }
     }
-    first_u64(&hasher)
 }
 
 /// Records files just written by cairn itself (checkout, rollback) in `dirs`: each file's

@@ -74,6 +74,7 @@ mod rollback;
 mod root;
 mod rules;
 mod scan;
+mod scope;
 mod shared;
 mod state;
 mod task;
@@ -100,6 +101,8 @@ pub use registry::{
     RegistryWrite, SandboxGrants, Task, UndoStacks, WorktreeKind, WorktreeRecord, undo_stacks,
 };
 pub use rollback::{RollbackOptions, RollbackOutcome};
+pub use rules::{OnDisk, Patterns, RulesPresent, RulesSource, read_patterns};
+pub use scope::{DirRules, Leaf, Scope, ScopeSettings, Verdict};
 pub use root::RootChanged;
 pub use scan::FileRecord;
 pub use shared::Worktrees;

@@ -32,19 +32,28 @@ pub(crate) fn beyond_reach(root: &Path, rel: &[u8]) -> bool {
     root.as_os_str().len() + 1 + rel.len() > SYSTEM_PATH_MAX
 }
 
-/// Whether the walk leaves `rel` out as [`SkipReason::PathTooLong`](crate::paths::SkipReason::PathTooLong): longer than a tree holds, or
-/// [`beyond_reach`].
-pub(crate) fn too_long(root: &Path, rel: &[u8]) -> bool {
-    rel.len() > path_policy::MAX_PATH_LEN || beyond_reach(root, rel)
+/// The patterns of one directory's own pattern files.
+pub struct Patterns {
+    ignore: Gitignore,
+    gitignore: Gitignore,
+    exclude: Gitignore,
 }
 
 /// The rules of one directory that has any, linked to the nearest directory above with
 /// rules of its own.
 pub(crate) struct Rules {
-    ignore: Gitignore,
-    gitignore: Gitignore,
-    exclude: Gitignore,
+    own: Arc<Patterns>,
     parent: Option<Arc<Rules>>,
+}
+
+impl Rules {
+    /// `own` below `parent`: the node of a directory with rules of its own.
+    pub(crate) fn below(own: Arc<Patterns>, parent: Option<&Arc<Rules>>) -> Arc<Rules> {
+        Arc::new(Rules {
+            own,
+            parent: parent.cloned(),
+        })
+    }
 }
 
 /// Whether the rules of a directory (`rules`: its nearest node) and the global ones ignore
@@ -60,13 +69,13 @@ pub(crate) fn ignored(
     let mut node = rules;
     while let Some(n) = node {
         if ignore.is_none() {
-            ignore = n.ignore.matched(path, is_dir);
+            ignore = n.own.ignore.matched(path, is_dir);
         }
         if gitignore.is_none() {
-            gitignore = n.gitignore.matched(path, is_dir);
+            gitignore = n.own.gitignore.matched(path, is_dir);
         }
         if exclude.is_none() {
-            exclude = n.exclude.matched(path, is_dir);
+            exclude = n.own.exclude.matched(path, is_dir);
         }
         node = n.parent.as_ref();
     }
@@ -75,6 +84,55 @@ pub(crate) fn ignored(
         .or(exclude)
         .or(global.matched(path, is_dir))
         .is_ignore()
+}
+
+/// Where pattern files are read from: the file system, or a mount's own tree (which must
+/// not be read through its mount point while the mount answers a capture).
+pub trait RulesSource {
+    /// The pattern file at `path` (absolute), following a symlink in its last component
+    /// only if `follow`; as [`path_policy::read_rules_file`] reads one.
+    fn read(&self, path: &Path, follow: bool) -> std::io::Result<RulesFile>;
+}
+
+/// Pattern files read from the file system.
+pub struct OnDisk;
+
+impl RulesSource for OnDisk {
+    fn read(&self, path: &Path, follow: bool) -> std::io::Result<RulesFile> {
+        read_rules_file(path, follow)
+    }
+}
+
+/// Which pattern files a directory holds (looked up without opening them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RulesPresent {
+    /// `.ignore`.
+    pub ignore: bool,
+    /// `.gitignore`.
+    pub gitignore: bool,
+    /// `.git/info/exclude` (`.git` a directory).
+    pub exclude: bool,
+    /// `.git` is there and not a directory: a linked worktree's or a submodule's `.git`
+    /// file, naming the git directory that holds the exclude file.
+    pub git_file: bool,
+}
+
+impl RulesPresent {
+    /// What an [`IgnoreStamp`] says a directory holds.
+    pub(crate) fn of_stamp(stamp: &IgnoreStamp, git_file: bool) -> RulesPresent {
+        let has = |name: &str| {
+            IGNORE_FILES
+                .iter()
+                .position(|n| *n == name)
+                .is_some_and(|at| stamp.mask & (1 << at) != 0)
+        };
+        RulesPresent {
+            ignore: has(".ignore"),
+            gitignore: has(".gitignore"),
+            exclude: stamp.mask & EXCLUDE_BIT != 0,
+            git_file,
+        }
+    }
 }
 
 /// Lines longer than this are left out: no path a tree holds is that long, and compiling
@@ -117,9 +175,14 @@ fn add_lines(builder: &mut GitignoreBuilder, from: &Path, bytes: &[u8]) {
 
 /// A matcher of the patterns in the file at `path` (links followed if `follow`), rooted at
 /// `dir` (a path from the worktree root); `Err` says why the file was not read.
-fn matcher(dir: &[u8], path: &Path, follow: bool) -> Result<Gitignore, RulesRefusal> {
+fn matcher(
+    source: &dyn RulesSource,
+    dir: &[u8],
+    path: &Path,
+    follow: bool,
+) -> Result<Gitignore, RulesRefusal> {
     let root = Path::new(OsStr::from_bytes(dir));
-    let bytes = match read_rules_file(path, follow) {
+    let bytes = match source.read(path, follow) {
         Ok(RulesFile::Read(bytes)) => bytes,
         Ok(RulesFile::Missing) => return Ok(Gitignore::empty()),
         Ok(RulesFile::Refused(why)) => return Err(why),
@@ -138,8 +201,8 @@ fn matcher(dir: &[u8], path: &Path, follow: bool) -> Result<Gitignore, RulesRefu
 }
 
 /// The first line of a small file, if it is a regular one.
-fn first_line(path: &Path) -> Option<String> {
-    match read_rules_file(path, true) {
+fn first_line(source: &dyn RulesSource, path: &Path) -> Option<String> {
+    match source.read(path, true) {
         Ok(RulesFile::Read(bytes)) => {
             let line = bytes.split(|&b| b == b'\n').next()?;
             let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -151,23 +214,23 @@ fn first_line(path: &Path) -> Option<String> {
 
 /// Where the exclude file of the repository whose `.git` is in `dir` lives, and whether it
 /// is inside the tree (`.git` is a directory there) rather than in a linked git directory.
-fn exclude_path(dir: &Path, stamp: &IgnoreStamp, git_file: bool) -> Option<(PathBuf, bool)> {
+fn exclude_path(
+    source: &dyn RulesSource,
+    dir: &Path,
+    present: RulesPresent,
+) -> Option<(PathBuf, bool)> {
     let dot_git = dir.join(".git");
-    if stamp.mask & EXCLUDE_BIT != 0 {
+    if present.exclude {
         return Some((dot_git.join("info/exclude"), true));
     }
-    if !git_file {
+    if !present.git_file {
         return None;
     }
     // A `.git` file (a linked worktree or a submodule) names the git directory; its
     // `commondir`, if any, holds the exclude file.
-    let meta = dot_git.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    let git_dir = first_line(&dot_git)?;
+    let git_dir = first_line(source, &dot_git)?;
     let git_dir = dir.join(git_dir.strip_prefix("gitdir: ")?);
-    let common = match first_line(&git_dir.join("commondir")) {
+    let common = match first_line(source, &git_dir.join("commondir")) {
         Some(c) => git_dir.join(c),
         None => git_dir,
     };
@@ -177,36 +240,34 @@ fn exclude_path(dir: &Path, stamp: &IgnoreStamp, git_file: bool) -> Option<(Path
 /// The bit of `.git/info/exclude` in an [`IgnoreStamp`]'s mask.
 const EXCLUDE_BIT: u8 = 1 << 2;
 
-/// Reads the rules of the directory at `abs` (`rel` from the worktree root), whose ignore
-/// files `stamp` describes (and `git_file`: whether its `.git` is not a directory; see
-/// [`IgnoreStamp::with_git_file`]), below `parent`'s. Returns the node for the directory (the
-/// parent's if it has no rules) and the exclude file it could not read, if any, to report:
-/// ignore files in the tree that are not read are either captured themselves (links, large
-/// files) or reported by the walk (FIFOs, devices).
-pub(crate) fn load(
+/// Reads the patterns of the directory at `abs` (`rel` from the worktree root), which holds
+/// the pattern files `present` names, through `source`. Returns them (none if it has no
+/// rules) and the exclude file it could not read, if any, to report: ignore files in the
+/// tree that are not read are either captured themselves (links, large files) or reported
+/// by the walk (FIFOs, devices).
+pub fn read_patterns(
+    source: &dyn RulesSource,
     abs: &Path,
     rel: &[u8],
-    (stamp, git_file): (&IgnoreStamp, bool),
-    parent: Option<&Arc<Rules>>,
-) -> (Option<Arc<Rules>>, Option<Skipped>) {
+    present: RulesPresent,
+) -> (Option<Arc<Patterns>>, Option<Skipped>) {
     let mut reported = None;
-    let in_tree = |name: &str| -> Gitignore {
-        let at = IGNORE_FILES.iter().position(|n| *n == name).unwrap_or(0);
-        if stamp.mask & (1 << at) == 0 {
+    let in_tree = |name: &str, there: bool| -> Gitignore {
+        if !there {
             return Gitignore::empty();
         }
         let path = abs.join(name);
-        matcher(rel, &path, false).unwrap_or_else(|why| {
+        matcher(source, rel, &path, false).unwrap_or_else(|why| {
             tracing::warn!("{}: {why}; its patterns are not applied", path.display());
             Gitignore::empty()
         })
     };
-    let ignore = in_tree(".ignore");
-    let gitignore = in_tree(".gitignore");
-    let exclude = match exclude_path(abs, stamp, git_file) {
+    let ignore = in_tree(".ignore", present.ignore);
+    let gitignore = in_tree(".gitignore", present.gitignore);
+    let exclude = match exclude_path(source, abs, present) {
         None => Gitignore::empty(),
         // Git follows a link here (it is not a file of the work tree).
-        Some((path, inside)) => matcher(rel, &path, true).unwrap_or_else(|why| {
+        Some((path, inside)) => matcher(source, rel, &path, true).unwrap_or_else(|why| {
             tracing::warn!("{}: {why}; its patterns are not applied", path.display());
             if inside {
                 let mut at = rel.to_vec();
@@ -222,15 +283,30 @@ pub(crate) fn load(
             Gitignore::empty()
         }),
     };
-    let node = if ignore.is_empty() && gitignore.is_empty() && exclude.is_empty() {
-        parent.cloned()
-    } else {
-        Some(Arc::new(Rules {
+    let own = (!ignore.is_empty() || !gitignore.is_empty() || !exclude.is_empty()).then(|| {
+        Arc::new(Patterns {
             ignore,
             gitignore,
             exclude,
-            parent: parent.cloned(),
-        }))
+        })
+    });
+    (own, reported)
+}
+
+/// [`read_patterns`] of a directory on disk whose pattern files `stamp` describes (and
+/// `git_file`: see [`IgnoreStamp::with_git_file`]), linked below `parent`: the node for the
+/// directory (the parent's if it has no rules of its own).
+pub(crate) fn load(
+    abs: &Path,
+    rel: &[u8],
+    (stamp, git_file): (&IgnoreStamp, bool),
+    parent: Option<&Arc<Rules>>,
+) -> (Option<Arc<Rules>>, Option<Skipped>) {
+    let present = RulesPresent::of_stamp(stamp, git_file);
+    let (own, reported) = read_patterns(&OnDisk, abs, rel, present);
+    let node = match own {
+        Some(own) => Some(Rules::below(own, parent)),
+        None => parent.cloned(),
     };
     (node, reported)
 }
@@ -260,7 +336,7 @@ impl Global {
         let Some(path) = &self.excludes else {
             return Gitignore::empty();
         };
-        matcher(b"", path, true).unwrap_or_else(|why| {
+        matcher(&OnDisk, b"", path, true).unwrap_or_else(|why| {
             tracing::warn!("{}: {why}; its patterns are not applied", path.display());
             Gitignore::empty()
         })
@@ -429,18 +505,18 @@ mod tests {
 
     #[test]
     fn precedence_is_the_ignore_crates() {
-        let rules = |dir: &[u8], ignore: &str, gitignore: &str, parent| {
+        let rules = |dir: &[u8], ignore: &str, gitignore: &str, parent: Option<Arc<Rules>>| {
             let build = |text: &str| {
                 let mut b = GitignoreBuilder::new(Path::new(OsStr::from_bytes(dir)));
                 add_lines(&mut b, Path::new("t"), text.as_bytes());
                 b.build().expect("patterns")
             };
-            Some(Arc::new(Rules {
+            let own = Arc::new(Patterns {
                 ignore: build(ignore),
                 gitignore: build(gitignore),
                 exclude: Gitignore::empty(),
-                parent,
-            }))
+            });
+            Some(Rules::below(own, parent.as_ref()))
         };
         let top = rules(b"", "", "*.log\n/build\n", None);
         let sub = rules(b"sub", "", "!keep.log\n", top.clone());

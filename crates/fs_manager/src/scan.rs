@@ -23,6 +23,7 @@ use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp, Name}
 use crate::paths::{SkipReason, Skipped, Special, join, shown, split_parent, tree_order};
 use crate::progress::Progress;
 use crate::rules::{self, Rules};
+use crate::scope::{DirRules, Leaf, Scope, Verdict};
 use crate::state::{FileState, Stat, now_ns};
 use crate::watch::Quiet;
 
@@ -106,25 +107,20 @@ fn listing_slot(path: &[u8]) -> (&[u8], &[u8]) {
 
 /// Why a file is left out under the size cap, if it is.
 fn oversize(stat: &Stat, kind: cas::EntryKind, cap: Option<u64>) -> Option<SkipReason> {
-    let cap = cap?;
-    (kind != cas::EntryKind::Symlink && stat.size > cap).then_some(SkipReason::OverSizeCap {
-        size: stat.size,
-        cap,
-    })
+    if kind == cas::EntryKind::Symlink {
+        return None;
+    }
+    crate::scope::over_cap(stat.size, cap)
 }
 
 /// Knobs of a scan.
 pub(crate) struct ScanOptions<'a> {
     /// 1 walks sequentially; 0 picks a thread count.
     pub threads: usize,
-    /// The store's folder, never part of any scope.
-    pub store_root: Option<&'a Path>,
     /// Hash only; store nothing.
     pub dry_run: bool,
-    /// Secrets: out of scope.
-    pub deny: &'a path_policy::DenyList,
-    /// Files larger than this are left out (and reported).
-    pub max_file_size: Option<u64>,
+    /// What is in scope.
+    pub scope: &'a Scope,
     /// Cached directories a watcher saw nothing happen in: their listings are trusted, and
     /// only their suspect files `lstat`'ed.
     pub quiet: Option<&'a Quiet>,
@@ -364,16 +360,10 @@ pub(crate) fn scan(
 ) -> Result<Scan, ScanError> {
     let root_path = root.as_std_path();
     refuse_root(root_path)?;
-    for (path, why) in options.deny.refused() {
-        tracing::warn!(
-            "{}: {why}; its deny patterns are not applied",
-            path.display()
-        );
-    }
-    let outside = rules::global();
-    let mut patterns = options.deny.patterns().to_vec();
-    patterns.extend(options.max_file_size.map(|n| format!("max-file-size {n}")));
-    let global = dirstate::global_stamp(root_path, &patterns, &outside.sources());
+    let scope = options.scope;
+    let mut patterns = scope.deny().patterns().to_vec();
+    patterns.extend(scope.max_file_size().map(|n| format!("max-file-size {n}")));
+    let global = dirstate::global_stamp(root_path, &patterns, scope.global_sources());
     let reuse = cache.global == Some(global);
     // A watcher saw nothing happen anywhere since the cache was verified, and no suspect
     // file moved: it is the state.
@@ -384,7 +374,7 @@ pub(crate) fn scan(
         && quiet.with_suspects().all(|(dir, names)| {
             cache.dirs.get(dir).is_some_and(|state| {
                 !state.tally().racy
-                    && suspects_match(root_path, dir, state, names, options.max_file_size)
+                    && suspects_match(root_path, dir, state, names, scope.max_file_size())
             })
         })
     {
@@ -419,7 +409,6 @@ pub(crate) fn scan(
             root_path,
             root_meta.dev(),
             (root_ignore, root_git_file),
-            &outside.matcher(),
             options,
             &skip,
         )?;
@@ -470,7 +459,7 @@ pub(crate) fn scan(
                 root_path,
                 dir,
                 &cache.dirs[*dir],
-                options.max_file_size,
+                scope.max_file_size(),
                 quiet,
             )
         })
@@ -1017,7 +1006,6 @@ fn walk(
     root: &Path,
     root_dev: u64,
     (root_ignore, root_git_file): (IgnoreStamp, bool),
-    global: &ignore::gitignore::Gitignore,
     options: &ScanOptions<'_>,
     skip: &HashSet<Vec<u8>>,
 ) -> Result<Walk, ScanError> {
@@ -1034,12 +1022,11 @@ fn walk(
         .require_git(false)
         .follow_links(false)
         .threads(options.threads);
-    let store_root = options.store_root.map(Path::to_path_buf);
     let refused = Arc::new(Mutex::new(Vec::new()));
     let read_dirs = Arc::new(Mutex::new(Vec::new()));
     let pruned = Arc::new(Mutex::new(Vec::new()));
     let (refused_f, read_f, pruned_f) = (refused.clone(), read_dirs.clone(), pruned.clone());
-    let global = Arc::new(global.clone());
+    let scope = Arc::new(options.scope.clone());
     let entered: Arc<EnteredDirs> = Arc::new(RwLock::new(HashMap::new()));
     {
         let (rules, problem) = rules::load(root, b"", (&root_ignore, root_git_file), None);
@@ -1059,11 +1046,8 @@ fn walk(
     let entered_f = entered.clone();
     let filter_root = root.to_path_buf();
     let skip = Arc::new(skip.clone());
-    let deny = options.deny.clone();
+    let scope_f = scope.clone();
     builder.filter_entry(move |e| {
-        if e.file_name() == ".git" || store_root.as_deref().is_some_and(|s| e.path() == s) {
-            return false;
-        }
         if e.depth() == 0 {
             return true;
         }
@@ -1085,24 +1069,15 @@ fn walk(
         };
         let parent = entered_above(&entered_f, &rel);
         let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-        if rules::ignored(
-            parent.as_ref().and_then(|p| p.rules.as_ref()),
-            &global,
-            &rel,
-            is_dir,
-        ) {
-            return false;
+        let rules = DirRules(parent.as_ref().and_then(|p| p.rules.clone()));
+        match scope_f.name(&rules, &rel, is_dir) {
+            Verdict::Out => return false,
+            Verdict::Skip(reason) => return refuse(reason),
+            Verdict::In => {}
         }
-        if let Err(err) = path_policy::check_name(e.file_name().as_bytes()) {
-            return refuse(SkipReason::InvalidName(err));
-        }
-        if rules::too_long(&filter_root, &rel) {
+        // Out of reach of the walk's absolute paths.
+        if rules::beyond_reach(&filter_root, &rel) {
             return refuse(SkipReason::PathTooLong);
-        }
-        if let Some(pattern) = deny.denied(&rel, is_dir) {
-            return refuse(SkipReason::Denied {
-                pattern: pattern.to_owned(),
-            });
         }
         if is_dir {
             if skip.contains(&rel) {
@@ -1148,7 +1123,6 @@ fn walk(
         true
     });
     let root_path = root.to_path_buf();
-    let max_file_size = options.max_file_size;
     let entered_c = entered.clone();
     let classify = move |result: Result<ignore::DirEntry, ignore::Error>| -> Option<Found> {
         let entry = match result {
@@ -1186,29 +1160,23 @@ fn walk(
             }));
         }
         let stat = Stat::from_std(&meta);
-        if let Some(reason) = stat
-            .kind()
-            .and_then(|kind| oversize(&stat, kind, max_file_size))
-        {
+        let leaf = match stat.kind() {
+            Some(cas::EntryKind::Symlink) => Leaf::Symlink,
+            Some(_) => Leaf::File(stat.size),
+            None if meta.is_dir() => return None,
+            None => Leaf::Special(Special::of(&meta)),
+        };
+        if let Some(reason) = scope.leaf(&rel, leaf) {
             return Some(Found::Skip(Skipped { path: rel, reason }));
         }
-        match stat.kind() {
-            Some(kind) => Some(Found::File(Walked {
+        stat.kind().map(|kind| {
+            Found::File(Walked {
                 path: rel,
                 stat,
                 kind,
                 cached: None,
-            })),
-            None if meta.is_dir() => None,
-            None if rules::is_rules_file(&rel) => Some(Found::Skip(Skipped {
-                path: rel,
-                reason: SkipReason::IgnoreFileNotRegular,
-            })),
-            None => {
-                let reason = SkipReason::Special(Special::of(&meta));
-                Some(Found::Skip(Skipped { path: rel, reason }))
-            }
-        }
+            })
+        })
     };
 
     let mut out = Walk {

@@ -333,19 +333,31 @@ mod tests {
 
     /// Options of a scan that stores nothing.
     fn dry_scan<'a>(
-        store: &'a cas::Store,
-        deny: &'a path_policy::DenyList,
+        scope: &'a crate::Scope,
         quiet: Option<&'a crate::watch::Quiet>,
     ) -> crate::scan::ScanOptions<'a> {
         crate::scan::ScanOptions {
             threads: 0,
-            store_root: Some(store.root().as_std_path()),
             dry_run: true,
-            deny,
-            max_file_size: None,
+            scope,
             quiet,
             progress: &crate::progress::Silent,
         }
+    }
+
+    /// The scope a capture of the worktree at `root` has.
+    fn scope_of(store: &cas::Store, root: &camino::Utf8Path) -> crate::Scope {
+        use crate::RegistryRead;
+        let record = store
+            .reader()
+            .expect("reader")
+            .worktree(root)
+            .expect("registry")
+            .expect("registered");
+        crate::ScopeSettings::load(store, &record)
+            .expect("settings")
+            .scope(&crate::OnDisk)
+            .expect("scope")
     }
 
     /// The root tree a scan's directories build.
@@ -367,9 +379,8 @@ mod tests {
             .expect("verify");
         std::fs::write(wt.join("b/f3"), "changed").expect("write");
 
-        let deny = path_policy::DenyList::load(store.root().as_std_path(), root.as_std_path())
-            .expect("deny list");
-        let options = dry_scan(&store, &deny, None);
+        let scope = scope_of(&store, &root);
+        let options = dry_scan(&scope, None);
         let scan_with = |cache| crate::scan::scan(&store, &root, cache, &options).expect("scan");
         let cache =
             crate::dirstate::Cache::load(&store.reader().expect("reader"), &root).expect("load");
@@ -393,8 +404,7 @@ mod tests {
         ws.snapshot(&store, &root, &crate::CaptureOptions::default())
             .expect("snapshot");
 
-        let deny = path_policy::DenyList::load(store.root().as_std_path(), root.as_std_path())
-            .expect("deny list");
+        let scope = scope_of(&store, &root);
         let mut cache =
             crate::dirstate::Cache::load(&store.reader().expect("reader"), &root).expect("load");
         // Verified as it was written, however long the snapshot took to come: racy.
@@ -406,7 +416,7 @@ mod tests {
         }
         // Written since watching began: a suspect.
         let quiet = crate::watch::Quiet::all(cache.dirs.keys(), &[(b"b", b"f3")]);
-        let options = dry_scan(&store, &deny, Some(&quiet));
+        let options = dry_scan(&scope, Some(&quiet));
         let scanned = crate::scan::scan(&store, &root, cache, &options).expect("scan");
         assert_eq!((scanned.held_files, scanned.read_files), (1, 1));
         assert_eq!(scanned.file_count, 40);
@@ -414,7 +424,7 @@ mod tests {
             &store,
             &root,
             crate::dirstate::Cache::default(),
-            &dry_scan(&store, &deny, None),
+            &dry_scan(&scope, None),
         )
         .expect("scan");
         assert_eq!(root_tree(&scanned), root_tree(&everything));

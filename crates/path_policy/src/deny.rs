@@ -99,10 +99,27 @@ impl DenyList {
     /// that is not a regular file (a FIFO, a device, a link to one) or is over
     /// [`crate::MAX_RULES_FILE`] bytes is not read: see [`DenyList::refused`].
     pub fn load(store_dir: &Path, worktree_root: &Path) -> Result<DenyList, DenyError> {
+        // Links are followed: a deny file kept elsewhere still protects.
+        let read = |path: PathBuf| {
+            let file = read_rules_file(&path, true);
+            (path, file)
+        };
+        DenyList::from_files(
+            read(store_dir.join(STORE_FILE)),
+            read(worktree_root.join(WORKTREE_FILE)),
+        )
+    }
+
+    /// The deny list of the store's `deny` file and the worktree's `.cairndeny` as read
+    /// (each with the path it was read from), however they were read: from disk by
+    /// [`DenyList::load`], or by a mount from its own tree.
+    pub fn from_files(
+        store: (PathBuf, std::io::Result<RulesFile>),
+        worktree: (PathBuf, std::io::Result<RulesFile>),
+    ) -> Result<DenyList, DenyError> {
         let mut refused = Vec::new();
-        let mut read = |path: PathBuf| -> Result<Vec<String>, DenyError> {
-            // Links are followed: a deny file kept elsewhere still protects.
-            match read_rules_file(&path, true) {
+        let mut lines = |(path, file): (PathBuf, std::io::Result<RulesFile>)| {
+            match file {
                 Ok(RulesFile::Read(bytes)) => match String::from_utf8(bytes) {
                     Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
                     Err(e) => Err(DenyError::Io {
@@ -118,8 +135,8 @@ impl DenyList {
                 Err(source) => Err(DenyError::Io { path, source }),
             }
         };
-        let store = read(store_dir.join(STORE_FILE))?;
-        let worktree = read(worktree_root.join(WORKTREE_FILE))?;
+        let store = lines(store)?;
+        let worktree = lines(worktree)?;
         let mut list = DenyList::new(&store, &worktree)?;
         list.refused = refused;
         Ok(list)

@@ -46,7 +46,7 @@ mod rules_file;
 mod sandbox;
 
 pub use beneath::{BeneathError, Root, is_path_safe};
-pub use deny::{DEFAULT_DENY, DenyError, DenyList, WORKTREE_FILE};
+pub use deny::{DEFAULT_DENY, DenyError, DenyList, STORE_FILE, WORKTREE_FILE};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
 pub use path_text::{from_path_text, path_text, quote_path};
 pub use putback::{Change, PutBack, SecretCopy};
