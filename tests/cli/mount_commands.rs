@@ -13,7 +13,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use crate::support::{Env, git, stderr, stdout};
 
 /// Unmounts what a test mounted, whatever happened, so no mount outlives its test.
-struct Mounts<'a> {
+pub(crate) struct Mounts<'a> {
     env: &'a Env,
     dirs: Vec<Utf8PathBuf>,
 }
@@ -40,7 +40,7 @@ fn is_mounted(dir: &Utf8Path) -> bool {
         .any(|l| l.split(' ').nth(4) == Some(dir.as_str()))
 }
 
-fn project(dir: &Utf8Path) {
+pub(crate) fn project(dir: &Utf8Path) {
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(dir.join("README"), "hello\n").unwrap();
     std::fs::write(dir.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
@@ -50,13 +50,13 @@ fn project(dir: &Utf8Path) {
     std::os::unix::fs::symlink("src/lib.rs", dir.join("link")).unwrap();
 }
 
-fn onboard(env: &Env, dir: &Utf8Path) -> String {
+pub(crate) fn onboard(env: &Env, dir: &Utf8Path) -> String {
     let (code, out) = env.json(&["onboard", dir.as_str()]);
     assert_eq!(code, 0, "{out}");
     out["snapshot"].as_str().unwrap().to_owned()
 }
 
-fn mount<'a>(env: &'a Env, snap: &str, dir: &Utf8Path) -> Mounts<'a> {
+pub(crate) fn mount<'a>(env: &'a Env, snap: &str, dir: &Utf8Path) -> Mounts<'a> {
     let (code, out) = env.json(&["mount", snap, dir.as_str()]);
     assert_eq!(code, 0, "{out}");
     assert_eq!(out["worktree"], dir.as_str(), "{out}");

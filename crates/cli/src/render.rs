@@ -485,6 +485,14 @@ fn summary(o: &DiffOutcome) -> String {
 }
 
 fn status(o: &StatusOutcome, view: &View) -> String {
+    let mut human = status_summary(o, view);
+    if !view.short {
+        human.push_str(&skipped_human(&o.skipped));
+    }
+    human
+}
+
+fn status_summary(o: &StatusOutcome, view: &View) -> String {
     let n = o.changes.stats.files;
     if view.short {
         format!(

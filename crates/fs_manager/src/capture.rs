@@ -439,9 +439,10 @@ fn capture_mounted<'a>(
         None => None,
     };
     drop(reader);
+    let settings = ScopeSettings::load(store, &record)?;
     let mut batch = cas::WriteBatch::new();
     let got = mount
-        .capture(store, &mut batch)
+        .capture(store, &mut batch, &settings, recording == Recording::DryRun)
         .map_err(|reason| CaptureError::Mount {
             path: record.root.clone(),
             reason,
@@ -466,7 +467,7 @@ fn capture_mounted<'a>(
         changed,
         files: got.files,
         bytes: got.bytes,
-        skipped: Vec::new(),
+        skipped: got.skipped,
         read_files: got.read_files,
         record: WorktreeRecord {
             head: new_head,

@@ -909,7 +909,10 @@ pub(crate) fn global_stamp(root: &Path, deny: &[String], sources: &[std::path::P
         hasher.update(b"\n");
     }
     let exclude = root.join(".git/info/exclude");
-    hash_files(&mut hasher, std::iter::once(exclude.as_path()).chain(sources.iter().map(|s| s.as_path())));
+    hash_files(
+        &mut hasher,
+        std::iter::once(exclude.as_path()).chain(sources.iter().map(|s| s.as_path())),
+    );
     first_u64(&hasher)
 }
 

@@ -101,10 +101,10 @@ pub use registry::{
     RegistryWrite, SandboxGrants, Task, UndoStacks, WorktreeKind, WorktreeRecord, undo_stacks,
 };
 pub use rollback::{RollbackOptions, RollbackOutcome};
-pub use rules::{OnDisk, Patterns, RulesPresent, RulesSource, read_patterns};
-pub use scope::{DirRules, Leaf, Scope, ScopeSettings, Verdict};
 pub use root::RootChanged;
+pub use rules::{OnDisk, Patterns, RulesPresent, RulesSource, read_patterns};
 pub use scan::FileRecord;
+pub use scope::{DirRules, Leaf, Scope, ScopeSettings, Verdict};
 pub use shared::Worktrees;
 pub use task::{AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome};
 pub use undo::{Refusal, UndoOutcome};

@@ -21,14 +21,24 @@ pub struct MountCapture {
     pub bytes: u64,
     /// Files read (hashed) for this capture.
     pub read_files: u64,
+    /// What the worktree's scope leaves out and reports, in path order.
+    pub skipped: Vec<crate::Skipped>,
     /// Names this capture for [`MountedTree::settle`].
     pub token: u64,
 }
 
 /// A live mounted worktree.
 pub trait MountedTree: Send + Sync {
-    /// The worktree's tree as it is now; blobs the store lacks go into `batch`.
-    fn capture(&self, store: &Store, batch: &mut WriteBatch) -> Result<MountCapture, String>;
+    /// The worktree's tree as it is now, judged by the scope `scope` gives (reading the
+    /// worktree's own pattern files from the mount's tree); blobs the store lacks go into
+    /// `batch` (large ones are stored at once, unless `dry_run`: then nothing is).
+    fn capture(
+        &self,
+        store: &Store,
+        batch: &mut WriteBatch,
+        scope: &crate::ScopeSettings,
+        dry_run: bool,
+    ) -> Result<MountCapture, String>;
 
     /// The store holds everything the capture `token` built (its trees and blobs), so the
     /// mount may build on them next time.

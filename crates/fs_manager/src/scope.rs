@@ -37,7 +37,7 @@ pub struct ScopeSettings {
 
 impl ScopeSettings {
     /// The settings of `record`'s worktree in `store`.
-    pub(crate) fn load(store: &Store, record: &WorktreeRecord) -> Result<ScopeSettings, CaptureError> {
+    pub fn load(store: &Store, record: &WorktreeRecord) -> Result<ScopeSettings, CaptureError> {
         let store_deny = if record.include_denied {
             None
         } else {
@@ -82,7 +82,11 @@ impl ScopeSettings {
         Ok(Scope::new(
             &self.root,
             deny,
-            (self.global.clone(), self.global_sources.clone(), self.global_stamp),
+            (
+                self.global.clone(),
+                self.global_sources.clone(),
+                self.global_stamp,
+            ),
             self.store.as_deref(),
             self.max_file_size,
         ))
@@ -202,9 +206,7 @@ impl Scope {
         match leaf {
             Leaf::File(size) => over_cap(size, self.max_file_size),
             Leaf::Symlink => None,
-            Leaf::Special(_) if rules::is_rules_file(rel) => {
-                Some(SkipReason::IgnoreFileNotRegular)
-            }
+            Leaf::Special(_) if rules::is_rules_file(rel) => Some(SkipReason::IgnoreFileNotRegular),
             Leaf::Special(kind) => Some(SkipReason::Special(kind)),
         }
     }

@@ -13,13 +13,14 @@
 //!
 //! ```text
 //! fuse          the kernel's requests, answered from the state
-//! state         the tree in memory: lookups, changes, captures, the journal's replay
-//! layer, scope  the layer on disk; what a capture leaves out
+//! capture       the tree into the store, judged by the worktree's scope (fs_manager's)
+//! state         the tree in memory: lookups, changes, the journal's replay
+//! layer         the layer on disk
 //! ```
 
+mod capture;
 mod fuse;
 mod layer;
-mod scope;
 mod state;
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -106,10 +107,11 @@ pub fn fuse_available() -> Result<(), String> {
 }
 
 /// Detaches whatever is mounted at `root` if it is a mount whose process is gone (its
-/// directory answers "not connected").
+/// directory answers "not connected"). Asked with `statfs`, which always reaches the
+/// mount's server: a `stat` may be answered from the kernel's cache of the root.
 pub fn clear_stale(root: &Utf8Path) {
-    if let Err(e) = std::fs::metadata(root)
-        && e.raw_os_error() == Some(rustix::io::Errno::NOTCONN.raw_os_error())
+    if let Err(e) = rustix::fs::statfs(root.as_std_path())
+        && e == rustix::io::Errno::NOTCONN
     {
         let _ = rustix::mount::unmount(root.as_std_path(), rustix::mount::UnmountFlags::DETACH);
     }
@@ -140,6 +142,7 @@ impl Mounted {
         let (layer, records) = layer::Layer::open(&options.layer)
             .map_err(|e| failed(format!("layer {}: {e}", options.layer)))?;
         let state = state::State::new(
+            root.as_std_path().to_owned(),
             layer,
             records,
             readers,
@@ -246,16 +249,37 @@ impl Drop for Mounted {
     }
 }
 
+/// Rounds of a capture before everything is read under the state's lock.
+const CAPTURE_ROUNDS: usize = 3;
+
 impl fs_manager::MountedTree for Mounted {
     fn capture(
         &self,
         store: &cas::Store,
         batch: &mut cas::WriteBatch,
+        scope: &fs_manager::ScopeSettings,
+        dry_run: bool,
     ) -> Result<fs_manager::MountCapture, String> {
-        self.fs_state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .capture(store, batch)
+        let mut fetched = capture::Fetched::default();
+        for round in 1..=CAPTURE_ROUNDS {
+            *batch = cas::WriteBatch::new();
+            let step = self
+                .fs_state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .capture(
+                    store,
+                    batch,
+                    scope,
+                    (&fetched, round == CAPTURE_ROUNDS, dry_run),
+                )?;
+            match step {
+                capture::Round::Done(captured) => return Ok(captured),
+                // Read with the lock let go: the mount goes on answering meanwhile.
+                capture::Round::Again(wanted) => fetched.fetch(store, wanted, dry_run)?,
+            }
+        }
+        Err("a capture that did not finish in its last round".to_owned())
     }
 
     fn settle(&self, token: u64) {

@@ -7,11 +7,11 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use cas::{BlobId, EntryKind, PreparedBlob, Tree, TreeEntry, TreeId};
+use cas::{BlobId, EntryKind, TreeEntry, TreeId};
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 
+use crate::capture::{Patterns, RulesKey, Unsettled};
 use crate::layer::{Layer, Record};
-use crate::scope::{Matchers, Scope};
 
 /// An inode number.
 pub(crate) type Ino = u64;
@@ -48,14 +48,40 @@ pub(crate) struct Dir {
     pub children: Option<BTreeMap<Vec<u8>, Ino>>,
     /// Something at or below it differs from `base`.
     pub changed: bool,
-    /// Its rules files (name, blob) when `base` was built: what its subtrees were captured
-    /// under.
-    pub rules: Rules,
+    /// What its pattern rules were read from when `base` was built: what its subtrees were
+    /// captured under.
+    pub rules: RulesKey,
+    /// Names here the last capture that built it left out and reported, with why.
+    pub skipped: Vec<fs_manager::Skipped>,
+    /// In scope by its parent's last verdict (a directory left out is not built, and what
+    /// it reports does not count).
+    pub in_scope: bool,
+    /// Moved since `base` was built: its subtrees were captured under the rules of where it
+    /// was, so they are judged again.
+    pub moved: bool,
+}
+
+impl Dir {
+    /// A directory of the snapshot (or none: a new one), read from `base` on first use.
+    pub(crate) fn of_base(base: Option<(TreeId, u64)>) -> Dir {
+        Dir {
+            base,
+            children: None,
+            changed: false,
+            rules: RulesKey::default(),
+            skipped: Vec::new(),
+            in_scope: true,
+            moved: false,
+        }
+    }
 }
 
 pub(crate) struct FileNode {
     pub content: Content,
     pub size: u64,
+    /// Counts writes, so a hash taken outside the state's lock is kept only if no write
+    /// came since.
+    pub version: u64,
 }
 
 pub(crate) enum Content {
@@ -86,21 +112,17 @@ pub(crate) struct State {
     pub uid: u32,
     pub gid: u32,
     /// Counts changes, so a capture's result is kept only if nothing changed since.
-    generation: u64,
+    pub(crate) generation: u64,
     /// What the last capture built, kept once the store has it ([`State::settle`]).
-    built: Option<(u64, Vec<Built>)>,
-    /// Rules files parsed, by directory and content.
-    matchers: HashMap<(Vec<u8>, Rules), Arc<Matchers>>,
-}
-
-/// A directory's rules files: name and content.
-type Rules = Vec<(Vec<u8>, BlobId)>;
-
-/// A directory a capture rebuilt.
-struct Built {
-    ino: Ino,
-    tree: Option<(TreeId, u64)>,
-    rules: Rules,
+    pub(crate) built: Option<Unsettled>,
+    /// Pattern files read, by directory and what they were read from.
+    pub(crate) patterns: HashMap<(Vec<u8>, RulesKey), Patterns>,
+    /// The stamp of the scope the directories' bases were last built under.
+    pub(crate) scope_stamp: Option<u64>,
+    /// Directories whose `skipped` is not empty.
+    pub(crate) skipping: HashSet<Ino>,
+    /// The mount point (pattern files name paths through it).
+    pub(crate) root: std::path::PathBuf,
 }
 
 fn eio(e: impl std::fmt::Display) -> Errno {
@@ -120,6 +142,7 @@ fn perm_of(kind: EntryKind) -> u16 {
 impl State {
     /// The tree of `base` with the layer's `records` applied.
     pub(crate) fn new(
+        root: std::path::PathBuf,
         layer: Layer,
         records: Vec<Record>,
         readers: Readers,
@@ -140,7 +163,10 @@ impl State {
             gid: rustix::process::getgid().as_raw(),
             generation: 0,
             built: None,
-            matchers: HashMap::new(),
+            patterns: HashMap::new(),
+            scope_stamp: None,
+            skipping: HashSet::new(),
+            root,
         };
         let base = match records.first() {
             Some(Record::Base { tree }) => *tree,
@@ -162,12 +188,7 @@ impl State {
                 mtime: base_time,
                 ctime: base_time,
                 lookups: 1,
-                kind: Kind::Dir(Dir {
-                    base: base.map(|t| (t, size)),
-                    children: None,
-                    changed: false,
-                    rules: Vec::new(),
-                }),
+                kind: Kind::Dir(Dir::of_base(base.map(|t| (t, size)))),
             },
         );
         if records.is_empty() {
@@ -240,29 +261,33 @@ impl State {
         self.nodes.get_mut(&ino).ok_or(Errno::ENOENT)
     }
 
-    /// The path of `ino` from the root.
-    pub(crate) fn path(&self, ino: Ino) -> Vec<u8> {
+    /// The path of `ino` from the root; `None` if it, or a directory above it, was
+    /// unlinked: such a node is never reachable by path again, so nothing done to it is
+    /// journaled under a path (a process holding it open writes to its upper file alone,
+    /// which goes with the node).
+    pub(crate) fn path(&self, ino: Ino) -> Option<Vec<u8>> {
         let mut parts = Vec::new();
         let mut at = ino;
         while at != ROOT {
-            let Some(n) = self.nodes.get(&at) else { break };
-            parts.push(n.name.as_slice());
+            let n = self.nodes.get(&at)?;
             if n.parent == 0 {
-                break;
+                return None;
             }
+            parts.push(n.name.as_slice());
             at = n.parent;
         }
         parts.reverse();
-        parts.join(&b'/')
+        Some(parts.join(&b'/'))
     }
 
-    fn child_path(&self, parent: Ino, name: &[u8]) -> Vec<u8> {
-        let mut p = self.path(parent);
+    /// The path of `name` in directory `parent`, which must still be reachable.
+    fn child_path(&self, parent: Ino, name: &[u8]) -> Res<Vec<u8>> {
+        let mut p = self.path(parent).ok_or(Errno::ENOENT)?;
         if !p.is_empty() {
             p.push(b'/');
         }
         p.extend_from_slice(name);
-        p
+        Ok(p)
     }
 
     fn new_ino(&mut self, node: Node) -> Ino {
@@ -286,16 +311,12 @@ impl State {
                 let tree = reader.tree(tree).map_err(eio)?;
                 for e in tree.entries() {
                     let kind = match e.kind {
-                        EntryKind::Tree => Kind::Dir(Dir {
-                            base: Some((e.id.as_tree(), e.size)),
-                            children: None,
-                            changed: false,
-                            rules: Vec::new(),
-                        }),
+                        EntryKind::Tree => Kind::Dir(Dir::of_base(Some((e.id.as_tree(), e.size)))),
                         EntryKind::Symlink => Kind::Link(reader.blob(e.id.as_blob()).map_err(eio)?),
                         EntryKind::File | EntryKind::Executable => Kind::File(FileNode {
                             content: Content::Base(e.id.as_blob()),
                             size: e.size,
+                            version: 0,
                         }),
                     };
                     let ino = self.new_ino(Node {
@@ -311,16 +332,8 @@ impl State {
                 }
             }
             let rules = match base {
-                Some((tree, _)) => self
-                    .reader()?
-                    .tree(tree)
-                    .map_err(eio)?
-                    .entries()
-                    .iter()
-                    .filter(|e| crate::scope::RULES_FILES.contains(&e.name.as_slice()))
-                    .filter_map(|e| e.blob().map(|b| (e.name.clone(), b)))
-                    .collect(),
-                None => Vec::new(),
+                Some((tree, _)) => RulesKey::of_base(&self.reader()?.tree(tree).map_err(eio)?),
+                None => RulesKey::default(),
             };
             if let Kind::Dir(d) = &mut self.node_mut(dir)?.kind {
                 d.children = Some(children);
@@ -360,6 +373,7 @@ impl State {
     /// Removes an unlinked node and its upper file.
     fn drop_node(&mut self, ino: Ino) -> Option<u64> {
         let node = self.nodes.remove(&ino)?;
+        self.skipping.remove(&ino);
         match node.kind {
             Kind::File(FileNode {
                 content: Content::Upper { n, .. },
@@ -424,7 +438,7 @@ impl State {
     }
 
     /// Any name a directory on disk takes (the kernel refused `/`, NUL, `.` and `..`); what
-    /// a tree cannot hold (`.git`, say) stays out of captures, as on disk.
+    /// a tree cannot hold (`.GIT`, say) stays out of captures and is reported, as on disk.
     fn check_name(name: &[u8]) -> Res<()> {
         if name.len() > cas::MAX_NAME_LEN {
             return Err(Errno::ENAMETOOLONG);
@@ -473,7 +487,7 @@ impl State {
             return Err(Errno::EEXIST);
         }
         let (n, _) = self.new_upper()?;
-        let path = self.child_path(parent, name);
+        let path = self.child_path(parent, name)?;
         self.record(Record::File {
             path,
             upper: n,
@@ -486,6 +500,7 @@ impl State {
             Kind::File(FileNode {
                 content: Content::Upper { n, hashed: None },
                 size: 0,
+                version: 0,
             }),
         )
     }
@@ -496,17 +511,16 @@ impl State {
         if self.child(parent, name)?.is_some() {
             return Err(Errno::EEXIST);
         }
-        let path = self.child_path(parent, name);
+        let path = self.child_path(parent, name)?;
         self.record(Record::Dir { path, perm })?;
         self.insert(
             parent,
             name,
             perm,
             Kind::Dir(Dir {
-                base: None,
                 children: Some(BTreeMap::new()),
                 changed: true,
-                rules: Vec::new(),
+                ..Dir::of_base(None)
             }),
         )
     }
@@ -517,7 +531,7 @@ impl State {
         if self.child(parent, name)?.is_some() {
             return Err(Errno::EEXIST);
         }
-        let path = self.child_path(parent, name);
+        let path = self.child_path(parent, name)?;
         self.record(Record::Link {
             path,
             target: target.to_vec(),
@@ -550,7 +564,7 @@ impl State {
         if is_dir && !self.children(ino)?.is_empty() {
             return Err(Errno::ENOTEMPTY);
         }
-        let path = self.child_path(parent, name);
+        let path = self.child_path(parent, name)?;
         self.record(Record::Remove { path })?;
         if let Kind::Dir(Dir {
             children: Some(c), ..
@@ -606,8 +620,8 @@ impl State {
                 _ => {}
             }
         }
-        let from = self.child_path(parent, name);
-        let to = self.child_path(to_parent, to_name);
+        let from = self.child_path(parent, name)?;
+        let to = self.child_path(to_parent, to_name)?;
         self.record(Record::Rename { from, to })?;
         if let Some(old) = self.child(to_parent, to_name)? {
             self.detach(old);
@@ -629,9 +643,8 @@ impl State {
         node.name = to_name.to_vec();
         node.ctime = SystemTime::now();
         if let Kind::Dir(d) = &mut node.kind {
-            // Its subtrees were captured under the rules of where it was: evaluated again.
             d.changed = true;
-            d.rules = vec![(b"/moved".to_vec(), BlobId::of(b""))];
+            d.moved = true;
         }
         self.touch(parent);
         self.touch(to_parent);
@@ -640,8 +653,9 @@ impl State {
 
     pub(crate) fn set_perm(&mut self, ino: Ino, perm: u16) -> Res<()> {
         self.writable()?;
-        let path = self.path(ino);
-        self.record(Record::Perm { path, perm })?;
+        if let Some(path) = self.path(ino) {
+            self.record(Record::Perm { path, perm })?;
+        }
         let node = self.node_mut(ino)?;
         node.perm = perm & 0o7777;
         node.ctime = SystemTime::now();
@@ -677,13 +691,16 @@ impl State {
         if !empty {
             self.reader()?.write_blob_to(blob, &mut file).map_err(eio)?;
         }
-        let path = self.path(ino);
-        let perm = self.node(ino)?.perm;
-        self.record(Record::File {
-            path,
-            upper: n,
-            perm,
-        })?;
+        // An unlinked file's copy is its alone: no record names it, so re-attaching the
+        // layer drops it as it drops the node.
+        if let Some(path) = self.path(ino) {
+            let perm = self.node(ino)?.perm;
+            self.record(Record::File {
+                path,
+                upper: n,
+                perm,
+            })?;
+        }
         let node = self.node_mut(ino)?;
         if let Kind::File(f) = &mut node.kind {
             f.content = Content::Upper { n, hashed: None };
@@ -730,6 +747,7 @@ impl State {
         node.ctime = now;
         if let Kind::File(f) = &mut node.kind {
             f.size = size.unwrap_or(f.size.max(end));
+            f.version += 1;
             if let Content::Upper { hashed, .. } = &mut f.content {
                 *hashed = None;
             }
@@ -779,6 +797,7 @@ impl State {
                         hashed: None,
                     },
                     size,
+                    version: 0,
                 };
                 match self.child(parent, &name)? {
                     Some(ino) => {
@@ -799,10 +818,9 @@ impl State {
                 tree, size, perm, ..
             } => {
                 let dir = Dir {
-                    base: Some((*tree, *size)),
-                    children: None,
                     changed: true,
-                    rules: vec![(b"/moved".to_vec(), BlobId::of(b""))],
+                    moved: true,
+                    ..Dir::of_base(Some((*tree, *size)))
                 };
                 self.insert(parent, &name, *perm, Kind::Dir(dir))
                     .map(|_| ())
@@ -813,6 +831,7 @@ impl State {
                 let file = FileNode {
                     content: Content::Base(*blob),
                     size: *size,
+                    version: 0,
                 };
                 self.insert(parent, &name, *perm, Kind::File(file))
                     .map(|_| ())
@@ -911,6 +930,7 @@ impl State {
                 Kind::File(FileNode {
                     content: Content::Base(b),
                     size,
+                    ..
                 }) => {
                     let same = be.is_some_and(|e| {
                         matches!(e.kind, EntryKind::File | EntryKind::Executable)
@@ -974,268 +994,6 @@ impl State {
             at = self.child(at, p)?.ok_or(Errno::ENOENT)?;
         }
         Ok((at, name))
-    }
-
-    /// The tree as it is now, blobs the store lacks into `batch` (see [`crate::Mounted`]).
-    pub(crate) fn capture(
-        &mut self,
-        store: &cas::Store,
-        batch: &mut cas::WriteBatch,
-    ) -> Result<fs_manager::MountCapture, String> {
-        let reader = store.reader().map_err(|e| e.to_string())?;
-        let mut out = fs_manager::MountCapture {
-            tree: Tree::default().id(),
-            trees: HashMap::new(),
-            files: 0,
-            bytes: 0,
-            read_files: 0,
-            token: 0,
-        };
-        let scope = Scope::root();
-        let mut built = Vec::new();
-        let root = self.build(ROOT, &scope, false, &reader, batch, &mut out, &mut built)?;
-        if let Some((tree, size)) = root {
-            out.tree = tree;
-            out.bytes = size;
-        }
-        out.token = self.generation;
-        self.built = Some((self.generation, built));
-        Ok(out)
-    }
-
-    /// The store now holds what the capture with `token` built: its directories become
-    /// their own bases, so the next capture rebuilds only what changes after it (unless
-    /// something changed in between).
-    pub(crate) fn settle(&mut self, token: u64) {
-        let Some((generation, built)) = self.built.take() else {
-            return;
-        };
-        if generation != token || self.generation != token {
-            return;
-        }
-        for b in built {
-            if let Some(Node {
-                kind: Kind::Dir(d), ..
-            }) = self.nodes.get_mut(&b.ino)
-            {
-                d.base = b.tree;
-                d.changed = false;
-                d.rules = b.rules;
-            }
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn build(
-        &mut self,
-        dir: Ino,
-        scope: &Scope,
-        force: bool,
-        reader: &cas::Reader,
-        batch: &mut cas::WriteBatch,
-        out: &mut fs_manager::MountCapture,
-        built: &mut Vec<Built>,
-    ) -> Result<Option<(TreeId, u64)>, String> {
-        let (base, changed) = match &self.nodes[&dir].kind {
-            Kind::Dir(d) => (d.base, d.changed),
-            _ => return Ok(None),
-        };
-        if !changed && !force {
-            return Ok(base);
-        }
-        let dir_path = self.path(dir);
-        let children: Vec<(Vec<u8>, Ino)> = self
-            .children(dir)
-            .map_err(|e| format!("reading {}: {e:?}", String::from_utf8_lossy(&dir_path)))?
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect();
-        // The rules of this directory; if they are not those its subtrees were captured
-        // under, everything below is redone.
-        let mut rules = Vec::new();
-        let mut contents = Vec::new();
-        for (name, ino) in &children {
-            if crate::scope::RULES_FILES.contains(&name.as_slice())
-                && matches!(self.nodes[ino].kind, Kind::File(_))
-            {
-                let (blob, content) = self.rules_file(*ino, reader)?;
-                rules.push((name.clone(), blob));
-                contents.push(content);
-            }
-        }
-        let rules_changed = force
-            || match &self.nodes[&dir].kind {
-                Kind::Dir(d) => d.rules != rules,
-                _ => true,
-            };
-        let matchers = if rules.is_empty() {
-            None
-        } else {
-            let key = (dir_path.clone(), rules.clone());
-            let m = match self.matchers.get(&key) {
-                Some(m) => m.clone(),
-                None => {
-                    for (i, (_, blob)) in rules.iter().enumerate() {
-                        if contents[i].is_none() {
-                            contents[i] = Some(reader.blob(*blob).map_err(|e| e.to_string())?);
-                        }
-                    }
-                    let get = |name: &[u8]| {
-                        rules
-                            .iter()
-                            .position(|(n, _)| n == name)
-                            .and_then(|i| contents[i].as_deref())
-                    };
-                    let m = Arc::new(Matchers::new(
-                        &dir_path,
-                        get(b".ignore"),
-                        get(b".gitignore"),
-                    ));
-                    self.matchers.insert(key, m.clone());
-                    m
-                }
-            };
-            Some(m)
-        };
-        let scope = scope.child(matchers);
-        let mut entries = Vec::new();
-        for (name, ino) in children {
-            let path = if dir_path.is_empty() {
-                name.clone()
-            } else {
-                [dir_path.as_slice(), b"/", name.as_slice()].concat()
-            };
-            let is_dir = matches!(self.nodes[&ino].kind, Kind::Dir(_));
-            if name == b".git" || cas::validate_name(&name).is_err() || scope.ignored(&path, is_dir)
-            {
-                continue;
-            }
-            let perm = self.nodes[&ino].perm;
-            let entry = match &self.nodes[&ino].kind {
-                Kind::Dir(_) => {
-                    match self.build(ino, &scope, rules_changed, reader, batch, out, built)? {
-                        Some((id, size)) => TreeEntry {
-                            name,
-                            kind: EntryKind::Tree,
-                            id: id.into(),
-                            size,
-                        },
-                        None => continue,
-                    }
-                }
-                Kind::Link(target) => {
-                    let (id, prepared) =
-                        PreparedBlob::new_unless(target, |id| reader.has_blob(id).unwrap_or(false));
-                    if let Some(p) = prepared {
-                        batch.add_blob(p);
-                    }
-                    out.files += 1;
-                    TreeEntry {
-                        name,
-                        kind: EntryKind::Symlink,
-                        id: id.into(),
-                        size: target.len() as u64,
-                    }
-                }
-                Kind::File(f) => {
-                    let kind = if perm & 0o100 != 0 {
-                        EntryKind::Executable
-                    } else {
-                        EntryKind::File
-                    };
-                    // A blob hashed by a capture that stored nothing (a status) is hashed again.
-                    let stored = |b: BlobId| reader.has_blob(b).unwrap_or(false);
-                    let (blob, size) = match f.content {
-                        Content::Base(b) => (b, f.size),
-                        Content::Upper {
-                            hashed: Some(b), ..
-                        } if stored(b) => (b, f.size),
-                        Content::Upper { n, .. } => {
-                            let content = std::fs::read(self.layer.upper(n))
-                                .map_err(|e| format!("{}: {e}", self.layer.upper(n)))?;
-                            let (id, prepared) = PreparedBlob::new_unless(&content, |id| {
-                                reader.has_blob(id).unwrap_or(false)
-                            });
-                            if let Some(p) = prepared {
-                                batch.add_blob(p);
-                            }
-                            out.read_files += 1;
-                            if let Some(Node {
-                                kind: Kind::File(f),
-                                ..
-                            }) = self.nodes.get_mut(&ino)
-                            {
-                                f.content = Content::Upper {
-                                    n,
-                                    hashed: Some(id),
-                                };
-                                f.size = content.len() as u64;
-                            }
-                            (id, content.len() as u64)
-                        }
-                    };
-                    out.files += 1;
-                    TreeEntry {
-                        name,
-                        kind,
-                        id: blob.into(),
-                        size,
-                    }
-                }
-            };
-            entries.push(entry);
-        }
-        if entries.is_empty() {
-            built.push(Built {
-                ino: dir,
-                tree: None,
-                rules,
-            });
-            return Ok(None);
-        }
-        let tree = Tree::new(entries).map_err(|e| e.to_string())?;
-        let (id, size) = (tree.id(), tree.size());
-        if base.map(|(b, _)| b) != Some(id) {
-            out.trees.insert(id, tree);
-        }
-        built.push(Built {
-            ino: dir,
-            tree: Some((id, size)),
-            rules,
-        });
-        Ok(Some((id, size)))
-    }
-
-    /// A rules file's blob id, and its bytes if they had to be read for it.
-    fn rules_file(
-        &self,
-        ino: Ino,
-        reader: &cas::Reader,
-    ) -> Result<(BlobId, Option<Vec<u8>>), String> {
-        match &self.nodes[&ino].kind {
-            Kind::File(FileNode {
-                content: Content::Base(b),
-                ..
-            }) => Ok((*b, None)),
-            _ => {
-                let content = self.read_whole(ino, reader)?;
-                Ok((BlobId::of(&content), Some(content)))
-            }
-        }
-    }
-
-    fn read_whole(&self, ino: Ino, reader: &cas::Reader) -> Result<Vec<u8>, String> {
-        match &self.nodes[&ino].kind {
-            Kind::File(FileNode {
-                content: Content::Base(b),
-                ..
-            }) => reader.blob(*b).map_err(|e| e.to_string()),
-            Kind::File(FileNode {
-                content: Content::Upper { n, .. },
-                ..
-            }) => std::fs::read(self.layer.upper(*n)).map_err(|e| e.to_string()),
-            _ => Ok(Vec::new()),
-        }
     }
 
     /// Reads `len` bytes at `offset` of an upper file (for a handle).

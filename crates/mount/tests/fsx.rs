@@ -1,9 +1,10 @@
 //! fsx in miniature: one seeded random sequence of writes, truncates, renames, unlinks,
-//! mkdirs, rmdirs, chmods, symlinks and `.gitignore` patterns applied to a mount and to a
+//! mkdirs, rmdirs, chmods, symlinks, pattern files (`.gitignore`, `.ignore`, `.git/info/exclude`,
+//! `.cairndeny`) and names out of scope (secrets, names no tree holds) applied to a mount and to a
 //! plain directory, compared after every step (names, kinds, permission bits, sizes, link
 //! targets, the bytes the step wrote and the errno of what failed; every byte of both
 //! trees every 50 steps); every 25 steps the mount's capture (stored and settled, as a
-//! snapshot leaves it) must equal a capture of the plain directory, and halfway the mount
+//! snapshot leaves it) must equal a capture of the plain directory, tree and `skipped` both, and halfway the mount
 //! is unmounted and attached again from its layer (whose journal is then rewritten as the
 //! difference from its base), and again at three quarters.
 //!
@@ -90,6 +91,7 @@ fn written(root: &Path, op: &Op) -> Option<std::io::Result<Vec<u8>>> {
         | Op::Truncate { file, .. }
         | Op::Create { file, .. }
         | Op::Rules { file, .. } => Some(std::fs::read(root.join(file))),
+        Op::Exclude { dir, .. } => Some(std::fs::read(root.join(dir).join(".git/info/exclude"))),
         _ => None,
     }
 }
@@ -135,6 +137,10 @@ enum Op {
         file: PathBuf,
         patterns: &'static str,
     },
+    Exclude {
+        dir: PathBuf,
+        patterns: &'static str,
+    },
 }
 
 fn pick(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>, want: fn(&Seen) -> bool) -> Option<PathBuf> {
@@ -149,16 +155,39 @@ fn pick(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>, want: fn(&Seen) -> bool) 
 fn pick_data(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> Option<PathBuf> {
     let all: Vec<&PathBuf> = tree
         .iter()
-        .filter(|(p, s)| file(s) && p.file_name().is_none_or(|n| n != ".gitignore"))
+        .filter(|(p, s)| {
+            // Pattern files get patterns (`Op::Rules`), not random bytes.
+            file(s)
+                && p.file_name().is_none_or(|n| {
+                    ![".gitignore", ".ignore", ".cairndeny", "exclude"]
+                        .iter()
+                        .any(|f| n == *f)
+                })
+        })
         .map(|(p, _)| p)
         .collect();
     (!all.is_empty()).then(|| all[rng.below(all.len() as u64) as usize].clone())
 }
 
+/// Names a scope leaves out: secrets (the deny list), names no tree can hold.
+const OUT_OF_SCOPE: [&str; 8] = [
+    ".env",
+    "id_rsa",
+    "x.pem",
+    ".ssh",
+    ".GIT",
+    "git~1",
+    "bad\u{1}name",
+    ".env.local",
+];
+
 fn new_name(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> PathBuf {
     let dir = pick(rng, tree, |s| matches!(s, Seen::Dir(_)))
         .filter(|_| rng.below(3) != 0)
         .unwrap_or_default();
+    if rng.below(6) == 0 {
+        return dir.join(OUT_OF_SCOPE[rng.below(OUT_OF_SCOPE.len() as u64) as usize]);
+    }
     dir.join(format!("n{}", rng.below(40)))
 }
 
@@ -174,13 +203,27 @@ fn dir(s: &Seen) -> bool {
 
 fn random_op(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> Op {
     loop {
-        let op = match rng.below(13) {
+        let op = match rng.below(14) {
             12 => Some(Op::Rules {
                 file: pick(rng, tree, dir)
                     .filter(|_| rng.below(2) == 0)
                     .unwrap_or_default()
-                    .join(".gitignore"),
-                patterns: ["n1*\n", "*.x\n!n3\n", "d*/\n", "/n2\nn4/\n", ""][rng.below(5) as usize],
+                    .join([".gitignore", ".gitignore", ".ignore"][rng.below(3) as usize]),
+                patterns: PATTERNS[rng.below(PATTERNS.len() as u64) as usize],
+            }),
+            // The pattern files from outside the tree's own rules: git's exclude file, the
+            // worktree's deny file.
+            13 => Some(match rng.below(3) {
+                0 => Op::Rules {
+                    file: PathBuf::from(".cairndeny"),
+                    patterns: ["n2*\n", "*.x\n", "!.env\n", ""][rng.below(4) as usize],
+                },
+                _ => Op::Exclude {
+                    dir: pick(rng, tree, dir)
+                        .filter(|_| rng.below(3) == 0)
+                        .unwrap_or_default(),
+                    patterns: PATTERNS[rng.below(PATTERNS.len() as u64) as usize],
+                },
             }),
             0..=2 => pick_data(rng, tree).map(|file| Op::Write {
                 file,
@@ -229,6 +272,9 @@ fn random_op(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> Op {
     }
 }
 
+/// Patterns a pattern file gets.
+const PATTERNS: [&str; 6] = ["n1*\n", "*.x\n!n3\n", "d*/\n", "/n2\nn4/\n", "!.env\n", ""];
+
 fn apply(root: &Path, op: &Op) -> Result<(), i32> {
     let e = |r: std::io::Result<()>| r.map_err(|e| e.raw_os_error().unwrap_or(-1));
     match op {
@@ -264,6 +310,11 @@ fn apply(root: &Path, op: &Op) -> Result<(), i32> {
         )),
         Op::Symlink { path, target } => e(std::os::unix::fs::symlink(target, root.join(path))),
         Op::Rules { file, patterns } => e(std::fs::write(root.join(file), patterns)),
+        Op::Exclude { dir, patterns } => e((|| {
+            let info = root.join(dir).join(".git/info");
+            std::fs::create_dir_all(&info)?;
+            std::fs::write(info.join("exclude"), patterns)
+        })()),
     }
 }
 
@@ -364,21 +415,46 @@ fn rules_files(root: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// The tree of the plain directory and of the mount, as captures make them.
-fn captures(s: &Setup, mounted: &mount::Mounted) -> (cas::TreeId, cas::TreeId) {
-    let plain =
-        s.ws.onboard(&s.store, &s.plain, &fs_manager::OnboardOptions::default())
-            .unwrap()
-            .tree;
+/// The tree of the plain directory and of the mount, as captures make them, with what each
+/// left out.
+fn captures(s: &Setup, mounted: &mount::Mounted) -> Option<(Captured, Captured)> {
+    let onboarded =
+        s.ws.onboard(&s.store, &s.plain, &fs_manager::OnboardOptions::default());
     // Stored as a snapshot would store it, and settled: the next capture builds on it.
     let mut batch = cas::WriteBatch::new();
-    let got = mounted.capture(&s.store, &mut batch).unwrap();
+    let record = fs_manager::WorktreeRecord::new(s.mnt.clone(), fs_manager::WorktreeKind::Mounted);
+    let got = fs_manager::ScopeSettings::load(&s.store, &record)
+        .map_err(|e| e.to_string())
+        .and_then(|settings| mounted.capture(&s.store, &mut batch, &settings, false));
+    // A deny file that is not one (random bytes written into `.cairndeny`) stops both.
+    let (onboarded, got) = match (onboarded, got) {
+        (Ok(o), Ok(g)) => (o, g),
+        (Err(_), Err(_)) => return None,
+        (o, g) => panic!(
+            "one capture failed: plain {:?}, mount {:?}",
+            o.map(|o| o.tree),
+            g.map(|g| g.tree)
+        ),
+    };
+    let plain = (onboarded.tree, skipped(&onboarded.skipped));
     for t in got.trees.values() {
         batch.add_tree(t.clone());
     }
     s.store.write(&batch).unwrap();
     mounted.settle(got.token);
-    (plain, got.tree)
+    Some((plain, (got.tree, skipped(&got.skipped))))
+}
+
+/// A capture's tree and what it left out.
+type Captured = (cas::TreeId, Vec<(Vec<u8>, String)>);
+
+fn skipped(list: &[fs_manager::Skipped]) -> Vec<(Vec<u8>, String)> {
+    let mut out: Vec<_> = list
+        .iter()
+        .map(|s| (s.path.clone(), s.reason.to_string()))
+        .collect();
+    out.sort();
+    out
 }
 
 #[test]
@@ -400,9 +476,15 @@ fn a_mount_behaves_as_a_plain_directory_under_a_random_sequence_of_changes() {
         "as mounted"
     );
     let mut failures = 0;
+    let mut skipping = 0;
+    let mut unreadable = 0;
     for step in 0..steps {
         let tree = shape(s.plain.as_std_path());
         let op = random_op(&mut rng, &tree);
+        if std::env::var("FSX_LOG").is_ok() {
+            let shown = format!("{op:?}");
+            eprintln!("{step}: {}", shown.split(", data").next().unwrap_or(&shown));
+        }
         let on_plain = apply(s.plain.as_std_path(), &op);
         let on_mount = apply(s.mnt.as_std_path(), &op);
         assert_eq!(on_mount, on_plain, "step {step} (seed {seed}): {op:?}");
@@ -428,14 +510,30 @@ fn a_mount_behaves_as_a_plain_directory_under_a_random_sequence_of_changes() {
             );
         }
         if step % 25 == 24 {
-            let (plain, mounted_tree) = captures(&s, &mounted);
-            assert!(
-                mounted_tree == plain,
-                "step {step} (seed {seed}): captures differ:\nmount {:?}\nplain {:?}\nrules {:?}",
-                flat(&s.store, mounted_tree),
-                flat(&s.store, plain),
-                rules_files(s.plain.as_std_path()),
-            );
+            let Some((plain, mounted_tree)) = captures(&s, &mounted) else {
+                unreadable += 1;
+                continue;
+            };
+            skipping += usize::from(!plain.1.is_empty());
+            if mounted_tree != plain {
+                let (m, p) = (flat(&s.store, mounted_tree.0), flat(&s.store, plain.0));
+                panic!(
+                    "step {step} (seed {seed}): captures differ:\nonly in the mount {:?}\nonly in the plain directory {:?}\nskipped by the mount only {:?}\nskipped by the plain directory only {:?}\nrules {:?}",
+                    m.iter().filter(|e| !p.contains(e)).collect::<Vec<_>>(),
+                    p.iter().filter(|e| !m.contains(e)).collect::<Vec<_>>(),
+                    mounted_tree
+                        .1
+                        .iter()
+                        .filter(|e| !plain.1.contains(e))
+                        .collect::<Vec<_>>(),
+                    plain
+                        .1
+                        .iter()
+                        .filter(|e| !mounted_tree.1.contains(e))
+                        .collect::<Vec<_>>(),
+                    rules_files(s.plain.as_std_path()),
+                );
+            }
         }
         if step == steps / 2 || step == steps * 3 / 4 {
             // Attached again from the layer alone.
@@ -453,7 +551,14 @@ fn a_mount_behaves_as_a_plain_directory_under_a_random_sequence_of_changes() {
         failures > 0 && failures < steps,
         "{failures} of {steps} failed"
     );
-    let (plain, mounted_tree) = captures(&s, &mounted);
-    assert_eq!(mounted_tree, plain, "captures differ at the end");
+    // And captures that left something out and reported it.
+    assert!(skipping > 0, "no capture skipped anything");
+    assert!(
+        unreadable < steps / 50,
+        "{unreadable} captures failed on both sides"
+    );
+    if let Some((plain, mounted_tree)) = captures(&s, &mounted) {
+        assert_eq!(mounted_tree, plain, "captures differ at the end");
+    }
     mounted.unmount(false).unwrap();
 }

@@ -118,22 +118,20 @@ impl DenyList {
         worktree: (PathBuf, std::io::Result<RulesFile>),
     ) -> Result<DenyList, DenyError> {
         let mut refused = Vec::new();
-        let mut lines = |(path, file): (PathBuf, std::io::Result<RulesFile>)| {
-            match file {
-                Ok(RulesFile::Read(bytes)) => match String::from_utf8(bytes) {
-                    Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
-                    Err(e) => Err(DenyError::Io {
-                        path,
-                        source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-                    }),
-                },
-                Ok(RulesFile::Missing) => Ok(Vec::new()),
-                Ok(RulesFile::Refused(why)) => {
-                    refused.push((path, why));
-                    Ok(Vec::new())
-                }
-                Err(source) => Err(DenyError::Io { path, source }),
+        let mut lines = |(path, file): (PathBuf, std::io::Result<RulesFile>)| match file {
+            Ok(RulesFile::Read(bytes)) => match String::from_utf8(bytes) {
+                Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
+                Err(e) => Err(DenyError::Io {
+                    path,
+                    source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                }),
+            },
+            Ok(RulesFile::Missing) => Ok(Vec::new()),
+            Ok(RulesFile::Refused(why)) => {
+                refused.push((path, why));
+                Ok(Vec::new())
             }
+            Err(source) => Err(DenyError::Io { path, source }),
         };
         let store = lines(store)?;
         let worktree = lines(worktree)?;
