@@ -21,6 +21,7 @@ mod remote_engines;
 mod reversible_commands;
 mod run_commands;
 mod serve_commands;
+mod store_apart;
 mod store_budget;
 mod store_commands;
 mod store_upgrade;

@@ -309,8 +309,9 @@ fn a_busy_store_is_waited_for_and_the_wait_is_bounded() {
         err.contains("waiting for store") && err.contains(env.store().as_str()),
         "{err}"
     );
-    // Released while the command waits: it goes on and succeeds.
-    let child = env
+    // Released while the command waits: it goes on and succeeds. It must really have
+    // waited: said so while the store was held, and still been running when it was let go.
+    let mut child = env
         .command()
         .args([
             "--store",
@@ -323,10 +324,33 @@ fn a_busy_store_is_waited_for_and_the_wait_is_bounded() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let (said_waiting, waiting) = std::sync::mpsc::channel();
+    let child_stderr = child.stderr.take().unwrap();
+    let reading = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(child_stderr).lines() {
+            let line = line.unwrap();
+            if line.contains("waiting for store") {
+                let _ = said_waiting.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    let said = waiting.recv_timeout(Duration::from_secs(30));
+    let running_at_release = child.try_wait().unwrap().is_none();
     drop(held);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let status = child.wait().unwrap();
+    let err = reading.join().unwrap();
+    assert!(said.is_ok(), "never said it waits for the store: {err}");
+    assert!(err.contains(env.store().as_str()), "{err}");
+    assert!(
+        running_at_release,
+        "finished before the store was let go: {err}"
+    );
+    assert_eq!(status.code(), Some(0), "{err}");
     assert_eq!(env.json(&["ref", "list"]).1["refs"][0]["name"], "main");
 }
 

@@ -100,6 +100,9 @@ pub enum Error {
     Worktree(#[from] fs_manager::WorktreeError),
     #[error(transparent)]
     #[allow(missing_docs)]
+    Apart(#[from] fs_manager::StoreOverlap),
+    #[error(transparent)]
+    #[allow(missing_docs)]
     Git(#[from] GitError),
     #[error(transparent)]
     #[allow(missing_docs)]
@@ -228,6 +231,7 @@ impl Error {
             Error::Undo(e) => undo(e),
             Error::Recover(e) => recover(e),
             Error::Worktree(e) => worktree(e),
+            Error::Apart(_) => usage("invalid_path"),
             Error::Git(e) => match e.class {
                 GitErrorClass::Usage(code) => usage(code),
                 GitErrorClass::Failure(code) => store(code),
@@ -344,6 +348,7 @@ fn capture(e: &fs_manager::CaptureError) -> Class {
         E::Deny(_) => usage("invalid_config"),
         E::Interrupted(_) => store("interrupted"),
         E::RootChanged(_) => usage("worktree_moved"),
+        E::StoreOverlap(_) => usage("invalid_path"),
         E::NotMounted { .. } => usage("not_mounted"),
         E::Mount { .. } => store("mount"),
         E::Scan(e) => scan(e),
@@ -358,10 +363,9 @@ fn checkout(e: &fs_manager::CheckoutError) -> Class {
     match e {
         E::NotEmpty { .. } => usage("not_empty"),
         E::Interrupted(_) => store("interrupted"),
-        E::NotADirectory { .. }
-        | E::UnderAFile { .. }
-        | E::InsideStore { .. }
-        | E::Refused { .. } => usage("invalid_path"),
+        E::NotADirectory { .. } | E::UnderAFile { .. } | E::StoreOverlap(_) | E::Refused { .. } => {
+            usage("invalid_path")
+        }
         E::Store(e) => any_store(e),
         E::Registry(e) => registry(e),
         _ => store("io"),
@@ -405,6 +409,7 @@ fn undo(e: &fs_manager::UndoError) -> Class {
         E::NotAWorktree { .. } => usage("not_a_worktree"),
         E::Interrupted(_) => store("interrupted"),
         E::RootChanged(_) => usage("worktree_moved"),
+        E::StoreOverlap(_) => usage("invalid_path"),
         E::Write {
             cause,
             interrupted: false,
@@ -422,6 +427,7 @@ fn recover(e: &fs_manager::RecoverError) -> Class {
         E::Missing { .. } => usage("invalid_path"),
         E::Blocked { .. } => usage("blocked"),
         E::RootChanged(_) => usage("worktree_moved"),
+        E::StoreOverlap(_) => usage("invalid_path"),
         E::Store(e) => any_store(e),
         E::Registry(e) => registry(e),
         _ => store("io"),
@@ -434,6 +440,7 @@ fn worktree(e: &fs_manager::WorktreeError) -> Class {
         E::NotAWorktree { .. } => usage("not_a_worktree"),
         E::Missing { .. } => usage("invalid_path"),
         E::RootChanged(_) => usage("worktree_moved"),
+        E::StoreOverlap(_) => usage("invalid_path"),
         E::Store(e) => any_store(e),
         E::Registry(e) => registry(e),
         _ => store("store"),

@@ -85,6 +85,10 @@ impl Engine {
         let repo = canonical(&call.path(&options.into))?;
         let git = self.git_for(&repo)?;
         let store = self.store(Access::Write)?;
+        // `--checkout` writes the repository's working files: never in or around the store.
+        if options.checkout {
+            fs_manager::check_apart(&store, &repo)?;
+        }
         let (snapshot, base) = {
             let reader = store.reader()?;
             let snapshot = resolve_snapshot(&reader, &call.cwd, &options.snapshot)?;

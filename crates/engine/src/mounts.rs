@@ -90,6 +90,8 @@ impl Engine {
         let reader = store.reader()?;
         // A new mount point is made (and taken away again if the mount fails); so is a
         // registered mount's, gone since (a reboot cleared /tmp, say).
+        // Before a mount point is made: never in or around the store.
+        fs_manager::check_apart(&store, &dir)?;
         let missing = std::fs::symlink_metadata(&dir).is_err();
         let registered = || {
             reader
@@ -120,13 +122,7 @@ impl Engine {
     ) -> Result<MountOutcome, Error> {
         let dir = call.path(&options.dir);
         let root = crate::path::canonical_dir(&dir)?;
-        let store_root = crate::path::canonical_dir(self.store_path())?;
-        if root.starts_with(&store_root) {
-            return Err(Error::usage(
-                "invalid_path",
-                format!("{root}: inside the store {store_root}"),
-            ));
-        }
+        fs_manager::check_apart(store, &root)?;
         let existing = reader.worktree(&root)?;
         let (head, fresh) = match (&options.snapshot, &existing) {
             (Some(_), Some(r)) => {

@@ -480,8 +480,11 @@ impl Engine {
     /// `cairn fsck`: every object and reference verified.
     pub fn fsck(&self, _call: &Call, _options: FsckOptions) -> Result<FsckOutcome, Error> {
         let store = self.store(Access::Read)?;
-        let owners: [&dyn cas::SideOwner; 2] =
-            [&fs_manager::Registry::default(), &remote::RemotesOwner];
+        let registry = fs_manager::Registry {
+            store: Some(store.root().to_owned()),
+            ..fs_manager::Registry::default()
+        };
+        let owners: [&dyn cas::SideOwner; 2] = [&registry, &remote::RemotesOwner];
         let out = store.fsck(&cas::FsckOptions::default(), &owners)?;
         let n = out.problems.len();
         let message = (n > 0).then(|| {
@@ -559,7 +562,10 @@ impl Engine {
             })
             .transpose()?;
         let mut store = self.store_exclusive()?;
-        let registry = fs_manager::Registry { prune_ops_before };
+        let registry = fs_manager::Registry {
+            prune_ops_before,
+            ..fs_manager::Registry::default()
+        };
         let out = store.gc(
             &cas::GcOptions {
                 dry_run: options.dry_run,

@@ -202,7 +202,7 @@ fn capture_once<'a>(
     if record.kind == crate::WorktreeKind::Mounted {
         return capture_mounted(ws, store, record, how);
     }
-    crate::root::verify_root(&mut record)?;
+    crate::root::verify_root::<CaptureError>(&mut record, store)?;
     // A root that is gone is the caller's to fix (or checkout's to fill), not an I/O failure.
     if let Err(e) = record.root.symlink_metadata()
         && e.kind() == std::io::ErrorKind::NotFound

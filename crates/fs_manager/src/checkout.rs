@@ -105,6 +105,8 @@ pub(crate) fn checkout(
         }
     }
 
+    // Before anything is made: no folder inside the store, not even on the way to a refusal.
+    crate::apart::check(store, dest)?;
     let created = match dest.symlink_metadata() {
         Ok(m) if !m.is_dir() => {
             return Err(CheckoutError::NotADirectory {
@@ -167,16 +169,12 @@ pub(crate) fn checkout(
         });
     }
     let _busy = (root != dest).then(|| ws.locks.lock(&root));
-    if let Some(store_dir) = crate::worktree::store_dir(store)
-        && (root.as_std_path().starts_with(&store_dir) || store_dir.starts_with(root.as_std_path()))
-    {
+    // Again on the directory made: a folder above it may have been swapped for a link since.
+    if let Err(e) = crate::apart::check(store, &root) {
         if created {
             let _ = std::fs::remove_dir(&root);
         }
-        return Err(CheckoutError::InsideStore {
-            path: dest.to_owned(),
-            store: store.root().to_owned(),
-        });
+        return Err(e.into());
     }
 
     let time = jiff::Timestamp::now();

@@ -61,6 +61,9 @@ pub enum CaptureError {
     /// The worktree's root is not the directory registered.
     #[error(transparent)]
     RootChanged(#[from] crate::root::RootChanged),
+    /// The worktree is, lies inside or holds the store's folder.
+    #[error(transparent)]
+    StoreOverlap(#[from] crate::apart::StoreOverlap),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
@@ -105,14 +108,9 @@ pub enum CheckoutError {
     /// An earlier checkout into the destination was interrupted.
     #[error(transparent)]
     Interrupted(#[from] crate::journal::Interrupted),
-    /// The destination is inside the store's folder.
-    #[error("{path}: destination is inside the store {store}")]
-    InsideStore {
-        /// The destination.
-        path: Utf8PathBuf,
-        /// The store folder.
-        store: Utf8PathBuf,
-    },
+    /// The destination is, lies inside or holds the store's folder.
+    #[error(transparent)]
+    StoreOverlap(#[from] crate::apart::StoreOverlap),
     /// Writing failed.
     #[error("{}: {source}", shown(path))]
     Io {
@@ -212,6 +210,9 @@ pub enum RecoverError {
     /// The worktree's root is not the directory registered.
     #[error(transparent)]
     RootChanged(#[from] crate::root::RootChanged),
+    /// The worktree is, lies inside or holds the store's folder.
+    #[error(transparent)]
+    StoreOverlap(#[from] crate::apart::StoreOverlap),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),
@@ -249,6 +250,9 @@ pub enum UndoError {
     /// The worktree's root is not the directory registered.
     #[error(transparent)]
     RootChanged(#[from] crate::root::RootChanged),
+    /// The worktree is, lies inside or holds the store's folder.
+    #[error(transparent)]
+    StoreOverlap(#[from] crate::apart::StoreOverlap),
     /// Reading a file failed.
     #[error("{}: {source}", shown(path))]
     Io {
@@ -344,6 +348,9 @@ pub enum WorktreeError {
     /// The worktree's root is a symlink or not a directory.
     #[error(transparent)]
     RootChanged(#[from] crate::root::RootChanged),
+    /// The worktree is, lies inside or holds the store's folder.
+    #[error(transparent)]
+    StoreOverlap(#[from] crate::apart::StoreOverlap),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] cas::Error),

@@ -27,6 +27,7 @@ pub(crate) enum HoldError {
     NotAWorktree { path: Utf8PathBuf },
     Interrupted(crate::journal::Interrupted),
     RootChanged(crate::root::RootChanged),
+    Apart(crate::apart::StoreOverlap),
     Store(cas::Error),
     Registry(crate::RegistryError),
 }
@@ -40,6 +41,18 @@ impl From<cas::StorageFailure> for HoldError {
 impl From<crate::registry::RegistryError> for HoldError {
     fn from(e: crate::registry::RegistryError) -> Self {
         HoldError::Registry(e)
+    }
+}
+
+impl From<crate::root::RootChanged> for HoldError {
+    fn from(e: crate::root::RootChanged) -> Self {
+        HoldError::RootChanged(e)
+    }
+}
+
+impl From<crate::apart::StoreOverlap> for HoldError {
+    fn from(e: crate::apart::StoreOverlap) -> Self {
+        HoldError::Apart(e)
     }
 }
 
@@ -71,7 +84,7 @@ pub(crate) fn hold<'a>(
     let lock = ws.locks.lock(&found.root);
     let reader = store.reader()?;
     let mut record = reader.worktree(&found.root)?.unwrap_or(found);
-    verify_root(&mut record).map_err(HoldError::RootChanged)?;
+    verify_root::<HoldError>(&mut record, store)?;
     ensure_clear(&reader, &record.root)?;
     Ok(Held {
         _lock: lock,
@@ -86,6 +99,7 @@ impl From<HoldError> for CaptureError {
             NotAWorktree { path } => CaptureError::NotAWorktree { path },
             Interrupted(i) => CaptureError::Interrupted(i),
             RootChanged(r) => CaptureError::RootChanged(r),
+            Apart(a) => CaptureError::StoreOverlap(a),
             Store(e) => CaptureError::Store(e),
             Registry(e) => CaptureError::Registry(e),
         }
@@ -108,6 +122,7 @@ impl From<HoldError> for UndoError {
             NotAWorktree { path } => UndoError::NotAWorktree { path },
             Interrupted(i) => UndoError::Interrupted(i),
             RootChanged(r) => UndoError::RootChanged(r),
+            Apart(a) => UndoError::StoreOverlap(a),
             Store(e) => UndoError::Store(e),
             Registry(e) => UndoError::Registry(e),
         }

@@ -34,6 +34,7 @@
 //! mounted                        worktrees a live mount serves (`MountedTree`)
 //! dirstate, fsops, watch         stat caches; writes beneath a root; inotify
 //! lock, paths, progress, registry, root, state
+//! apart                          worktrees lie apart from the store's folder
 //! ```
 //!
 //! ```no_run
@@ -52,6 +53,7 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
+mod apart;
 mod build;
 mod capture;
 mod checkout;
@@ -83,6 +85,7 @@ mod watch;
 mod worktree;
 mod worktrees;
 
+pub use apart::{Overlap, StoreOverlap, check as check_apart};
 pub use capture::{
     CaptureOptions, GitProbe, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome,
 };

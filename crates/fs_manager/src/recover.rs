@@ -83,7 +83,7 @@ pub(crate) fn recover(
     };
     let journal = Journal::decode(&root, &bytes)?;
     // Never finish a step in a directory swapped in since it began.
-    crate::root::verify_root(&mut journal.record.clone())?;
+    crate::root::verify_root::<RecoverError>(&mut journal.record.clone(), store)?;
     if !root.is_dir() {
         // The folder is gone, and with it what was half written: record the step as done
         // (a later checkout re-hydrates a registered worktree's missing folder).

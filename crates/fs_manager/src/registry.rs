@@ -417,7 +417,7 @@ impl RegistryWrite for WriteBatch {
 
 /// What the registry and op logs keep alive, for `gc` and `fsck`: every worktree's head,
 /// checkpoints, task baseline and mount base, and the states every op-log entry names.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Registry {
     /// `gc` first drops op-log entries older than this; they then keep nothing alive, and
     /// those left, with the unnamed checkpoints made since, are recent: no size budget drops
@@ -425,6 +425,9 @@ pub struct Registry {
     /// drop, oldest first, except each registered worktree's newest undoable entry (what
     /// `undo` would revert): no budget drops that.
     pub prune_ops_before: Option<jiff::Timestamp>,
+    /// The store's folder: `fsck` reports every worktree registered there, inside it or
+    /// around it (an older cairn registered such). Without it that is not checked.
+    pub store: Option<Utf8PathBuf>,
 }
 
 impl Registry {
@@ -471,6 +474,25 @@ impl Registry {
         if let Some(base) = wt.mount_base {
             roots.keep(base, of("mount base"));
         }
+    }
+}
+
+impl Registry {
+    /// The problem with `wt` if it is, lies inside or holds the store's folder.
+    fn overlap(&self, wt: &WorktreeRecord) -> Option<cas::Problem> {
+        let store = self.store.as_deref()?;
+        // A live mount's root is served by this process, maybe: only the path to it counts.
+        let look_at_root = wt.kind != WorktreeKind::Mounted;
+        let overlap = crate::apart::overlap_with(store, &wt.root, look_at_root)?;
+        Some(cas::Problem::new(
+            "worktree",
+            &wt.root,
+            format!(
+                "{} {store}; a worktree may not be the store's folder, lie inside it or hold it, so every command on it is refused: `cairn worktree remove {}` forgets it (its files stay)",
+                overlap.relation(),
+                wt.root
+            ),
+        ))
     }
 }
 
@@ -546,6 +568,9 @@ impl cas::SideOwner for Registry {
             Ok(records) => {
                 for wt in records {
                     out.references += 1;
+                    if let Some(problem) = self.overlap(&wt) {
+                        out.problems.push(problem);
+                    }
                     for id in wt.snapshots() {
                         if !reader.has_snapshot(id)? {
                             out.problems.push(cas::Problem::new(

@@ -33,10 +33,24 @@ pub(crate) fn identity_of(root: &Utf8Path) -> Option<DirIdentity> {
         .map(|m| identity(&m))
 }
 
-/// Checks that `record`'s root is still the directory it registered. A root that is gone
-/// passes (the caller reports it, or `checkout` fills it again); a record from before
+/// Checks that `record`'s root is still the directory it registered, and lies apart from
+/// the store's folder (see [`crate::apart`]): every operation on a worktree, onboard
+/// included, passes here before it reads or writes. A root that is gone passes the first
+/// check (the caller reports it, or `checkout` fills it again); a record from before
 /// identities were kept takes the directory's now.
-pub(crate) fn verify_root(record: &mut WorktreeRecord) -> Result<(), RootChanged> {
+pub(crate) fn verify_root<E>(record: &mut WorktreeRecord, store: &cas::Store) -> Result<(), E>
+where
+    E: From<RootChanged> + From<crate::apart::StoreOverlap>,
+{
+    same_directory(record)?;
+    // A live mount's root is served by this process: only the path to it is looked at.
+    let mounted = record.kind == crate::WorktreeKind::Mounted;
+    crate::apart::check_at(store, &record.root, !mounted)?;
+    Ok(())
+}
+
+/// The first half of [`verify_root`].
+fn same_directory(record: &mut WorktreeRecord) -> Result<(), RootChanged> {
     // A mount's root is another directory each time it is mounted (and the mount point
     // when not): its layer, not the directory, is the worktree.
     if record.kind == crate::WorktreeKind::Mounted {

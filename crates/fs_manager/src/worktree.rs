@@ -2,7 +2,6 @@
 
 use crate::registry::{RegistryRead, RegistryWrite};
 use crate::shared::Worktrees;
-use std::path::Path;
 
 use crate::registry::{OpRecord, WorktreeRecord};
 use camino::{Utf8Path, Utf8PathBuf};
@@ -102,7 +101,7 @@ fn same_dir(a: &Utf8Path, b: &Utf8Path) -> bool {
 
 /// The store folder, canonical, to keep it out of every scope.
 pub(crate) fn store_dir(store: &Store) -> Option<std::path::PathBuf> {
-    std::fs::canonicalize(Path::new(store.root().as_str())).ok()
+    crate::apart::store_dir(store)
 }
 
 /// `cairn worktree rebind PATH`: accepts that the registered root at `path` is now another
@@ -117,7 +116,7 @@ pub(crate) fn rebind(
     let _busy = ws.locks.lock(&found.root);
     let mut record = store.reader()?.worktree(&found.root)?.unwrap_or(found);
     let before = record.identity.take();
-    verify_root(&mut record)?;
+    verify_root::<WorktreeError>(&mut record, store)?;
     if record.identity.is_none() {
         return Err(WorktreeError::Missing {
             path: record.root.clone(),

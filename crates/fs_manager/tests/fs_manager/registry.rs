@@ -267,6 +267,7 @@ fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
             },
             &[&Registry {
                 prune_ops_before: Some(cutoff),
+                ..Registry::default()
             }],
         )
         .unwrap();
@@ -282,6 +283,7 @@ fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
             },
             &[&Registry {
                 prune_ops_before: Some(cutoff),
+                ..Registry::default()
             }],
         )
         .unwrap();
@@ -303,6 +305,7 @@ fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
             },
             &[&Registry {
                 prune_ops_before: Some(jiff::Timestamp::now() + jiff::SignedDuration::from_secs(1)),
+                ..Registry::default()
             }],
         )
         .unwrap();

@@ -168,8 +168,11 @@ fn special_files_and_refused_names_are_reported_not_dropped_silently() {
     assert!(skipped.iter().any(|(p, _)| p == b"dir\x02"), "{skipped:?}");
 }
 
+/// A folder holding the store's folder (a project with its `.cairn` in it) is never a
+/// worktree: a capture of it would take in the live database, a rollback write over it.
+/// Onboarding it is refused before anything is read, naming both; nothing is recorded.
 #[test]
-fn the_store_folder_inside_the_worktree_is_never_captured() {
+fn a_folder_holding_the_store_is_never_a_worktree() {
     let dir = tempfile::tempdir().unwrap();
     let root = camino::Utf8Path::from_path(dir.path()).unwrap().to_owned();
     let store_root = root.join(".cairn");
@@ -182,10 +185,27 @@ fn the_store_folder_inside_the_worktree_is_never_captured() {
     )
     .unwrap();
     write_tree(&root, &[("a.txt", file("a"))]);
-    let out = fs_manager::Worktrees::new()
+    let err = fs_manager::Worktrees::new()
         .onboard(&store, &root, &OnboardOptions::default())
-        .unwrap();
-    assert_eq!(keys(&snapshot_files(&store, out.snapshot)), ["a.txt"]);
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            fs_manager::CaptureError::StoreOverlap(fs_manager::StoreOverlap {
+                overlap: fs_manager::Overlap::HoldsTheStore,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains(root.as_str()) && message.contains(store_root.as_str()),
+        "{message}"
+    );
+    assert!(fs_manager::list_worktrees(&store).unwrap().is_empty());
+    let stored = store.fsck(&cas::FsckOptions::default(), &[]).unwrap();
+    assert_eq!((stored.snapshots, stored.blobs), (0, 0), "nothing captured");
 }
 
 #[test]

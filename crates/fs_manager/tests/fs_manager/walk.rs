@@ -508,7 +508,8 @@ fn a_file_growing_while_read_is_captured_bounded() {
     );
 }
 
-/// Onboarding `/` would walk every file system there is: refused, naming it.
+/// Onboarding `/` would walk every file system there is: refused, naming it. It holds
+/// every store's folder, so that refuses it first, before anything is read.
 #[test]
 fn the_file_system_root_is_refused() {
     let env = Env::new();
@@ -520,7 +521,10 @@ fn the_file_system_root_is_refused() {
     assert!(
         matches!(
             err,
-            fs_manager::CaptureError::Scan(fs_manager::ScanError::Refused { .. })
+            fs_manager::CaptureError::StoreOverlap(fs_manager::StoreOverlap {
+                overlap: fs_manager::Overlap::HoldsTheStore,
+                ..
+            })
         ),
         "{err:?}"
     );
