@@ -384,3 +384,37 @@ fn wait_gone(m: &Utf8Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A name longer than a directory takes is `ENAMETOOLONG` whatever the call, as on disk
+/// (the kernel hands a mount names of up to 1,024 bytes).
+#[test]
+fn a_name_too_long_is_enametoolong_not_enoent() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    let _guard = mount(&env, &base, &m);
+    let long = "n".repeat(300);
+    let errno = |r: std::io::Result<()>| r.err().and_then(|e| e.raw_os_error());
+    let too_long = Some(rustix::io::Errno::NAMETOOLONG.raw_os_error());
+    for root in [&proj, &m] {
+        let at = root.join(&long);
+        assert_eq!(
+            errno(std::fs::metadata(&at).map(drop)),
+            too_long,
+            "stat in {root}"
+        );
+        assert_eq!(
+            errno(std::fs::remove_file(&at)),
+            too_long,
+            "unlink in {root}"
+        );
+        assert_eq!(
+            errno(std::fs::write(&at, b"x")),
+            too_long,
+            "create in {root}"
+        );
+        assert_eq!(errno(std::fs::create_dir(&at)), too_long, "mkdir in {root}");
+    }
+}

@@ -348,7 +348,10 @@ impl State {
         }
     }
 
+    /// `parent`/`name`, if there is one; a name longer than any here is `ENAMETOOLONG`, as
+    /// on disk (the kernel passes names up to 1,024 bytes).
     fn child(&mut self, parent: Ino, name: &[u8]) -> Res<Option<Ino>> {
+        Self::check_name(name)?;
         Ok(self.children(parent)?.get(name).copied())
     }
 

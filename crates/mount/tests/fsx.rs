@@ -185,6 +185,10 @@ fn new_name(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> PathBuf {
     let dir = pick(rng, tree, |s| matches!(s, Seen::Dir(_)))
         .filter(|_| rng.below(3) != 0)
         .unwrap_or_default();
+    if rng.below(40) == 0 {
+        // Longer than a name may be (`ENAMETOOLONG`, not `ENOENT`, whatever the call).
+        return dir.join("n".repeat(256 + rng.below(600) as usize));
+    }
     if rng.below(6) == 0 {
         return dir.join(OUT_OF_SCOPE[rng.below(OUT_OF_SCOPE.len() as u64) as usize]);
     }
@@ -252,7 +256,11 @@ fn random_op(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> Op {
                 },
                 from,
             }),
-            7 => pick(rng, tree, |s| !dir(s)).map(|path| Op::Unlink { path }),
+            // Now and then a name that is not there (a lookup that fails).
+            7 => pick(rng, tree, |s| !dir(s))
+                .filter(|_| rng.below(8) != 0)
+                .or_else(|| Some(new_name(rng, tree)))
+                .map(|path| Op::Unlink { path }),
             8 => Some(Op::Mkdir {
                 dir: new_name(rng, tree),
             }),
