@@ -31,13 +31,20 @@ where
     F: Fn(Request) -> Fut,
     Fut: Future<Output = Result<Outcome, Error>>,
 {
-    let by = match peer.peer_info() {
+    // The client names itself: kept to what a request's `by` holds.
+    let by: String = match peer.peer_info() {
         Some(info) => format!(
             "MCP client {} {}",
             info.client_info.name, info.client_info.version
         ),
         None => "an MCP client".to_owned(),
-    };
+    }
+    .chars()
+    .scan(0, |bytes, c| {
+        *bytes += c.len_utf8();
+        (*bytes <= cairn_engine::MAX_ASKER).then_some(c)
+    })
+    .collect();
     let asked = match options.into_request(by) {
         Ok(asked) => asked,
         Err(e) => return failed(&e),
