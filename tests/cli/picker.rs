@@ -40,13 +40,13 @@ fn tmux() -> PathBuf {
 
 /// A detached tmux session running one command line in a terminal of 150×30; killed when
 /// dropped.
-struct Terminal {
+pub(crate) struct Terminal {
     socket: Utf8PathBuf,
     tmux: PathBuf,
 }
 
 impl Terminal {
-    fn start(env: &Env, line: &str) -> Terminal {
+    pub(crate) fn start(env: &Env, line: &str) -> Terminal {
         let terminal = Terminal {
             socket: env.path().join("tmux.sock"),
             tmux: tmux(),
@@ -68,7 +68,7 @@ impl Terminal {
         cmd
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         for key in keys {
             let out = self
                 .command()
@@ -89,7 +89,7 @@ impl Terminal {
     }
 
     /// The screen once it shows `text` (within a minute; a busy machine is slow, not wrong).
-    fn wait_for(&self, text: &str) -> String {
+    pub(crate) fn wait_for(&self, text: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let screen = self.screen();
@@ -157,7 +157,7 @@ fn picker(env: &Env, dir: &Utf8Path) -> (Terminal, Utf8PathBuf, Utf8PathBuf) {
 }
 
 /// The exit status the picker left, once it has ended, and its JSON object.
-fn ended(json: &Utf8Path, status: &Utf8Path) -> (i32, serde_json::Value) {
+pub(crate) fn ended(json: &Utf8Path, status: &Utf8Path) -> (i32, serde_json::Value) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !std::fs::read_to_string(status).is_ok_and(|s| s.ends_with('\n')) {
         assert!(Instant::now() < deadline, "the picker never ended");

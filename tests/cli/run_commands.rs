@@ -286,7 +286,7 @@ fn a_granted_path_stays_writable_for_every_run_until_revoked() {
     assert_ne!(code, 0, "denied before the grant: {v}");
     assert!(!std::path::Path::new(&out).join("f").exists());
 
-    let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out]);
+    let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out, "--yes"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["policy"]["writable"][0], out.as_str(), "{v}");
     for _ in 0..2 {
@@ -332,7 +332,10 @@ fn a_once_grant_serves_the_next_run_only() {
     let out = outside_dir(&env, "out");
     let script = format!("echo once >> {out}/f");
     let write_out = [w.as_str(), "--", "sh", "-c", script.as_str()];
-    let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out, "--once"]);
+    let (code, v) = policy(
+        &env,
+        &["allow", w.as_str(), "--write", &out, "--once", "--yes"],
+    );
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["policy"]["once"]["writable"][0], out.as_str(), "{v}");
     assert_eq!(v["policy"]["writable"], serde_json::json!([]), "{v}");
@@ -373,7 +376,7 @@ fn a_network_grant_lets_the_command_connect() {
     let args = [w.as_str(), "--", "bash", "-c", connect.as_str()];
     let (code, _) = run(&env, &args);
     assert_ne!(code, 0, "no network without a grant");
-    let (code, v) = policy(&env, &["allow", w.as_str(), "--network"]);
+    let (code, v) = policy(&env, &["allow", w.as_str(), "--network", "--yes"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["policy"]["network"], true, "{v}");
     let (code, v) = run(&env, &args);
@@ -504,7 +507,7 @@ fn denied_lists_what_the_kernel_refused_and_says_why_when_it_cannot() {
         );
         assert_eq!(denied.len(), 2, "nothing the command was allowed: {v}");
         // The agent asks for exactly that grant, and the same command is then allowed.
-        let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out]);
+        let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out, "--yes"]);
         assert_eq!(code, 0, "{v}");
         let script = format!("echo x > {out}/new");
         let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", &script]);
@@ -555,8 +558,8 @@ fn the_command_cannot_reach_the_store_or_a_server_of_any_store() {
     let cairn = env!("CARGO_BIN_EXE_cairn");
     let script = format!(
         "ls -A {store} > listed; \
-         CAIRN_LOCK_TIMEOUT=0 {cairn} --store {store} policy allow {w} --write {out}; echo $? > own; \
-         CAIRN_LOCK_TIMEOUT=0 {cairn} --store {other_store} policy allow {other} --write {out}; echo $? > other",
+         CAIRN_LOCK_TIMEOUT=0 {cairn} --store {store} policy allow {w} --write {out} --yes; echo $? > own; \
+         CAIRN_LOCK_TIMEOUT=0 {cairn} --store {other_store} policy allow {other} --write {out} --yes; echo $? > other",
         store = env.store(),
     );
     let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", &script]);
@@ -600,7 +603,7 @@ fn a_grant_that_no_longer_holds_is_refused_when_a_run_would_use_it() {
     let env = Env::new();
     let w = setup(&env);
     let out = outside_dir(&env, "out");
-    let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out]);
+    let (code, v) = policy(&env, &["allow", w.as_str(), "--write", &out, "--yes"]);
     assert_eq!(code, 0, "{v}");
     // Swapped for a symlink to the store since it was granted.
     std::fs::remove_dir(&out).unwrap();
@@ -676,4 +679,176 @@ fn the_runtime_directory_is_hidden_and_processes_outside_get_no_signal() {
     assert!(outside.try_wait().unwrap().is_none());
     outside.kill().unwrap();
     let _ = outside.wait();
+}
+
+/// Starts `cairn --json run ARGS…` in the background.
+fn spawn_run(env: &Env, args: &[&str]) -> std::process::Child {
+    env.command()
+        .args(["--store", env.store().as_str(), "--json", "run"])
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn a_once_grant_serves_one_run_even_when_runs_overlap() {
+    let env = Env::new();
+    let w = setup(&env);
+    let out = outside_dir(&env, "out");
+    let once = |env: &Env| {
+        let (code, v) = policy(
+            env,
+            &["allow", w.as_str(), "--write", &out, "--once", "--yes"],
+        );
+        assert_eq!(code, 0, "{v}");
+    };
+    // The first run writes, then waits until the second one is over.
+    once(&env);
+    let go = env.path().join("go");
+    let first_script = format!("echo 1 > {out}/first; while [ ! -e {go} ]; do sleep 0.05; done");
+    let mut first = spawn_run(&env, &[w.as_str(), "--", "sh", "-c", &first_script]);
+    let started = std::time::Instant::now();
+    while !std::path::Path::new(&out).join("first").exists() {
+        assert!(
+            first.try_wait().unwrap().is_none(),
+            "the first run ended without writing"
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let second_script = format!("echo 2 > {out}/second");
+    let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", &second_script]);
+    std::fs::write(&go, "").unwrap();
+    assert!(first.wait().unwrap().success());
+    assert_ne!(code, 0, "the grant was the first run's: {v}");
+    assert!(
+        !std::path::Path::new(&out).join("second").exists(),
+        "a next-run grant served two overlapping runs"
+    );
+
+    // Runs started at once: exactly one of them gets the grant.
+    std::fs::remove_file(format!("{out}/first")).unwrap();
+    for round in 0..3 {
+        once(&env);
+        let runs: Vec<_> = (0..4)
+            .map(|i| {
+                let script = format!("echo {i} > {out}/r{round}-{i}");
+                spawn_run(&env, &[w.as_str(), "--", "sh", "-c", &script])
+            })
+            .collect();
+        for mut r in runs {
+            r.wait().unwrap();
+        }
+        let wrote = std::fs::read_dir(&out).unwrap().count();
+        assert_eq!(
+            wrote, 1,
+            "round {round}: {wrote} runs wrote with one next-run grant"
+        );
+        for e in std::fs::read_dir(&out).unwrap() {
+            std::fs::remove_file(e.unwrap().path()).unwrap();
+        }
+        let (_, v) = policy(&env, &[w.as_str()]);
+        assert_eq!(
+            v["policy"]["once"]["writable"],
+            serde_json::json!([]),
+            "{v}"
+        );
+    }
+}
+
+/// Swaps `swapped[which]` (a directory and the target of its symlink) for a symlink and
+/// back, again and again, until `stop`.
+fn swap_in_a_loop(
+    swapped: Vec<(String, String)>,
+    which: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    use std::sync::atomic::Ordering::Relaxed;
+    std::thread::spawn(move || {
+        while !stop.load(Relaxed) {
+            let (dir, to) = &swapped[which.load(Relaxed) % swapped.len()];
+            let aside = format!("{dir}.real");
+            std::fs::rename(dir, &aside).unwrap();
+            std::os::unix::fs::symlink(to, dir).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            std::fs::remove_file(dir).unwrap();
+            std::fs::rename(&aside, dir).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    })
+}
+
+#[test]
+fn a_grant_swapped_for_a_symlink_while_runs_start_never_opens_anything_else() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let env = Env::new();
+    let w = setup(&env);
+    // Two grants: one swapped itself, one whose parent is swapped; and a path given with
+    // --allow-write, swapped too. Each run races one of them.
+    let granted = outside_dir(&env, "granted");
+    let parent = outside_dir(&env, "parent");
+    let nested = outside_dir(&env, "parent/g");
+    let given = outside_dir(&env, "given");
+    let target = outside_dir(&env, "target");
+    let target_parent = outside_dir(&env, "target-parent");
+    outside_dir(&env, "target-parent/g");
+    for grant in [&granted, &nested] {
+        let (code, v) = policy(&env, &["allow", w.as_str(), "--write", grant, "--yes"]);
+        assert_eq!(code, 0, "{v}");
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let which = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let racer = swap_in_a_loop(
+        vec![
+            (granted.clone(), target.clone()),
+            (parent.clone(), target_parent.clone()),
+            (given.clone(), target.clone()),
+        ],
+        which.clone(),
+        stop.clone(),
+    );
+    let (mut ran, mut refused, mut at_start) = (0, 0, 0);
+    for i in 0..60 {
+        which.store(i, Relaxed);
+        // The command aims at the real paths the symlinks point to.
+        let script = format!("echo {i} > {target}/t{i}; echo {i} > {target_parent}/g/p{i}; true");
+        let (code, v) = run(
+            &env,
+            &[
+                w.as_str(),
+                "--allow-write",
+                &given,
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ],
+        );
+        ran += usize::from(code == 0);
+        refused += usize::from(code == 2);
+        // Refused by the sandbox itself, on the handle it opened: swapped after the check.
+        at_start += usize::from(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("the command was not run")),
+        );
+    }
+    stop.store(true, Relaxed);
+    racer.join().unwrap();
+    let written: Vec<_> = [&target, &format!("{target_parent}/g")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
+        .map(|e| e.unwrap().path())
+        .collect();
+    eprintln!(
+        "60 runs: {ran} ran, {refused} refused (a symlink on the way; {at_start} of them by the sandbox as it started), {} writes outside",
+        written.len()
+    );
+    assert!(
+        written.is_empty(),
+        "runs wrote outside every grant ({ran} of 60 ran): {written:?}"
+    );
+    assert!(ran > 0, "no run got through the swaps");
 }

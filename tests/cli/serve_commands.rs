@@ -569,7 +569,15 @@ fn run_applies_and_spends_grants_through_the_server() {
     let _server = Server::start(&env);
     let allowed = cairn(
         &env,
-        &["policy", "allow", w.as_str(), "--write", out_dir, "--once"],
+        &[
+            "policy",
+            "allow",
+            w.as_str(),
+            "--write",
+            out_dir,
+            "--once",
+            "--yes",
+        ],
     );
     assert!(allowed.status.success(), "{}", stderr(&allowed));
     let script = format!("echo once >> {out_dir}/f");

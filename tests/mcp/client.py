@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from mcp import ClientSession, MCPError, StdioServerParameters
+from mcp import ClientSession, MCPError, StdioServerParameters, types
 from mcp.client.stdio import stdio_client
 
 CAIRN, STORE, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -110,17 +110,32 @@ async def main():
             moved = await session.call_tool("ref_set", {"name": "verified@origin", "snapshot": cp["snapshot"]})
             assert moved.is_error and snap["snapshot"] in text(moved), text(moved)
 
-            # The agent asks for the grant a sandboxed run needs; the user's choice is kept.
+            # The agent asks for the grant a sandboxed run needs. This client cannot ask its
+            # user (no elicitation), so it stays a request for a person: nothing is granted.
             cache = os.path.realpath(os.path.join(WORK, "cache"))
             os.makedirs(cache)
-            allowed = await call(session, "policy_allow", {"worktree": wt, "write": [cache], "once": True})
-            assert allowed["policy"]["once"]["writable"] == [cache], allowed
+            ask = {"worktree": wt, "write": [cache], "once": True, "reason": "the build cache"}
+            asked = await call(session, "policy_allow", ask)
+            assert asked["policy"]["once"]["writable"] == [] and asked["policy"]["writable"] == [], asked
+            [req] = asked["requests"]
+            assert req["id"] == asked["requested"] and req["writable"] == [cache] and req["once"] is True, req
+            assert req["by"].startswith("MCP client ") and req["reason"] == "the build cache", req
+            assert f"cairn policy allow {wt} --request {req['id']}" in asked["message"], asked
             shown = await call(session, "policy", {"worktree": wt})
-            assert shown["policy"] == allowed["policy"], shown
+            assert shown["requests"] == asked["requests"] and shown["policy"] == asked["policy"], shown
+            again = await call(session, "policy_allow", ask)
+            assert again["requested"] == req["id"] and len(again["requests"]) == 1, again
+            # The agent cannot confirm for the user, nor reach a pseudo file system.
+            self_confirmed = await call(session, "policy_allow", {**ask, "yes": True}, ok=False)
+            assert "yes" in self_confirmed, self_confirmed
             relative = await call(session, "policy_allow", {"worktree": wt, "write": ["cache"]}, ok=False)
             assert relative["error"]["code"] == "invalid_grant", relative
-            revoked = await call(session, "policy_revoke", {"worktree": wt, "write": [cache], "once": True})
-            assert revoked["policy"]["once"]["writable"] == [], revoked
+            for pseudo in ("/proc", "/proc/sys/kernel", "/sys", "/dev"):
+                refused = await call(session, "policy_allow", {"worktree": wt, "write": [pseudo]}, ok=False)
+                assert refused["error"]["code"] == "invalid_grant", refused
+                assert "never granted" in refused["error"]["message"], refused
+            never = await call(session, "policy_revoke", {"worktree": wt, "write": [cache], "once": True}, ok=False)
+            assert never["error"]["code"] == "unknown_grant", never
 
             # gc: with every op-log entry recent nothing goes; under a budget of one byte
             # the history goes (`between`: only the op log and its child keep it), never
@@ -170,7 +185,66 @@ async def main():
                 raise AssertionError("an unknown tool must be a protocol error")
             except MCPError as e:
                 assert "no_such_tool" in e.error.message, e.error
+    await elicitation(params, wt)
     print(json.dumps({"tools": sorted(names), "ok": True}))
+
+
+async def ask_with(params, answer, args):
+    """Calls policy_allow in a session whose client asks its user through elicitation;
+    `answer(params)` is the user's answer. Returns (is_error, body, questions asked)."""
+    asked = []
+
+    async def on_elicit(context, request):
+        asked.append(request)
+        return answer(request)
+
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=on_elicit) as session:
+            await session.initialize()
+            result = await session.call_tool("policy_allow", args)
+            return result.is_error, json.loads(text(result)), asked
+
+
+async def elicitation(params, wt):
+    """A client that asks its user: the user's answer grants the request or denies it."""
+    def accept(content):
+        return lambda request: types.ElicitResult(action="accept", content=content)
+
+    def policy_of(body):
+        return body["policy"]["writable"], [r["id"] for r in body["requests"]]
+
+    out = os.path.realpath(os.path.join(WORK, "out"))
+    os.makedirs(out)
+    args = {"worktree": wt, "write": [out], "reason": "test output"}
+    # Declined: nothing granted, the request is closed.
+    is_error, body, asked = await ask_with(params, lambda r: types.ElicitResult(action="decline"), args)
+    assert is_error and "declined" in body["message"], body
+    assert len(asked) == 1 and out in asked[0].message and "test output" in asked[0].message, asked
+    assert asked[0].requested_schema["required"] == ["grant"], asked[0].requested_schema
+    assert out not in policy_of(body)[0], body
+    open_before = policy_of(body)[1]
+    # Accepted without ticking "grant": declined too.
+    is_error, body, _ = await ask_with(params, accept({"grant": False}), args)
+    assert is_error and out not in policy_of(body)[0] and policy_of(body)[1] == open_before, body
+    # Dismissed: the request stays for a person.
+    is_error, body, _ = await ask_with(params, lambda r: types.ElicitResult(action="cancel"), args)
+    assert not is_error and out not in policy_of(body)[0], body
+    assert body["requested"] in policy_of(body)[1], body
+    # Accepted: granted, and the request closed.
+    is_error, body, _ = await ask_with(params, accept({"grant": True}), args)
+    assert not is_error and out in policy_of(body)[0], body
+    assert policy_of(body)[1] == open_before, body
+    # The user's credentials: granted only if the user types the path.
+    aws = os.path.join(os.environ["HOME"], ".aws")
+    os.makedirs(aws)
+    aws = os.path.realpath(aws)
+    secret = {"worktree": wt, "write": [aws]}
+    is_error, body, asked = await ask_with(params, accept({"grant": True}), secret)
+    assert is_error and aws not in policy_of(body)[0], body
+    assert asked[0].requested_schema["required"] == ["grant", "confirm_1"], asked[0].requested_schema
+    assert aws in asked[0].message and "credentials" in asked[0].message, asked[0].message
+    is_error, body, _ = await ask_with(params, accept({"grant": True, "confirm_1": aws}), secret)
+    assert not is_error and aws in policy_of(body)[0], body
 
 
 asyncio.run(main())

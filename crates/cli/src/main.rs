@@ -532,6 +532,14 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
     let bar = progress::Bar::new();
     // A server's progress is streamed only to be drawn here.
     let stream = std::io::stderr().is_terminal() && !ctx.json;
+    // Granting asks a person on this terminal first, naming what it grants.
+    let request = match request {
+        Request::PolicyAllow(options) => {
+            Request::PolicyAllow(commands::policy::ask(&target, &cwd, options)?)
+        }
+        other => other,
+    };
+    let granting = matches!(request, Request::PolicyAllow(_));
     let answer = match target.call(&cwd, request.clone(), &bar, stream) {
         // Asking before discarding everything needs this terminal.
         Err(Error::ConfirmationNeeded { root }) => match request {
@@ -544,6 +552,17 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
         other => other,
     };
     let (outcome, _exit) = answer?;
+    if let (true, cairn_engine::Outcome::PolicyRequest(asked)) = (granting, &outcome) {
+        // A server that does not know this binary for its own takes it as an agent.
+        return Err(Error::usage(
+            "not_permitted",
+            format!(
+                "{}: the running cairn serve is another cairn binary than this one, so it recorded the grant as request {} instead; restart cairn serve",
+                asked.worktree,
+                asked.requested.unwrap_or_default()
+            ),
+        ));
+    }
     Ok(Rendered::report(ctx.json, render::report(&outcome, &view)))
 }
 
@@ -722,23 +741,32 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
             }
         },
         Command::Policy { worktree, action } => match action {
-            None => Request::Policy(PolicyOptions { worktree }),
-            Some(commands::policy::PolicyAction::Allow { grant, yes }) => {
-                Request::PolicyAllow(PolicyAllowOptions {
-                    worktree: grant.worktree,
-                    write: grant.write,
-                    network: grant.network,
-                    once: grant.once,
-                    yes,
-                })
-            }
+            None => Request::Policy(PolicyOptions {
+                worktree,
+                take_once: false,
+            }),
+            Some(commands::policy::PolicyAction::Allow {
+                grant,
+                yes,
+                confirm,
+                reason,
+            }) => Request::PolicyAllow(PolicyAllowOptions {
+                worktree: grant.worktree,
+                write: grant.write,
+                network: grant.network,
+                once: grant.once,
+                yes,
+                confirm,
+                request: grant.request,
+                reason,
+            }),
             Some(commands::policy::PolicyAction::Revoke { grant }) => {
                 Request::PolicyRevoke(PolicyRevokeOptions {
                     worktree: grant.worktree,
                     write: grant.write,
                     network: grant.network,
                     once: grant.once,
-                    spent: false,
+                    request: grant.request,
                 })
             }
         },

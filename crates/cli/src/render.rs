@@ -159,9 +159,10 @@ pub fn report(outcome: &Outcome, view: &View) -> Report {
         Outcome::RemoteList(o) => Report::new(json, remotes(o, "")),
         Outcome::Push(o) => Report::new(json, push(o)),
         Outcome::Pull(o) => Report::new(json, pull(o)),
-        Outcome::Policy(o) | Outcome::PolicyAllow(o) | Outcome::PolicyRevoke(o) => {
-            Report::new(json, policy(o))
-        }
+        Outcome::Policy(o)
+        | Outcome::PolicyAllow(o)
+        | Outcome::PolicyRevoke(o)
+        | Outcome::PolicyRequest(o) => Report::new(json, policy(o)),
     };
     if let Some(message) = outcome.refusal() {
         let verbatim = matches!(
@@ -746,6 +747,34 @@ pub fn policy(o: &PolicyOutcome) -> String {
     }
     if o.policy.is_empty() {
         human.push_str("  no grants\n");
+    }
+    for r in &o.requests {
+        let mut what: Vec<String> = r
+            .grant
+            .writable
+            .iter()
+            .map(|p| format!("write {p}"))
+            .collect();
+        if r.grant.network {
+            what.push("network".into());
+        }
+        let when = if r.once { " (next run only)" } else { "" };
+        let why = r
+            .reason
+            .as_deref()
+            .map(|w| format!(": {w}"))
+            .unwrap_or_default();
+        human.push_str(&format!(
+            "  request {}: {}{when}, asked by {} at {}{why}\n",
+            r.id,
+            what.join(", "),
+            r.by,
+            r.asked.round(jiff::Unit::Second).unwrap_or(r.asked),
+        ));
+    }
+    if let Some(message) = &o.message {
+        human.push_str(message);
+        human.push('\n');
     }
     human
 }

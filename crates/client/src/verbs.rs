@@ -376,7 +376,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "policy",
         command: &["policy"],
-        description: "A worktree's remembered sandbox grants: the paths `cairn run` of it may write beyond the worktree, and whether it may use the network; `once` holds those for the next run only. Reading is allowed everywhere.",
+        description: "A worktree's remembered sandbox grants: the paths `cairn run` of it may write beyond the worktree, and whether it may use the network; `once` holds those for the next run only; `requests` lists the grants asked for that wait for a person. Reading is allowed everywhere.",
         args: &[(
             Arg::Positional("worktree", true),
             "The worktree (default: the caller's directory).",
@@ -386,7 +386,7 @@ pub const TOOLS: &[ToolSpec] = &[
     ToolSpec {
         name: "policy_allow",
         command: &["policy", "allow"],
-        description: "Grant every later `cairn run` of a worktree (or, with once, the next one only) writing beneath paths or the network, recorded in its op log. Ask for exactly what a run's `denied` listed. A path must be absolute, existing and canonical, never the store's folder; `/` or $HOME whole needs yes.",
+        description: "Ask for a grant: writing beneath paths, or the network, for every later `cairn run` of a worktree (or, with once, the next one only). Granting is the user's decision: this records a request (who asked, what, why) that `cairn policy` lists and a person grants or denies on a terminal; an MCP client that supports elicitation asks its user at once. Ask for exactly what a run's `denied` listed, and say why. A path must be absolute, existing and canonical, never the store's folder; /proc, /sys and /dev are never granted; system directories and the user's credentials are granted only when the person names them.",
         args: &[
             (Arg::Positional("worktree", false), "The worktree."),
             (
@@ -399,8 +399,8 @@ pub const TOOLS: &[ToolSpec] = &[
             ),
             (Arg::Switch("once", "--once"), "For the next run only."),
             (
-                Arg::Switch("yes", "--yes"),
-                "Confirm a grant that opens `/` or $HOME whole.",
+                Arg::Option("reason", "--reason"),
+                "Why the grant is needed, shown to the person who decides (at most 1000 bytes).",
             ),
         ],
         mcp: true,

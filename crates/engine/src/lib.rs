@@ -85,7 +85,7 @@ mod worktrees;
 
 pub use engine::{Call, Engine};
 pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply, GitError, GitErrorClass};
-pub use fs_manager::{GrantSet, SandboxGrants};
+pub use fs_manager::{GrantRequest, GrantSet, SandboxGrants};
 pub use fs_manager::{Progress, Silent};
 pub use git::{Git, GitImport, GitImported, GitMerge, GitMerged, GitRecovered};
 pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
@@ -97,7 +97,8 @@ pub use objects::{
 };
 pub use path::TreePath;
 pub use policy::{
-    PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRevokeOptions, check_writable,
+    MAX_ASKER, MAX_GRANT_PATHS, MAX_OPEN_REQUESTS, MAX_REASON, PolicyAllowOptions, PolicyOptions,
+    PolicyOutcome, PolicyRequestOptions, PolicyRevokeOptions, check_writable,
 };
 pub use remotes::{
     PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteEntry,

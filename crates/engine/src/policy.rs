@@ -1,15 +1,32 @@
-//! `policy`, `policy allow`, `policy revoke`: a worktree's remembered sandbox grants, which
-//! every later `cairn run` of it applies (reading stays allowed everywhere).
+//! `policy`, `policy allow`, `policy revoke`, and the grant requests of agents: a worktree's
+//! remembered sandbox grants, which every later `cairn run` of it applies (reading stays
+//! allowed everywhere).
+//!
+//! Granting is a person's decision. `policy_allow` grants only when the person confirmed it
+//! (`yes`: asked on a terminal, `--yes`, or MCP elicitation) and, for a system directory
+//! or the user's credentials, named the path again (`confirm`). An agent asks instead
+//! (`policy_request`, what MCP's and HTTP's `policy_allow` become): the request is listed
+//! by `policy` until a person grants it (`policy_allow` with `request`) or denies it
+//! (`policy_revoke` with `request`). Pseudo file systems are never granted.
 
 use std::path::Path;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use fs_manager::{GrantSet, OpRecord, SandboxGrants};
+use fs_manager::{GrantRequest, GrantRequests, GrantSet, OpRecord, SandboxGrants};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, registered};
 use crate::error::Error;
 use crate::store::Access;
+
+/// Longest `reason` of a request or grant, in bytes.
+pub const MAX_REASON: usize = 1000;
+/// Longest `by` of a request, in bytes.
+pub const MAX_ASKER: usize = 200;
+/// Most paths one request or grant names.
+pub const MAX_GRANT_PATHS: usize = 64;
+/// Most open requests a worktree holds; more are refused until a person decides.
+pub const MAX_OPEN_REQUESTS: usize = 64;
 
 /// `policy [WORKTREE]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -18,9 +35,15 @@ pub struct PolicyOptions {
     /// The worktree (default: the caller's directory).
     #[serde(default)]
     pub worktree: Option<Utf8PathBuf>,
+    /// Set by `cairn run` as a sandboxed run starts: the next-run grants are taken in the
+    /// same transaction that reads them (logged `policy_spent`) and returned in `taken`,
+    /// so two runs never both get them.
+    #[serde(default)]
+    pub take_once: bool,
 }
 
-/// `policy allow WORKTREE (--write PATH… | --network) [--once] [--yes]`.
+/// `policy allow WORKTREE (--write PATH… | --network | --request ID) [--once] [--yes]
+/// [--confirm PATH]…`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyAllowOptions {
@@ -35,12 +58,23 @@ pub struct PolicyAllowOptions {
     /// For the next run only.
     #[serde(default)]
     pub once: bool,
-    /// Confirms a grant that opens `/` or `$HOME` whole.
+    /// A person confirmed the grant (asked on a terminal, `--yes`, or MCP elicitation).
     #[serde(default)]
     pub yes: bool,
+    /// Paths the person named again: every system directory or credentials path granted
+    /// must be among them.
+    #[serde(default)]
+    pub confirm: Vec<Utf8PathBuf>,
+    /// Grant what the open request of this number asks for (instead of `write`,
+    /// `network` and `once`), and close it.
+    #[serde(default)]
+    pub request: Option<u64>,
+    /// Why; through MCP and HTTP, what the request says.
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
-/// `policy revoke WORKTREE (--write PATH… | --network) [--once]`.
+/// `policy revoke WORKTREE (--write PATH… | --network | --request ID) [--once]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyRevokeOptions {
@@ -55,26 +89,90 @@ pub struct PolicyRevokeOptions {
     /// Take back next-run-only grants (else remembered ones).
     #[serde(default)]
     pub once: bool,
-    /// Set by `cairn run` when it used these next-run-only grants: they are dropped as
-    /// spent (logged `policy_spent`), and one already gone is no error.
+    /// Deny the open request of this number (instead of taking grants back).
     #[serde(default)]
-    pub spent: bool,
+    pub request: Option<u64>,
 }
 
-/// A worktree's sandbox grants.
+/// An agent's request for a grant, which a person decides on.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyRequestOptions {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// Absolute, existing, canonical paths to make writable.
+    #[serde(default)]
+    pub write: Vec<Utf8PathBuf>,
+    /// TCP bind and connect.
+    #[serde(default)]
+    pub network: bool,
+    /// For the next run only.
+    #[serde(default)]
+    pub once: bool,
+    /// Why, in the asker's words.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Who asks: the MCP client, or the HTTP peer (set by the face, not by the asker).
+    pub by: String,
+}
+
+impl PolicyAllowOptions {
+    /// What a `policy_allow` from an agent (MCP, HTTP) becomes: a request asked by `by`.
+    /// Granting a listed request is a person's decision, so naming one is refused.
+    pub fn into_request(self, by: String) -> Result<PolicyRequestOptions, Error> {
+        if let Some(id) = self.request {
+            return Err(Error::usage(
+                "not_permitted",
+                format!(
+                    "{}: granting request {id} is a person's decision: cairn policy allow {} --request {id} on a terminal",
+                    self.worktree, self.worktree
+                ),
+            ));
+        }
+        Ok(PolicyRequestOptions {
+            worktree: self.worktree,
+            write: self.write,
+            network: self.network,
+            once: self.once,
+            reason: self.reason,
+            by,
+        })
+    }
+}
+
+/// A worktree's sandbox grants and the requests waiting for a person.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PolicyOutcome {
     /// The worktree.
     pub worktree: Utf8PathBuf,
     /// Its grants: `{writable, network, once: {writable, network}}`.
     pub policy: SandboxGrants,
+    /// Grants agents asked for, oldest first, each `{id, writable, network, once, by,
+    /// reason, asked}`.
+    #[serde(default)]
+    pub requests: Vec<GrantRequest>,
+    /// The request this call recorded (a `policy_allow` through MCP or HTTP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<u64>,
+    /// For `take_once`: the next-run grants this call took for its run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub taken: Option<GrantSet>,
+    /// What happens next, for a recorded request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
 }
 
-/// Which grants of which worktree a change is to, and its op-log name.
-struct Target<'a> {
-    worktree: &'a Utf8Path,
-    once: bool,
-    op: &'static str,
+impl PolicyOutcome {
+    fn of(record: fs_manager::WorktreeRecord) -> PolicyOutcome {
+        PolicyOutcome {
+            worktree: record.root,
+            policy: record.grants,
+            requests: record.requests.open,
+            requested: None,
+            taken: None,
+            message: None,
+        }
+    }
 }
 
 /// The grants a call names; naming none is bad usage.
@@ -86,7 +184,27 @@ fn asked(verb: &str, writable: Vec<Utf8PathBuf>, network: bool) -> Result<GrantS
             format!("policy {verb}: name a writable path (--write PATH) or --network"),
         ));
     }
+    if asked.writable.len() > MAX_GRANT_PATHS {
+        return Err(Error::usage(
+            "invalid_grant",
+            format!(
+                "policy {verb}: {} paths named; at most {MAX_GRANT_PATHS} at once",
+                asked.writable.len()
+            ),
+        ));
+    }
     Ok(asked)
+}
+
+/// A free text argument no longer than `max` bytes.
+fn bounded(name: &str, text: Option<&str>, max: usize) -> Result<(), Error> {
+    match text {
+        Some(t) if t.len() > max => Err(Error::usage(
+            "invalid_input",
+            format!("{name}: {} bytes; at most {max}", t.len()),
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn invalid(message: String) -> Error {
@@ -107,7 +225,8 @@ fn user() -> Option<String> {
         })
 }
 
-fn entry(op: &str, what: &GrantSet, once: bool) -> OpRecord {
+/// The grant's words in the op log: `--write P… --network --once`.
+fn words(what: &GrantSet, once: bool) -> String {
     let mut words: Vec<String> = what
         .writable
         .iter()
@@ -119,18 +238,31 @@ fn entry(op: &str, what: &GrantSet, once: bool) -> OpRecord {
     if once {
         words.push("--once".into());
     }
+    words.join(" ")
+}
+
+fn entry(op: &str, detail: String, by: Option<String>) -> OpRecord {
     OpRecord {
-        detail: Some(words.join(" ")),
-        by: user(),
+        detail: Some(detail),
+        by,
         ..OpRecord::new(op, None, None)
     }
 }
 
-/// Checks a writable grant, when it is given and again when a run uses it: absolute,
-/// existing, canonical (spelled as it resolves, so not a symlink swapped in since), neither
-/// the store's folder nor inside or around it, and `$HOME` or a folder holding it only with
-/// `yes`.
-pub fn check_writable(path: &Utf8Path, store: &Path, yes: bool) -> Result<(), Error> {
+/// The user's home directory, canonical, for [`path_policy::sensitive`].
+fn home() -> Option<std::path::PathBuf> {
+    std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok())
+}
+
+/// Checks a writable grant, when it is asked for, given, and again when a run uses it:
+/// absolute, existing, canonical (spelled as it resolves, so not a symlink swapped in
+/// since), opened without following a symlink and never a pseudo file system (nor under or
+/// holding one), and neither the store's folder nor inside or around it. Returns why a
+/// person must name it, if it is a system directory or the user's credentials.
+pub fn check_writable(
+    path: &Utf8Path,
+    store: &Path,
+) -> Result<Option<path_policy::Sensitive>, Error> {
     if !path.is_absolute() {
         return Err(invalid(format!("{path}: a grant needs an absolute path")));
     }
@@ -165,87 +297,196 @@ pub fn check_writable(path: &Utf8Path, store: &Path, yes: bool) -> Result<(), Er
             store.display()
         )));
     }
-    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
-    let whole = if canonical == Path::new("/") {
-        Some("the whole filesystem")
-    } else if home.as_deref().is_some_and(|h| h.starts_with(&canonical)) {
-        Some("the whole home directory")
-    } else {
-        None
-    };
-    match whole {
-        Some(what) if !yes => Err(invalid(format!(
-            "{path}: a grant here opens {what} to writing; pass --yes if that is meant"
-        ))),
-        _ => Ok(()),
+    // What the path is now, by a handle opened without following a symlink: the same
+    // check the sandbox makes on the handle it gives Landlock.
+    match path_policy::open_grant(path.as_std_path()) {
+        Ok(_) => {}
+        Err(path_policy::GrantError::Io { path, source }) => {
+            return Err(Error::failure(
+                "io",
+                format!("{}: {source}", path.display()),
+            ));
+        }
+        Err(e) => return Err(invalid(e.to_string())),
     }
+    Ok(path_policy::sensitive(&canonical, home().as_deref()))
+}
+
+/// Refuses a grant the person did not confirm, or a system directory or credentials path
+/// they did not name.
+fn confirmed(
+    root: &Utf8Path,
+    what: &GrantSet,
+    once: bool,
+    sensitive: &[(Utf8PathBuf, path_policy::Sensitive)],
+    options: &PolicyAllowOptions,
+) -> Result<(), Error> {
+    for named in &options.confirm {
+        if !what.writable.contains(named) {
+            return Err(Error::usage(
+                "usage",
+                format!("--confirm {named}: not a path this grant writes"),
+            ));
+        }
+    }
+    if !options.yes {
+        return Err(Error::usage(
+            "confirmation_needed",
+            format!(
+                "{root}: granting {} is a person's decision: run cairn policy allow on a terminal to be asked, or pass --yes",
+                words(what, once)
+            ),
+        ));
+    }
+    if let Some((path, why)) = sensitive
+        .iter()
+        .find(|(path, _)| !options.confirm.contains(path))
+    {
+        return Err(Error::usage(
+            "confirmation_needed",
+            format!(
+                "{path}: writing here reaches {why}; --yes is not enough: name it to confirm (--confirm {path}), or answer on a terminal"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 impl Engine {
-    /// `cairn policy [WORKTREE]`.
+    /// `cairn policy [WORKTREE]`; with `take_once`, also takes the next-run grants.
     pub fn policy(&self, call: &Call, options: PolicyOptions) -> Result<PolicyOutcome, Error> {
         let dir = call.dir(options.worktree.as_deref());
+        if options.take_once {
+            let store = self.store(Access::Write)?;
+            let root = registered(&store.reader()?, &dir)?.root;
+            let mut taken = GrantSet::default();
+            let record = self.worktrees.change_grants(&store, &root, |grants, _| {
+                taken = std::mem::take(&mut grants.once);
+                Ok::<_, Error>(
+                    (!taken.is_empty()).then(|| entry("policy_spent", words(&taken, true), user())),
+                )
+            })?;
+            return Ok(PolicyOutcome {
+                taken: Some(taken),
+                ..PolicyOutcome::of(record)
+            });
+        }
         let store = self.store(Access::Read)?;
         let record = registered(&store.reader()?, &dir)?;
-        Ok(PolicyOutcome {
-            worktree: record.root,
-            policy: record.grants,
-        })
+        Ok(PolicyOutcome::of(record))
     }
 
-    /// `cairn policy allow`: validates and remembers grants, logged as `policy_allow`.
+    /// `cairn policy allow`: validates grants a person confirmed and remembers them, logged
+    /// as `policy_allow`; with `request`, grants an open request and closes it.
     pub fn policy_allow(
         &self,
         call: &Call,
         options: PolicyAllowOptions,
     ) -> Result<PolicyOutcome, Error> {
-        let asked = asked("allow", options.write, options.network)?;
+        bounded("reason", options.reason.as_deref(), MAX_REASON)?;
         let store = self.store(Access::Write)?;
+        let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
+        let (what, once, request) = match options.request {
+            Some(id) => {
+                if !options.write.is_empty() || options.network {
+                    return Err(Error::usage(
+                        "usage",
+                        format!(
+                            "policy allow --request {id}: grants what the request asks; name no --write or --network with it"
+                        ),
+                    ));
+                }
+                let record = registered(&store.reader()?, &root)?;
+                let request = open_request(&root, &record.requests, id)?.clone();
+                (request.grant.clone(), request.once, Some(request))
+            }
+            None => (
+                asked("allow", options.write.clone(), options.network)?,
+                options.once,
+                None,
+            ),
+        };
         let store_dir = std::fs::canonicalize(store.root().as_std_path())
             .map_err(|e| Error::failure("io", format!("{}: {e}", store.root())))?;
-        for path in &asked.writable {
-            check_writable(path, &store_dir, options.yes)?;
-        }
-        let target = Target {
-            worktree: &options.worktree,
-            once: options.once,
-            op: "policy_allow",
-        };
-        self.change_grants(call, &store, &target, |set, _| {
-            let mut added = GrantSet::default();
-            for path in &asked.writable {
-                if !set.writable.contains(path) {
-                    set.writable.push(path.clone());
-                    added.writable.push(path.clone());
-                }
+        let mut sensitive = Vec::new();
+        for path in &what.writable {
+            if let Some(why) = check_writable(path, &store_dir)? {
+                sensitive.push((path.clone(), why));
             }
-            added.network = asked.network && !set.network;
-            set.network |= asked.network;
-            Ok(added)
-        })
+        }
+        confirmed(&root, &what, once, &sensitive, &options)?;
+        let mut detail = words(&what, once);
+        if let Some(r) = &request {
+            detail.push_str(&format!(" (request {} by {})", r.id, r.by));
+        }
+        if let Some(reason) = &options.reason {
+            detail.push_str(&format!(": {reason}"));
+        }
+        let record = self
+            .worktrees
+            .change_grants(&store, &root, |grants, requests| {
+                if let Some(r) = &request {
+                    // Still open: not denied since it was read (its number is never reused).
+                    open_request(&root, requests, r.id)?;
+                    requests.open.retain(|o| o.id != r.id);
+                }
+                let set = if once {
+                    &mut grants.once
+                } else {
+                    &mut grants.always
+                };
+                let mut added = GrantSet::default();
+                for path in &what.writable {
+                    if !set.writable.contains(path) {
+                        set.writable.push(path.clone());
+                        added.writable.push(path.clone());
+                    }
+                }
+                added.network = what.network && !set.network;
+                set.network |= what.network;
+                Ok::<_, Error>(
+                    (!added.is_empty() || request.is_some())
+                        .then(|| entry("policy_allow", detail, user())),
+                )
+            })?;
+        Ok(PolicyOutcome::of(record))
     }
 
-    /// `cairn policy revoke`: takes grants back, logged as `policy_revoke` (or
-    /// `policy_spent` when a run used them); one that was not granted is an error.
+    /// `cairn policy revoke`: takes grants back, logged as `policy_revoke` (one that was
+    /// not granted is an error); with `request`, denies an open request (`policy_deny`).
     pub fn policy_revoke(
         &self,
         call: &Call,
         options: PolicyRevokeOptions,
     ) -> Result<PolicyOutcome, Error> {
-        let asked = asked("revoke", options.write, options.network)?;
         let store = self.store(Access::Write)?;
-        let spent = options.spent;
-        let target = Target {
-            worktree: &options.worktree,
-            once: options.once || spent,
-            op: if spent {
-                "policy_spent"
+        let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
+        if let Some(id) = options.request {
+            if !options.write.is_empty() || options.network {
+                return Err(Error::usage(
+                    "usage",
+                    format!(
+                        "policy revoke --request {id}: denies the request; name no --write or --network with it"
+                    ),
+                ));
+            }
+            let record = self.worktrees.change_grants(&store, &root, |_, requests| {
+                let r = open_request(&root, requests, id)?.clone();
+                requests.open.retain(|o| o.id != id);
+                let detail = format!("request {id} by {}: {}", r.by, words(&r.grant, r.once));
+                Ok::<_, Error>(Some(entry("policy_deny", detail, user())))
+            })?;
+            return Ok(PolicyOutcome::of(record));
+        }
+        let asked = asked("revoke", options.write, options.network)?;
+        let once = options.once;
+        let kind = if once { "next-run " } else { "" };
+        let record = self.worktrees.change_grants(&store, &root, |grants, _| {
+            let set = if once {
+                &mut grants.once
             } else {
-                "policy_revoke"
-            },
-        };
-        let kind = if target.once { "next-run " } else { "" };
-        self.change_grants(call, &store, &target, |set, root| {
+                &mut grants.always
+            };
             let missing = |what: String| {
                 Error::usage(
                     "unknown_grant",
@@ -256,41 +497,95 @@ impl Engine {
             for path in &asked.writable {
                 match set.writable.iter().position(|p| p == path) {
                     Some(i) => taken.writable.push(set.writable.remove(i)),
-                    None if spent => {}
                     None => return Err(missing(format!("to write {path}"))),
                 }
             }
-            if asked.network && !set.network && !spent {
+            if asked.network && !set.network {
                 return Err(missing("of the network".into()));
             }
-            taken.network = asked.network && set.network;
+            taken.network = asked.network;
             set.network &= !asked.network;
-            Ok(taken)
-        })
+            Ok((!taken.is_empty()).then(|| entry("policy_revoke", words(&taken, once), user())))
+        })?;
+        Ok(PolicyOutcome::of(record))
     }
 
-    /// Edits the grants of `target`'s worktree under its lock: `edit` changes the set
-    /// (remembered, or next-run only) and returns what it changed, which is logged.
-    fn change_grants(
+    /// An agent's `policy_allow` (through MCP or HTTP): checks what it asks for as a grant
+    /// would be checked, and records it as a request for a person to decide on, logged as
+    /// `policy_request`. Asking again for what an open request asks answers with that one.
+    pub fn policy_request(
         &self,
         call: &Call,
-        store: &crate::store::StoreRef<'_>,
-        target: &Target<'_>,
-        edit: impl FnOnce(&mut GrantSet, &Utf8Path) -> Result<GrantSet, Error>,
+        options: PolicyRequestOptions,
     ) -> Result<PolicyOutcome, Error> {
-        let root = registered(&store.reader()?, &call.path(target.worktree))?.root;
-        let record = self.worktrees.change_grants(store, &root, |grants| {
-            let set = if target.once {
-                &mut grants.once
-            } else {
-                &mut grants.always
-            };
-            let changed = edit(set, &root)?;
-            Ok::<_, Error>((!changed.is_empty()).then(|| entry(target.op, &changed, target.once)))
-        })?;
+        bounded("reason", options.reason.as_deref(), MAX_REASON)?;
+        bounded("by", Some(&options.by), MAX_ASKER)?;
+        let what = asked("allow", options.write, options.network)?;
+        let store = self.store(Access::Write)?;
+        let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
+        let store_dir = std::fs::canonicalize(store.root().as_std_path())
+            .map_err(|e| Error::failure("io", format!("{}: {e}", store.root())))?;
+        for path in &what.writable {
+            check_writable(path, &store_dir)?;
+        }
+        let once = options.once;
+        let mut id = 0;
+        let record = self
+            .worktrees
+            .change_grants(&store, &root, |_, requests| {
+                if let Some(same) = requests
+                    .open
+                    .iter()
+                    .find(|r| r.grant == what && r.once == once)
+                {
+                    id = same.id;
+                    return Ok(None);
+                }
+                if requests.open.len() >= MAX_OPEN_REQUESTS {
+                    return Err(Error::usage(
+                        "too_many_requests",
+                        format!(
+                            "{root}: {MAX_OPEN_REQUESTS} grant requests wait for a person already (cairn policy {root} lists them)"
+                        ),
+                    ));
+                }
+                requests.last += 1;
+                id = requests.last;
+                let mut detail = format!("request {id}: {}", words(&what, once));
+                if let Some(reason) = &options.reason {
+                    detail.push_str(&format!(": {reason}"));
+                }
+                requests.open.push(GrantRequest {
+                    id,
+                    grant: what.clone(),
+                    once,
+                    by: options.by.clone(),
+                    reason: options.reason.clone(),
+                    asked: jiff::Timestamp::now(),
+                });
+                Ok::<_, Error>(Some(entry("policy_request", detail, Some(options.by.clone()))))
+            })?;
+        let message = format!(
+            "request {id} recorded, nothing granted yet: a person grants it with `cairn policy allow {root} --request {id}` or denies it with `cairn policy revoke {root} --request {id}`"
+        );
         Ok(PolicyOutcome {
-            worktree: record.root,
-            policy: record.grants,
+            requested: Some(id),
+            message: Some(message),
+            ..PolicyOutcome::of(record)
         })
     }
+}
+
+/// The open request `id` of the worktree at `root`.
+fn open_request<'a>(
+    root: &Utf8Path,
+    requests: &'a GrantRequests,
+    id: u64,
+) -> Result<&'a GrantRequest, Error> {
+    requests.open.iter().find(|r| r.id == id).ok_or_else(|| {
+        Error::usage(
+            "unknown_request",
+            format!("{root}: has no open grant request {id} (cairn policy {root} lists them)"),
+        )
+    })
 }

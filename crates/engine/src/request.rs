@@ -12,7 +12,9 @@ use crate::objects::{
     FsckOptions, FsckOutcome, GcOptions, GcOutcome, RefListOptions, RefRmOptions, RefSetOptions,
     RefsOutcome, ShowOptions, ShowOutcome,
 };
-use crate::policy::{PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRevokeOptions};
+use crate::policy::{
+    PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRequestOptions, PolicyRevokeOptions,
+};
 use crate::remotes::{
     PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteListOptions,
     RemoteRmOptions, RemotesOutcome,
@@ -164,6 +166,7 @@ verbs! {
     Policy(PolicyOptions) -> PolicyOutcome = "policy" via policy;
     PolicyAllow(PolicyAllowOptions) -> PolicyOutcome = "policy_allow" via policy_allow;
     PolicyRevoke(PolicyRevokeOptions) -> PolicyOutcome = "policy_revoke" via policy_revoke;
+    PolicyRequest(PolicyRequestOptions) -> PolicyOutcome = "policy_request" via policy_request;
 }
 
 /// The snapshot specs a request names that a fetch could supply.
@@ -321,6 +324,7 @@ mod tests {
                 "remote_rm" => &["name"],
                 "mount" | "unmount" => &["dir"],
                 "policy_allow" | "policy_revoke" => &["worktree"],
+                "policy_request" => &["worktree", "by"],
                 _ => &[],
             };
             let args = required

@@ -337,17 +337,43 @@ fn policy() {
                 write: vec![extra.clone()],
                 network: true,
                 once: true,
+                yes: true,
                 ..PolicyAllowOptions::default()
             },
         )
         .expect("policy allow");
     let v = json(&allowed);
+    has(&v, &["policy", "requests"]);
     has(&v["policy"], &["writable", "network", "once"]);
     has(&v["policy"]["once"], &["writable", "network"]);
+    let requested = w
+        .engine
+        .policy_request(
+            &w.call(),
+            PolicyRequestOptions {
+                worktree: w.work.clone(),
+                write: vec![extra.clone()],
+                reason: Some("a cache".into()),
+                by: "an agent".into(),
+                ..PolicyRequestOptions::default()
+            },
+        )
+        .expect("policy request");
+    has(
+        &json(&requested),
+        &["policy", "requests", "requested", "message"],
+    );
     let options = PolicyOptions {
         worktree: Some(w.work.clone()),
+        ..PolicyOptions::default()
     };
     let v = json(&w.engine.policy(&w.call(), options).expect("policy"));
+    has(&v, &["policy", "requests"]);
+    items_have(
+        &v,
+        "requests",
+        &["id", "writable", "network", "once", "by", "reason", "asked"],
+    );
     has(&v["policy"], &["writable", "network", "once"]);
     assert_eq!(v["policy"]["once"]["writable"][0], extra.as_str(), "{v}");
     let revoked = w.engine.policy_revoke(

@@ -100,8 +100,9 @@ pub use paths::{SkipReason, Skipped, Special};
 pub use progress::{Progress, Silent};
 pub use recover::RecoverOutcome;
 pub use registry::{
-    Checkpoint, DirIdentity, GrantSet, OpRecord, Registry, RegistryError, RegistryRead,
-    RegistryWrite, SandboxGrants, Task, UndoStacks, WorktreeKind, WorktreeRecord, undo_stacks,
+    Checkpoint, DirIdentity, GrantRequest, GrantRequests, GrantSet, OpRecord, Registry,
+    RegistryError, RegistryRead, RegistryWrite, SandboxGrants, Task, UndoStacks, WorktreeKind,
+    WorktreeRecord, undo_stacks,
 };
 pub use rollback::{RollbackOptions, RollbackOutcome};
 pub use root::RootChanged;

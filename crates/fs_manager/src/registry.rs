@@ -91,6 +91,9 @@ pub struct WorktreeRecord {
     /// What `cairn run` of this worktree may do beyond writing inside it (`cairn policy`).
     #[serde(default, skip_serializing_if = "SandboxGrants::is_empty")]
     pub grants: SandboxGrants,
+    /// Grants asked for through MCP or HTTP, waiting for a person's decision.
+    #[serde(default, skip_serializing_if = "GrantRequests::is_empty")]
+    pub requests: GrantRequests,
 }
 
 /// Writable paths and the network, granted to sandboxed commands.
@@ -130,6 +133,45 @@ impl SandboxGrants {
     }
 }
 
+/// A grant an agent asked for (through MCP or HTTP): only a person grants it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GrantRequest {
+    /// Its number in the worktree, never given to another request.
+    pub id: u64,
+    /// What it asks for.
+    #[serde(flatten)]
+    pub grant: GrantSet,
+    /// For the next run only.
+    #[serde(default)]
+    pub once: bool,
+    /// Who asked (the MCP client, or the HTTP peer).
+    pub by: String,
+    /// Why, in the asker's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// When.
+    pub asked: jiff::Timestamp,
+}
+
+/// A worktree's open grant requests, and the last number given to one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GrantRequests {
+    /// The last request number given (numbers are never reused, so granting request N
+    /// grants what was listed as N).
+    #[serde(default)]
+    pub last: u64,
+    /// The requests waiting for a decision, oldest first.
+    #[serde(default)]
+    pub open: Vec<GrantRequest>,
+}
+
+impl GrantRequests {
+    /// True if no request was ever made.
+    pub fn is_empty(&self) -> bool {
+        self.last == 0 && self.open.is_empty()
+    }
+}
+
 /// Which directory a path named: its device and inode numbers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct DirIdentity {
@@ -154,6 +196,7 @@ impl WorktreeRecord {
             identity: None,
             mount_base: None,
             grants: SandboxGrants::default(),
+            requests: GrantRequests::default(),
         }
     }
 

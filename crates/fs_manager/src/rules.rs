@@ -413,71 +413,9 @@ pub(crate) fn global() -> Global {
     }
 }
 
-/// Pseudo file systems a walk never enters, by `statfs` magic (linux/magic.h).
-const PSEUDO_MAGIC: &[(u32, &str)] = &[
-    (0x9fa0, "proc"),
-    (0x6265_6572, "sysfs"),
-    (0x1cd1, "devpts"),
-    (0x0027_e0eb, "cgroup"),
-    (0x6367_7270, "cgroup2"),
-    (0x6462_6720, "debugfs"),
-    (0x7472_6163, "tracefs"),
-    (0x7363_6673, "securityfs"),
-    (0xcafe_4a11, "bpf"),
-    (0x6165_676c, "pstore"),
-    (0x6265_6570, "configfs"),
-    (0x6573_5543, "fusectl"),
-    (0x1980_0202, "mqueue"),
-    (0x9584_58f6, "hugetlbfs"),
-    (0xde5e_81e4, "efivarfs"),
-    (0x4249_4e4d, "binfmt_misc"),
-    (0x0187, "autofs"),
-    (0xf97c_ff8c, "selinuxfs"),
-    (0x6e73_6673, "nsfs"),
-    (0x6759_6969, "rpc_pipefs"),
-];
-/// tmpfs and ramfs: devtmpfs is one of them, told apart only by the mount table.
-const TMPFS_MAGIC: u32 = 0x0102_1994;
-const RAMFS_MAGIC: u32 = 0x8584_58f6;
-
-/// The name of the pseudo file system mounted at `path` (whose device is `dev`), if it is
-/// one. Asked only where the device changes from the directory above.
-pub(crate) fn pseudo_filesystem(path: &Path, dev: u64) -> Option<&'static str> {
-    let st = rustix::fs::statfs(path).ok()?;
-    // The field's type differs between architectures; the magic is its low 32 bits.
-    #[allow(clippy::unnecessary_cast)]
-    let magic = st.f_type as u32;
-    if let Some((_, name)) = PSEUDO_MAGIC.iter().find(|(m, _)| *m == magic) {
-        return Some(name);
-    }
-    if (magic == TMPFS_MAGIC || magic == RAMFS_MAGIC)
-        && mount_type(dev).as_deref() == Some("devtmpfs")
-    {
-        return Some("devtmpfs");
-    }
-    None
-}
-
-/// The file-system type of the mount of device `dev`, from `/proc/self/mountinfo`.
-fn mount_type(dev: u64) -> Option<String> {
-    use std::io::Read;
-    let mut table = Vec::new();
-    std::fs::File::open("/proc/self/mountinfo")
-        .ok()?
-        .take(16 << 20)
-        .read_to_end(&mut table)
-        .ok()?;
-    let wanted = format!("{}:{}", rustix::fs::major(dev), rustix::fs::minor(dev));
-    let table = String::from_utf8_lossy(&table);
-    table.lines().find_map(|line| {
-        let mut fields = line.split(' ');
-        if fields.nth(2)? != wanted {
-            return None;
-        }
-        let mut rest = line.split(" - ").nth(1)?.split(' ');
-        rest.next().map(str::to_owned)
-    })
-}
+/// The pseudo file system mounted at `path` (whose device is `dev`), if it is one: a walk
+/// never enters it.
+pub(crate) use path_policy::pseudo_filesystem;
 
 #[cfg(test)]
 mod tests {

@@ -140,13 +140,17 @@ pub(crate) fn rebind(
     Ok(record)
 }
 
-/// Changes the sandbox grants of the worktree rooted at `root` under its lock: `change`
-/// edits them and returns the op-log entry to record, or `None` if nothing changed.
+/// Changes the sandbox grants and grant requests of the worktree rooted at `root` under its
+/// lock, in one transaction: `change` edits them and returns the op-log entry to record, or
+/// `None` if nothing changed.
 pub(crate) fn change_grants<E: From<WorktreeError>>(
     ws: &Worktrees,
     store: &Store,
     root: &Utf8Path,
-    change: impl FnOnce(&mut crate::registry::SandboxGrants) -> Result<Option<OpRecord>, E>,
+    change: impl FnOnce(
+        &mut crate::registry::SandboxGrants,
+        &mut crate::registry::GrantRequests,
+    ) -> Result<Option<OpRecord>, E>,
 ) -> Result<WorktreeRecord, E> {
     let found = rooted_at(store, root)?;
     let _busy = ws.locks.lock(&found.root);
@@ -156,7 +160,7 @@ pub(crate) fn change_grants<E: From<WorktreeError>>(
         .map_err(WorktreeError::from)?
         .unwrap_or(found);
     drop(reader);
-    let Some(entry) = change(&mut record.grants)? else {
+    let Some(entry) = change(&mut record.grants, &mut record.requests)? else {
         return Ok(record);
     };
     let mut batch = WriteBatch::new();

@@ -144,14 +144,17 @@ impl Worktrees {
         crate::worktree::rebind(self, store, path)
     }
 
-    /// Changes the sandbox grants of the worktree rooted at `root`, under its lock:
-    /// `change` edits them and returns the op-log entry to record, or `None` if nothing
-    /// changed (then nothing is written).
+    /// Changes the sandbox grants and grant requests of the worktree rooted at `root`,
+    /// under its lock, read and written in one transaction: `change` edits them and returns
+    /// the op-log entry to record, or `None` if nothing changed (then nothing is written).
     pub fn change_grants<E: From<WorktreeError>>(
         &self,
         store: &Store,
         root: &Utf8Path,
-        change: impl FnOnce(&mut crate::SandboxGrants) -> Result<Option<crate::OpRecord>, E>,
+        change: impl FnOnce(
+            &mut crate::SandboxGrants,
+            &mut crate::GrantRequests,
+        ) -> Result<Option<crate::OpRecord>, E>,
     ) -> Result<WorktreeRecord, E> {
         crate::worktree::change_grants(self, store, root, change)
     }

@@ -18,7 +18,9 @@
 //! It owns what may be named and where cairn may write: names, repo paths and their text
 //! form (git-quoted when not UTF-8), deny lists, ignore-file
 //! reading limits, file handles beneath a worktree root that never follow a symlink, the
-//! secrets put-back of `cairn run`, and the Landlock sandbox. It knows nothing of stores,
+//! secrets put-back of `cairn run`, what a sandbox grant may name (never a pseudo file
+//! system; system directories and credentials only when a person names them), and the
+//! Landlock sandbox. It knows nothing of stores,
 //! snapshots, git or the command line.
 //!
 //! ```
@@ -38,6 +40,7 @@
 pub mod audit;
 mod beneath;
 mod deny;
+mod grant;
 mod name;
 mod path_text;
 mod putback;
@@ -47,6 +50,10 @@ mod sandbox;
 
 pub use beneath::{BeneathError, Root, is_path_safe};
 pub use deny::{DEFAULT_DENY, DenyError, DenyList, STORE_FILE, WORKTREE_FILE};
+pub use grant::{
+    CREDENTIALS, GrantError, OpenGrant, SYSTEM_DIRS, Sensitive, open_grant, pseudo_filesystem,
+    pseudo_filesystem_of, sensitive,
+};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
 pub use path_text::{from_path_text, path_text, quote_path};
 pub use putback::{Change, PutBack, SecretCopy};

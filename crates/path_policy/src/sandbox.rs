@@ -3,9 +3,11 @@
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus,
-    Scope, path_beneath_rules,
+    ABI, Access, AccessFs, AccessNet, PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    RulesetStatus, Scope, path_beneath_rules,
 };
+
+use crate::grant::{GrantError, OpenGrant, open_grant};
 
 /// What a command run by `cairn run` may do. Serializable, so pipelines can pass it around.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -68,6 +70,10 @@ pub enum SandboxError {
     /// Building or applying the ruleset failed.
     #[error("Landlock: {0}")]
     Ruleset(String),
+    /// A writable path is not what may be granted (any more): a symlink on its way, a
+    /// pseudo file system, missing.
+    #[error(transparent)]
+    Grant(#[from] GrantError),
     /// A read-only subpath could not be made read-only (no private mount namespace).
     #[error("cannot protect {} from the command: {reason}", path.display())]
     ReadOnly {
@@ -141,6 +147,10 @@ fn protect(read_only: &[PathBuf], hidden: &[PathBuf]) -> Result<(), SandboxError
 /// `scratch` (a private temporary directory) and the terminal and null devices; TCP bind
 /// and connect only if the policy allows the network.
 ///
+/// Each writable path is opened once, following no symlink on its way, and refused if it
+/// is a pseudo file system ([`open_grant`]); that handle is what Landlock is given, so a
+/// path swapped for a symlink after it was checked grants nothing else.
+///
 /// Landlock only adds rights beneath a directory, so `read_only_subpaths` below a writable
 /// root are made read-only first by bind-mounting each over itself read-only in a private
 /// mount namespace (`protect`); this must run while the process has a single thread.
@@ -150,15 +160,24 @@ fn protect(read_only: &[PathBuf], hidden: &[PathBuf]) -> Result<(), SandboxError
 /// `execve`, and the command is executed): see [`crate::audit`]. The outcome says whether
 /// the kernel took that.
 pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<Enforced, SandboxError> {
-    let writable: Vec<PathBuf> = match policy {
+    let open = |paths: &[PathBuf]| -> Result<Vec<OpenGrant>, GrantError> {
+        paths
+            .iter()
+            .map(PathBuf::as_path)
+            .chain([scratch])
+            .map(open_grant)
+            .collect()
+    };
+    let writable = match policy {
         SandboxPolicy::DangerFullAccess => {
             return Ok(Enforced {
                 denials_logged: false,
             });
         }
         SandboxPolicy::ReadOnly { hidden } => {
+            let writable = open(&[])?;
             protect(&[], hidden)?;
-            Vec::new()
+            writable
         }
         SandboxPolicy::WorkspaceWrite {
             writable_roots,
@@ -166,8 +185,9 @@ pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<Enforced, Sandb
             hidden,
             ..
         } => {
+            let writable = open(writable_roots)?;
             protect(read_only_subpaths, hidden)?;
-            writable_roots.clone()
+            writable
         }
     };
     let abi = ABI::V5;
@@ -194,10 +214,14 @@ pub fn enforce(policy: &SandboxPolicy, scratch: &Path) -> Result<Enforced, Sandb
         .map_err(err)?
         .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
         .map_err(err)?
-        .add_rules(path_beneath_rules(
-            writable.iter().map(PathBuf::as_path).chain([scratch]),
-            AccessFs::from_all(abi),
-        ))
+        .add_rules(writable.iter().map(|g| {
+            let access = if g.is_dir {
+                AccessFs::from_all(abi)
+            } else {
+                AccessFs::from_file(abi)
+            };
+            Ok::<_, landlock::RulesetError>(PathBeneath::new(&g.fd, access))
+        }))
         .map_err(err)?
         .add_rules(path_beneath_rules(
             devices,

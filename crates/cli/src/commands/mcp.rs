@@ -2,7 +2,7 @@
 //! the same name, run by `cairn serve` when one holds the store, else by an engine here; it
 //! returns the verb's JSON object; a refusal or error comes back as a tool error with the
 //! same object (`{"error": {"code", "message"}}` for an error), so the model sees the
-//! message.
+//! message. `policy_allow` grants nothing by itself: see [`super::mcp_grant`].
 
 use camino::Utf8PathBuf;
 use rmcp::model::{
@@ -12,7 +12,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use cairn_engine::Request;
+use cairn_engine::{Outcome, Request};
 
 use crate::commands::verbs::{TOOLS, check, schema};
 use crate::error::Error;
@@ -53,7 +53,7 @@ impl ServerHandler for Server {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(spec) = TOOLS
             .iter()
@@ -72,13 +72,24 @@ impl ServerHandler for Server {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
         };
-        let (store, cwd) = (self.store.clone(), self.cwd.clone());
-        let answer = tokio::task::spawn_blocking(move || {
-            let store = cairn_engine::discover_store(store.as_deref(), &cwd)?;
-            Target::for_request(&store, false, &request)?.call(&cwd, request, &Bar::hidden(), false)
-        })
-        .await
-        .map_err(|e| ErrorData::internal_error(format!("the command failed to run: {e}"), None))?;
+        if let Request::PolicyAllow(options) = request {
+            let perform = |request| async move {
+                match self.perform(request).await {
+                    Ok(answer) => answer.map(|(outcome, _)| outcome),
+                    Err(e) => Err(Error::failure("mcp", e.message.to_string())),
+                }
+            };
+            let (body, is_error) =
+                super::mcp_grant::policy_allow(options, &context.peer, perform).await;
+            let content = vec![ContentBlock::text(body.to_string())];
+            let result = if is_error {
+                CallToolResult::error(content)
+            } else {
+                CallToolResult::success(content)
+            };
+            return Ok(result.into());
+        }
+        let answer = self.perform(request).await?;
         let (text, code) = match answer {
             Ok((outcome, exit)) => (outcome.to_json().to_string(), exit),
             Err(e) => (crate::output::error_json(&e).to_string(), e.exit()),
@@ -89,6 +100,20 @@ impl ServerHandler for Server {
             CallToolResult::error(vec![ContentBlock::text(text)])
         };
         Ok(result.into())
+    }
+}
+
+impl Server {
+    /// Runs `request` where the store is (its server, or an engine here), on a blocking
+    /// thread.
+    async fn perform(&self, request: Request) -> Result<Result<(Outcome, u8), Error>, ErrorData> {
+        let (store, cwd) = (self.store.clone(), self.cwd.clone());
+        tokio::task::spawn_blocking(move || {
+            let store = cairn_engine::discover_store(store.as_deref(), &cwd)?;
+            Target::for_request(&store, false, &request)?.call(&cwd, request, &Bar::hidden(), false)
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("the command failed to run: {e}"), None))
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod init;
 pub mod mcp;
+pub mod mcp_grant;
 pub mod picker;
 pub mod policy;
 pub mod refs;

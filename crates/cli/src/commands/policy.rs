@@ -1,22 +1,41 @@
-//! `policy [WORKTREE]`, `policy allow`, `policy revoke`: the subcommands.
+//! `policy [WORKTREE]`, `policy allow`, `policy revoke`: the subcommands, and the question
+//! `policy allow` asks on a terminal, naming what it grants.
 
-use camino::Utf8PathBuf;
+use std::io::{BufRead, IsTerminal, Write};
+
+use cairn_engine::{GrantSet, Outcome, PolicyAllowOptions, PolicyOptions, Request};
+use camino::{Utf8Path, Utf8PathBuf};
 use clap::{Args, Subcommand};
+
+use crate::error::Error;
+use crate::progress::Bar;
+use crate::target::Target;
 
 #[derive(Subcommand, Debug)]
 pub enum PolicyAction {
     /// Remember a grant for every later `cairn run` of the worktree (or, with --once, the
-    /// next one only). A path must be absolute, existing and canonical, never the store's
-    /// folder. Recorded in the op log.
+    /// next one only), or grant a listed request (--request ID). A path must be absolute,
+    /// existing and canonical, never the store's folder nor a pseudo file system (/proc,
+    /// /sys, /dev). Granting is a person's decision: on a terminal it asks, naming what is
+    /// granted; without one it needs --yes, and a system directory or the user's
+    /// credentials (/etc, /usr, ~/.ssh, ~/.aws, ...) must be named again with --confirm
+    /// PATH. Recorded in the op log.
     Allow {
         #[command(flatten)]
         grant: Grant,
-        /// Confirm a grant that opens `/` or $HOME whole.
+        /// Confirm the grant without being asked (no terminal).
         #[arg(long)]
         yes: bool,
+        /// Confirm a grant of a system directory or the user's credentials by naming it
+        /// (repeatable); --yes is not enough for those.
+        #[arg(long, value_name = "PATH")]
+        confirm: Vec<Utf8PathBuf>,
+        /// Why, kept in the op log.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
     },
     /// Take a remembered grant back (with --once: a next-run-only grant), as it was
-    /// granted. Recorded in the op log.
+    /// granted, or deny a listed request (--request ID). Recorded in the op log.
     Revoke {
         #[command(flatten)]
         grant: Grant,
@@ -29,7 +48,7 @@ pub struct Grant {
     /// The worktree.
     pub worktree: Utf8PathBuf,
     /// Writing beneath PATH (repeatable).
-    #[arg(long, value_name = "PATH", required_unless_present = "network")]
+    #[arg(long, value_name = "PATH", required_unless_present_any = ["network", "request"])]
     pub write: Vec<Utf8PathBuf>,
     /// TCP bind and connect.
     #[arg(long)]
@@ -37,4 +56,103 @@ pub struct Grant {
     /// For the next run only.
     #[arg(long)]
     pub once: bool,
+    /// The request an agent made (`cairn policy` lists them): `allow` grants what it asks,
+    /// `revoke` denies it.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["write", "network", "once"])]
+    pub request: Option<u64>,
+}
+
+/// Asks on this terminal before granting, naming what is granted (and, for each system
+/// directory or credentials path, asking for it to be typed again). Without a terminal, or
+/// with `--yes` given, the options go as they are: the engine then wants `--yes` and
+/// `--confirm`.
+pub fn ask(
+    target: &Target,
+    cwd: &Utf8Path,
+    mut options: PolicyAllowOptions,
+) -> Result<PolicyAllowOptions, Error> {
+    if options.yes || !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+        return Ok(options);
+    }
+    let (root, what, once, asked) = match options.request {
+        None => (
+            options.worktree.clone(),
+            GrantSet {
+                writable: options.write.clone(),
+                network: options.network,
+            },
+            options.once,
+            String::new(),
+        ),
+        Some(id) => {
+            let listed = target.call(
+                cwd,
+                Request::Policy(PolicyOptions {
+                    worktree: Some(options.worktree.clone()),
+                    take_once: false,
+                }),
+                &Bar::hidden(),
+                false,
+            )?;
+            let Outcome::Policy(listed) = listed.0 else {
+                return Ok(options);
+            };
+            // An unknown request: the engine says so.
+            let Some(r) = listed.requests.into_iter().find(|r| r.id == id) else {
+                return Ok(options);
+            };
+            let why = r.reason.map(|w| format!(": {w}")).unwrap_or_default();
+            (
+                listed.worktree,
+                r.grant,
+                r.once,
+                format!("(request {id}, asked by {}{why})\n", r.by),
+            )
+        }
+    };
+    let runs = if once {
+        "the next `cairn run`"
+    } else {
+        "every later `cairn run`"
+    };
+    let mut question = format!("Grant {runs} of {root}:\n");
+    for path in &what.writable {
+        question.push_str(&format!("  write beneath {path}\n"));
+    }
+    if what.network {
+        question.push_str("  TCP bind and connect (the network)\n");
+    }
+    question.push_str(&asked);
+    question.push_str("Grant it? [y/N] ");
+    let answer = prompt(&question)?;
+    let refused = || Error::usage("not_confirmed", format!("{root}: nothing granted"));
+    if !matches!(answer.as_str(), "y" | "Y" | "yes") {
+        return Err(refused());
+    }
+    let home = std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok());
+    for path in &what.writable {
+        if let Some(why) = path_policy::sensitive(path.as_std_path(), home.as_deref()) {
+            let typed = prompt(&format!(
+                "Writing beneath {path} reaches {why}. Type the path to grant it: "
+            ))?;
+            if typed != path.as_str() {
+                return Err(refused());
+            }
+            options.confirm.push(path.clone());
+        }
+    }
+    options.yes = true;
+    Ok(options)
+}
+
+/// Writes `question` to stderr and reads one line from stdin, trimmed.
+fn prompt(question: &str) -> Result<String, Error> {
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Error::failure("io", format!("reading the answer: {e}")))?;
+    Ok(answer.trim().to_owned())
 }

@@ -3,8 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use cairn_engine::{
-    GrantSet, Outcome, PolicyOptions, PolicyRevokeOptions, Request, SandboxGrants, SkippedPath,
-    SnapshotOptions, StatusOptions, TreePath,
+    GrantSet, Outcome, PolicyOptions, Request, SkippedPath, SnapshotOptions, StatusOptions,
+    TreePath,
 };
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::SnapshotId;
@@ -104,30 +104,17 @@ impl Steps {
         }
     }
 
-    /// The worktree's remembered sandbox grants.
-    fn grants(&self, root: &Utf8Path) -> Result<SandboxGrants, Error> {
+    /// The worktree's remembered grants and its next-run grants, taken for this run in the
+    /// same transaction that reads them (logged as spent): no other run gets those.
+    fn take_grants(&self, root: &Utf8Path) -> Result<[GrantSet; 2], Error> {
         let request = Request::Policy(PolicyOptions {
             worktree: Some(root.to_owned()),
+            take_once: true,
         });
         match self.call(request)? {
-            Outcome::Policy(p) => Ok(p.policy),
+            Outcome::Policy(p) => Ok([p.policy.always, p.taken.unwrap_or_default()]),
             other => Err(unexpected(&other)),
         }
-    }
-
-    /// Drops the next-run-only grants this run used, logged as spent.
-    fn spend(&self, root: &Utf8Path, once: &GrantSet) -> Result<(), Error> {
-        if once.is_empty() {
-            return Ok(());
-        }
-        let request = Request::PolicyRevoke(PolicyRevokeOptions {
-            worktree: root.to_owned(),
-            write: once.writable.clone(),
-            network: once.network,
-            once: true,
-            spent: true,
-        });
-        self.call(request).map(drop)
     }
 
     /// Snapshots the worktree: the new head and the denied paths now.
@@ -151,12 +138,11 @@ fn unexpected(outcome: &Outcome) -> Error {
     )
 }
 
-/// One worktree of a run: where it is, its secrets saved, and its grants.
+/// One worktree of a run: where it is, and its secrets saved.
 struct Member {
     root: Utf8PathBuf,
     boundary: Root,
     secrets: SecretCopy,
-    grants: SandboxGrants,
 }
 
 /// `cairn run WORKTREE [--also WORKTREE]… [--read-only] [--network] [--allow-write PATH]…
@@ -184,12 +170,10 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
         }
         let boundary = Root::open(root.as_std_path()).map_err(beneath)?;
         let secrets = SecretCopy::save(&boundary, &before).map_err(beneath)?;
-        let grants = steps.grants(&root)?;
         members.push(Member {
             root,
             boundary,
             secrets,
-            grants,
         });
     }
     let root = members[0].root.clone();
@@ -199,6 +183,8 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
         .prefix("cairn-run-tmp-")
         .tempdir()
         .map_err(io(Path::new("/tmp")))?;
+    // The sandbox opens every writable path without following a symlink.
+    let scratch_dir = std::fs::canonicalize(scratch.path()).map_err(io(scratch.path()))?;
     let policy = if args.no_sandbox {
         SandboxPolicy::DangerFullAccess
     } else if args.read_only {
@@ -208,11 +194,13 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
         let mut network = args.network;
         for m in &members {
             writable_roots.push(m.root.clone().into_std_path_buf());
-            for set in [&m.grants.always, &m.grants.once] {
+            // Next-run grants are spent now, as the run starts, even if it then refuses.
+            for set in &steps.take_grants(&m.root)? {
                 for grant in &set.writable {
                     // As when it was granted: a grant swapped for a symlink since, or one
-                    // that now holds the store, is refused, not followed.
-                    cairn_engine::check_writable(grant, &store_dir, true).map_err(|e| {
+                    // that now holds the store, is refused, not followed (and the sandbox
+                    // checks the handle it opens again).
+                    cairn_engine::check_writable(grant, &store_dir).map_err(|e| {
                         Error::usage(
                             "invalid_grant",
                             format!(
@@ -227,21 +215,13 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
             }
         }
         for path in args.allow_write {
+            // Named as it resolves, as a grant is: a symlink is refused, never followed (it
+            // could be swapped while the run starts).
             let given = absolute(&cwd, path);
-            let resolved = std::fs::canonicalize(&given).map_err(io(given.as_std_path()))?;
-            let resolved = Utf8PathBuf::from_path_buf(resolved).map_err(|p| {
-                Error::usage(
-                    "invalid_path",
-                    format!(
-                        "--allow-write {given}: resolves to {}, not UTF-8",
-                        p.display()
-                    ),
-                )
-            })?;
-            cairn_engine::check_writable(&resolved, &store_dir, true).map_err(|e| {
+            cairn_engine::check_writable(&given, &store_dir).map_err(|e| {
                 Error::usage("invalid_grant", format!("--allow-write {given}: {e}"))
             })?;
-            writable_roots.push(resolved.into_std_path_buf());
+            writable_roots.push(given.into_std_path_buf());
         }
         writable_roots.sort();
         writable_roots.dedup();
@@ -260,7 +240,7 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
     let mut cmd = std::process::Command::new(exe);
     cmd.arg("__sandbox-exec")
         .arg(&policy_json)
-        .arg(scratch.path())
+        .arg(&scratch_dir)
         .arg(report.path())
         .arg("--")
         .args(args.command);
@@ -294,7 +274,14 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
             ),
         ));
     }
-    let logged = std::fs::read_to_string(report.path()).is_ok_and(|r| r.trim() == "1");
+    let reported = std::fs::read_to_string(report.path()).unwrap_or_default();
+    if let (GRANT_REFUSED, Some(why)) = (exit_code, reported.strip_prefix(REFUSED)) {
+        return Err(Error::usage(
+            "invalid_grant",
+            format!("{root}: {why}; the command was not run"),
+        ));
+    }
+    let logged = reported.trim() == "1";
     let denials = log.and_then(|log| log.denials(pid, logged).map_err(|e| e.to_string()));
 
     // Snapshot what the command did, then put every secret back as it was.
@@ -311,9 +298,8 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
     let mut snapshots = Vec::new();
     let mut kept_aside = Vec::new();
     // Every worktree's secrets are put back even if a step fails for one of them; the
-    // first failure is reported after that, and no next-run grant is spent then.
+    // first failure is reported after that.
     let mut failed: Option<Error> = None;
-    let mut spend = Vec::new();
     for m in members {
         let after = match steps.snapshot(&m.root, &message) {
             Ok((snapshot, after)) => {
@@ -364,15 +350,9 @@ pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
                 kept,
             });
         }
-        if matches!(policy, SandboxPolicy::WorkspaceWrite { .. }) {
-            spend.push((m.root, m.grants.once));
-        }
     }
     if let Some(e) = failed {
         return Err(e);
-    }
-    for (root, once) in &spend {
-        steps.spend(root, once)?;
     }
     let notes = if ctx.json {
         Vec::new()
@@ -461,6 +441,11 @@ fn protected(members: &[Member]) -> Vec<PathBuf> {
 
 /// Exit code of the helper when it cannot confine the command.
 pub const SANDBOX_UNAVAILABLE: i32 = 231;
+/// Exit code of the helper when a writable path is not what may be granted (any more): it
+/// then writes [`REFUSED`] and why to its report.
+const GRANT_REFUSED: i32 = 232;
+/// How the helper's report starts when it refused a writable path.
+const REFUSED: &str = "refused: ";
 
 /// The hidden helper: confine this process to the policy, then become the command.
 /// It writes to `report` whether Landlock logs the command's denials (`1` or `0`).
@@ -489,6 +474,12 @@ pub fn sandbox_exec(
             drop(report);
         }
         Err(path_policy::SandboxError::Unavailable) => std::process::exit(SANDBOX_UNAVAILABLE),
+        Err(path_policy::SandboxError::Grant(e)) => {
+            if let Some(r) = report.as_mut() {
+                let _ = write!(r, "{REFUSED}{e}");
+            }
+            std::process::exit(GRANT_REFUSED);
+        }
         Err(e) => {
             eprintln!(
                 "cairn: {e}; the command was not run (pass --no-sandbox to run it unconfined)"

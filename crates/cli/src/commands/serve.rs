@@ -11,11 +11,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
+use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::serve::Listener;
+use axum::serve::{IncomingStream, Listener};
 use axum::{Json, Router};
 use cairn_client::{Object, ObjectKind, ObjectRef, ProgressEvent, StreamLine};
 use cairn_engine::{Call, Engine, Error, Outcome, Request};
@@ -40,16 +41,74 @@ struct SameUid {
     uid: u32,
 }
 
+/// Who is on the other end of a connection: its uid and process (SO_PEERCRED).
+#[derive(Debug, Clone, Copy)]
+struct Peer {
+    uid: u32,
+    pid: Option<i32>,
+}
+
+impl Connected<IncomingStream<'_, SameUid>> for Peer {
+    fn connect_info(stream: IncomingStream<'_, SameUid>) -> Peer {
+        *stream.remote_addr()
+    }
+}
+
+impl Peer {
+    /// Who asks, for a grant request it makes: `HTTP client pid N (NAME)`.
+    fn describe(&self) -> String {
+        match self.pid {
+            Some(pid) => {
+                let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|c| format!(" ({})", c.trim()))
+                    .unwrap_or_default();
+                format!("HTTP client pid {pid}{name}")
+            }
+            None => format!("HTTP client of uid {}", self.uid),
+        }
+    }
+
+    /// Whether the peer runs this very executable (the `cairn` command line, or `cairn
+    /// mcp`): those ask their person before they send a grant; any other program's
+    /// `policy_allow` is an agent's request.
+    fn is_cairn(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let identity = |path: &str| std::fs::metadata(path).map(|m| (m.dev(), m.ino())).ok();
+        let Some(pid) = self.pid else { return false };
+        let theirs = identity(&format!("/proc/{pid}/exe"));
+        theirs.is_some() && theirs == identity("/proc/self/exe")
+    }
+
+    /// `request` as this peer may make it: an agent's `policy_allow` becomes a request
+    /// for a person (asked by the peer), and a request says truly who asked.
+    fn may(&self, request: Request) -> Result<Request, Error> {
+        match request {
+            Request::PolicyAllow(options) if !self.is_cairn() => Ok(Request::PolicyRequest(
+                options.into_request(self.describe())?,
+            )),
+            Request::PolicyRequest(mut options) if !self.is_cairn() => {
+                options.by = self.describe();
+                Ok(Request::PolicyRequest(options))
+            }
+            other => Ok(other),
+        }
+    }
+}
+
 impl Listener for SameUid {
     type Io = UnixStream;
-    type Addr = u32;
+    type Addr = Peer;
 
-    async fn accept(&mut self) -> (UnixStream, u32) {
+    async fn accept(&mut self) -> (UnixStream, Peer) {
         loop {
             match self.inner.accept().await {
                 Ok((stream, _)) => match stream.peer_cred() {
                     Ok(c) if c.uid() == self.uid && same_mounts(c.pid()) => {
-                        return (stream, c.uid());
+                        let peer = Peer {
+                            uid: c.uid(),
+                            pid: c.pid(),
+                        };
+                        return (stream, peer);
                     }
                     Ok(c) if c.uid() == self.uid => {
                         tracing::warn!(pid = ?c.pid(), "refused a peer in another mount namespace (a sandboxed command, or one whose namespace cannot be read)");
@@ -67,8 +126,11 @@ impl Listener for SameUid {
         }
     }
 
-    fn local_addr(&self) -> std::io::Result<u32> {
-        Ok(self.uid)
+    fn local_addr(&self) -> std::io::Result<Peer> {
+        Ok(Peer {
+            uid: self.uid,
+            pid: i32::try_from(std::process::id()).ok(),
+        })
     }
 }
 
@@ -264,8 +326,14 @@ impl cairn_engine::Progress for Streamed {
 }
 
 /// `POST /v1/call`: any verb's typed request, as the `cairn` CLI sends it; answered with
-/// the typed outcome and exit status, or the error.
-async fn call(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Response {
+/// the typed outcome and exit status, or the error. A `policy_allow` from another program
+/// than cairn is recorded as a request.
+async fn call(
+    State(s): State<Served>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let body: CallRequest = match parse(&body) {
         Ok(r) => r,
         Err(e) => return e.into_response(),
@@ -285,10 +353,17 @@ async fn call(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Respo
             serde_json::to_value(reply).unwrap_or_default(),
         )
     };
+    let request = match peer.may(body.request) {
+        Ok(r) => r,
+        Err(e) => {
+            let (status, body) = answer(Err(e));
+            return (status, Json(body)).into_response();
+        }
+    };
     perform(
         s.engine.clone(),
         body.cwd,
-        body.request,
+        request,
         body.offline,
         wants_stream(&headers),
         answer,
@@ -297,8 +372,10 @@ async fn call(State(s): State<Served>, headers: HeaderMap, body: Bytes) -> Respo
 }
 
 /// `POST /v1/{verb}`: a verb with JSON arguments, answered with its JSON object.
+/// `policy_allow` records a request for a person to decide on: it grants nothing.
 async fn verb(
     State(s): State<Served>,
+    ConnectInfo(peer): ConnectInfo<Peer>,
     Path(name): Path<String>,
     headers: HeaderMap,
     body: Bytes,
@@ -352,6 +429,17 @@ async fn verb(
     let answer: Answer = |result| match result {
         Ok(outcome) => (status_of(outcome.exit()), outcome.to_json()),
         Err(e) => (status_of(e.exit()), crate::output::error_json(&e)),
+    };
+    // Whoever calls this route, cairn itself included, is an agent asking.
+    let request = match request {
+        Request::PolicyAllow(options) => match options.into_request(peer.describe()) {
+            Ok(asked) => Request::PolicyRequest(asked),
+            Err(e) => {
+                let (status, body) = answer(Err(e));
+                return (status, Json(body)).into_response();
+            }
+        },
+        other => other,
     };
     perform(
         s.engine.clone(),
@@ -702,7 +790,7 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>, for_mounts: bool) -> Result<Rep
                 shutdown_signal().await;
             }
         };
-        axum::serve(listener, app)
+        axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
             .with_graceful_shutdown(stop)
             .await
             .map_err(|e| Error::failure("io", format!("{socket}: {e}")))?;
