@@ -88,6 +88,10 @@ pub struct WorktreeRecord {
     /// so the mount can be attached again whatever `gc` prunes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount_base: Option<SnapshotId>,
+    /// For a mounted worktree, whether it was mounted `--read-only`: every later attach of
+    /// its layer refuses changes too. Records from before it was kept read as writable.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mount_read_only: bool,
     /// What `cairn run` of this worktree may do beyond writing inside it (`cairn policy`).
     #[serde(default, skip_serializing_if = "SandboxGrants::is_empty")]
     pub grants: SandboxGrants,
@@ -195,6 +199,7 @@ impl WorktreeRecord {
             max_file_size: None,
             identity: None,
             mount_base: None,
+            mount_read_only: false,
             grants: SandboxGrants::default(),
             requests: GrantRequests::default(),
         }
@@ -728,6 +733,28 @@ mod tests {
                 "once": {"writable": [], "network": true}})
         );
         let back: WorktreeRecord = serde_json::from_value(json).expect("decodes");
+        assert_eq!(back, record);
+    }
+
+    /// A mounted worktree's record from before `--read-only` was kept reads as writable;
+    /// a read-only one keeps the flag through encoding, and a writable one writes no field.
+    #[test]
+    fn mount_read_only_is_kept_and_older_records_read_as_writable() {
+        let old = br#"{"root":"/m","kind":"mounted","head":null,"created":"2026-01-01T00:00:00Z","mount_base":null}"#;
+        let record = decode_worktree(Utf8Path::new("/m"), old).expect("an old record reads");
+        assert!(!record.mount_read_only);
+        let json = serde_json::to_vec(&record).expect("encodes");
+        assert!(
+            !String::from_utf8_lossy(&json).contains("read_only"),
+            "writable, no field"
+        );
+        let record = WorktreeRecord {
+            mount_read_only: true,
+            ..record
+        };
+        let json = serde_json::to_vec(&record).expect("encodes");
+        let back = decode_worktree(Utf8Path::new("/m"), &json).expect("decodes");
+        assert!(back.mount_read_only);
         assert_eq!(back, record);
     }
 }
