@@ -60,9 +60,13 @@ impl Mounts {
 
     pub(crate) fn set(&self, root: Utf8PathBuf, tree: Option<Arc<dyn MountedTree>>) {
         let mut mounts = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        match tree {
+        let replaced = match tree {
             Some(t) => mounts.insert(root, t),
             None => mounts.remove(&root),
         };
+        drop(mounts);
+        // Dropped after the lock: the last handle on a mount unmounts it, which waits for
+        // its session.
+        drop(replaced);
     }
 }
