@@ -219,6 +219,11 @@ enum Command {
         #[arg(last = true, required = true)]
         command: Vec<std::ffi::OsString>,
     },
+    #[command(name = cairn_engine::MATERIALIZE_COPY, hide = true)]
+    MaterializeCopy {
+        from: std::path::PathBuf,
+        to: std::path::PathBuf,
+    },
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec {
         policy: String,
@@ -505,6 +510,10 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
             report,
             command,
         } => commands::run::sandbox_exec(&policy, &scratch, &report, &command),
+        Command::MaterializeCopy { from, to } => {
+            cairn_engine::materialize_copy(&from, &to)?;
+            return Ok(Rendered::default());
+        }
         Command::Mcp => return Err(Error::usage("usage", "cairn mcp runs on its own")),
         Command::Rewind {
             dir,
@@ -855,6 +864,7 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
         Command::Init { .. }
         | Command::Run { .. }
         | Command::SandboxExec { .. }
+        | Command::MaterializeCopy { .. }
         | Command::Mcp
         | Command::Serve { .. } => {
             return Err(Error::usage(

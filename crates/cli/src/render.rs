@@ -281,7 +281,12 @@ fn worktree_list(o: &WorktreeListOutcome) -> String {
                 Some(false) => "\tnot mounted",
                 None => "",
             };
-            format!("{}\t{}\t{head}{live}\n", w.path, w.kind)
+            let read_only = if w.read_only == Some(true) {
+                "\tread-only"
+            } else {
+                ""
+            };
+            format!("{}\t{}\t{head}{live}{read_only}\n", w.path, w.kind)
         })
         .collect()
 }

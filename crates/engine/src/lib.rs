@@ -89,7 +89,9 @@ pub use fs_manager::{GrantRequest, GrantSet, SandboxGrants};
 pub use fs_manager::{Progress, Silent};
 pub use git::{Git, GitImport, GitImported, GitMerge, GitMerged, GitRecovered};
 pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
-pub use mounts::{MountOptions, MountOutcome, UnmountOptions, UnmountOutcome};
+pub use mounts::{
+    MATERIALIZE_COPY, MountOptions, MountOutcome, UnmountOptions, UnmountOutcome, materialize_copy,
+};
 pub use objects::{
     FsckChecked, FsckOptions, FsckOutcome, FsckProblem, GcOptions, GcOutcome, GcRemoved,
     GcRetained, InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions, RefsOutcome,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::Error;
-use crate::store::Access;
+use crate::store::{Access, Claim};
 
 /// `cairn mount SNAP DIR [--read-only]` / `cairn mount DIR`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -60,6 +60,16 @@ pub struct UnmountOutcome {
     pub materialized: bool,
 }
 
+/// The hidden subcommand of the binary serving mounts (`cairn __materialize-copy FROM
+/// TO`) that `unmount --materialize` runs to copy a mount's files out in a process of its
+/// own; the binary routes it to [`materialize_copy`].
+pub const MATERIALIZE_COPY: &str = mount::COPY_COMMAND;
+
+/// The copy [`MATERIALIZE_COPY`] runs: the tree at `from` into the empty directory `to`.
+pub fn materialize_copy(from: &std::path::Path, to: &std::path::Path) -> Result<(), Error> {
+    mount::copy_tree(from, to).map_err(|e| Error::failure("io", e))
+}
+
 fn mount_error(e: mount::MountError) -> Error {
     match e {
         mount::MountError::Unavailable { .. } => Error::usage("fuse_unavailable", e.to_string()),
@@ -76,7 +86,17 @@ impl Engine {
         self.store_path().join("mounts").join(&key[..32])
     }
 
-    /// `cairn mount SNAP DIR` / `cairn mount DIR`.
+    /// Removes the layer of the mount at `root` (and what a materialize kept beside it).
+    pub(crate) fn drop_layer(&self, root: &Utf8Path) {
+        let layer = self.layer_dir(root);
+        let _ = std::fs::remove_dir_all(&layer);
+        if let Err(e) = mount::materialized(&layer) {
+            tracing::warn!("{layer}: {e}");
+        }
+    }
+
+    /// `cairn mount SNAP DIR` / `cairn mount DIR`. Calls for one directory run one after
+    /// the other.
     pub fn mount(&self, call: &Call, options: MountOptions) -> Result<MountOutcome, Error> {
         let Some(shared) = self.shared_store() else {
             return Err(Error::usage(
@@ -85,6 +105,7 @@ impl Engine {
             ));
         };
         let dir = call.path(&options.dir);
+        let mut claim = self.mounts.claim(&dir);
         mount::clear_stale(&dir);
         let store = self.store(Access::Write)?;
         let reader = store.reader()?;
@@ -100,14 +121,14 @@ impl Engine {
                 .flatten()
                 .is_some_and(|r| r.kind == WorktreeKind::Mounted)
         };
-        let made = missing && (options.snapshot.is_some() || registered());
-        if made {
-            std::fs::create_dir_all(&dir)
-                .map_err(|e| Error::failure("io", format!("{dir}: {e}")))?;
-        }
-        let result = self.mount_at(call, &options, &store, reader, shared);
-        if made && result.is_err() {
-            let _ = std::fs::remove_dir(&dir);
+        let made = if missing && (options.snapshot.is_some() || registered()) {
+            MadeDirs::create(&dir)?
+        } else {
+            MadeDirs::default()
+        };
+        let result = self.mount_at(call, &options, &store, reader, shared, &mut claim);
+        if result.is_err() {
+            made.remove();
         }
         result
     }
@@ -119,28 +140,44 @@ impl Engine {
         store: &cas::Store,
         reader: cas::Reader,
         shared: Arc<std::sync::RwLock<cas::Store>>,
+        claim: &mut Claim<'_>,
     ) -> Result<MountOutcome, Error> {
         let dir = call.path(&options.dir);
         let root = crate::path::canonical_dir(&dir)?;
+        claim_also(claim, &root)?;
         fs_manager::check_apart(store, &root)?;
         let existing = reader.worktree(&root)?;
-        let (head, fresh) = match (&options.snapshot, &existing) {
+        let layer = self.layer_dir(&root);
+        let (head, fresh, read_only) = match (&options.snapshot, existing) {
             (Some(_), Some(r)) => {
                 return Err(Error::usage(
                     "worktree_exists",
                     format!("{root} is a registered {:?} worktree already", r.kind),
                 ));
             }
-            (Some(spec), None) => (Some(resolve_snapshot(&reader, &call.cwd, spec)?), true),
+            (Some(spec), None) => (
+                Some(resolve_snapshot(&reader, &call.cwd, spec)?),
+                true,
+                options.read_only,
+            ),
             (None, Some(r)) if r.kind == WorktreeKind::Mounted => {
-                if self.mounts.is_live(&root) {
+                if let Some(live) = self.mounts.get(&root).filter(|m| m.is_live()) {
                     return Ok(MountOutcome {
                         worktree: root,
                         snapshot: r.head,
-                        read_only: options.read_only,
+                        read_only: live.read_only(),
                     });
                 }
-                (r.head, false)
+                drop(reader);
+                if self.recover_materialize(store, &r)? {
+                    return Err(Error::usage(
+                        "not_a_mount",
+                        format!(
+                            "{root}: an `unmount --materialize` of it was interrupted and is now finished: it is an ordinary worktree with its files"
+                        ),
+                    ));
+                }
+                (r.head, false, r.mount_read_only || options.read_only)
             }
             (None, _) => {
                 return Err(Error::usage(
@@ -149,6 +186,7 @@ impl Engine {
                 ));
             }
         };
+        let reader = store.reader()?;
         let (base, base_time) = match head {
             Some(h) => {
                 let snap = reader.snapshot(h)?;
@@ -159,10 +197,9 @@ impl Engine {
             None => (None, std::time::SystemTime::now()),
         };
         drop(reader);
-        let layer = self.layer_dir(&root);
         if fresh {
             // Left by a worktree once mounted here and removed.
-            let _ = std::fs::remove_dir_all(&layer);
+            self.drop_layer(&root);
         }
         let readers: mount::Readers = Arc::new(move || {
             shared
@@ -177,7 +214,7 @@ impl Engine {
                 layer,
                 base,
                 base_time,
-                read_only: options.read_only,
+                read_only,
             },
             readers,
         )
@@ -187,6 +224,7 @@ impl Engine {
             let record = WorktreeRecord {
                 head,
                 mount_base: head,
+                mount_read_only: read_only,
                 ..WorktreeRecord::new(root.clone(), WorktreeKind::Mounted)
             };
             let mut batch = cas::WriteBatch::new();
@@ -198,31 +236,37 @@ impl Engine {
             }
         }
         self.worktrees.mounted(&root, mounted.clone());
-        self.mounts.lock().insert(root.clone(), mounted);
+        self.mounts.insert(root.clone(), mounted);
         Ok(MountOutcome {
             worktree: root,
             snapshot: head,
-            read_only: options.read_only,
+            read_only,
         })
     }
 
-    /// `cairn unmount DIR [--materialize]`.
+    /// `cairn unmount DIR [--materialize]`. Calls for one directory run one after the
+    /// other, and after any `mount` of it.
     pub fn unmount(&self, call: &Call, options: UnmountOptions) -> Result<UnmountOutcome, Error> {
         let dir = call.path(&options.dir);
-        let live = {
-            let mounts = self.mounts.lock();
-            mounts
-                .keys()
-                .find(|k| **k == dir || crate::path::canonical_dir(&dir).is_ok_and(|c| c == **k))
-                .cloned()
+        let mut claim = self.mounts.claim(&dir);
+        self.unmount_claimed(&dir, options.materialize, &mut claim)
+    }
+
+    /// [`Engine::unmount`] of `dir`, claimed by the caller.
+    pub(crate) fn unmount_claimed(
+        &self,
+        dir: &Utf8Path,
+        materialize: bool,
+        claim: &mut Claim<'_>,
+    ) -> Result<UnmountOutcome, Error> {
+        let dir = dir.to_owned();
+        let root = if self.mounts.get(&dir).is_some() {
+            dir.clone()
+        } else {
+            mount::clear_stale(&dir);
+            crate::path::canonical_dir(&dir)?
         };
-        let root = match &live {
-            Some(root) => root.clone(),
-            None => {
-                mount::clear_stale(&dir);
-                crate::path::canonical_dir(&dir)?
-            }
-        };
+        claim_also(claim, &root)?;
         let store = self.store(Access::Write)?;
         let record = store
             .reader()?
@@ -231,22 +275,36 @@ impl Engine {
             .ok_or_else(|| {
                 Error::usage("not_a_mount", format!("{root} is not a mounted worktree"))
             })?;
-        let Some(mounted) = live.and_then(|r| self.mounts.lock().get(&r).cloned()) else {
-            if options.materialize {
-                return Err(Error::usage(
-                    "not_mounted",
-                    format!(
-                        "{root} is not mounted: `cairn mount {root}` first, then unmount --materialize"
-                    ),
-                ));
+        let mounted = match self.mounts.get(&root) {
+            Some(m) if m.is_live() => m,
+            stale => {
+                if stale.is_some() {
+                    self.forget_mount(&root);
+                }
+                // What a server killed during a materialize left is finished or undone.
+                if self.recover_materialize(&store, &record)? {
+                    return Ok(UnmountOutcome {
+                        worktree: root,
+                        snapshot: record.head,
+                        materialized: true,
+                    });
+                }
+                if materialize {
+                    return Err(Error::usage(
+                        "not_mounted",
+                        format!(
+                            "{root} is not mounted: `cairn mount {root}` first, then unmount --materialize"
+                        ),
+                    ));
+                }
+                return Ok(UnmountOutcome {
+                    worktree: root,
+                    snapshot: record.head,
+                    materialized: false,
+                });
             }
-            return Ok(UnmountOutcome {
-                worktree: root,
-                snapshot: record.head,
-                materialized: false,
-            });
         };
-        if !options.materialize {
+        if !materialize {
             mounted.unmount(false).map_err(mount_error)?;
             self.forget_mount(&root);
             return Ok(UnmountOutcome {
@@ -255,37 +313,10 @@ impl Engine {
                 materialized: false,
             });
         }
-        // Copy what the mount shows next to it, unmount, and put the copy in its place.
-        let parent = root.parent().unwrap_or(&root);
-        let staging = tempfile::Builder::new()
-            .prefix(".cairn-materialize-")
-            .tempdir_in(parent)
-            .map_err(|e| Error::failure("io", format!("{parent}: {e}")))?;
-        copy_tree(root.as_std_path(), staging.path())
-            .map_err(|e| Error::failure("io", format!("{root}: copying out: {e}")))?;
-        if let Ok(m) = std::fs::metadata(&root) {
-            let _ = std::fs::set_permissions(staging.path(), m.permissions());
-        }
-        mounted.unmount(false).map_err(mount_error)?;
+        // The mount's files are copied into the directory it covers; unmounting shows them.
+        mounted.materialize().map_err(mount_error)?;
         self.forget_mount(&root);
-        let staged = staging.keep();
-        std::fs::rename(&staged, &root).map_err(|e| {
-            Error::failure(
-                "io",
-                format!("{root}: {e} (the files are in {})", staged.display()),
-            )
-        })?;
-        let record = WorktreeRecord {
-            kind: WorktreeKind::Isolated,
-            identity: None,
-            mount_base: None,
-            ..record
-        };
-        let mut batch = cas::WriteBatch::new();
-        batch.put_worktree(&record)?;
-        batch.clear_file_states(&root);
-        store.write(&batch)?;
-        let _ = std::fs::remove_dir_all(self.layer_dir(&root));
+        self.finish_materialize(&store, &record)?;
         Ok(UnmountOutcome {
             worktree: root,
             snapshot: record.head,
@@ -293,20 +324,57 @@ impl Engine {
         })
     }
 
+    /// Finishes or undoes a materialize of the mounted worktree `record` that a killed
+    /// server left; true if finished (the worktree is an ordinary directory now).
+    fn recover_materialize(
+        &self,
+        store: &cas::Store,
+        record: &WorktreeRecord,
+    ) -> Result<bool, Error> {
+        let layer = self.layer_dir(&record.root);
+        match mount::recover_materialize(&record.root, &layer).map_err(mount_error)? {
+            mount::Recovered::Finished => {
+                self.finish_materialize(store, record)?;
+                Ok(true)
+            }
+            mount::Recovered::Nothing | mount::Recovered::RolledBack => Ok(false),
+        }
+    }
+
+    /// Registers a materialized mount as the ordinary directory it is now, and drops its
+    /// layer (its marker last: until then a recovery can finish this again).
+    fn finish_materialize(&self, store: &cas::Store, record: &WorktreeRecord) -> Result<(), Error> {
+        let root = &record.root;
+        let record = WorktreeRecord {
+            kind: WorktreeKind::Isolated,
+            identity: None,
+            mount_base: None,
+            mount_read_only: false,
+            ..record.clone()
+        };
+        let mut batch = cas::WriteBatch::new();
+        batch.put_worktree(&record)?;
+        batch.clear_file_states(root);
+        store.write(&batch)?;
+        self.drop_layer(root);
+        Ok(())
+    }
+
     fn forget_mount(&self, root: &Utf8Path) {
         self.worktrees.unmounted(root);
-        self.mounts.lock().remove(root);
+        // Dropped here, not under the map's lock.
+        let forgotten = self.mounts.remove(root);
+        drop(forgotten);
     }
 
     /// How many mounts this engine serves.
     pub fn live_mounts(&self) -> usize {
-        self.mounts.lock().values().filter(|m| m.is_live()).count()
+        self.mounts.live_count()
     }
 
     /// Unmounts every mount (a server stopping); their layers stay for the next mount.
     pub fn unmount_all(&self) {
-        let all: Vec<_> = self.mounts.lock().drain().collect();
-        for (root, m) in all {
+        for (root, m) in self.mounts.take_all() {
             self.worktrees.unmounted(&root);
             if let Err(e) = m.unmount(true) {
                 tracing::warn!("{e}");
@@ -320,23 +388,66 @@ impl Engine {
     }
 }
 
-/// Copies the tree at `from` into the empty directory `to`: files with their permission
-/// bits, symlinks as links, directories.
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            std::fs::create_dir(&dst)?;
-            copy_tree(&src, &dst)?;
-            let perm = std::fs::symlink_metadata(&src)?.permissions();
-            std::fs::set_permissions(&dst, perm)?;
-        } else if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&src)?, &dst)?;
-        } else {
-            std::fs::copy(&src, &dst)?;
+/// Claims `root` as well as the name a call gave (when they differ).
+fn claim_also(claim: &mut Claim<'_>, root: &Utf8Path) -> Result<(), Error> {
+    if claim.also(root) {
+        Ok(())
+    } else {
+        Err(Error::usage(
+            "mount_busy",
+            format!("{root}: another mount or unmount of it is under way; try again"),
+        ))
+    }
+}
+
+/// The directories a `mount` made for its mount point (the point and the parents it
+/// lacked), each with its identity, to take away again if the mount fails.
+#[derive(Default)]
+struct MadeDirs(Vec<(Utf8PathBuf, fs_manager::DirIdentity)>);
+
+impl MadeDirs {
+    /// Makes `dir` and its missing parents, outermost first.
+    fn create(dir: &Utf8Path) -> Result<MadeDirs, Error> {
+        let missing: Vec<&Utf8Path> = dir
+            .ancestors()
+            .take_while(|d| std::fs::symlink_metadata(d).is_err())
+            .collect();
+        let mut made = MadeDirs::default();
+        for d in missing.into_iter().rev() {
+            match std::fs::create_dir(d) {
+                Ok(()) => {
+                    if let Some(id) = identity(d) {
+                        made.0.push((d.to_owned(), id));
+                    }
+                }
+                // Made by someone else meanwhile: theirs.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    made.remove();
+                    return Err(Error::failure("io", format!("{d}: {e}")));
+                }
+            }
+        }
+        Ok(made)
+    }
+
+    /// Removes what [`MadeDirs::create`] made, innermost first: only directories that are
+    /// still the ones it made and are empty.
+    fn remove(self) {
+        for (d, id) in self.0.into_iter().rev() {
+            if identity(&d) == Some(id) {
+                let _ = std::fs::remove_dir(&d);
+            }
         }
     }
-    Ok(())
+}
+
+/// The directory at `path` (not through a symlink at its end).
+fn identity(path: &Utf8Path) -> Option<fs_manager::DirIdentity> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    m.is_dir().then(|| fs_manager::DirIdentity {
+        dev: m.dev(),
+        ino: m.ino(),
+    })
 }

@@ -1,7 +1,10 @@
 //! Finding the store, and holding it: opened once for many calls (a server, a library
 //! user), or opened by each call in the mode it needs (one command of a CLI process).
 
-use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::collections::{HashMap, HashSet};
+use std::sync::{
+    Arc, Condvar, Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard,
+};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpenOptions, Store};
@@ -212,19 +215,105 @@ impl Pools {
     }
 }
 
-/// The live mounts of an engine, by root.
+/// The live mounts of an engine, by root, and the directories a `mount` or `unmount` is
+/// working on. A mount is never dropped while its map is locked: the last handle on a
+/// mount unmounts it, which waits for its session.
 #[derive(Default)]
-pub(crate) struct Live(std::sync::Mutex<MountMap>);
+pub(crate) struct Live {
+    mounts: Mutex<MountMap>,
+    claims: Mutex<HashSet<Utf8PathBuf>>,
+    released: Condvar,
+}
 
-type MountMap = std::collections::HashMap<camino::Utf8PathBuf, std::sync::Arc<mount::Mounted>>;
+type MountMap = HashMap<Utf8PathBuf, Arc<mount::Mounted>>;
+
+/// Directories claimed by one `mount` or `unmount` until dropped: another one of them
+/// waits (or is refused, see [`Claim::also`]).
+pub(crate) struct Claim<'a> {
+    live: &'a Live,
+    dirs: Vec<Utf8PathBuf>,
+}
 
 impl Live {
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, MountMap> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    fn map(&self) -> MutexGuard<'_, MountMap> {
+        self.mounts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn claims(&self) -> MutexGuard<'_, HashSet<Utf8PathBuf>> {
+        self.claims.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The mount at `root`, live or not.
+    pub(crate) fn get(&self, root: &Utf8Path) -> Option<Arc<mount::Mounted>> {
+        self.map().get(root).cloned()
     }
 
     pub(crate) fn is_live(&self, root: &Utf8Path) -> bool {
-        self.lock().get(root).is_some_and(|m| m.is_live())
+        self.get(root).is_some_and(|m| m.is_live())
+    }
+
+    pub(crate) fn insert(&self, root: Utf8PathBuf, mounted: Arc<mount::Mounted>) {
+        let replaced = self.map().insert(root, mounted);
+        drop(replaced);
+    }
+
+    pub(crate) fn remove(&self, root: &Utf8Path) -> Option<Arc<mount::Mounted>> {
+        self.map().remove(root)
+    }
+
+    /// Every mount, the map left empty.
+    pub(crate) fn take_all(&self) -> Vec<(Utf8PathBuf, Arc<mount::Mounted>)> {
+        let all: Vec<_> = self.map().drain().collect();
+        all
+    }
+
+    pub(crate) fn live_count(&self) -> usize {
+        let all: Vec<_> = self.map().values().cloned().collect();
+        all.iter().filter(|m| m.is_live()).count()
+    }
+
+    /// Claims `dir`, waiting while another call holds it.
+    pub(crate) fn claim(&self, dir: &Utf8Path) -> Claim<'_> {
+        let mut claims = self.claims();
+        while claims.contains(dir) {
+            claims = self
+                .released
+                .wait(claims)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        claims.insert(dir.to_owned());
+        Claim {
+            live: self,
+            dirs: vec![dir.to_owned()],
+        }
+    }
+}
+
+impl Claim<'_> {
+    /// Claims `dir` too (the same directory by another name), without waiting: a call
+    /// holding one name never waits for another, so two calls cannot wait for each other.
+    /// False if another call holds it.
+    pub(crate) fn also(&mut self, dir: &Utf8Path) -> bool {
+        if self.dirs.iter().any(|d| d == dir) {
+            return true;
+        }
+        let mut claims = self.live.claims();
+        if !claims.insert(dir.to_owned()) {
+            return false;
+        }
+        self.dirs.push(dir.to_owned());
+        true
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut claims = self.live.claims();
+        for d in &self.dirs {
+            claims.remove(d);
+        }
+        drop(claims);
+        self.live.released.notify_all();
     }
 }
 

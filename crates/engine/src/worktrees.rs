@@ -305,6 +305,10 @@ pub struct WorktreeItem {
     /// For a mounted worktree, whether its mount is live.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub live: Option<bool>,
+    /// For a mounted worktree, whether it is mounted read-only (`mount --read-only`, kept
+    /// for every attach).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
 }
 
 /// The registry.
@@ -528,6 +532,8 @@ impl Engine {
                 .to_owned(),
                 live: (r.kind == fs_manager::WorktreeKind::Mounted)
                     .then(|| self.is_mounted(&r.root)),
+                read_only: (r.kind == fs_manager::WorktreeKind::Mounted)
+                    .then_some(r.mount_read_only),
                 path: r.root,
                 head: r.head,
             })
@@ -542,19 +548,15 @@ impl Engine {
         options: WorktreePathOptions,
     ) -> Result<WorktreesChanged, Error> {
         let path = call.path(&options.path);
+        // No `mount` of it meanwhile attaches the layer this removes.
+        let mut claim = self.mounts.claim(&path);
         if self.is_mounted(&path) {
-            self.unmount(
-                call,
-                crate::mounts::UnmountOptions {
-                    dir: path.clone(),
-                    materialize: false,
-                },
-            )?;
+            self.unmount_claimed(&path, false, &mut claim)?;
         }
         let store = self.store(Access::Write)?;
         let record = self.worktrees.remove(&store, &path)?;
         if record.kind == fs_manager::WorktreeKind::Mounted {
-            let _ = std::fs::remove_dir_all(self.layer_dir(&record.root));
+            self.drop_layer(&record.root);
         }
         Ok(WorktreesChanged::one(record))
     }

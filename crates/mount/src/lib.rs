@@ -12,6 +12,7 @@
 //! Its modules form layers; each uses only those below it:
 //!
 //! ```text
+//! materialize   `unmount --materialize`: the copy, its marker, recovery after a kill
 //! fuse          the kernel's requests, answered from the state
 //! capture       the tree into the store, judged by the worktree's scope (fs_manager's)
 //! state         the tree in memory: lookups, changes, the journal's replay
@@ -21,14 +22,21 @@
 mod capture;
 mod fuse;
 mod layer;
+mod materialize;
 mod state;
 
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::TreeId;
 
+pub use materialize::{
+    COPY_COMMAND, Recovered, copy_tree, materialized, recover as recover_materialize,
+};
 pub use state::Readers;
 
 /// Why a mount could not be made or ended.
@@ -88,6 +96,13 @@ pub struct Mounted {
     root: Utf8PathBuf,
     fs_state: Arc<Mutex<state::State>>,
     session: Mutex<Option<fuser::BackgroundSession>>,
+    /// Whether `session` is still there, readable without waiting for an unmount that
+    /// holds it.
+    live: AtomicBool,
+    /// The directory the mount covers, opened before mounting: a materialize fills it.
+    covered: OwnedFd,
+    layer: Utf8PathBuf,
+    read_only: bool,
 }
 
 impl std::fmt::Debug for Mounted {
@@ -131,12 +146,10 @@ impl Mounted {
             reason,
         })?;
         clear_stale(&root);
-        match std::fs::read_dir(&root) {
-            Ok(mut entries) => {
-                if entries.next().is_some() {
-                    return Err(MountError::NotEmpty { root });
-                }
-            }
+        let covered = materialize::open_path(&root).map_err(|e| failed(e.to_string()))?;
+        match materialize::entries(covered.as_fd()) {
+            Ok(entries) if !entries.is_empty() => return Err(MountError::NotEmpty { root }),
+            Ok(_) => {}
             Err(e) => return Err(failed(e.to_string())),
         }
         let (layer, records) = layer::Layer::open(&options.layer)
@@ -183,7 +196,16 @@ impl Mounted {
             root,
             fs_state,
             session: Mutex::new(Some(session)),
+            live: AtomicBool::new(true),
+            covered,
+            layer: options.layer,
+            read_only: options.read_only,
         })
+    }
+
+    /// Whether it refuses every change.
+    pub fn read_only(&self) -> bool {
+        self.read_only
     }
 
     /// The mount point.
@@ -199,6 +221,12 @@ impl Mounted {
         if session.is_none() {
             return Ok(());
         }
+        self.umount(force)?;
+        self.end(&mut session)
+    }
+
+    /// unmount(2) of the mount point.
+    fn umount(&self, force: bool) -> Result<(), MountError> {
         let flags = if force {
             rustix::mount::UnmountFlags::DETACH
         } else {
@@ -206,41 +234,176 @@ impl Mounted {
         };
         match rustix::mount::unmount(self.root.as_std_path(), flags) {
             // Not mounted there any more (unmounted from outside).
-            Ok(()) | Err(rustix::io::Errno::INVAL) => {}
-            Err(rustix::io::Errno::BUSY) => {
-                return Err(MountError::Busy {
-                    root: self.root.clone(),
-                });
-            }
-            Err(e) => {
-                return Err(MountError::Failed {
-                    root: self.root.clone(),
-                    reason: format!("unmounting: {e}"),
-                });
-            }
-        }
-        // Unmounted: the session ends once the kernel says so.
-        if let Some(s) = session.take() {
-            s.join().map_err(|e| MountError::Failed {
+            Ok(()) | Err(rustix::io::Errno::INVAL) => Ok(()),
+            Err(rustix::io::Errno::BUSY) => Err(MountError::Busy {
                 root: self.root.clone(),
-                reason: format!("ending the session: {e}"),
-            })?;
+            }),
+            Err(e) => Err(self.failed(format!("unmounting: {e}"))),
         }
-        drop(session);
+    }
+
+    /// After unmount(2): the session ends once the kernel says so, and the layer is synced.
+    fn end(&self, session: &mut Option<fuser::BackgroundSession>) -> Result<(), MountError> {
+        self.live.store(false, Ordering::Release);
+        if let Some(s) = session.take() {
+            s.join()
+                .map_err(|e| self.failed(format!("ending the session: {e}")))?;
+        }
         let state = self.fs_state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.layer.sync().map_err(|e| MountError::Failed {
+        state
+            .layer
+            .sync()
+            .map_err(|e| self.failed(format!("syncing the layer: {e}")))
+    }
+
+    fn failed(&self, reason: String) -> MountError {
+        MountError::Failed {
             root: self.root.clone(),
-            reason: format!("syncing the layer: {e}"),
-        })
+            reason,
+        }
+    }
+
+    /// Unmounts, leaving the directory an ordinary one that holds the mount's files (see
+    /// the `materialize` module; the layer stays until the caller drops it, then calls
+    /// [`materialized`]). Refused as [`Mounted::unmount`] refuses, with nothing changed,
+    /// while the mount is in use; a file open for writing is refused before anything is
+    /// copied. While the copy is made, writes fail with `EROFS`.
+    pub fn materialize(&self) -> Result<(), MountError> {
+        let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
+        if session.is_none() {
+            return Err(self.failed("not mounted".to_owned()));
+        }
+        let mode = std::fs::metadata(&self.root)
+            .map_err(|e| self.failed(e.to_string()))?
+            .permissions()
+            .mode();
+        let frozen = self.freeze()?;
+        let marker = materialize::Marker::of(&self.layer);
+        let covered = self.covered.as_fd();
+        let moved = materialize::stage(covered, &self.root, &marker)
+            .map_err(|e| (Vec::new(), e))
+            .and_then(|staging| materialize::move_up(covered, staging));
+        let moved = match moved {
+            Ok(moved) => moved,
+            Err((moved, e)) => {
+                let cause = self.failed(format!("materializing: {e}"));
+                return Err(self.take_back(&marker, frozen, &moved, cause));
+            }
+        };
+        if let Err(cause) = self.umount(false) {
+            return Err(self.take_back(&marker, frozen, &moved, cause));
+        }
+        // The directory is the copy now; it takes the mount root's permission bits.
+        if let Err(e) = rustix::fs::fchmod(covered, rustix::fs::Mode::from_raw_mode(mode & 0o7777))
+        {
+            tracing::warn!("{}: {e}", self.root);
+        }
+        self.end(&mut session)
+    }
+
+    /// Takes back what a materialize put in the covered directory (the marker last), then
+    /// lets writes in again; returns `cause`. If the copy cannot be taken back the mount
+    /// stays read-only: its marker may say the copy is whole, and a recovery then
+    /// finishes the materialize, which must not lose what was written after.
+    fn take_back(
+        &self,
+        marker: &materialize::Marker,
+        frozen: Freeze,
+        moved: &[std::ffi::OsString],
+        cause: MountError,
+    ) -> MountError {
+        match materialize::take_back(self.covered.as_fd(), marker, moved) {
+            Ok(()) => {
+                self.thaw(frozen);
+                cause
+            }
+            Err(e) => self.failed(format!(
+                "{cause}; taking the copy back failed ({e}), so the mount stays read-only: unmount it, and a `cairn mount` or `unmount` of it finishes the materialize"
+            )),
+        }
+    }
+
+    /// Refuses every change to the mount: its mount point is made read-only, which the
+    /// kernel refuses while a file is open for writing there (so a writer is told apart
+    /// before anything is copied). A process that may not remount (a user's FUSE mount)
+    /// gets the mount's own refusal instead.
+    fn freeze(&self) -> Result<Freeze, MountError> {
+        use rustix::fs::StatVfsMountFlags as Vfs;
+        use rustix::mount::MountFlags as Ms;
+        if self.read_only {
+            return Ok(Freeze::Already);
+        }
+        let vfs = rustix::fs::statvfs(self.root.as_std_path())
+            .map_err(|e| self.failed(format!("reading its mount flags: {e}")))?
+            .f_flag;
+        // A bind remount sets every per-mount flag: keep those it has (atime ones stay
+        // unless named).
+        let mut keep = Ms::empty();
+        for (v, m) in [
+            (Vfs::NOSUID, Ms::NOSUID),
+            (Vfs::NODEV, Ms::NODEV),
+            (Vfs::NOEXEC, Ms::NOEXEC),
+        ] {
+            if vfs.contains(v) {
+                keep |= m;
+            }
+        }
+        match rustix::mount::mount_remount(
+            self.root.as_std_path(),
+            Ms::BIND | Ms::RDONLY | keep,
+            "",
+        ) {
+            Ok(()) => Ok(Freeze::Remounted(keep)),
+            Err(rustix::io::Errno::BUSY) => Err(MountError::Busy {
+                root: self.root.clone(),
+            }),
+            Err(rustix::io::Errno::PERM) => {
+                self.fs_state
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .read_only = true;
+                Ok(Freeze::InState)
+            }
+            Err(e) => Err(self.failed(format!("making it read-only: {e}"))),
+        }
+    }
+
+    fn thaw(&self, frozen: Freeze) {
+        match frozen {
+            Freeze::Already => {}
+            Freeze::Remounted(keep) => {
+                if let Err(e) = rustix::mount::mount_remount(
+                    self.root.as_std_path(),
+                    rustix::mount::MountFlags::BIND | keep,
+                    "",
+                ) {
+                    tracing::warn!("{}: making it writable again: {e}", self.root);
+                }
+            }
+            Freeze::InState => {
+                self.fs_state
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .read_only = false;
+            }
+        }
     }
 
     /// Whether it still serves its directory.
     pub fn is_live(&self) -> bool {
-        self.session
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some()
+        self.live.load(Ordering::Acquire)
     }
+}
+
+/// How [`Mounted::freeze`] refused changes, to be undone by [`Mounted::thaw`].
+#[derive(Clone, Copy)]
+enum Freeze {
+    /// A read-only mount.
+    Already,
+    /// The mount point remounted read-only; these per-mount flags kept.
+    Remounted(rustix::mount::MountFlags),
+    /// The mount's state refuses changes.
+    InState,
 }
 
 impl Drop for Mounted {
