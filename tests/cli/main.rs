@@ -13,6 +13,7 @@ mod import_commands;
 mod mcp_client;
 mod merge_commands;
 mod mount_commands;
+mod mount_lifecycle;
 mod mount_scope;
 mod picker;
 mod policy_commands;

@@ -14,8 +14,8 @@ use crate::support::{Env, git, stderr, stdout};
 
 /// Unmounts what a test mounted, whatever happened, so no mount outlives its test.
 pub(crate) struct Mounts<'a> {
-    env: &'a Env,
-    dirs: Vec<Utf8PathBuf>,
+    pub(crate) env: &'a Env,
+    pub(crate) dirs: Vec<Utf8PathBuf>,
 }
 
 impl Drop for Mounts<'_> {
@@ -33,7 +33,7 @@ fn rustix_unmount(dir: &Utf8Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn is_mounted(dir: &Utf8Path) -> bool {
+pub(crate) fn is_mounted(dir: &Utf8Path) -> bool {
     std::fs::read_to_string("/proc/self/mountinfo")
         .unwrap()
         .lines()
@@ -475,7 +475,7 @@ fn link(target: &Utf8Path, at: &Utf8Path) {
     std::os::unix::fs::symlink(target, at).unwrap();
 }
 
-fn tree_of(dir: &Utf8Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn tree_of(dir: &Utf8Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_owned()];
     while let Some(d) = stack.pop() {
