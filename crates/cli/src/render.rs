@@ -819,6 +819,9 @@ fn push(o: &PushOutcome) -> String {
     for r in &o.refs {
         human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
     }
+    for w in &o.warnings {
+        human.push_str(&format!("warning: {w}\n"));
+    }
     human
 }
 
@@ -833,6 +836,9 @@ fn pull(o: &PullOutcome) -> String {
     );
     for r in &o.refs {
         human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
+    }
+    for w in &o.warnings {
+        human.push_str(&format!("warning: {w}\n"));
     }
     human
 }
