@@ -1,13 +1,16 @@
-//! A remote's pack indexes and packs, layout versions 1 and 2, as a hostile or damaged
+//! A remote's pack indexes and packs, layout versions 1 to 3, as a hostile or damaged
 //! remote could hand them over: decoded without a panic, and only into entries that lie
-//! inside a pack, a group frame's members inside a frame; a frame's payload is checked
-//! against its members as a fetch checks it. The checksum and pack id are made right
+//! inside a pack, a group frame's members inside a frame, a chunk list as long as its
+//! blob has chunks; a frame's payload is checked against its members as a fetch checks
+//! it, and a chunk list decoded as a fetch decodes it. The checksum and pack id are made right
 //! here, so the fuzzer reaches the parsing behind them.
 #![no_main]
 
 use cas::{FrameMember, MAX_FRAME_BYTES, ObjectKind};
 use libfuzzer_sys::fuzz_target;
-use remote::layout::{Encoding, PackEntry, decode_index, decode_pack};
+use remote::layout::{
+    Encoding, PackEntry, chunk_list_len, decode_chunk_list, decode_index, decode_pack,
+};
 
 /// Every entry lies after the magic and the first entry's header; a frame's member is a
 /// blob inside a frame no larger than a store's; a whole object starts at 0.
@@ -19,6 +22,10 @@ fn check(e: &PackEntry, first_offset: u64) {
         assert!(u64::from(e.start) + e.size <= MAX_FRAME_BYTES);
     } else {
         assert_eq!(e.start, 0);
+    }
+    if e.encoding == Encoding::Chunks {
+        assert_eq!(e.kind, ObjectKind::Blob);
+        assert_eq!(chunk_list_len(e.size), Some(u64::from(e.len)));
     }
 }
 
@@ -72,6 +79,10 @@ fuzz_target!(|data: &[u8]| {
                 if last_member {
                     let _ = cas::verify_frame(payload.to_vec(), std::mem::take(&mut frame));
                 }
+            }
+            if e.encoding == Encoding::Chunks {
+                let chunks = decode_chunk_list(e.id, e.size, payload).expect("checked");
+                assert_eq!(chunks.len() * 32, payload.len());
             }
         }
         assert_eq!(end, data.len());

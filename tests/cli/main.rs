@@ -2,6 +2,7 @@
 //! `shared/SPEC.md` fixes them.
 
 mod api_contract;
+mod big_files;
 mod crash_recovery;
 mod damaged_store;
 mod diff_commands;

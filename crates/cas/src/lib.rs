@@ -60,14 +60,14 @@ pub use object::{
     Source, TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
 };
 pub use store::{
-    BlobPayload, BlobSource, BoxError, CHUNK_BYTES, Checked, DATABASE_FILE, Error,
-    FORMAT_1_FILE_STATES, FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES, FORMAT_VERSION,
-    Frame, FrameMember, FrameRef, FsckOptions, FsckOutcome, GcOptions, GcOutcome, HistoryEntry,
-    InvalidLockTimeout, JOURNALS, Keeper, KeyValue, LOCK_TIMEOUT_VAR, MAX_FRAME_BYTES,
-    MaintenanceError, OpenError, OpenOptions, PROMISED, PRUNED, PayloadError, PreparedBlob,
-    Problem, ReadError, Reader, ReceivedFrame, RefError, ResolveError, Retained, Rewrite, Roots,
-    ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure, Store, WriteBatch, WriteError,
-    WriteOutcome, sequence_key, sequence_of, store_bytes, validate_ref_name,
+    BlobChunks, BlobPayload, BlobSource, BoxError, CHUNK_BYTES, Checked, Chunk, DATABASE_FILE,
+    Error, FORMAT_1_FILE_STATES, FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES,
+    FORMAT_VERSION, Frame, FrameMember, FrameRef, FsckOptions, FsckOutcome, GcOptions, GcOutcome,
+    HistoryEntry, InvalidLockTimeout, JOURNALS, Keeper, KeyValue, LOCK_TIMEOUT_VAR,
+    MAX_FRAME_BYTES, MaintenanceError, OpenError, OpenOptions, PROMISED, PRUNED, PayloadError,
+    PreparedBlob, Problem, ReadError, Reader, ReceivedFrame, RefError, ResolveError, Retained,
+    Rewrite, Roots, ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure, Store, WriteBatch,
+    WriteError, WriteOutcome, sequence_key, sequence_of, store_bytes, validate_ref_name,
 };
 pub use verify::{VerifiedObject, VerifyError, verify_blob_payload, verify_frame, verify_object};
 

@@ -861,6 +861,9 @@ fn push(o: &PushOutcome) -> String {
     for r in &o.refs {
         human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
     }
+    for w in &o.warnings {
+        human.push_str(&format!("warning: {w}\n"));
+    }
     human
 }
 
@@ -875,6 +878,9 @@ fn pull(o: &PullOutcome) -> String {
     );
     for r in &o.refs {
         human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
+    }
+    for w in &o.warnings {
+        human.push_str(&format!("warning: {w}\n"));
     }
     human
 }

@@ -93,6 +93,10 @@ pub struct PushOutcome {
     /// The refusal: a remote ref that moved since this store last saw it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// What of the remote was skipped (a file under its `index/` that is no readable
+    /// index), each naming the file and the remote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// `pull [SNAP|REF]… [--remote NAME]`.
@@ -120,6 +124,10 @@ pub struct PullOutcome {
     pub bytes_received: u64,
     /// Remote refs updated here (`NAME@REMOTE`).
     pub refs: Vec<RefEntry>,
+    /// What of the remote was skipped (a file under its `index/` that is no readable
+    /// index), each naming the file and the remote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Remote progress shown through the call's progress.
@@ -272,6 +280,7 @@ impl Engine {
             objects_sent: pushed.objects_sent,
             bytes_sent: pushed.bytes_sent,
             objects_present: pushed.objects_present,
+            warnings: pushed.warnings,
             refs,
             message: (!refused.is_empty()).then(|| refused.join("; ")),
         })
@@ -360,6 +369,7 @@ impl Engine {
             pulled: got.pulled,
             objects_received: got.objects_received,
             bytes_received: got.bytes_received,
+            warnings: got.warnings,
             refs: refs
                 .into_iter()
                 .map(|(r, snapshot)| RefEntry {

@@ -25,28 +25,51 @@ const TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Upper files kept open, by number (each written and read by `pwrite`/`pread`).
 const OPEN_UPPERS: usize = 256;
-/// Bytes of blobs kept decoded for reads.
-const BLOB_CACHE_BYTES: usize = 256 << 20;
+/// Bytes of decoded chunks kept for reads: a sequential read of a large file decodes each
+/// chunk once, not once per kernel request; the kernel's page cache keeps what was read.
+const CHUNK_CACHE_BYTES: usize = 8 << 20;
+/// Large blobs whose chunk lists are kept, by number.
+const CUTS_KEPT: usize = 64;
 
+/// Decoded chunks (a small blob is one chunk, itself), and how recently read large blobs
+/// are cut, each kept up to its bound, the oldest dropped first.
 #[derive(Default)]
-struct BlobCache {
-    blobs: HashMap<cas::BlobId, Arc<Vec<u8>>>,
+struct ChunkCache {
+    chunks: HashMap<cas::BlobId, Arc<Vec<u8>>>,
     order: VecDeque<cas::BlobId>,
     bytes: usize,
+    cuts: HashMap<cas::BlobId, Arc<cas::BlobChunks>>,
+    cut_order: VecDeque<cas::BlobId>,
 }
 
-impl BlobCache {
-    fn insert(&mut self, b: cas::BlobId, bytes: Arc<Vec<u8>>) {
-        self.bytes += bytes.len();
-        if self.blobs.insert(b, bytes).is_none() {
-            self.order.push_back(b);
+impl ChunkCache {
+    fn insert(&mut self, id: cas::BlobId, bytes: Arc<Vec<u8>>) {
+        let len = bytes.len();
+        if len > CHUNK_CACHE_BYTES {
+            return;
         }
-        while self.bytes > BLOB_CACHE_BYTES && self.order.len() > 1 {
+        match self.chunks.insert(id, bytes) {
+            Some(old) => self.bytes -= old.len(),
+            None => self.order.push_back(id),
+        }
+        self.bytes += len;
+        while self.bytes > CHUNK_CACHE_BYTES {
             let Some(old) = self.order.pop_front() else {
                 break;
             };
-            if let Some(gone) = self.blobs.remove(&old) {
+            if let Some(gone) = self.chunks.remove(&old) {
                 self.bytes -= gone.len();
+            }
+        }
+    }
+
+    fn insert_cut(&mut self, cut: Arc<cas::BlobChunks>) {
+        if self.cuts.insert(cut.id(), cut.clone()).is_none() {
+            self.cut_order.push_back(cut.id());
+        }
+        while self.cut_order.len() > CUTS_KEPT {
+            if let Some(old) = self.cut_order.pop_front() {
+                self.cuts.remove(&old);
             }
         }
     }
@@ -54,11 +77,12 @@ impl BlobCache {
 
 /// The kernel opens and releases files without asking (`open` answers `ENOSYS`, the
 /// kernel's zero-message open, with the page cache kept), so reads and writes come by
-/// inode: a file's bytes are its blob (decoded once, cached) or its upper file.
+/// inode: a file's bytes are its blob (read a chunk at a time, the chunks a read covers)
+/// or its upper file.
 pub(crate) struct Fs {
     pub(crate) state: Arc<Mutex<State>>,
     uppers: Mutex<HashMap<u64, Arc<File>>>,
-    blobs: Mutex<BlobCache>,
+    chunks: Mutex<ChunkCache>,
 }
 
 impl Fs {
@@ -66,7 +90,7 @@ impl Fs {
         Fs {
             state,
             uppers: Mutex::new(HashMap::new()),
-            blobs: Mutex::new(BlobCache::default()),
+            chunks: Mutex::new(ChunkCache::default()),
         }
     }
 
@@ -104,30 +128,70 @@ impl Fs {
             .remove(&n);
     }
 
-    /// The bytes of blob `b`, verified, read outside every lock.
-    fn blob(&self, b: cas::BlobId) -> Result<Arc<Vec<u8>>, Errno> {
-        if let Some(bytes) = self
-            .blobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .blobs
-            .get(&b)
-        {
-            return Ok(bytes.clone());
+    fn cache(&self) -> MutexGuard<'_, ChunkCache> {
+        self.chunks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Up to `len` bytes of blob `b` from `offset`, read outside every lock: only the
+    /// chunks they lie in are decoded, each verified against its id.
+    fn read_blob(&self, b: cas::BlobId, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
+        // A small blob is one chunk, cached under its own id.
+        if let Some(whole) = self.cache().chunks.get(&b).cloned() {
+            let start = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(whole.len());
+            let end = start.saturating_add(len).min(whole.len());
+            return Ok(whole[start..end].to_vec());
         }
-        let readers = self.state().readers();
-        let bytes = readers()
-            .and_then(|r| r.blob(b).map_err(|e| e.to_string()))
-            .map(Arc::new)
-            .map_err(|e| {
-                tracing::warn!("mount: blob {b}: {e}");
-                Errno::EIO
-            })?;
-        self.blobs
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(b, bytes.clone());
-        Ok(bytes)
+        let mut reader = None;
+        let failed = |e: String| {
+            tracing::warn!("mount: blob {b}: {e}");
+            Errno::EIO
+        };
+        let open = |reader: &mut Option<cas::Reader>| -> Result<(), Errno> {
+            if reader.is_none() {
+                let readers = self.state().readers();
+                *reader = Some(readers().map_err(failed)?);
+            }
+            Ok(())
+        };
+        let cached_cut = self.cache().cuts.get(&b).cloned();
+        let cut = match cached_cut {
+            Some(cut) => cut,
+            None => {
+                open(&mut reader)?;
+                let r = reader.as_ref().expect("opened above");
+                let cut = Arc::new(r.blob_chunks(b).map_err(|e| failed(e.to_string()))?);
+                if cut.ids().len() > 1 {
+                    self.cache().insert_cut(cut.clone());
+                }
+                cut
+            }
+        };
+        let mut out = Vec::with_capacity(len.min(cas::CHUNK_BYTES));
+        let covering: Vec<cas::Chunk> = if cut.size() == 0 {
+            // No bytes, but the blob is still read, so it is checked against its id.
+            cut.chunk(0).into_iter().collect()
+        } else {
+            cut.covering(offset, len as u64).collect()
+        };
+        for chunk in covering {
+            let cached = self.cache().chunks.get(&chunk.id).cloned();
+            let bytes = match cached {
+                Some(bytes) => bytes,
+                None => {
+                    open(&mut reader)?;
+                    let r = reader.as_ref().expect("opened above");
+                    let bytes = Arc::new(r.chunk(chunk).map_err(|e| failed(e.to_string()))?);
+                    self.cache().insert(chunk.id, bytes.clone());
+                    bytes
+                }
+            };
+            let from = offset.saturating_sub(chunk.start) as usize;
+            let to = (offset.saturating_add(len as u64) - chunk.start).min(chunk.len as u64);
+            out.extend_from_slice(&bytes[from.min(bytes.len())..(to as usize).min(bytes.len())]);
+        }
+        Ok(out)
     }
 
     /// The file's upper file (copied up from its blob first), for a write.
@@ -409,12 +473,8 @@ impl Filesystem for Fs {
             })
         };
         match source {
-            Ok((Source::Base(b), _)) => match self.blob(b) {
-                Ok(bytes) => {
-                    let start = (offset as usize).min(bytes.len());
-                    let end = start.saturating_add(size as usize).min(bytes.len());
-                    reply.data(&bytes[start..end]);
-                }
+            Ok((Source::Base(b), _)) => match self.read_blob(b, offset, size as usize) {
+                Ok(bytes) => reply.data(&bytes),
                 Err(e) => reply.error(e),
             },
             Ok((Source::Upper(n), Some(path))) => {

@@ -43,11 +43,19 @@ pub struct Catalog {
     pub(crate) condemned: HashMap<String, i64>,
     /// The condemnation records read (their keys under `gc/`).
     pub(crate) condemned_keys: Vec<String>,
+    /// Packs whose index is there but could not be read: no object of theirs is counted
+    /// on, and remote gc leaves them alone.
+    pub(crate) unreadable: std::collections::HashSet<String>,
+    /// What under `index/` was skipped, and why (see [`Catalog::warnings`]).
+    warnings: Vec<String>,
 }
 
 impl Catalog {
     /// Reads the remote's indexes, fetching only those `store` has not cached, and
-    /// updates the cache (dropping indexes of packs the remote no longer has).
+    /// updates the cache (dropping indexes of packs the remote no longer has). Anything
+    /// under `index/` that is not a readable index (a file another program left, a
+    /// damaged index) is skipped, each named in [`Catalog::warnings`]: the rest of the
+    /// remote still serves.
     pub fn sync(remote: &Remote, store: &cas::Store) -> Result<Catalog, RemoteError> {
         let name = remote.name().to_owned();
         let cached: HashMap<String, Vec<u8>> = store
@@ -56,23 +64,38 @@ impl Catalog {
             .into_iter()
             .map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v))
             .collect();
+        let mut warnings = Vec::new();
+        let skipped = |key: &str, reason: &dyn std::fmt::Display| {
+            format!("remote {name}: skipped index/{key}: {reason}")
+        };
         let (listed, fetched, condemned) = remote.block_on(async {
-            let listed: Vec<String> = remote
-                .list("index")
-                .await?
-                .into_iter()
-                .map(|(k, _)| k)
-                .filter(|k| is_hex_id(k))
-                .collect();
+            let (entries, unreadable) = remote.list_names("index").await?;
+            warnings.extend(
+                unreadable
+                    .iter()
+                    .map(|e| format!("remote {name}: skipped a file under index/: {e}")),
+            );
+            let mut listed: Vec<String> = Vec::with_capacity(entries.len());
+            for key in entries {
+                if is_hex_id(&key) {
+                    listed.push(key);
+                } else {
+                    warnings.push(skipped(&key, &"not a pack index (its name is no pack id)"));
+                }
+            }
             let wanted: Vec<String> = listed
                 .iter()
                 .filter(|k| !cached.contains_key(*k))
                 .cloned()
                 .collect();
-            let fetched: Vec<(String, Option<bytes::Bytes>)> =
+            // An index larger than any push writes is read no further, and skipped.
+            let fetched: Vec<(String, Result<Option<bytes::Bytes>, String>)> =
                 futures_util::stream::iter(wanted.into_iter().map(|pack| async move {
-                    let bytes = remote.get(&index_key(&pack), MAX_INDEX).await?;
-                    Ok::<_, RemoteError>((pack, bytes))
+                    match remote.get(&index_key(&pack), MAX_INDEX).await {
+                        Ok(bytes) => Ok((pack, Ok(bytes))),
+                        Err(RemoteError::Corrupt { reason, .. }) => Ok((pack, Err(reason))),
+                        Err(e) => Err(e),
+                    }
                 }))
                 .buffer_unordered(CONCURRENCY)
                 .try_collect()
@@ -90,12 +113,24 @@ impl Catalog {
 
         let mut batch = WriteBatch::new();
         let mut indexes: Vec<(String, Vec<u8>)> = Vec::with_capacity(listed.len());
+        let mut unreadable = std::collections::HashSet::new();
         for (pack, bytes) in fetched {
             // Deleted between the listing and the read: a remote gc ran.
-            let Some(bytes) = bytes else { continue };
-            decode_index(&bytes, &pack).map_err(|reason| {
-                RemoteError::corrupt(&name, format!("index of pack {pack}"), reason)
-            })?;
+            let bytes = match bytes {
+                Ok(Some(bytes)) => bytes,
+                Ok(None) => continue,
+                Err(reason) => {
+                    warnings.push(skipped(&pack, &reason));
+                    unreadable.insert(pack);
+                    continue;
+                }
+            };
+            // Not cached: a repaired index is read again next time.
+            if let Err(reason) = decode_index(&bytes, &pack) {
+                warnings.push(skipped(&pack, &reason));
+                unreadable.insert(pack);
+                continue;
+            }
             batch.put_side(INDEX_CACHE, &name, pack.as_bytes(), bytes.to_vec());
             indexes.push((pack, bytes.to_vec()));
         }
@@ -116,6 +151,8 @@ impl Catalog {
             packs: HashMap::new(),
             condemned: HashMap::new(),
             condemned_keys: Vec::new(),
+            unreadable,
+            warnings,
         };
         for (key, record) in condemned {
             for pack in record.packs {
@@ -125,9 +162,19 @@ impl Catalog {
             catalog.condemned_keys.push(key);
         }
         for (pack, bytes) in indexes {
-            let entries = decode_index(&bytes, &pack).map_err(|reason| {
-                RemoteError::corrupt(&name, format!("index of pack {pack}"), reason)
-            })?;
+            // A cached index decoded when it was cached; one damaged here since is
+            // skipped, and dropped from the cache so the remote's is read next time.
+            let entries = match decode_index(&bytes, &pack) {
+                Ok(entries) => entries,
+                Err(reason) => {
+                    catalog.warnings.push(skipped(&pack, &reason));
+                    catalog.unreadable.insert(pack.clone());
+                    let mut drop_it = WriteBatch::new();
+                    drop_it.remove_side(INDEX_CACHE, &name, pack.as_bytes());
+                    store.write(&drop_it)?;
+                    continue;
+                }
+            };
             let pack: Arc<str> = Arc::from(pack.as_str());
             let condemned = catalog.condemned.contains_key(&*pack);
             for entry in &entries {
@@ -152,7 +199,16 @@ impl Catalog {
             }
             catalog.packs.insert(pack, entries);
         }
+        for warning in &catalog.warnings {
+            tracing::warn!("{warning}");
+        }
         Ok(catalog)
+    }
+
+    /// What was skipped under `index/` (a file that is no readable index), each naming
+    /// the file and the remote; also logged as warnings.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Where object `id` is, if the remote holds it.

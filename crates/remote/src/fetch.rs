@@ -38,13 +38,20 @@ pub struct FetchOutcome {
     pub objects_received: u64,
     /// Payload bytes received.
     pub bytes_received: u64,
+    /// What of the remote was skipped (files under `index/` that are no readable index),
+    /// each naming the file and the remote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
-/// Blobs fetched and written per batch, by payload bytes.
-const BATCH_BYTES: u64 = 64 << 20;
-/// The most a blob, tree or snapshot from a remote may decode to before it is refused
-/// (decoding happens in memory).
-const MAX_OBJECT: u64 = 4 << 30;
+/// Blobs fetched and written per batch, by payload bytes: a batch is held about three
+/// times (as read, as checked, as written), so this bounds a fetch's memory.
+const BATCH_BYTES: u64 = 8 << 20;
+/// The largest zstd window a streamed payload may need (16 MiB; cairn's frames use 2).
+const MAX_WINDOW_LOG: u32 = 24;
+/// The most a blob read whole from a remote may decode to (larger ones come a chunk at a
+/// time), and a tree or snapshot (decoded in memory) before it is refused.
+const MAX_BLOB: u64 = cas::CHUNK_BYTES as u64;
 const MAX_TREE: u64 = 256 << 20;
 
 /// Brings `snapshots` from `remote` into `store` as `need` says; what the store has
@@ -74,6 +81,7 @@ pub fn fetch(
     }
     let mut out = FetchOutcome {
         pulled: snapshots.to_vec(),
+        warnings: catalog.warnings().to_vec(),
         ..FetchOutcome::default()
     };
 
@@ -141,9 +149,108 @@ pub fn fetch(
     }
     drop(reader);
 
-    // Blobs, in batches written as they come (unreachable until the snapshots land), in
-    // the order they lie on the remote, so a group frame's members are read together; a
-    // payload counts once.
+    // Blobs over a chunk: a list of chunks (layout 3) brings its chunks along with the
+    // other blobs and is checked once they are stored; one an older layout holds whole is
+    // streamed in, a chunk at a time.
+    let mut lists: Vec<Located> = Vec::new();
+    let mut whole: Vec<Located> = Vec::new();
+    let mut small: Vec<BlobId> = Vec::with_capacity(blobs.len());
+    for b in blobs {
+        let located = locate(remote, &catalog, b.into(), ObjectKind::Blob)?;
+        match route(&located.entry) {
+            Route::Chunks => lists.push(located.clone()),
+            Route::Streamed => whole.push(located.clone()),
+            Route::Read => small.push(b),
+        }
+    }
+    let lists = read_chunk_lists(remote, &catalog, lists, &mut out)?;
+    {
+        let reader = store.reader()?;
+        for (_, _, chunks) in &lists {
+            for c in chunks {
+                if seen_blobs.insert(*c) && !reader.has_blob(*c)? {
+                    small.push(*c);
+                }
+            }
+        }
+    }
+    let streamed_bytes: u64 = whole.iter().map(|l| u64::from(l.entry.len)).sum();
+    fetch_blobs(
+        remote,
+        store,
+        &catalog,
+        small,
+        (whole.len() as u64, streamed_bytes),
+        progress,
+        &mut out,
+    )?;
+    let mut batch = WriteBatch::new();
+    for located in &whole {
+        batch.add_blob(receive_whole(remote, store, located, &mut out)?);
+        progress.advance(1, u64::from(located.entry.len));
+    }
+    progress.finish();
+    let reader = store.reader()?;
+    for (id, size, chunks) in lists {
+        let blob = reader
+            .chunked_blob(id, size, chunks)
+            .map_err(|e| RemoteError::object(name, id.into(), format!("as its chunks: {e}")))?;
+        batch.add_blob(blob);
+    }
+    drop(reader);
+    if !batch.is_empty() {
+        store.write(&batch)?;
+    }
+
+    // Last, trees and snapshots together: the snapshots appear whole or not at all.
+    let mut batch = WriteBatch::new();
+    for tree in trees {
+        batch.add_tree(tree);
+    }
+    for snap in parents_first(snaps) {
+        batch.add_snapshot(snap);
+    }
+    for p in promised {
+        batch.promise(p.into(), name);
+    }
+    store.write(&batch)?;
+    Ok(out)
+}
+
+/// How a blob comes from a remote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// Read whole, with others (at most a chunk, or a group frame's member).
+    Read,
+    /// A list of its chunks, each read as a blob.
+    Chunks,
+    /// Larger than a chunk and held whole (layouts 1 and 2): streamed, however large.
+    Streamed,
+}
+
+/// How the blob of index entry `e` comes: nothing over a chunk is read whole, whatever its
+/// size (64 bits all the way: a blob over 4 GiB is streamed like any other).
+fn route(e: &crate::layout::PackEntry) -> Route {
+    match e.encoding {
+        Encoding::Chunks => Route::Chunks,
+        Encoding::Raw | Encoding::Zstd if e.size > MAX_BLOB => Route::Streamed,
+        _ => Route::Read,
+    }
+}
+
+/// Reads blobs of at most a chunk `blobs` in batches written as they come (unreachable
+/// until the snapshots land), in the order they lie on the remote, so a group frame's
+/// members are read together; a payload counts once. `later` are the blobs and bytes
+/// streamed after them, for the progress.
+fn fetch_blobs(
+    remote: &Remote,
+    store: &cas::Store,
+    catalog: &Catalog,
+    mut blobs: Vec<BlobId>,
+    later: (u64, u64),
+    progress: &dyn Progress,
+    out: &mut FetchOutcome,
+) -> Result<(), RemoteError> {
     blobs.sort_by_cached_key(|b| {
         catalog
             .locate((*b).into())
@@ -160,7 +267,11 @@ pub fn fetch(
             _ => 0,
         })
         .collect();
-    progress.start("fetch", blobs.len() as u64, costs.iter().sum());
+    progress.start(
+        "fetch",
+        blobs.len() as u64 + later.0,
+        costs.iter().sum::<u64>() + later.1,
+    );
     let mut start = 0;
     while start < blobs.len() {
         let mut end = start;
@@ -170,7 +281,7 @@ pub fn fetch(
             end += 1;
         }
         let wanted: Vec<ObjectId> = blobs[start..end].iter().map(|b| (*b).into()).collect();
-        let got = read_objects(remote, &catalog, &wanted, ObjectKind::Blob, &mut out)?;
+        let got = read_objects(remote, catalog, &wanted, ObjectKind::Blob, out)?;
         let count = got.len() as u64;
         let mut batch = WriteBatch::new();
         for object in got.objects {
@@ -183,21 +294,108 @@ pub fn fetch(
         progress.advance(count, bytes);
         start = end;
     }
-    progress.finish();
+    Ok(())
+}
 
-    // Last, trees and snapshots together: the snapshots appear whole or not at all.
-    let mut batch = WriteBatch::new();
-    for tree in trees {
-        batch.add_tree(tree);
+/// Reads the chunk lists of blobs `lists`, checking each against the blob's size and
+/// every chunk it names against the remote's index (a blob, as long as its place in the
+/// blob says): (blob, size, chunks).
+pub(crate) fn read_chunk_lists(
+    remote: &Remote,
+    catalog: &Catalog,
+    lists: Vec<Located>,
+    out: &mut FetchOutcome,
+) -> Result<Vec<(BlobId, u64, Vec<BlobId>)>, RemoteError> {
+    let name = remote.name();
+    let mut result = Vec::with_capacity(lists.len());
+    for (located, data) in read_payloads(remote, lists)? {
+        out.bytes_received += data.len() as u64;
+        for l in located {
+            let e = &l.entry;
+            check_length(name, &l, &data)?;
+            let bad = |reason: String| {
+                RemoteError::object(name, e.id, format!("{reason} (pack {})", l.pack))
+            };
+            let chunks = crate::layout::decode_chunk_list(e.id, e.size, &data).map_err(bad)?;
+            let mut left = e.size;
+            for c in &chunks {
+                let expected = left.min(cas::CHUNK_BYTES as u64);
+                left -= expected;
+                let chunk = locate(remote, catalog, (*c).into(), ObjectKind::Blob)
+                    .map_err(|err| bad(format!("its chunk {c}: {err}")))?;
+                if chunk.entry.size != expected || route(&chunk.entry) != Route::Read {
+                    return Err(bad(format!(
+                        "its chunk {c} is {} bytes on the remote, not {expected}",
+                        chunk.entry.size
+                    )));
+                }
+            }
+            out.objects_received += 1;
+            result.push((e.id.as_blob(), e.size, chunks));
+        }
     }
-    for snap in parents_first(snaps) {
-        batch.add_snapshot(snap);
+    Ok(result)
+}
+
+/// Receives blob `located`, held whole by a pack of an older layout, however large: its
+/// payload is read as it arrives, decoded, and cut into chunks stored as they fill
+/// (unnamed until its own record is written); it is checked against its id and size
+/// before it is given back, to join a batch.
+fn receive_whole(
+    remote: &Remote,
+    store: &cas::Store,
+    located: &Located,
+    out: &mut FetchOutcome,
+) -> Result<cas::PreparedBlob, RemoteError> {
+    let name = remote.name();
+    let e = &located.entry;
+    let bad = |reason: String| {
+        RemoteError::object(name, e.id, format!("{reason} (pack {})", located.pack))
+    };
+    let payload = remote.read_range(
+        &pack_key(&located.pack),
+        e.offset..e.offset + u64::from(e.len),
+    );
+    let input: Box<dyn std::io::Read> = match e.encoding {
+        Encoding::Zstd => {
+            let mut decoder = zstd::stream::read::Decoder::new(payload)
+                .map_err(|err| bad(format!("zstd: {err}")))?;
+            // A frame needing a larger window than cairn's ever do is refused, not
+            // given the memory it asks for.
+            decoder
+                .window_log_max(MAX_WINDOW_LOG)
+                .map_err(|err| bad(format!("zstd: {err}")))?;
+            Box::new(decoder)
+        }
+        _ => Box::new(payload),
+    };
+    // One byte past the size is enough to tell a payload that decodes to more.
+    let what = format!("blob {} of remote {name}", e.id);
+    let input = std::io::Read::take(input, e.size.saturating_add(1));
+    let blob = match store.prepare_blob_stream(input, &what) {
+        Ok(blob) => blob,
+        Err(cas::WriteError::Input { source, .. }) => {
+            return Err(match source.into_inner() {
+                Some(inner) => match inner.downcast::<RemoteError>() {
+                    Ok(remote_error) => *remote_error,
+                    Err(other) => bad(format!("decoding it: {other}")),
+                },
+                None => bad("decoding it failed".to_owned()),
+            });
+        }
+        Err(other) => return Err(other.into()),
+    };
+    if blob.size() != e.size || ObjectId::from(blob.id()) != e.id {
+        return Err(bad(format!(
+            "its payload decodes to blob {} of {} bytes, its index says {} bytes",
+            blob.id(),
+            blob.size(),
+            e.size
+        )));
     }
-    for p in promised {
-        batch.promise(p.into(), name);
-    }
-    store.write(&batch)?;
-    Ok(out)
+    out.objects_received += 1;
+    out.bytes_received += u64::from(e.len);
+    Ok(blob)
 }
 
 /// What [`read_objects`] brought, checked: objects one by one, and group frames whose
@@ -252,8 +450,33 @@ fn parents_first(snaps: Vec<(SnapshotId, Snapshot)>) -> Vec<Snapshot> {
 /// Of one pack, per payload (offset and length), the objects wanted of it.
 type Payloads = BTreeMap<(u64, u32), Vec<Located>>;
 
+/// Where object `id` of `kind` is on the remote, refused if it is not there as that kind.
+fn locate<'a>(
+    remote: &Remote,
+    catalog: &'a Catalog,
+    id: ObjectId,
+    kind: ObjectKind,
+) -> Result<&'a Located, RemoteError> {
+    let located = catalog.locate(id).ok_or_else(|| {
+        RemoteError::object(
+            remote.name(),
+            id,
+            "is not on the remote, yet a snapshot there reaches it",
+        )
+    })?;
+    if located.entry.kind != kind {
+        return Err(RemoteError::object(
+            remote.name(),
+            id,
+            format!("its index says {:?}, expected {kind:?}", located.entry.kind),
+        ));
+    }
+    Ok(located)
+}
+
 /// Reads objects of `kind` from the remote, grouped by pack and by payload (a group
-/// frame is read once for all the members wanted of it), and checks each.
+/// frame is read once for all the members wanted of it), and checks each. A blob is at
+/// most a chunk here: a larger one comes as a list of chunks, or streamed.
 pub(crate) fn read_objects(
     remote: &Remote,
     catalog: &Catalog,
@@ -262,47 +485,63 @@ pub(crate) fn read_objects(
     out: &mut FetchOutcome,
 ) -> Result<Received, RemoteError> {
     let name = remote.name();
-    let mut by_pack: HashMap<Arc<str>, Payloads> = HashMap::new();
+    let mut wanted = Vec::with_capacity(ids.len());
     for id in ids {
-        let located = catalog.locate(*id).ok_or_else(|| {
-            RemoteError::object(
-                name,
-                *id,
-                "is not on the remote, yet a snapshot there reaches it",
-            )
-        })?;
+        let located = locate(remote, catalog, *id, kind)?;
         let e = &located.entry;
-        if e.kind != kind {
-            return Err(RemoteError::object(
-                name,
-                *id,
-                format!("its index says {:?}, expected {kind:?}", e.kind),
-            ));
-        }
         // Checked before reading: a damaged or hostile index must not make a huge read
         // (a frame's length is bounded by `decode_index`).
         let limit = if kind == ObjectKind::Blob {
-            MAX_OBJECT
+            MAX_BLOB
         } else {
             MAX_TREE
         };
         let most_stored = e.size + e.size / 64 + 4096;
-        if e.size > limit || (e.encoding != Encoding::Frame && u64::from(e.len) > most_stored) {
+        if e.size > limit
+            || e.encoding == Encoding::Chunks
+            || (e.encoding != Encoding::Frame && u64::from(e.len) > most_stored)
+        {
             return Err(RemoteError::object(
                 name,
                 *id,
                 format!(
-                    "its index says {} bytes stored, {} decoded: more than cairn reads from a remote (pack {})",
+                    "its index says {} bytes stored, {} decoded: more than cairn reads from a remote at once (pack {})",
                     e.len, e.size, located.pack
                 ),
             ));
         }
+        wanted.push(located.clone());
+    }
+    let pairs = read_payloads(remote, wanted)?;
+    out.objects_received += pairs.iter().map(|(l, _)| l.len() as u64).sum::<u64>();
+    out.bytes_received += pairs.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
+    let parts: Vec<Received> = pairs
+        .into_par_iter()
+        .map(|(located, data)| verify_payload(name, located, data))
+        .collect::<Result<_, _>>()?;
+    let mut received = Received::default();
+    for part in parts {
+        received.extend(part);
+    }
+    Ok(received)
+}
+
+/// Reads the payloads of `wanted` objects, grouped by pack and by payload (one read for
+/// all the members wanted of a group frame): per payload, the objects wanted of it and
+/// its bytes.
+fn read_payloads(
+    remote: &Remote,
+    wanted: Vec<Located>,
+) -> Result<Vec<(Vec<Located>, bytes::Bytes)>, RemoteError> {
+    let mut by_pack: HashMap<Arc<str>, Payloads> = HashMap::new();
+    for located in wanted {
+        let e = &located.entry;
         by_pack
             .entry(located.pack.clone())
             .or_default()
             .entry((e.offset, e.len))
             .or_default()
-            .push(located.clone());
+            .push(located);
     }
     let fetched: Vec<(Vec<Vec<Located>>, Vec<bytes::Bytes>)> = remote.block_on(async {
         futures_util::stream::iter(by_pack.into_iter().map(|(pack, payloads)| async move {
@@ -332,21 +571,10 @@ pub(crate) fn read_objects(
         .try_collect()
         .await
     })?;
-    let pairs: Vec<(Vec<Located>, bytes::Bytes)> = fetched
+    Ok(fetched
         .into_iter()
         .flat_map(|(payloads, data)| payloads.into_iter().zip(data))
-        .collect();
-    out.objects_received += pairs.iter().map(|(l, _)| l.len() as u64).sum::<u64>();
-    out.bytes_received += pairs.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
-    let parts: Vec<Received> = pairs
-        .into_par_iter()
-        .map(|(located, data)| verify_payload(name, located, data))
-        .collect::<Result<_, _>>()?;
-    let mut received = Received::default();
-    for part in parts {
-        received.extend(part);
-    }
-    Ok(received)
+        .collect())
 }
 
 /// Checks the objects wanted of one payload: a group frame's members together, any
@@ -418,7 +646,7 @@ fn verify(remote: &str, located: &Located, data: &[u8]) -> Result<VerifiedObject
     };
     check_length(remote, located, data)?;
     let limit = if e.kind == ObjectKind::Blob {
-        MAX_OBJECT
+        MAX_BLOB
     } else {
         MAX_TREE
     };

@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use cas::{ObjectId, ObjectKind, VerifiedObject};
 
-use crate::catalog::{Catalog, Condemned, is_hex_id};
+use crate::catalog::{Catalog, Condemned, Located, is_hex_id};
 use crate::error::RemoteError;
-use crate::fetch::read_objects;
-use crate::layout::{index_key, pack_key};
+use crate::fetch::{read_chunk_lists, read_objects};
+use crate::layout::{Encoding, index_key, pack_key};
 use crate::refs;
 use crate::transport::Remote;
 
@@ -93,6 +93,10 @@ pub fn gc(
     let mut keep: BTreeMap<i64, Vec<String>> = BTreeMap::new();
     let mut delete: Vec<(String, u64)> = Vec::new();
     for (pack, meta) in &listed {
+        // A pack whose index cannot be read may hold anything: it is kept (sync said so).
+        if catalog.unreadable.contains(pack) {
+            continue;
+        }
         if live_packs.contains(pack) {
             if catalog.condemned.contains_key(pack) {
                 out.packs_rescued += 1;
@@ -249,6 +253,16 @@ fn reachable(
                 visit(&t, &mut trees);
             }
         }
+    }
+    // A blob sent as a list of its chunks keeps them.
+    let lists: Vec<Located> = live
+        .iter()
+        .filter_map(|id| catalog.locate(*id))
+        .filter(|l| l.entry.kind == ObjectKind::Blob && l.entry.encoding == Encoding::Chunks)
+        .cloned()
+        .collect();
+    for (_, _, chunks) in read_chunk_lists(remote, catalog, lists, &mut scratch)? {
+        live.extend(chunks.into_iter().map(ObjectId::from));
     }
     Ok(live)
 }

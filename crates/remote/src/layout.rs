@@ -1,12 +1,14 @@
-//! The remote layout, version 2 (`docs/format.md` describes it byte by byte; version 1
-//! is still read). Under the remote's prefix:
+//! The remote layout, version 3 (`docs/format.md` describes it byte by byte; versions 1
+//! and 2 are still read). Under the remote's prefix:
 //!
 //! ```text
-//! cairn-remote               {"format": 2}: what is here, written by the first `remote add`
-//! packs/<pack id>            payloads, each a whole object or a group frame of small blobs
-//!                            (byte for byte the store's), with the objects it holds
+//! cairn-remote               {"format": 3}: what is here, written by the first `remote add`
+//! packs/<pack id>            payloads, each a whole object, a group frame of small blobs
+//!                            (byte for byte the store's) or a large blob's list of chunks
+//!                            (each chunk a blob of its own), with the objects it holds
 //! index/<pack id>            the pack's index: where each object is; written after the pack
 //! refs/<name>/<seq>          a ref's history: create-only, the highest <seq> is its value
+//!                            (a name's parts of 16 hex digits are written `=<part>`: `refs`)
 //! pins/<snapshot id>         a snapshot pushed by id, kept by remote gc until `ref rm ID@REMOTE`
 //! gc/<time>-<nonce>          packs remote gc condemned, deleted by a later gc after the grace
 //! ```
@@ -15,19 +17,25 @@
 //! after every other pack and index is written: an object is visible only through an
 //! index, so a snapshot visible on a remote has everything it reaches there too.
 
-use cas::{FrameMember, MAX_FRAME_BYTES, ObjectId, ObjectKind};
+use cas::{BlobId, CHUNK_BYTES, FrameMember, MAX_FRAME_BYTES, ObjectId, ObjectKind};
 
 /// The layout version this build writes.
-pub const FORMAT: u64 = 2;
-/// The older version it reads (and rewrites the marker of before its first pack there).
+pub const FORMAT: u64 = 3;
+/// The older versions it reads (and rewrites the marker of before its first pack there).
 pub const FORMAT_1: u64 = 1;
+/// See [`FORMAT_1`].
+pub const FORMAT_2: u64 = 2;
 /// The marker object.
 pub const MARKER: &str = "cairn-remote";
 /// Packs are cut once they reach this many bytes (restic found tens of MB fast on S3).
 pub const PACK_TARGET: usize = 32 << 20;
+/// The bytes of a chunk list per chunk: its id.
+const CHUNK_ID: u64 = 32;
 
-const PACK_MAGIC: &[u8; 8] = b"CAIRNPK2";
-const INDEX_MAGIC: &[u8; 8] = b"CAIRNIX2";
+const PACK_MAGIC: &[u8; 8] = b"CAIRNPK3";
+const INDEX_MAGIC: &[u8; 8] = b"CAIRNIX3";
+const PACK_MAGIC_2: &[u8; 8] = b"CAIRNPK2";
+const INDEX_MAGIC_2: &[u8; 8] = b"CAIRNIX2";
 const PACK_MAGIC_1: &[u8; 8] = b"CAIRNPK1";
 const INDEX_MAGIC_1: &[u8; 8] = b"CAIRNIX1";
 /// Before the entries of an index: magic, pack id, count.
@@ -82,6 +90,9 @@ pub enum Encoding {
     /// A group frame: one zstd frame of small blobs' concatenated contents, as a store
     /// holds it; each object's bytes lie at its `start` in the decoded frame.
     Frame,
+    /// A blob over [`CHUNK_BYTES`] as the ids of its chunks, in order (version 3): each a
+    /// blob of its own, [`CHUNK_BYTES`] long but the last.
+    Chunks,
 }
 
 impl Encoding {
@@ -90,6 +101,7 @@ impl Encoding {
             Encoding::Raw => 0,
             Encoding::Zstd => 1,
             Encoding::Frame => 2,
+            Encoding::Chunks => 3,
         }
     }
 
@@ -98,6 +110,7 @@ impl Encoding {
             0 => Ok(Encoding::Raw),
             1 => Ok(Encoding::Zstd),
             2 => Ok(Encoding::Frame),
+            3 => Ok(Encoding::Chunks),
             other => Err(format!("unknown flags {other}")),
         }
     }
@@ -147,12 +160,7 @@ pub struct PackBuilder {
 
 impl Default for PackBuilder {
     fn default() -> Self {
-        let mut bytes = Vec::with_capacity(PACK_TARGET + (1 << 20));
-        bytes.extend_from_slice(PACK_MAGIC);
-        PackBuilder {
-            bytes,
-            entries: Vec::new(),
-        }
+        PackBuilder::with_capacity(0)
     }
 }
 
@@ -172,6 +180,17 @@ pub struct Pack {
 type Held = (ObjectKind, ObjectId, u64, u32);
 
 impl PackBuilder {
+    /// An empty pack with room for `bytes` bytes (what it is cut at and one more entry), so
+    /// that filling it never copies it to a larger buffer.
+    pub fn with_capacity(bytes: usize) -> PackBuilder {
+        let mut buffer = Vec::with_capacity(bytes.max(PACK_MAGIC.len()));
+        buffer.extend_from_slice(PACK_MAGIC);
+        PackBuilder {
+            bytes: buffer,
+            entries: Vec::new(),
+        }
+    }
+
     /// Appends an object; `payload` is zstd if `zstd`, `size` bytes decoded. Refuses a
     /// payload of more than [`MAX_PAYLOAD`] bytes.
     pub fn add(
@@ -216,6 +235,24 @@ impl PackBuilder {
             .map(|m| (ObjectKind::Blob, m.id.into(), u64::from(m.size), m.start))
             .collect();
         self.append(Encoding::Frame, &held, bytes)
+    }
+
+    /// Appends blob `id` of `size` bytes (over [`CHUNK_BYTES`]) as the list of its
+    /// `chunks`, which must go in packs of their own or this one, as blobs.
+    pub fn add_chunks(&mut self, id: BlobId, size: u64, chunks: &[BlobId]) -> Result<(), String> {
+        if chunk_list_len(size) != Some(chunks.len() as u64 * CHUNK_ID) {
+            return Err(format!(
+                "blob {id}: {} chunks for {size} bytes, not one per {CHUNK_BYTES}",
+                chunks.len()
+            ));
+        }
+        let list: Vec<u8> = chunks.iter().flat_map(|c| *c.as_bytes()).collect();
+        self.append(
+            Encoding::Chunks,
+            &[(ObjectKind::Blob, id.into(), size, 0)],
+            &list,
+        )
+        .map_err(|what| format!("blob {id} is {what}"))
     }
 
     fn append(&mut self, encoding: Encoding, held: &[Held], payload: &[u8]) -> Result<(), String> {
@@ -304,12 +341,35 @@ fn id_at(b: &[u8], at: usize) -> ObjectId {
     ObjectId::from_bytes(<[u8; 32]>::try_from(&b[at..at + 32]).unwrap_or_default())
 }
 
-/// The layout version a pack or index's magic names (`1` or [`FORMAT`]).
-fn version(bytes: &[u8], v1: &[u8; 8], v2: &[u8; 8], what: &str) -> Result<u64, String> {
+/// The bytes of the chunk list of a blob of `size` bytes, if such a blob travels as one
+/// (it is over [`CHUNK_BYTES`]).
+pub fn chunk_list_len(size: u64) -> Option<u64> {
+    (size > CHUNK_BYTES as u64).then(|| size.div_ceil(CHUNK_BYTES as u64) * CHUNK_ID)
+}
+
+/// The chunk ids of a chunk list (see [`Encoding::Chunks`]) of blob `id` of `size` bytes,
+/// checked to be as many as the blob has chunks.
+pub fn decode_chunk_list(id: ObjectId, size: u64, list: &[u8]) -> Result<Vec<BlobId>, String> {
+    if chunk_list_len(size) != Some(list.len() as u64) {
+        return Err(format!(
+            "blob {id}'s chunk list of {} bytes does not cut {size} bytes into chunks of {CHUNK_BYTES}",
+            list.len()
+        ));
+    }
+    Ok(list
+        .chunks_exact(CHUNK_ID as usize)
+        .map(|c| BlobId::from_bytes(<[u8; 32]>::try_from(c).unwrap_or_default()))
+        .collect())
+}
+
+/// The layout version a pack or index's magic names (`magics` are versions 1, 2 and 3's).
+fn version(bytes: &[u8], magics: [&[u8; 8]; 3], what: &str) -> Result<u64, String> {
+    let [v1, v2, v3] = magics;
     match bytes.get(..8) {
-        Some(m) if m == v2 => Ok(FORMAT),
+        Some(m) if m == v3 => Ok(FORMAT),
+        Some(m) if m == v2 => Ok(FORMAT_2),
         Some(m) if m == v1 => Ok(FORMAT_1),
-        Some(m) if m[..7] == v2[..7] => Err(format!(
+        Some(m) if m[..7] == v3[..7] => Err(format!(
             "a {what} of remote layout version {}, which this cairn does not read",
             String::from_utf8_lossy(&m[7..])
         )),
@@ -327,6 +387,17 @@ fn check_entry(e: &PackEntry, first_offset: u64) -> Result<(), String> {
     }
     if e.offset.saturating_add(u64::from(e.len)) > MAX_PACK {
         return Err(format!("object {id} lies past the end of any pack"));
+    }
+    if e.encoding == Encoding::Chunks {
+        if e.kind != ObjectKind::Blob {
+            return Err(format!("{:?} {id} is a list of chunks", e.kind));
+        }
+        if chunk_list_len(e.size) != Some(u64::from(e.len)) {
+            return Err(format!(
+                "blob {id}'s chunk list of {} bytes does not cut {} bytes into chunks",
+                e.len, e.size
+            ));
+        }
     }
     if e.encoding != Encoding::Frame {
         return match e.start {
@@ -348,11 +419,26 @@ fn check_entry(e: &PackEntry, first_offset: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads the index of pack `pack` (hex id), version 1 or 2, checking its checksum, that
+/// The encoding flags `code` name in a pack or index of layout `version`: version 1 has
+/// no frames, and only version 3 has chunk lists.
+fn encoding_in(version: u64, code: u8) -> Result<Encoding, String> {
+    match (version, Encoding::of(code)?) {
+        (FORMAT_1, Encoding::Frame | Encoding::Chunks) | (FORMAT_2, Encoding::Chunks) => {
+            Err(format!("unknown flags {code}"))
+        }
+        (_, encoding) => Ok(encoding),
+    }
+}
+
+/// Reads the index of pack `pack` (hex id), version 1, 2 or 3, checking its checksum, that
 /// it names that pack, and that its entries lie inside a pack after the magic (and a
 /// frame's members inside a frame: [`check_entry`]).
 pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, String> {
-    let version = version(bytes, INDEX_MAGIC_1, INDEX_MAGIC, "pack index")?;
+    let version = version(
+        bytes,
+        [INDEX_MAGIC_1, INDEX_MAGIC_2, INDEX_MAGIC],
+        "pack index",
+    )?;
     if bytes.len() < INDEX_FIXED + 32 {
         return Err("not a cairn pack index".to_owned());
     }
@@ -377,10 +463,7 @@ pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, String> 
     }
     let mut out = Vec::with_capacity(count);
     for raw in body[INDEX_FIXED..].chunks_exact(entry_len) {
-        let encoding = Encoding::of(raw[1])?;
-        if version == FORMAT_1 && encoding == Encoding::Frame {
-            return Err("unknown flags 2".to_owned());
-        }
+        let encoding = encoding_in(version, raw[1])?;
         let entry = PackEntry {
             kind: kind_of(raw[0])?,
             id: id_at(raw, 2),
@@ -400,14 +483,14 @@ pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, String> 
     Ok(out)
 }
 
-/// Reads every entry of a whole pack, version 1 or 2 (for `fsck`-like checks, the fuzz
+/// Reads every entry of a whole pack, version 1, 2 or 3 (for `fsck`-like checks, the fuzz
 /// target and tests), checking its id; each entry comes with its payload (a frame's
 /// members share theirs).
 pub fn decode_pack<'a>(bytes: &'a [u8], pack: &str) -> Result<Vec<(PackEntry, &'a [u8])>, String> {
     if blake3::hash(bytes).to_hex().as_str() != pack {
         return Err("pack bytes do not match its id".to_owned());
     }
-    let version = version(bytes, PACK_MAGIC_1, PACK_MAGIC, "pack")?;
+    let version = version(bytes, [PACK_MAGIC_1, PACK_MAGIC_2, PACK_MAGIC], "pack")?;
     let mut at = 8;
     let mut out = Vec::new();
     while at < bytes.len() {
@@ -427,7 +510,7 @@ pub fn decode_pack<'a>(bytes: &'a [u8], pack: &str) -> Result<Vec<(PackEntry, &'
             if raw.len() < PAYLOAD_HEADER {
                 return Err("truncated entry".to_owned());
             }
-            let encoding = Encoding::of(raw[0])?;
+            let encoding = encoding_in(version, raw[0])?;
             let count = u32_at(raw, 1) as usize;
             if count == 0 || (count > 1 && encoding != Encoding::Frame) {
                 return Err(format!("{count} objects in one {encoding:?} payload"));
@@ -573,8 +656,8 @@ mod tests {
             (frame_member, 0, vec![1], "member of a group frame"),
             // A whole object read from the middle.
             (0, 54, vec![3], "whole object"),
-            // Unknown flags.
-            (0, 1, vec![3], "unknown flags"),
+            // Unknown flags (3 is a chunk list since version 3).
+            (0, 1, vec![4], "unknown flags"),
         ];
         for (n, at, bytes, expected) in cases {
             let edit = |e: &mut [u8]| e[at..at + bytes.len()].copy_from_slice(&bytes);
@@ -585,6 +668,53 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn a_large_blob_travels_as_its_chunk_list_and_a_list_that_does_not_cut_its_size_is_refused() {
+        let size = 2 * CHUNK_BYTES as u64 + 1;
+        let chunks: Vec<BlobId> = (0..3u8).map(|i| BlobId::of(&[i])).collect();
+        let id = BlobId::of(b"the large blob");
+        let mut b = PackBuilder::default();
+        assert!(b.add_chunks(id, size, &chunks[..2]).is_err(), "too few");
+        assert!(
+            b.add_chunks(id, CHUNK_BYTES as u64, &chunks[..1]).is_err(),
+            "one chunk"
+        );
+        b.add_chunks(id, size, &chunks).unwrap();
+        // Past 4 GiB: sizes and list lengths are 64 bits.
+        let huge = (4u64 << 30) + 5;
+        let many = vec![chunks[0]; huge.div_ceil(CHUNK_BYTES as u64) as usize];
+        b.add_chunks(BlobId::of(b"huge"), huge, &many).unwrap();
+        let pack = b.finish();
+        let entries = decode_index(&pack.index, &pack.id).expect("reads");
+        assert_eq!(entries, pack.entries);
+        let e = entries[0];
+        assert_eq!(
+            (e.kind, e.encoding, e.size),
+            (ObjectKind::Blob, Encoding::Chunks, size)
+        );
+        let list = &pack.bytes[e.offset as usize..][..e.len as usize];
+        assert_eq!(decode_chunk_list(e.id, e.size, list).unwrap(), chunks);
+        assert_eq!(entries[1].size, huge);
+        assert_eq!(u64::from(entries[1].len), many.len() as u64 * 32);
+        assert!(decode_chunk_list(e.id, e.size + CHUNK_BYTES as u64, list).is_err());
+        assert!(decode_chunk_list(e.id, e.size, &list[1..]).is_err());
+        let whole = decode_pack(&pack.bytes, &pack.id).expect("reads");
+        assert_eq!(whole[0].1, list);
+
+        // A list whose length does not cut its size, a tree as a list, a list in a
+        // version 2 index: refused, naming what.
+        let err = decode_index(&edited(&pack.index, 0, |e| e[34] ^= 1), &pack.id).unwrap_err();
+        assert!(err.contains("does not cut"), "{err}");
+        let err = decode_index(&edited(&pack.index, 0, |e| e[0] = 1), &pack.id).unwrap_err();
+        assert!(err.contains("list of chunks"), "{err}");
+        let mut v2 = pack.index[..pack.index.len() - 32].to_vec();
+        v2[..8].copy_from_slice(INDEX_MAGIC_2);
+        let check = blake3::hash(&v2);
+        v2.extend_from_slice(check.as_bytes());
+        let err = decode_index(&v2, &pack.id).unwrap_err();
+        assert!(err.contains("unknown flags 3"), "{err}");
     }
 
     #[test]
@@ -610,8 +740,8 @@ mod tests {
 
         let (pack, _, _) = sample();
         let mut later = pack.index.clone();
-        later[7] = b'3';
+        later[7] = b'4';
         let err = decode_index(&later, &pack.id).unwrap_err();
-        assert!(err.contains("version 3"), "{err}");
+        assert!(err.contains("version 4"), "{err}");
     }
 }

@@ -11,23 +11,28 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use cas::{
-    BlobId, BlobSource, FrameMember, FrameRef, ObjectKind, ReadError, Reader, SnapshotId, TreeId,
-    WriteBatch,
+    BlobId, BlobSource, CHUNK_BYTES, FrameMember, FrameRef, ObjectKind, ReadError, Reader,
+    SnapshotId, TreeId, WriteBatch,
 };
 
 use crate::Progress;
 use crate::catalog::Catalog;
 use crate::config::INDEX_CACHE;
 use crate::error::RemoteError;
-use crate::layout::{MAX_FRAME_MEMBERS, PACK_TARGET, Pack, PackBuilder, index_key, pack_key};
+use crate::layout::{Encoding, MAX_FRAME_MEMBERS, Pack, PackBuilder, index_key, pack_key};
 use crate::transport::Remote;
 
-/// Packs uploaded at once.
-const UPLOADS: usize = 4;
+/// Packs uploaded at once, and packs built and waiting for an upload: with the one being
+/// built and a read step, what a push holds (some 50 MB at most, whatever it sends).
+const UPLOADS: usize = 3;
+const WAITING: usize = 1;
+/// Packs this build writes are cut once they reach this many bytes (restic cuts at 4 to
+/// 16 MiB; the layout allows up to [`PACK_TARGET`](crate::layout::PACK_TARGET)).
+const PACK_CUT: usize = 8 << 20;
 /// Blobs or frames read from the store per parallel step.
 const READ_STEP: usize = 256;
 /// At most this many bytes of blobs are read at once.
-const READ_BYTES: u64 = 64 << 20;
+const READ_BYTES: u64 = 8 << 20;
 
 /// What a push did (SPEC's fields).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +45,10 @@ pub struct PushOutcome {
     pub bytes_sent: u64,
     /// Objects the remote had already (counted where the walk met them).
     pub objects_present: u64,
+    /// What of the remote was skipped (files under `index/` that are no readable index),
+    /// each naming the file and the remote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What the remote lacks of `snapshots` and their history.
@@ -47,6 +56,9 @@ struct Missing {
     snapshots: Vec<SnapshotId>,
     trees: Vec<TreeId>,
     blobs: Vec<BlobId>,
+    /// Blobs over a chunk the remote has as lists of chunks, whose chunks an interrupted
+    /// push may not have delivered: each chunk is checked on its own.
+    large_present: Vec<BlobId>,
     present: u64,
 }
 
@@ -60,6 +72,7 @@ fn find_missing(
         snapshots: Vec::new(),
         trees: Vec::new(),
         blobs: Vec::new(),
+        large_present: Vec::new(),
         present: 0,
     };
     let mut seen_snaps = HashSet::new();
@@ -108,6 +121,12 @@ fn find_missing(
                 (Some(b), _) if seen_blobs.insert(b) => {
                     if catalog.has_for_push(b.into()) {
                         out.present += 1;
+                        let listed = catalog
+                            .locate(b.into())
+                            .is_some_and(|l| l.entry.encoding == Encoding::Chunks);
+                        if entry.size > CHUNK_BYTES as u64 && listed && reader.has_blob(b)? {
+                            out.large_present.push(b);
+                        }
                     } else {
                         out.blobs.push(b);
                     }
@@ -124,10 +143,12 @@ fn find_missing(
 
 /// What a push reads for the blobs the remote lacks, in the walk's order: a blob alone, or
 /// a group frame of the store, once for all its members wanted (where the first of them
-/// was met).
+/// was met), or a blob over a chunk as the list of its chunks (after those of its chunks
+/// the remote lacks, each alone).
 enum Item {
     Alone(BlobId, u64),
     Frame(FrameRef, Vec<FrameMember>),
+    Chunks(BlobId, u64, Vec<BlobId>),
 }
 
 fn members_bytes(members: &[FrameMember]) -> u64 {
@@ -140,16 +161,43 @@ impl Item {
         match self {
             Item::Alone(_, size) => *size,
             Item::Frame(_, members) => members_bytes(members),
+            Item::Chunks(..) => 0,
+        }
+    }
+
+    /// The objects it sends.
+    fn objects(&self) -> u64 {
+        match self {
+            Item::Frame(_, members) => members.len() as u64,
+            Item::Alone(..) | Item::Chunks(..) => 1,
         }
     }
 }
 
-fn items(reader: &Reader, blobs: &[BlobId]) -> Result<Vec<Item>, ReadError> {
+fn items(reader: &Reader, catalog: &Catalog, missing: &Missing) -> Result<Vec<Item>, ReadError> {
     let mut out = Vec::new();
     let mut frames: HashMap<FrameRef, usize> = HashMap::new();
-    for id in blobs {
+    // Chunks the remote lacks, each sent once however many blobs hold it.
+    let mut chunks_sent: HashSet<BlobId> = HashSet::new();
+    let mut send_chunks = |out: &mut Vec<Item>, id: BlobId| -> Result<Vec<BlobId>, ReadError> {
+        let cut = reader.blob_chunks(id)?;
+        for c in (0..cut.ids().len()).filter_map(|i| cut.chunk(i)) {
+            if !catalog.has_for_push(c.id.into()) && chunks_sent.insert(c.id) {
+                out.push(Item::Alone(c.id, c.len as u64));
+            }
+        }
+        Ok(cut.ids().to_vec())
+    };
+    for id in &missing.large_present {
+        send_chunks(&mut out, *id)?;
+    }
+    for id in &missing.blobs {
         match reader.blob_source(*id)? {
             BlobSource::Alone { size } => out.push(Item::Alone(*id, size)),
+            BlobSource::Chunked { size } => {
+                let chunks = send_chunks(&mut out, *id)?;
+                out.push(Item::Chunks(*id, size, chunks));
+            }
             BlobSource::Member { frame, member } => match frames.get(&frame) {
                 Some(&at) => {
                     if let Item::Frame(_, members) = &mut out[at] {
@@ -166,10 +214,11 @@ fn items(reader: &Reader, blobs: &[BlobId]) -> Result<Vec<Item>, ReadError> {
     Ok(out)
 }
 
-/// An item as read, verified: a blob's payload, or a frame as stored.
+/// An item as read, verified: a blob's payload, a frame as stored, or a chunk list.
 enum Read {
     Payload(BlobId, cas::BlobPayload),
     Frame(cas::Frame),
+    Chunks(BlobId, u64, Vec<BlobId>),
 }
 
 /// Reads `item`: a frame goes whole when its wanted members take at least half of it
@@ -178,6 +227,7 @@ fn read_item(reader: &Reader, item: &Item) -> Result<Vec<Read>, ReadError> {
     let alone = |id: BlobId| Ok(Read::Payload(id, reader.blob_payload(id)?));
     match item {
         Item::Alone(id, _) => Ok(vec![alone(*id)?]),
+        Item::Chunks(id, size, chunks) => Ok(vec![Read::Chunks(*id, *size, chunks.clone())]),
         Item::Frame(at, members) => {
             if members.len() <= MAX_FRAME_MEMBERS
                 && let Some(frame) = reader.frame(*at, members.clone())?
@@ -190,7 +240,7 @@ fn read_item(reader: &Reader, item: &Item) -> Result<Vec<Read>, ReadError> {
 }
 
 /// Sends `snapshots` (and their history) to `remote`: only the objects its indexes lack,
-/// in packs of about [`PACK_TARGET`] bytes, verified as read; the snapshots' own pack
+/// in packs of about [`PACK_CUT`] bytes, verified as read; the snapshots' own pack
 /// goes last. A push that was cut off resumes: what reached the remote with its index is
 /// not sent again.
 pub fn push(
@@ -202,9 +252,10 @@ pub fn push(
     let catalog = Catalog::sync(remote, store)?;
     let reader = store.reader()?;
     let missing = find_missing(&reader, &catalog, remote.name(), snapshots)?;
-    let items = items(&reader, &missing.blobs)?;
+    let items = items(&reader, &catalog, &missing)?;
     let total_bytes: u64 = items.iter().map(Item::bytes).sum();
-    let objects = (missing.blobs.len() + missing.trees.len() + missing.snapshots.len()) as u64;
+    let objects = items.iter().map(Item::objects).sum::<u64>()
+        + (missing.trees.len() + missing.snapshots.len()) as u64;
     progress.start("push", objects, total_bytes);
     if objects > 0 {
         remote.block_on(crate::probe::mark_for_push(remote))?;
@@ -212,8 +263,8 @@ pub fn push(
 
     let sent_bytes = AtomicU64::new(0);
     let mut uploaded: Vec<(String, Vec<u8>)> = Vec::new();
-    if !missing.blobs.is_empty() || !missing.trees.is_empty() {
-        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Pack, RemoteError>>(2);
+    if !items.is_empty() || !missing.trees.is_empty() {
+        let (tx, rx) = tokio::sync::mpsc::channel::<Result<Pack, RemoteError>>(WAITING);
         uploaded = std::thread::scope(|s| {
             let reader = &reader;
             let missing = &missing;
@@ -267,6 +318,7 @@ pub fn push(
         objects_sent: objects,
         bytes_sent: sent_bytes.load(Ordering::Relaxed),
         objects_present: missing.present,
+        warnings: catalog.warnings().to_vec(),
     })
 }
 
@@ -319,7 +371,8 @@ fn build_packs(
     progress: &dyn Progress,
     tx: &tokio::sync::mpsc::Sender<Result<Pack, RemoteError>>,
 ) -> Result<(), RemoteError> {
-    let mut builder = PackBuilder::default();
+    let new_pack = || PackBuilder::with_capacity(PACK_CUT + CHUNK_BYTES + (64 << 10));
+    let mut builder = new_pack();
     // An error here only stops this thread: the uploader stopped on a failure of its own,
     // and that is the one reported.
     let send = |builder: PackBuilder| -> Result<(), RemoteError> {
@@ -356,10 +409,16 @@ fn build_packs(
                     let members = frame.members();
                     (members.len() as u64, members_bytes(members))
                 }
+                Read::Chunks(id, size, chunks) => {
+                    builder
+                        .add_chunks(id, size, &chunks)
+                        .map_err(|reason| unpushable(remote, reason))?;
+                    (1, 0)
+                }
             };
             progress.advance(count, size);
-            if builder.len() >= PACK_TARGET {
-                send(std::mem::take(&mut builder))?;
+            if builder.len() >= PACK_CUT {
+                send(std::mem::replace(&mut builder, new_pack()))?;
             }
         }
     }
@@ -382,8 +441,8 @@ fn build_packs(
             )
             .map_err(|reason| unpushable(remote, reason))?;
         progress.advance(1, 0);
-        if builder.len() >= PACK_TARGET {
-            send(std::mem::take(&mut builder))?;
+        if builder.len() >= PACK_CUT {
+            send(std::mem::replace(&mut builder, new_pack()))?;
         }
     }
     if !builder.is_empty() {

@@ -9,8 +9,8 @@ use bytes::Bytes;
 use futures_util::TryStreamExt;
 use object_store::path::Path;
 use object_store::{
-    BackoffConfig, ClientOptions, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
-    PutPayload, PutResult, RetryConfig,
+    BackoffConfig, ClientOptions, GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode,
+    PutOptions, PutPayload, PutResult, RetryConfig,
 };
 
 use crate::config::RemoteConfig;
@@ -22,8 +22,74 @@ use crate::url::RemoteUrl;
 pub struct Remote {
     config: RemoteConfig,
     store: Arc<dyn ObjectStore>,
+    /// The folder of a `file://` remote.
+    folder: Option<std::path::PathBuf>,
     root: Vec<String>,
     runtime: tokio::runtime::Runtime,
+}
+
+/// Every file under `dir` (following links, as object_store does): its path relative to
+/// `dir` where that can be a key, else apart, as a message naming it. A staging file of a
+/// write under way (`NAME#DIGITS`) is neither. No folder: nothing.
+fn walk_folder(dir: &std::path::Path) -> std::io::Result<(Vec<String>, Vec<String>)> {
+    let mut keys = Vec::new();
+    let mut unreadable = Vec::new();
+    let mut stack = vec![(dir.to_owned(), String::new())];
+    while let Some((at, prefix)) = stack.pop() {
+        let entries = match std::fs::read_dir(&at) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && prefix.is_empty() => break,
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let Ok(meta) = std::fs::metadata(entry.path()) else {
+                // A dangling link: object_store skips it too.
+                continue;
+            };
+            let file_name = entry.file_name();
+            let Some(part) = file_name.to_str().filter(|p| Path::parse(p).is_ok()) else {
+                unreadable.push(format!("{:?} is a name no key can have", entry.path()));
+                continue;
+            };
+            let key = format!("{prefix}{part}");
+            if meta.is_dir() {
+                stack.push((entry.path(), format!("{key}/")));
+            } else if !part
+                .split_once('#')
+                .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            {
+                keys.push(key);
+            }
+        }
+    }
+    keys.sort();
+    Ok((keys, unreadable))
+}
+
+/// Network buffers a [`RangeReader`] holds ahead of its reader.
+const RANGE_BUFFERS: usize = 8;
+
+/// A byte range of an object, read as it arrives (see [`Remote::read_range`]); its errors
+/// are [`RemoteError`]s inside the `io::Error`.
+pub(crate) struct RangeReader {
+    rx: tokio::sync::mpsc::Receiver<Result<Bytes, RemoteError>>,
+    current: Bytes,
+}
+
+impl std::io::Read for RangeReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(Ok(bytes)) => self.current = bytes,
+                Some(Err(e)) => return Err(std::io::Error::other(e)),
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
 }
 
 /// Requests are retried this often, within this long, before the error is the caller's.
@@ -40,7 +106,12 @@ impl Remote {
     /// config file, else `us-east-1`.
     pub fn connect(config: &RemoteConfig) -> Result<Remote, RemoteError> {
         let name = &config.name;
-        let (store, root): (Arc<dyn ObjectStore>, String) = match config.location()? {
+        let location = config.location()?;
+        let folder = match &location {
+            RemoteUrl::File { path } => Some(path.clone().into_std_path_buf()),
+            RemoteUrl::S3 { .. } => None,
+        };
+        let (store, root): (Arc<dyn ObjectStore>, String) = match location {
             RemoteUrl::File { path } => {
                 let local = object_store::local::LocalFileSystem::new_with_prefix(&path).map_err(
                     |source| RemoteError::Transport {
@@ -118,6 +189,7 @@ impl Remote {
         Ok(Remote {
             config: config.clone(),
             store,
+            folder,
             root: root
                 .split('/')
                 .filter(|p| !p.is_empty())
@@ -244,6 +316,37 @@ impl Remote {
             .collect())
     }
 
+    /// The keys under directory `rel`, relative to it, and apart, each named, what is there
+    /// but cannot be a key: a file a folder remote holds under a name no key can have
+    /// (object_store's listing of a folder would end at the first such file).
+    pub(crate) async fn list_names(
+        &self,
+        rel: &str,
+    ) -> Result<(Vec<String>, Vec<String>), RemoteError> {
+        let Some(folder) = &self.folder else {
+            let listed = self.list(rel).await?;
+            return Ok((listed.into_iter().map(|(k, _)| k).collect(), Vec::new()));
+        };
+        let dir = folder.join(rel);
+        let name = self.name().to_owned();
+        let walked = tokio::task::spawn_blocking(move || walk_folder(&dir))
+            .await
+            .map_err(|e| RemoteError::Transport {
+                remote: name.clone(),
+                source: Box::new(object_store::Error::Generic {
+                    store: "folder",
+                    source: Box::new(e),
+                }),
+            })?;
+        walked.map_err(|e| RemoteError::Transport {
+            remote: name,
+            source: Box::new(object_store::Error::Generic {
+                store: "folder",
+                source: Box::new(e),
+            }),
+        })
+    }
+
     /// Deletes `rel` (absent already is fine).
     pub(crate) async fn delete(&self, rel: &str) -> Result<(), RemoteError> {
         match self.store.delete(&self.path(rel)).await {
@@ -287,6 +390,72 @@ impl Remote {
                 }
             })
             .collect()
+    }
+
+    /// Bytes `range` of `rel` as a reader holding a few network buffers at a time, however
+    /// long the range: from a request for the range, or where the engine does not serve
+    /// ranges, from the whole object with what comes before the range skipped.
+    pub(crate) fn read_range(&self, rel: &str, range: std::ops::Range<u64>) -> RangeReader {
+        let (tx, rx) = tokio::sync::mpsc::channel(RANGE_BUFFERS);
+        let store = Arc::clone(&self.store);
+        let path = self.path(rel);
+        let ranged = self.config.ranged_reads;
+        let remote = self.name().to_owned();
+        let what = rel.to_owned();
+        self.runtime.spawn(async move {
+            let fail = |source| RemoteError::Read {
+                remote: remote.clone(),
+                what: what.clone(),
+                source: Box::new(source),
+            };
+            let options = GetOptions {
+                range: ranged.then(|| range.clone().into()),
+                ..GetOptions::default()
+            };
+            let mut stream = match store.get_opts(&path, options).await {
+                Ok(got) => got.into_stream(),
+                Err(e) => {
+                    let _ = tx.send(Err(fail(e))).await;
+                    return;
+                }
+            };
+            let mut skip = if ranged { 0 } else { range.start };
+            let mut left = range.end.saturating_sub(range.start);
+            while left > 0 {
+                let mut bytes = match stream.try_next().await {
+                    Ok(Some(bytes)) => bytes,
+                    Ok(None) => {
+                        let short = RemoteError::corrupt(
+                            &remote,
+                            &what,
+                            format!(
+                                "it ends {left} bytes short of {}..{}",
+                                range.start, range.end
+                            ),
+                        );
+                        let _ = tx.send(Err(short)).await;
+                        return;
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(fail(e))).await;
+                        return;
+                    }
+                };
+                let skipped = skip.min(bytes.len() as u64);
+                skip -= skipped;
+                let bytes = bytes.split_off(skipped as usize);
+                let bytes = bytes.slice(..(left.min(bytes.len() as u64) as usize));
+                left -= bytes.len() as u64;
+                if !bytes.is_empty() && tx.send(Ok(bytes)).await.is_err() {
+                    // The reader stopped reading.
+                    return;
+                }
+            }
+        });
+        RangeReader {
+            rx,
+            current: Bytes::new(),
+        }
     }
 
     /// Reads bytes 2..5 of `rel`, which holds at least 5: whether the engine serves ranges.

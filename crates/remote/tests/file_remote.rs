@@ -413,10 +413,16 @@ fn an_index_placing_an_object_past_the_end_of_any_pack_is_refused_not_a_panic() 
         entry[42..50].copy_from_slice(&(u64::MAX - 2).to_le_bytes())
     });
     let b = f.store("b");
+    // Every index is skipped, each named with what is wrong with it: nothing is on the
+    // remote any more.
+    let catalog = remote::Catalog::sync(&remote, &b).unwrap();
+    assert!(catalog.is_empty());
+    assert!(!catalog.warnings().is_empty());
+    for warning in catalog.warnings() {
+        assert!(warning.contains("past the end"), "{warning}");
+    }
     let err = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap_err();
-    let text = err.to_string();
-    assert!(matches!(err, RemoteError::Corrupt { .. }), "{text}");
-    assert!(text.contains("past the end"), "{text}");
+    assert!(matches!(err, RemoteError::NotOnRemote { .. }), "{err}");
     assert!(!b.reader().unwrap().has_snapshot(id).unwrap());
 }
 
@@ -429,20 +435,22 @@ fn an_index_or_ref_larger_than_any_cairn_writes_is_refused_unread() {
     push(&remote, &a, &[id], &Silent).unwrap();
     refs::update(&remote, "main", RefUpdate::Set(id), None).unwrap();
 
-    // A sparse 1 TiB index: reading it whole would exhaust memory.
+    // A sparse 1 TiB index: reading it whole would exhaust memory. It is skipped unread,
+    // named with its size, and the rest of the remote still serves.
     let huge = f.root.join("remote/index").join("f".repeat(64));
     std::fs::File::create(&huge)
         .unwrap()
         .set_len(1 << 40)
         .unwrap();
     let b = f.store("b");
-    let err = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap_err();
-    let text = err.to_string();
-    assert!(matches!(err, RemoteError::Corrupt { .. }), "{text}");
+    let got = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap();
+    assert_eq!(got.warnings.len(), 1, "{:?}", got.warnings);
+    let text = &got.warnings[0];
     assert!(
         text.contains(&"f".repeat(64)) && text.contains("1099511627776 bytes"),
         "{text}"
     );
+    assert_eq!(files_of(&b, id), as_map(&files(1)));
     std::fs::remove_file(&huge).unwrap();
 
     let entry = std::fs::read_dir(f.root.join("remote/refs/main"))
@@ -506,6 +514,13 @@ fn small_files() -> Vec<(String, Vec<u8>)> {
             );
             (format!("d{}/f{n}.rs", n / 100), content.into_bytes())
         })
+        .collect()
+}
+
+fn as_map(files: &[(&str, Vec<u8>)]) -> std::collections::BTreeMap<String, Vec<u8>> {
+    files
+        .iter()
+        .map(|(p, c)| ((*p).to_owned(), c.clone()))
         .collect()
 }
 
@@ -758,7 +773,7 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 }
 
 #[test]
-fn a_format_1_remote_still_pulls_and_its_first_push_marks_it_format_2() {
+fn a_format_1_remote_still_pulls_and_its_first_push_marks_it_format_3() {
     let f = Fixture::new();
     let fixture =
         Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/remote-format-1/remote");
@@ -779,7 +794,7 @@ fn a_format_1_remote_still_pulls_and_its_first_push_marks_it_format_2() {
     let fsck = a.fsck(&FsckOptions::default(), &[]).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
 
-    // This build's push: the marker says 2 before its packs land; the old packs stay.
+    // This build's push: the marker says 3 before its packs land; the old packs stay.
     let mut files: Vec<(String, Vec<u8>)> = fixture_files(true).into_iter().collect();
     files.extend(small_files().into_iter().take(100));
     let third = commit(&a, &as_files(&files), vec![second]);
@@ -788,7 +803,7 @@ fn a_format_1_remote_still_pulls_and_its_first_push_marks_it_format_2() {
         .map(|e| e.unwrap().file_name())
         .collect();
     push(&remote, &a, &[third], &Silent).unwrap();
-    assert_eq!(marker(), r#"{"format":2}"#);
+    assert_eq!(marker(), r#"{"format":3}"#);
     let mut versions = std::collections::BTreeMap::new();
     for pack in std::fs::read_dir(f.root.join("remote/packs")).unwrap() {
         let entry = pack.unwrap();
@@ -799,7 +814,7 @@ fn a_format_1_remote_still_pulls_and_its_first_push_marks_it_format_2() {
     assert_eq!(
         versions,
         [
-            ((false, b"CAIRNPK2".to_vec()), 2),
+            ((false, b"CAIRNPK3".to_vec()), 2),
             ((true, b"CAIRNPK1".to_vec()), 4)
         ]
         .into(),
@@ -909,4 +924,319 @@ fn a_few_members_of_a_large_frame_travel_alone_both_ways() {
         frame.bytes().len(),
         remote_frame.len
     );
+}
+
+#[test]
+fn a_ref_named_like_another_refs_entry_never_blocks_it() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let one = commit(&a, &files(1), vec![]);
+    let two = commit(&a, &files(2), vec![one]);
+    let remote = f.remote();
+    push(&remote, &a, &[two], &Silent).unwrap();
+    refs::update(&remote, "x", RefUpdate::Set(one), None).unwrap();
+    // Names whose parts read as `x`'s next entries, of either case.
+    for name in ["x/0000000000000002", "x/000000000000000A/0000000000000001"] {
+        refs::update(&remote, name, RefUpdate::Set(two), None).unwrap();
+    }
+    refs::update(&remote, "x", RefUpdate::Set(two), Some(one)).unwrap();
+    refs::update(&remote, "x", RefUpdate::Set(one), Some(two)).unwrap();
+    assert_eq!(refs::get(&remote, "x").unwrap(), Some(one));
+    assert_eq!(refs::get(&remote, "x/0000000000000002").unwrap(), Some(two));
+    refs::update(
+        &remote,
+        "x/0000000000000002",
+        RefUpdate::Set(one),
+        Some(two),
+    )
+    .unwrap();
+    let listed: Vec<(String, SnapshotId)> = refs::list(&remote)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.name, r.snapshot))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("x".to_owned(), one),
+            ("x/0000000000000002".to_owned(), one),
+            ("x/000000000000000A/0000000000000001".to_owned(), two),
+        ]
+    );
+    // Remote gc drops each ref's old entries and keeps every ref's latest.
+    let out = gc(&remote, &a, &NOW).unwrap();
+    assert_eq!(out.ref_entries_dropped, 3, "{out:?}");
+    let again: Vec<String> = refs::list(&remote)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(again.len(), 3, "{again:?}");
+    assert_eq!(refs::get(&remote, "x").unwrap(), Some(one));
+}
+
+#[test]
+fn junk_under_index_is_skipped_and_named_and_every_pull_and_push_goes_on() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let one = commit(&a, &files(1), vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[one], &Silent).unwrap();
+    let index = f.root.join("remote/index");
+    // A damaged index of a pack that is not there, a stray file, and a name no key can
+    // have.
+    let junk = "ab".repeat(32);
+    std::fs::write(index.join(&junk), b"not an index").unwrap();
+    std::fs::write(index.join("README"), b"notes").unwrap();
+    std::fs::write(index.join("bad\u{1}name"), b"x").unwrap();
+
+    let b = f.store("b");
+    let got = fetch(&remote, &b, &[one], Need::History, &Silent).unwrap();
+    assert_eq!(files_of(&b, one), as_map(&files(1)));
+    assert_eq!(got.warnings.len(), 3, "{:?}", got.warnings);
+    for name in [junk.as_str(), "README", "bad"] {
+        assert!(
+            got.warnings
+                .iter()
+                .any(|w| w.contains(name) && w.contains("origin")),
+            "{name}: {:?}",
+            got.warnings
+        );
+    }
+    let two = commit(&a, &files(2), vec![one]);
+    let pushed = push(&remote, &a, &[two], &Silent).unwrap();
+    assert_eq!(pushed.warnings.len(), 3, "{pushed:?}");
+    fetch(&remote, &b, &[two], Need::History, &Silent).unwrap();
+    assert_eq!(files_of(&b, two), as_map(&files(2)));
+
+    // Two snapshots no ref reaches, the index of one's pack damaged: remote gc deletes
+    // the other's pack and leaves the pack it cannot read alone.
+    let lone = [
+        commit(&a, &[("lone", b"1".to_vec())], vec![]),
+        commit(&a, &[("lone", b"2".to_vec())], vec![]),
+    ];
+    for id in lone {
+        push(&remote, &a, &[id], &Silent).unwrap();
+    }
+    let pack_of = |id: SnapshotId| {
+        remote_packs(&f.root)
+            .into_iter()
+            .find(|(_, e, _)| e.kind == ObjectKind::Snapshot && e.id == id.into())
+            .map(|(p, _, _)| p)
+            .unwrap()
+    };
+    let (damaged, deleted) = (pack_of(lone[0]), pack_of(lone[1]));
+    std::fs::write(index.join(&damaged), b"damaged").unwrap();
+    refs::update(&remote, "main", RefUpdate::Set(two), None).unwrap();
+    // From a store that never read that index: the pushing one knows it from its push.
+    gc(&remote, &f.store("c"), &NOW).unwrap();
+    assert!(f.root.join("remote/packs").join(&damaged).exists());
+    assert!(index.join(&damaged).exists());
+    assert!(!f.root.join("remote/packs").join(&deleted).exists());
+    assert!(index.join(&junk).exists(), "junk is not cairn's to delete");
+}
+
+#[test]
+fn a_format_2_remote_streams_its_whole_large_blobs_and_its_crossed_refs_update_again() {
+    let f = Fixture::new();
+    let fixture =
+        Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/remote-format-2/remote");
+    copy_dir(fixture.as_std_path(), f.root.join("remote").as_std_path());
+    let marker = || std::fs::read_to_string(f.root.join("remote/cairn-remote")).unwrap();
+    assert_eq!(marker(), r#"{"format":2}"#);
+    let remote = f.remote();
+    let expected = |second: bool| {
+        let mut out = std::collections::BTreeMap::new();
+        for i in 1..=20 {
+            out.insert(
+                format!("dir/f{i}.rs"),
+                format!("// file {i}\n").into_bytes(),
+            );
+        }
+        let a = if second { "again\n" } else { "hello\n" };
+        out.insert("a.txt".to_owned(), a.as_bytes().to_vec());
+        let big: String = (0..17000)
+            .map(|i| format!("{i:08}{}\n", ".".repeat(55)))
+            .collect();
+        out.insert("big.bin".to_owned(), big.into_bytes());
+        out
+    };
+    let listed: Vec<(String, String)> = refs::list(&remote)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.name, r.snapshot.to_hex()[..12].to_owned()))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            ("main".to_owned(), "711f3e201f26".to_owned()),
+            (
+                "main/0000000000000003".to_owned(),
+                "fd42c75ca8cc".to_owned()
+            )
+        ]
+    );
+    let second = refs::get(&remote, "main").unwrap().unwrap();
+    let first = refs::get(&remote, "main/0000000000000003")
+        .unwrap()
+        .unwrap();
+    let a = f.store("a");
+    fetch(&remote, &a, &[second], Need::History, &Silent).unwrap();
+    assert_eq!(files_of(&a, second), expected(true));
+    assert_eq!(files_of(&a, first), expected(false));
+    // The large blob is stored in chunks, as a local write stores it.
+    let big = BlobId::of(&expected(true)["big.bin"]);
+    assert_eq!(a.reader().unwrap().blob_chunks(big).unwrap().ids().len(), 2);
+    let fsck = a.fsck(&FsckOptions::default(), &[]).unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+
+    // `main`'s next entry, 3, is the folder of the ref that build set: it is stepped past.
+    refs::update(&remote, "main", RefUpdate::Set(first), Some(second)).unwrap();
+    assert_eq!(refs::get(&remote, "main").unwrap(), Some(first));
+    assert!(f.root.join("remote/refs/main/0000000000000004").is_file());
+    refs::update(
+        &remote,
+        "main/0000000000000003",
+        RefUpdate::Set(second),
+        Some(first),
+    )
+    .unwrap();
+    assert_eq!(
+        refs::get(&remote, "main/0000000000000003").unwrap(),
+        Some(second)
+    );
+    assert!(
+        f.root
+            .join("remote/refs/main/=0000000000000003/0000000000000002")
+            .is_file()
+    );
+
+    // A push marks it format 3 first; a fresh store reads across both versions.
+    let third = commit(&a, &as_map_files(&expected(false)), vec![second]);
+    push(&remote, &a, &[third], &Silent).unwrap();
+    assert_eq!(marker(), r#"{"format":3}"#);
+    let b = f.store("b");
+    fetch(&remote, &b, &[third], Need::History, &Silent).unwrap();
+    assert_eq!(files_of(&b, third), expected(false));
+    assert_eq!(files_of(&b, first), expected(false));
+}
+
+fn as_map_files(files: &std::collections::BTreeMap<String, Vec<u8>>) -> Vec<(&str, Vec<u8>)> {
+    files.iter().map(|(p, c)| (p.as_str(), c.clone())).collect()
+}
+
+/// Incompressible bytes.
+fn noise(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn a_large_blob_travels_as_its_chunks_across_packs_and_a_cut_push_sends_those_missing() {
+    use remote::layout::Encoding;
+    let f = Fixture::new();
+    let a = f.store("a");
+    // Larger than a pack: its chunks fill more than one.
+    let big = noise(3, 20 * CHUNK_BYTES + 7);
+    let id = commit(
+        &a,
+        &[("big.bin", big.clone()), ("small", b"s".to_vec())],
+        vec![],
+    );
+    let remote = f.remote();
+    push(&remote, &a, &[id], &Silent).unwrap();
+    let packs = remote_packs(&f.root);
+    let list = packs
+        .iter()
+        .find(|(_, e, _)| e.encoding == Encoding::Chunks)
+        .expect("a chunk list");
+    assert_eq!(list.1.size, big.len() as u64);
+    let chunk_packs: std::collections::BTreeSet<&String> = packs
+        .iter()
+        .filter(|(_, e, _)| e.kind == ObjectKind::Blob && e.size == CHUNK_BYTES as u64)
+        .map(|(p, _, _)| p)
+        .collect();
+    assert!(chunk_packs.len() >= 2, "{chunk_packs:?}");
+    assert!(
+        packs
+            .iter()
+            .all(|(_, e, _)| u64::from(e.len) <= CHUNK_BYTES as u64 + 4096)
+    );
+
+    // A push cut off: a pack of chunks and the snapshot's pack never got their index.
+    let (snapshot_pack, _, _) = packs
+        .iter()
+        .find(|(_, e, _)| e.kind == ObjectKind::Snapshot)
+        .unwrap();
+    let lost = chunk_packs
+        .iter()
+        .find(|p| **p != &list.0)
+        .expect("a pack of chunks only");
+    for pack in [snapshot_pack, *lost] {
+        std::fs::remove_file(f.root.join("remote/index").join(pack)).unwrap();
+    }
+    let again = push(&remote, &a, &[id], &Silent).unwrap();
+    assert!(again.objects_sent >= 2, "{again:?}");
+    // Remote gc keeps every chunk the list names; a fresh store gets the file whole.
+    refs::update(&remote, "main", RefUpdate::Set(id), None).unwrap();
+    gc(&remote, &a, &NOW).unwrap();
+    let b = f.store("b");
+    fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap();
+    assert_eq!(files_of(&b, id)["big.bin"], big);
+}
+
+#[test]
+fn a_chunk_list_naming_other_chunks_is_refused_and_the_blob_is_not_stored() {
+    use remote::layout::Encoding;
+    let f = Fixture::new();
+    let a = f.store("a");
+    let big = noise(4, 3 * CHUNK_BYTES);
+    let id = commit(&a, &[("big.bin", big.clone())], vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[id], &Silent).unwrap();
+    // Swap the first two chunk ids of the list in the pack: each chunk is a valid blob,
+    // but together they are another file. The pack is renamed to its new id and the
+    // index rewritten to match, as a hostile remote would.
+    let (pack, entry, _) = remote_packs(&f.root)
+        .into_iter()
+        .find(|(_, e, _)| e.encoding == Encoding::Chunks)
+        .unwrap();
+    let path = f.root.join("remote/packs").join(&pack);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = entry.offset as usize;
+    let (x, y) = (
+        bytes[at..at + 32].to_vec(),
+        bytes[at + 32..at + 64].to_vec(),
+    );
+    bytes[at..at + 32].copy_from_slice(&y);
+    bytes[at + 32..at + 64].copy_from_slice(&x);
+    let new_id = blake3::hash(&bytes).to_hex().to_string();
+    std::fs::write(f.root.join("remote/packs").join(&new_id), &bytes).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let index_path = f.root.join("remote/index").join(&pack);
+    let mut index = std::fs::read(&index_path).unwrap();
+    index[8..40].copy_from_slice(blake3::hash(&bytes).as_bytes());
+    let body = index.len() - 32;
+    let check = *blake3::hash(&index[..body]).as_bytes();
+    index[body..].copy_from_slice(&check);
+    std::fs::write(f.root.join("remote/index").join(&new_id), index).unwrap();
+    std::fs::remove_file(&index_path).unwrap();
+
+    let b = f.store("b");
+    let err = fetch(&remote, &b, &[id], Need::Closure, &Silent).unwrap_err();
+    assert!(matches!(err, RemoteError::Corrupt { .. }), "{err}");
+    assert!(
+        err.to_string().contains(&BlobId::of(&big).to_string()),
+        "{err}"
+    );
+    let r = b.reader().unwrap();
+    assert!(!r.has_blob(BlobId::of(&big)).unwrap());
+    assert!(!r.has_snapshot(id).unwrap());
 }

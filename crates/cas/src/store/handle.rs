@@ -37,6 +37,9 @@ const TREE_COMPRESS_THRESHOLD: usize = 512;
 /// Tree records larger than this (compressed) go to the blob log: redb would round such a
 /// value up to a run of pages, a power of two long.
 const TREE_LOG_THRESHOLD: usize = 2 << 10;
+/// A streamed blob's chunks are committed in batches of about this many stored bytes:
+/// what a stream holds in memory, besides the chunk it reads.
+const STREAM_BATCH_BYTES: u64 = 16 << 20;
 
 /// The database, opened for writing or read-only; closed only while the store is dropped.
 pub(super) enum Db {
@@ -553,22 +556,59 @@ impl Store {
 
     /// Streams a blob of any size from `input` with memory bounded by a few chunks.
     ///
-    /// Chunks are committed in batches of about 64 MiB; the blob's own entry goes in last, so
-    /// an interrupted call leaves only unreferenced chunks, which `gc` removes.
+    /// Chunks are committed in batches of about 16 MiB; the blob's own entry
+    /// goes in last, so an interrupted call leaves only unreferenced chunks, which `gc`
+    /// removes.
     pub fn put_blob_stream(
+        &self,
+        input: impl std::io::Read,
+        what: &str,
+    ) -> Result<BlobId, WriteError> {
+        let (blob, mut rest) = self.stream_chunks(input, what)?;
+        let id = rest.add_blob(blob);
+        self.write(&rest)?;
+        Ok(id)
+    }
+
+    /// Like [`Store::put_blob_stream`], but the blob's own entry is left to the caller: its
+    /// chunks are stored (none of them named by anything yet) and the blob comes back ready
+    /// to join the caller's batch, which records it with whatever names it (a tree, or
+    /// nothing if its id is not the one expected). A blob of at most [`CHUNK_BYTES`]
+    /// comes back whole, nothing of it stored.
+    pub fn prepare_blob_stream(
+        &self,
+        input: impl std::io::Read,
+        what: &str,
+    ) -> Result<PreparedBlob, WriteError> {
+        let (blob, rest) = self.stream_chunks(input, what)?;
+        if !rest.is_empty() {
+            self.write(&rest)?;
+        }
+        Ok(blob)
+    }
+
+    /// Reads `input` a chunk at a time, committing chunks the store lacks in batches of
+    /// about 16 MiB: the blob, and the batch of chunks not written yet.
+    fn stream_chunks(
         &self,
         mut input: impl std::io::Read,
         what: &str,
-    ) -> Result<BlobId, WriteError> {
-        const BATCH_BYTES: u64 = 64 << 20;
+    ) -> Result<(PreparedBlob, WriteBatch), WriteError> {
         let read_err = |source| WriteError::Input {
             what: what.to_owned(),
             source,
         };
         let mut buf = vec![0u8; CHUNK_BYTES];
+        let mut next = vec![0u8; CHUNK_BYTES];
         let mut n = read_full(&mut input, &mut buf).map_err(read_err)?;
-        if n < CHUNK_BYTES {
-            return self.put_blob(&buf[..n]);
+        let mut after = if n == CHUNK_BYTES {
+            read_full(&mut input, &mut next).map_err(read_err)?
+        } else {
+            0
+        };
+        if after == 0 {
+            // One chunk or less: the blob is its own chunk, its id the content's.
+            return Ok((PreparedBlob::new(&buf[..n]), WriteBatch::new()));
         }
         let mut hasher = blake3::Hasher::new();
         let mut chunks = Vec::new();
@@ -583,23 +623,24 @@ impl Store {
             if !self.reader()?.has_blob(id)? {
                 batch.add_blob(PreparedBlob::with_id(id, chunk));
             }
-            if batch.stored_bytes() >= BATCH_BYTES {
+            if batch.stored_bytes() >= STREAM_BATCH_BYTES {
                 self.write(&batch)?;
                 batch = WriteBatch::new();
             }
-            n = read_full(&mut input, &mut buf).map_err(read_err)?;
+            std::mem::swap(&mut buf, &mut next);
+            n = after;
+            after = if n == CHUNK_BYTES {
+                read_full(&mut input, &mut next).map_err(read_err)?
+            } else {
+                0
+            };
         }
         let id = BlobId::from_bytes(*hasher.finalize().as_bytes());
-        if chunks.len() > 1 {
-            let body = Body::Chunked {
-                chunks,
-                parts: Vec::new(),
-            };
-            batch.add_blob(PreparedBlob { id, size, body });
-        }
-        // A single full chunk is its own blob: its id is the whole content's id.
-        self.write(&batch)?;
-        Ok(id)
+        let body = Body::Chunked {
+            chunks,
+            parts: Vec::new(),
+        };
+        Ok((PreparedBlob { id, size, body }, batch))
     }
 
     /// Points ref `name` at `target`.

@@ -3,6 +3,7 @@
 
 mod batch;
 mod blob;
+mod chunks;
 mod contain;
 mod error;
 mod frame;
@@ -25,6 +26,7 @@ mod versions;
 
 pub use batch::{WriteBatch, WriteOutcome, validate_ref_name};
 pub use blob::{CHUNK_BYTES, PreparedBlob};
+pub use chunks::{BlobChunks, Chunk};
 pub use error::{
     BoxError, Error, MaintenanceError, OpenError, ReadError, RefError, ResolveError,
     StorageFailure, WriteError,

@@ -274,38 +274,26 @@ impl Reader {
             id: id.into(),
             source,
         };
-        match self.location(id)? {
-            Location::Packed { .. } | Location::Member { .. } => {
-                let bytes = self.packed(id)?;
-                sink.write_all(&bytes).map_err(sink_err)?;
-                Ok(bytes.len() as u64)
+        let chunks = self.blob_chunks(id)?;
+        let mut hasher = blake3::Hasher::new();
+        let mut written = 0u64;
+        for chunk in (0..chunks.ids().len()).filter_map(|i| chunks.chunk(i)) {
+            let bytes = self.chunk(chunk)?;
+            if chunks.ids().len() > 1 {
+                hasher.update(&bytes);
             }
-            Location::Chunked { size, chunks } => {
-                let mut hasher = blake3::Hasher::new();
-                let mut written = 0u64;
-                for chunk in chunks {
-                    let bytes = self.packed(chunk).map_err(|e| match e {
-                        ReadError::NotFound { id: c, .. } => ReadError::corrupt(
-                            ObjectKind::Blob,
-                            id,
-                            format!("chunk {c} is missing"),
-                        ),
-                        other => other,
-                    })?;
-                    hasher.update(&bytes);
-                    written += bytes.len() as u64;
-                    sink.write_all(&bytes).map_err(sink_err)?;
-                }
-                if written != size || hasher.finalize().as_bytes() != id.as_bytes() {
-                    return Err(ReadError::corrupt(
-                        ObjectKind::Blob,
-                        id,
-                        "chunks do not add up to the blob",
-                    ));
-                }
-                Ok(written)
-            }
+            written += bytes.len() as u64;
+            sink.write_all(&bytes).map_err(sink_err)?;
         }
+        // A blob of one piece was checked whole as it was read.
+        if chunks.ids().len() > 1 && hasher.finalize().as_bytes() != id.as_bytes() {
+            return Err(ReadError::corrupt(
+                ObjectKind::Blob,
+                id,
+                "chunks do not add up to the blob",
+            ));
+        }
+        Ok(written)
     }
 
     /// A tree, verified against its id.

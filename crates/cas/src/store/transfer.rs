@@ -30,6 +30,12 @@ pub enum BlobSource {
         /// The content's size.
         size: u64,
     },
+    /// Over [`CHUNK_BYTES`](crate::CHUNK_BYTES), cut into chunks, each a blob of its own
+    /// stored alone: [`Reader::blob_chunks`].
+    Chunked {
+        /// The content's size.
+        size: u64,
+    },
     /// A member of group frame `frame`: read it once for all its members wanted with
     /// [`Reader::frame`].
     Member {
@@ -44,7 +50,7 @@ impl BlobSource {
     /// The content's size.
     pub fn size(&self) -> u64 {
         match self {
-            BlobSource::Alone { size } => *size,
+            BlobSource::Alone { size } | BlobSource::Chunked { size } => *size,
             BlobSource::Member { member, .. } => member.size.into(),
         }
     }
@@ -80,7 +86,8 @@ impl Reader {
                     )),
                 }
             }
-            other => Ok(BlobSource::Alone { size: other.size() }),
+            Location::Chunked { size, .. } => Ok(BlobSource::Chunked { size }),
+            Location::Packed { size, .. } => Ok(BlobSource::Alone { size }),
         }
     }
 

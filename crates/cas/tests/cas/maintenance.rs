@@ -290,3 +290,96 @@ fn log_reports_a_lost_parent_as_corruption() {
     }
     assert!(lost > 0, "some copy of the id is the parent's key");
 }
+
+#[test]
+fn ranged_reads_decode_only_their_chunks_and_refuse_a_damaged_one() {
+    let t = temp_store();
+    let content = noise(12, 3 * CHUNK_BYTES + 100); // incompressible: chunks stored as is
+    let id = t.store.put_blob(&content).unwrap();
+    let small = noise(13, 5_000);
+    let small_id = t.store.put_blob(&small).unwrap();
+    let empty = t.store.put_blob(b"").unwrap();
+    {
+        let r = t.store.reader().unwrap();
+        let chunks = r.blob_chunks(id).unwrap();
+        assert_eq!(
+            (chunks.size(), chunks.ids().len()),
+            (content.len() as u64, 4)
+        );
+        for (offset, len) in [
+            (0, 1),
+            (CHUNK_BYTES - 3, 10),
+            (CHUNK_BYTES, CHUNK_BYTES),
+            (2 * CHUNK_BYTES + 7, 2 * CHUNK_BYTES),
+            (content.len() - 1, 5),
+            (content.len(), 5),
+            (content.len() + 9, 5),
+        ] {
+            let got = r.read_blob_at(id, offset as u64, len).unwrap();
+            let end = (offset + len).min(content.len());
+            assert_eq!(got, content[offset.min(end)..end], "{offset}+{len}");
+        }
+        assert_eq!(r.read_blob_at(small_id, 10, 20).unwrap(), small[10..30]);
+        assert_eq!(r.read_blob_at(empty, 0, 20).unwrap(), b"");
+    }
+    drop(t.store);
+
+    // Damage in the third chunk: reads of the others still succeed, reads of it fail
+    // naming the blob, and so does a read of the whole.
+    let third = 2 * CHUNK_BYTES;
+    flip_byte_of(
+        &t.root.join(DATABASE_FILE),
+        &content[third + 5_000..third + 5_064],
+    );
+    let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
+    let r = store.reader().unwrap();
+    assert_eq!(r.read_blob_at(id, 10, 100).unwrap(), content[10..110]);
+    assert_eq!(
+        r.read_blob_at(id, 3 * CHUNK_BYTES as u64, 100).unwrap(),
+        content[3 * CHUNK_BYTES..]
+    );
+    for err in [
+        r.read_blob_at(id, third as u64 + 1, 1).unwrap_err(),
+        r.blob(id).unwrap_err(),
+    ] {
+        assert!(matches!(err, ReadError::Corrupt { .. }), "{err}");
+    }
+}
+
+#[test]
+fn a_chunked_blob_is_assembled_only_from_its_own_chunks() {
+    let t = temp_store();
+    let content = noise(14, 2 * CHUNK_BYTES + 1);
+    let parts: Vec<&[u8]> = content.chunks(CHUNK_BYTES).collect();
+    let ids: Vec<BlobId> = parts.iter().map(|p| BlobId::of(p)).collect();
+    for p in &parts {
+        t.store.put_blob(p).unwrap();
+    }
+    let id = BlobId::of(&content);
+    let size = content.len() as u64;
+    let r = t.store.reader().unwrap();
+    let refused = |id, size, chunks: Vec<BlobId>| {
+        let err = r.chunked_blob(id, size, chunks).unwrap_err();
+        assert!(err.to_string().contains(&id.to_string()), "{err}");
+        err.to_string()
+    };
+    // Out of order, a size that is not the cut, another blob's id, a missing chunk.
+    let swapped = vec![ids[1], ids[0], ids[2]];
+    assert!(refused(id, size, swapped).contains("make blob"));
+    assert!(refused(id, size + CHUNK_BYTES as u64, ids.clone()).contains("chunks for"));
+    assert!(refused(BlobId::of(b"other"), size, ids.clone()).contains("make blob"));
+    let missing = vec![ids[0], BlobId::of(b"absent"), ids[2]];
+    assert!(refused(id, size, missing).contains("missing"));
+    // The chunks as they are: recorded, and read back whole and in ranges.
+    let blob = r.chunked_blob(id, size, ids).unwrap();
+    drop(r);
+    let mut batch = WriteBatch::new();
+    batch.add_blob(blob);
+    t.store.write(&batch).unwrap();
+    let r = t.store.reader().unwrap();
+    assert_eq!(r.blob(id).unwrap(), content);
+    assert_eq!(
+        r.read_blob_at(id, CHUNK_BYTES as u64 - 1, 3).unwrap(),
+        content[CHUNK_BYTES - 1..CHUNK_BYTES + 2]
+    );
+}

@@ -54,6 +54,35 @@ fn streamed_blobs_match_in_memory_ids() {
 }
 
 #[test]
+fn a_prepared_stream_stores_its_chunks_and_leaves_the_blob_to_the_batch() {
+    let t = temp_store();
+    for (seed, len) in [(20, 10), (21, CHUNK_BYTES), (22, 3 * CHUNK_BYTES + 1)] {
+        let content = noise(seed, len);
+        let id = BlobId::of(&content);
+        let blob = t
+            .store
+            .prepare_blob_stream(&content[..], "test input")
+            .unwrap();
+        assert_eq!((blob.id(), blob.size()), (id, len as u64));
+        let r = t.store.reader().unwrap();
+        assert!(
+            !r.has_blob(id).unwrap(),
+            "len {len}: recorded by the batch only"
+        );
+        if len > CHUNK_BYTES {
+            for c in content.chunks(CHUNK_BYTES) {
+                assert!(r.has_blob(BlobId::of(c)).unwrap(), "its chunks are stored");
+            }
+        }
+        drop(r);
+        let mut batch = WriteBatch::new();
+        batch.add_blob(blob);
+        t.store.write(&batch).unwrap();
+        assert_eq!(t.store.reader().unwrap().blob(id).unwrap(), content);
+    }
+}
+
+#[test]
 fn writes_dedupe_and_survive_reopen() {
     let t = temp_store();
     let content = noise(9, 100_000);
