@@ -15,6 +15,7 @@ mod merge_commands;
 mod mount_commands;
 mod mount_scope;
 mod picker;
+mod pjdfstest;
 mod policy_commands;
 mod remote_commands;
 mod remote_engines;
