@@ -47,7 +47,7 @@ fn pjdfstest() -> PathBuf {
             .unwrap_or_else(|e| panic!("cargo install {PJDFSTEST}: {e}"));
         assert!(
             out.status.success(),
-            "cargo install {PJDFSTEST} failed (it links libacl: on Debian, libacl1-dev):\n{}",
+            "cargo install {PJDFSTEST} failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
         std::fs::write(&ready, "").unwrap();
