@@ -17,6 +17,7 @@ mod mount_commands;
 mod mount_lifecycle;
 mod mount_scope;
 mod picker;
+mod pjdfstest;
 mod policy_commands;
 mod remote_commands;
 mod remote_engines;
