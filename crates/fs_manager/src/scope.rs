@@ -13,9 +13,8 @@ use std::sync::Arc;
 
 use cas::Store;
 use ignore::gitignore::Gitignore;
-use path_policy::{DenyList, RulesFile, WORKTREE_FILE};
+use path_policy::{DenyError, DenyList, RulesFile, WORKTREE_FILE};
 
-use crate::error::CaptureError;
 use crate::paths::{SkipReason, Special, split_parent};
 use crate::registry::WorktreeRecord;
 use crate::rules::{self, Patterns, Rules, RulesSource};
@@ -37,16 +36,16 @@ pub struct ScopeSettings {
 
 impl ScopeSettings {
     /// The settings of `record`'s worktree in `store`.
-    pub fn load(store: &Store, record: &WorktreeRecord) -> Result<ScopeSettings, CaptureError> {
+    pub fn load(store: &Store, record: &WorktreeRecord) -> Result<ScopeSettings, DenyError> {
         let store_deny = if record.include_denied {
             None
         } else {
             let path = store.root().as_std_path().join(path_policy::STORE_FILE);
             let file = path_policy::read_rules_file(&path, true).map_err(|source| {
-                CaptureError::Deny(path_policy::DenyError::Io {
+                DenyError::Io {
                     path: path.clone(),
                     source,
-                })
+                }
             })?;
             Some((path, file))
         };
@@ -58,13 +57,13 @@ impl ScopeSettings {
             global: outside.matcher(),
             global_stamp: crate::dirstate::files_stamp(&global_sources),
             global_sources,
-            store: crate::worktree::store_dir(store),
+            store: crate::apart::store_dir(store),
             max_file_size: record.max_file_size,
         })
     }
 
     /// The scope, reading the worktree's own `.cairndeny` through `source`.
-    pub fn scope(&self, source: &dyn RulesSource) -> Result<Scope, CaptureError> {
+    pub fn scope(&self, source: &dyn RulesSource) -> Result<Scope, DenyError> {
         let deny = match &self.store_deny {
             None => DenyList::nothing(),
             Some((path, file)) => {

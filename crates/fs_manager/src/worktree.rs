@@ -99,11 +99,6 @@ fn same_dir(a: &Utf8Path, b: &Utf8Path) -> bool {
     }
 }
 
-/// The store folder, canonical, to keep it out of every scope.
-pub(crate) fn store_dir(store: &Store) -> Option<std::path::PathBuf> {
-    crate::apart::store_dir(store)
-}
-
 /// `cairn worktree rebind PATH`: accepts that the registered root at `path` is now another
 /// directory. Its stat cache is dropped (every file is read afresh next time); its head,
 /// checkpoints and op log stay. A symlink is refused.

@@ -15,7 +15,6 @@ use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use camino::Utf8PathBuf;
 use cas::{BlobId, EntryKind, PreparedBlob, Tree, TreeEntry, TreeId};
@@ -25,54 +24,13 @@ use fs_manager::{
 use fuser::Errno;
 use path_policy::{MAX_RULES_FILE, RulesFile, RulesRefusal};
 
-use crate::state::{Content, FileNode, Ino, Kind, ROOT, State};
+use crate::state::{Built, Content, FileNode, Ino, Kind, Patterns, ROOT, RulesKey, State, Unsettled};
 
 /// Files up to this size are read and hashed under the state's lock; larger ones outside it.
 pub(crate) const SMALL_FILE: u64 = cas::CHUNK_BYTES as u64;
 
 /// Links followed in one path before it counts as a loop (as Linux's `MAXSYMLINKS`).
 const MAX_LINKS: usize = 40;
-
-/// What a directory's pattern rules were read from: each pattern file there, by where it
-/// sits, with its content's id (`None`: something else stands there). A different key means
-/// different rules, and every verdict below the directory is taken again.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub(crate) struct RulesKey(Vec<(&'static str, Option<BlobId>)>);
-
-impl RulesKey {
-    /// The key of a snapshot directory: what the capture that stored it read (a tree holds
-    /// no `.git`).
-    pub(crate) fn of_base(tree: &Tree) -> RulesKey {
-        let mut key = Vec::new();
-        for name in [".gitignore", ".ignore"] {
-            if let Some(e) = tree.entries().iter().find(|e| e.name == name.as_bytes()) {
-                let blob = match e.kind {
-                    EntryKind::File | EntryKind::Executable => e.blob(),
-                    _ => None,
-                };
-                key.push((name, blob));
-            }
-        }
-        RulesKey(key)
-    }
-}
-
-/// A directory's own patterns as read, and the exclude file it could not read.
-pub(crate) type Patterns = (Option<Arc<fs_manager::Patterns>>, Option<Skipped>);
-
-/// A directory a capture built.
-pub(crate) struct Built {
-    ino: Ino,
-    tree: Option<(TreeId, u64)>,
-    rules: RulesKey,
-}
-
-/// What a capture built, to keep once the store holds it ([`State::settle`]).
-pub(crate) struct Unsettled {
-    generation: u64,
-    dirs: Vec<Built>,
-    scope_stamp: u64,
-}
 
 /// What a round could not read under the state's lock.
 #[derive(Default)]

@@ -7,11 +7,52 @@ use std::os::unix::fs::FileExt;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use cas::{BlobId, EntryKind, TreeEntry, TreeId};
+use cas::{BlobId, EntryKind, Tree, TreeEntry, TreeId};
+use fs_manager::Skipped;
 use fuser::{Errno, FileAttr, FileType, INodeNo};
 
-use crate::capture::{Patterns, RulesKey, Unsettled};
 use crate::layer::{Layer, Record};
+
+/// What a directory's pattern rules were read from: each pattern file there, by where it
+/// sits, with its content's id (`None`: something else stands there). A different key means
+/// different rules, and every verdict below the directory is taken again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(crate) struct RulesKey(pub Vec<(&'static str, Option<BlobId>)>);
+
+impl RulesKey {
+    /// The key of a snapshot directory: what the capture that stored it read (a tree holds
+    /// no `.git`).
+    pub(crate) fn of_base(tree: &Tree) -> RulesKey {
+        let mut key = Vec::new();
+        for name in [".gitignore", ".ignore"] {
+            if let Some(e) = tree.entries().iter().find(|e| e.name == name.as_bytes()) {
+                let blob = match e.kind {
+                    EntryKind::File | EntryKind::Executable => e.blob(),
+                    _ => None,
+                };
+                key.push((name, blob));
+            }
+        }
+        RulesKey(key)
+    }
+}
+
+/// A directory's own patterns as read, and the exclude file it could not read.
+pub(crate) type Patterns = (Option<Arc<fs_manager::Patterns>>, Option<Skipped>);
+
+/// A directory a capture built.
+pub(crate) struct Built {
+    pub ino: Ino,
+    pub tree: Option<(TreeId, u64)>,
+    pub rules: RulesKey,
+}
+
+/// What a capture built, to keep once the store holds it ([`State::settle`]).
+pub(crate) struct Unsettled {
+    pub generation: u64,
+    pub dirs: Vec<Built>,
+    pub scope_stamp: u64,
+}
 
 /// An inode number.
 pub(crate) type Ino = u64;
@@ -393,7 +434,8 @@ impl State {
         let n = self.node(ino)?;
         let (kind, size, nlink) = match &n.kind {
             Kind::Dir(_) => (FileType::Directory, 4096, 2),
-            Kind::File(f) => (FileType::RegularFile, f.size, 1),
+            // An unlinked file still open has no name left: no link.
+            Kind::File(f) => (FileType::RegularFile, f.size, u32::from(n.parent != 0)),
             Kind::Link(t) => (FileType::Symlink, t.len() as u64, 1),
         };
         Ok(FileAttr {
