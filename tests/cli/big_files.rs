@@ -331,3 +331,53 @@ fn a_file_over_4_gib_goes_out_and_comes_back_whole() {
     assert!(out.status.success(), "pull: {}", stderr(&out));
     holds(&m.b, &m.snap, &expected, len);
 }
+
+/// A capture of a mount holding a 1 GiB file written through it reads the file a chunk at a
+/// time, outside the mount's lock: the server's peak stays under the bound, and the blob
+/// stored is the file's.
+#[test]
+fn a_capture_of_a_mount_holding_a_large_file_holds_a_bounded_part_of_it() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::write(proj.join("small.txt"), "small\n").unwrap();
+    let (code, out) = env.json(&["onboard", proj.as_str()]);
+    assert_eq!(code, 0, "{out}");
+    let snap = out["snapshot"].as_str().unwrap().to_owned();
+    let server = Server::start(&env);
+    let pid = server.child.id();
+    let m = env.path().join("m");
+    let (code, out) = env.json(&["mount", &snap, m.as_str()]);
+    assert_eq!(code, 0, "{out}");
+    let unmount = || {
+        let _ = env.cairn(&["unmount", m.as_str()]);
+        let _ = Command::new("umount").args(["-l", m.as_str()]).output();
+    };
+    let result = std::panic::catch_unwind(|| {
+        let mut file = std::fs::File::create(m.join("big.bin")).unwrap();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut at = 0;
+        while at < GIB {
+            counter_at(at, &mut buf);
+            file.write_all(&buf).unwrap();
+            at += buf.len() as u64;
+        }
+        drop(file);
+        reset_peak(pid);
+        let (code, out) = env.json(&["snapshot", m.as_str()]);
+        assert_eq!(code, 0, "{out}");
+        let peak = peak_of(pid);
+        eprintln!("mount server peak while capturing 1 GiB: {} MiB", mib(peak));
+        holds(&env, out["snapshot"].as_str().unwrap(), &counter_id(GIB), GIB);
+        assert!(
+            peak < BOUND,
+            "a capture of a mount holding a 1 GiB file raised the server to {} MiB",
+            mib(peak)
+        );
+    });
+    unmount();
+    drop(server);
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
