@@ -703,3 +703,33 @@ fn arguments_past_their_limits_are_refused_naming_them() {
     let (code, v) = env.json(&["snapshot", wt.as_str(), "-m", &message]);
     assert_eq!(code, 0, "{v}");
 }
+
+/// A directory whose name is longer than the file system takes (`ENAMETOOLONG`) is the
+/// caller's bad path (exit 2 naming it), not a store or I/O failure: through `cairn serve`
+/// exit 3 was a 500, which generated requests found.
+#[test]
+fn a_name_too_long_for_the_file_system_is_bad_input() {
+    let env = Env::new();
+    let wt = env.path().join("wt");
+    write(&wt, &[("a.txt", "a\n")]);
+    let (code, v) = env.json(&["onboard", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let snap = v["snapshot"].as_str().unwrap().to_owned();
+    let long = env.path().join("n".repeat(300));
+    for args in [
+        &["checkout", &snap, long.as_str()][..],
+        &["checkpoint", long.as_str()],
+        &["onboard", long.as_str()],
+    ] {
+        let (code, v) = env.json(args);
+        assert_eq!(code, 2, "{args:?}: {v}");
+        assert_eq!(v["error"]["code"], "invalid_path", "{args:?}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(long.as_str()),
+            "{v}"
+        );
+    }
+}
