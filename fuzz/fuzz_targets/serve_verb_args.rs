@@ -38,11 +38,17 @@ fn expected(spec: &ToolSpec, args: &JsonObject) -> Option<JsonObject> {
                 }
                 out.insert(key.clone(), Value::String(text));
             }
-            // A count is a whole number of at least 1 (given as a JSON number).
+            // A count is a whole number of at least 1 (given as a JSON number) that fits
+            // 64 bits; how large it may be is the engine's to check.
             Arg::Option("max_count", _) => {
-                let whole = value
-                    .as_f64()
-                    .is_some_and(|f| f.fract() == 0.0 && f >= 1.0);
+                let whole = value.as_u64().map_or_else(
+                    || {
+                        value.as_f64().is_some_and(|f| {
+                            f.fract() == 0.0 && f >= 1.0 && f < 18_446_744_073_709_551_616.0
+                        })
+                    },
+                    |n| n >= 1,
+                );
                 if !whole {
                     return None;
                 }
@@ -136,7 +142,8 @@ fuzz_target!(|data: &[u8]| {
                     panic!("{}: {checked:?} passed the table but is no request: {e}", spec.name)
                 });
                 assert_eq!(request.verb(), spec.name);
-                // A count past `usize` is clamped; every other value is carried as given.
+                // A count given as a whole float is carried as an integer; every other
+                // value is carried as given.
                 if !args.contains_key("max_count") {
                     assert_eq!(carried(spec, &request), want, "{}: {checked:?}", spec.name);
                 }

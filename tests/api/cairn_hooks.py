@@ -6,14 +6,13 @@ just before each request is sent (every phase goes through `before_call`) its pa
 confined: an absolute `cwd` becomes the sandbox, path arguments become names inside it,
 and no name keeps a `/` or `..`. schemathesis revalidates a case after this hook
 edits it, so its checks judge the request actually sent (a value may change from invalid
-to valid or back, and the checks follow).
+to valid or back, and the checks follow). No failure is filtered out.
 """
 
 import os
 import re
 
 import schemathesis
-from schemathesis.openapi.checks import RejectedPositiveData
 
 SANDBOX = os.environ["CAIRN_SANDBOX"]
 
@@ -77,35 +76,3 @@ def confine_arguments(args, has_cwd):
             args[key] = [confine_path(item, has_cwd) for item in value]
         else:
             args[key] = confine_path(value, has_cwd)
-
-
-# 400s with these codes come from the server's reading of the request, never from the
-# command it runs: a schema-valid request must not get them.
-REQUEST_SHAPE_CODES = {"invalid_json", "invalid_arguments", "missing_argument", "invalid_id"}
-
-
-def refuses_what_it_names(case, response):
-    """A well-formed request refused for what it names (exit 2 of the command: an unknown
-    snapshot, a directory that is not a worktree, ...), or objects that fail verification."""
-    if response.status_code == 422 and case.operation.path == "/v1/objects/put":
-        return True
-    if response.status_code != 400:
-        return False
-    try:
-        error = response.json()["error"]
-    except (ValueError, KeyError, TypeError):
-        return False
-    code = error.get("code")
-    if code == "invalid_path" and str(error.get("message", "")).startswith("cwd"):
-        return False
-    return code not in REQUEST_SHAPE_CODES
-
-
-@schemathesis.hook
-def filter_failure(context, failure, case, response):
-    """Keeps every failure but one kind: schemathesis expects a schema-valid request to be
-    accepted, while the API documents a 400 (or 422 from objects/put) for a well-formed
-    request whose snapshot, worktree or object is not there or not valid. Those are dropped;
-    a schema-valid request refused as malformed still fails the run."""
-    rejected_valid = isinstance(failure, RejectedPositiveData)
-    return not (rejected_valid and refuses_what_it_names(case, response))

@@ -75,6 +75,8 @@ def main():
         "-m",
         "schemathesis.cli",
         "--no-color",
+        "--config-file",
+        str(here / "schemathesis.toml"),
         "run",
         spec,
         "--url",

@@ -70,6 +70,41 @@ fn commands_print_the_same_through_the_server_and_change_the_store_there() {
         vec!["--json".into(), "show".into(), "nope-not-a-snapshot".into()],
         vec!["checkout".into(), "ffffff".into(), "x".into()],
         vec!["--json".into(), "fsck".into()],
+        // An error of each status the server gives: the CLI's answer is the same.
+        vec![
+            "--json".into(),
+            "checkout".into(),
+            b.clone(),
+            wt.to_string(),
+        ],
+        vec!["checkout".into(), b.clone(), wt.to_string()],
+        vec!["--json".into(), "status".into(), "/nonexistent/dir".into()],
+        vec![
+            "--json".into(),
+            "push".into(),
+            "--remote".into(),
+            "nowhere".into(),
+            b.clone(),
+        ],
+        vec![
+            "rewind".into(),
+            wt.to_string(),
+            "--to".into(),
+            "no-such-checkpoint".into(),
+        ],
+        vec![
+            "--json".into(),
+            "log".into(),
+            wt.to_string(),
+            "--max-count".into(),
+            u64::MAX.to_string(),
+        ],
+        vec![
+            "log".into(),
+            wt.to_string(),
+            "--max-count".into(),
+            u64::MAX.to_string(),
+        ],
     ];
     let ask = |q: &Vec<String>| {
         let args: Vec<&str> = q.iter().map(String::as_str).collect();
@@ -200,7 +235,7 @@ fn commands_print_the_same_through_the_server_and_change_the_store_there() {
             &serde_json::json!({ "snapshot": "nope", "dest": "/tmp/x" }),
         )
         .unwrap();
-    assert_eq!(status, 400, "{v}");
+    assert_eq!(status, 404, "an unknown snapshot is not found: {v}");
     assert!(v["error"]["message"].as_str().unwrap().contains("nope"));
     let (status, _) = client.call("fsck", &serde_json::json!({})).unwrap();
     assert_eq!(status, 200);
@@ -364,17 +399,18 @@ fn requests_the_contract_fuzzer_found_get_their_documented_answers() {
     let call = |verb: &str, args: serde_json::Value| client.call(verb, &args).unwrap();
     let code = |v: &serde_json::Value| v["error"]["code"].as_str().unwrap_or_default().to_owned();
 
-    // A NUL byte is bad input (no command line can hold one), not an I/O failure.
+    // A NUL byte is bad input (no command line can hold one), not an I/O failure: a
+    // well-formed request the command cannot carry out.
     let (status, v) = call(
         "checkout",
         serde_json::json!({ "snapshot": "start", "dest": "x\u{0}", "cwd": cwd }),
     );
-    assert_eq!((status, code(&v)), (400, "invalid_input".into()), "{v}");
+    assert_eq!((status, code(&v)), (422, "invalid_input".into()), "{v}");
     let (status, v) = call(
         "status",
         serde_json::json!({ "worktree": "a\u{0}b", "cwd": cwd }),
     );
-    assert_eq!((status, code(&v)), (400, "invalid_input".into()), "{v}");
+    assert_eq!((status, code(&v)), (422, "invalid_input".into()), "{v}");
     let (_, out) = client
         .post_json(
             "/v1/call",
@@ -386,7 +422,7 @@ fn requests_the_contract_fuzzer_found_get_their_documented_answers() {
         .unwrap();
     assert_eq!(out["error"]["exit"], 2, "{out:?}");
 
-    // A registered worktree whose directory is gone: 400 naming it, not 500.
+    // A registered worktree whose directory is gone: 422 naming it, not 500.
     let gone = env.path().join("gone");
     std::fs::create_dir(&gone).unwrap();
     std::fs::write(gone.join("f"), "x\n").unwrap();
@@ -397,7 +433,7 @@ fn requests_the_contract_fuzzer_found_get_their_documented_answers() {
         let (status, v) = call(verb, serde_json::json!({ "worktree": gone }));
         assert_eq!(
             (status, code(&v)),
-            (400, "invalid_path".into()),
+            (422, "invalid_path".into()),
             "{verb}: {v}"
         );
     }
@@ -420,13 +456,25 @@ fn requests_the_contract_fuzzer_found_get_their_documented_answers() {
         serde_json::json!({ "worktree": wt, "message": 7 }),
     );
     assert_eq!((status, code(&v)), (400, "invalid_arguments".into()), "{v}");
-    // A count past u64 means "all"; a message may start with '-'.
+    // A count past its limit is refused naming it (one past u64 was taken as "all"); a
+    // message may start with '-'.
     let (status, v) = call(
         "log",
         serde_json::json!({ "target": wt, "max_count": 1e30 }),
     );
-    assert_eq!(status, 200, "{v}");
-    assert_eq!(v["snapshots"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!((status, code(&v)), (400, "invalid_arguments".into()), "{v}");
+    let (status, v) = call(
+        "log",
+        serde_json::json!({ "target": wt, "max_count": u64::MAX }),
+    );
+    assert_eq!((status, code(&v)), (422, "too_large".into()), "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_count"),
+        "{v}"
+    );
     std::fs::write(wt.join("README"), "changed again\n").unwrap();
     let (status, v) = call(
         "snapshot",
@@ -715,8 +763,9 @@ fn requests_use_the_callers_terminal_settings_and_never_prompt_on_the_server() {
             }),
         )
         .unwrap();
-    assert_eq!(status, 400, "{reply}");
-    assert!(reply.to_string().contains("confirmation_needed"), "{reply}");
+    assert_eq!(status, 409, "{reply}");
+    assert_eq!(reply["error"]["code"], "confirmation_needed", "{reply}");
+    assert_eq!(reply["error"]["exit"], 2, "{reply}");
 
     // The same store reached through a symlink is the server's store.
     let link = env.path().join("store-link");

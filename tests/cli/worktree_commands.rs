@@ -641,3 +641,95 @@ fn the_file_system_root_is_never_onboarded() {
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["worktrees"], serde_json::json!([]), "{v}");
 }
+
+/// Every free-text argument has a limit, the same on every face (the engine checks it): a
+/// 10 MB snapshot message through MCP once grew the store by 33 MB, and `log --max-count`
+/// took 2^64 - 1. Past its limit, an argument is refused naming it and the limit, and
+/// nothing is stored.
+#[test]
+fn arguments_past_their_limits_are_refused_naming_them() {
+    let env = Env::new();
+    let wt = env.path().join("wt");
+    write(&wt, &[("a.txt", "a\n")]);
+    let (code, v) = env.json(&["onboard", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    std::fs::write(wt.join("a.txt"), "b\n").unwrap();
+    let store_file = env.store().join("store.redb");
+    let before = std::fs::metadata(&store_file).unwrap().len();
+
+    let message = "m".repeat(cairn_engine::limits::MAX_MESSAGE_CHARS + 1);
+    let (code, v) = env.json(&["snapshot", wt.as_str(), "-m", &message]);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "too_large", "{v}");
+    let said = v["error"]["message"].as_str().unwrap();
+    assert!(said.contains("message") && said.contains("65536"), "{said}");
+    assert_eq!(std::fs::metadata(&store_file).unwrap().len(), before);
+    let (code, v) = env.json(&["log", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["snapshots"].as_array().unwrap().len(),
+        1,
+        "nothing stored: {v}"
+    );
+
+    let long_name = "n".repeat(cairn_engine::limits::MAX_TEXT_CHARS + 1);
+    let (code, v) = env.json(&["checkpoint", wt.as_str(), "--name", &long_name]);
+    assert_eq!(
+        (code, v["error"]["code"].as_str()),
+        (2, Some("too_large")),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("name"),
+        "{v}"
+    );
+
+    let (code, v) = env.json(&["log", wt.as_str(), "--max-count", &u64::MAX.to_string()]);
+    assert_eq!(
+        (code, v["error"]["code"].as_str()),
+        (2, Some("too_large")),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_count"),
+        "{v}"
+    );
+
+    // At its limit, a message is taken.
+    let message = "m".repeat(cairn_engine::limits::MAX_MESSAGE_CHARS);
+    let (code, v) = env.json(&["snapshot", wt.as_str(), "-m", &message]);
+    assert_eq!(code, 0, "{v}");
+}
+
+/// A directory whose name is longer than the file system takes (`ENAMETOOLONG`) is the
+/// caller's bad path (exit 2 naming it), not a store or I/O failure: through `cairn serve`
+/// exit 3 was a 500, which generated requests found.
+#[test]
+fn a_name_too_long_for_the_file_system_is_bad_input() {
+    let env = Env::new();
+    let wt = env.path().join("wt");
+    write(&wt, &[("a.txt", "a\n")]);
+    let (code, v) = env.json(&["onboard", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let snap = v["snapshot"].as_str().unwrap().to_owned();
+    let long = env.path().join("n".repeat(300));
+    for args in [
+        &["checkout", &snap, long.as_str()][..],
+        &["checkpoint", long.as_str()],
+        &["onboard", long.as_str()],
+    ] {
+        let (code, v) = env.json(args);
+        assert_eq!(code, 2, "{args:?}: {v}");
+        assert_eq!(v["error"]["code"], "invalid_path", "{args:?}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(long.as_str()),
+            "{v}"
+        );
+    }
+}

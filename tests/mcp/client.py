@@ -45,6 +45,14 @@ async def main():
             for t in tools:
                 assert t.input_schema["type"] == "object", t
             assert "worktree" in next(t for t in tools if t.name == "snapshot").input_schema["required"]
+            # Every argument's limit is in its schema, as the engine enforces it.
+            snapshot_args = next(t for t in tools if t.name == "snapshot").input_schema["properties"]
+            assert snapshot_args["message"]["maxLength"] == 65536, snapshot_args
+            assert snapshot_args["worktree"]["maxLength"] == 4096, snapshot_args
+            log_args = next(t for t in tools if t.name == "log").input_schema["properties"]
+            assert log_args["max_count"]["maximum"] == 4294967295, log_args
+            rollback_args = next(t for t in tools if t.name == "rollback").input_schema["properties"]
+            assert rollback_args["paths"]["maxItems"] == 100000, rollback_args
 
             cp = await call(session, "checkpoint", {"dir": wt, "name": "start"})
             assert cp["name"] == "start" and cp["onboarded"] is True, cp

@@ -23,7 +23,7 @@ pub fn with_git(engine: Engine) -> Engine {
 }
 
 /// An engine in this process for `store`, opened per call.
-fn local_engine(store: &Utf8Path) -> Engine {
+pub fn local_engine(store: &Utf8Path) -> Engine {
     with_git(Engine::per_call(store, open_options()))
 }
 
@@ -63,12 +63,29 @@ impl Target {
         offline: bool,
         request: &Request,
     ) -> Result<Target, Error> {
-        if matches!(request, Request::Mount(_))
-            && cairn_client::Client::connect(&cairn_client::Client::socket_of(store)).is_err()
-        {
+        Ok(
+            Target::server(store, offline, request)?.unwrap_or_else(|| Target::Local {
+                engine: Box::new(local_engine(store)),
+                offline,
+            }),
+        )
+    }
+
+    /// The server holding `store` if its socket is there (one is started for a mount when
+    /// none answers), else `None`.
+    pub fn server(
+        store: &Utf8Path,
+        offline: bool,
+        request: &Request,
+    ) -> Result<Option<Target>, Error> {
+        let socket = cairn_client::Client::socket_of(store);
+        if matches!(request, Request::Mount(_)) && cairn_client::Client::connect(&socket).is_err() {
             start_for_mounts(store)?;
         }
-        Ok(Target::for_store(store, offline))
+        Ok(match Target::for_store(store, offline) {
+            server @ Target::Server { .. } => Some(server),
+            Target::Local { .. } => None,
+        })
     }
 
     /// Runs `request` as if from `cwd`, its progress drawn on `bar` (a server streams it
@@ -82,24 +99,37 @@ impl Target {
     ) -> Result<(Outcome, u8), Error> {
         match self {
             Target::Local { engine, offline } => local(engine, cwd, request, bar, *offline),
-            Target::Server {
-                client,
-                store,
-                offline,
-            } => {
-                let mut show = |e: &cairn_client::ProgressEvent| bar.show(e);
-                let on_progress = stream.then_some(&mut show as &mut dyn FnMut(&_));
-                match client.run(cwd, request.clone(), on_progress) {
-                    Ok(answer) => answer,
+            Target::Server { store, offline, .. } => {
+                match self.on_server(cwd, request.clone(), bar, stream) {
+                    Some(answer) => answer,
                     // A stale socket (the server was killed): open the store here instead.
-                    Err(e @ cairn_client::ClientError::Unavailable { .. }) => {
-                        tracing::debug!("not using a server: {e}");
-                        let engine = local_engine(store);
-                        local(&engine, cwd, request, bar, *offline)
-                    }
-                    Err(e) => Err(Error::failure("server", e.to_string())),
+                    None => local(&local_engine(store), cwd, request, bar, *offline),
                 }
             }
+        }
+    }
+
+    /// [`Target::call`] on the server; `None` if none answers on its socket (nothing was
+    /// sent) or this is no server.
+    pub fn on_server(
+        &self,
+        cwd: &Utf8Path,
+        request: Request,
+        bar: &Bar,
+        stream: bool,
+    ) -> Option<Result<(Outcome, u8), Error>> {
+        let Target::Server { client, .. } = self else {
+            return None;
+        };
+        let mut show = |e: &cairn_client::ProgressEvent| bar.show(e);
+        let on_progress = stream.then_some(&mut show as &mut dyn FnMut(&_));
+        match client.run(cwd, request, on_progress) {
+            Ok(answer) => Some(answer),
+            Err(e @ cairn_client::ClientError::Unavailable { .. }) => {
+                tracing::debug!("not using a server: {e}");
+                None
+            }
+            Err(e) => Some(Err(Error::failure("server", e.to_string()))),
         }
     }
 }
@@ -164,4 +194,92 @@ pub fn start_for_mounts(store: &Utf8Path) -> Result<(), Error> {
             "cairn serve for the mount did not answer on {socket} within 30 s (see {log_path})"
         ),
     ))
+}
+
+/// One engine for the calls of a long-running process with no server (`cairn mcp`): calls
+/// that run at once share it, as `cairn serve`'s requests share its engine, instead of each
+/// opening the store and contending for its lock; once no call holds it, the store is
+/// closed, so other processes can have it between calls.
+pub struct Shared {
+    /// The engine of each store while a call holds it.
+    open: std::sync::Mutex<std::collections::HashMap<Utf8PathBuf, std::sync::Weak<Engine>>>,
+    /// Held while a store is being opened, so one call opens it and the others join.
+    opening: tokio::sync::Mutex<()>,
+    options: cas::OpenOptions,
+}
+
+impl Shared {
+    /// Stores are opened with `options` (waiting up to their lock timeout for a store
+    /// another process holds).
+    pub fn new(options: cas::OpenOptions) -> Shared {
+        Shared {
+            open: Default::default(),
+            opening: tokio::sync::Mutex::new(()),
+            options,
+        }
+    }
+
+    fn live(&self, store: &Utf8Path) -> Option<std::sync::Arc<Engine>> {
+        let open = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        open.get(store).and_then(std::sync::Weak::upgrade)
+    }
+
+    /// The engine of `store`, shared with every call holding it now; opened if none does,
+    /// waiting while another process holds the store. `None` if there is no store yet (a
+    /// call that creates one runs on an engine of its own). Dropping the future stops the
+    /// wait; dropping the last `Arc` closes the store.
+    pub async fn hold(&self, store: &Utf8Path) -> Result<Option<std::sync::Arc<Engine>>, Error> {
+        let started = std::time::Instant::now();
+        let mut said = false;
+        loop {
+            let opening = self.opening.lock().await;
+            if let Some(engine) = self.live(store) {
+                return Ok(Some(engine));
+            }
+            // Tried without waiting, so the wait can be given up between tries.
+            let options = cas::OpenOptions {
+                create: false,
+                lock_timeout: std::time::Duration::ZERO,
+                on_wait: None,
+                ..self.options.clone()
+            };
+            let path = store.to_owned();
+            let opened = tokio::task::spawn_blocking(move || Engine::open(&path, &options))
+                .await
+                .map_err(|e| Error::failure("io", format!("opening store {store}: {e}")))?;
+            match opened {
+                Ok(engine) => {
+                    let engine = std::sync::Arc::new(with_git(engine));
+                    self.open
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(store.to_owned(), std::sync::Arc::downgrade(&engine));
+                    return Ok(Some(engine));
+                }
+                Err(Error::Open(cas::OpenError::Missing { .. })) => return Ok(None),
+                Err(Error::Open(cas::OpenError::LockTimeout { .. }))
+                    if started.elapsed() < self.options.lock_timeout =>
+                {
+                    drop(opening);
+                    if !said {
+                        said = true;
+                        if let Some(notify) = self.options.on_wait {
+                            notify(store);
+                        }
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                }
+                Err(Error::Open(cas::OpenError::LockTimeout { path, .. })) => {
+                    return Err(Error::Open(cas::OpenError::LockTimeout {
+                        path,
+                        waited: started.elapsed(),
+                    }));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
 }

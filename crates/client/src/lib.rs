@@ -208,8 +208,10 @@ impl Client {
     }
 
     /// Calls a verb (`snapshot`, `checkout`, `undo`, ...; see `docs/openapi.yaml`) with its
-    /// JSON arguments. Returns the HTTP status (200 success, 409 refusal, 400 bad input,
-    /// 500 store failure) and the command's JSON object.
+    /// JSON arguments. Returns the HTTP status (200 success, 409 a refusal or a conflict,
+    /// 400 a malformed request, 404 what it names is not there, 422 a well-formed request
+    /// the command cannot carry out, 502/504 a remote failed, 500 a store failure) and the
+    /// command's JSON object.
     pub fn call(
         &self,
         verb: &str,

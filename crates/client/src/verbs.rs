@@ -3,7 +3,8 @@
 //! request bodies are untrusted: [`check`] refuses anything that is not one of the verb's
 //! arguments with the right type, and a positional value that starts with '-' (the
 //! documented contract: it is the same verb as the command line's), and gives the arguments
-//! in their typed form (a `null` dropped, a count past `usize` clamped).
+//! in their typed form (a `null` dropped). How large an argument may be is the engine's to
+//! check (`cairn_engine::limits`), for every face alike.
 
 use serde_json::Value;
 
@@ -532,29 +533,22 @@ fn whole_number(name: &str, value: Option<&Value>, max: u64) -> Result<Option<u6
     }
 }
 
-/// A count of at least 1 (`log`'s `--max-count`); a larger one than `usize` holds means
-/// the same as the largest ("at most this many").
-fn count(value: Option<&Value>) -> Result<Option<usize>, String> {
+/// A count of at least 1 (`log`'s `--max-count`), passed on as given: how large it may be
+/// is the engine's to check (`cairn_engine::limits::MAX_COUNT`), for every face alike.
+fn count(value: Option<&Value>) -> Result<Option<u64>, String> {
     let n = match value {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Number(n)) => n,
         Some(other) => return Err(format!("max_count must be an integer, not {other}")),
     };
-    if let Some(n) = n.as_u64() {
-        return match usize::try_from(n) {
-            Ok(0) => Err("max_count must be at least 1, not 0".into()),
-            Ok(n) => Ok(Some(n)),
-            Err(_) => Ok(Some(usize::MAX)),
-        };
-    }
-    // serde_json reads an integer past u64 (or one written as 5.0) as a float.
-    match n.as_f64() {
-        Some(f) if f.fract() == 0.0 && f >= 1.0 => Ok(Some(if f >= usize::MAX as f64 {
-            usize::MAX
-        } else {
-            f as usize
-        })),
-        _ => Err(format!(
+    match whole_number("max_count", value, u64::MAX) {
+        Ok(Some(0)) => Err("max_count must be at least 1, not 0".into()),
+        Ok(count) => Ok(count),
+        // Past 64 bits: past any limit.
+        Err(_) if n.as_f64().is_some_and(|f| f >= 1.0 && f.fract() == 0.0) => {
+            Err(format!("max_count is {n}, more than the largest count"))
+        }
+        Err(_) => Err(format!(
             "max_count must be a whole number of at least 1, not {n}"
         )),
     }

@@ -208,6 +208,15 @@ impl Error {
     }
 
     fn class(&self) -> Class {
+        match self.cause_class() {
+            // A name longer than the file system takes is the caller's bad path, whichever
+            // step tried it.
+            class if class == store("io") && names_too_long(self) => usage("invalid_path"),
+            class => class,
+        }
+    }
+
+    fn cause_class(&self) -> Class {
         match self {
             Error::Usage { code, .. } => usage(code),
             Error::Failure { code, .. } => store(code),
@@ -242,6 +251,30 @@ impl Error {
                 e => store(e.code()),
             },
         }
+    }
+}
+
+/// Whether `e` comes of a file name longer than the file system takes (`ENAMETOOLONG`).
+fn names_too_long(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(e);
+    while let Some(e) = cause {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::InvalidFilename)
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
+}
+
+/// The failure to create or use `path`: bad input when its name is too long for the file
+/// system, else an I/O failure.
+pub(crate) fn io_failure(path: &camino::Utf8Path, e: &std::io::Error) -> Error {
+    if e.kind() == std::io::ErrorKind::InvalidFilename {
+        Error::usage("invalid_path", format!("{path}: {e}"))
+    } else {
+        Error::failure("io", format!("{path}: {e}"))
     }
 }
 

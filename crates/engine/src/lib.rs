@@ -21,6 +21,7 @@
 //! ```text
 //! wire                               a call and its answer as values (for another process)
 //! request                            Request / Outcome of every verb, Engine::handle
+//! limits                             how large a request's arguments may be (as JSON)
 //! view, reversible, merge, objects,  the verbs
 //! remotes
 //! worktrees                          onboard, snapshot, checkout, rollback, the registry
@@ -70,6 +71,7 @@
 mod engine;
 mod error;
 mod git;
+pub mod limits;
 mod merge;
 mod mounts;
 mod objects;

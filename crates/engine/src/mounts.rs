@@ -424,7 +424,7 @@ impl MadeDirs {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => {
                     made.remove();
-                    return Err(Error::failure("io", format!("{d}: {e}")));
+                    return Err(crate::error::io_failure(d, &e));
                 }
             }
         }

@@ -101,6 +101,11 @@ macro_rules! verbs {
             /// Runs `request`.
             pub fn handle(&self, call: &Call, request: Request) -> Result<Outcome, Error> {
                 refuse_nul(call, &request)?;
+                crate::limits::refuse_oversized(
+                    request.verb(),
+                    &call.cwd,
+                    &serde_json::to_value(&request).unwrap_or_default(),
+                )?;
                 // What the call names or reaches but the store lacks (a full id, a remote
                 // ref, a parent of a snapshot fetched alone) is fetched when the call fails
                 // for want of it, and the call runs again: nothing is asked of a remote

@@ -175,6 +175,9 @@ impl RemoteError {
             RemoteError::Unknown { .. } => "unknown_remote",
             RemoteError::Exists { .. } => "remote_exists",
             RemoteError::Invalid(_) => "invalid_remote",
+            RemoteError::Transport { .. } | RemoteError::Read { .. } if self.is_timeout() => {
+                "remote_timeout"
+            }
             RemoteError::Transport { .. } | RemoteError::Read { .. } => "remote_failed",
             RemoteError::Credentials { .. } => "remote_credentials",
             RemoteError::Corrupt { .. } => "remote_corrupt",
@@ -201,8 +204,65 @@ impl RemoteError {
         )
     }
 
+    /// True for an engine that did not answer in time (after bounded retries): a timeout
+    /// somewhere in what the object store said.
+    pub fn is_timeout(&self) -> bool {
+        let (RemoteError::Transport { source, .. } | RemoteError::Read { source, .. }) = self
+        else {
+            return false;
+        };
+        let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(source.as_ref());
+        while let Some(e) = cause {
+            let http = e.downcast_ref::<object_store::client::HttpError>();
+            let io = e.downcast_ref::<std::io::Error>();
+            if http
+                .is_some_and(|h| matches!(h.kind(), object_store::client::HttpErrorKind::Timeout))
+                || io.is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+            {
+                return true;
+            }
+            cause = e.source();
+        }
+        false
+    }
+
     /// True for a refusal (exit 1): a ref that moved.
     pub fn is_refusal(&self) -> bool {
         matches!(self, RemoteError::RefMoved { .. })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::client::{HttpError, HttpErrorKind};
+
+    fn transport(kind: HttpErrorKind) -> RemoteError {
+        let source = object_store::Error::Generic {
+            store: "S3",
+            source: Box::new(HttpError::new(kind, std::io::Error::other("no answer"))),
+        };
+        RemoteError::Transport {
+            remote: "origin".into(),
+            source: Box::new(source),
+        }
+    }
+
+    /// A remote that did not answer in time has its own code (a server answers 504 for it,
+    /// 502 for any other failure of the remote).
+    #[test]
+    fn a_remote_that_timed_out_is_told_from_one_that_failed() {
+        assert_eq!(transport(HttpErrorKind::Timeout).code(), "remote_timeout");
+        assert_eq!(transport(HttpErrorKind::Connect).code(), "remote_failed");
+        let timed_out = RemoteError::Read {
+            remote: "origin".into(),
+            what: "pack p".into(),
+            source: Box::new(object_store::Error::Generic {
+                store: "S3",
+                source: Box::new(std::io::Error::from(std::io::ErrorKind::TimedOut)),
+            }),
+        };
+        assert!(timed_out.is_timeout());
+        assert_eq!(timed_out.code(), "remote_timeout");
     }
 }

@@ -1,29 +1,41 @@
 //! `cairn mcp`: a Model Context Protocol server on stdio. Each tool is the engine verb of
-//! the same name, run by `cairn serve` when one holds the store, else by an engine here; it
-//! returns the verb's JSON object; a refusal or error comes back as a tool error with the
-//! same object (`{"error": {"code", "message"}}` for an error), so the model sees the
-//! message. `policy_allow` grants nothing by itself: see [`super::mcp_grant`].
+//! the same name, run by `cairn serve` when one holds the store, else by the one engine of
+//! this process (calls at once share it; between calls the store is closed); it returns
+//! the verb's JSON object; a refusal or error comes back as a tool error with the same
+//! object (`{"error": {"code", "message"}}` for an error), so the model sees the message.
+//! A call cancelled before it starts (while it waits for the store) never starts; one
+//! cancelled later finishes and answers (`mcp_stdio`). `policy_allow` grants nothing by
+//! itself: see [`super::mcp_grant`].
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use camino::Utf8PathBuf;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+    Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use cairn_engine::{Outcome, Request};
+use cairn_engine::{Call, Outcome, Request};
 
+use crate::commands::mcp_stdio::{Calls, Stdio};
 use crate::commands::verbs::{TOOLS, check, schema};
 use crate::error::Error;
 use crate::progress::Bar;
-use crate::target::Target;
+use crate::target::{Shared, Target};
 
 #[derive(Clone)]
 struct Server {
     /// `--store` given to `cairn mcp`, passed on to every command.
     store: Option<Utf8PathBuf>,
     cwd: Utf8PathBuf,
+    /// The engine calls share when no `cairn serve` holds the store.
+    engines: Arc<Shared>,
+    /// Where each call is, for cancellations.
+    calls: Calls,
 }
 
 impl ServerHandler for Server {
@@ -55,42 +67,77 @@ impl ServerHandler for Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let id = context.id.clone();
+        // A call that answers without starting a command (a bad tool or arguments) is
+        // answered too, unless it was cancelled first.
+        match self.answer(request, &context).await {
+            Some(answer) if self.calls.proceed(&id) => answer,
+            // Cancelled before it started: nothing ran, and no answer goes out (rmcp
+            // drops it).
+            _ => Err(ErrorData::new(
+                ErrorCode::INVALID_REQUEST,
+                "cancelled before it started",
+                None,
+            )),
+        }
+    }
+}
+
+impl Server {
+    /// The answer to a tool call; `None` if it was cancelled before it started.
+    async fn answer(
+        &self,
+        request: CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Result<CallToolResponse, ErrorData>> {
         let Some(spec) = TOOLS
             .iter()
             .find(|t| t.mcp && t.name == request.name.as_ref())
         else {
-            return Err(ErrorData::invalid_params(
+            return Some(Err(ErrorData::invalid_params(
                 format!("no such tool: {}", request.name),
                 None,
-            ));
+            )));
         };
         let args = request.arguments.unwrap_or_default();
         let request = match check(spec, &args).and_then(|a| Request::from_verb(spec.name, a)) {
             Ok(request) => request,
             Err(e) => {
                 let text = format!("invalid arguments for {}: {e}", spec.name);
-                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+                return Some(Ok(
+                    CallToolResult::error(vec![ContentBlock::text(text)]).into()
+                ));
             }
         };
         if let Request::PolicyAllow(options) = request {
-            let perform = |request| async move {
-                match self.perform(request).await {
-                    Ok(answer) => answer.map(|(outcome, _)| outcome),
-                    Err(e) => Err(Error::failure("mcp", e.message.to_string())),
+            // Cancelled before its first request ran: nothing ran.
+            let cancelled = AtomicBool::new(false);
+            let perform = |request| {
+                let cancelled = &cancelled;
+                async move {
+                    match self.run(context, request).await {
+                        Some(answer) => answer.map(|(outcome, _)| outcome),
+                        None => {
+                            cancelled.store(true, Ordering::Relaxed);
+                            Err(Error::failure("mcp", "cancelled before it started"))
+                        }
+                    }
                 }
             };
             let (body, is_error) =
                 super::mcp_grant::policy_allow(options, &context.peer, perform).await;
+            if cancelled.load(Ordering::Relaxed) {
+                return None;
+            }
             let content = vec![ContentBlock::text(body.to_string())];
             let result = if is_error {
                 CallToolResult::error(content)
             } else {
                 CallToolResult::success(content)
             };
-            return Ok(result.into());
+            return Some(Ok(result.into()));
         }
-        let answer = self.perform(request).await?;
-        let (text, code) = match answer {
+        let (text, code) = match self.run(context, request).await? {
             Ok((outcome, exit)) => (outcome.to_json().to_string(), exit),
             Err(e) => (crate::output::error_json(&e).to_string(), e.exit()),
         };
@@ -99,22 +146,76 @@ impl ServerHandler for Server {
         } else {
             CallToolResult::error(vec![ContentBlock::text(text)])
         };
-        Ok(result.into())
+        Some(Ok(result.into()))
+    }
+
+    /// Runs `request` on the server holding the store, else on this process's engine once
+    /// it has the store (waiting while another process holds it). `None` if the call was
+    /// cancelled before it started.
+    async fn run(
+        &self,
+        context: &RequestContext<RoleServer>,
+        request: Request,
+    ) -> Option<Result<(Outcome, u8), Error>> {
+        let id = &context.id;
+        let store = match cairn_engine::discover_store(self.store.as_deref(), &self.cwd) {
+            Ok(store) => store,
+            Err(e) => return Some(Err(e)),
+        };
+        let cwd = self.cwd.clone();
+        let (to_find, wanted) = (store.clone(), request.clone());
+        let server = blocking(move || Target::server(&to_find, false, &wanted))
+            .await
+            .and_then(|server| server);
+        match server {
+            Ok(Some(server)) => {
+                if !self.calls.proceed(id) {
+                    return None;
+                }
+                let (cwd, request) = (cwd.clone(), request.clone());
+                let answer =
+                    blocking(move || server.on_server(&cwd, request, &Bar::hidden(), false)).await;
+                match answer {
+                    Ok(Some(answer)) => return Some(answer),
+                    Err(e) => return Some(Err(e)),
+                    // No server answers there (a stale socket): run here.
+                    Ok(None) => {}
+                }
+            }
+            Ok(None) => {}
+            Err(e) => return Some(Err(e)),
+        }
+        let engine = tokio::select! {
+            held = self.engines.hold(&store) => held,
+            () = context.ct.cancelled() => return None,
+        };
+        let engine = match engine {
+            Ok(Some(engine)) => engine,
+            // No store yet: a call that creates one opens it itself.
+            Ok(None) => Arc::new(crate::target::local_engine(&store)),
+            Err(e) => return Some(Err(e)),
+        };
+        if !self.calls.proceed(id) {
+            return None;
+        }
+        Some(
+            blocking(move || {
+                let call = Call::new(cwd);
+                let outcome = engine.isolated(|| engine.handle(&call, request))?;
+                let exit = outcome.exit();
+                Ok((outcome, exit))
+            })
+            .await
+            .and_then(|answer| answer),
+        )
     }
 }
 
-impl Server {
-    /// Runs `request` where the store is (its server, or an engine here), on a blocking
-    /// thread.
-    async fn perform(&self, request: Request) -> Result<Result<(Outcome, u8), Error>, ErrorData> {
-        let (store, cwd) = (self.store.clone(), self.cwd.clone());
-        tokio::task::spawn_blocking(move || {
-            let store = cairn_engine::discover_store(store.as_deref(), &cwd)?;
-            Target::for_request(&store, false, &request)?.call(&cwd, request, &Bar::hidden(), false)
-        })
+/// Runs `f` on a blocking thread.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
+    tokio::task::spawn_blocking(f)
         .await
-        .map_err(|e| ErrorData::internal_error(format!("the command failed to run: {e}"), None))
-    }
+        .map_err(|e| Error::failure("io", format!("the command failed to run: {e}")))
 }
 
 /// `cairn mcp`: serves until the client closes stdin.
@@ -125,9 +226,15 @@ pub fn run(store: Option<Utf8PathBuf>) -> Result<(), Error> {
         .build()
         .map_err(|e| Error::failure("io", format!("starting the MCP server: {e}")))?;
     runtime.block_on(async {
-        let server = Server { store, cwd };
+        let calls = Calls::default();
+        let server = Server {
+            store,
+            cwd,
+            engines: Arc::new(Shared::new(crate::target::open_options())),
+            calls: calls.clone(),
+        };
         let service = server
-            .serve(rmcp::transport::stdio())
+            .serve(Stdio::new(calls))
             .await
             .map_err(|e| Error::failure("mcp", format!("MCP handshake on stdio: {e}")))?;
         service

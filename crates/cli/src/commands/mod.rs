@@ -4,6 +4,7 @@
 pub mod init;
 pub mod mcp;
 pub mod mcp_grant;
+mod mcp_stdio;
 pub mod picker;
 pub mod policy;
 pub mod refs;

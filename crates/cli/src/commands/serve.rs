@@ -179,12 +179,49 @@ fn parse<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     })
 }
 
-/// HTTP status for a command's exit status.
-fn status_of(code: u8) -> StatusCode {
+/// HTTP status of an outcome: 200, or 409 for a refusal (exit status 1).
+fn outcome_status(exit: u8) -> StatusCode {
+    if exit == 0 {
+        StatusCode::OK
+    } else {
+        StatusCode::CONFLICT
+    }
+}
+
+/// HTTP status of an error, from its stable code (the engine's, `crates/engine/src/error.rs`)
+/// and exit status. The one place codes become statuses: the body keeps the code and
+/// message (and `/v1/call` the exit status), so a client gets the command's own answer back
+/// whatever the status.
+fn error_status(code: &str, exit: u8) -> StatusCode {
     match code {
-        0 => StatusCode::OK,
-        1 => StatusCode::CONFLICT,
-        2 => StatusCode::BAD_REQUEST,
+        // What the request names is not there.
+        "unknown_id" | "unknown_ref" | "unknown_remote" | "not_on_remote" | "not_a_worktree"
+        | "not_a_mount" | "no_checkpoint" | "no_task" | "unknown_grant" | "unknown_request"
+        | "store_missing" => StatusCode::NOT_FOUND,
+        // Only a person may do it (grant a listed request).
+        "not_permitted" => StatusCode::FORBIDDEN,
+        // It is there, but busy, or in a state that refuses the request.
+        "blocked"
+        | "not_empty"
+        | "worktree_exists"
+        | "worktree_moved"
+        | "remote_exists"
+        | "branch_exists"
+        | "repository_busy"
+        | "mount_busy"
+        | "not_mounted"
+        | "store_busy"
+        | "interrupted"
+        | "ref_moved"
+        | "confirmation_needed"
+        | "too_many_requests" => StatusCode::CONFLICT,
+        "remote_timeout" => StatusCode::GATEWAY_TIMEOUT,
+        "remote_failed" | "remote_corrupt" | "remote_format" | "remote_credentials" => {
+            StatusCode::BAD_GATEWAY
+        }
+        "no_space" => StatusCode::INSUFFICIENT_STORAGE,
+        // Well-formed, but not something the command can do.
+        _ if exit == cairn_engine::EXIT_USAGE => StatusCode::UNPROCESSABLE_ENTITY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -348,10 +385,11 @@ async fn call(
     }
     let answer: Answer = |result| {
         let reply = CallReply::of(result);
-        (
-            status_of(reply.exit()),
-            serde_json::to_value(reply).unwrap_or_default(),
-        )
+        let status = match &reply {
+            CallReply::Done { exit, .. } => outcome_status(*exit),
+            CallReply::Failed { error } => error_status(&error.code, error.exit),
+        };
+        (status, serde_json::to_value(reply).unwrap_or_default())
     };
     let request = match peer.may(body.request) {
         Ok(r) => r,
@@ -427,8 +465,11 @@ async fn verb(
         Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", e).into_response(),
     };
     let answer: Answer = |result| match result {
-        Ok(outcome) => (status_of(outcome.exit()), outcome.to_json()),
-        Err(e) => (status_of(e.exit()), crate::output::error_json(&e)),
+        Ok(outcome) => (outcome_status(outcome.exit()), outcome.to_json()),
+        Err(e) => (
+            error_status(e.code(), e.exit()),
+            crate::output::error_json(&e),
+        ),
     };
     // Whoever calls this route, cairn itself included, is an agent asking.
     let request = match request {
@@ -814,4 +855,44 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>, for_mounts: bool) -> Result<Rep
         },
         format!("cairn serve: stopped; store {path} closed\n"),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Statuses HTTP clients expect: 400 only for a malformed request (the server's own
+    /// codes), never for a well-formed one, and never a 500 for a remote's failure.
+    #[test]
+    fn an_errors_status_comes_from_its_code() {
+        let usage = cairn_engine::EXIT_USAGE;
+        let store = cairn_engine::EXIT_STORE;
+        for (code, exit, status) in [
+            ("unknown_id", usage, 404),
+            ("unknown_ref", usage, 404),
+            ("unknown_remote", usage, 404),
+            ("not_a_worktree", usage, 404),
+            ("unknown_request", usage, 404),
+            ("not_permitted", usage, 403),
+            ("too_many_requests", usage, 409),
+            ("not_empty", usage, 409),
+            ("blocked", usage, 409),
+            ("interrupted", store, 409),
+            ("invalid_path", usage, 422),
+            ("ambiguous_id", usage, 422),
+            ("too_large", usage, 422),
+            ("remote_failed", store, 502),
+            ("remote_corrupt", store, 502),
+            ("remote_timeout", store, 504),
+            ("no_space", store, 507),
+            ("corrupt", store, 500),
+            ("io", store, 500),
+        ] {
+            assert_eq!(error_status(code, exit).as_u16(), status, "{code}");
+        }
+        let remote = cairn_engine::Error::from(remote::RemoteError::Unknown {
+            name: "nowhere".into(),
+        });
+        assert_eq!(error_status(remote.code(), remote.exit()).as_u16(), 404);
+    }
 }

@@ -8,15 +8,18 @@ use serde_json::{Value, json};
 pub use cairn_client::verbs::{Arg, TOOLS, ToolSpec, check, required};
 
 pub fn schema(spec: &ToolSpec) -> JsonObject {
+    use cairn_engine::limits::{MAX_COUNT, MAX_LIST_ITEMS, text_limit};
     let mut properties = serde_json::Map::new();
     for (arg, doc) in spec.args {
+        let text =
+            |n: &str| json!({ "type": "string", "maxLength": text_limit(n), "description": doc });
         let (name, ty) = match arg {
-            Arg::Positional(n, _) => (*n, json!({ "type": "string", "description": doc })),
+            Arg::Positional(n, _) => (*n, text(n)),
             Arg::Option("max_count", _) => (
                 "max_count",
-                json!({ "type": "integer", "minimum": 1, "description": doc }),
+                json!({ "type": "integer", "minimum": 1, "maximum": MAX_COUNT, "description": doc }),
             ),
-            Arg::Option(n, _) => (*n, json!({ "type": "string", "description": doc })),
+            Arg::Option(n, _) => (*n, text(n)),
             Arg::Switch(n, _) => (*n, json!({ "type": "boolean", "description": doc })),
             Arg::Number(n, _, max) => (
                 *n,
@@ -24,7 +27,12 @@ pub fn schema(spec: &ToolSpec) -> JsonObject {
             ),
             Arg::Paths(n) => (
                 *n,
-                json!({ "type": "array", "items": { "type": "string" }, "description": doc }),
+                json!({
+                    "type": "array",
+                    "maxItems": MAX_LIST_ITEMS,
+                    "items": { "type": "string", "maxLength": text_limit(n) },
+                    "description": doc,
+                }),
             ),
         };
         properties.insert(name.to_owned(), ty);
@@ -99,6 +107,7 @@ mod tests {
     /// What `docs/openapi.yaml` must say a verb's request is: written from `TOOLS`, so the
     /// file cannot drift from what `argv` accepts.
     fn openapi_request(spec: &ToolSpec) -> String {
+        use cairn_engine::limits::{MAX_COUNT, MAX_LIST_ITEMS, text_limit};
         let quoted = |s: &str| serde_json::to_string(s).expect("a string");
         let required = required(spec);
         let directory = spec.args.iter().find_map(|(arg, _)| match arg {
@@ -127,15 +136,24 @@ mod tests {
                     format!("[{t}, \"null\"]")
                 }
             };
+            let text = |n: &str| format!("maxLength: {}", text_limit(n));
             let schema = match arg {
-                Arg::Positional(..) => format!("type: {}, pattern: \"^(?!-)\"", ty("string")),
-                Arg::Option("max_count", _) => format!("type: {}, minimum: 1", ty("integer")),
-                Arg::Option(..) => format!("type: {}", ty("string")),
+                Arg::Positional(n, _) => {
+                    format!("type: {}, pattern: \"^(?!-)\", {}", ty("string"), text(n))
+                }
+                Arg::Option("max_count", _) => {
+                    format!("type: {}, minimum: 1, maximum: {MAX_COUNT}", ty("integer"))
+                }
+                Arg::Option(n, _) => format!("type: {}, {}", ty("string"), text(n)),
                 Arg::Switch(..) => format!("type: {}", ty("boolean")),
                 Arg::Number(_, _, max) => {
                     format!("type: {}, minimum: 0, maximum: {max}", ty("integer"))
                 }
-                Arg::Paths(_) => format!("type: {}, items: {{ type: string }}", ty("array")),
+                Arg::Paths(n) => format!(
+                    "type: {}, maxItems: {MAX_LIST_ITEMS}, items: {{ type: string, {} }}",
+                    ty("array"),
+                    text(n)
+                ),
             };
             out.push_str(&format!(
                 "        {name}: {{ {schema}, description: {} }}\n",
@@ -224,12 +242,8 @@ mod tests {
         assert!(refused("log", json!({ "target": "w", "max_count": 1.5 })).contains("max_count"));
         assert!(refused("log", json!({ "target": "w", "max_count": "5" })).contains("max_count"));
         assert!(refused("merge", json!({ "snapshot": "s", "into": null })).contains("into"));
-        let Ok(cairn_engine::Request::Log(log)) =
-            request("log", json!({ "target": "w", "max_count": 1e30 }))
-        else {
-            panic!("a log")
-        };
-        assert_eq!(log.max_count, Some(usize::MAX));
+        // A count past 64 bits is past any limit (it was once taken as "every one").
+        assert!(refused("log", json!({ "target": "w", "max_count": 1e30 })).contains("max_count"));
         // An option's value may start with '-'.
         let Ok(cairn_engine::Request::Snapshot(s)) =
             request("snapshot", json!({ "worktree": "w", "message": "-m" }))

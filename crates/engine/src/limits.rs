@@ -1,0 +1,202 @@
+//! How large a request's arguments may be. Checked by [`crate::Engine::handle`] for every
+//! request, so the command line, `cairn serve` and `cairn mcp` refuse the same input; the
+//! faces' schemas (MCP tools, `docs/openapi.yaml`) state the same numbers. Lengths count
+//! characters (Unicode scalar values), as JSON Schema's `maxLength` does.
+
+use camino::Utf8Path;
+
+use crate::error::Error;
+
+/// The longest message (`snapshot`'s, `checkpoint`'s, `merge`'s commit message).
+pub const MAX_MESSAGE_CHARS: usize = 65_536;
+
+/// The longest any other text argument may be: a path, a name, a snapshot spec, a URL.
+/// A path is at most 4096 bytes (`PATH_MAX`, and the longest path a tree holds).
+pub const MAX_TEXT_CHARS: usize = 4_096;
+
+/// The most items a list argument (paths, snapshots, labels, grants) may have.
+pub const MAX_LIST_ITEMS: usize = 100_000;
+
+/// The largest count (`max_count`).
+pub const MAX_COUNT: u64 = u32::MAX as u64;
+
+/// The longest the argument `name` may be, in characters.
+pub fn text_limit(name: &str) -> usize {
+    match name {
+        "message" => MAX_MESSAGE_CHARS,
+        _ => MAX_TEXT_CHARS,
+    }
+}
+
+/// The refusal of an argument past its limit, naming it and the limit.
+fn too_large(verb: &str, what: &str, size: usize, unit: &str, limit: u64) -> Error {
+    Error::usage(
+        "too_large",
+        format!("{verb}: {what} has {size} {unit}, more than the limit of {limit}"),
+    )
+}
+
+/// Refuses a request of `verb` from `cwd` if an argument of `request` (as JSON, its
+/// arguments under `args`) or the caller's directory is past its limit.
+pub(crate) fn refuse_oversized(
+    verb: &str,
+    cwd: &Utf8Path,
+    request: &serde_json::Value,
+) -> Result<(), Error> {
+    let cwd = cwd.as_str().chars().count();
+    if cwd > MAX_TEXT_CHARS {
+        return Err(too_large(
+            verb,
+            "the caller's directory",
+            cwd,
+            "characters",
+            MAX_TEXT_CHARS as u64,
+        ));
+    }
+    let Some(args) = request.get("args").and_then(serde_json::Value::as_object) else {
+        return Ok(());
+    };
+    for (name, arg) in args {
+        let text = |s: &str, what: &str| {
+            let n = s.chars().count();
+            let limit = text_limit(name);
+            if n > limit {
+                Err(too_large(verb, what, n, "characters", limit as u64))
+            } else {
+                Ok(())
+            }
+        };
+        match arg {
+            serde_json::Value::String(s) => text(s, name)?,
+            serde_json::Value::Array(items) => {
+                if items.len() > MAX_LIST_ITEMS {
+                    return Err(too_large(
+                        verb,
+                        name,
+                        items.len(),
+                        "items",
+                        MAX_LIST_ITEMS as u64,
+                    ));
+                }
+                for item in items {
+                    if let Some(s) = item.as_str() {
+                        text(s, &format!("an item of {name}"))?;
+                    }
+                }
+            }
+            serde_json::Value::Number(n) if name == "max_count" => {
+                // Past u64 it could not have been read into a request at all.
+                let count = n.as_u64().unwrap_or(u64::MAX);
+                if count > MAX_COUNT {
+                    return Err(Error::usage(
+                        "too_large",
+                        format!("{verb}: max_count is {n}, more than the limit of {MAX_COUNT}"),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Request;
+
+    fn check(cwd: &str, request: &Request) -> Result<(), Error> {
+        let value = serde_json::to_value(request).expect("a request is JSON");
+        refuse_oversized(request.verb(), Utf8Path::new(cwd), &value)
+    }
+
+    fn request(verb: &str, args: serde_json::Value) -> Request {
+        let serde_json::Value::Object(args) = args else {
+            panic!("arguments are an object")
+        };
+        Request::from_verb(verb, args).expect("a request")
+    }
+
+    fn refused(verb: &str, args: serde_json::Value) -> Option<String> {
+        match check("/w", &request(verb, args)) {
+            Ok(()) => None,
+            Err(e) => {
+                assert_eq!(
+                    (e.code(), e.exit()),
+                    ("too_large", crate::EXIT_USAGE),
+                    "{e}"
+                );
+                Some(e.to_string())
+            }
+        }
+    }
+
+    /// A 10 MB snapshot message once went into the store whole (and grew it by 33 MB).
+    #[test]
+    fn a_message_past_its_limit_is_refused_naming_it_and_the_limit() {
+        let at_limit = "é".repeat(MAX_MESSAGE_CHARS);
+        assert_eq!(
+            refused(
+                "snapshot",
+                serde_json::json!({ "worktree": "w", "message": at_limit })
+            ),
+            None
+        );
+        let message = "m".repeat(10 << 20);
+        let said = refused(
+            "snapshot",
+            serde_json::json!({ "worktree": "w", "message": message }),
+        )
+        .expect("refused");
+        assert!(said.contains("message") && said.contains("65536"), "{said}");
+    }
+
+    #[test]
+    fn paths_names_and_lists_past_their_limits_are_refused() {
+        let long = "p".repeat(MAX_TEXT_CHARS + 1);
+        let said = refused("status", serde_json::json!({ "worktree": long })).expect("refused");
+        assert!(said.contains("worktree") && said.contains("4096"), "{said}");
+        let said = refused(
+            "checkpoint",
+            serde_json::json!({ "dir": "w", "name": long }),
+        )
+        .expect("refused");
+        assert!(said.contains("name"), "{said}");
+        let said = refused(
+            "rollback",
+            serde_json::json!({ "worktree": "w", "snapshot": "s", "paths": [long] }),
+        )
+        .expect("refused");
+        assert!(said.contains("an item of paths"), "{said}");
+        let many = vec!["a"; MAX_LIST_ITEMS + 1];
+        let said = refused("push", serde_json::json!({ "snapshots": many })).expect("refused");
+        assert!(
+            said.contains("snapshots") && said.ends_with("limit of 100000"),
+            "{said}"
+        );
+        assert_eq!(
+            refused(
+                "push",
+                serde_json::json!({ "snapshots": vec!["a"; MAX_LIST_ITEMS] })
+            ),
+            None
+        );
+        let cwd = format!("/{}", "d".repeat(MAX_TEXT_CHARS));
+        let e = check(&cwd, &request("status", serde_json::json!({}))).expect_err("refused");
+        assert!(e.to_string().contains("caller's directory"), "{e}");
+    }
+
+    /// `log`'s count of 2^64 - 1 was taken as "all of them".
+    #[test]
+    fn a_count_past_its_limit_is_refused() {
+        let said = refused("log", serde_json::json!({ "max_count": u64::MAX })).expect("refused");
+        assert!(
+            said.contains("max_count") && said.contains("4294967295"),
+            "{said}"
+        );
+        assert_eq!(
+            refused("log", serde_json::json!({ "max_count": MAX_COUNT })),
+            None
+        );
+    }
+}
