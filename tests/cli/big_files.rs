@@ -368,7 +368,12 @@ fn a_capture_of_a_mount_holding_a_large_file_holds_a_bounded_part_of_it() {
         assert_eq!(code, 0, "{out}");
         let peak = peak_of(pid);
         eprintln!("mount server peak while capturing 1 GiB: {} MiB", mib(peak));
-        holds(&env, out["snapshot"].as_str().unwrap(), &counter_id(GIB), GIB);
+        holds(
+            &env,
+            out["snapshot"].as_str().unwrap(),
+            &counter_id(GIB),
+            GIB,
+        );
         assert!(
             peak < BOUND,
             "a capture of a mount holding a 1 GiB file raised the server to {} MiB",

@@ -41,12 +41,11 @@ impl ScopeSettings {
             None
         } else {
             let path = store.root().as_std_path().join(path_policy::STORE_FILE);
-            let file = path_policy::read_rules_file(&path, true).map_err(|source| {
-                DenyError::Io {
+            let file =
+                path_policy::read_rules_file(&path, true).map_err(|source| DenyError::Io {
                     path: path.clone(),
                     source,
-                }
-            })?;
+                })?;
             Some((path, file))
         };
         let outside = rules::global();

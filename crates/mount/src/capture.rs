@@ -24,7 +24,9 @@ use fs_manager::{
 use fuser::Errno;
 use path_policy::{MAX_RULES_FILE, RulesFile, RulesRefusal};
 
-use crate::state::{Built, Content, FileNode, Ino, Kind, Patterns, ROOT, RulesKey, State, Unsettled};
+use crate::state::{
+    Built, Content, FileNode, Ino, Kind, Patterns, ROOT, RulesKey, State, Unsettled,
+};
 
 /// Files up to this size are read and hashed under the state's lock; larger ones outside it.
 pub(crate) const SMALL_FILE: u64 = cas::CHUNK_BYTES as u64;
