@@ -408,7 +408,7 @@ fn over_http_an_agent_only_asks_and_a_person_grants_or_denies_on_the_terminal() 
     );
     assert_eq!(
         (status, &v["error"]["code"]),
-        (400, &"invalid_grant".into()),
+        (422, &"invalid_grant".into()),
         "{v}"
     );
     // The typed route, from a program that is not cairn: a request as well, whatever it
@@ -433,11 +433,15 @@ fn over_http_an_agent_only_asks_and_a_person_grants_or_denies_on_the_terminal() 
         .as_str()
         .unwrap();
     assert!(by.starts_with("HTTP client pid "), "{v}");
-    let (_, v) = typed(
+    let (status, v) = typed(
         serde_json::json!({ "worktree": w, "request": 1, "yes": true }),
         "policy_allow",
     );
-    assert_eq!(v["error"]["code"], "not_permitted", "{v}");
+    assert_eq!(
+        (status, &v["error"]["code"]),
+        (403, &"not_permitted".into()),
+        "{v}"
+    );
     let (_, v) = env.json(&["policy", w.as_str()]);
     assert_eq!(v["policy"]["writable"], serde_json::json!([]), "{v}");
     assert_eq!(v["requests"].as_array().unwrap().len(), 3, "{v}");
