@@ -1549,20 +1549,16 @@ fn read_large(store: &Store, abs: &Path, dry_run: bool) -> Result<Option<Content
     }
     // No further than the size says: a file that keeps growing (or never ends) is read
     // as it was when opened, and not cached.
-    let mut counted = Counted {
-        inner: (&file).take(before.size()),
-        bytes: 0,
-    };
-    let blob = if dry_run {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update_reader(&mut counted).map_err(io)?;
-        BlobId::from_bytes(*hasher.finalize().as_bytes())
-    } else {
-        store
-            .put_blob_stream(&mut counted, &abs.display().to_string())
-            .map_err(|e| ScanError::Store(e.into()))?
-    };
-    let size = counted.bytes;
+    let (blob, size) = store
+        .blob_of_stream(
+            (&file).take(before.size()),
+            &abs.display().to_string(),
+            !dry_run,
+        )
+        .map_err(|e| match e {
+            cas::WriteError::Input { source, .. } => io(source),
+            e => ScanError::Store(e.into()),
+        })?;
     let mut probe = [0u8; 1];
     let more = (&file).read(&mut probe).map_err(io)? > 0;
     let after = file.metadata().map_err(io)?;
@@ -1580,18 +1576,4 @@ fn read_large(store: &Store, abs: &Path, dry_run: bool) -> Result<Option<Content
         size,
         state,
     }))
-}
-
-/// Counts the bytes read through it.
-struct Counted<R> {
-    inner: R,
-    bytes: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
 }

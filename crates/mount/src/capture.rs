@@ -96,36 +96,10 @@ fn hash_file(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("{path}: {e}")),
     };
-    let mut counted = Counted {
-        inner: file,
-        bytes: 0,
-    };
-    let blob = if dry_run {
-        let mut hasher = blake3::Hasher::new();
-        hasher
-            .update_reader(&mut counted)
-            .map_err(|e| format!("{path}: {e}"))?;
-        BlobId::from_bytes(*hasher.finalize().as_bytes())
-    } else {
-        store
-            .put_blob_stream(&mut counted, path.as_str())
-            .map_err(|e| e.to_string())?
-    };
-    Ok(Some((blob, counted.bytes)))
-}
-
-/// Counts the bytes read through it.
-struct Counted<R> {
-    inner: R,
-    bytes: u64,
-}
-
-impl<R: Read> Read for Counted<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.bytes += n as u64;
-        Ok(n)
-    }
+    store
+        .blob_of_stream(file, path.as_str(), !dry_run)
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// What a capture found of one directory: what it leaves out, and which of its child

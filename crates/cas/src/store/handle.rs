@@ -554,6 +554,34 @@ impl Store {
         Ok(id)
     }
 
+    /// The blob of everything `input` reads, and how many bytes that was: stored as
+    /// [`Store::put_blob_stream`] stores it if `store_it`, else only hashed (a dry run).
+    /// Memory stays bounded by a few chunks either way.
+    pub fn blob_of_stream(
+        &self,
+        input: impl std::io::Read,
+        what: &str,
+        store_it: bool,
+    ) -> Result<(BlobId, u64), WriteError> {
+        let mut counted = Counted {
+            inner: input,
+            bytes: 0,
+        };
+        let id = if store_it {
+            self.put_blob_stream(&mut counted, what)?
+        } else {
+            let mut hasher = blake3::Hasher::new();
+            hasher
+                .update_reader(&mut counted)
+                .map_err(|source| WriteError::Input {
+                    what: what.to_owned(),
+                    source,
+                })?;
+            BlobId::from_bytes(*hasher.finalize().as_bytes())
+        };
+        Ok((id, counted.bytes))
+    }
+
     /// Streams a blob of any size from `input` with memory bounded by a few chunks.
     ///
     /// Chunks are committed in batches of about 16 MiB; the blob's own entry
@@ -1053,5 +1081,19 @@ impl Store {
             Ok(outcome)
         });
         written.map_err(|e| self.after_failed_write(len_before, e))
+    }
+}
+
+/// Counts the bytes read through it.
+struct Counted<R> {
+    inner: R,
+    bytes: u64,
+}
+
+impl<R: std::io::Read> std::io::Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
     }
 }
