@@ -707,4 +707,39 @@ mod tests {
         let names: Vec<&str> = ordered.iter().map(|s| s.message.as_str()).collect();
         assert_eq!(names, ["p", "c", "x", "m"]);
     }
+
+    #[test]
+    fn a_blob_over_a_chunk_is_never_read_whole_whatever_its_size() {
+        use crate::layout::PackEntry;
+        let entry = |encoding, size| PackEntry {
+            kind: ObjectKind::Blob,
+            id: ObjectId::from_bytes([7; 32]),
+            encoding,
+            size,
+            offset: 62,
+            len: 1000,
+            start: 0,
+        };
+        // A layout 2 blob of 4.5 GiB held whole was refused as more than a fetch reads
+        // (the cap was 4 GiB); now it is streamed, as any blob over a chunk.
+        for size in [MAX_BLOB + 1, 4 << 30, (4 << 30) + (1 << 29), u64::MAX] {
+            assert_eq!(
+                route(&entry(Encoding::Zstd, size)),
+                Route::Streamed,
+                "{size}"
+            );
+            assert_eq!(
+                route(&entry(Encoding::Raw, size)),
+                Route::Streamed,
+                "{size}"
+            );
+            assert_eq!(
+                route(&entry(Encoding::Chunks, size)),
+                Route::Chunks,
+                "{size}"
+            );
+        }
+        assert_eq!(route(&entry(Encoding::Zstd, MAX_BLOB)), Route::Read);
+        assert_eq!(route(&entry(Encoding::Frame, 10)), Route::Read);
+    }
 }
