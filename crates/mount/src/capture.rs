@@ -554,9 +554,16 @@ impl State {
             Kind::Dir(d) => (d.base, d.changed, d.moved, d.rules.clone()),
             _ => return Ok(None),
         };
-        if !changed && !force {
+        // A base the store no longer holds (a tree a capture settled here, collected by gc
+        // once no snapshot reached it) is built again, with everything below it.
+        let stored = |tree: Option<(TreeId, u64)>| {
+            tree.is_none_or(|(t, _)| ctx.reader.has_tree(t).unwrap_or(false))
+        };
+        let gone = !stored(base);
+        if !changed && !force && !gone {
             return Ok(base);
         }
+        let force = force || gone;
         let dir_path = self.path(dir).ok_or("a directory no longer in the tree")?;
         let shown = || String::from_utf8_lossy(&dir_path).into_owned();
         let children: Vec<(Vec<u8>, Ino)> = self
@@ -652,7 +659,7 @@ impl State {
         }
         let tree = Tree::new(entries).map_err(|e| format!("{}: {e}", shown()))?;
         let (id, size) = (tree.id(), tree.size());
-        if base.map(|(b, _)| b) != Some(id) {
+        if base.map(|(b, _)| b) != Some(id) || gone {
             ctx.out.trees.insert(id, tree);
         }
         ctx.built.push(Built {
