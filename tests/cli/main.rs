@@ -15,6 +15,7 @@ mod mcp_client;
 mod merge_commands;
 mod mount_commands;
 mod mount_lifecycle;
+mod mount_posix;
 mod mount_scope;
 mod picker;
 mod pjdfstest;

@@ -5,16 +5,14 @@
 use std::io::{Seek, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
-use std::time::{Duration, Instant};
 
 use camino::Utf8Path;
 
-use crate::mount_commands::{mount, onboard, project};
+use crate::mount_commands::{kill_mount_server, mount, onboard, project, wait_unmounted};
 use crate::support::{Env, stdout};
 
 /// `(path, reason)` of a JSON `skipped` list, sorted.
-fn skipped(out: &serde_json::Value) -> Vec<(String, String)> {
+pub(crate) fn skipped(out: &serde_json::Value) -> Vec<(String, String)> {
     let mut list: Vec<(String, String)> = out["skipped"]
         .as_array()
         .unwrap_or_else(|| panic!("no skipped list: {out}"))
@@ -312,8 +310,8 @@ fn writes_to_an_unlinked_open_file_never_reach_another_path() {
             file.sync_all().unwrap();
         }
         if kill {
-            kill_server(&env);
-            wait_gone(&m);
+            kill_mount_server(&env);
+            wait_unmounted(&m);
         } else {
             let out = env.cairn(&["unmount", m.as_str()]);
             assert_eq!(
@@ -344,45 +342,6 @@ fn writes_to_an_unlinked_open_file_never_reach_another_path() {
         std::fs::write(m.join("d/x"), "d's x\n").unwrap();
     }
     drop(guard);
-}
-
-fn kill_server(env: &Env) {
-    let pids = String::from_utf8(
-        Command::new("pgrep")
-            .args([
-                "-f",
-                "--",
-                &format!("--store {} serve --for-mounts", env.store()),
-            ])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let pid = pids
-        .split_whitespace()
-        .next()
-        .expect("the mount's server runs");
-    assert!(
-        Command::new("kill")
-            .args(["-KILL", pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-}
-
-fn wait_gone(m: &Utf8Path) {
-    let started = Instant::now();
-    // `statfs` always asks the mount's server (a stat may be answered from the kernel's
-    // cache of the root's attributes).
-    while rustix::fs::statfs(m.as_std_path()).is_ok() {
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "the mount did not die"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// A name longer than a directory takes is `ENAMETOOLONG` whatever the call, as on disk

@@ -105,15 +105,15 @@ impl Run {
 /// failure or a skip its message on tab-indented lines.
 fn parse(report: &str) -> Run {
     let mut run = Run::default();
-    let mut last_failed: Option<String> = None;
+    let mut last_unpassed: Option<String> = None;
     for line in report.lines() {
         if let Some(message) = line.strip_prefix('\t') {
-            if let Some(case) = last_failed.take() {
+            if let Some(case) = last_unpassed.take() {
                 run.cases.get_mut(&case).unwrap().1 = message.trim().to_owned();
             }
             continue;
         }
-        last_failed = None;
+        last_unpassed = None;
         let Some((case, result)) = line.split_once(' ') else {
             continue;
         };
@@ -123,8 +123,8 @@ fn parse(report: &str) -> Run {
             "skipped" => Outcome::Skipped,
             _ => continue,
         };
-        if outcome == Outcome::Failed {
-            last_failed = Some(case.to_owned());
+        if outcome != Outcome::Passed {
+            last_unpassed = Some(case.to_owned());
         }
         run.cases.insert(case.to_owned(), (outcome, String::new()));
     }
@@ -218,12 +218,12 @@ fn table(plain: &Run, mount: &Run) -> String {
         p.passed,
         100.0 * m.passed as f64 / p.passed.max(1) as f64
     );
-    out += "\nfailing in the mount, passing in the plain directory:\n";
+    out += "\nnot passing in the mount, passing in the plain directory:\n";
     for (case, (outcome, message)) in &mount.cases {
-        if *outcome == Outcome::Failed
+        if *outcome != Outcome::Passed
             && plain.cases.get(case).map(|c| c.0) == Some(Outcome::Passed)
         {
-            out += &format!("  {case}: {message}\n");
+            out += &format!("  {case}: {outcome:?} {message}\n");
         }
     }
     out
@@ -298,7 +298,7 @@ fn the_report_parser_reads_outcomes_and_failure_messages() {
     );
     assert_eq!(
         run.cases.get("mkdir::enametoolong"),
-        Some(&(Outcome::Skipped, String::new()))
+        Some(&(Outcome::Skipped, "requires root privileges".to_owned()))
     );
     let groups = run.groups();
     assert_eq!(groups["mkdir"].skipped, 1);

@@ -263,6 +263,7 @@ impl State {
         {
             Kind::Dir(_) => refused("directory"),
             Kind::Link(_) => refused("symlink"),
+            Kind::Special(s) => refused(s.special().name()),
             Kind::File(f) if f.size > MAX_RULES_FILE => {
                 Ok(RulesFile::Refused(RulesRefusal::TooLarge(f.size)))
             }
@@ -600,12 +601,15 @@ impl State {
                 Kind::Dir(_) => None,
                 Kind::Link(_) => Some(Leaf::Symlink),
                 Kind::File(f) => Some(Leaf::File(f.size)),
+                Kind::Special(s) => Some(Leaf::Special(s.special())),
             };
             if let Some(reason) = leaf.and_then(|leaf| ctx.scope.leaf(&path, leaf)) {
                 skipped.push(Skipped { path, reason });
                 continue;
             }
             let entry = match &self.nodes[&ino].kind {
+                // Reported above: the scope refuses every one.
+                Kind::Special(_) => continue,
                 Kind::Dir(_) => match self.build(ino, &rules, rules_changed, ctx)? {
                     Some((id, size)) => TreeEntry {
                         name,

@@ -17,7 +17,7 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::state::{Ino, Kind, Source, State};
+use crate::state::{Caller, Ino, Kind, S_IFMT, S_IFREG, Source, State};
 
 /// How long the kernel may keep names and attributes: everything that changes them goes
 /// through the kernel, which updates its caches itself.
@@ -220,6 +220,14 @@ impl Fs {
     }
 }
 
+/// Who sent `req`: what it makes is theirs.
+fn caller(req: &Request) -> Caller {
+    Caller {
+        uid: req.uid(),
+        gid: req.gid(),
+    }
+}
+
 fn mode_perm(mode: u32, umask: u32) -> u16 {
     ((mode & !umask) & 0o7777) as u16
 }
@@ -277,10 +285,12 @@ impl Filesystem for Fs {
         _flags: Option<fuser::BsdFileFlags>,
         reply: ReplyAttr,
     ) {
+        // The kernel checked that the caller may (`default_permissions`); a change of owner
+        // comes with the mode that clears the set-user/group-ID bits.
         let result = (|| {
             let mut state = self.state();
-            if uid.is_some_and(|u| u != state.uid) || gid.is_some_and(|g| g != state.gid) {
-                return Err(Errno::EPERM);
+            if uid.is_some() || gid.is_some() {
+                state.set_owner(ino.0, uid, gid)?;
             }
             if let Some(mode) = mode {
                 state.set_perm(ino.0, (mode & 0o7777) as u16)?;
@@ -288,13 +298,14 @@ impl Filesystem for Fs {
             if let Some(size) = size {
                 state.truncate(ino.0, size)?;
             }
-            let _ = atime;
-            if let Some(t) = mtime {
-                let t = match t {
+            let time = |t: Option<TimeOrNow>| {
+                t.map(|t| match t {
                     TimeOrNow::SpecificTime(t) => t,
                     TimeOrNow::Now => SystemTime::now(),
-                };
-                state.set_mtime(ino.0, t)?;
+                })
+            };
+            if atime.is_some() || mtime.is_some() {
+                state.set_times(ino.0, time(atime), time(mtime))?;
             }
             state.attr(ino.0)
         })();
@@ -315,27 +326,30 @@ impl Filesystem for Fs {
 
     fn mknod(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
         umask: u32,
-        _rdev: u32,
+        rdev: u32,
         reply: ReplyEntry,
     ) {
-        // Regular files only: a tree holds no devices, FIFOs or sockets.
-        if mode & libc_s_ifmt() != libc_s_ifreg() {
-            reply.error(Errno::EPERM);
-            return;
-        }
+        // FIFOs, sockets and devices stay in the layer, as on disk; a capture reports them
+        // (a tree holds none). The kernel let only a privileged caller make a device.
         let mut state = self.state();
-        let made = state.create(parent.0, name.as_bytes(), mode_perm(mode, umask));
+        let perm = mode_perm(mode, umask);
+        let made = if mode & S_IFMT == S_IFREG || mode & S_IFMT == 0 {
+            state.create(parent.0, name.as_bytes(), perm, caller(req))
+        } else {
+            let mode = (mode & S_IFMT) | u32::from(perm);
+            state.mknod(parent.0, name.as_bytes(), mode, rdev, caller(req))
+        };
         self.entry(reply, made, &mut state);
     }
 
     fn mkdir(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -343,7 +357,12 @@ impl Filesystem for Fs {
         reply: ReplyEntry,
     ) {
         let mut state = self.state();
-        let made = state.mkdir(parent.0, name.as_bytes(), mode_perm(mode, umask));
+        let made = state.mkdir(
+            parent.0,
+            name.as_bytes(),
+            mode_perm(mode, umask),
+            caller(req),
+        );
         self.entry(reply, made, &mut state);
     }
 
@@ -363,7 +382,7 @@ impl Filesystem for Fs {
 
     fn symlink(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         link_name: &OsStr,
         target: &Path,
@@ -374,6 +393,7 @@ impl Filesystem for Fs {
             parent.0,
             link_name.as_bytes(),
             target.as_os_str().as_bytes(),
+            caller(req),
         );
         self.entry(reply, made, &mut state);
     }
@@ -408,13 +428,24 @@ impl Filesystem for Fs {
     fn link(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        _newparent: INodeNo,
-        _newname: &OsStr,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
         reply: ReplyEntry,
     ) {
-        // A tree has no hard links.
-        reply.error(Errno::EPERM);
+        // Hard links stay in the layer, as on disk; a capture stores each name as a file of
+        // its own (a tree has no hard links).
+        let mut state = self.state();
+        let made = state
+            .link(ino.0, newparent.0, newname.as_bytes())
+            .and_then(|()| {
+                // The kernel takes one more reference to the node for the new name.
+                state.lookup(newparent.0, newname.as_bytes())
+            });
+        match made.and_then(|ino| state.attr(ino)) {
+            Ok(attr) => reply.entry(&TTL, &attr, Generation(0)),
+            Err(e) => reply.error(e),
+        }
     }
 
     fn open(&self, _req: &Request, _ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
@@ -425,7 +456,7 @@ impl Filesystem for Fs {
 
     fn create(
         &self,
-        _req: &Request,
+        req: &Request,
         parent: INodeNo,
         name: &OsStr,
         mode: u32,
@@ -435,7 +466,12 @@ impl Filesystem for Fs {
     ) {
         let mut state = self.state();
         let made = state
-            .create(parent.0, name.as_bytes(), mode_perm(mode, umask))
+            .create(
+                parent.0,
+                name.as_bytes(),
+                mode_perm(mode, umask),
+                caller(req),
+            )
             .and_then(|ino| {
                 if let Some(n) = state.nodes.get_mut(&ino) {
                     n.lookups = 1;
@@ -748,16 +784,10 @@ fn listing(state: &mut State, dir: Ino) -> Result<Vec<(Vec<u8>, Ino, FileType)>,
         let kind = match state.node(ino).map(|n| &n.kind) {
             Ok(Kind::Dir(_)) => FileType::Directory,
             Ok(Kind::Link(_)) => FileType::Symlink,
+            Ok(Kind::Special(s)) => s.file_type(),
             _ => FileType::RegularFile,
         };
         out.push((name, ino, kind));
     }
     Ok(out)
-}
-
-const fn libc_s_ifmt() -> u32 {
-    0o170000
-}
-const fn libc_s_ifreg() -> u32 {
-    0o100000
 }

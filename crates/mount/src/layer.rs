@@ -6,6 +6,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::TreeId;
@@ -48,6 +49,59 @@ pub(crate) enum Record {
     Rename { from: Vec<u8>, to: Vec<u8> },
     /// Permission bits changed.
     Perm { path: Vec<u8>, perm: u16 },
+    /// A FIFO, socket or device node (`mode`: its type and permission bits).
+    Special { path: Vec<u8>, mode: u32, rdev: u32 },
+    /// Another name for the file at `to` (a hard link).
+    HardLink { path: Vec<u8>, to: Vec<u8> },
+    /// Owner and group changed.
+    Owner { path: Vec<u8>, uid: u32, gid: u32 },
+    /// Access and modification times set.
+    Times {
+        path: Vec<u8>,
+        atime: Stamp,
+        mtime: Stamp,
+    },
+}
+
+/// A point in time as a journal keeps it: seconds from the epoch (before it: negative) and
+/// nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Stamp {
+    pub secs: i64,
+    pub nanos: u32,
+}
+
+impl From<SystemTime> for Stamp {
+    fn from(t: SystemTime) -> Stamp {
+        match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => Stamp {
+                secs: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+                nanos: d.subsec_nanos(),
+            },
+            Err(e) => {
+                // `before` is how far before the epoch: whole seconds down, nanoseconds up.
+                let before = e.duration();
+                let mut secs = -i64::try_from(before.as_secs()).unwrap_or(i64::MAX);
+                let mut nanos = before.subsec_nanos();
+                if nanos > 0 {
+                    secs -= 1;
+                    nanos = 1_000_000_000 - nanos;
+                }
+                Stamp { secs, nanos }
+            }
+        }
+    }
+}
+
+impl From<Stamp> for SystemTime {
+    fn from(s: Stamp) -> SystemTime {
+        let nanos = Duration::from_nanos(u64::from(s.nanos.min(999_999_999)));
+        if s.secs >= 0 {
+            UNIX_EPOCH + Duration::from_secs(s.secs.unsigned_abs()) + nanos
+        } else {
+            UNIX_EPOCH - Duration::from_secs(s.secs.unsigned_abs()) + nanos
+        }
+    }
 }
 
 /// The layer folder of one mount.
@@ -169,5 +223,28 @@ mod tests {
         drop(layer);
         let (_, records) = Layer::open(dir).expect("opens again");
         assert_eq!(records, vec![first, second, third]);
+    }
+
+    #[test]
+    fn stamps_keep_times_before_and_after_the_epoch_to_the_nanosecond() {
+        for (secs, nanos) in [
+            (0, 0),
+            (1, 5),
+            (-1, 999_999_999),
+            (-1, 1),
+            (4_294_967_296, 7),
+        ] {
+            let stamp = Stamp { secs, nanos };
+            let time = SystemTime::from(stamp);
+            assert_eq!(Stamp::from(time), stamp, "{secs} s {nanos} ns");
+        }
+        let before = UNIX_EPOCH - Duration::new(2, 250_000_000);
+        assert_eq!(
+            Stamp::from(before),
+            Stamp {
+                secs: -3,
+                nanos: 750_000_000
+            }
+        );
     }
 }

@@ -12,10 +12,12 @@
 //! copied    the copy is whole, in STAGING or moved up -> moved up; the mount is gone
 //! ```
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -140,54 +142,122 @@ pub(crate) fn entries(dir: BorrowedFd<'_>) -> std::io::Result<Vec<(OsString, Fil
     Ok(out)
 }
 
-/// Copies the tree at `from` (the mount, read-only by now) into the empty directory `to`:
-/// files with their permission bits and modification times, symlinks as links,
-/// directories. Errors name the path.
+/// Copies the tree at `from` (the mount, read-only by now) into the empty directory `to`,
+/// keeping what a directory keeps: files (hard links as links), directories, symlinks,
+/// FIFOs, sockets and devices, with their permission bits, times and (as root) owners.
+/// Errors name the path.
 fn copy_into(from: &Path, to: BorrowedFd<'_>) -> std::io::Result<()> {
-    let named = |path: &Path, e: std::io::Error| {
-        std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
-    };
-    for entry in std::fs::read_dir(from).map_err(|e| named(from, e))? {
-        let entry = entry.map_err(|e| named(from, e))?;
-        let (src, name) = (entry.path(), entry.file_name());
-        let kind = entry.file_type().map_err(|e| named(&src, e))?;
-        if kind.is_dir() {
-            rustix::fs::mkdirat(to, &name, Mode::RWXU).map_err(|e| named(&src, e.into()))?;
-            let sub = open_dir(to, &name).map_err(|e| named(&src, e))?;
-            copy_into(&src, sub.as_fd())?;
-            let meta = std::fs::symlink_metadata(&src).map_err(|e| named(&src, e))?;
-            let sub = std::fs::File::from(sub);
-            sub.set_permissions(meta.permissions())
-                .and_then(|()| sub.set_modified(meta.modified()?))
-                .map_err(|e| named(&src, e))?;
-        } else if kind.is_symlink() {
-            let target = std::fs::read_link(&src).map_err(|e| named(&src, e))?;
-            rustix::fs::symlinkat(target.as_os_str(), to, &name)
-                .map_err(|e| named(&src, e.into()))?;
-        } else if kind.is_file() {
-            let mut input = std::fs::File::open(&src).map_err(|e| named(&src, e))?;
-            let out = rustix::fs::openat(
-                to,
-                &name,
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::RUSR | Mode::WUSR,
-            )
-            .map_err(|e| named(&src, e.into()))?;
-            let mut out = std::fs::File::from(out);
-            // In bounded pieces (copy_file_range or a buffer), whatever the file's size.
-            std::io::copy(&mut input, &mut out).map_err(|e| named(&src, e))?;
-            let meta = input.metadata().map_err(|e| named(&src, e))?;
-            out.set_permissions(meta.permissions())
-                .and_then(|()| out.set_modified(meta.modified()?))
-                .map_err(|e| named(&src, e))?;
-        } else {
-            return Err(named(
-                &src,
-                std::io::Error::other("not a file, directory or symlink"),
-            ));
-        }
+    Copier {
+        linked: HashMap::new(),
+        root: rustix::process::geteuid().is_root(),
     }
-    Ok(())
+    .copy(from, to)
+}
+
+struct Copier {
+    /// Where the first name of each file with more than one was copied to, by inode.
+    linked: HashMap<u64, (OwnedFd, OsString)>,
+    /// Owners can be given.
+    root: bool,
+}
+
+fn named(path: &Path, e: impl Into<std::io::Error>) -> std::io::Error {
+    let e = e.into();
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+impl Copier {
+    fn copy(&mut self, from: &Path, to: BorrowedFd<'_>) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(from).map_err(|e| named(from, e))? {
+            let entry = entry.map_err(|e| named(from, e))?;
+            let (src, name) = (entry.path(), entry.file_name());
+            let meta = std::fs::symlink_metadata(&src).map_err(|e| named(&src, e))?;
+            let kind = meta.file_type();
+            if kind.is_dir() {
+                rustix::fs::mkdirat(to, &name, Mode::RWXU).map_err(|e| named(&src, e))?;
+                let sub = open_dir(to, &name).map_err(|e| named(&src, e))?;
+                self.copy(&src, sub.as_fd())?;
+            } else if meta.nlink() > 1
+                && let Some((dir, first)) = self.linked.get(&meta.ino())
+            {
+                rustix::fs::linkat(dir, first, to, &name, AtFlags::empty())
+                    .map_err(|e| named(&src, e))?;
+                continue;
+            } else if kind.is_symlink() {
+                let target = std::fs::read_link(&src).map_err(|e| named(&src, e))?;
+                rustix::fs::symlinkat(target.as_os_str(), to, &name).map_err(|e| named(&src, e))?;
+            } else if kind.is_file() {
+                let mut input = std::fs::File::open(&src).map_err(|e| named(&src, e))?;
+                let out = rustix::fs::openat(
+                    to,
+                    &name,
+                    OFlags::WRONLY
+                        | OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
+                    Mode::RUSR | Mode::WUSR,
+                )
+                .map_err(|e| named(&src, e))?;
+                // In bounded pieces (copy_file_range or a buffer), whatever the file's size.
+                std::io::copy(&mut input, &mut std::fs::File::from(out))
+                    .map_err(|e| named(&src, e))?;
+            } else {
+                // A FIFO, socket or device, made again as it is (a device only by root).
+                let format = FileType::from_raw_mode(meta.mode());
+                rustix::fs::mknodat(to, &name, format, Mode::RUSR | Mode::WUSR, meta.rdev())
+                    .map_err(|e| named(&src, e))?;
+            }
+            if meta.nlink() > 1 && !kind.is_dir() {
+                let dir = rustix::io::dup(to).map_err(|e| named(&src, e))?;
+                self.linked.insert(meta.ino(), (dir, name.clone()));
+            }
+            self.keep_metadata(to, &name, &meta)
+                .map_err(|e| named(&src, e))?;
+        }
+        Ok(())
+    }
+
+    /// Gives `name` in `dir` the owner (as root), mode and times of `meta`, the mode after
+    /// the owner (a change of owner clears the set-user-ID bit).
+    fn keep_metadata(
+        &self,
+        dir: BorrowedFd<'_>,
+        name: &OsStr,
+        meta: &std::fs::Metadata,
+    ) -> rustix::io::Result<()> {
+        let link = meta.file_type().is_symlink();
+        if self.root {
+            rustix::fs::chownat(
+                dir,
+                name,
+                Some(rustix::fs::Uid::from_raw(meta.uid())),
+                Some(rustix::fs::Gid::from_raw(meta.gid())),
+                AtFlags::SYMLINK_NOFOLLOW,
+            )?;
+        }
+        if !link {
+            rustix::fs::chmodat(
+                dir,
+                name,
+                Mode::from_raw_mode(meta.mode() & 0o7777),
+                AtFlags::empty(),
+            )?;
+        }
+        let stamp = |secs: i64, nanos: i64| rustix::fs::Timespec {
+            tv_sec: secs,
+            tv_nsec: nanos as _,
+        };
+        rustix::fs::utimensat(
+            dir,
+            name,
+            &rustix::fs::Timestamps {
+                last_access: stamp(meta.atime(), meta.atime_nsec()),
+                last_modification: stamp(meta.mtime(), meta.mtime_nsec()),
+            },
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+    }
 }
 
 /// Removes `name` in `dir` and, if it is a directory, everything in it, never following a

@@ -65,10 +65,15 @@ pub type Readers = Arc<dyn Fn() -> Result<cas::Reader, String> + Send + Sync>;
 pub(crate) type Res<T> = Result<T, Errno>;
 
 pub(crate) struct Node {
-    /// 0 once unlinked.
+    /// 0 once unlinked (every name of it).
     pub parent: Ino,
     pub name: Vec<u8>,
+    /// Its other names (hard links): a directory and a name in it each.
+    pub links: Vec<(Ino, Vec<u8>)>,
     pub perm: u16,
+    pub uid: u32,
+    pub gid: u32,
+    pub atime: SystemTime,
     pub mtime: SystemTime,
     pub ctime: SystemTime,
     /// Lookups the kernel holds.
@@ -80,6 +85,56 @@ pub(crate) enum Kind {
     Dir(Dir),
     File(FileNode),
     Link(Vec<u8>),
+    /// A FIFO, socket or device: a directory on disk keeps it, a tree cannot (a capture
+    /// reports it, as a capture on disk does).
+    Special(SpecialNode),
+}
+
+/// A FIFO, socket or device node.
+#[derive(Clone, Copy)]
+pub(crate) struct SpecialNode {
+    /// Its `S_IFMT` bits.
+    pub format: u32,
+    pub rdev: u32,
+}
+
+impl SpecialNode {
+    pub(crate) fn file_type(self) -> FileType {
+        match self.format {
+            S_IFIFO => FileType::NamedPipe,
+            S_IFSOCK => FileType::Socket,
+            S_IFBLK => FileType::BlockDevice,
+            _ => FileType::CharDevice,
+        }
+    }
+
+    /// What a capture calls it.
+    pub(crate) fn special(self) -> fs_manager::Special {
+        match self.format {
+            S_IFIFO => fs_manager::Special::Fifo,
+            S_IFSOCK => fs_manager::Special::Socket,
+            S_IFBLK => fs_manager::Special::BlockDevice,
+            S_IFCHR => fs_manager::Special::CharacterDevice,
+            _ => fs_manager::Special::Other,
+        }
+    }
+}
+
+pub(crate) const S_IFMT: u32 = 0o170000;
+pub(crate) const S_IFREG: u32 = 0o100000;
+const S_IFIFO: u32 = 0o010000;
+const S_IFSOCK: u32 = 0o140000;
+const S_IFBLK: u32 = 0o060000;
+const S_IFCHR: u32 = 0o020000;
+/// Set on a directory: what is made in it takes its group (and a directory, this bit).
+const S_ISGID: u16 = 0o2000;
+
+/// Who asks for a new node: it is theirs (its group is the directory's where that has
+/// [`S_ISGID`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Caller {
+    pub uid: u32,
+    pub gid: u32,
 }
 
 pub(crate) struct Dir {
@@ -225,7 +280,11 @@ impl State {
             Node {
                 parent: ROOT,
                 name: Vec::new(),
+                links: Vec::new(),
                 perm: 0o755,
+                uid: state.uid,
+                gid: state.gid,
+                atime: base_time,
                 mtime: base_time,
                 ctime: base_time,
                 lookups: 1,
@@ -363,7 +422,11 @@ impl State {
                     let ino = self.new_ino(Node {
                         parent: dir,
                         name: e.name.clone(),
+                        links: Vec::new(),
                         perm: perm_of(e.kind),
+                        uid: self.uid,
+                        gid: self.gid,
+                        atime: self.base_time,
                         mtime: self.base_time,
                         ctime: self.base_time,
                         lookups: 0,
@@ -432,46 +495,97 @@ impl State {
 
     pub(crate) fn attr(&self, ino: Ino) -> Res<FileAttr> {
         let n = self.node(ino)?;
-        let (kind, size, nlink) = match &n.kind {
-            Kind::Dir(_) => (FileType::Directory, 4096, 2),
-            // An unlinked file still open has no name left: no link.
-            Kind::File(f) => (FileType::RegularFile, f.size, u32::from(n.parent != 0)),
-            Kind::Link(t) => (FileType::Symlink, t.len() as u64, 1),
+        // An unlinked node still open has no name left: no link.
+        let names = if n.parent == 0 {
+            0
+        } else {
+            1 + n.links.len() as u32
+        };
+        let (kind, size, nlink, rdev) = match &n.kind {
+            // Its own `.`, its name, and each subdirectory's `..`.
+            Kind::Dir(_) => (FileType::Directory, 4096, 2 + self.subdirs(ino)?, 0),
+            Kind::File(f) => (FileType::RegularFile, f.size, names, 0),
+            Kind::Link(t) => (FileType::Symlink, t.len() as u64, names, 0),
+            Kind::Special(s) => (s.file_type(), 0, names, s.rdev),
         };
         Ok(FileAttr {
             ino: INodeNo(ino),
             size,
             blocks: size.div_ceil(512),
-            atime: n.mtime,
+            atime: n.atime,
             mtime: n.mtime,
             ctime: n.ctime,
             crtime: n.ctime,
             kind,
             perm: n.perm,
             nlink,
-            uid: self.uid,
-            gid: self.gid,
-            rdev: 0,
+            uid: n.uid,
+            gid: n.gid,
+            rdev,
             blksize: 4096,
             flags: 0,
         })
     }
 
-    /// Marks `dir` and everything above it changed, and its time.
+    /// How many directories `dir` holds (read from its tree while it is not loaded).
+    fn subdirs(&self, dir: Ino) -> Res<u32> {
+        let count = match &self.node(dir)?.kind {
+            Kind::Dir(Dir {
+                children: Some(c), ..
+            }) => c
+                .values()
+                .filter(|i| matches!(self.nodes.get(i).map(|n| &n.kind), Some(Kind::Dir(_))))
+                .count(),
+            Kind::Dir(Dir {
+                base: Some((tree, _)),
+                ..
+            }) => self
+                .reader()?
+                .tree(*tree)
+                .map_err(eio)?
+                .entries()
+                .iter()
+                .filter(|e| e.kind == EntryKind::Tree)
+                .count(),
+            _ => 0,
+        };
+        Ok(u32::try_from(count).unwrap_or(u32::MAX))
+    }
+
+    /// Marks every directory holding a name of `ino` changed: a change to the file (its
+    /// bytes, its mode) changes what each of them holds, not their times.
+    fn changed_names(&mut self, ino: Ino) {
+        let Some(node) = self.nodes.get(&ino) else {
+            return;
+        };
+        if node.parent == 0 {
+            return;
+        }
+        let mut dirs = vec![node.parent];
+        dirs.extend(node.links.iter().map(|(dir, _)| *dir));
+        for dir in dirs {
+            self.changed(dir);
+        }
+    }
+
+    /// Marks `dir` changed, with its times (a name in it was made, removed or moved).
     fn touch(&mut self, dir: Ino) {
-        self.generation += 1;
         let now = SystemTime::now();
+        if let Some(n) = self.nodes.get_mut(&dir) {
+            n.mtime = now;
+            n.ctime = now;
+        }
+        self.changed(dir);
+    }
+
+    /// Marks `dir` and everything above it changed.
+    fn changed(&mut self, dir: Ino) {
+        self.generation += 1;
         let mut at = dir;
-        let mut first = true;
         loop {
             let Some(n) = self.nodes.get_mut(&at) else {
                 return;
             };
-            if first {
-                n.mtime = now;
-                n.ctime = now;
-                first = false;
-            }
             if let Kind::Dir(d) = &mut n.kind {
                 d.changed = true;
             }
@@ -491,12 +605,58 @@ impl State {
         Ok(())
     }
 
-    fn insert(&mut self, parent: Ino, name: &[u8], perm: u16, kind: Kind) -> Res<Ino> {
+    /// Whoever owns the mount: what the snapshot's nodes belong to, and what the journal
+    /// replays as.
+    pub(crate) fn owner(&self) -> Caller {
+        Caller {
+            uid: self.uid,
+            gid: self.gid,
+        }
+    }
+
+    /// The owner and permission bits of a node `caller` makes in `parent`: a directory with
+    /// [`S_ISGID`] gives it its group (and a new directory, the bit).
+    fn made_by(&self, parent: Ino, caller: Caller, perm: u16, dir: bool) -> Res<(Caller, u16)> {
+        let p = self.node(parent)?;
+        if p.perm & S_ISGID == 0 {
+            return Ok((caller, perm));
+        }
+        let owner = Caller {
+            uid: caller.uid,
+            gid: p.gid,
+        };
+        Ok((owner, if dir { perm | S_ISGID } else { perm }))
+    }
+
+    /// Journals who owns the node just made at `path`, unless the mount's owner does.
+    fn record_owner(&mut self, path: Vec<u8>, owner: Caller) -> Res<()> {
+        if owner == self.owner() {
+            return Ok(());
+        }
+        self.record(Record::Owner {
+            path,
+            uid: owner.uid,
+            gid: owner.gid,
+        })
+    }
+
+    fn insert(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        perm: u16,
+        owner: Caller,
+        kind: Kind,
+    ) -> Res<Ino> {
         let now = SystemTime::now();
         let ino = self.new_ino(Node {
             parent,
             name: name.to_vec(),
+            links: Vec::new(),
             perm,
+            uid: owner.uid,
+            gid: owner.gid,
+            atime: now,
             mtime: now,
             ctime: now,
             lookups: 0,
@@ -524,24 +684,38 @@ impl State {
         Ok((n, file))
     }
 
-    /// A new empty file.
-    pub(crate) fn create(&mut self, parent: Ino, name: &[u8], perm: u16) -> Res<Ino> {
+    /// The path `name` in `parent` will have, once checked that nothing has that name.
+    fn new_name(&mut self, parent: Ino, name: &[u8]) -> Res<Vec<u8>> {
         self.writable()?;
         Self::check_name(name)?;
         if self.child(parent, name)?.is_some() {
             return Err(Errno::EEXIST);
         }
+        self.child_path(parent, name)
+    }
+
+    /// A new empty file.
+    pub(crate) fn create(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        perm: u16,
+        caller: Caller,
+    ) -> Res<Ino> {
+        let path = self.new_name(parent, name)?;
+        let (owner, perm) = self.made_by(parent, caller, perm, false)?;
         let (n, _) = self.new_upper()?;
-        let path = self.child_path(parent, name)?;
         self.record(Record::File {
-            path,
+            path: path.clone(),
             upper: n,
             perm,
         })?;
+        self.record_owner(path, owner)?;
         self.insert(
             parent,
             name,
             perm,
+            owner,
             Kind::File(FileNode {
                 content: Content::Upper { n, hashed: None },
                 size: 0,
@@ -550,18 +724,25 @@ impl State {
         )
     }
 
-    pub(crate) fn mkdir(&mut self, parent: Ino, name: &[u8], perm: u16) -> Res<Ino> {
-        self.writable()?;
-        Self::check_name(name)?;
-        if self.child(parent, name)?.is_some() {
-            return Err(Errno::EEXIST);
-        }
-        let path = self.child_path(parent, name)?;
-        self.record(Record::Dir { path, perm })?;
+    pub(crate) fn mkdir(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        perm: u16,
+        caller: Caller,
+    ) -> Res<Ino> {
+        let path = self.new_name(parent, name)?;
+        let (owner, perm) = self.made_by(parent, caller, perm, true)?;
+        self.record(Record::Dir {
+            path: path.clone(),
+            perm,
+        })?;
+        self.record_owner(path, owner)?;
         self.insert(
             parent,
             name,
             perm,
+            owner,
             Kind::Dir(Dir {
                 children: Some(BTreeMap::new()),
                 changed: true,
@@ -570,18 +751,76 @@ impl State {
         )
     }
 
-    pub(crate) fn symlink(&mut self, parent: Ino, name: &[u8], target: &[u8]) -> Res<Ino> {
-        self.writable()?;
-        Self::check_name(name)?;
-        if self.child(parent, name)?.is_some() {
-            return Err(Errno::EEXIST);
-        }
-        let path = self.child_path(parent, name)?;
+    pub(crate) fn symlink(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        target: &[u8],
+        caller: Caller,
+    ) -> Res<Ino> {
+        let path = self.new_name(parent, name)?;
+        let (owner, _) = self.made_by(parent, caller, 0o777, false)?;
         self.record(Record::Link {
-            path,
+            path: path.clone(),
             target: target.to_vec(),
         })?;
-        self.insert(parent, name, 0o777, Kind::Link(target.to_vec()))
+        self.record_owner(path, owner)?;
+        self.insert(parent, name, 0o777, owner, Kind::Link(target.to_vec()))
+    }
+
+    /// A new FIFO, socket or device node (`mode`: its type and permission bits).
+    pub(crate) fn mknod(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        mode: u32,
+        rdev: u32,
+        caller: Caller,
+    ) -> Res<Ino> {
+        let format = mode & S_IFMT;
+        if !matches!(format, S_IFIFO | S_IFSOCK | S_IFBLK | S_IFCHR) {
+            return Err(Errno::EINVAL);
+        }
+        let path = self.new_name(parent, name)?;
+        let (owner, perm) = self.made_by(parent, caller, (mode & 0o7777) as u16, false)?;
+        self.record(Record::Special {
+            path: path.clone(),
+            mode: format | u32::from(perm),
+            rdev,
+        })?;
+        self.record_owner(path, owner)?;
+        self.insert(
+            parent,
+            name,
+            perm,
+            owner,
+            Kind::Special(SpecialNode { format, rdev }),
+        )
+    }
+
+    /// Another name, `name` in `parent`, for `ino` (not a directory).
+    pub(crate) fn link(&mut self, ino: Ino, parent: Ino, name: &[u8]) -> Res<()> {
+        let path = self.new_name(parent, name)?;
+        let node = self.node(ino)?;
+        if matches!(node.kind, Kind::Dir(_)) {
+            return Err(Errno::EPERM);
+        }
+        // A file unlinked while open takes no name again, as on disk.
+        let to = self.path(ino).ok_or(Errno::ENOENT)?;
+        if !matches!(self.node(parent)?.kind, Kind::Dir(_)) {
+            return Err(Errno::ENOTDIR);
+        }
+        self.record(Record::HardLink { path, to })?;
+        if let Kind::Dir(d) = &mut self.node_mut(parent)?.kind
+            && let Some(c) = &mut d.children
+        {
+            c.insert(name.to_vec(), ino);
+        }
+        let node = self.node_mut(ino)?;
+        node.links.push((parent, name.to_vec()));
+        node.ctime = SystemTime::now();
+        self.touch(parent);
+        Ok(())
     }
 
     /// Takes `ino` out of the tree; it goes (with its upper file) once the kernel holds
@@ -594,6 +833,27 @@ impl State {
         if node.lookups == 0 {
             self.drop_node(ino);
         }
+    }
+
+    /// Takes the name `name` in `parent`, one of `ino`'s, out of the tree; the node goes
+    /// once no name is left and the kernel holds it no more.
+    fn drop_name(&mut self, parent: Ino, name: &[u8], ino: Ino) -> Res<()> {
+        if let Kind::Dir(Dir {
+            children: Some(c), ..
+        }) = &mut self.node_mut(parent)?.kind
+        {
+            c.remove(name);
+        }
+        let node = self.node_mut(ino)?;
+        node.ctime = SystemTime::now();
+        if node.parent != parent || node.name != name {
+            node.links.retain(|(p, n)| *p != parent || n != name);
+        } else if node.links.is_empty() {
+            self.detach(ino);
+        } else {
+            (node.parent, node.name) = node.links.remove(0);
+        }
+        Ok(())
     }
 
     pub(crate) fn unlink(&mut self, parent: Ino, name: &[u8], dir: bool) -> Res<()> {
@@ -611,13 +871,7 @@ impl State {
         }
         let path = self.child_path(parent, name)?;
         self.record(Record::Remove { path })?;
-        if let Kind::Dir(Dir {
-            children: Some(c), ..
-        }) = &mut self.node_mut(parent)?.kind
-        {
-            c.remove(name);
-        }
-        self.detach(ino);
+        self.drop_name(parent, name, ino)?;
         self.touch(parent);
         Ok(())
     }
@@ -669,7 +923,7 @@ impl State {
         let to = self.child_path(to_parent, to_name)?;
         self.record(Record::Rename { from, to })?;
         if let Some(old) = self.child(to_parent, to_name)? {
-            self.detach(old);
+            self.drop_name(to_parent, to_name, old)?;
         }
         if let Kind::Dir(Dir {
             children: Some(c), ..
@@ -684,8 +938,16 @@ impl State {
             c.insert(to_name.to_vec(), ino);
         }
         let node = self.node_mut(ino)?;
-        node.parent = to_parent;
-        node.name = to_name.to_vec();
+        let moved = (to_parent, to_name.to_vec());
+        if node.parent == parent && node.name == name {
+            (node.parent, node.name) = moved;
+        } else if let Some(link) = node
+            .links
+            .iter_mut()
+            .find(|(p, n)| *p == parent && n == name)
+        {
+            *link = moved;
+        }
         node.ctime = SystemTime::now();
         if let Kind::Dir(d) = &mut node.kind {
             d.changed = true;
@@ -704,15 +966,46 @@ impl State {
         let node = self.node_mut(ino)?;
         node.perm = perm & 0o7777;
         node.ctime = SystemTime::now();
-        let parent = node.parent;
-        if parent != 0 {
-            self.touch(parent);
-        }
+        self.changed_names(ino);
         Ok(())
     }
 
-    pub(crate) fn set_mtime(&mut self, ino: Ino, mtime: SystemTime) -> Res<()> {
-        self.node_mut(ino)?.mtime = mtime;
+    /// A new owner and group (the kernel checked that the caller may: the mount has
+    /// `default_permissions`; it also sends the mode with set-user/group-ID cleared).
+    pub(crate) fn set_owner(&mut self, ino: Ino, uid: Option<u32>, gid: Option<u32>) -> Res<()> {
+        self.writable()?;
+        let node = self.node(ino)?;
+        let (uid, gid) = (uid.unwrap_or(node.uid), gid.unwrap_or(node.gid));
+        if let Some(path) = self.path(ino) {
+            self.record(Record::Owner { path, uid, gid })?;
+        }
+        let node = self.node_mut(ino)?;
+        (node.uid, node.gid) = (uid, gid);
+        node.ctime = SystemTime::now();
+        self.generation += 1;
+        Ok(())
+    }
+
+    /// New access and modification times (`None`: as they are).
+    pub(crate) fn set_times(
+        &mut self,
+        ino: Ino,
+        atime: Option<SystemTime>,
+        mtime: Option<SystemTime>,
+    ) -> Res<()> {
+        self.writable()?;
+        let node = self.node(ino)?;
+        let (atime, mtime) = (atime.unwrap_or(node.atime), mtime.unwrap_or(node.mtime));
+        if let Some(path) = self.path(ino) {
+            self.record(Record::Times {
+                path,
+                atime: atime.into(),
+                mtime: mtime.into(),
+            })?;
+        }
+        let node = self.node_mut(ino)?;
+        (node.atime, node.mtime) = (atime, mtime);
+        node.ctime = SystemTime::now();
         Ok(())
     }
 
@@ -730,7 +1023,7 @@ impl State {
                 ..
             }) => *b,
             Kind::Dir(_) => return Err(Errno::EISDIR),
-            Kind::Link(_) => return Err(Errno::EINVAL),
+            Kind::Link(_) | Kind::Special(_) => return Err(Errno::EINVAL),
         };
         let (n, mut file) = self.new_upper()?;
         if !empty {
@@ -753,10 +1046,7 @@ impl State {
                 f.size = 0;
             }
         }
-        let parent = node.parent;
-        if parent != 0 {
-            self.touch(parent);
-        }
+        self.changed_names(ino);
         Ok(n)
     }
 
@@ -772,7 +1062,7 @@ impl State {
                 ..
             }) => Ok(Source::Upper(*n)),
             Kind::Dir(_) => Err(Errno::EISDIR),
-            Kind::Link(_) => Err(Errno::EINVAL),
+            Kind::Link(_) | Kind::Special(_) => Err(Errno::EINVAL),
         }
     }
 
@@ -797,10 +1087,7 @@ impl State {
                 *hashed = None;
             }
         }
-        let parent = node.parent;
-        if parent != 0 {
-            self.touch(parent);
-        }
+        self.changed_names(ino);
     }
 
     pub(crate) fn truncate(&mut self, ino: Ino, size: u64) -> Res<()> {
@@ -824,7 +1111,11 @@ impl State {
             | Record::Blob { path, .. }
             | Record::Link { path, .. }
             | Record::Remove { path }
-            | Record::Perm { path, .. } => self.parent_of(path)?,
+            | Record::Perm { path, .. }
+            | Record::Special { path, .. }
+            | Record::HardLink { path, .. }
+            | Record::Owner { path, .. }
+            | Record::Times { path, .. } => self.parent_of(path)?,
             Record::Rename { from, to } => {
                 let (p, n) = self.parent_of(from)?;
                 let (tp, tn) = self.parent_of(to)?;
@@ -852,13 +1143,37 @@ impl State {
                         self.touch(parent);
                     }
                     None => {
-                        self.insert(parent, &name, *perm, Kind::File(file))?;
+                        let owner = self.owner();
+                        self.insert(parent, &name, *perm, owner, Kind::File(file))?;
                     }
                 }
                 Ok(())
             }
-            Record::Dir { perm, .. } => self.mkdir(parent, &name, *perm).map(|_| ()),
-            Record::Link { target, .. } => self.symlink(parent, &name, target).map(|_| ()),
+            Record::Dir { perm, .. } => {
+                let owner = self.owner();
+                self.mkdir(parent, &name, *perm, owner).map(|_| ())
+            }
+            Record::Link { target, .. } => {
+                let owner = self.owner();
+                self.symlink(parent, &name, target, owner).map(|_| ())
+            }
+            Record::Special { mode, rdev, .. } => {
+                let owner = self.owner();
+                self.mknod(parent, &name, *mode, *rdev, owner).map(|_| ())
+            }
+            Record::HardLink { to, .. } => {
+                let (to_parent, to_name) = self.parent_of(to)?;
+                let ino = self.child(to_parent, &to_name)?.ok_or(Errno::ENOENT)?;
+                self.link(ino, parent, &name)
+            }
+            Record::Owner { uid, gid, .. } => {
+                let ino = self.child(parent, &name)?.ok_or(Errno::ENOENT)?;
+                self.set_owner(ino, Some(*uid), Some(*gid))
+            }
+            Record::Times { atime, mtime, .. } => {
+                let ino = self.child(parent, &name)?.ok_or(Errno::ENOENT)?;
+                self.set_times(ino, Some((*atime).into()), Some((*mtime).into()))
+            }
             Record::Tree {
                 tree, size, perm, ..
             } => {
@@ -867,7 +1182,8 @@ impl State {
                     moved: true,
                     ..Dir::of_base(Some((*tree, *size)))
                 };
-                self.insert(parent, &name, *perm, Kind::Dir(dir))
+                let owner = self.owner();
+                self.insert(parent, &name, *perm, owner, Kind::Dir(dir))
                     .map(|_| ())
             }
             Record::Blob {
@@ -878,19 +1194,14 @@ impl State {
                     size: *size,
                     version: 0,
                 };
-                self.insert(parent, &name, *perm, Kind::File(file))
+                let owner = self.owner();
+                self.insert(parent, &name, *perm, owner, Kind::File(file))
                     .map(|_| ())
             }
             Record::Remove { .. } => {
                 // Whatever is there goes (a removal was checked when it was made).
                 let ino = self.child(parent, &name)?.ok_or(Errno::ENOENT)?;
-                if let Kind::Dir(Dir {
-                    children: Some(c), ..
-                }) = &mut self.node_mut(parent)?.kind
-                {
-                    c.remove(&name);
-                }
-                self.detach(ino);
+                self.drop_name(parent, &name, ino)?;
                 self.touch(parent);
                 Ok(())
             }
@@ -906,11 +1217,44 @@ impl State {
     /// every directory's base is still what it was loaded with).
     fn difference(&mut self, base: Option<TreeId>) -> Res<Vec<Record>> {
         let mut out = vec![Record::Base { tree: base }];
-        self.difference_below(ROOT, Vec::new(), &mut out)?;
+        let mut named = HashMap::new();
+        self.difference_below(ROOT, Vec::new(), &mut out, &mut named)?;
+        self.difference_of_metadata(ROOT, Vec::new(), &mut out);
         Ok(out)
     }
 
-    fn difference_below(&mut self, dir: Ino, path: Vec<u8>, out: &mut Vec<Record>) -> Res<()> {
+    /// The records that give the node at `path` its owner and times, where they are not
+    /// what a node the snapshot has would get (after every name below a directory: making
+    /// them sets its times).
+    fn difference_of_metadata(&self, ino: Ino, path: Vec<u8>, out: &mut Vec<Record>) {
+        let Some(node) = self.nodes.get(&ino) else {
+            return;
+        };
+        if ino != ROOT && (node.uid, node.gid) != (self.uid, self.gid) {
+            out.push(Record::Owner {
+                path: path.clone(),
+                uid: node.uid,
+                gid: node.gid,
+            });
+        }
+        if ino != ROOT && (node.atime != self.base_time || node.mtime != self.base_time) {
+            out.push(Record::Times {
+                path,
+                atime: node.atime.into(),
+                mtime: node.mtime.into(),
+            });
+        }
+    }
+
+    /// `named`: the first path written of each node met so far (its other names are hard
+    /// links to it).
+    fn difference_below(
+        &mut self,
+        dir: Ino,
+        path: Vec<u8>,
+        out: &mut Vec<Record>,
+        named: &mut HashMap<Ino, Vec<u8>>,
+    ) -> Res<()> {
         let (base, loaded) = match &self.node(dir)?.kind {
             Kind::Dir(d) => (d.base, d.children.is_some()),
             _ => return Ok(()),
@@ -949,6 +1293,17 @@ impl State {
         for (name, ino) in children {
             let at = join(&name);
             let be = base_entries.get(&name);
+            if let Some(first) = named.get(&ino) {
+                if be.is_some() {
+                    out.push(Record::Remove { path: at.clone() });
+                }
+                out.push(Record::HardLink {
+                    path: at,
+                    to: first.clone(),
+                });
+                continue;
+            }
+            named.insert(ino, at.clone());
             let node = self.node(ino)?;
             let perm = node.perm;
             let default_perm = be.map(|e| perm_of(e.kind));
@@ -1010,6 +1365,14 @@ impl State {
                     };
                     (record, same)
                 }
+                Kind::Special(s) => {
+                    let record = Record::Special {
+                        path: at.clone(),
+                        mode: s.format | u32::from(perm),
+                        rdev: s.rdev,
+                    };
+                    (record, false)
+                }
             };
             let is_dir = matches!(node.kind, Kind::Dir(_));
             let is_link = matches!(node.kind, Kind::Link(_));
@@ -1025,8 +1388,9 @@ impl State {
                 });
             }
             if is_dir {
-                self.difference_below(ino, at, out)?;
+                self.difference_below(ino, at.clone(), out, named)?;
             }
+            self.difference_of_metadata(ino, at, out);
         }
         Ok(())
     }

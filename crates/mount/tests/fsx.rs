@@ -1,8 +1,8 @@
 //! fsx in miniature: one seeded random sequence of writes, truncates, renames, unlinks,
-//! mkdirs, rmdirs, chmods, symlinks, pattern files (`.gitignore`, `.ignore`, `.git/info/exclude`,
+//! mkdirs, rmdirs, chmods, symlinks, hard links, FIFOs, pattern files (`.gitignore`, `.ignore`, `.git/info/exclude`,
 //! `.cairndeny`) and names out of scope (secrets, names no tree holds) applied to a mount and to a
 //! plain directory, compared after every step (names, kinds, permission bits, sizes, link
-//! targets, the bytes the step wrote and the errno of what failed; every byte of both
+//! counts, link targets, the bytes the step wrote and the errno of what failed; every byte of both
 //! trees every 50 steps); every 25 steps the mount's capture (stored and settled, as a
 //! snapshot leaves it) must equal a capture of the plain directory, tree and `skipped` both, and halfway the mount
 //! is unmounted and attached again from its layer (whose journal is then rewritten as the
@@ -11,7 +11,7 @@
 //! `CAIRN_FSX_STEPS` (default 2000) and `CAIRN_FSX_SEED` (default 1) set the run.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -40,8 +40,10 @@ impl Rng {
 #[derive(Debug, PartialEq, Eq)]
 enum Seen {
     Dir(u32),
-    File(u32, Vec<u8>),
+    /// Mode, links, bytes (or size).
+    File(u32, u64, Vec<u8>),
     Link(PathBuf),
+    Fifo(u32),
 }
 
 fn walk(root: &Path) -> BTreeMap<PathBuf, Seen> {
@@ -70,12 +72,15 @@ fn walk_with(root: &Path, contents: bool) -> BTreeMap<PathBuf, Seen> {
             } else if meta.is_dir() {
                 out.insert(rel, Seen::Dir(mode));
                 go(root, &path, out, contents);
+            } else if meta.file_type().is_fifo() {
+                out.insert(rel, Seen::Fifo(mode));
             } else if contents {
                 let bytes = std::fs::read(&path).unwrap();
                 assert_eq!(bytes.len() as u64, meta.len(), "{}: size", path.display());
-                out.insert(rel, Seen::File(mode, bytes));
+                out.insert(rel, Seen::File(mode, meta.nlink(), bytes));
             } else {
-                out.insert(rel, Seen::File(mode, meta.len().to_le_bytes().to_vec()));
+                let size = meta.len().to_le_bytes().to_vec();
+                out.insert(rel, Seen::File(mode, meta.nlink(), size));
             }
         }
     }
@@ -84,14 +89,25 @@ fn walk_with(root: &Path, contents: bool) -> BTreeMap<PathBuf, Seen> {
     out
 }
 
-/// The bytes of the file an operation wrote, if it wrote one.
+/// The bytes of the file an operation wrote, if it wrote one (a FIFO there, opened without
+/// waiting for a writer, reads as empty).
 fn written(root: &Path, op: &Op) -> Option<std::io::Result<Vec<u8>>> {
+    let read = |path: PathBuf| {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+            .open(path)?
+            .read_to_end(&mut bytes)?;
+        Ok(bytes)
+    };
     match op {
         Op::Write { file, .. }
         | Op::Truncate { file, .. }
         | Op::Create { file, .. }
-        | Op::Rules { file, .. } => Some(std::fs::read(root.join(file))),
-        Op::Exclude { dir, .. } => Some(std::fs::read(root.join(dir).join(".git/info/exclude"))),
+        | Op::Rules { file, .. } => Some(read(root.join(file))),
+        Op::Exclude { dir, .. } => Some(read(root.join(dir).join(".git/info/exclude"))),
         _ => None,
     }
 }
@@ -140,6 +156,13 @@ enum Op {
     Exclude {
         dir: PathBuf,
         patterns: &'static str,
+    },
+    HardLink {
+        from: PathBuf,
+        to: PathBuf,
+    },
+    Fifo {
+        path: PathBuf,
     },
 }
 
@@ -207,7 +230,16 @@ fn dir(s: &Seen) -> bool {
 
 fn random_op(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> Op {
     loop {
-        let op = match rng.below(14) {
+        let op = match rng.below(16) {
+            // Hard links and FIFOs: the layer keeps them, a capture stores each name of a
+            // file and reports a FIFO.
+            14 => pick(rng, tree, file).map(|from| Op::HardLink {
+                from,
+                to: new_name(rng, tree),
+            }),
+            15 => Some(Op::Fifo {
+                path: new_name(rng, tree),
+            }),
             12 => Some(Op::Rules {
                 file: pick(rng, tree, dir)
                     .filter(|_| rng.below(2) == 0)
@@ -283,6 +315,18 @@ fn random_op(rng: &mut Rng, tree: &BTreeMap<PathBuf, Seen>) -> Op {
 /// Patterns a pattern file gets.
 const PATTERNS: [&str; 6] = ["n1*\n", "*.x\n!n3\n", "d*/\n", "/n2\nn4/\n", "!.env\n", ""];
 
+/// `std::fs::write`, but a FIFO there is `ENXIO` (no reader), not a wait for one.
+fn write_now(path: &Path, bytes: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)?
+        .write_all(bytes.as_bytes())
+}
+
 fn apply(root: &Path, op: &Op) -> Result<(), i32> {
     let e = |r: std::io::Result<()>| r.map_err(|e| e.raw_os_error().unwrap_or(-1));
     match op {
@@ -317,12 +361,21 @@ fn apply(root: &Path, op: &Op) -> Result<(), i32> {
             std::fs::Permissions::from_mode(*mode),
         )),
         Op::Symlink { path, target } => e(std::os::unix::fs::symlink(target, root.join(path))),
-        Op::Rules { file, patterns } => e(std::fs::write(root.join(file), patterns)),
+        Op::Rules { file, patterns } => e(write_now(&root.join(file), patterns)),
         Op::Exclude { dir, patterns } => e((|| {
             let info = root.join(dir).join(".git/info");
             std::fs::create_dir_all(&info)?;
-            std::fs::write(info.join("exclude"), patterns)
+            write_now(&info.join("exclude"), patterns)
         })()),
+        Op::HardLink { from, to } => e(std::fs::hard_link(root.join(from), root.join(to))),
+        Op::Fifo { path } => e(rustix::fs::mknodat(
+            rustix::fs::CWD,
+            root.join(path),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .map_err(std::io::Error::from)),
     }
 }
 
@@ -415,7 +468,7 @@ fn rules_files(root: &Path) -> Vec<(PathBuf, String)> {
     walk(root)
         .into_iter()
         .filter_map(|(p, s)| match s {
-            Seen::File(_, bytes) if p.file_name().is_some_and(|n| n == ".gitignore") => {
+            Seen::File(_, _, bytes) if p.file_name().is_some_and(|n| n == ".gitignore") => {
                 Some((p, String::from_utf8_lossy(&bytes).into_owned()))
             }
             _ => None,
