@@ -4,6 +4,7 @@
 //! of a hard link as a file) and reports the rest in `skipped`, as a capture on disk does.
 
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -65,8 +66,13 @@ fn assert_kept(m: &Utf8Path, when: &str) {
     assert_eq!(run.modified().unwrap(), at(MTIME, 750), "{when}: mtime");
     let src = std::fs::metadata(m.join("src")).unwrap();
     assert_eq!(src.nlink(), 2, "{when}: a directory with no subdirectory");
+    let subdirs = std::fs::read_dir(m)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_dir())
+        .count() as u64;
+    assert!(subdirs >= 1);
     let root = std::fs::metadata(m).unwrap();
-    assert_eq!(root.nlink(), 3, "{when}: the root holds one directory");
+    assert_eq!(root.nlink(), 2 + subdirs, "{when}: the root's links");
 }
 
 #[test]
@@ -198,4 +204,42 @@ fn a_setgid_directory_passes_its_group_down_and_other_users_are_checked_by_mode(
     assert!(!m.join("not-yours").exists());
     let read = as_nobody("cat README");
     assert_eq!(String::from_utf8_lossy(&read.stdout), "hello\n", "{read:?}");
+}
+
+/// A layer attached read-only (`mount DIR --read-only` after changes) shows every change it
+/// holds, and keeps them for the next read-write attach: its replay once refused to make
+/// directories, links and the rest (EROFS), and the journal written again without them lost
+/// them for good.
+#[test]
+fn a_layer_attached_read_only_keeps_every_change() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: giving a file to another user takes root");
+        return;
+    }
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    let _guard = mount(&env, &base, &m);
+    change(&m);
+    std::fs::create_dir(m.join("made")).unwrap();
+    std::os::unix::fs::symlink("README", m.join("made/to-readme")).unwrap();
+    let (code, out) = env.json(&["unmount", m.as_str()]);
+    assert_eq!(code, 0, "{out}");
+
+    let (code, out) = env.json(&["mount", m.as_str(), "--read-only"]);
+    assert_eq!(code, 0, "{out}");
+    assert_kept(&m, "attached read-only");
+    assert!(m.join("made").is_dir());
+    assert_eq!(
+        std::fs::read_link(m.join("made/to-readme")).unwrap(),
+        Path::new("README")
+    );
+    let (code, out) = env.json(&["unmount", m.as_str()]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = env.json(&["mount", m.as_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert_kept(&m, "attached again");
+    assert!(m.join("made/to-readme").symlink_metadata().is_ok());
 }

@@ -345,8 +345,10 @@ impl State {
         self.layer.append(&r).map_err(eio)
     }
 
+    /// Changes may be made: not in a read-only mount, but always while its journal is
+    /// replayed (a layer attached read-only still has every change it holds).
     fn writable(&self) -> Res<()> {
-        if self.read_only {
+        if self.read_only && !self.replaying {
             Err(Errno::EROFS)
         } else {
             Ok(())
