@@ -1,12 +1,14 @@
-//! fsx in miniature (and, last, a capture over a settled tree the store lost): one seeded random sequence of writes, truncates, renames, unlinks,
-//! mkdirs, rmdirs, chmods, symlinks, hard links, FIFOs, pattern files (`.gitignore`, `.ignore`, `.git/info/exclude`,
-//! `.cairndeny`) and names out of scope (secrets, names no tree holds) applied to a mount and to a
-//! plain directory, compared after every step (names, kinds, permission bits, sizes, link
-//! counts, link targets, the bytes the step wrote and the errno of what failed; every byte of both
-//! trees every 50 steps); every 25 steps the mount's capture (stored and settled, as a
-//! snapshot leaves it) must equal a capture of the plain directory, tree and `skipped` both, and halfway the mount
-//! is unmounted and attached again from its layer (whose journal is then rewritten as the
-//! difference from its base), and again at three quarters.
+//! fsx in miniature (and, last, a capture over a settled tree the store lost): one seeded
+//! random sequence of writes, truncates, renames, unlinks, mkdirs, rmdirs, chmods,
+//! symlinks, hard links, FIFOs, pattern files (`.gitignore`, `.ignore`,
+//! `.git/info/exclude`, `.cairndeny`) and names out of scope (secrets, names no tree holds)
+//! applied to a mount and to a plain directory, compared after every step (names, kinds,
+//! permission bits, sizes, link counts, link targets, the bytes the step wrote and the
+//! errno of what failed; every byte of both trees every 50 steps); every 25 steps the
+//! mount's capture (stored and settled, as a snapshot leaves it) must equal a capture of
+//! the plain directory, tree and `skipped` both, and halfway the mount is unmounted and
+//! attached again from its layer (whose journal is then rewritten as the difference from
+//! its base), and again at three quarters.
 //!
 //! `CAIRN_FSX_STEPS` (default 2000) and `CAIRN_FSX_SEED` (default 1) set the run.
 
