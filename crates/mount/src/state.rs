@@ -495,7 +495,13 @@ impl State {
         }
     }
 
-    pub(crate) fn attr(&self, ino: Ino) -> Res<FileAttr> {
+    /// Its attributes; a directory's link count counts its subdirectories, so its children
+    /// are read (once: a lookup or listing that follows, as one usually does, reuses them).
+    pub(crate) fn attr(&mut self, ino: Ino) -> Res<FileAttr> {
+        let subdirs = match self.node(ino)?.kind {
+            Kind::Dir(_) => self.subdirs(ino)?,
+            _ => 0,
+        };
         let n = self.node(ino)?;
         // An unlinked node still open has no name left: no link.
         let names = if n.parent == 0 {
@@ -505,7 +511,7 @@ impl State {
         };
         let (kind, size, nlink, rdev) = match &n.kind {
             // Its own `.`, its name, and each subdirectory's `..`.
-            Kind::Dir(_) => (FileType::Directory, 4096, 2 + self.subdirs(ino)?, 0),
+            Kind::Dir(_) => (FileType::Directory, 4096, 2 + subdirs, 0),
             Kind::File(f) => (FileType::RegularFile, f.size, names, 0),
             Kind::Link(t) => (FileType::Symlink, t.len() as u64, names, 0),
             Kind::Special(s) => (s.file_type(), 0, names, s.rdev),
@@ -529,28 +535,13 @@ impl State {
         })
     }
 
-    /// How many directories `dir` holds (read from its tree while it is not loaded).
-    fn subdirs(&self, dir: Ino) -> Res<u32> {
-        let count = match &self.node(dir)?.kind {
-            Kind::Dir(Dir {
-                children: Some(c), ..
-            }) => c
-                .values()
-                .filter(|i| matches!(self.nodes.get(i).map(|n| &n.kind), Some(Kind::Dir(_))))
-                .count(),
-            Kind::Dir(Dir {
-                base: Some((tree, _)),
-                ..
-            }) => self
-                .reader()?
-                .tree(*tree)
-                .map_err(eio)?
-                .entries()
-                .iter()
-                .filter(|e| e.kind == EntryKind::Tree)
-                .count(),
-            _ => 0,
-        };
+    /// How many directories `dir` holds.
+    fn subdirs(&mut self, dir: Ino) -> Res<u32> {
+        let children: Vec<Ino> = self.children(dir)?.values().copied().collect();
+        let count = children
+            .iter()
+            .filter(|i| matches!(self.nodes.get(i).map(|n| &n.kind), Some(Kind::Dir(_))))
+            .count();
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 
