@@ -587,3 +587,39 @@ fn undo_brings_back_work_in_a_directory_where_a_file_was() {
     assert_eq!(std::fs::read_to_string(wt.join("a")).unwrap(), "a\n");
     assert_eq!(env.json(&["fsck"]).0, 0);
 }
+
+/// `rollback` (and `undo`) of a file whose absolute path is longer than the system takes
+/// (`PATH_MAX`) while its path in the tree is not: it was left out as `path-too-long`, so
+/// an agent's edit to it stood; now its bytes are restored through directory handles.
+#[test]
+fn rollback_restores_a_file_whose_absolute_path_exceeds_path_max() {
+    use crate::support::{deep_folder, deep_path, read_beneath, write_beneath};
+    let env = Env::new();
+    let root = deep_folder(&env.path().join("a"), 3000, 'r');
+    let rel = deep_path(2000);
+    assert!(
+        root.as_str().len() + 1 + rel.len() > 4096,
+        "beyond PATH_MAX"
+    );
+    let added = rel.replace("file.txt", "added.txt");
+    write(&root, "top.txt", "top\n");
+    write_beneath(&root, &rel, b"mine\n");
+    let (code, v) = env.json(&["checkpoint", root.as_str(), "--name", "base"]);
+    assert_eq!(code, 0, "{v}");
+
+    write_beneath(&root, &rel, b"the agent's\n");
+    write_beneath(&root, &added, b"new\n");
+    let (code, v) = env.json(&["rollback", root.as_str(), "base"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["skipped"], serde_json::json!([]), "{v}");
+    assert_eq!(read_beneath(&root, &rel).unwrap(), b"mine\n");
+    assert_eq!(
+        read_beneath(&root, &added).unwrap_err().kind(),
+        std::io::ErrorKind::NotFound
+    );
+
+    let (code, v) = env.json(&["undo", root.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(read_beneath(&root, &rel).unwrap(), b"the agent's\n");
+    assert_eq!(read_beneath(&root, &added).unwrap(), b"new\n");
+}

@@ -246,3 +246,52 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// A new folder about `len` bytes long below `base` (components of 200 bytes): a root
+/// under which a path that fits a tree can be longer than the system takes from `/`.
+pub fn deep_folder(base: &Utf8Path, len: usize, letter: char) -> Utf8PathBuf {
+    let mut path = base.to_owned();
+    while path.as_str().len() + 201 <= len {
+        path.push(letter.to_string().repeat(200));
+    }
+    std::fs::create_dir_all(&path).unwrap();
+    path
+}
+
+/// A path within a worktree about `len` bytes long (components of 200 bytes), ending in
+/// `file.txt`.
+pub fn deep_path(len: usize) -> String {
+    let mut path = String::new();
+    while path.len() + 201 + "file.txt".len() <= len {
+        path.push_str(&"d".repeat(200));
+        path.push('/');
+    }
+    path + "file.txt"
+}
+
+/// Writes `bytes` at `rel` below `root`, making its folders, through directory handles
+/// (the whole path may be longer than any call by path takes).
+pub fn write_beneath(root: &Utf8Path, rel: &str, bytes: &[u8]) {
+    use rustix::fs::{Mode, OFlags};
+    let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let dir = path_policy::Root::open(root.as_std_path())
+        .unwrap()
+        .create_dir_all(dir.as_bytes())
+        .unwrap();
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW;
+    let fd = rustix::fs::openat(&dir, name, flags, Mode::from_raw_mode(0o644)).unwrap();
+    std::io::Write::write_all(&mut std::fs::File::from(fd), bytes).unwrap();
+}
+
+/// The bytes at `rel` below `root`, read through directory handles.
+pub fn read_beneath(root: &Utf8Path, rel: &str) -> std::io::Result<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
+    let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    let dir = path_policy::Root::open(root.as_std_path())
+        .and_then(|r| r.open_dir(dir.as_bytes()))
+        .map_err(std::io::Error::other)?;
+    let fd = rustix::fs::openat(&dir, name, OFlags::RDONLY | OFlags::NOFOLLOW, Mode::empty())?;
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes)?;
+    Ok(bytes)
+}

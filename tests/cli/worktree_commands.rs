@@ -733,3 +733,58 @@ fn a_name_too_long_for_the_file_system_is_bad_input() {
         );
     }
 }
+
+/// A worktree under a folder ~3,000 bytes long holding a file ~2,000 bytes deep: the
+/// file's absolute path (~5,000 bytes) is longer than the system takes (`PATH_MAX`), its
+/// path in the tree is not. It was skipped as `path-too-long` (and `checkout` refused the
+/// snapshot); now `onboard`, `status`, `snapshot` and `checkout` reach it through
+/// directory handles.
+#[test]
+fn a_file_whose_absolute_path_exceeds_path_max_is_captured_reported_and_checked_out() {
+    use crate::support::{deep_folder, deep_path, read_beneath, write_beneath};
+    let env = Env::new();
+    let root = deep_folder(&env.path().join("a"), 3000, 'r');
+    let rel = deep_path(2000);
+    assert!(
+        root.as_str().len() + 1 + rel.len() > 4096,
+        "beyond PATH_MAX"
+    );
+    write(&root, &[("top.txt", "top\n")]);
+    write_beneath(&root, &rel, b"deep bytes\n");
+
+    let (code, v) = env.json(&["onboard", root.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["skipped"], serde_json::json!([]), "{v}");
+    let first = v["snapshot"].as_str().unwrap().to_owned();
+    let shown = env.cairn(&["show", &format!("{first}:{rel}")]);
+    assert_eq!(shown.stdout, b"deep bytes\n", "{}", stderr(&shown));
+
+    // `status` reports a change to it, with its line counts, and skips nothing.
+    write_beneath(&root, &rel, b"changed bytes\n");
+    let (code, v) = env.json(&["status", root.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["skipped"], serde_json::json!([]), "{v}");
+    let modified = v["modified"].as_array().unwrap();
+    assert_eq!(modified.len(), 1, "{v}");
+    assert_eq!(modified[0]["path"], rel.as_str(), "{v}");
+    assert_eq!(modified[0]["insertions"], 1, "{v}");
+
+    let (code, v) = env.json(&["snapshot", root.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["skipped"], serde_json::json!([]), "{v}");
+    let second = v["snapshot"].as_str().unwrap().to_owned();
+    let shown = env.cairn(&["show", &format!("{second}:{rel}")]);
+    assert_eq!(shown.stdout, b"changed bytes\n", "{}", stderr(&shown));
+
+    // Checked out under another deep folder, it is written, and nothing is left to do.
+    let other = deep_folder(&env.path().join("b"), 3000, 'o');
+    let (code, v) = env.json(&["checkout", &second, other.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(read_beneath(&other, &rel).unwrap(), b"changed bytes\n");
+    assert_eq!(std::fs::read(other.join("top.txt")).unwrap(), b"top\n");
+    let (code, v) = env.json(&["status", other.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    for list in ["added", "removed", "modified", "skipped"] {
+        assert_eq!(v[list], serde_json::json!([]), "{list}: {v}");
+    }
+}

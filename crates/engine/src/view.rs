@@ -2,7 +2,6 @@
 
 use fs_manager::RegistryRead as _;
 use std::collections::HashMap;
-use std::os::unix::ffi::OsStrExt;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, ObjectId, Reader, SnapshotId, Store, Tree, TreeId};
@@ -352,14 +351,11 @@ fn content(
     };
     let full = path.to_fs_path(root.as_std_path());
     let io = |e: std::io::Error| Error::failure("io", format!("{}: {e}", full.display()));
+    // Through handles where the absolute path is longer than the system takes.
     if entry.kind == EntryKind::Symlink {
-        Ok(std::fs::read_link(&full)
-            .map_err(io)?
-            .as_os_str()
-            .as_bytes()
-            .to_vec())
+        fs_manager::read_live_link(root.as_std_path(), path.as_bytes()).map_err(io)
     } else {
-        std::fs::read(&full).map_err(io)
+        fs_manager::read_live_file(root.as_std_path(), path.as_bytes()).map_err(io)
     }
 }
 

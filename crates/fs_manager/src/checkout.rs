@@ -150,24 +150,6 @@ pub(crate) fn checkout(
         .ok_or_else(|| CheckoutError::NotADirectory {
             path: dest.to_owned(),
         })?;
-    // A path the system cannot take from `/` under this root would be written, and then
-    // out of every capture's reach.
-    let beyond_reach = |path: &[u8]| {
-        crate::rules::beyond_reach(root.as_std_path(), path)
-            .then_some("path-too-long: longer than the system takes from / under this destination")
-    };
-    if let Some(reason) = beyond_reach(&counted.longest) {
-        if created {
-            let _ = std::fs::remove_dir(&root);
-        }
-        // The first such path in tree order, as the check above names it.
-        let first = survey(&reader, snap.tree, beyond_reach)?.refused;
-        let path = first.map_or(counted.longest, |(path, _)| path);
-        return Err(CheckoutError::Refused {
-            path: crate::paths::join(dest.as_std_path(), &path),
-            reason,
-        });
-    }
     let _busy = (root != dest).then(|| ws.locks.lock(&root));
     // Again on the directory made: a folder above it may have been swapped for a link since.
     if let Err(e) = crate::apart::check(store, &root) {
@@ -235,8 +217,6 @@ pub(crate) fn checkout(
 struct Survey {
     files: u64,
     bytes: u64,
-    /// The first of the longest paths.
-    longest: Vec<u8>,
     /// The first path refused, in tree order, and why.
     refused: Option<(Vec<u8>, &'static str)>,
 }
@@ -251,7 +231,6 @@ fn survey(
     let mut found = Survey {
         files: 0,
         bytes: 0,
-        longest: Vec::new(),
         refused: None,
     };
     for dir in TreeDirs::new(reader, tree) {
@@ -260,9 +239,6 @@ fn survey(
             let path = child(&dir, &e.name).into_bytes();
             found.files += 1;
             found.bytes = found.bytes.saturating_add(e.size);
-            if path.len() > found.longest.len() {
-                found.longest.clone_from(&path);
-            }
             // Directories come parents first, not in tree order: keep the least.
             if let Some(reason) = refuse(&path)
                 && found

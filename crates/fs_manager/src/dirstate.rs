@@ -104,15 +104,20 @@ pub(crate) struct IgnoreStamp {
 }
 
 impl IgnoreStamp {
-    /// Stats the ignore files of `dir`. With `only`, stats just those bits (the files seen
-    /// last time: a new one would have changed the directory's mtime).
-    pub fn of(dir: &Path, only: Option<u8>) -> IgnoreStamp {
-        IgnoreStamp::with_git_file(dir, only).0
+    /// Stats the ignore files of `dir` (with `only`, just those bits: the files seen last
+    /// time, as a new one would have changed the directory's mtime), and tells whether
+    /// `dir` holds a `.git` that is not a directory (a linked worktree's or a submodule's
+    /// `.git` file), by the same `lstat`s.
+    pub fn with_git_file(dir: &Path, only: Option<u8>) -> (IgnoreStamp, bool) {
+        IgnoreStamp::with_git_file_by(|name| dir.join(name).symlink_metadata(), only)
     }
 
-    /// [`IgnoreStamp::of`], and whether `dir` holds a `.git` that is not a directory (a
-    /// linked worktree's or a submodule's `.git` file), told by the same `lstat`s.
-    pub fn with_git_file(dir: &Path, only: Option<u8>) -> (IgnoreStamp, bool) {
+    /// [`IgnoreStamp::with_git_file`] of a directory whose files `lstat` stats by name
+    /// (through a handle, for one out of the system's reach by path).
+    pub fn with_git_file_by(
+        lstat: impl Fn(&str) -> std::io::Result<std::fs::Metadata>,
+        only: Option<u8>,
+    ) -> (IgnoreStamp, bool) {
         let mut hasher = blake3::Hasher::new();
         let mut mask = 0u8;
         let mut git_file = false;
@@ -121,7 +126,7 @@ impl IgnoreStamp {
             if only.is_some_and(|m| m & bit == 0) {
                 continue;
             }
-            match dir.join(name).symlink_metadata() {
+            match lstat(name) {
                 Ok(m) => {
                     mask |= bit;
                     hash_stat(&mut hasher, &m);

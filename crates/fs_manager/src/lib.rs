@@ -30,6 +30,7 @@
 //! worktree                       finding worktrees
 //! build, error                   trees from files; one error enum per operation
 //! journal, scan                  multi-file steps that survive a crash; the walk
+//! reach                          paths too long for the system, by handle
 //! pending, rules, shared         deferred writes; what is in scope; per-store state
 //! mounted                        worktrees a live mount serves (`MountedTree`)
 //! dirstate, fsops, watch         stat caches; writes beneath a root; inotify
@@ -70,6 +71,7 @@ mod mounted;
 mod paths;
 mod pending;
 mod progress;
+mod reach;
 mod recover;
 pub mod registry;
 mod rollback;
@@ -98,6 +100,7 @@ pub use journal::Interrupted;
 pub use mounted::{MountCapture, MountedTree};
 pub use paths::{SkipReason, Skipped, Special};
 pub use progress::{Progress, Silent};
+pub use reach::{read_live_file, read_live_link};
 pub use recover::RecoverOutcome;
 pub use registry::{
     Checkpoint, DirIdentity, GrantRequest, GrantRequests, GrantSet, OpRecord, Registry,

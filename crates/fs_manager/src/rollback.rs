@@ -2,7 +2,6 @@
 
 use crate::shared::Worktrees;
 use std::collections::HashSet;
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::registry::OpRecord;
@@ -263,17 +262,6 @@ fn plan(
                         pattern: pattern.to_owned(),
                     },
                     (None, Some(&reason)) => SkipReason::OutOfScope(Box::new(reason.clone())),
-                    // Written, it would be out of every capture's reach. (A path over the
-                    // tree limit is refused below.)
-                    (None, None)
-                        if c.path.as_bytes().len() <= path_policy::MAX_PATH_LEN
-                            && crate::rules::beyond_reach(
-                                captured.record.root.as_std_path(),
-                                c.path.as_bytes(),
-                            ) =>
-                    {
-                        SkipReason::OutOfScope(Box::new(SkipReason::PathTooLong))
-                    }
                     (None, None) => return true,
                 };
                 skipped.push(crate::Skipped {
@@ -345,7 +333,8 @@ pub(crate) fn applied(e: journal::ApplyFailure) -> RollbackError {
 
 /// Refuses, before anything changes, if something outside scope stands in the way: a
 /// symlink or file (ignored, so not captured) where a directory must be, or a directory
-/// that must become a file but holds files outside scope.
+/// that must become a file but holds files outside scope. Paths longer than the system
+/// takes from `/` are looked at through handles ([`crate::reach`]).
 pub(crate) fn check_obstacles(
     root: &Path,
     deleted: &[RepoPathBuf],
@@ -353,6 +342,10 @@ pub(crate) fn check_obstacles(
 ) -> Result<(), RollbackError> {
     let deleted: HashSet<&[u8]> = deleted.iter().map(|p| p.as_bytes()).collect();
     let mut checked_dirs: HashSet<&[u8]> = HashSet::new();
+    let io = |rel: &[u8]| {
+        let path = crate::paths::join(root, rel);
+        move |source| RollbackError::Io { path, source }
+    };
     for (p, _) in writes {
         let p = p.as_bytes();
         let mut end = 0;
@@ -362,8 +355,7 @@ pub(crate) fn check_obstacles(
             if !checked_dirs.insert(dir) {
                 continue;
             }
-            let full = crate::paths::join(root, dir);
-            match full.symlink_metadata() {
+            match crate::reach::lstat(root, dir) {
                 Ok(m) if m.is_dir() => {}
                 Ok(m) if !deleted.contains(dir) => {
                     let what = if m.file_type().is_symlink() {
@@ -372,7 +364,7 @@ pub(crate) fn check_obstacles(
                         "a file"
                     };
                     return Err(RollbackError::Blocked {
-                        path: full,
+                        path: crate::paths::join(root, dir),
                         reason: format!(
                             "{what} outside cairn's scope stands where a directory must be"
                         ),
@@ -381,34 +373,20 @@ pub(crate) fn check_obstacles(
                 _ => {}
             }
         }
-        let full = crate::paths::join(root, p);
-        if full.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-            let mut stack = vec![full.clone()];
+        if crate::reach::lstat(root, p).is_ok_and(|m| m.is_dir()) {
+            let mut stack = vec![p.to_vec()];
             while let Some(dir) = stack.pop() {
-                let entries = std::fs::read_dir(&dir).map_err(|source| RollbackError::Io {
-                    path: dir.clone(),
-                    source,
-                })?;
-                for entry in entries {
-                    let entry = entry.map_err(|source| RollbackError::Io {
-                        path: dir.clone(),
-                        source,
-                    })?;
-                    let path = entry.path();
-                    if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-                        stack.push(path);
-                        continue;
-                    }
-                    let rel = path
-                        .strip_prefix(root)
-                        .map(|r| r.as_os_str().as_bytes())
-                        .unwrap_or_default();
-                    if !deleted.contains(rel) {
+                let fd = crate::reach::open_dir(root, &dir).map_err(io(&dir))?;
+                for (name, is_dir) in crate::reach::list(&fd).map_err(io(&dir))? {
+                    let rel = [&dir[..], b"/", &name[..]].concat();
+                    if is_dir {
+                        stack.push(rel);
+                    } else if !deleted.contains(rel.as_slice()) {
                         return Err(RollbackError::Blocked {
-                            path: full,
+                            path: crate::paths::join(root, p),
                             reason: format!(
                                 "directory holds {}, outside cairn's scope",
-                                crate::paths::shown(&path)
+                                crate::paths::shown(&crate::paths::join(root, &rel))
                             ),
                         });
                     }

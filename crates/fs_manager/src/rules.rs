@@ -22,16 +22,6 @@ use crate::paths::{SkipReason, Skipped};
 /// Where `.git/info/exclude` sits in a directory's listing (as one name: it is never walked).
 pub(crate) const EXCLUDE: &[u8] = IGNORE_FILES[2].as_bytes();
 
-/// The longest absolute path the system takes (`PATH_MAX` less its NUL).
-const SYSTEM_PATH_MAX: usize = 4095;
-
-/// Whether `rel` under `root` is longer than the system takes from `/`: out of a walk's
-/// reach (it goes by absolute path, as every read of a capture does). Nothing cairn could
-/// not capture again is written either.
-pub(crate) fn beyond_reach(root: &Path, rel: &[u8]) -> bool {
-    root.as_os_str().len() + 1 + rel.len() > SYSTEM_PATH_MAX
-}
-
 /// The patterns of one directory's own pattern files.
 pub struct Patterns {
     ignore: Gitignore,
@@ -294,16 +284,18 @@ pub fn read_patterns(
 }
 
 /// [`read_patterns`] of a directory on disk whose pattern files `stamp` describes (and
-/// `git_file`: see [`IgnoreStamp::with_git_file`]), linked below `parent`: the node for the
-/// directory (the parent's if it has no rules of its own).
+/// `git_file`: see [`IgnoreStamp::with_git_file`]), read through `source` ([`OnDisk`], or
+/// a handle of a directory out of the system's reach by path), linked below `parent`: the
+/// node for the directory (the parent's if it has no rules of its own).
 pub(crate) fn load(
+    source: &dyn RulesSource,
     abs: &Path,
     rel: &[u8],
     (stamp, git_file): (&IgnoreStamp, bool),
     parent: Option<&Arc<Rules>>,
 ) -> (Option<Arc<Rules>>, Option<Skipped>) {
     let present = RulesPresent::of_stamp(stamp, git_file);
-    let (own, reported) = read_patterns(&OnDisk, abs, rel, present);
+    let (own, reported) = read_patterns(source, abs, rel, present);
     let node = match own {
         Some(own) => Some(Rules::below(own, parent)),
         None => parent.cloned(),

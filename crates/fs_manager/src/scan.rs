@@ -2,15 +2,19 @@
 //!
 //! A scan reuses the per-directory cache ([`crate::dirstate`]): directories whose stamp and
 //! ignore files are unchanged (and all their subdirectories too) are not read again; the
-//! `ignore` crate's walker lists the rest and [`crate::rules`] says what of it is in scope.
+//! `ignore` crate's walker lists the rest (by absolute path; where a path may be longer than
+//! the system takes, by directory handle: [`crate::reach`]) and [`crate::scope`] says what
+//! of it is in scope.
 //! Every file is `lstat`ed; only files whose stat differs from the cache are read, and none
 //! further than its size says.
 
 use std::collections::{HashMap, HashSet};
-use std::fs::Metadata;
+use std::ffi::OsStr;
+use std::fs::{File, Metadata};
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -22,6 +26,7 @@ use rayon::prelude::*;
 use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp, Name};
 use crate::paths::{SkipReason, Skipped, Special, join, shown, split_parent, tree_order};
 use crate::progress::Progress;
+use crate::reach;
 use crate::rules::{self, Rules};
 use crate::scope::{DirRules, Leaf, Scope, Verdict};
 use crate::state::{FileState, Stat, now_ns};
@@ -266,18 +271,15 @@ fn prunable(root: &Path, cache: &Cache, quiet: Option<&Quiet>) -> HashSet<Vec<u8
                 return (true, true);
             }
             let state = &cache.dirs[*k];
-            let path = join(root, k);
-            match path.symlink_metadata() {
-                Ok(m) => {
-                    // An unchanged directory cannot have gained an ignore file, so only the
-                    // ones it had are checked; a changed one is checked in full.
-                    let stamp_ok = state.stamp.still_valid(&m);
-                    let only = stamp_ok.then_some(state.ignore.mask);
-                    let ignore_ok = IgnoreStamp::of(&path, only) == state.ignore;
-                    (stamp_ok && ignore_ok, ignore_ok)
-                }
-                Err(_) => (false, false),
-            }
+            let Ok(dir) = CachedDir::open(root, k) else {
+                return (false, false);
+            };
+            // An unchanged directory cannot have gained an ignore file, so only the ones it
+            // had are checked; a changed one is checked in full.
+            let stamp_ok = state.stamp.still_valid(&dir.meta);
+            let only = stamp_ok.then_some(state.ignore.mask);
+            let ignore_ok = dir.at().ignore_stamp(only).0 == state.ignore;
+            (stamp_ok && ignore_ok, ignore_ok)
         })
         .collect();
     let ignore_changed: HashSet<&[u8]> = keys
@@ -319,6 +321,42 @@ fn prunable(root: &Path, cache: &Cache, quiet: Option<&Quiet>) -> HashSet<Vec<u8
         }
     }
     out
+}
+
+/// A directory as it is now: its stat, and where its pattern files are found (by path, or
+/// through a handle where its names are out of the system's reach by path).
+struct CachedDir {
+    path: PathBuf,
+    handle: Option<OwnedFd>,
+    meta: Metadata,
+}
+
+impl CachedDir {
+    fn open(root: &Path, rel: &[u8]) -> std::io::Result<CachedDir> {
+        let path = join(root, rel);
+        if reach::listable(root, rel) {
+            let meta = path.symlink_metadata()?;
+            return Ok(CachedDir {
+                path,
+                handle: None,
+                meta,
+            });
+        }
+        let dir = File::from(reach::open_dir(root, rel)?);
+        let meta = dir.metadata()?;
+        Ok(CachedDir {
+            path,
+            handle: Some(dir.into()),
+            meta,
+        })
+    }
+
+    fn at(&self) -> DirAt<'_> {
+        DirAt {
+            abs: &self.path,
+            handle: self.handle.as_ref(),
+        }
+    }
 }
 
 /// Refuses a root whose walk would take in every file system there is (`/`), or that is
@@ -394,17 +432,13 @@ pub(crate) fn scan(
     let pruned: Vec<Vec<u8>> = if skip.contains(&Vec::new()) {
         vec![Vec::new()]
     } else {
-        let root_meta = root_path
-            .symlink_metadata()
-            .map_err(|source| ScanError::Io {
-                path: root_path.to_owned(),
-                source,
-            })?;
-        let (root_ignore, root_git_file) = IgnoreStamp::with_git_file(root_path, None);
-        read_dirs.insert(
-            Vec::new(),
-            (DirStamp::of(&root_meta, now_ns()), root_ignore),
-        );
+        let root_dir = CachedDir::open(root_path, b"").map_err(|source| ScanError::Io {
+            path: root_path.to_owned(),
+            source,
+        })?;
+        let root_meta = &root_dir.meta;
+        let (root_ignore, root_git_file) = root_dir.at().ignore_stamp(None);
+        read_dirs.insert(Vec::new(), (DirStamp::of(root_meta, now_ns()), root_ignore));
         let found = walk(
             root_path,
             root_meta.dev(),
@@ -944,7 +978,12 @@ fn same_file(cached: &FileState, stat: Option<&Stat>, max_file_size: Option<u64>
 }
 
 /// `dir` opened `O_PATH`: enough for `statat`, and raises no open event for a watcher.
+/// (A directory whose names are out of the system's reach by path is opened by handle,
+/// and is never watched.)
 fn path_fd(root: &Path, dir: &[u8]) -> Option<rustix::fd::OwnedFd> {
+    if !reach::listable(root, dir) {
+        return reach::open_dir(root, dir).ok();
+    }
     rustix::fs::open(
         join(root, dir),
         rustix::fs::OFlags::PATH
@@ -998,10 +1037,138 @@ fn entered_above(dirs: &EnteredDirs, rel: &[u8]) -> Option<Entered> {
     }
 }
 
+/// Where the walk finds a directory's pattern files: by absolute path, or through a handle
+/// of a directory whose names the system may not take from `/` (`abs` is then only shown).
+#[derive(Clone, Copy)]
+struct DirAt<'a> {
+    abs: &'a Path,
+    handle: Option<&'a OwnedFd>,
+}
+
+impl DirAt<'_> {
+    /// The stamp of the pattern files (`only` those bits), and whether `.git` is a file.
+    fn ignore_stamp(self, only: Option<u8>) -> (IgnoreStamp, bool) {
+        match self.handle {
+            None => IgnoreStamp::with_git_file(self.abs, only),
+            Some(dir) => {
+                IgnoreStamp::with_git_file_by(|name| reach::lstat_at(dir, OsStr::new(name)), only)
+            }
+        }
+    }
+
+    /// [`rules::load`] of this directory, `rel` from the root.
+    fn rules(
+        self,
+        rel: &[u8],
+        stamps: (&IgnoreStamp, bool),
+        parent: Option<&Arc<Rules>>,
+    ) -> (Option<Arc<Rules>>, Option<Skipped>) {
+        match self.handle {
+            None => rules::load(&rules::OnDisk, self.abs, rel, stamps, parent),
+            Some(dir) => {
+                let source = reach::RulesBeneath { dir, abs: self.abs };
+                rules::load(&source, self.abs, rel, stamps, parent)
+            }
+        }
+    }
+
+    /// The pseudo file system mounted here (on device `dev`), if it is one.
+    fn pseudo_filesystem(self, dev: u64) -> Option<&'static str> {
+        match self.handle {
+            None => rules::pseudo_filesystem(self.abs, dev),
+            Some(dir) => path_policy::pseudo_filesystem_of(dir),
+        }
+    }
+}
+
+/// A directory the walk enters.
+struct Entering {
+    /// Its stamp, taken before it is listed: a change made meanwhile shows next time.
+    stamp: DirStamp,
+    ignore: IgnoreStamp,
+    entered: Entered,
+    /// A pattern file of it that cannot be read, to report.
+    problem: Option<Skipped>,
+}
+
+/// Enters directory `rel` (in scope; `meta` its stat) below `parent` (`None`: the
+/// root's device is `root_dev`): a pseudo file system mounted there is refused; else its
+/// stamps and rules. Both walks, by path and by handle, enter a directory here.
+fn enter_dir(
+    at: DirAt<'_>,
+    rel: &[u8],
+    meta: &Metadata,
+    parent: Option<&Entered>,
+    root_dev: u64,
+) -> Result<Entering, SkipReason> {
+    let parent_dev = parent.map_or(root_dev, |p| p.dev);
+    if meta.dev() != parent_dev && at.pseudo_filesystem(meta.dev()).is_some() {
+        return Err(SkipReason::PseudoFilesystem);
+    }
+    let stamp = DirStamp::of(meta, now_ns());
+    let (ignore, git_file) = at.ignore_stamp(None);
+    let (rules, problem) = at.rules(
+        rel,
+        (&ignore, git_file),
+        parent.and_then(|p| p.rules.as_ref()),
+    );
+    Ok(Entering {
+        stamp,
+        ignore,
+        entered: Entered {
+            rules,
+            dev: meta.dev(),
+        },
+        problem,
+    })
+}
+
+/// What a walked name in scope that is not a directory gives (`meta` its `lstat`, in a
+/// directory on `parent_dev`): nothing if it is one after all, a skip if a pseudo file
+/// system is mounted over it (`pseudo` tells) or [`Scope::leaf`] leaves it out, else a
+/// file to read. Both walks judge every file here.
+fn leaf_found(
+    scope: &Scope,
+    rel: Vec<u8>,
+    meta: &Metadata,
+    parent_dev: Option<u64>,
+    pseudo: impl FnOnce() -> bool,
+) -> Option<Found> {
+    // A file mounted over one of the tree (a bind mount) may be a pseudo file system's.
+    if parent_dev.is_some_and(|dev| dev != meta.dev()) && pseudo() {
+        return Some(Found::Skip(Skipped {
+            path: rel,
+            reason: SkipReason::PseudoFilesystem,
+        }));
+    }
+    let stat = Stat::from_std(meta);
+    let leaf = match stat.kind() {
+        Some(cas::EntryKind::Symlink) => Leaf::Symlink,
+        Some(_) => Leaf::File(stat.size),
+        None if meta.is_dir() => return None,
+        None => Leaf::Special(Special::of(meta)),
+    };
+    if let Some(reason) = scope.leaf(&rel, leaf) {
+        return Some(Found::Skip(Skipped { path: rel, reason }));
+    }
+    stat.kind().map(|kind| {
+        Found::File(Walked {
+            path: rel,
+            stat,
+            kind,
+            cached: None,
+        })
+    })
+}
+
 /// Walks the scope of `root`: `.gitignore` and `.ignore` files inside it (git repo or not),
 /// `.git/info/exclude`, the global excludes file; never ignore files above the root,
 /// never `.git`, never the store's folder, never a pseudo file system. Hidden files are
 /// included. Directories in `skip` are not entered (they are reported in `pruned`).
+///
+/// The `ignore` crate's walker goes by absolute path; a directory whose names may be
+/// longer than the system takes from `/` is left to [`walk_beneath`], which goes by handle
+/// and judges every name with the same [`Scope`].
 fn walk(
     root: &Path,
     root_dev: u64,
@@ -1025,27 +1192,41 @@ fn walk(
     let refused = Arc::new(Mutex::new(Vec::new()));
     let read_dirs = Arc::new(Mutex::new(Vec::new()));
     let pruned = Arc::new(Mutex::new(Vec::new()));
+    // Directories out of the walker's reach, with what it knew of their parents.
+    let beneath: Arc<Mutex<Vec<Beneath>>> = Arc::new(Mutex::new(Vec::new()));
     let (refused_f, read_f, pruned_f) = (refused.clone(), read_dirs.clone(), pruned.clone());
+    let beneath_f = beneath.clone();
     let scope = Arc::new(options.scope.clone());
     let entered: Arc<EnteredDirs> = Arc::new(RwLock::new(HashMap::new()));
-    {
-        let (rules, problem) = rules::load(root, b"", (&root_ignore, root_git_file), None);
+    // Under a root so long that its own names may be out of reach, everything is walked
+    // by handle.
+    let root_handle = match reach::listable(root, b"") {
+        true => None,
+        false => Some(reach::open_dir(root, b"").map_err(|source| ScanError::Io {
+            path: root.to_owned(),
+            source,
+        })?),
+    };
+    let root_entered = {
+        let at = DirAt {
+            abs: root,
+            handle: root_handle.as_ref(),
+        };
+        let (rules, problem) = at.rules(b"", (&root_ignore, root_git_file), None);
         if let (Some(p), Ok(mut list)) = (problem, refused.lock()) {
             list.push(p);
         }
-        if let Ok(mut dirs) = entered.write() {
-            dirs.insert(
-                Vec::new(),
-                Entered {
-                    rules,
-                    dev: root_dev,
-                },
-            );
+        Entered {
+            rules,
+            dev: root_dev,
         }
+    };
+    if let Ok(mut dirs) = entered.write() {
+        dirs.insert(Vec::new(), root_entered.clone());
     }
     let entered_f = entered.clone();
     let filter_root = root.to_path_buf();
-    let skip = Arc::new(skip.clone());
+    let skip_f = Arc::new(skip.clone());
     let scope_f = scope.clone();
     builder.filter_entry(move |e| {
         if e.depth() == 0 {
@@ -1075,55 +1256,46 @@ fn walk(
             Verdict::Skip(reason) => return refuse(reason),
             Verdict::In => {}
         }
-        // Out of reach of the walk's absolute paths.
-        if rules::beyond_reach(&filter_root, &rel) {
-            return refuse(SkipReason::PathTooLong);
+        if !is_dir {
+            return true;
         }
-        if is_dir {
-            if skip.contains(&rel) {
-                if let Ok(mut list) = pruned_f.lock() {
-                    list.push(rel);
-                }
-                return false;
+        if !reach::listable(&filter_root, &rel) {
+            if let Ok(mut list) = beneath_f.lock() {
+                list.push(Beneath::Enter(rel, parent));
             }
-            // The stamp is taken before the walker lists the directory, so a change made
-            // meanwhile shows as a different stamp next time.
-            let Ok(meta) = e.path().symlink_metadata() else {
-                return true;
-            };
-            let parent_dev = parent.as_ref().map_or(root_dev, |p| p.dev);
-            if meta.dev() != parent_dev && rules::pseudo_filesystem(e.path(), meta.dev()).is_some()
-            {
-                return refuse(SkipReason::PseudoFilesystem);
+            return false;
+        }
+        if skip_f.contains(&rel) {
+            if let Ok(mut list) = pruned_f.lock() {
+                list.push(rel);
             }
-            let stamp = DirStamp::of(&meta, now_ns());
-            let (ignore, git_file) = IgnoreStamp::with_git_file(e.path(), None);
-            let (rules, problem) = rules::load(
-                e.path(),
-                &rel,
-                (&ignore, git_file),
-                parent.as_ref().and_then(|p| p.rules.as_ref()),
-            );
-            if let (Some(p), Ok(mut list)) = (problem, refused_f.lock()) {
-                list.push(p);
-            }
-            if let Ok(mut dirs) = entered_f.write() {
-                dirs.insert(
-                    rel.clone(),
-                    Entered {
-                        rules,
-                        dev: meta.dev(),
-                    },
-                );
-            }
-            if let Ok(mut list) = read_f.lock() {
-                list.push((rel, stamp, ignore));
-            }
+            return false;
+        }
+        let Ok(meta) = e.path().symlink_metadata() else {
+            return true;
+        };
+        let at = DirAt {
+            abs: e.path(),
+            handle: None,
+        };
+        let entering = match enter_dir(at, &rel, &meta, parent.as_ref(), root_dev) {
+            Ok(entering) => entering,
+            Err(reason) => return refuse(reason),
+        };
+        if let (Some(p), Ok(mut list)) = (entering.problem, refused_f.lock()) {
+            list.push(p);
+        }
+        if let Ok(mut dirs) = entered_f.write() {
+            dirs.insert(rel.clone(), entering.entered);
+        }
+        if let Ok(mut list) = read_f.lock() {
+            list.push((rel, entering.stamp, entering.ignore));
         }
         true
     });
     let root_path = root.to_path_buf();
     let entered_c = entered.clone();
+    let scope_c = scope.clone();
     let classify = move |result: Result<ignore::DirEntry, ignore::Error>| -> Option<Found> {
         let entry = match result {
             Ok(e) => e,
@@ -1149,33 +1321,9 @@ fn walk(
                 }));
             }
         };
-        // A file mounted over one of the tree (a bind mount) may be a pseudo file system's.
         let parent_dev = entered_above(&entered_c, &rel).map(|p| p.dev);
-        if parent_dev.is_some_and(|dev| dev != meta.dev())
-            && rules::pseudo_filesystem(entry.path(), meta.dev()).is_some()
-        {
-            return Some(Found::Skip(Skipped {
-                path: rel,
-                reason: SkipReason::PseudoFilesystem,
-            }));
-        }
-        let stat = Stat::from_std(&meta);
-        let leaf = match stat.kind() {
-            Some(cas::EntryKind::Symlink) => Leaf::Symlink,
-            Some(_) => Leaf::File(stat.size),
-            None if meta.is_dir() => return None,
-            None => Leaf::Special(Special::of(&meta)),
-        };
-        if let Some(reason) = scope.leaf(&rel, leaf) {
-            return Some(Found::Skip(Skipped { path: rel, reason }));
-        }
-        stat.kind().map(|kind| {
-            Found::File(Walked {
-                path: rel,
-                stat,
-                kind,
-                cached: None,
-            })
+        leaf_found(&scope_c, rel, &meta, parent_dev, || {
+            rules::pseudo_filesystem(entry.path(), meta.dev()).is_some()
         })
     };
 
@@ -1200,25 +1348,27 @@ fn walk(
             failed.get_or_insert(e);
         }
     };
-    if options.threads == 1 {
-        builder.build().filter_map(classify).for_each(&mut sort);
-    } else {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
-            scope.spawn(move || {
-                builder.build_parallel().run(|| {
-                    let tx = tx.clone();
-                    let classify = classify.clone();
-                    Box::new(move |result| {
-                        if let Some(f) = classify(result) {
-                            let _ = tx.send(f);
-                        }
-                        ignore::WalkState::Continue
-                    })
+    if root_handle.is_none() {
+        if options.threads == 1 {
+            builder.build().filter_map(classify).for_each(&mut sort);
+        } else {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::scope(|scope| {
+                scope.spawn(move || {
+                    builder.build_parallel().run(|| {
+                        let tx = tx.clone();
+                        let classify = classify.clone();
+                        Box::new(move |result| {
+                            if let Some(f) = classify(result) {
+                                let _ = tx.send(f);
+                            }
+                            ignore::WalkState::Continue
+                        })
+                    });
                 });
+                rx.into_iter().for_each(&mut sort);
             });
-            rx.into_iter().for_each(&mut sort);
-        });
+        }
     }
     if let Some(e) = failed {
         return Err(e);
@@ -1226,9 +1376,119 @@ fn walk(
     out.skipped.extend(take_all(&refused));
     out.read_dirs = take_all(&read_dirs);
     out.pruned = take_all(&pruned);
+    let mut starts = take_all(&beneath);
+    starts.extend(root_handle.map(|dir| Beneath::List(Vec::new(), dir, root_entered)));
+    if !starts.is_empty() {
+        walk_beneath(root, root_dev, starts, &scope, skip, &mut out)?;
+    }
     Ok(out)
 }
 
+/// A step of [`walk_beneath`].
+enum Beneath {
+    /// Enter directory `rel` (in scope), below a parent the walk knows (or not).
+    Enter(Vec<u8>, Option<Entered>),
+    /// List directory `rel`, entered, held open.
+    List(Vec<u8>, OwnedFd, Entered),
+}
+
+/// Walks the subtrees `starts` give through directory handles, as [`walk`]'s filter and
+/// classifier would by path: for directories whose names may be longer than the system
+/// takes from `/` (a tree holds paths of 4096 bytes from its root, and the root's own
+/// path comes on top). Every directory is opened beneath the root with no symlink on the
+/// way, every name judged by the same [`Scope`], every file `lstat`ed by its name in its
+/// directory's handle. Depth first, one handle per directory at a time.
+fn walk_beneath(
+    root: &Path,
+    root_dev: u64,
+    starts: Vec<Beneath>,
+    scope: &Scope,
+    skip: &HashSet<Vec<u8>>,
+    out: &mut Walk,
+) -> Result<(), ScanError> {
+    let handles = reach::Beneath::open(root).map_err(|source| ScanError::Io {
+        path: root.to_owned(),
+        source,
+    })?;
+    let io = |rel: &[u8]| {
+        let path = handles.display(rel);
+        move |source| ScanError::Io { path, source }
+    };
+    let mut stack = starts;
+    while let Some(step) = stack.pop() {
+        let (rel, dir, entered) = match step {
+            Beneath::List(rel, dir, entered) => (rel, dir, entered),
+            Beneath::Enter(rel, parent) => {
+                if skip.contains(&rel) {
+                    out.pruned.push(rel);
+                    continue;
+                }
+                let dir = match handles.dir(&rel) {
+                    Ok(dir) => File::from(dir),
+                    // Gone, or a link swapped in since it was listed: not there to walk.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(io(&rel)(e)),
+                };
+                let meta = dir.metadata().map_err(io(&rel))?;
+                let dir = OwnedFd::from(dir);
+                let abs = handles.display(&rel);
+                let at = DirAt {
+                    abs: &abs,
+                    handle: Some(&dir),
+                };
+                match enter_dir(at, &rel, &meta, parent.as_ref(), root_dev) {
+                    Ok(entering) => {
+                        out.skipped.extend(entering.problem);
+                        out.read_dirs
+                            .push((rel.clone(), entering.stamp, entering.ignore));
+                        (rel, dir, entering.entered)
+                    }
+                    Err(reason) => {
+                        out.skipped.push(Skipped { path: rel, reason });
+                        continue;
+                    }
+                }
+            }
+        };
+        let rules = DirRules(entered.rules.clone());
+        for (name, is_dir) in reach::list(&dir).map_err(io(&rel))? {
+            let child = child_path(&rel, &name);
+            match scope.name(&rules, &child, is_dir) {
+                Verdict::Out => continue,
+                Verdict::Skip(reason) => {
+                    out.skipped.push(Skipped {
+                        path: child,
+                        reason,
+                    });
+                    continue;
+                }
+                Verdict::In => {}
+            }
+            if is_dir {
+                stack.push(Beneath::Enter(child, Some(entered.clone())));
+                continue;
+            }
+            let name = OsStr::from_bytes(&name);
+            let meta = match reach::lstat_at(&dir, name) {
+                Ok(m) => m,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io(&child)(e)),
+            };
+            let pseudo = || {
+                (reach::path_handle(&dir, name).ok())
+                    .and_then(path_policy::pseudo_filesystem_of)
+                    .is_some()
+            };
+            match leaf_found(scope, child, &meta, Some(entered.dev), pseudo) {
+                Some(Found::File(w)) => out.files.push(w),
+                Some(Found::Skip(s)) => out.skipped.push(s),
+                Some(Found::Fail(e)) => return Err(e),
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
 fn take_all<T>(list: &Mutex<Vec<T>>) -> Vec<T> {
     list.lock()
         .map(|mut l| std::mem::take(&mut *l))
@@ -1348,7 +1608,7 @@ fn hash_walked(
                 .map_init(
                     || store.reader().ok(),
                     |reader, w| {
-                        let r = read_small(w, &join(root, &w.path), dry_run, |id| {
+                        let r = read_small(w, root, dry_run, |id| {
                             reader
                                 .as_ref()
                                 .is_some_and(|r| r.has_blob(id).unwrap_or(false))
@@ -1383,11 +1643,11 @@ fn hash_walked(
         }
     }
     for w in &large {
-        found(w, read_large(store, &join(root, &w.path), dry_run)?);
+        found(w, read_large(store, root, &w.path, dry_run)?);
         progress.advance(1, w.stat.size);
     }
     for w in &grown {
-        found(w, read_large(store, &join(root, &w.path), dry_run)?);
+        found(w, read_large(store, root, &w.path, dry_run)?);
     }
     progress.finish();
     Ok(Hashed {
@@ -1403,16 +1663,6 @@ fn same_stat(a: &Metadata, b: &Metadata) -> bool {
         && a.ctime() == b.ctime()
         && a.ctime_nsec() == b.ctime_nsec()
         && a.ino() == b.ino()
-}
-
-/// Opens a file the walk saw as regular. Never blocks: a FIFO swapped in since the walk
-/// would otherwise hold the capture (and the store) until someone writes to it; callers
-/// check the descriptor is still a regular file.
-fn open_nofollow(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK).bits() as i32)
-        .open(path)
 }
 
 /// How reading a small file went.
@@ -1436,25 +1686,28 @@ fn read_at_most(file: &mut std::fs::File, limit: u64, buf: &mut Vec<u8>) -> std:
     Ok(file.read(&mut probe)? > 0)
 }
 
+/// Reads walked file `w` under `root`. It is opened without following a link and never
+/// blocks: a FIFO swapped in since the walk would otherwise hold the capture (and the
+/// store) until someone writes to it; what is opened is checked to be a regular file.
 fn read_small(
     w: &Walked,
-    abs: &Path,
+    root: &Path,
     dry_run: bool,
     is_stored: impl FnOnce(BlobId) -> bool,
 ) -> Result<SmallRead, ScanError> {
     let io = |source| ScanError::Io {
-        path: abs.to_path_buf(),
+        path: join(root, &w.path),
         source,
     };
     if w.kind == EntryKind::Symlink {
-        let target = match std::fs::read_link(abs) {
+        let target = match reach::read_link(root, &w.path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SmallRead::Gone),
             Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return Ok(SmallRead::Gone),
             Err(e) => return Err(io(e)),
         };
         // Trust the walk's stat only if the link did not change around the read.
-        let after = abs.symlink_metadata().ok();
+        let after = reach::lstat(root, &w.path).ok();
         let verified = now_ns();
         let bytes = target.as_os_str().as_bytes();
         let (blob, prepared) = prepare(bytes, dry_run, is_stored);
@@ -1473,7 +1726,7 @@ fn read_small(
     let mut attempts = 0;
     let (meta, stable) = loop {
         attempts += 1;
-        let mut file = match open_nofollow(abs) {
+        let mut file = match reach::open_read(root, &w.path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(SmallRead::Gone),
             // Replaced by a symlink since the walk: it is captured next time.
@@ -1529,12 +1782,19 @@ fn prepare(
     }
 }
 
-fn read_large(store: &Store, abs: &Path, dry_run: bool) -> Result<Option<Content>, ScanError> {
+/// [`read_small`] of a file streamed into the store a chunk at a time.
+fn read_large(
+    store: &Store,
+    root: &Path,
+    rel: &[u8],
+    dry_run: bool,
+) -> Result<Option<Content>, ScanError> {
+    let abs = join(root, rel);
     let io = |source| ScanError::Io {
-        path: abs.to_path_buf(),
+        path: abs.clone(),
         source,
     };
-    let file = match open_nofollow(abs) {
+    let file = match reach::open_read(root, rel) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         // Replaced by a symlink since the walk: it is captured next time.

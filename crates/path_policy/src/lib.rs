@@ -58,5 +58,7 @@ pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, che
 pub use path_text::{from_path_text, path_text, quote_path};
 pub use putback::{Change, PutBack, SecretCopy};
 pub use repo_path::{RepoPath, RepoPathBuf, RepoPathError, bytes as raw_path};
-pub use rules_file::{MAX_RULES_FILE, RulesFile, RulesRefusal, read_rules_file};
+pub use rules_file::{
+    MAX_RULES_FILE, RulesFile, RulesRefusal, read_rules_file, read_rules_file_at,
+};
 pub use sandbox::{Enforced, SandboxError, SandboxPolicy, enforce};

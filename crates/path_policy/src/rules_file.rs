@@ -2,9 +2,10 @@
 //! hostile: never a FIFO or a device, never more than [`MAX_RULES_FILE`] bytes.
 
 use std::io::Read;
+use std::os::fd::AsFd;
 use std::path::Path;
 
-use rustix::fs::{FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
 /// The largest pattern file read, in bytes (git ignores larger ones too).
@@ -69,11 +70,23 @@ fn kind_name(kind: FileType) -> &'static str {
 /// act on being opened): it is stat'ed first, opened non-blocking, and its descriptor
 /// checked to be that same file; at most [`MAX_RULES_FILE`] bytes are read.
 pub fn read_rules_file(path: &Path, follow: bool) -> std::io::Result<RulesFile> {
-    let first = if follow {
-        rustix::fs::stat(path)
-    } else {
-        rustix::fs::lstat(path)
-    };
+    read_rules_file_at(rustix::fs::CWD, path, follow)
+}
+
+/// [`read_rules_file`] of `path` taken from the directory `dir` (a relative `path` is
+/// resolved there): reads a pattern file whose absolute path is longer than the system
+/// takes, through a handle of its directory.
+pub fn read_rules_file_at(dir: impl AsFd, path: &Path, follow: bool) -> std::io::Result<RulesFile> {
+    let dir = dir.as_fd();
+    let first = rustix::fs::statat(
+        dir,
+        path,
+        if follow {
+            AtFlags::empty()
+        } else {
+            AtFlags::SYMLINK_NOFOLLOW
+        },
+    );
     let first = match first {
         Ok(st) => st,
         Err(Errno::NOENT | Errno::NOTDIR) => return Ok(RulesFile::Missing),
@@ -89,7 +102,7 @@ pub fn read_rules_file(path: &Path, follow: bool) -> std::io::Result<RulesFile> 
     if !follow {
         flags |= OFlags::NOFOLLOW;
     }
-    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+    let fd = match rustix::fs::openat(dir, path, flags, Mode::empty()) {
         Ok(fd) => fd,
         Err(Errno::NOENT | Errno::NOTDIR) => return Ok(RulesFile::Missing),
         // Replaced by a symlink since the stat.

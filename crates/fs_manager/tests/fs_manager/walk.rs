@@ -2,6 +2,7 @@
 //! tree or the system takes, pseudo file systems, files that never hold still, the file
 //! system root. Every capture finishes, captures the rest, and says what it left out.
 
+use std::collections::BTreeMap;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -283,21 +284,23 @@ fn path_too_long_above(skipped: &[Skipped], deep: &str) -> bool {
     })
 }
 
-/// A path over the tree limit (4096 bytes), and one within it that is too long for the
-/// system under a long root, are left out as `path-too-long`; the rest is captured.
+/// A path over the tree limit (4096 bytes) is left out as `path-too-long`; one within it
+/// that is too long for the system under a long root (`PATH_MAX`) is captured through
+/// directory handles, walked and cached alike; the rest is captured either way.
 #[test]
-fn paths_too_long_are_left_out_and_the_rest_captured() {
+fn paths_over_the_tree_limit_are_left_out_and_paths_past_path_max_captured() {
     let env = Env::new();
     let long_root = {
         let segment = "r".repeat(200);
         env.path(&format!("{segment}/{segment}/{segment}/w"))
     };
     let name = "d".repeat(200);
-    // 21 levels: a 4.2 KB path from the root.
+    // 21 levels: a 4.2 KB path from the root, which no tree holds.
     let short_root = env.path("w");
     // 18 levels: 3.6 KB from the root, over 4 KB from `/`.
-    let cases: [(&Utf8PathBuf, usize); 2] = [(&short_root, 21), (&long_root, 18)];
-    for (root, levels) in cases {
+    let cases: [(&Utf8PathBuf, usize, bool); 2] =
+        [(&short_root, 21, false), (&long_root, 18, true)];
+    for (root, levels, fits_a_tree) in cases {
         write_tree(root, &[("a.txt", file("a")), ("s/b.txt", file("b"))]);
         let deep = deep_dirs(root, &name, levels);
         assert!(root.as_str().len() + 1 + deep.len() > 4096);
@@ -306,20 +309,22 @@ fn paths_too_long_are_left_out_and_the_rest_captured() {
                 .onboard(&env.store, root, &OnboardOptions::default())
         })
         .unwrap_or_else(|e| panic!("{root}: {e}"));
-        assert!(
-            path_too_long_above(&out.skipped, &deep),
-            "{levels} levels: {:?}",
-            out.skipped
-                .iter()
-                .map(|s| (s.path.len(), &s.reason))
-                .collect::<Vec<_>>()
-        );
+        let check = |skipped: &[Skipped], files: &BTreeMap<Vec<u8>, Node>, step: &str| {
+            let reasons: Vec<_> = skipped.iter().map(|s| (s.path.len(), &s.reason)).collect();
+            if fits_a_tree {
+                assert!(skipped.is_empty(), "{step}: {reasons:?}");
+                assert_eq!(files.get(deep.as_bytes()), Some(&file("deep")), "{step}");
+            } else {
+                assert!(path_too_long_above(skipped, &deep), "{step}: {reasons:?}");
+            }
+            assert!(
+                files.keys().all(|p| p.len() <= path_policy::MAX_PATH_LEN),
+                "{levels} levels"
+            );
+        };
         let files = snapshot_files(&env.store, out.snapshot);
         assert!(files.contains_key(&b"a.txt"[..]) && files.contains_key(&b"s/b.txt"[..]));
-        assert!(
-            files.keys().all(|p| p.len() <= path_policy::MAX_PATH_LEN),
-            "{levels} levels"
-        );
+        check(&out.skipped, &files, "onboard");
 
         for (step, n) in [("walked", 1), ("cached", 0)] {
             if step == "cached" {
@@ -330,8 +335,8 @@ fn paths_too_long_are_left_out_and_the_rest_captured() {
                 .worktrees
                 .snapshot(&env.store, root, &threads(n))
                 .unwrap_or_else(|e| panic!("{root} {step}: {e}"));
-            assert!(path_too_long_above(&snap.skipped, &deep), "{step}");
             let files = snapshot_files(&env.store, snap.snapshot);
+            check(&snap.skipped, &files, step);
             assert_eq!(files[&b"a.txt"[..]], file(step));
         }
     }
@@ -542,11 +547,10 @@ fn the_file_system_root_is_refused() {
 }
 
 /// A snapshot holding a path within the tree limit but too long for the system under a
-/// long destination: written, it would be out of every capture's reach (the next snapshot
-/// would drop it). Checkout refuses, naming it, writing nothing; rollback and undo leave it
-/// out of scope and say so.
+/// long destination (`PATH_MAX`): checkout writes it and rollback restores it, through
+/// directory handles, and the next capture finds it where they put it.
 #[test]
-fn paths_no_capture_could_reach_are_never_written() {
+fn paths_past_path_max_are_written_restored_and_captured_again() {
     let env = Env::new();
     let name = "d".repeat(200);
     let src = env.path("src");
@@ -559,36 +563,29 @@ fn paths_no_capture_could_reach_are_never_written() {
         .unwrap()
         .snapshot;
     assert!(snapshot_files(&env.store, snap).contains_key(deep.as_bytes()));
-    // A checkout where the path fits works.
-    let near = env.path("near");
-    env.worktrees
-        .checkout(
-            &env.store,
-            snap,
-            &near,
-            &fs_manager::CheckoutOptions::default(),
-        )
-        .unwrap();
-    assert_eq!(read_deep(&near, &deep), b"deep");
 
     let long = env.path(&format!("{}/{}", "r".repeat(200), "r".repeat(200)));
     std::fs::create_dir_all(&long).unwrap();
     let dest = long.join("dest");
-    let err = env
-        .worktrees
+    assert!(dest.as_str().len() + 1 + deep.len() > 4095);
+    env.worktrees
         .checkout(
             &env.store,
             snap,
             &dest,
             &fs_manager::CheckoutOptions::default(),
         )
-        .unwrap_err();
-    let message = err.to_string();
+        .unwrap();
+    assert_eq!(read_deep(&dest, &deep), b"deep");
+    let again = env
+        .worktrees
+        .snapshot(&env.store, &dest, &CaptureOptions::default())
+        .unwrap();
     assert!(
-        message.contains(dest.as_str()) && message.contains("path-too-long"),
-        "{message}"
+        !again.changed && again.skipped.is_empty(),
+        "{:?}",
+        again.skipped
     );
-    assert!(!dest.exists(), "checkout left its destination behind");
 
     let w = long.join("w");
     write_tree(&w, &[("b.txt", file("b"))]);
@@ -604,22 +601,19 @@ fn paths_no_capture_could_reach_are_never_written() {
             &fs_manager::RollbackOptions::default(),
         )
         .unwrap();
-    assert!(
-        out.skipped
-            .iter()
-            .any(|s| s.path == deep.as_bytes()
-                && s.reason.to_string() == "out of scope: path-too-long"),
-        "{:?}",
-        out.skipped.iter().map(|s| &s.reason).collect::<Vec<_>>()
-    );
-    assert_eq!(keys(&disk(&w, &[])), ["a.txt"]);
-    // Its capture sees what is there; nothing is hidden beyond reach.
-    let snap = env
+    assert!(out.skipped.is_empty(), "{:?}", out.skipped);
+    assert_eq!(read_deep(&w, &deep), b"deep");
+    assert!(!w.join("b.txt").exists());
+    let snap_after = env
         .worktrees
         .snapshot(&env.store, &w, &CaptureOptions::default())
         .unwrap();
-    assert!(!snap.changed);
-    assert!(snap.skipped.is_empty(), "{:?}", snap.skipped);
+    assert!(!snap_after.changed);
+    assert!(snap_after.skipped.is_empty(), "{:?}", snap_after.skipped);
+    assert_eq!(
+        snapshot_files(&env.store, snap_after.snapshot).get(deep.as_bytes()),
+        Some(&file("deep"))
+    );
 }
 
 /// The content of the file at `rel` under `base`, read through directory descriptors.
