@@ -243,3 +243,34 @@ fn a_layer_attached_read_only_keeps_every_change() {
     assert_kept(&m, "attached again");
     assert!(m.join("made/to-readme").symlink_metadata().is_ok());
 }
+
+/// A mount under a folder ~3,000 bytes long serves, takes and materializes a file ~2,000
+/// bytes deep, whose absolute path no call by path takes (`unmount --materialize` copied
+/// by path and failed on it).
+#[test]
+fn a_mount_under_a_deep_folder_materializes_paths_past_path_max() {
+    use crate::support::{deep_folder, deep_path, read_beneath, write_beneath};
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let rel = deep_path(2000);
+    write_beneath(&proj, &rel, b"deep bytes\n");
+    let base = onboard(&env, &proj);
+    let m = deep_folder(&env.path().join("a"), 3000, 'm');
+    std::fs::remove_dir(&m).unwrap();
+    let _guard = mount(&env, &base, &m);
+    assert!(m.as_str().len() + 1 + rel.len() > 4096, "beyond PATH_MAX");
+    assert_eq!(read_beneath(&m, &rel).unwrap(), b"deep bytes\n");
+    let made = rel.replace("file.txt", "made.txt");
+    write_beneath(&m, &made, b"made in the mount\n");
+
+    let (code, out) = env.json(&["unmount", m.as_str(), "--materialize"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!crate::mount_commands::is_mounted(&m));
+    assert_eq!(read_beneath(&m, &rel).unwrap(), b"deep bytes\n");
+    assert_eq!(read_beneath(&m, &made).unwrap(), b"made in the mount\n");
+    let (code, out) = env.json(&["status", m.as_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["added"].as_array().unwrap().len(), 1, "{out}");
+    assert_eq!(out["added"][0]["path"], made.as_str(), "{out}");
+}

@@ -17,7 +17,6 @@ use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -145,13 +144,23 @@ pub(crate) fn entries(dir: BorrowedFd<'_>) -> std::io::Result<Vec<(OsString, Fil
 /// Copies the tree at `from` (the mount, read-only by now) into the empty directory `to`,
 /// keeping what a directory keeps: files (hard links as links), directories, symlinks,
 /// FIFOs, sockets and devices, with their permission bits, times and (as root) owners.
+/// Both sides are reached by directory handles (a path of any depth, no symlink followed).
 /// Errors name the path.
 fn copy_into(from: &Path, to: BorrowedFd<'_>) -> std::io::Result<()> {
+    let from_dir = open_path_std(from).map_err(|e| named(from, e))?;
     Copier {
         linked: HashMap::new(),
         root: rustix::process::geteuid().is_root(),
     }
-    .copy(from, to)
+    .copy(from_dir.as_fd(), from, to)
+}
+
+fn open_path_std(path: &Path) -> rustix::io::Result<OwnedFd> {
+    rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
 }
 
 struct Copier {
@@ -167,27 +176,42 @@ fn named(path: &Path, e: impl Into<std::io::Error>) -> std::io::Error {
 }
 
 impl Copier {
-    fn copy(&mut self, from: &Path, to: BorrowedFd<'_>) -> std::io::Result<()> {
-        for entry in std::fs::read_dir(from).map_err(|e| named(from, e))? {
-            let entry = entry.map_err(|e| named(from, e))?;
-            let (src, name) = (entry.path(), entry.file_name());
-            let meta = std::fs::symlink_metadata(&src).map_err(|e| named(&src, e))?;
-            let kind = meta.file_type();
-            if kind.is_dir() {
+    /// Copies what the directory `from` (shown as `shown`) holds into `to`.
+    fn copy(
+        &mut self,
+        from: BorrowedFd<'_>,
+        shown: &Path,
+        to: BorrowedFd<'_>,
+    ) -> std::io::Result<()> {
+        for (name, _) in entries(from).map_err(|e| named(shown, e))? {
+            let src = shown.join(&name);
+            let meta = rustix::fs::statat(from, &name, AtFlags::SYMLINK_NOFOLLOW)
+                .map_err(|e| named(&src, e))?;
+            let kind = FileType::from_raw_mode(meta.st_mode);
+            let (ino, links) = (meta.st_ino, meta.st_nlink);
+            if kind == FileType::Directory {
                 rustix::fs::mkdirat(to, &name, Mode::RWXU).map_err(|e| named(&src, e))?;
-                let sub = open_dir(to, &name).map_err(|e| named(&src, e))?;
-                self.copy(&src, sub.as_fd())?;
-            } else if meta.nlink() > 1
-                && let Some((dir, first)) = self.linked.get(&meta.ino())
+                let sub_from = open_dir(from, &name).map_err(|e| named(&src, e))?;
+                let sub_to = open_dir(to, &name).map_err(|e| named(&src, e))?;
+                self.copy(sub_from.as_fd(), &src, sub_to.as_fd())?;
+            } else if links > 1
+                && let Some((dir, first)) = self.linked.get(&ino)
             {
                 rustix::fs::linkat(dir, first, to, &name, AtFlags::empty())
                     .map_err(|e| named(&src, e))?;
                 continue;
-            } else if kind.is_symlink() {
-                let target = std::fs::read_link(&src).map_err(|e| named(&src, e))?;
-                rustix::fs::symlinkat(target.as_os_str(), to, &name).map_err(|e| named(&src, e))?;
-            } else if kind.is_file() {
-                let mut input = std::fs::File::open(&src).map_err(|e| named(&src, e))?;
+            } else if kind == FileType::Symlink {
+                let target =
+                    rustix::fs::readlinkat(from, &name, Vec::new()).map_err(|e| named(&src, e))?;
+                rustix::fs::symlinkat(target.as_c_str(), to, &name).map_err(|e| named(&src, e))?;
+            } else if kind == FileType::RegularFile {
+                let input = rustix::fs::openat(
+                    from,
+                    &name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|e| named(&src, e))?;
                 let out = rustix::fs::openat(
                     to,
                     &name,
@@ -200,17 +224,19 @@ impl Copier {
                 )
                 .map_err(|e| named(&src, e))?;
                 // In bounded pieces (copy_file_range or a buffer), whatever the file's size.
-                std::io::copy(&mut input, &mut std::fs::File::from(out))
-                    .map_err(|e| named(&src, e))?;
+                std::io::copy(
+                    &mut std::fs::File::from(input),
+                    &mut std::fs::File::from(out),
+                )
+                .map_err(|e| named(&src, e))?;
             } else {
                 // A FIFO, socket or device, made again as it is (a device only by root).
-                let format = FileType::from_raw_mode(meta.mode());
-                rustix::fs::mknodat(to, &name, format, Mode::RUSR | Mode::WUSR, meta.rdev())
+                rustix::fs::mknodat(to, &name, kind, Mode::RUSR | Mode::WUSR, meta.st_rdev)
                     .map_err(|e| named(&src, e))?;
             }
-            if meta.nlink() > 1 && !kind.is_dir() {
+            if links > 1 && kind != FileType::Directory {
                 let dir = rustix::io::dup(to).map_err(|e| named(&src, e))?;
-                self.linked.insert(meta.ino(), (dir, name.clone()));
+                self.linked.insert(ino, (dir, name.clone()));
             }
             self.keep_metadata(to, &name, &meta)
                 .map_err(|e| named(&src, e))?;
@@ -224,27 +250,26 @@ impl Copier {
         &self,
         dir: BorrowedFd<'_>,
         name: &OsStr,
-        meta: &std::fs::Metadata,
+        meta: &rustix::fs::Stat,
     ) -> rustix::io::Result<()> {
-        let link = meta.file_type().is_symlink();
         if self.root {
             rustix::fs::chownat(
                 dir,
                 name,
-                Some(rustix::fs::Uid::from_raw(meta.uid())),
-                Some(rustix::fs::Gid::from_raw(meta.gid())),
+                Some(rustix::fs::Uid::from_raw(meta.st_uid)),
+                Some(rustix::fs::Gid::from_raw(meta.st_gid)),
                 AtFlags::SYMLINK_NOFOLLOW,
             )?;
         }
-        if !link {
+        if FileType::from_raw_mode(meta.st_mode) != FileType::Symlink {
             rustix::fs::chmodat(
                 dir,
                 name,
-                Mode::from_raw_mode(meta.mode() & 0o7777),
+                Mode::from_raw_mode(meta.st_mode & 0o7777),
                 AtFlags::empty(),
             )?;
         }
-        let stamp = |secs: i64, nanos: i64| rustix::fs::Timespec {
+        let stamp = |secs: i64, nanos: u64| rustix::fs::Timespec {
             tv_sec: secs,
             tv_nsec: nanos as _,
         };
@@ -252,8 +277,8 @@ impl Copier {
             dir,
             name,
             &rustix::fs::Timestamps {
-                last_access: stamp(meta.atime(), meta.atime_nsec()),
-                last_modification: stamp(meta.mtime(), meta.mtime_nsec()),
+                last_access: stamp(meta.st_atime, meta.st_atime_nsec),
+                last_modification: stamp(meta.st_mtime, meta.st_mtime_nsec),
             },
             AtFlags::SYMLINK_NOFOLLOW,
         )
