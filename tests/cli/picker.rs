@@ -88,14 +88,18 @@ impl Terminal {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// The screen once it shows `text` (within a minute; a busy machine is slow, not wrong).
+    /// The screen once it shows `text` and has settled: two captures 50 ms apart agree (a
+    /// capture taken while the picker draws a frame can hold half a row). Within a minute: a
+    /// busy machine is slow, not wrong.
     pub(crate) fn wait_for(&self, text: &str) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
+        let mut last = String::new();
         loop {
             let screen = self.screen();
-            if screen.contains(text) {
+            if screen.contains(text) && screen == last {
                 return screen;
             }
+            last = screen.clone();
             assert!(
                 Instant::now() < deadline,
                 "the terminal never showed {text:?}; it shows:\n{screen}"
