@@ -1,5 +1,6 @@
 //! Every JSON field SPEC.md names for a verb is in its serialized outcome (extra fields are
-//! allowed). `run` is the CLI's (not an engine verb; its fields are checked in
+//! allowed), with the values the call must give: a verb that answered with the right keys
+//! and wrong values fails here. `run` is the CLI's (not an engine verb; its fields are checked in
 //! `tests/cli/run_commands.rs`).
 //! The verbs that need git (`onboard`'s source, `onboard --git`, `merge`) are checked in
 //! `cairn-git`'s tests.
@@ -8,32 +9,8 @@ mod support;
 
 use cairn_engine::*;
 use camino::Utf8PathBuf;
-use serde_json::Value;
-use support::World;
-
-/// `value` has every field in `names`.
-#[track_caller]
-fn has(value: &Value, names: &[&str]) {
-    for name in names {
-        assert!(value.get(name).is_some(), "no {name:?} in {value}");
-    }
-}
-
-/// Every item of the list `value[list]` (which must not be empty) has `names`.
-#[track_caller]
-fn items_have(value: &Value, list: &str, names: &[&str]) {
-    let items = value[list]
-        .as_array()
-        .unwrap_or_else(|| panic!("{list} is no list: {value}"));
-    assert!(!items.is_empty(), "{list} is empty: {value}");
-    for item in items {
-        has(item, names);
-    }
-}
-
-fn json(outcome: &impl serde::Serialize) -> Value {
-    serde_json::to_value(outcome).expect("an outcome serializes")
-}
+use serde_json::{Value, json as j};
+use support::{World, has, items_have, json, paths};
 
 const DIFF: &[&str] = &["added", "removed", "modified", "renamed", "stats"];
 const CHANGE: &[&str] = &[
@@ -58,7 +35,9 @@ fn is_diff(v: &Value) {
 fn init() {
     let w = World::new();
     let out = init_store(&w.dir.join("other"), &cas::OpenOptions::default()).expect("init");
-    has(&json(&out), &["store"]);
+    let v = json(&out);
+    has(&v, &["store"]);
+    assert_eq!(v["store"], w.dir.join("other").as_str(), "{v}");
 }
 
 #[test]
@@ -76,6 +55,33 @@ fn snapshot() {
             "snapshot", "tree", "parent", "changed", "added", "modified", "removed", "skipped",
         ],
     );
+    assert_eq!(v["parent"], w.base.as_str(), "{v}");
+    assert_eq!(
+        (&v["changed"], &v["added"], &v["modified"], &v["removed"]),
+        (&j!(true), &j!(1), &j!(0), &j!(0)),
+        "{v}"
+    );
+    assert_eq!(v["skipped"], j!([]), "{v}");
+    // The snapshot it names holds the new file, and its tree is the one reported.
+    let shown = json(
+        &w.engine
+            .show(
+                &w.call(),
+                ShowOptions {
+                    object: v["snapshot"].as_str().expect("an id").to_owned(),
+                    contents: false,
+                },
+            )
+            .expect("show"),
+    );
+    assert_eq!(shown["tree"], v["tree"], "{shown}");
+    let names: Vec<&str> = shown["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["name"].as_str())
+        .collect();
+    assert_eq!(names, ["NEW", "README", "src"], "{shown}");
 }
 
 #[test]
@@ -85,7 +91,16 @@ fn checkout() {
         .engine
         .checkout(&w.call(), CheckoutOptions::new(&w.base, w.dir.join("co")))
         .expect("checkout");
-    has(&json(&out), &["worktree", "snapshot", "files", "bytes"]);
+    let v = json(&out);
+    has(&v, &["worktree", "snapshot", "files", "bytes"]);
+    assert_eq!(v["worktree"], w.dir.join("co").as_str(), "{v}");
+    assert_eq!(v["snapshot"], w.base.as_str(), "{v}");
+    // `src/lib.rs` (10 bytes) and `README` (6).
+    assert_eq!((&v["files"], &v["bytes"]), (&j!(2), &j!(16)), "{v}");
+    assert_eq!(
+        std::fs::read_to_string(w.dir.join("co/src/lib.rs")).expect("written"),
+        "fn a() {}\n"
+    );
 }
 
 #[test]
@@ -99,7 +114,10 @@ fn rollback() {
     };
     let v = json(&w.engine.rollback(&w.call(), options).expect("rollback"));
     has(&v, &["snapshot", "written", "deleted"]);
-    assert!(!v["written"].as_array().expect("a list").is_empty(), "{v}");
+    assert_eq!(v["snapshot"], w.base.as_str(), "{v}");
+    assert_eq!(v["written"], j!(["src/lib.rs"]), "{v}");
+    assert_eq!(v["deleted"], j!(["NEW"]), "{v}");
+    assert!(!w.work.join("NEW").exists());
 }
 
 #[test]
@@ -122,12 +140,26 @@ fn diff() {
     items_have(&v, "added", CHANGE);
     items_have(&v, "modified", CHANGE);
     items_have(&v, "renamed", &["path", "from", "to"]);
+    assert_eq!(paths(&v, "added"), ["NEW"], "{v}");
+    assert_eq!(paths(&v, "modified"), ["src/lib.rs"], "{v}");
+    assert_eq!(v["renamed"][0]["from"], "README", "{v}");
+    assert_eq!(v["renamed"][0]["to"], "README.md", "{v}");
+    let modified = &v["modified"][0];
+    assert_eq!(
+        (&modified["insertions"], &modified["deletions"]),
+        (&j!(1), &j!(1)),
+        "{v}"
+    );
+    assert_eq!(v["stats"]["files"], 3, "{v}");
     let v = json(
         &w.engine
             .diff(&w.call(), DiffOptions::new(&after, &w.base))
             .expect("diff"),
     );
     items_have(&v, "removed", CHANGE);
+    assert_eq!(paths(&v, "removed"), ["NEW"], "{v}");
+    assert!(v["removed"][0]["old_blob"].is_string(), "{v}");
+    assert_eq!(v["removed"][0]["new_blob"], Value::Null, "{v}");
 }
 
 #[test]
@@ -140,6 +172,10 @@ fn status() {
     let v = json(&w.engine.status(&w.call(), options).expect("status"));
     is_diff(&v);
     items_have(&v, "added", CHANGE);
+    assert_eq!(paths(&v, "added"), ["NEW"], "{v}");
+    assert_eq!(v["added"][0]["insertions"], 1, "{v}");
+    assert_eq!(v["modified"], j!([]), "{v}");
+    assert_eq!(v["stats"]["files"], 1, "{v}");
 }
 
 #[test]
@@ -156,6 +192,12 @@ fn log() {
         "snapshots",
         &["id", "tree", "parents", "message", "labels", "created"],
     );
+    // Newest first: the edit, then the onboarded base it came from.
+    let snapshots = v["snapshots"].as_array().expect("a list");
+    assert_eq!(snapshots.len(), 2, "{v}");
+    assert_eq!(snapshots[0]["message"], "edit", "{v}");
+    assert_eq!(snapshots[0]["parents"], j!([w.base]), "{v}");
+    assert_eq!(snapshots[1]["id"], w.base.as_str(), "{v}");
 }
 
 #[test]
@@ -169,6 +211,13 @@ fn show() {
     // SPEC: a tree listing only.
     has(&v, &["tree", "entries"]);
     items_have(&v, "entries", &["name", "kind", "id", "size"]);
+    assert_eq!(
+        v["entries"][0],
+        j!({"name": "README", "kind": "file", "id": v["entries"][0]["id"], "size": 6}),
+        "{v}"
+    );
+    assert_eq!(v["entries"][1]["name"], "src", "{v}");
+    assert_eq!(v["entries"][1]["kind"], "tree", "{v}");
 }
 
 #[test]
@@ -180,28 +229,31 @@ fn refs() {
         snapshot: w.base.clone(),
         ..Default::default()
     };
-    items_have(
-        &json(&w.engine.ref_set(&call, set).expect("ref set")),
-        "refs",
-        &["name", "snapshot"],
+    let keep = j!([{"name": "keep", "snapshot": w.base}]);
+    let v = json(&w.engine.ref_set(&call, set).expect("ref set"));
+    items_have(&v, "refs", &["name", "snapshot"]);
+    assert_eq!(v["refs"], keep, "{v}");
+    let v = json(
+        &w.engine
+            .ref_list(&call, RefListOptions::default())
+            .expect("ref list"),
     );
-    items_have(
-        &json(
-            &w.engine
-                .ref_list(&call, RefListOptions::default())
-                .expect("ref list"),
-        ),
-        "refs",
-        &["name", "snapshot"],
-    );
+    items_have(&v, "refs", &["name", "snapshot"]);
+    assert_eq!(v["refs"], keep, "{v}");
     let rm = RefRmOptions {
         name: "keep".into(),
         ..Default::default()
     };
-    has(
-        &json(&w.engine.ref_rm(&call, rm).expect("ref rm")),
-        &["refs"],
+    // `ref rm` names what it removed; nothing is left.
+    let v = json(&w.engine.ref_rm(&call, rm).expect("ref rm"));
+    has(&v, &["refs"]);
+    assert_eq!(v["refs"], keep, "{v}");
+    let v = json(
+        &w.engine
+            .ref_list(&call, RefListOptions::default())
+            .expect("ref list"),
     );
+    assert_eq!(v["refs"], j!([]), "{v}");
 }
 
 #[test]
@@ -221,11 +273,18 @@ fn remotes_push_and_pull() {
         )
         .expect("remote add");
     items_have(&json(&added), "remotes", &["name", "url"]);
-    let listed = w
-        .engine
-        .remote_list(&call, RemoteListOptions::default())
-        .expect("remote list");
-    items_have(&json(&listed), "remotes", &["name", "url"]);
+    let listed = json(
+        &w.engine
+            .remote_list(&call, RemoteListOptions::default())
+            .expect("remote list"),
+    );
+    items_have(&listed, "remotes", &["name", "url"]);
+    assert_eq!(listed["remotes"][0]["name"], "origin", "{listed}");
+    assert_eq!(
+        listed["remotes"][0]["url"],
+        format!("file://{}", w.dir.join("remote")),
+        "{listed}"
+    );
     let pushed = w
         .engine
         .push(
@@ -236,10 +295,15 @@ fn remotes_push_and_pull() {
             },
         )
         .expect("push");
+    let pushed = json(&pushed);
     has(
-        &json(&pushed),
+        &pushed,
         &["pushed", "objects_sent", "bytes_sent", "objects_present"],
     );
+    // The snapshot, its two trees and two blobs, none there before.
+    assert_eq!(pushed["objects_sent"], 5, "{pushed}");
+    assert_eq!(pushed["objects_present"], 0, "{pushed}");
+    assert!(pushed["bytes_sent"].as_u64() > Some(16), "{pushed}");
 
     let other = Engine::create(w.dir.join("other-store")).expect("a second store");
     other
@@ -261,11 +325,29 @@ fn remotes_push_and_pull() {
             },
         )
         .expect("pull");
-    has(
-        &json(&pulled),
-        &["pulled", "objects_received", "bytes_received"],
+    let pulled = json(&pulled);
+    has(&pulled, &["pulled", "objects_received", "bytes_received"]);
+    assert_eq!(
+        pulled["objects_received"], pushed["objects_sent"],
+        "{pulled}"
     );
-    assert!(json(&pulled)["objects_received"].as_u64() > Some(0));
+    // The second store now shows what was pushed.
+    let shown = other
+        .show(
+            &call,
+            ShowOptions {
+                object: format!("{}:README", w.base),
+                contents: true,
+            },
+        )
+        .expect("show in the second store");
+    let shown = json(&shown);
+    // "hello\n", base64.
+    assert_eq!(
+        (&shown["contents"], &shown["size"]),
+        (&j!("aGVsbG8K"), &j!(6)),
+        "{shown}"
+    );
 }
 
 #[test]
@@ -284,6 +366,9 @@ fn checkpoint_and_rewind() {
             "name",
         ],
     );
+    assert_eq!(v["name"], "start", "{v}");
+    assert_eq!(v["parent"], w.base.as_str(), "{v}");
+    let start = v["snapshot"].clone();
     std::fs::write(w.work.join("NEW"), "new\n").expect("write");
     let options = RewindOptions {
         dir: Some(w.work.clone()),
@@ -291,6 +376,10 @@ fn checkpoint_and_rewind() {
     };
     let v = json(&w.engine.rewind(&w.call(), options).expect("rewind"));
     has(&v, &["snapshot", "written", "deleted"]);
+    assert_eq!(v["snapshot"], start, "{v}");
+    assert_eq!(v["deleted"], j!(["NEW"]), "{v}");
+    assert_eq!(v["written"], j!([]), "{v}");
+    assert!(!w.work.join("NEW").exists());
 }
 
 #[test]
@@ -302,8 +391,13 @@ fn undo_and_redo() {
     };
     let v = json(&w.engine.undo(&w.call(), options()).expect("undo"));
     has(&v, &["reverted", "refused"]);
+    assert_eq!(v["reverted"], j!(["NEW", "src/lib.rs"]), "{v}");
+    assert_eq!(v["refused"], j!([]), "{v}");
+    assert!(!w.work.join("NEW").exists());
     let v = json(&w.engine.redo(&w.call(), options()).expect("redo"));
     has(&v, &["reapplied", "refused"]);
+    assert_eq!(v["reapplied"], j!(["NEW", "src/lib.rs"]), "{v}");
+    assert!(w.work.join("NEW").exists());
     // Nothing left to redo: a refusal, with the same fields.
     let out = w.engine.redo(&w.call(), options()).expect("redo");
     assert!(matches!(out, UndoOutcome::Nothing(_)));
@@ -319,6 +413,12 @@ fn op_log() {
     };
     let v = json(&w.engine.op_log(&w.call(), options).expect("op log"));
     items_have(&v, "ops", &["seq", "time", "op", "before", "after"]);
+    // The last op is the edit's snapshot, from the base to the new head.
+    let ops = v["ops"].as_array().expect("a list");
+    let last = ops.iter().max_by_key(|o| o["seq"].as_u64()).expect("an op");
+    assert_eq!(last["op"], "snapshot", "{v}");
+    assert_eq!(last["before"], w.base.as_str(), "{v}");
+    assert_ne!(last["after"], last["before"], "{v}");
 }
 
 #[test]
@@ -346,6 +446,9 @@ fn policy() {
     has(&v, &["policy", "requests"]);
     has(&v["policy"], &["writable", "network", "once"]);
     has(&v["policy"]["once"], &["writable", "network"]);
+    assert_eq!(v["policy"]["once"]["writable"], j!([extra]), "{v}");
+    assert_eq!(v["policy"]["once"]["network"], true, "{v}");
+    assert_eq!(v["policy"]["writable"], j!([]), "{v}");
     let requested = w
         .engine
         .policy_request(
@@ -359,10 +462,10 @@ fn policy() {
             },
         )
         .expect("policy request");
-    has(
-        &json(&requested),
-        &["policy", "requests", "requested", "message"],
-    );
+    let requested = json(&requested);
+    has(&requested, &["policy", "requests", "requested", "message"]);
+    assert_eq!(requested["requests"][0]["by"], "an agent", "{requested}");
+    assert_eq!(requested["requests"][0]["reason"], "a cache", "{requested}");
     let options = PolicyOptions {
         worktree: Some(w.work.clone()),
         ..PolicyOptions::default()
@@ -385,7 +488,9 @@ fn policy() {
             ..PolicyRevokeOptions::default()
         },
     );
-    has(&json(&revoked.expect("policy revoke")), &["policy"]);
+    let revoked = json(&revoked.expect("policy revoke"));
+    has(&revoked, &["policy"]);
+    assert_eq!(revoked["policy"]["once"]["writable"], j!([]), "{revoked}");
 }
 
 /// A worktree with a task (a first checkpoint) and a change since.
@@ -409,6 +514,8 @@ fn review() {
     let v = json(&w.engine.review(&w.call(), options).expect("review"));
     is_diff(&v);
     items_have(&v, "added", CHANGE);
+    assert_eq!(paths(&v, "added"), ["NEW"], "{v}");
+    assert_eq!(v["modified"], j!([]), "{v}");
 }
 
 #[test]
@@ -421,6 +528,8 @@ fn accept() {
     };
     let v = json(&w.engine.accept(&w.call(), options).expect("accept"));
     has(&v, &["accepted"]);
+    assert_eq!(v["accepted"], j!(["NEW"]), "{v}");
+    assert!(w.work.join("NEW").exists(), "accepted work stays");
 }
 
 #[test]
@@ -434,6 +543,8 @@ fn discard() {
     };
     let v = json(&w.engine.discard(&w.call(), options).expect("discard"));
     has(&v, &["discarded"]);
+    assert_eq!(v["discarded"], j!(["NEW"]), "{v}");
+    assert!(!w.work.join("NEW").exists(), "discarded work goes");
 }
 
 #[test]
@@ -444,31 +555,49 @@ fn recover() {
     };
     let v = json(&w.engine.recover(&w.call(), options).expect("recover"));
     has(&v, &["recovered"]);
+    // Nothing was interrupted.
+    assert_eq!(
+        (&v["recovered"], &v["paths"]),
+        (&Value::Null, &j!(0)),
+        "{v}"
+    );
 }
 
 #[test]
 fn worktrees() {
     let w = World::new();
     let call = w.call();
-    has(
-        &json(
-            &w.engine
-                .worktree_list(&call, WorktreeListOptions {})
-                .expect("list"),
-        ),
-        &["worktrees"],
+    let roots = |v: &Value| -> Vec<String> {
+        v["worktrees"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no worktrees: {v}"))
+            .iter()
+            .map(|t| t["path"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let v = json(
+        &w.engine
+            .worktree_list(&call, WorktreeListOptions {})
+            .expect("list"),
     );
+    has(&v, &["worktrees"]);
+    assert!(roots(&v).contains(&w.work.to_string()), "{v}");
     let path = || WorktreePathOptions {
         path: w.work.clone(),
     };
-    has(
-        &json(&w.engine.worktree_rebind(&call, path()).expect("rebind")),
-        &["worktrees"],
+    let v = json(&w.engine.worktree_rebind(&call, path()).expect("rebind"));
+    has(&v, &["worktrees"]);
+    assert!(roots(&v).contains(&w.work.to_string()), "{v}");
+    // `worktree remove` names what it removed; the list no longer has it.
+    let v = json(&w.engine.worktree_remove(&call, path()).expect("remove"));
+    has(&v, &["worktrees"]);
+    assert_eq!(roots(&v), [w.work.to_string()], "{v}");
+    let v = json(
+        &w.engine
+            .worktree_list(&call, WorktreeListOptions {})
+            .expect("list"),
     );
-    has(
-        &json(&w.engine.worktree_remove(&call, path()).expect("remove")),
-        &["worktrees"],
-    );
+    assert!(!roots(&v).contains(&w.work.to_string()), "{v}");
 }
 
 #[test]
@@ -476,8 +605,11 @@ fn fsck_and_gc() {
     let w = World::new();
     let v = json(&w.engine.fsck(&w.call(), FsckOptions {}).expect("fsck"));
     has(&v, &["problems"]);
+    assert_eq!(v["problems"], j!([]), "{v}");
     let v = json(&w.engine.gc(&w.call(), GcOptions::default()).expect("gc"));
     has(&v, &["removed", "bytes_freed", "ops_pruned", "retained"]);
+    // Everything is reachable (the worktrees' heads).
+    assert_eq!((&v["removed"], &v["bytes_freed"]), (&j!([]), &j!(0)), "{v}");
     let budget = GcOptions {
         keep_within: Some(1),
         max_size: Some(1),
@@ -486,4 +618,12 @@ fn fsck_and_gc() {
     let v = json(&w.engine.gc(&w.call(), budget).expect("gc --max-size"));
     has(&v, &["removed", "bytes_freed", "ops_pruned", "retained"]);
     items_have(&v, "retained", &["reason", "snapshot", "bytes"]);
+    assert!(
+        v["retained"]
+            .as_array()
+            .expect("a list")
+            .iter()
+            .any(|r| r["snapshot"] == w.base.as_str() && r["reason"] == "worktree head"),
+        "the base is kept as a worktree head: {v}"
+    );
 }

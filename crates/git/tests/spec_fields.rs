@@ -6,8 +6,7 @@
 mod support;
 
 use cairn_engine::*;
-use serde_json::Value;
-use support::{World, git};
+use support::{World, git, has, items_have, json};
 
 /// A world whose engine has the gitoxide backend.
 fn world() -> World {
@@ -16,30 +15,6 @@ fn world() -> World {
             .expect("a store")
             .with_git(cairn_git::Gitoxide)
     })
-}
-
-/// `value` has every field in `names`.
-#[track_caller]
-fn has(value: &Value, names: &[&str]) {
-    for name in names {
-        assert!(value.get(name).is_some(), "no {name:?} in {value}");
-    }
-}
-
-/// Every item of the list `value[list]` (which must not be empty) has `names`.
-#[track_caller]
-fn items_have(value: &Value, list: &str, names: &[&str]) {
-    let items = value[list]
-        .as_array()
-        .unwrap_or_else(|| panic!("{list} is no list: {value}"));
-    assert!(!items.is_empty(), "{list} is empty: {value}");
-    for item in items {
-        has(item, names);
-    }
-}
-
-fn json(outcome: &impl serde::Serialize) -> Value {
-    serde_json::to_value(outcome).expect("an outcome serializes")
 }
 
 #[test]
@@ -57,6 +32,11 @@ fn onboard() {
     );
     items_have(&v, "skipped", &["path", "reason"]);
     has(&v["source"], &["git_commit", "dirty"]);
+    assert_eq!(v["skipped"][0]["path"], ".env", "{v}");
+    assert_eq!(v["skipped"][0]["reason"], "denied by pattern .env", "{v}");
+    assert_eq!(v["files"], 2, "README and src/lib.rs: {v}");
+    let head = git(&w.repo, &["rev-parse", "HEAD"]);
+    assert_eq!(v["source"]["git_commit"], head.trim(), "{v}");
 }
 
 #[test]
@@ -73,6 +53,13 @@ fn import() {
         &["snapshot", "tree", "files", "bytes", "skipped", "source"],
     );
     has(&v["source"], &["git_commit", "dirty"]);
+    let head = git(&w.repo, &["rev-parse", "HEAD"]);
+    assert_eq!(v["source"]["git_commit"], head.trim(), "{v}");
+    assert_eq!(
+        (&v["source"]["dirty"], &v["files"]),
+        (&false.into(), &2.into()),
+        "{v}"
+    );
 }
 
 #[test]
@@ -86,6 +73,11 @@ fn merge() {
     );
     has(&v, &["merged", "commit", "branch", "conflicts", "dirty"]);
     assert_eq!(v["merged"], true, "{v}");
+    let branch = v["branch"].as_str().expect("a branch name");
+    let tip = git(&w.repo, &["rev-parse", &format!("refs/heads/{branch}")]);
+    assert_eq!(v["commit"], tip.trim(), "{v}");
+    let merged = git(&w.repo, &["show", &format!("{branch}:src/lib.rs")]);
+    assert_eq!(merged, "fn a() { changed }\n");
 
     // A conflicting commit in the repository: the conflicts are listed.
     std::fs::write(w.repo.join("src/lib.rs"), "fn a() { theirs }\n").expect("write");
@@ -97,4 +89,6 @@ fn merge() {
     let v = json(&w.engine.merge(&w.call(), options).expect("merge"));
     items_have(&v, "conflicts", &["path", "kind"]);
     has(&v, &["message"]);
+    assert_eq!(v["merged"], false, "{v}");
+    assert_eq!(v["conflicts"][0]["path"], "src/lib.rs", "{v}");
 }

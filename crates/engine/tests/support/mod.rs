@@ -100,3 +100,44 @@ impl World {
             .to_string()
     }
 }
+
+/// `value` has every field in `names`.
+#[track_caller]
+pub fn has(value: &serde_json::Value, names: &[&str]) {
+    for name in names {
+        assert!(value.get(name).is_some(), "no {name:?} in {value}");
+    }
+}
+
+/// Every item of the list `value[list]` (which must not be empty) has `names`.
+#[track_caller]
+pub fn items_have(value: &serde_json::Value, list: &str, names: &[&str]) {
+    let items = value[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list} is no list: {value}"));
+    assert!(!items.is_empty(), "{list} is empty: {value}");
+    for item in items {
+        has(item, names);
+    }
+}
+
+/// An outcome as the JSON a face sends.
+pub fn json(outcome: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(outcome).expect("an outcome serializes")
+}
+
+/// The `path`s of the list `value[list]`, in order.
+#[track_caller]
+pub fn paths(value: &serde_json::Value, list: &str) -> Vec<String> {
+    value[list]
+        .as_array()
+        .unwrap_or_else(|| panic!("{list} is no list: {value}"))
+        .iter()
+        .map(|item| {
+            item["path"]
+                .as_str()
+                .unwrap_or_else(|| panic!("an item of {list} without a path: {value}"))
+                .to_owned()
+        })
+        .collect()
+}
