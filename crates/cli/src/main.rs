@@ -389,6 +389,19 @@ enum Command {
         #[arg(long, hide = true)]
         for_mounts: bool,
     },
+    /// Print a completion script for SHELL (`source <(cairn completions bash)`, or save it
+    /// where your shell reads completions).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages for cairn and every command into DIR (`cairn.1`,
+    /// `cairn-snapshot.1`, ...); prints each path.
+    Man {
+        /// An existing directory (for `man` to find them, one in its path, e.g.
+        /// `~/.local/share/man/man1`).
+        dir: Utf8PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -419,6 +432,23 @@ fn main() -> ExitCode {
     // Refused up front, whatever the command: every store this process opens would use it.
     if let Err(e) = cas::OpenOptions::try_from_env() {
         return fail(cli.json, &e.into());
+    }
+    match &cli.command {
+        Command::Completions { shell } => {
+            commands::docs::completions::<Cli>(*shell);
+            return ExitCode::SUCCESS;
+        }
+        Command::Man { dir } => {
+            return match commands::docs::man_pages::<Cli>(dir) {
+                Ok(written) => {
+                    let listed: String = written.iter().map(|p| format!("{p}\n")).collect();
+                    output::write_stdout(listed.as_bytes());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(cli.json, &e),
+            };
+        }
+        _ => {}
     }
     if let Command::Mcp = cli.command {
         return match commands::mcp::run(cli.store) {
@@ -514,7 +544,9 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
             cairn_engine::materialize_copy(&from, &to)?;
             return Ok(Rendered::default());
         }
-        Command::Mcp => return Err(Error::usage("usage", "cairn mcp runs on its own")),
+        Command::Mcp | Command::Completions { .. } | Command::Man { .. } => {
+            return Err(Error::usage("usage", "this command runs on its own"));
+        }
         Command::Rewind {
             dir,
             interactive: true,
@@ -866,6 +898,8 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
         | Command::SandboxExec { .. }
         | Command::MaterializeCopy { .. }
         | Command::Mcp
+        | Command::Completions { .. }
+        | Command::Man { .. }
         | Command::Serve { .. } => {
             return Err(Error::usage(
                 "usage",

@@ -1,6 +1,8 @@
-//! The commands that are the CLI's own (`init`, `run`, `serve`, `mcp`), and the subcommand
+//! The commands that are the CLI's own (`init`, `run`, `serve`, `mcp`, `completions`,
+//! `man`), and the subcommand
 //! groups of the rest (which are engine requests).
 
+pub mod docs;
 pub mod init;
 pub mod mcp;
 pub mod mcp_grant;

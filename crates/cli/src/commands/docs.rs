@@ -1,0 +1,58 @@
+//! `cairn completions SHELL` and `cairn man DIR`: shell completions and man pages, made
+//! from the command line's own definition, so they name every command and option there is.
+
+use std::io::Write;
+
+use camino::Utf8Path;
+use clap::CommandFactory;
+
+use crate::error::Error;
+
+/// Writes the completion script for `shell` to stdout (a reader that goes away is no
+/// error).
+pub fn completions<C: CommandFactory>(shell: clap_complete::Shell) {
+    let mut command = C::command();
+    let name = command.get_name().to_owned();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, name, &mut script);
+    crate::output::write_stdout(&script);
+}
+
+/// Writes `cairn.1` and a page for every command below it (`cairn-worktree-list.1`, ...)
+/// into `dir`, which must exist; the paths written.
+pub fn man_pages<C: CommandFactory>(dir: &Utf8Path) -> Result<Vec<String>, Error> {
+    if !dir.is_dir() {
+        return Err(Error::usage(
+            "invalid_path",
+            format!("{dir}: not a directory (the man pages go into an existing one)"),
+        ));
+    }
+    let mut command = C::command();
+    command.build();
+    let mut written = Vec::new();
+    write_pages(&command, command.get_name(), dir, &mut written)?;
+    Ok(written)
+}
+
+fn write_pages(
+    command: &clap::Command,
+    name: &str,
+    dir: &Utf8Path,
+    written: &mut Vec<String>,
+) -> Result<(), Error> {
+    let path = dir.join(format!("{name}.1"));
+    let failed = |e: std::io::Error| Error::failure("io", format!("{path}: {e}"));
+    let page = command.clone().name(name.to_owned());
+    let mut bytes = Vec::new();
+    clap_mangen::Man::new(page)
+        .render(&mut bytes)
+        .map_err(failed)?;
+    std::fs::File::create(&path)
+        .and_then(|mut f| f.write_all(&bytes))
+        .map_err(failed)?;
+    written.push(path.to_string());
+    for sub in command.get_subcommands().filter(|s| !s.is_hide_set()) {
+        write_pages(sub, &format!("{name}-{}", sub.get_name()), dir, written)?;
+    }
+    Ok(())
+}
