@@ -295,4 +295,18 @@ pub(crate) mod whole_number {
             .map(Some)
             .ok_or_else(|| D::Error::custom(format!("{n}: not a whole number in range")))
     }
+
+    /// A count: a whole number of at least 1 (`log`'s `max_count`; none of them is no
+    /// count at all).
+    pub(crate) fn at_least_one<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+        T: TryFrom<u64> + PartialEq + From<u8>,
+    {
+        let count = deserialize::<D, T>(d)?;
+        if count == Some(T::from(0)) {
+            return Err(serde::de::Error::custom("must be at least 1, not 0"));
+        }
+        Ok(count)
+    }
 }

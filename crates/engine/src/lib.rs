@@ -20,6 +20,7 @@
 //!
 //! ```text
 //! wire                               a call and its answer as values (for another process)
+//! verb                               a verb as routes and tools see it: schema, reading
 //! request                            Request / Outcome of every verb, Engine::handle
 //! limits                             how large a request's arguments may be (as JSON)
 //! view, reversible, merge, objects,  the verbs
@@ -81,6 +82,7 @@ mod remotes;
 mod request;
 mod reversible;
 mod store;
+mod verb;
 mod view;
 pub mod wire;
 mod worktrees;
@@ -108,7 +110,7 @@ pub use remotes::{
     PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteEntry,
     RemoteListOptions, RemoteRmOptions, RemotesOutcome,
 };
-pub use request::{Outcome, Request};
+pub use request::{Face, Outcome, Request, Verb};
 pub use reversible::{
     AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,
     DiscardOutcome, NothingToUndo, OpItem, OpLogOptions, OpLogOutcome, RecoverOptions,
@@ -116,6 +118,7 @@ pub use reversible::{
     UndoDone, UndoOptions, UndoOutcome,
 };
 pub use store::discover_store;
+pub use verb::JsonObject;
 pub use view::{
     Detail, DiffOptions, DiffOutcome, EntrySide, FileChange, LogEntry, LogOptions, LogOutcome,
     ReviewOptions, ReviewOutcome, SourceOut, Stats, StatusOptions, StatusOutcome,

@@ -28,6 +28,45 @@ pub fn text_limit(name: &str) -> usize {
     }
 }
 
+/// States the limit of the argument `name` in its JSON Schema `property` (as derived from
+/// its type), so a face's schema says what [`refuse_oversized`] refuses: a text's length, a
+/// list's items and their length, a count's and a number's range.
+pub(crate) fn constrain(name: &str, property: &mut serde_json::Map<String, serde_json::Value>) {
+    use serde_json::Value;
+    let types: Vec<String> = match property.get("type") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(|t| t.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let has = |t: &str| types.iter().any(|x| x == t);
+    if has("string") {
+        property.insert("maxLength".into(), Value::from(text_limit(name)));
+    }
+    if has("array") {
+        property.insert("maxItems".into(), Value::from(MAX_LIST_ITEMS));
+        if let Some(Value::Object(items)) = property.get_mut("items")
+            && items.get("type") == Some(&Value::from("string"))
+        {
+            items.insert("maxLength".into(), Value::from(text_limit(name)));
+        }
+    }
+    if has("integer") {
+        // The width the type's format names; a count's own limit.
+        let maximum = match property.remove("format").as_ref().and_then(Value::as_str) {
+            _ if name == "max_count" => MAX_COUNT,
+            Some("uint8") => u64::from(u8::MAX),
+            Some("uint16") => u64::from(u16::MAX),
+            Some("uint32") => u64::from(u32::MAX),
+            _ => u64::MAX,
+        };
+        property.insert("maximum".into(), Value::from(maximum));
+        property.entry("minimum").or_insert(Value::from(0));
+    }
+}
+
 /// The refusal of an argument past its limit, naming it and the limit.
 fn too_large(verb: &str, what: &str, size: usize, unit: &str, limit: u64) -> Error {
     Error::usage(

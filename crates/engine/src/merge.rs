@@ -12,23 +12,25 @@ use crate::store::Access;
 use crate::worktrees::canonical_dir as canonical;
 
 /// `merge SNAP --into REPO [--base SNAP] [--branch B] [--checkout] [-m MSG]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MergeOptions {
     /// The snapshot to merge.
     pub snapshot: String,
     /// The git repository.
+    #[schemars(with = "String")]
     pub into: Utf8PathBuf,
     /// The common ancestor (default: the nearest ancestor onboarded from the repository).
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub base: Option<String>,
-    /// The branch to create (default `cairn/<first 12 hex of SNAP>`).
+    /// The branch to create.
     #[serde(default)]
     pub branch: Option<String>,
-    /// Commit to the current branch and move index and working tree with it.
+    /// Commit to the current branch and update its files.
     #[serde(default)]
     pub checkout: bool,
-    /// Commit message (default: the snapshot's).
+    /// Commit message.
     #[serde(default)]
     pub message: Option<String>,
 }

@@ -14,13 +14,14 @@ use crate::error::Error;
 use crate::store::{Access, Claim};
 
 /// `cairn mount SNAP DIR [--read-only]` / `cairn mount DIR`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MountOptions {
-    /// The snapshot; without it, `dir` is a registered mount to attach again.
+    /// Snapshot id prefix, ref or checkpoint name (leave out to attach a registered mount again).
     #[serde(default)]
     pub snapshot: Option<String>,
-    /// The mount point (an empty or missing directory).
+    /// The mount point: a new or empty directory, or a registered mount to attach again.
+    #[schemars(with = "String")]
     pub dir: Utf8PathBuf,
     /// Refuse every write.
     #[serde(default)]
@@ -39,12 +40,13 @@ pub struct MountOutcome {
 }
 
 /// `cairn unmount DIR [--materialize]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UnmountOptions {
     /// The mounted worktree.
+    #[schemars(with = "String")]
     pub dir: Utf8PathBuf,
-    /// Leave an ordinary directory with the worktree's current files.
+    /// Leave an ordinary directory with the current files.
     #[serde(default)]
     pub materialize: bool,
 }

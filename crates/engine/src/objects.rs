@@ -40,13 +40,14 @@ pub fn init_store(path: &Utf8Path, options: &cas::OpenOptions) -> Result<InitOut
 }
 
 /// `show OBJECT`: `SNAP`, `SNAP:PATH`, or any object id.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ShowOptions {
-    /// What to show.
+    /// SNAP, SNAP:PATH, or an object id.
     pub object: String,
     /// For a file: its bytes too.
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub contents: bool,
 }
 
@@ -95,34 +96,34 @@ pub enum ShowOutcome {
 }
 
 /// `ref set NAME SNAP`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefSetOptions {
-    /// The ref, or `NAME@REMOTE`.
+    /// The ref, or NAME@REMOTE.
     pub name: String,
     /// The snapshot.
     pub snapshot: String,
-    /// For a remote ref: set it only if it holds this snapshot (without: only if absent).
+    /// For NAME@REMOTE: the snapshot it must still hold.
     #[serde(default)]
     pub expect: Option<String>,
 }
 
 /// `ref rm NAME`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefRmOptions {
-    /// The ref, `NAME@REMOTE`, or `ID@REMOTE` for a snapshot pushed by id.
+    /// The ref, NAME@REMOTE or ID@REMOTE.
     pub name: String,
-    /// For a remote ref: delete it only if it holds this snapshot.
+    /// For NAME@REMOTE: the snapshot it must still hold.
     #[serde(default)]
     pub expect: Option<String>,
 }
 
 /// `ref list`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RefListOptions {
-    /// List this remote's refs instead (as this store last saw them, offline).
+    /// List this remote's refs.
     #[serde(default)]
     pub remote: Option<String>,
 }
@@ -148,7 +149,7 @@ pub struct RefsOutcome {
 }
 
 /// `fsck`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FsckOptions {}
 
@@ -195,30 +196,26 @@ pub struct FsckOutcome {
 }
 
 /// `gc [--dry-run] [--keep-within DAYS] [--max-size BYTES]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GcOptions {
-    /// Remove nothing; report.
+    /// Report what would be removed; change nothing.
     #[serde(default)]
     pub dry_run: bool,
-    /// First drop op-log entries older than this many days; those left are recent and no
-    /// size budget drops them. `prune_ops` is its older name.
+    /// Days: drop op-log entries older than this; newer ones are never dropped. `prune_ops` is its older name.
     #[serde(
         default,
         alias = "prune_ops",
         deserialize_with = "crate::engine::whole_number::deserialize"
     )]
     pub keep_within: Option<u32>,
-    /// Then drop history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest
-    /// first, until the store's database file takes at most this many bytes or only what is
-    /// named or recent is left (mount layers are not counted; if even that would not fit,
-    /// only what does not fit in this many stored bytes goes).
+    /// Bytes the store's database file may take (mount layers and other files in the store folder are not counted): older history goes, oldest first, until it fits.
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub max_size: Option<u64>,
-    /// Collect this remote's garbage instead of the store's.
+    /// Collect this remote's garbage instead (packs no remote ref or pinned snapshot reaches).
     #[serde(default)]
     pub remote: Option<String>,
-    /// With `remote`: hours a pack stays condemned before it is deleted (default 24).
+    /// With remote: hours a pack stays condemned before it is deleted (default 24).
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub grace: Option<u32>,
 }

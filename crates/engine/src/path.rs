@@ -37,6 +37,20 @@ impl From<&str> for TreePath {
     }
 }
 
+impl schemars::JsonSchema for TreePath {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TreePath".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string" })
+    }
+}
+
 impl serde::Serialize for TreePath {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(&diff::path_text(&self.0))

@@ -29,28 +29,32 @@ pub const MAX_GRANT_PATHS: usize = 64;
 pub const MAX_OPEN_REQUESTS: usize = 64;
 
 /// `policy [WORKTREE]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyOptions {
     /// The worktree (default: the caller's directory).
     #[serde(default)]
+    #[schemars(with = "Option<String>", extend("x-default-cwd" = true))]
     pub worktree: Option<Utf8PathBuf>,
     /// Set by `cairn run` as a sandboxed run starts: the next-run grants are taken in the
     /// same transaction that reads them (logged `policy_spent`) and returned in `taken`,
     /// so two runs never both get them.
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub take_once: bool,
 }
 
 /// `policy allow WORKTREE (--write PATH… | --network | --request ID) [--once] [--yes]
 /// [--confirm PATH]…`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyAllowOptions {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Absolute, existing, canonical paths to make writable.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub write: Vec<Utf8PathBuf>,
     /// Allow TCP bind and connect.
     #[serde(default)]
@@ -60,48 +64,56 @@ pub struct PolicyAllowOptions {
     pub once: bool,
     /// A person confirmed the grant (asked on a terminal, `--yes`, or MCP elicitation).
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub yes: bool,
     /// Paths the person named again: every system directory or credentials path granted
     /// must be among them.
     #[serde(default)]
+    #[schemars(with = "Vec<String>", extend("x-cli-only" = true))]
     pub confirm: Vec<Utf8PathBuf>,
     /// Grant what the open request of this number asks for (instead of `write`,
     /// `network` and `once`), and close it.
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub request: Option<u64>,
-    /// Why; through MCP and HTTP, what the request says.
+    /// Why the grant is needed, shown to the person who decides (at most 1000 bytes).
     #[serde(default)]
     pub reason: Option<String>,
 }
 
 /// `policy revoke WORKTREE (--write PATH… | --network | --request ID) [--once]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyRevokeOptions {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
-    /// Writable paths to take back, as granted.
+    /// Writable paths, as granted.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub write: Vec<Utf8PathBuf>,
-    /// Take back the network.
+    /// The network.
     #[serde(default)]
     pub network: bool,
-    /// Take back next-run-only grants (else remembered ones).
+    /// Next-run-only grants.
     #[serde(default)]
     pub once: bool,
     /// Deny the open request of this number (instead of taking grants back).
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub request: Option<u64>,
 }
 
 /// An agent's request for a grant, which a person decides on.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyRequestOptions {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Absolute, existing, canonical paths to make writable.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub write: Vec<Utf8PathBuf>,
     /// TCP bind and connect.
     #[serde(default)]

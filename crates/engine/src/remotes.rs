@@ -11,12 +11,12 @@ use crate::objects::RefEntry;
 use crate::store::Access;
 
 /// `remote add NAME URL [--endpoint URL] [--region R]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteAddOptions {
     /// Its name here.
     pub name: String,
-    /// `s3://BUCKET[/PREFIX]` or `file:///PATH`.
+    /// s3://BUCKET[/PREFIX] or file:///PATH.
     pub url: String,
     /// The S3 endpoint (engines other than AWS).
     #[serde(default)]
@@ -27,7 +27,7 @@ pub struct RemoteAddOptions {
 }
 
 /// `remote rm NAME`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteRmOptions {
     /// Its name.
@@ -35,7 +35,7 @@ pub struct RemoteRmOptions {
 }
 
 /// `remote list`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoteListOptions {}
 
@@ -64,13 +64,13 @@ pub struct RemotesOutcome {
 }
 
 /// `push [SNAP|REF]… [--remote NAME]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushOptions {
-    /// Snapshots or local refs; none: every local ref.
+    /// Snapshot ids or local refs (none: every local ref).
     #[serde(default)]
     pub snapshots: Vec<String>,
-    /// The remote (default `origin`).
+    /// The remote (default origin).
     #[serde(default)]
     pub remote: Option<String>,
 }
@@ -100,13 +100,13 @@ pub struct PushOutcome {
 }
 
 /// `pull [SNAP|REF]… [--remote NAME]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PullOptions {
-    /// Snapshot ids or refs of the remote; none: every remote ref.
+    /// Snapshot ids or refs of the remote (none: every remote ref).
     #[serde(default)]
     pub snapshots: Vec<String>,
-    /// The remote (default `origin`).
+    /// The remote (default origin).
     #[serde(default)]
     pub remote: Option<String>,
 }

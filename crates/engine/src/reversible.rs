@@ -15,20 +15,23 @@ use crate::view::{LogEntry, log_entry};
 use crate::worktrees::{RollbackOutcome, SkippedPath, SnapshotOutcome, skipped, tree_path_list};
 
 /// `checkpoint [DIR] [--name NAME]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckpointOptions {
-    /// The directory (default: the caller's).
+    /// The directory.
     #[serde(default)]
+    #[schemars(with = "Option<String>", extend("x-default-cwd" = true))]
     pub dir: Option<Utf8PathBuf>,
-    /// A name for it.
+    /// A name for the checkpoint.
     #[serde(default)]
     pub name: Option<String>,
     /// Snapshot message.
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub message: Option<String>,
     /// Leave out files larger than this (when it onboards the directory).
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
+    #[schemars(extend("x-cli-only" = true))]
     pub max_file_size: Option<u64>,
 }
 
@@ -49,26 +52,28 @@ pub struct CheckpointOutcome {
 }
 
 /// `rewind [DIR] [--to SNAP] [--dry-run]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RewindOptions {
-    /// The worktree (default: the caller's directory).
+    /// The worktree directory.
     #[serde(default)]
+    #[schemars(with = "Option<String>", extend("x-default-cwd" = true))]
     pub dir: Option<Utf8PathBuf>,
-    /// The checkpoint (default: the latest).
+    /// Checkpoint name, ref or snapshot id prefix.
     #[serde(default)]
     pub to: Option<String>,
-    /// Change nothing.
+    /// Only list what would change.
     #[serde(default)]
     pub dry_run: bool,
 }
 
 /// `undo [WORKTREE]` / `redo [WORKTREE]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UndoOptions {
-    /// The worktree (default: the caller's directory).
+    /// The worktree directory.
     #[serde(default)]
+    #[schemars(with = "Option<String>", extend("x-default-cwd" = true))]
     pub worktree: Option<Utf8PathBuf>,
 }
 
@@ -129,20 +134,22 @@ pub enum UndoOutcome {
 }
 
 /// `op log [DIR]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OpLogOptions {
     /// The worktree (default: the caller's directory).
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub dir: Option<Utf8PathBuf>,
 }
 
 /// `rewind -i`'s list: the states a worktree can be rewound to.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TimelineOptions {
     /// The worktree (default: the caller's directory).
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub dir: Option<Utf8PathBuf>,
     /// At most this many, the newest (default 500).
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
@@ -214,11 +221,12 @@ pub struct OpLogOutcome {
 }
 
 /// `accept [DIR] [-- PATH…]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AcceptOptions {
     /// The worktree (default: the caller's directory).
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub dir: Option<Utf8PathBuf>,
     /// Only these paths.
     #[serde(default)]
@@ -239,11 +247,12 @@ pub struct AcceptOutcome {
 }
 
 /// `discard [DIR] [--yes] [-- PATH…]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiscardOptions {
     /// The worktree (default: the caller's directory).
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub dir: Option<Utf8PathBuf>,
     /// Only these paths.
     #[serde(default)]
@@ -271,11 +280,12 @@ pub struct DiscardOutcome {
 }
 
 /// `recover [DIR]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecoverOptions {
     /// The worktree or repository (default: the caller's directory).
     #[serde(default)]
+    #[schemars(with = "Option<String>")]
     pub dir: Option<Utf8PathBuf>,
 }
 

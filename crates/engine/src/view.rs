@@ -27,7 +27,9 @@ struct Side {
 }
 
 /// How much of each changed file a comparison reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Detail {
     /// Paths and entries only.
@@ -177,21 +179,23 @@ impl DiffOutcome {
 }
 
 /// `diff A B`: two snapshots or worktrees (a directory means its live files).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiffOptions {
-    /// A snapshot or a directory.
+    /// A snapshot or a worktree directory.
     pub a: String,
-    /// A snapshot or a directory.
+    /// A snapshot or a worktree directory.
     pub b: String,
     /// Only these paths.
     #[serde(default)]
     pub paths: Vec<TreePath>,
     /// How much to read.
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub detail: Detail,
     /// Refuse (exit 1) if anything differs.
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub exit_code: bool,
 }
 
@@ -207,11 +211,12 @@ impl DiffOptions {
 }
 
 /// `status [WORKTREE]`: changes since the head snapshot.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StatusOptions {
-    /// The worktree (default: the caller's directory).
+    /// The worktree directory.
     #[serde(default)]
+    #[schemars(with = "Option<String>", extend("x-default-cwd" = true))]
     pub worktree: Option<Utf8PathBuf>,
 }
 
@@ -230,14 +235,16 @@ pub struct StatusOutcome {
 }
 
 /// `review [DIR]`: the task's changes against its baseline.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReviewOptions {
-    /// The worktree (default: the caller's directory).
+    /// The worktree directory.
     #[serde(default)]
+    #[schemars(with = "Option<String>", extend("x-default-cwd" = true))]
     pub dir: Option<Utf8PathBuf>,
     /// How much to read.
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub detail: Detail,
 }
 
@@ -254,18 +261,23 @@ pub struct ReviewOutcome {
 }
 
 /// `log [TARGET] [-n N] [--stat]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LogOptions {
-    /// A snapshot or a worktree directory (default: the worktree holding the caller's
-    /// directory).
+    /// A worktree directory or a snapshot.
     #[serde(default)]
+    #[schemars(extend("x-default-cwd" = true))]
     pub target: Option<String>,
     /// At most this many.
-    #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
+    #[serde(
+        default,
+        deserialize_with = "crate::engine::whole_number::at_least_one"
+    )]
+    #[schemars(range(min = 1))]
     pub max_count: Option<usize>,
     /// Each snapshot's changes against its first parent.
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub stat: bool,
 }
 
@@ -594,6 +606,14 @@ impl Engine {
 
     /// `cairn log [TARGET] [-n N] [--stat]`.
     pub fn log(&self, call: &Call, options: LogOptions) -> Result<LogOutcome, Error> {
+        // As every face reads a count (`whole_number::at_least_one`): a caller building
+        // the options itself gets the same answer.
+        if options.max_count == Some(0) {
+            return Err(Error::usage(
+                "invalid_arguments",
+                "max_count: must be at least 1, not 0",
+            ));
+        }
         let store = self.store(Access::Read)?;
         let reader = store.reader()?;
         let start = match &options.target {

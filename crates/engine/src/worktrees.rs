@@ -51,10 +51,11 @@ pub struct GitState {
 }
 
 /// `onboard`: snapshot a directory and register it as an in-place worktree.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OnboardOptions {
     /// The directory.
+    #[schemars(with = "String")]
     pub src: Utf8PathBuf,
     /// Snapshot message (default `onboard`).
     #[serde(default)]
@@ -102,10 +103,11 @@ pub struct OnboardOutcome {
 }
 
 /// `onboard --git REV`: the tree of a commit as a snapshot (no worktree).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ImportOptions {
     /// The git repository.
+    #[schemars(with = "String")]
     pub src: Utf8PathBuf,
     /// The revision.
     pub rev: String,
@@ -140,16 +142,18 @@ pub struct ImportOutcome {
 }
 
 /// `snapshot`: a new snapshot of a worktree, parent = its head.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SnapshotOptions {
-    /// The worktree (or a directory inside it).
+    /// The worktree directory.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Snapshot message.
     #[serde(default)]
     pub message: Option<String>,
     /// `key=value` labels.
     #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
     pub labels: Vec<String>,
 }
 
@@ -207,12 +211,13 @@ impl SnapshotOutcome {
 }
 
 /// `checkout`: hydrate a snapshot into a new or empty directory.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckoutOptions {
-    /// The snapshot (ref, id prefix or checkpoint name).
+    /// Snapshot id prefix, ref or checkpoint name.
     pub snapshot: String,
-    /// The destination.
+    /// The destination directory.
+    #[schemars(with = "String")]
     pub dest: Utf8PathBuf,
 }
 
@@ -240,17 +245,18 @@ pub struct CheckoutOutcome {
 }
 
 /// `rollback`: make a worktree's scope equal a snapshot.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RollbackOptions {
-    /// The worktree.
+    /// The worktree directory.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
-    /// The snapshot.
+    /// Snapshot id prefix, ref or checkpoint name.
     pub snapshot: String,
-    /// Change nothing; list what would change.
+    /// Only list what would change.
     #[serde(default)]
     pub dry_run: bool,
-    /// Only these paths.
+    /// Paths relative to the worktree root.
     #[serde(default)]
     pub paths: Vec<TreePath>,
 }
@@ -289,7 +295,7 @@ impl RollbackOutcome {
 }
 
 /// `worktree list`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorktreeListOptions {}
 
@@ -319,10 +325,11 @@ pub struct WorktreeListOutcome {
 }
 
 /// `worktree remove` / `worktree rebind`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorktreePathOptions {
     /// The worktree's root.
+    #[schemars(with = "String")]
     pub path: Utf8PathBuf,
 }
 

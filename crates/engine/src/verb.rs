@@ -1,0 +1,345 @@
+//! A verb as the faces that call it by name see it (`cairn serve`'s `POST /v1/{verb}`,
+//! `cairn mcp`'s tools, `docs/openapi.yaml`): its description, the JSON Schema of its
+//! arguments and how its JSON arguments become a [`Request`]. All of it comes from the
+//! verb's entry in [`Request`] and its options type: their doc comments are the
+//! descriptions, the type is the schema (with the limits of [`crate::limits`]), and serde
+//! reads the arguments, as it reads a [`Request`] sent to `/v1/call`. So a request means the
+//! same on every face; only the options the command line alone sets (marked `x-cli-only`
+//! on the options type) are left out of the routes and tools.
+
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value};
+
+use crate::request::{ALL_VERBS, Face, Request, Verb};
+
+/// A verb's JSON arguments: an object.
+pub type JsonObject = Map<String, Value>;
+
+/// The schema keyword marking an option only the command line sets (through `/v1/call`).
+const CLI_ONLY: &str = "x-cli-only";
+/// The schema keyword marking the argument that defaults to the caller's directory.
+const DEFAULT_CWD: &str = "x-default-cwd";
+
+impl Verb {
+    /// Every verb, in [`Request`]'s order.
+    pub fn all() -> &'static [Verb] {
+        ALL_VERBS
+    }
+
+    /// The verb called `name`.
+    pub fn named(name: &str) -> Option<&'static Verb> {
+        Verb::all().iter().find(|v| v.name == name)
+    }
+
+    /// Its name (`/v1/{name}`, the MCP tool's name, [`Request::verb`]).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Whether it is offered on `face`.
+    pub fn on(&self, face: Face) -> bool {
+        self.faces.contains(&face)
+    }
+
+    /// What it does: its [`Request`] variant's doc comment.
+    pub fn description(&self) -> String {
+        self.doc
+            .iter()
+            .map(|line| line.trim())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// The JSON Schema of its options, every one (as `/v1/call` takes them), each with its
+    /// doc comment as description and its limit.
+    pub fn options_schema(&self) -> JsonObject {
+        let mut out = self.annotated();
+        if let Some(Value::Object(properties)) = out.get_mut("properties") {
+            for property in properties.values_mut() {
+                strip_extensions(property);
+            }
+        }
+        out
+    }
+
+    /// The JSON Schema of its arguments as its route and tool take them: its options but
+    /// those only the command line sets. With `nullable`, an optional argument may be
+    /// `null` (the routes take a `null` as left out).
+    pub fn args_schema(&self, nullable: bool) -> JsonObject {
+        let mut out = self.annotated();
+        let required = required(&out);
+        if let Some(Value::Object(properties)) = out.get_mut("properties") {
+            properties.retain(|_, p| !marked(p, CLI_ONLY));
+            for (name, property) in properties.iter_mut() {
+                strip_extensions(property);
+                if let Value::Object(p) = property {
+                    p.remove("default");
+                    let nullable = nullable && !required.contains(name);
+                    set_nullable(p, nullable);
+                }
+            }
+        }
+        out
+    }
+
+    /// The argument that defaults to the caller's directory, if it has one.
+    pub fn default_directory(&self) -> Option<String> {
+        let schema = self.annotated();
+        let Some(Value::Object(properties)) = schema.get("properties") else {
+            return None;
+        };
+        properties
+            .iter()
+            .find(|(_, p)| marked(p, DEFAULT_CWD))
+            .map(|(name, _)| name.clone())
+    }
+
+    /// The request of this verb with `args`, its JSON arguments as its route and tool take
+    /// them: a `null` counts as left out; an argument it does not take, a required one
+    /// missing or a value of the wrong type or range is refused, naming it. The options are
+    /// read as `/v1/call` reads them.
+    pub fn request(&self, mut args: JsonObject) -> Result<Request, String> {
+        args.retain(|_, v| !v.is_null());
+        let schema = self.annotated();
+        let empty = JsonObject::new();
+        let properties = match schema.get("properties") {
+            Some(Value::Object(p)) => p,
+            _ => &empty,
+        };
+        for key in args.keys() {
+            if properties.get(key).is_none_or(|p| marked(p, CLI_ONLY)) {
+                return Err(format!("unknown argument {key:?}"));
+            }
+        }
+        for name in required(&schema) {
+            if !args.contains_key(&name) {
+                return Err(format!("missing argument {name:?}"));
+            }
+        }
+        let given = args.clone();
+        (self.parse)(Value::Object(args)).map_err(|e| explain(&e, &given))
+    }
+
+    /// The options type's schema with the limits, its extension keywords kept.
+    fn annotated(&self) -> JsonObject {
+        let mut generator = SchemaSettings::draft2020_12()
+            .with(|s| {
+                s.inline_subschemas = true;
+                s.meta_schema = None;
+            })
+            .into_generator();
+        let Value::Object(mut out) = (self.schema)(&mut generator).to_value() else {
+            return JsonObject::new();
+        };
+        // The verb's own description is its Request variant's; the options type's title and
+        // doc say how the command line spells it.
+        out.remove("title");
+        out.remove("description");
+        out.entry("properties")
+            .or_insert_with(|| Value::Object(JsonObject::new()));
+        if let Some(Value::Object(properties)) = out.get_mut("properties") {
+            for (name, property) in properties.iter_mut() {
+                if let Value::Object(p) = property {
+                    crate::limits::constrain(name, p);
+                }
+            }
+        }
+        out
+    }
+}
+
+fn marked(property: &Value, keyword: &str) -> bool {
+    property.get(keyword) == Some(&Value::Bool(true))
+}
+
+fn strip_extensions(property: &mut Value) {
+    if let Value::Object(p) = property {
+        p.retain(|k, _| !k.starts_with("x-"));
+    }
+}
+
+fn required(schema: &JsonObject) -> Vec<String> {
+    match schema.get("required") {
+        Some(Value::Array(names)) => names
+            .iter()
+            .filter_map(|n| n.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `property`'s type with `null` among its types, or without.
+fn set_nullable(property: &mut JsonObject, nullable: bool) {
+    let mut types: Vec<Value> = match property.get("type") {
+        Some(Value::String(t)) => vec![Value::String(t.clone())],
+        Some(Value::Array(ts)) => ts.clone(),
+        _ => return,
+    };
+    types.retain(|t| t != "null");
+    if nullable {
+        types.push(Value::from("null"));
+    }
+    let ty = match <[Value; 1]>::try_from(types) {
+        Ok([one]) => one,
+        Err(many) => Value::Array(many),
+    };
+    property.insert("type".into(), ty);
+}
+
+/// Why reading the arguments failed, naming the argument (`to must be a string, not 2096`).
+fn explain(e: &serde_path_to_error::Error<serde_json::Error>, args: &JsonObject) -> String {
+    let path = e.path().to_string();
+    let inner = e.inner().to_string();
+    if let (Some(rest), Some(value)) = (inner.strip_prefix("invalid type: "), args.get(&path))
+        && let Some((_, expected)) = rest.rsplit_once(", expected ")
+    {
+        return format!("{path} must be {expected}, not {value}");
+    }
+    format!("{path}: {inner}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn spec(name: &str) -> &'static Verb {
+        Verb::named(name).expect("a verb")
+    }
+
+    /// A count is a whole number of at least 1, given as a number: anything else is
+    /// refused naming it (the serve_verb_args fuzz target's oracle once took any string).
+    #[test]
+    fn counts_are_whole_numbers_of_at_least_one() {
+        let log = spec("log");
+        let args = |v: Value| -> JsonObject { [("max_count".to_owned(), v)].into_iter().collect() };
+        for bad in [
+            json!("/w"),
+            json!("3"),
+            json!(0),
+            json!(-1),
+            json!(2.5),
+            json!(true),
+        ] {
+            let refused = log.request(args(bad.clone())).expect_err("refused");
+            assert!(refused.contains("max_count"), "{bad}: {refused}");
+        }
+        for (good, n) in [(json!(3), 3), (json!(5.0), 5)] {
+            let Ok(Request::Log(checked)) = log.request(args(good.clone())) else {
+                panic!("{good}: accepted as a log")
+            };
+            assert_eq!(checked.max_count, Some(n), "{good}");
+        }
+    }
+
+    /// `gc`'s days and bytes are whole numbers within their range, given as numbers.
+    #[test]
+    fn numbers_are_whole_and_in_range() {
+        let gc = spec("gc");
+        let args = |k: &str, v: Value| -> JsonObject { [(k.to_owned(), v)].into_iter().collect() };
+        for (key, bad) in [
+            ("keep_within", json!(4_294_967_296u64)),
+            ("keep_within", json!(-1)),
+            ("max_size", json!(1.5)),
+            ("max_size", json!("100")),
+            ("grace", json!(true)),
+        ] {
+            let refused = gc.request(args(key, bad.clone())).expect_err("refused");
+            assert!(refused.starts_with(key), "{bad}: {refused}");
+        }
+        let Ok(Request::Gc(checked)) = gc.request(args("max_size", json!(5e6))) else {
+            panic!("accepted")
+        };
+        assert_eq!(checked.max_size, Some(5_000_000));
+        let Ok(Request::Gc(checked)) = gc.request(args("keep_within", json!(0))) else {
+            panic!("accepted")
+        };
+        assert_eq!(checked.keep_within, Some(0));
+    }
+
+    /// A name, message or id is a JSON string; a number there is refused naming the
+    /// argument, as the command-line table always did.
+    #[test]
+    fn numbers_are_not_text() {
+        let args: JsonObject = [("to".to_owned(), json!(2096))].into_iter().collect();
+        let refused = spec("rewind").request(args).expect_err("refused");
+        assert_eq!(refused, "to must be a string, not 2096");
+    }
+
+    /// Found by the `serve_verb_args` fuzz target: `--branch -` (and `--message -x`) put
+    /// the value where a command-line parser reads a flag, so a message or branch starting
+    /// with '-' was refused as bad usage, or taken for another flag.
+    #[test]
+    fn option_values_starting_with_a_dash_stay_values() {
+        let crash = br#"{"branch":"-","into":"","snapshot":""}"#;
+        let args: JsonObject = serde_json::from_slice(crash).expect("an object");
+        let Ok(Request::Merge(checked)) = spec("merge").request(args) else {
+            panic!("valid arguments")
+        };
+        assert_eq!(checked.branch.as_deref(), Some("-"));
+        assert_eq!(checked.into, "");
+
+        let args: JsonObject =
+            serde_json::from_str(r#"{"dir": "/w", "to": "--dry-run"}"#).expect("an object");
+        let Ok(Request::Rewind(checked)) = spec("rewind").request(args) else {
+            panic!("valid arguments")
+        };
+        assert_eq!(checked.to.as_deref(), Some("--dry-run"));
+        assert!(!checked.dry_run);
+    }
+
+    /// The schemas state the engine's limits and the types' requirements: what a face
+    /// shows a client is what the engine reads.
+    #[test]
+    fn schemas_carry_the_types_and_the_limits() {
+        let snapshot = spec("snapshot").args_schema(false);
+        assert_eq!(snapshot["required"], json!(["worktree"]));
+        assert_eq!(snapshot["additionalProperties"], json!(false));
+        let properties = snapshot["properties"].as_object().expect("properties");
+        assert_eq!(
+            properties["message"],
+            json!({ "type": "string", "maxLength": 65536, "description": "Snapshot message." })
+        );
+        assert!(
+            !properties.contains_key("labels"),
+            "labels: the command line's"
+        );
+        let nullable = spec("snapshot").args_schema(true);
+        assert_eq!(
+            nullable["properties"]["message"]["type"],
+            json!(["string", "null"])
+        );
+        assert_eq!(nullable["properties"]["worktree"]["type"], json!("string"));
+        let log = spec("log").args_schema(false);
+        assert_eq!(log["properties"]["max_count"]["minimum"], json!(1));
+        assert_eq!(
+            log["properties"]["max_count"]["maximum"],
+            json!(4_294_967_295u64)
+        );
+        let gc = spec("gc").args_schema(false);
+        assert_eq!(
+            gc["properties"]["keep_within"]["maximum"],
+            json!(4_294_967_295u64)
+        );
+        assert_eq!(gc["properties"]["max_size"]["maximum"], json!(u64::MAX));
+        let rollback = spec("rollback").args_schema(false);
+        assert_eq!(rollback["properties"]["paths"]["maxItems"], json!(100_000));
+        assert_eq!(
+            rollback["properties"]["paths"]["items"]["maxLength"],
+            json!(4096)
+        );
+        // Every option, on /v1/call.
+        let full = spec("snapshot").options_schema();
+        assert!(full["properties"]["labels"].is_object());
+        assert_eq!(
+            spec("status").default_directory().as_deref(),
+            Some("worktree")
+        );
+        assert_eq!(spec("snapshot").default_directory(), None);
+        assert!(
+            spec("undo")
+                .description()
+                .starts_with("Revert the newest change set")
+        );
+    }
+}
