@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::support::{Env, python_venv};
+use crate::support::{Env, Server, python_venv};
 
 /// The MCP SDK version the test is written against.
 const MCP_SDK: &str = "mcp==2.3.0";
@@ -164,6 +164,62 @@ impl Drop for Mcp {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// JSON has no option syntax, so a value starting with '-' is that value on every face.
+/// `/v1/{verb}` and the MCP tools refused it as a positional ("must not start with '-'")
+/// while `/v1/call` and the command line (after `--`) took it: the same request meant
+/// two things.
+#[test]
+fn a_value_starting_with_a_dash_means_the_same_on_every_face() {
+    let env = Env::new();
+    let wt = env.path().join("-wt");
+    std::fs::create_dir_all(&wt).unwrap();
+    std::fs::write(wt.join("a.txt"), "a\n").unwrap();
+    assert_eq!(env.json(&["onboard", wt.as_str()]).0, 0);
+    std::fs::write(wt.join("a.txt"), "b\n").unwrap();
+    std::fs::write(wt.join("new.txt"), "n\n").unwrap();
+
+    let (code, cli) = env.json(&["status", "--", "-wt"]);
+    assert_eq!(code, 0, "{cli}");
+    let server = Server::start(&env);
+    let client = server.client();
+    let (status, route) = client
+        .call(
+            "status",
+            &serde_json::json!({ "worktree": "-wt", "cwd": env.path() }),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{route}");
+    let (status, call) = client
+        .post_json(
+            "/v1/call",
+            &serde_json::json!({
+                "cwd": env.path(),
+                "request": { "verb": "status", "args": { "worktree": "-wt" } },
+            }),
+        )
+        .unwrap();
+    assert_eq!(status, 200, "{call}");
+    let mut mcp = Mcp::start(&env, &[]);
+    mcp.call(1, "status", serde_json::json!({ "worktree": "-wt" }));
+    let (is_error, tool) = mcp.tool_answer(1, Duration::from_secs(30));
+    assert!(!is_error, "{tool}");
+
+    assert_eq!(route["worktree"], wt.as_str(), "{route}");
+    let paths = |v: &serde_json::Value, kind: &str| -> Vec<String> {
+        v[kind]
+            .as_array()
+            .unwrap_or_else(|| panic!("{kind} in {v}"))
+            .iter()
+            .map(|e| e["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(paths(&route, "added"), ["new.txt"], "{route}");
+    assert_eq!(paths(&route, "modified"), ["a.txt"], "{route}");
+    assert_eq!(call["outcome"]["outcome"], route, "/v1/call");
+    assert_eq!(tool, route, "MCP");
+    assert_eq!(cli, route, "the command line");
 }
 
 fn error_code(v: &serde_json::Value) -> Option<i64> {

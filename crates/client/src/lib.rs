@@ -15,7 +15,6 @@ use camino::Utf8PathBuf;
 mod transport;
 #[cfg(feature = "engine")]
 mod typed;
-pub mod verbs;
 
 #[cfg(feature = "engine")]
 pub use typed::Answer;

@@ -19,10 +19,10 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
-use cairn_engine::{Call, Outcome, Request};
+use cairn_engine::{Call, Face, Outcome, Request, Verb};
 
 use crate::commands::mcp_stdio::{Calls, Stdio};
-use crate::commands::verbs::{TOOLS, check, schema};
+use crate::commands::verbs::schema;
 use crate::error::Error;
 use crate::progress::Bar;
 use crate::target::{Shared, Target};
@@ -54,10 +54,10 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = TOOLS
+        let tools = Verb::all()
             .iter()
-            .filter(|t| t.mcp)
-            .map(|t| Tool::new(t.name, t.description, schema(t)))
+            .filter(|v| v.on(Face::Tool))
+            .map(|v| Tool::new(v.name(), v.description(), schema(v)))
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -90,20 +90,17 @@ impl Server {
         request: CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Option<Result<CallToolResponse, ErrorData>> {
-        let Some(spec) = TOOLS
-            .iter()
-            .find(|t| t.mcp && t.name == request.name.as_ref())
-        else {
+        let Some(spec) = Verb::named(request.name.as_ref()).filter(|v| v.on(Face::Tool)) else {
             return Some(Err(ErrorData::invalid_params(
                 format!("no such tool: {}", request.name),
                 None,
             )));
         };
         let args = request.arguments.unwrap_or_default();
-        let request = match check(spec, &args).and_then(|a| Request::from_verb(spec.name, a)) {
+        let request = match spec.request(args) {
             Ok(request) => request,
             Err(e) => {
-                let text = format!("invalid arguments for {}: {e}", spec.name);
+                let text = format!("invalid arguments for {}: {e}", spec.name());
                 return Some(Ok(
                     CallToolResult::error(vec![ContentBlock::text(text)]).into()
                 ));

@@ -19,13 +19,12 @@ use axum::routing::{get, post};
 use axum::serve::{IncomingStream, Listener};
 use axum::{Json, Router};
 use cairn_client::{Object, ObjectKind, ObjectRef, ProgressEvent, StreamLine};
-use cairn_engine::{Call, Engine, Error, Outcome, Request};
+use cairn_engine::{Call, Engine, Error, Face, Outcome, Request, Verb};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpenOptions, Store, WriteBatch};
 use serde_json::{Value, json};
 use tokio::net::{UnixListener, UnixStream};
 
-use crate::commands::verbs::{TOOLS, check};
 use crate::context::Ctx;
 use crate::output::Report;
 use cairn_engine::wire::{CallReply, CallRequest};
@@ -418,7 +417,7 @@ async fn verb(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some(spec) = TOOLS.iter().find(|t| t.name == name) else {
+    let Some(spec) = Verb::named(&name).filter(|v| v.on(Face::Route)) else {
         return error(
             StatusCode::NOT_FOUND,
             "unknown_verb",
@@ -437,13 +436,16 @@ async fn verb(
     let cwd = match args.remove("cwd") {
         // No caller's directory to default to: a directory left out would mean `/`.
         None => {
-            if let Some(name) = missing_directory(spec, &args) {
+            if let Some(name) = spec
+                .default_directory()
+                .filter(|name| args.get(name).is_none_or(Value::is_null))
+            {
                 return error(
                     StatusCode::BAD_REQUEST,
                     "missing_argument",
                     format!(
                         "{verb}: give {name:?} (or a \"cwd\" to take it from)",
-                        verb = spec.name
+                        verb = spec.name()
                     ),
                 )
                 .into_response();
@@ -460,7 +462,7 @@ async fn verb(
             .into_response();
         }
     };
-    let request = match check(spec, &args).and_then(|args| Request::from_verb(spec.name, args)) {
+    let request = match spec.request(args) {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", e).into_response(),
     };
@@ -491,22 +493,6 @@ async fn verb(
         answer,
     )
     .await
-}
-
-/// The first optional positional argument (a directory that defaults to the caller's) that
-/// `args` leaves out.
-fn missing_directory(
-    spec: &crate::commands::verbs::ToolSpec,
-    args: &serde_json::Map<String, Value>,
-) -> Option<&'static str> {
-    spec.args.iter().find_map(|(arg, _)| match arg {
-        crate::commands::verbs::Arg::Positional(name, true)
-            if args.get(*name).is_none_or(Value::is_null) =>
-        {
-            Some(*name)
-        }
-        _ => None,
-    })
 }
 
 #[derive(serde::Deserialize)]

@@ -1,63 +1,52 @@
 //! The verbs other programs call by name (MCP tools, the HTTP API of `cairn serve`): each
-//! takes JSON arguments, checked against the table in `cairn-client` (the fuzz targets reach
-//! it there), and is the engine request of the same name; the MCP schema is here.
+//! is the engine's [`Verb`] of the same name, which describes it and reads its JSON
+//! arguments into the engine request (the fuzz targets reach it there); the MCP schema is
+//! its arguments' schema.
 
+use cairn_engine::Verb;
 use rmcp::model::JsonObject;
 use serde_json::{Value, json};
 
-pub use cairn_client::verbs::{Arg, TOOLS, ToolSpec, check, required};
-
-pub fn schema(spec: &ToolSpec) -> JsonObject {
-    use cairn_engine::limits::{MAX_COUNT, MAX_LIST_ITEMS, text_limit};
-    let mut properties = serde_json::Map::new();
-    for (arg, doc) in spec.args {
-        let text =
-            |n: &str| json!({ "type": "string", "maxLength": text_limit(n), "description": doc });
-        let (name, ty) = match arg {
-            Arg::Positional(n, _) => (*n, text(n)),
-            Arg::Option("max_count", _) => (
-                "max_count",
-                json!({ "type": "integer", "minimum": 1, "maximum": MAX_COUNT, "description": doc }),
-            ),
-            Arg::Option(n, _) => (*n, text(n)),
-            Arg::Switch(n, _) => (*n, json!({ "type": "boolean", "description": doc })),
-            Arg::Number(n, _, max) => (
-                *n,
-                json!({ "type": "integer", "minimum": 0, "maximum": max, "description": doc }),
-            ),
-            Arg::Paths(n) => (
-                *n,
-                json!({
-                    "type": "array",
-                    "maxItems": MAX_LIST_ITEMS,
-                    "items": { "type": "string", "maxLength": text_limit(n) },
-                    "description": doc,
-                }),
-            ),
-        };
-        properties.insert(name.to_owned(), ty);
-    }
-    let mut out = serde_json::Map::new();
-    out.insert("type".into(), json!("object"));
-    out.insert("properties".into(), Value::Object(properties));
-    out.insert("required".into(), json!(required(spec)));
-    out.insert("additionalProperties".into(), json!(false));
+/// The MCP tool's input schema of `verb`.
+pub fn schema(verb: &Verb) -> JsonObject {
+    let mut out = verb.args_schema(false);
+    out.entry("required").or_insert_with(|| json!([]));
+    out.insert("type".into(), Value::from("object"));
     out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cairn_client::verbs::arg_name;
+    use cairn_engine::Face;
 
-    fn spec(name: &str) -> &'static ToolSpec {
-        TOOLS.iter().find(|t| t.name == name).expect("tool")
+    fn spec(name: &str) -> &'static Verb {
+        Verb::named(name).expect("a verb")
     }
 
-    /// Every verb's arguments, as checked, are its engine request's.
+    /// The arguments of a route or tool call, as the engine request they become.
     fn request(verb: &str, args: Value) -> Result<cairn_engine::Request, String> {
         let Value::Object(args) = args else { panic!() };
-        check(spec(verb), &args).and_then(|a| cairn_engine::Request::from_verb(verb, a))
+        spec(verb).request(args)
+    }
+
+    fn required(verb: &Verb) -> Vec<String> {
+        verb.args_schema(false)
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| {
+                names
+                    .iter()
+                    .filter_map(|n| n.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn offered() -> impl Iterator<Item = &'static Verb> {
+        Verb::all()
+            .iter()
+            .filter(|v| v.on(Face::Route) || v.on(Face::Tool))
     }
 
     #[test]
@@ -81,87 +70,54 @@ mod tests {
                 .unwrap_err()
                 .contains("into")
         );
-        assert!(
+        // JSON has no option syntax: a value starting with '-' is that value, as on
+        // `/v1/call` and after `--` on the command line (once refused here only).
+        let Ok(cairn_engine::Request::Status(s)) =
             request("status", json!({ "worktree": "--help" }))
-                .unwrap_err()
-                .contains("--help")
-        );
+        else {
+            panic!("a status")
+        };
+        assert_eq!(s.worktree.as_deref().map(|w| w.as_str()), Some("--help"));
         let Ok(cairn_engine::Request::Undo(u)) = request("undo", json!({})) else {
             panic!("an undo")
         };
         assert_eq!(u.worktree, None);
     }
 
+    /// What only the command line sets is no argument of a route or tool.
     #[test]
-    fn every_verb_of_the_table_is_an_engine_request() {
-        for t in TOOLS {
-            let mut args = serde_json::Map::new();
-            for name in required(t) {
-                args.insert(name.to_owned(), json!("x"));
-            }
-            let req = check(t, &args).and_then(|a| cairn_engine::Request::from_verb(t.name, a));
-            assert_eq!(req.expect(t.name).verb(), t.name);
+    fn options_only_the_command_line_sets_are_refused() {
+        for (verb, args) in [
+            ("snapshot", json!({ "worktree": "w", "labels": ["a=b"] })),
+            ("diff", json!({ "a": "x", "b": "y", "detail": "names" })),
+            ("policy", json!({ "take_once": true })),
+            ("policy_allow", json!({ "worktree": "w", "yes": true })),
+        ] {
+            let refused = request(verb, args).expect_err(verb);
+            assert!(refused.starts_with("unknown argument"), "{verb}: {refused}");
+            assert!(
+                !schema(spec(verb))["properties"]
+                    .as_object()
+                    .expect("properties")
+                    .keys()
+                    .any(|k| ["labels", "detail", "take_once", "yes"].contains(&k.as_str())),
+                "{verb}"
+            );
         }
     }
 
-    /// What `docs/openapi.yaml` must say a verb's request is: written from `TOOLS`, so the
-    /// file cannot drift from what `argv` accepts.
-    fn openapi_request(spec: &ToolSpec) -> String {
-        use cairn_engine::limits::{MAX_COUNT, MAX_LIST_ITEMS, text_limit};
-        let quoted = |s: &str| serde_json::to_string(s).expect("a string");
-        let required = required(spec);
-        let directory = spec.args.iter().find_map(|(arg, _)| match arg {
-            Arg::Positional(n, true) => Some(*n),
-            _ => None,
-        });
-        let mut out = format!("    {}Request:\n", capitalized(spec.name));
-        out.push_str("      type: object\n      additionalProperties: false\n");
-        if !required.is_empty() {
-            out.push_str(&format!("      required: [{}]\n", required.join(", ")));
+    #[test]
+    fn every_verb_of_the_table_is_an_engine_request() {
+        for t in offered() {
+            let mut args = serde_json::Map::new();
+            for name in required(t) {
+                args.insert(name, json!("x"));
+            }
+            let req = t
+                .request(args)
+                .unwrap_or_else(|e| panic!("{}: {e}", t.name()));
+            assert_eq!(req.verb(), t.name());
         }
-        if let Some(dir) = directory {
-            // The server's `missing_directory`: no cwd to default to.
-            out.push_str(&format!(
-                "      anyOf:\n        - required: [cwd]\n        - {{ required: [{dir}], properties: {{ {dir}: {{ type: string }} }} }}\n"
-            ));
-        }
-        out.push_str("      properties:\n");
-        for (arg, doc) in spec.args {
-            let name = arg_name(arg);
-            // A `null` argument counts as left out, so optional ones may be null.
-            let ty = |t: &str| {
-                if required.contains(&name) {
-                    t.to_owned()
-                } else {
-                    format!("[{t}, \"null\"]")
-                }
-            };
-            let text = |n: &str| format!("maxLength: {}", text_limit(n));
-            let schema = match arg {
-                Arg::Positional(n, _) => {
-                    format!("type: {}, pattern: \"^(?!-)\", {}", ty("string"), text(n))
-                }
-                Arg::Option("max_count", _) => {
-                    format!("type: {}, minimum: 1, maximum: {MAX_COUNT}", ty("integer"))
-                }
-                Arg::Option(n, _) => format!("type: {}, {}", ty("string"), text(n)),
-                Arg::Switch(..) => format!("type: {}", ty("boolean")),
-                Arg::Number(_, _, max) => {
-                    format!("type: {}, minimum: 0, maximum: {max}", ty("integer"))
-                }
-                Arg::Paths(n) => format!(
-                    "type: {}, maxItems: {MAX_LIST_ITEMS}, items: {{ type: string, {} }}",
-                    ty("array"),
-                    text(n)
-                ),
-            };
-            out.push_str(&format!(
-                "        {name}: {{ {schema}, description: {} }}\n",
-                quoted(doc)
-            ));
-        }
-        out.push_str("        cwd: { $ref: \"#/components/schemas/Cwd\" }\n");
-        out
     }
 
     fn capitalized(name: &str) -> String {
@@ -179,31 +135,25 @@ mod tests {
             "/../../docs/openapi.yaml"
         ))
         .expect("docs/openapi.yaml");
-        for t in TOOLS {
+        for t in Verb::all().iter().filter(|v| v.on(Face::Route)) {
             assert!(
-                doc.contains(&format!("\n  /v1/{}:\n", t.name)),
+                doc.contains(&format!("\n  /v1/{}:\n", t.name())),
                 "docs/openapi.yaml lacks /v1/{}",
-                t.name
+                t.name()
             );
             let reference = format!(
                 "schema: {{ $ref: \"#/components/schemas/{}Request\" }}",
-                capitalized(t.name)
+                capitalized(t.name())
             );
             let section = doc
-                .split(&format!("\n  /v1/{}:\n", t.name))
+                .split(&format!("\n  /v1/{}:\n", t.name()))
                 .nth(1)
                 .and_then(|rest| rest.split("\n  /v1/").next())
                 .unwrap_or_default();
             assert!(
                 section.contains(&reference),
                 "docs/openapi.yaml: /v1/{} must take {reference}",
-                t.name
-            );
-            let expected = openapi_request(t);
-            assert!(
-                doc.contains(&expected),
-                "docs/openapi.yaml must describe /v1/{}'s arguments as TOOLS does:\n{expected}",
-                t.name
+                t.name()
             );
         }
     }
@@ -257,11 +207,12 @@ mod tests {
     fn every_tool_is_a_real_command() {
         use clap::CommandFactory;
         let cli = crate::Cli::command();
-        for t in TOOLS {
+        for t in offered() {
+            let command = t.name().split('_').next().unwrap_or_default();
             assert!(
-                cli.find_subcommand(t.command[0]).is_some(),
+                cli.find_subcommand(command).is_some(),
                 "{} is not a cairn command",
-                t.name
+                t.name()
             );
             let s = schema(t);
             assert_eq!(s["type"], "object");
