@@ -7,6 +7,8 @@ pub mod init;
 pub mod mcp;
 pub mod mcp_grant;
 mod mcp_stdio;
+#[cfg(test)]
+mod openapi;
 pub mod picker;
 pub mod policy;
 pub mod refs;
