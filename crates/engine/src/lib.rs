@@ -31,6 +31,7 @@
 //! git                                Git: the git backend an embedder injects
 //! store                              finding and holding the store; thread pools
 //! path                               tree paths; directories against the caller's
+//! texts                              the strings a value holds (through Serialize)
 //! error                              Error, with codes and exit statuses
 //! ```
 //!
@@ -82,6 +83,7 @@ mod remotes;
 mod request;
 mod reversible;
 mod store;
+mod texts;
 mod verb;
 mod view;
 pub mod wire;

@@ -294,21 +294,9 @@ const MAX_FETCHES_PER_CALL: usize = 256;
 /// No command line or path can hold a NUL byte: one in a request is bad input, never a
 /// path to try.
 fn refuse_nul(call: &Call, request: &Request) -> Result<(), Error> {
-    fn find(v: &serde_json::Value) -> Option<&str> {
-        match v {
-            serde_json::Value::String(s) => s.contains('\0').then_some(s.as_str()),
-            serde_json::Value::Array(items) => items.iter().find_map(find),
-            serde_json::Value::Object(map) => map.values().find_map(find),
-            _ => None,
-        }
-    }
-    let args = serde_json::to_value(request).unwrap_or(serde_json::Value::Null);
-    let bad = find(&args).or_else(|| {
-        call.cwd
-            .as_str()
-            .contains('\0')
-            .then_some(call.cwd.as_str())
-    });
+    let has_nul = |s: &str| s.contains('\0');
+    let bad = crate::texts::find_text(request, &has_nul)
+        .or_else(|| has_nul(call.cwd.as_str()).then(|| call.cwd.to_string()));
     match bad {
         Some(bad) => Err(Error::usage(
             "invalid_input",
