@@ -430,7 +430,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     // Refused up front, whatever the command: every store this process opens would use it.
-    if let Err(e) = cas::OpenOptions::try_from_env() {
+    if let Err(e) = cairn_engine::OpenOptions::try_from_env() {
         return fail(cli.json, &e.into());
     }
     match &cli.command {

@@ -8,12 +8,12 @@ use crate::progress::Bar;
 
 /// Options for stores this process opens itself: it waits, saying so, while another
 /// process holds the store.
-pub fn open_options() -> cas::OpenOptions {
-    cas::OpenOptions {
+pub fn open_options() -> cairn_engine::OpenOptions {
+    cairn_engine::OpenOptions {
         on_wait: Some(|root| {
             eprintln!("cairn: waiting for store {root}: another process holds it");
         }),
-        ..cas::OpenOptions::from_env()
+        ..cairn_engine::OpenOptions::from_env()
     }
 }
 
@@ -205,13 +205,13 @@ pub struct Shared {
     open: std::sync::Mutex<std::collections::HashMap<Utf8PathBuf, std::sync::Weak<Engine>>>,
     /// Held while a store is being opened, so one call opens it and the others join.
     opening: tokio::sync::Mutex<()>,
-    options: cas::OpenOptions,
+    options: cairn_engine::OpenOptions,
 }
 
 impl Shared {
     /// Stores are opened with `options` (waiting up to their lock timeout for a store
     /// another process holds).
-    pub fn new(options: cas::OpenOptions) -> Shared {
+    pub fn new(options: cairn_engine::OpenOptions) -> Shared {
         Shared {
             open: Default::default(),
             opening: tokio::sync::Mutex::new(()),
@@ -240,7 +240,7 @@ impl Shared {
                 return Ok(Some(engine));
             }
             // Tried without waiting, so the wait can be given up between tries.
-            let options = cas::OpenOptions {
+            let options = cairn_engine::OpenOptions {
                 create: false,
                 lock_timeout: std::time::Duration::ZERO,
                 on_wait: None,

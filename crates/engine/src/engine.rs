@@ -3,6 +3,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 
+use crate::OpenOptions;
 use crate::error::Error;
 use crate::git::Git;
 use crate::path;
@@ -78,7 +79,24 @@ impl<'a> Call<'a> {
 
 impl Engine {
     /// Opens the store at `path` and holds it open for every call.
-    pub fn open(path: impl Into<Utf8PathBuf>, options: &cas::OpenOptions) -> Result<Engine, Error> {
+    ///
+    /// ```
+    /// use cairn_engine::{Engine, OpenOptions, RefListOptions};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let tmp = tempfile::tempdir()?;
+    /// # let store = camino::Utf8PathBuf::try_from(tmp.path().join("store"))?;
+    /// let options = OpenOptions {
+    ///     create: true,
+    ///     lock_timeout: std::time::Duration::from_secs(5),
+    ///     ..OpenOptions::default()
+    /// };
+    /// let engine = Engine::open(&store, &options)?;
+    /// let call = cairn_engine::Call::new(store.clone());
+    /// assert!(engine.ref_list(&call, RefListOptions::default())?.refs.is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn open(path: impl Into<Utf8PathBuf>, options: &OpenOptions) -> Result<Engine, Error> {
         let path = path.into();
         let store = cas::Store::open(&path, options)?;
         Ok(Engine {
@@ -105,7 +123,7 @@ impl Engine {
     /// An engine for the store at `path` that opens it in each call, in the mode that call
     /// needs (read-only for reads, so other processes may read at the same time): for a
     /// process that makes one call.
-    pub fn per_call(path: impl Into<Utf8PathBuf>, options: cas::OpenOptions) -> Engine {
+    pub fn per_call(path: impl Into<Utf8PathBuf>, options: OpenOptions) -> Engine {
         Engine {
             path: path.into(),
             holding: Holding::PerCall(options),

@@ -89,6 +89,9 @@ mod view;
 pub mod wire;
 mod worktrees;
 
+/// How a store is opened (created if missing, lock timeout, cache size, read-only): the
+/// store's own options, here so that an embedder needs this crate alone.
+pub use cas::OpenOptions;
 pub use engine::{Call, Engine};
 pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply, GitError, GitErrorClass};
 pub use fs_manager::{GrantRequest, GrantSet, SandboxGrants};
