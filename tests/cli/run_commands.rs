@@ -453,15 +453,15 @@ struct AuditOn {
 
 impl AuditOn {
     fn new() -> AuditOn {
-        let was = path_policy::audit::audit_enabled().expect("reading the audit status (root)");
-        path_policy::audit::set_audit_enabled(true).expect("turning audit on (root)");
+        let was = sandbox::audit::audit_enabled().expect("reading the audit status (root)");
+        sandbox::audit::set_audit_enabled(true).expect("turning audit on (root)");
         AuditOn { was }
     }
 }
 
 impl Drop for AuditOn {
     fn drop(&mut self) {
-        let _ = path_policy::audit::set_audit_enabled(self.was);
+        let _ = sandbox::audit::set_audit_enabled(self.was);
     }
 }
 
@@ -514,7 +514,7 @@ fn denied_lists_what_the_kernel_refused_and_says_why_when_it_cannot() {
         assert_eq!(code, 0, "{v}");
         assert_eq!(v["denied"], serde_json::json!([]), "{v}");
     }
-    if !path_policy::audit::audit_enabled().unwrap() {
+    if !sandbox::audit::audit_enabled().unwrap() {
         let (_, v) = run(&env, &args);
         assert!(v.get("denied").is_none(), "{v}");
         let why = v["denied_unavailable"]

@@ -205,14 +205,16 @@ impl Root {
     }
 }
 
-pub(crate) fn io_err(path: PathBuf) -> impl Fn(Errno) -> BeneathError {
+/// Turns an errno into a [`BeneathError::Io`] naming `path`.
+pub fn io_err(path: PathBuf) -> impl Fn(Errno) -> BeneathError {
     move |e| BeneathError::Io {
         path: path.clone(),
         source: e.into(),
     }
 }
 
-pub(crate) fn stat_at(dir: &OwnedFd, name: &OsStr) -> Result<Option<rustix::fs::Stat>, Errno> {
+/// The status of `name` in `dir`, not following a symlink; `None` if it does not exist.
+pub fn stat_at(dir: &OwnedFd, name: &OsStr) -> Result<Option<rustix::fs::Stat>, Errno> {
     match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => Ok(Some(st)),
         Err(Errno::NOENT) => Ok(None),
@@ -221,7 +223,7 @@ pub(crate) fn stat_at(dir: &OwnedFd, name: &OsStr) -> Result<Option<rustix::fs::
 }
 
 /// The names in a directory, `.` and `..` left out.
-pub(crate) fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Errno> {
+pub fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Errno> {
     let mut out = Vec::new();
     for entry in rustix::fs::Dir::read_from(dir)? {
         let entry = entry?;
@@ -237,7 +239,7 @@ pub(crate) fn names(dir: &OwnedFd) -> Result<Vec<OsString>, Errno> {
 
 /// Removes `name` in `dir`, a directory with everything in it; a symlink is removed
 /// itself, never what it points to.
-pub(crate) fn remove_at(dir: &OwnedFd, name: &OsStr, path: &Path) -> Result<(), BeneathError> {
+pub fn remove_at(dir: &OwnedFd, name: &OsStr, path: &Path) -> Result<(), BeneathError> {
     let io = io_err(path.to_owned());
     let Some(st) = stat_at(dir, name).map_err(&io)? else {
         return Ok(());

@@ -16,12 +16,12 @@
 //!   `id_rsa*`, `id_ed25519*`, `.git/`.
 //!
 //! It owns what may be named and where cairn may write: names, repo paths and their text
-//! form (git-quoted when not UTF-8), deny lists, ignore-file
-//! reading limits, file handles beneath a worktree root that never follow a symlink, the
-//! secrets put-back of `cairn run`, what a sandbox grant may name (never a pseudo file
-//! system; system directories and credentials only when a person names them), and the
-//! Landlock sandbox. It knows nothing of stores,
-//! snapshots, git or the command line.
+//! form (git-quoted when not UTF-8), deny lists, ignore-file reading limits, file handles
+//! beneath a worktree root that never follow a symlink ([`beneath`]), and what a sandbox
+//! grant may name (never a pseudo file system; system directories and credentials only when
+//! a person names them). Enforcing a sandbox (Landlock, its audit records, the secrets
+//! put-back of `cairn run`) is the `sandbox` crate's, built on these rules. It knows
+//! nothing of stores, snapshots, git, sandboxes or the command line.
 //!
 //! ```
 //! use path_policy::{check_name, DenyList};
@@ -37,16 +37,13 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
-pub mod audit;
-mod beneath;
+pub mod beneath;
 mod deny;
 mod grant;
 mod name;
 mod path_text;
-mod putback;
 mod repo_path;
 mod rules_file;
-mod sandbox;
 
 pub use beneath::{BeneathError, Root, is_path_safe};
 pub use deny::{DEFAULT_DENY, DenyError, DenyList, STORE_FILE, WORKTREE_FILE};
@@ -56,9 +53,7 @@ pub use grant::{
 };
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
 pub use path_text::{from_path_text, path_text, quote_path};
-pub use putback::{Change, PutBack, SecretCopy};
 pub use repo_path::{RepoPath, RepoPathBuf, RepoPathError, bytes as raw_path};
 pub use rules_file::{
     MAX_RULES_FILE, RulesFile, RulesRefusal, read_rules_file, read_rules_file_at,
 };
-pub use sandbox::{Enforced, SandboxError, SandboxPolicy, enforce};

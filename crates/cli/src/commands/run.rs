@@ -8,8 +8,9 @@ use cairn_engine::{
 };
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::SnapshotId;
-use path_policy::audit::{Denial, DenialLog};
-use path_policy::{BeneathError, Root, SandboxPolicy, SecretCopy};
+use path_policy::{BeneathError, Root};
+use sandbox::audit::{Denial, DenialLog};
+use sandbox::{SandboxPolicy, SecretCopy};
 use serde::Serialize;
 
 use crate::context::{Ctx, absolute, current_dir};
@@ -466,15 +467,15 @@ pub fn sandbox_exec(
             std::process::exit(2);
         }
     };
-    match path_policy::enforce(&policy, scratch) {
+    match sandbox::enforce(&policy, scratch) {
         Ok(enforced) => {
             if let Some(r) = report.as_mut() {
                 let _ = write!(r, "{}", u8::from(enforced.denials_logged));
             }
             drop(report);
         }
-        Err(path_policy::SandboxError::Unavailable) => std::process::exit(SANDBOX_UNAVAILABLE),
-        Err(path_policy::SandboxError::Grant(e)) => {
+        Err(sandbox::SandboxError::Unavailable) => std::process::exit(SANDBOX_UNAVAILABLE),
+        Err(sandbox::SandboxError::Grant(e)) => {
             if let Some(r) = report.as_mut() {
                 let _ = write!(r, "{REFUSED}{e}");
             }

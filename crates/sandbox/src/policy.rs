@@ -7,7 +7,7 @@ use landlock::{
     RulesetStatus, Scope, path_beneath_rules,
 };
 
-use crate::grant::{GrantError, OpenGrant, open_grant};
+use path_policy::{GrantError, OpenGrant, open_grant};
 
 /// What a command run by `cairn run` may do. Serializable, so pipelines can pass it around.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

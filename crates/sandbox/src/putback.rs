@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::beneath::{BeneathError, Root, io_err, names, remove_at, stat_at};
+use path_policy::beneath::{io_err, names, remove_at, stat_at};
+use path_policy::{BeneathError, Root};
 
 /// What a command did to a denied path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
