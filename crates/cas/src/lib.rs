@@ -12,9 +12,13 @@
 //! transaction, so an id handed out survives a crash.
 //!
 //! It owns the database file and its format, object encodings and integrity, refs, and
-//! the durability and group commit of writes. It must not know worktrees on disk, git, the
-//! command line or HTTP: side tables hold their owners' bytes, and `gc` and `fsck` ask the
-//! owners ([`SideOwner`]) what their records keep alive.
+//! the durability and group commit of writes. The rule of which names a tree may hold
+//! ([`check_name`], [`check_path`]) is its own, a rule of the tree format: a tree is checked
+//! when built and when decoded, so a received tree with a bad name is refused whole;
+//! `path_policy` builds its repo paths on it. It must not know worktrees on disk, deny
+//! lists, sandboxes, git, the command line or HTTP, and it depends on no crate of cairn's:
+//! side tables hold their owners' bytes, and `gc` and `fsck` ask the owners
+//! ([`SideOwner`]) what their records keep alive.
 //!
 //! ```
 //! use cas::{EntryKind, OpenOptions, PreparedBlob, Snapshot, Store, Tree, TreeEntry, WriteBatch};
@@ -50,14 +54,16 @@
 #![warn(missing_docs)]
 
 mod id;
+mod name;
 mod object;
 mod store;
 mod verify;
 
 pub use id::{BlobId, HEX_LEN, ID_LEN, IdPrefix, ObjectId, ParseIdError, SnapshotId, TreeId};
+pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
 pub use object::{
-    EntryKind, GitSource, MAX_NAME_LEN, ObjectError, ObjectKind, SNAPSHOT_CONTEXT, Snapshot,
-    Source, TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
+    EntryKind, GitSource, ObjectError, ObjectKind, SNAPSHOT_CONTEXT, Snapshot, Source,
+    TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
 };
 pub use store::{
     BlobChunks, BlobPayload, BlobSource, BoxError, CHUNK_BYTES, Checked, Chunk, DATABASE_FILE,

@@ -14,8 +14,6 @@ use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
 pub const TREE_CONTEXT: &str = "cairn 2026-11-22 tree v1";
 /// BLAKE3 key-derivation context for snapshot ids (format version 1).
 pub const SNAPSHOT_CONTEXT: &str = "cairn 2026-11-22 snapshot v1";
-/// The longest entry name, in bytes.
-pub const MAX_NAME_LEN: usize = path_policy::MAX_NAME_LEN;
 
 /// What a tree entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -137,12 +135,12 @@ pub enum ObjectError {
     },
 }
 
-/// Checks an entry name against the tree-name rules of [`path_policy::check_name`]: not
+/// Checks an entry name against the tree-name rules of [`check_name`](crate::check_name): not
 /// empty, `.` or `..`, no `/`, NUL or control byte, at most 255 bytes, and no spelling of
 /// `.git`. Every tree is checked when built and again when decoded, so a stored or received
 /// tree can never name a path cairn would refuse.
 pub fn validate_name(name: &[u8]) -> Result<(), ObjectError> {
-    path_policy::check_name(name).map_err(|e| ObjectError::InvalidName {
+    crate::name::check_name(name).map_err(|e| ObjectError::InvalidName {
         name: lossy(name),
         reason: e.reason(),
     })

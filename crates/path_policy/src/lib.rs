@@ -2,7 +2,8 @@
 //!
 //! Two questions, answered the same way everywhere cairn reads or writes a tree:
 //!
-//! - [`check_name`]: may a tree hold an entry with this name? Not empty, `.`, `..`, a name
+//! - [`check_name`] (the tree format's rule, `cas`'s, re-exported): may a tree hold an entry
+//!   with this name? Not empty, `.`, `..`, a name
 //!   with `/`, NUL or another control byte, longer than 255 bytes, or any spelling of `.git`
 //!   that some file system would resolve to `.git` (case, trailing dots and spaces, the 8.3
 //!   short name `git~1`, HFS+ ignorable code points, NTFS streams). Windows device names and
@@ -40,7 +41,6 @@
 pub mod beneath;
 mod deny;
 mod grant;
-mod name;
 mod path_text;
 mod repo_path;
 mod rules_file;
@@ -51,7 +51,8 @@ pub use grant::{
     CREDENTIALS, GrantError, OpenGrant, SYSTEM_DIRS, Sensitive, open_grant, pseudo_filesystem,
     pseudo_filesystem_of, sensitive,
 };
-pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
+// The name rule is the tree format's (`cas`); paths here are built on it.
+pub use cas::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
 pub use path_text::{from_path_text, path_text, quote_path};
 pub use repo_path::{RepoPath, RepoPathBuf, RepoPathError, bytes as raw_path};
 pub use rules_file::{

@@ -21,8 +21,8 @@ use ref_cast::{RefCastCustom, ref_cast_custom};
 
 #[cfg(doc)]
 use crate::MAX_PATH_LEN;
-use crate::name::{NameError, check_name, check_path};
 use crate::path_text::{from_path_text, path_text};
+use crate::{NameError, check_name, check_path};
 
 /// A path refused as a repo path: the path (as [`path_text`] shows it) and the rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

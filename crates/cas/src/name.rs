@@ -1,4 +1,8 @@
-//! Which names a tree may hold.
+//! Which names a tree may hold, and how long and deep a path of them may be.
+//!
+//! This is a rule of the tree format (`docs/format.md`), so it lives with the format: every
+//! tree is checked when built and again when decoded, and a tree that breaks it is no tree.
+//! `path_policy` builds its repo paths on it; no other crate has a name rule of its own.
 
 /// The longest entry name, in bytes.
 pub const MAX_NAME_LEN: usize = 255;
@@ -53,7 +57,11 @@ impl NameError {
     }
 }
 
-/// Checks one entry name (see the crate documentation for the rules).
+/// Checks one entry name: not empty, `.` or `..`, no `/`, NUL or another control byte, at
+/// most [`MAX_NAME_LEN`] bytes, and no spelling of `.git` that some file system would
+/// resolve to `.git` (case, trailing dots and spaces, the 8.3 short name `git~1`, HFS+
+/// ignorable code points, NTFS streams). Windows device names and `\ < > : " | ? *` are fine
+/// on Linux and accepted.
 pub fn check_name(name: &[u8]) -> Result<(), NameError> {
     if name.is_empty() {
         return Err(NameError::Empty);
