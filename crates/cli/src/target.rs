@@ -9,12 +9,20 @@ use crate::progress::Bar;
 /// Options for stores this process opens itself: it waits, saying so, while another
 /// process holds the store.
 pub fn open_options() -> cairn_engine::OpenOptions {
-    cairn_engine::OpenOptions {
+    with_format_1_tables(cairn_engine::OpenOptions {
         on_wait: Some(|root| {
             eprintln!("cairn: waiting for store {root}: another process holds it");
         }),
         ..cairn_engine::OpenOptions::from_env()
-    }
+    })
+}
+
+/// `options` with where each layer of this binary keeps what a format 1 store held in
+/// tables of its own, so such a store opened here is upgraded whole.
+pub fn with_format_1_tables(mut options: cairn_engine::OpenOptions) -> cairn_engine::OpenOptions {
+    options.format_1_tables.extend(fs_manager::FORMAT_1_TABLES);
+    options.format_1_tables.extend(cairn_git::FORMAT_1_TABLES);
+    options
 }
 
 /// `engine` with the git backend every engine of this binary has (gitoxide).

@@ -111,12 +111,15 @@ impl Engine {
     }
 
     /// Opens the store at `path`, creating it if missing, with the options of the
-    /// environment (`CAIRN_LOCK_TIMEOUT`, ...).
+    /// environment (`CAIRN_LOCK_TIMEOUT`, ...). A format 1 store is upgraded with the
+    /// worktree layer's tables; one that also holds git ids needs `cairn_git::FORMAT_1_TABLES`
+    /// too, given to [`Engine::open`].
     pub fn create(path: impl Into<Utf8PathBuf>) -> Result<Engine, Error> {
-        let options = cas::OpenOptions {
+        let mut options = OpenOptions {
             create: true,
-            ..cas::OpenOptions::try_from_env()?
+            ..OpenOptions::try_from_env()?
         };
+        options.format_1_tables.extend(fs_manager::FORMAT_1_TABLES);
         Engine::open(path, &options)
     }
 

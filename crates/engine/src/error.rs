@@ -282,7 +282,9 @@ fn open(e: &OpenError) -> Class {
     match e {
         OpenError::Missing { .. } => usage("store_missing"),
         OpenError::LockTimeout { .. } => store("store_busy"),
-        OpenError::UnsupportedFormat { .. } => store("store_format"),
+        OpenError::UnsupportedFormat { .. } | OpenError::Format1Unclaimed { .. } => {
+            store("store_format")
+        }
         OpenError::Io { .. } => store("io"),
         OpenError::Corrupt { .. } => store("corrupt"),
         OpenError::Database { source, .. } if source.is_corruption() => store("corrupt"),

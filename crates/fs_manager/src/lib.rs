@@ -103,9 +103,9 @@ pub use progress::{Progress, Silent};
 pub use reach::{read_live_file, read_live_link};
 pub use recover::RecoverOutcome;
 pub use registry::{
-    Checkpoint, DirIdentity, GrantRequest, GrantRequests, GrantSet, OpRecord, Registry,
-    RegistryError, RegistryRead, RegistryWrite, SandboxGrants, Task, UndoStacks, WorktreeKind,
-    WorktreeRecord, undo_stacks,
+    Checkpoint, DirIdentity, FORMAT_1_TABLES, GrantRequest, GrantRequests, GrantSet, OpRecord,
+    Registry, RegistryError, RegistryRead, RegistryWrite, SandboxGrants, Task, UndoStacks,
+    WorktreeKind, WorktreeRecord, undo_stacks,
 };
 pub use rollback::{RollbackOptions, RollbackOutcome};
 pub use root::RootChanged;

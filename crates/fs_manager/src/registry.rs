@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{Reader, SideTable, SnapshotId, StorageFailure, WriteBatch};
+use cas::{Format1Keys, Format1Table, Reader, SideTable, SnapshotId, StorageFailure, WriteBatch};
 
 /// Worktree root → JSON [`WorktreeRecord`] (key `""`).
 pub const WORKTREES: SideTable = SideTable::new("fs.worktrees");
@@ -16,6 +16,26 @@ pub const WORKTREES: SideTable = SideTable::new("fs.worktrees");
 pub const OPLOG: SideTable = SideTable::new("fs.oplog");
 /// Worktree root, directory key → the stat cache of that directory (see `dirstate`).
 pub const FILE_STATES: SideTable = SideTable::new("fs.file_states");
+
+/// Where a format 1 store kept these tables, so opening one moves them here
+/// ([`cas::OpenOptions::format_1_tables`]).
+pub const FORMAT_1_TABLES: [Format1Table; 3] = [
+    Format1Table {
+        name: "worktrees",
+        keys: Format1Keys::Scope,
+        now: WORKTREES,
+    },
+    Format1Table {
+        name: "oplog",
+        keys: Format1Keys::Sequence,
+        now: OPLOG,
+    },
+    Format1Table {
+        name: "file_states",
+        keys: Format1Keys::ScopedBytes,
+        now: FILE_STATES,
+    },
+];
 
 /// A registry record could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -704,9 +724,15 @@ mod tests {
 
     #[test]
     fn tables_are_where_format_1_moved_their_records() {
-        assert_eq!(WORKTREES, cas::FORMAT_1_WORKTREES);
-        assert_eq!(OPLOG, cas::FORMAT_1_OPLOG);
-        assert_eq!(FILE_STATES, cas::FORMAT_1_FILE_STATES);
+        let moves: Vec<_> = FORMAT_1_TABLES.iter().map(|t| (t.name, t.now)).collect();
+        assert_eq!(
+            moves,
+            [
+                ("worktrees", WORKTREES),
+                ("oplog", OPLOG),
+                ("file_states", FILE_STATES)
+            ]
+        );
     }
 
     /// A record written before grants existed reads as granting nothing, and grants

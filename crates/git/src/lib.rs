@@ -56,6 +56,9 @@
 //! ```
 #![deny(clippy::unwrap_used)]
 
+/// Where `merge_back` keeps what a format 1 store held in a table of its own.
+pub use merge_back::FORMAT_1_TABLES;
+
 use cairn_engine::{
     Git, GitError, GitErrorClass, GitImport, GitImported, GitMerge, GitMerged, GitRecovered,
 };

@@ -9,6 +9,14 @@ use crate::git::BoxError;
 /// skip what was exported before. Entries go with their objects in `gc`.
 pub const GIT_OIDS: cas::SideTable = cas::SideTable::keyed_by_object("git.oids");
 
+/// Where a format 1 store kept [`GIT_OIDS`], so opening one moves them here
+/// ([`cas::OpenOptions::format_1_tables`]).
+pub const FORMAT_1_TABLES: [cas::Format1Table; 1] = [cas::Format1Table {
+    name: "git_oids",
+    keys: cas::Format1Keys::Object,
+    now: GIT_OIDS,
+}];
+
 /// What [`export`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExportOutcome {
@@ -197,6 +205,10 @@ pub(crate) fn export_into(
 mod tests {
     #[test]
     fn git_ids_are_where_format_1_moved_them() {
-        assert_eq!(super::GIT_OIDS, cas::FORMAT_1_GIT_OIDS);
+        let moves: Vec<_> = super::FORMAT_1_TABLES
+            .iter()
+            .map(|t| (t.name, t.now))
+            .collect();
+        assert_eq!(moves, [("git_oids", super::GIT_OIDS)]);
     }
 }

@@ -42,7 +42,7 @@ mod snapshot_error;
 mod state;
 mod worktree;
 
-pub use export::{ExportError, ExportOutcome, GIT_OIDS, export};
+pub use export::{ExportError, ExportOutcome, FORMAT_1_TABLES, GIT_OIDS, export};
 pub use git::BoxError;
 pub use import::{ImportError, ImportOutcome, import};
 pub use merge::{ConflictKind, MergeConflict, MergeError, TreeMerge, merge_trees};

@@ -251,6 +251,18 @@ pub enum OpenError {
         /// What is wrong.
         reason: String,
     },
+    /// A format 1 store holds a table of a layer above that none of the declarations given
+    /// to open ([`OpenOptions::format_1_tables`](crate::OpenOptions::format_1_tables))
+    /// claims; it is left as it was.
+    #[error(
+        "store {path} is format 1 and holds table `{table}`, which no layer given to open claims; open it with cairn, which upgrades it"
+    )]
+    Format1Unclaimed {
+        /// The store folder.
+        path: Utf8PathBuf,
+        /// The table.
+        table: String,
+    },
     /// The database could not be opened.
     #[error("store {path}: {source}")]
     Database {

@@ -255,7 +255,15 @@ impl Store {
         };
         if let (Some((Some(1), Some(_))), Db::Write(db)) = (&existing, &self.db) {
             let txn = db.begin_write().storage().map_err(db_err)?;
-            super::upgrade::from_format_1(&txn).map_err(db_err)?;
+            super::upgrade::from_format_1(&txn, &self.options.format_1_tables).map_err(
+                |e| match e {
+                    super::upgrade::UpgradeError::Storage(e) => db_err(e),
+                    super::upgrade::UpgradeError::Unclaimed(table) => OpenError::Format1Unclaimed {
+                        path: self.root.clone(),
+                        table,
+                    },
+                },
+            )?;
             txn.commit().storage().map_err(db_err)?;
             tracing::info!(store = %self.root, "upgraded the store from format 1 to 2");
             return self.prepare(create);

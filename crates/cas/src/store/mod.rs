@@ -45,4 +45,4 @@ pub use side::{
 };
 pub use tables::{DATABASE_FILE, FORMAT_VERSION};
 pub use transfer::{BlobPayload, BlobSource, PayloadError};
-pub use upgrade::{FORMAT_1_FILE_STATES, FORMAT_1_GIT_OIDS, FORMAT_1_OPLOG, FORMAT_1_WORKTREES};
+pub use upgrade::{Format1Keys, Format1Table};

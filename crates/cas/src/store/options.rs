@@ -19,6 +19,13 @@ pub struct OpenOptions {
     /// openers may hold the store at the same time. Writes then fail with
     /// [`WriteError::ReadOnly`](crate::WriteError::ReadOnly).
     pub read_only: bool,
+    /// Where the layers above keep the records a format 1 store held in tables of its own,
+    /// as each owner declares it: a format 1 store is upgraded with these, and one holding a
+    /// table none of them claims is refused ([`OpenError::Format1Unclaimed`]). An opener of
+    /// stores that may be that old passes every owner's.
+    ///
+    /// [`OpenError::Format1Unclaimed`]: crate::OpenError::Format1Unclaimed
+    pub format_1_tables: Vec<crate::Format1Table>,
 }
 
 impl Default for OpenOptions {
@@ -29,6 +36,7 @@ impl Default for OpenOptions {
             cache_bytes: 64 << 20,
             on_wait: None,
             read_only: false,
+            format_1_tables: Vec::new(),
         }
     }
 }

@@ -80,6 +80,11 @@ pub const PROMISED: SideTable = SideTable::new("cas.promised");
 /// `fsck` and `gc` do not count them as missing. `gc` rewrites the table each run.
 pub const PRUNED: SideTable = SideTable::new("cas.pruned");
 
+/// True if the database table `name` is a side table.
+pub(crate) fn is_side(name: &str) -> bool {
+    name.starts_with(PLAIN_PREFIX) || is_by_object(name)
+}
+
 /// True if the database table `name` is a side table keyed by object.
 pub(crate) fn is_by_object(name: &str) -> bool {
     name.starts_with(BY_OBJECT_PREFIX)

@@ -1,75 +1,132 @@
 //! Format 1 → 2. Format 1 kept the records of the layers above in tables of its own, typed
 //! by the store; format 2 keeps them, byte for byte, in side tables their owners declare.
-//! The move is one transaction: a crash leaves a format 1 store, opened again the same way.
+//! The store names none of them: each owner declares where its format 1 table went
+//! ([`Format1Table`]), and whoever opens a store passes every owner's declarations
+//! ([`OpenOptions::format_1_tables`](crate::OpenOptions::format_1_tables)). A format 1 store
+//! holding a table no declaration claims is not touched (the open is refused, naming it), so
+//! nothing is left behind. The move is one transaction: a crash leaves a format 1 store,
+//! opened again the same way.
 
 use redb::{ReadableTable, TableDefinition, TableHandle};
 
 use super::contain::open_held;
 use super::error::{StorageFailure, StorageResult};
-use super::side::{JOURNALS, SideDef, SideTable, sequence_key};
-use super::tables::{FORMAT_VERSION_KEY, META};
+use super::side::{JOURNALS, SideDef, SideTable, is_side, sequence_key};
+use super::tables::{BLOBS, FORMAT_VERSION_KEY, META, REFS, SEGMENTS, SNAPSHOTS, TREES};
 
-/// Where format 1's worktree registry went (owned by `fs_manager`).
-pub const FORMAT_1_WORKTREES: SideTable = SideTable::new("fs.worktrees");
-/// Where format 1's op log went (owned by `fs_manager`); keys are sequence numbers.
-pub const FORMAT_1_OPLOG: SideTable = SideTable::new("fs.oplog");
-/// Where format 1's stat cache went (owned by `fs_manager`).
-pub const FORMAT_1_FILE_STATES: SideTable = SideTable::new("fs.file_states");
-/// Where format 1's exported git ids went (owned by `merge_back`).
-pub const FORMAT_1_GIT_OIDS: SideTable = SideTable::keyed_by_object("git.oids");
+/// How format 1 keyed one of its tables of a layer above, and so how its entries become
+/// (scope, key) entries of a side table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Format1Keys {
+    /// A `&str` key: it becomes the scope, with the empty key.
+    Scope,
+    /// A `(&str, u64)` key: the scope, and the number as a [`sequence_key`].
+    Sequence,
+    /// A `(&str, &[u8])` key, kept as it is.
+    ScopedBytes,
+    /// A 32-byte object id: scope `""`, key the id.
+    Object,
+}
 
-const WORKTREES: TableDefinition<&str, &[u8]> = TableDefinition::new("worktrees");
-const OPLOG: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("oplog");
-const FILE_STATES: TableDefinition<(&str, &[u8]), &[u8]> = TableDefinition::new("file_states");
-const GIT_OIDS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("git_oids");
+/// A table format 1 kept for a layer above, and the side table its owner keeps those
+/// records in since format 2. Declared by the owner, next to its [`SideTable`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Format1Table {
+    /// The table's name in a format 1 database.
+    pub name: &'static str,
+    /// How it was keyed.
+    pub keys: Format1Keys,
+    /// Where its records go.
+    pub now: SideTable,
+}
+
+/// Why a format 1 store could not be upgraded.
+#[derive(Debug)]
+pub(crate) enum UpgradeError {
+    /// It holds a table that no declaration given to open claims.
+    Unclaimed(String),
+    /// The database failed.
+    Storage(StorageFailure),
+}
+
+impl From<StorageFailure> for UpgradeError {
+    fn from(e: StorageFailure) -> UpgradeError {
+        UpgradeError::Storage(e)
+    }
+}
+
+/// Format 1's intent journals, which the store shares out itself ([`JOURNALS`]).
 const FORMAT_1_JOURNALS: TableDefinition<&str, &[u8]> = TableDefinition::new("journals");
 
-/// Moves a format 1 store's records into side tables and marks it format 2, in `txn` (the
-/// next open marks it format 3, whose records format 2's are).
-pub(crate) fn from_format_1(txn: &redb::WriteTransaction) -> Result<(), StorageFailure> {
+/// Moves a format 1 store's records into the side tables `tables` declare and marks it
+/// format 2, in `txn` (the next open marks it format 3, whose records format 2's are).
+pub(crate) fn from_format_1(
+    txn: &redb::WriteTransaction,
+    tables: &[Format1Table],
+) -> Result<(), UpgradeError> {
     let present: Vec<String> = txn
         .list_tables()
         .storage()?
         .map(|t| t.name().to_owned())
         .collect();
-    let has = |name: &str| present.iter().any(|p| p == name);
-    if has(WORKTREES.name()) {
-        copy_keyed(txn, WORKTREES, FORMAT_1_WORKTREES)?;
+    let own = [
+        META.name(),
+        BLOBS.name(),
+        SEGMENTS.name(),
+        TREES.name(),
+        SNAPSHOTS.name(),
+        REFS.name(),
+        FORMAT_1_JOURNALS.name(),
+    ];
+    let claimed =
+        |name: &str| own.contains(&name) || is_side(name) || tables.iter().any(|t| t.name == name);
+    if let Some(unclaimed) = present.iter().find(|p| !claimed(p)) {
+        return Err(UpgradeError::Unclaimed(unclaimed.clone()));
     }
+    let has = |name: &str| present.iter().any(|p| p == name);
     if has(FORMAT_1_JOURNALS.name()) {
         copy_keyed(txn, FORMAT_1_JOURNALS, JOURNALS)?;
     }
-    if has(OPLOG.name()) {
-        let mut to = open_held(txn, SideDef::new(&FORMAT_1_OPLOG.table_name())).storage()?;
-        let from = txn.open_table(OPLOG).storage()?;
-        for item in from.iter().storage()? {
-            let (k, v) = item.storage()?;
-            let (root, seq) = k.value();
-            to.insert((root, &sequence_key(seq)[..]), v.value())
-                .storage()?;
+    for table in tables.iter().filter(|t| has(t.name)) {
+        match table.keys {
+            Format1Keys::Scope => copy_keyed(txn, TableDefinition::new(table.name), table.now)?,
+            Format1Keys::Sequence => {
+                let def: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new(table.name);
+                let mut to = open_held(txn, SideDef::new(&table.now.table_name())).storage()?;
+                let from = txn.open_table(def).storage()?;
+                for item in from.iter().storage()? {
+                    let (k, v) = item.storage()?;
+                    let (root, seq) = k.value();
+                    to.insert((root, &sequence_key(seq)[..]), v.value())
+                        .storage()?;
+                }
+                drop(from);
+                txn.delete_table(def).storage()?;
+            }
+            Format1Keys::ScopedBytes => {
+                let def: TableDefinition<(&str, &[u8]), &[u8]> = TableDefinition::new(table.name);
+                let mut to = open_held(txn, SideDef::new(&table.now.table_name())).storage()?;
+                let from = txn.open_table(def).storage()?;
+                for item in from.iter().storage()? {
+                    let (k, v) = item.storage()?;
+                    to.insert(k.value(), v.value()).storage()?;
+                }
+                drop(from);
+                txn.delete_table(def).storage()?;
+            }
+            Format1Keys::Object => {
+                let def: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new(table.name);
+                let mut to = open_held(txn, SideDef::new(&table.now.table_name())).storage()?;
+                let from = txn.open_table(def).storage()?;
+                for item in from.iter().storage()? {
+                    let (k, v) = item.storage()?;
+                    to.insert(("", &k.value()[..]), v.value()).storage()?;
+                }
+                drop(from);
+                txn.delete_table(def).storage()?;
+            }
         }
-        drop(from);
-        txn.delete_table(OPLOG).storage()?;
-    }
-    if has(FILE_STATES.name()) {
-        let mut to = open_held(txn, SideDef::new(&FORMAT_1_FILE_STATES.table_name())).storage()?;
-        let from = txn.open_table(FILE_STATES).storage()?;
-        for item in from.iter().storage()? {
-            let (k, v) = item.storage()?;
-            to.insert(k.value(), v.value()).storage()?;
-        }
-        drop(from);
-        txn.delete_table(FILE_STATES).storage()?;
-    }
-    if has(GIT_OIDS.name()) {
-        let mut to = open_held(txn, SideDef::new(&FORMAT_1_GIT_OIDS.table_name())).storage()?;
-        let from = txn.open_table(GIT_OIDS).storage()?;
-        for item in from.iter().storage()? {
-            let (k, v) = item.storage()?;
-            to.insert(("", &k.value()[..]), v.value()).storage()?;
-        }
-        drop(from);
-        txn.delete_table(GIT_OIDS).storage()?;
     }
     let mut meta = open_held(txn, META).storage()?;
     meta.insert(FORMAT_VERSION_KEY, 2).storage()?;

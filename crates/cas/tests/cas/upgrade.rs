@@ -15,6 +15,33 @@ const FILE_STATES: TableDefinition<(&str, &[u8]), &[u8]> = TableDefinition::new(
 const GIT_OIDS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("git_oids");
 const JOURNALS_1: TableDefinition<&str, &[u8]> = TableDefinition::new("journals");
 
+// Where the layers above declare format 1's tables went (`fs_manager`, `merge_back`).
+const FORMAT_1_WORKTREES: SideTable = SideTable::new("fs.worktrees");
+const FORMAT_1_OPLOG: SideTable = SideTable::new("fs.oplog");
+const FORMAT_1_FILE_STATES: SideTable = SideTable::new("fs.file_states");
+const FORMAT_1_GIT_OIDS: SideTable = SideTable::keyed_by_object("git.oids");
+
+/// Options that give open every owner's format 1 tables.
+fn with_owners(options: OpenOptions) -> OpenOptions {
+    let moves = [
+        ("worktrees", Format1Keys::Scope, FORMAT_1_WORKTREES),
+        ("oplog", Format1Keys::Sequence, FORMAT_1_OPLOG),
+        (
+            "file_states",
+            Format1Keys::ScopedBytes,
+            FORMAT_1_FILE_STATES,
+        ),
+        ("git_oids", Format1Keys::Object, FORMAT_1_GIT_OIDS),
+    ];
+    OpenOptions {
+        format_1_tables: moves
+            .into_iter()
+            .map(|(name, keys, now)| Format1Table { name, keys, now })
+            .collect(),
+        ..options
+    }
+}
+
 /// A store as format 1 left it, closed: objects, plus every record table format 1 had.
 fn format_1_store(with_journal: bool) -> (tempfile::TempDir, camino::Utf8PathBuf, SnapshotId) {
     let t = temp_store();
@@ -94,7 +121,7 @@ fn check_moved(store: &Store, snap: SnapshotId) {
 #[test]
 fn a_format_1_store_is_upgraded_on_open_with_every_record_kept() {
     let (_dir, root, snap) = format_1_store(true);
-    let store = Store::open(&root, &OpenOptions::default()).unwrap();
+    let store = Store::open(&root, &with_owners(OpenOptions::default())).unwrap();
     check_moved(&store, snap);
     assert_eq!(
         store
@@ -129,10 +156,10 @@ fn a_format_1_store_is_upgraded_on_open_with_every_record_kept() {
 #[test]
 fn a_read_only_open_upgrades_a_format_1_store_too() {
     let (_dir, root, snap) = format_1_store(false);
-    let read_only = OpenOptions {
+    let read_only = with_owners(OpenOptions {
         read_only: true,
         ..OpenOptions::default()
-    };
+    });
     let store = Store::open(&root, &read_only).unwrap();
     check_moved(&store, snap);
     assert!(
@@ -142,4 +169,29 @@ fn a_read_only_open_upgrades_a_format_1_store_too() {
         ),
         "it is still a read-only open"
     );
+}
+
+/// A format 1 store opened without the owner of one of its tables is refused, naming the
+/// table, and left as it was: no record is moved where its owner would not find it.
+#[test]
+fn a_format_1_store_with_a_table_no_owner_claims_is_refused_and_left_as_it_was() {
+    let (_dir, root, snap) = format_1_store(true);
+    let mut options = with_owners(OpenOptions::default());
+    options.format_1_tables.retain(|t| t.name != "git_oids");
+    match Store::open(&root, &options) {
+        Err(OpenError::Format1Unclaimed { path, table }) => {
+            assert_eq!(path, root);
+            assert_eq!(table, "git_oids");
+        }
+        other => panic!("expected a refusal, got {:?}", other.map(|_| ())),
+    }
+    let db = redb::Database::open(root.join(DATABASE_FILE).as_std_path()).unwrap();
+    let txn = db.begin_read().unwrap();
+    let meta = txn.open_table(META).unwrap();
+    assert_eq!(meta.get("format_version").unwrap().unwrap().value(), 1);
+    assert!(txn.open_table(WORKTREES).is_ok(), "nothing moved");
+    drop((meta, txn, db));
+    // With every owner it opens, every record kept.
+    let store = Store::open(&root, &with_owners(OpenOptions::default())).unwrap();
+    check_moved(&store, snap);
 }

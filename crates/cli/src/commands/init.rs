@@ -33,7 +33,10 @@ pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, Error> {
             format!("cairn store already exists in {path} (served by cairn serve)\n"),
         ));
     }
-    let out = cairn_engine::init_store(&path, &cairn_engine::OpenOptions::from_env())?;
+    let out = cairn_engine::init_store(
+        &path,
+        &crate::target::with_format_1_tables(cairn_engine::OpenOptions::from_env()),
+    )?;
     let human = if out.existed {
         format!("cairn store already exists in {}\n", out.store)
     } else {

@@ -759,11 +759,11 @@ pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>, for_mounts: bool) -> Result<Rep
     let path = ctx.store_path(&cwd)?;
     // Another process holding the store (a server, or a long command) is an error now,
     // not a wait.
-    let options = OpenOptions {
+    let options = crate::target::with_format_1_tables(OpenOptions {
         create: false,
         lock_timeout: Duration::ZERO,
         ..OpenOptions::from_env()
-    };
+    });
     let engine = Engine::open(&path, &options).map_err(|e| match e {
         Error::Open(cas::OpenError::LockTimeout { .. }) => Error::usage(
             "store_busy",
