@@ -13,11 +13,11 @@ use crate::error::CaptureError;
 use crate::paths::Skipped;
 use crate::pending::{Pending, PendingCapture, WatchDone};
 use crate::progress::{Progress, Silent};
+use crate::records;
 use crate::rules::OnDisk;
 use crate::scan::{self, ScanOptions};
 use crate::scope::ScopeSettings;
 use crate::watch::Quiet;
-use crate::worktree;
 
 /// Knobs shared by every capture.
 #[derive(Clone, Copy)]
@@ -519,7 +519,7 @@ pub(crate) fn onboard(
     src: &Utf8Path,
     options: &OnboardOptions<'_>,
 ) -> Result<OnboardOutcome, CaptureError> {
-    let root = worktree::canonical(src)?;
+    let root = records::canonical(src)?;
     let git_source = options.git.and_then(|probe| probe(&root));
     let _busy = ws.locks.lock(&root);
     let existing = store.reader()?.worktree(&root)?;

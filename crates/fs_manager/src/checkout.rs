@@ -14,12 +14,12 @@ use std::os::unix::ffi::OsStrExt;
 use crate::build::{TreeDirs, child};
 use crate::dirstate::{self, Child, DirState, Name};
 use crate::error::CheckoutError;
+use crate::file_state::{FileState, RACY_MARGIN, now_ns};
 use crate::fsops::{self, WriteFailure};
 use crate::journal::Step;
 use crate::paths::tree_order;
 use crate::pending::Pending;
 use crate::progress::{Progress, Silent};
-use crate::state::{FileState, RACY_MARGIN, now_ns};
 
 /// Options of [`checkout`](crate::Worktrees::checkout).
 #[derive(Clone, Copy)]
@@ -475,7 +475,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use crate::dirstate::{self, Cache, Child};
-    use crate::state::FileState;
+    use crate::file_state::FileState;
 
     /// The records a checkout leaves are, but for when each file was verified, what
     /// `dirstate::record_written` makes of every written file's `lstat`: directories with

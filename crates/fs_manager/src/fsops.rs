@@ -14,7 +14,7 @@ use path_policy::{BeneathError, Root};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
-use crate::state::Stat;
+use crate::file_state::Stat;
 
 fn mode_of(kind: EntryKind) -> Mode {
     Mode::from_raw_mode(if kind == EntryKind::Executable {

@@ -74,7 +74,7 @@ pub(crate) fn hold<'a>(
     path: &Utf8Path,
 ) -> Result<Held<'a>, HoldError> {
     let reader = store.reader()?;
-    let Some(found) = crate::worktree::find(&reader, path)? else {
+    let Some(found) = crate::records::find(&reader, path)? else {
         pending_at(ws, &reader, path)?;
         return Err(HoldError::NotAWorktree {
             path: path.to_owned(),

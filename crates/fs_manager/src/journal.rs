@@ -19,9 +19,9 @@ use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
 use crate::dirstate::{self, DirState};
+use crate::file_state::{FileState, now_ns};
 use crate::fsops::{self, WriteFailure};
 use crate::pending::Pending;
-use crate::state::{FileState, now_ns};
 use path_policy::RepoPathBuf;
 
 /// What the store holds while a step is under way.
@@ -345,7 +345,7 @@ pub(crate) fn apply(
             fsops::fault(&handle, p).map_err(interrupted)?;
             let stat = match rustix::fs::renameat(staging_fd, staged_name.as_str(), &dir, leaf) {
                 Ok(()) => rustix::fs::statat(&dir, leaf, AtFlags::SYMLINK_NOFOLLOW)
-                    .map(|st| crate::state::Stat::from_rustix(&st))
+                    .map(|st| crate::file_state::Stat::from_rustix(&st))
                     .map_err(|e| interrupted(WriteFailure::Io(handle.display(p), e.into())))?,
                 // Another file system below the root: write it in place instead.
                 Err(Errno::XDEV) => fsops::replace(&handle, p, e.kind, e.id.as_blob(), &reader)

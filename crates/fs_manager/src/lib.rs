@@ -22,19 +22,20 @@
 //! Its modules form layers; each line uses only the lines under it:
 //!
 //! ```text
-//! worktrees                      the operations, public
+//! operations                     the operations on `Worktrees`, public
 //! task, undo
 //! rollback
 //! capture                        a worktree's files into a snapshot
 //! checkout, held, recover        held: one worktree, locked for one operation
-//! worktree                       finding worktrees
+//! records                        finding, listing and changing worktree records
 //! build, error                   trees from files; one error enum per operation
 //! journal, scan                  multi-file steps that survive a crash; the walk
 //! reach                          paths too long for the system, by handle
 //! pending, rules, shared         deferred writes; what is in scope; per-store state
 //! mounted                        worktrees a live mount serves (`MountedTree`)
 //! dirstate, fsops, watch         stat caches; writes beneath a root; inotify
-//! lock, paths, progress, registry, root, state
+//! file_state                     one file's stat-cache record
+//! lock, paths, progress, registry, root
 //! apart                          worktrees lie apart from the store's folder
 //! ```
 //!
@@ -60,6 +61,7 @@ mod capture;
 mod checkout;
 mod dirstate;
 mod error;
+mod file_state;
 mod fsops;
 /// The record decoders for the fuzz targets in `fuzz/`; not part of the API.
 #[doc(hidden)]
@@ -68,10 +70,12 @@ mod held;
 mod journal;
 mod lock;
 mod mounted;
+mod operations;
 mod paths;
 mod pending;
 mod progress;
 mod reach;
+mod records;
 mod recover;
 pub mod registry;
 mod rollback;
@@ -80,12 +84,9 @@ mod rules;
 mod scan;
 mod scope;
 mod shared;
-mod state;
 mod task;
 mod undo;
 mod watch;
-mod worktree;
-mod worktrees;
 
 pub use apart::{Overlap, StoreOverlap, check as check_apart};
 pub use capture::{
@@ -101,6 +102,7 @@ pub use mounted::{MountCapture, MountedTree};
 pub use paths::{SkipReason, Skipped, Special};
 pub use progress::{Progress, Silent};
 pub use reach::{read_live_file, read_live_link};
+pub use records::{find as find_worktree, list as list_worktrees};
 pub use recover::RecoverOutcome;
 pub use registry::{
     Checkpoint, DirIdentity, FORMAT_1_TABLES, GrantRequest, GrantRequests, GrantSet, OpRecord,
@@ -115,7 +117,6 @@ pub use scope::{DirRules, Leaf, Scope, ScopeSettings, Verdict};
 pub use shared::Worktrees;
 pub use task::{AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome};
 pub use undo::{Refusal, UndoOutcome};
-pub use worktree::{find as find_worktree, list as list_worktrees};
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.
-pub use state::RACY_MARGIN;
+pub use file_state::RACY_MARGIN;

@@ -61,7 +61,7 @@ pub(crate) fn recover(
         }
     }
     let Some((root, _)) = found else {
-        let root = crate::worktree::find(&reader, path)?
+        let root = crate::records::find(&reader, path)?
             .map(|r| r.root)
             .unwrap_or(canonical);
         return Ok(RecoverOutcome {

@@ -61,7 +61,7 @@ pub(crate) fn checkpoint(
             reason: e.to_string(),
         })?;
     }
-    let existing = crate::worktree::find(&store.reader()?, dir)?;
+    let existing = crate::records::find(&store.reader()?, dir)?;
     let onboarded = existing.is_none();
     let root = match existing {
         Some(r) => r.root,
@@ -296,7 +296,7 @@ pub(crate) fn discard(
 }
 
 fn worktree(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, TaskError> {
-    crate::worktree::find(&store.reader()?, path)?.ok_or_else(|| TaskError::NotAWorktree {
+    crate::records::find(&store.reader()?, path)?.ok_or_else(|| TaskError::NotAWorktree {
         path: path.to_owned(),
     })
 }

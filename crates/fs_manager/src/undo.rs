@@ -17,9 +17,9 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::error::UndoError;
+use crate::file_state::Stat;
 use crate::journal::{self, Plan};
 use crate::pending::Pending;
-use crate::state::Stat;
 
 /// A file that stops an undo or redo, and why (`hash mismatch`, `missing`,
 /// `is a directory`, ...).

@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
+use crate::file_state::{FileState, RACY_MARGIN, Stat};
 use crate::paths::{SkipReason, Special};
-use crate::state::{FileState, RACY_MARGIN, Stat};
 
 mod cache;
 #[cfg(test)]

@@ -28,12 +28,12 @@ use path_policy::RepoPathBuf;
 use rayon::prelude::*;
 
 use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp, Name};
+use crate::file_state::{FileState, Stat, now_ns};
 use crate::paths::{SkipReason, Skipped, Special, join, shown, split_parent, tree_order};
 use crate::progress::Progress;
 use crate::reach;
 use crate::rules::{self, Rules};
 use crate::scope::{DirRules, Leaf, Scope, Verdict};
-use crate::state::{FileState, Stat, now_ns};
 use crate::watch::Quiet;
 
 mod assemble;

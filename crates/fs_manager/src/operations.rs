@@ -136,12 +136,12 @@ impl Worktrees {
 
     /// Removes the worktree rooted at `path` from the registry (its files stay).
     pub fn remove(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
-        crate::worktree::remove(self, store, path)
+        crate::records::remove(self, store, path)
     }
 
     /// Accepts that the registered root `path` is now another directory.
     pub fn rebind(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
-        crate::worktree::rebind(self, store, path)
+        crate::records::rebind(self, store, path)
     }
 
     /// Changes the sandbox grants and grant requests of the worktree rooted at `root`,
@@ -156,7 +156,7 @@ impl Worktrees {
             &mut crate::GrantRequests,
         ) -> Result<Option<crate::OpRecord>, E>,
     ) -> Result<WorktreeRecord, E> {
-        crate::worktree::change_grants(self, store, root, change)
+        crate::records::change_grants(self, store, root, change)
     }
 }
 
