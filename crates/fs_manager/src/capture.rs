@@ -1,7 +1,7 @@
 //! `onboard` and `snapshot`: capture a worktree's scope as a snapshot.
 
 use crate::registry::{RegistryRead, RegistryWrite};
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::registry::{OpRecord, WorktreeKind, WorktreeRecord};

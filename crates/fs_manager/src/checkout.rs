@@ -2,7 +2,7 @@
 
 use crate::registry::{OpRecord, WorktreeKind, WorktreeRecord};
 use crate::registry::{RegistryRead, RegistryWrite};
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, Reader, SnapshotId, Store, Tree, TreeEntry, TreeId, WriteBatch};
 use path_policy::RepoPathBuf;

@@ -9,7 +9,7 @@ use crate::error::{CaptureError, RollbackError, TaskError, UndoError};
 use crate::journal::{JournalCheck, ensure_clear, pending_at};
 use crate::lock::WorktreeLock;
 use crate::root::verify_root;
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 
 /// A registered worktree held by this process for one operation (as jj's
 /// `LockedWorkingCopy`): found, locked, its record read again once the lock was ours (another

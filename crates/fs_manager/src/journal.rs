@@ -6,7 +6,7 @@
 //! until [`recover`](crate::Worktrees::recover) finishes the step.
 
 use crate::registry::{RegistryRead, RegistryWrite};
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;

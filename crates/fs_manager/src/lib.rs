@@ -31,7 +31,7 @@
 //! build, error                   trees from files; one error enum per operation
 //! journal, scan                  multi-file steps that survive a crash; the walk
 //! reach                          paths too long for the system, by handle
-//! pending, rules, shared         deferred writes; what is in scope; per-store state
+//! pending, rules, worktrees      deferred writes; what is in scope; per-store state
 //! mounted                        worktrees a live mount serves (`MountedTree`)
 //! dirstate, fsops, watch         stat caches; writes beneath a root; inotify
 //! file_state                     one file's stat-cache record
@@ -83,10 +83,10 @@ mod root;
 mod rules;
 mod scan;
 mod scope;
-mod shared;
 mod task;
 mod undo;
 mod watch;
+mod worktrees;
 
 pub use apart::{Overlap, StoreOverlap, check as check_apart};
 pub use capture::{
@@ -114,9 +114,9 @@ pub use root::RootChanged;
 pub use rules::{OnDisk, Patterns, RulesPresent, RulesSource, read_patterns};
 pub use scan::FileRecord;
 pub use scope::{DirRules, Leaf, Scope, ScopeSettings, Verdict};
-pub use shared::Worktrees;
 pub use task::{AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome};
 pub use undo::{Refusal, UndoOutcome};
+pub use worktrees::Worktrees;
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.
 pub use file_state::RACY_MARGIN;

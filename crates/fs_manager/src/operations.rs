@@ -1,10 +1,10 @@
-//! [`Worktrees`]: what a process keeps about one store's worktrees between operations.
+//! The public operations on [`Worktrees`] (defined in `worktrees`).
 
 use crate::registry::WorktreeRecord;
 use camino::Utf8Path;
 use cas::{SnapshotId, Store};
 
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 use crate::{
     AcceptOutcome, CaptureError, CaptureOptions, CheckoutError, CheckoutOptions, CheckoutOutcome,
     CheckpointOptions, CheckpointOutcome, DiscardOutcome, LiveState, OnboardOptions,

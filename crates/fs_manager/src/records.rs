@@ -1,7 +1,7 @@
 //! The worktree registry, as the rest of this crate sees it.
 
 use crate::registry::{RegistryRead, RegistryWrite};
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 
 use crate::registry::{OpRecord, WorktreeRecord};
 use camino::{Utf8Path, Utf8PathBuf};

@@ -12,7 +12,7 @@ use crate::error::RecoverError;
 use crate::fsops::{self, WriteFailure};
 use crate::journal::{Journal, remove_staging};
 use crate::paths::{split_parent, tree_order};
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 
 /// What [`recover`](crate::Worktrees::recover) did.
 #[derive(Debug, Clone)]

@@ -1,6 +1,6 @@
 //! `rollback`: make a worktree's scope equal a snapshot, touching only what differs.
 
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 use std::collections::HashSet;
 use std::path::Path;
 

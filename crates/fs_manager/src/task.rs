@@ -6,7 +6,7 @@
 
 use crate::registry::{Checkpoint, OpRecord, Task, WorktreeRecord};
 use crate::registry::{RegistryRead, RegistryWrite};
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, Source, Store, WriteBatch};
 use path_policy::RepoPathBuf;

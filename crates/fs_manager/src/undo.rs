@@ -2,7 +2,7 @@
 //! every file it touches still holds what the change left there.
 
 use crate::registry::RegistryRead;
-use crate::shared::Worktrees;
+use crate::worktrees::Worktrees;
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::Read;
