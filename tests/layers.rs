@@ -250,6 +250,7 @@ fn only_merge_back_its_engine_glue_and_the_binary_depend_on_gitoxide() {
     let packages = [
         "cas",
         "path_policy",
+        "sandbox",
         "fs_manager",
         "diff",
         "cairn-client",
