@@ -5,9 +5,10 @@
 //! until it is written and a mount that was killed is attached again with nothing lost.
 //!
 //! A live mount is a [`fs_manager::MountedTree`]: a capture asks it for its tree, which it
-//! builds from the directories that changed (O(changed), no walk). What a mount does not
-//! support fails with a clean errno: hard links, devices, FIFOs and sockets (`EPERM`),
-//! `RENAME_EXCHANGE` (`EINVAL`), extended attributes (`ENOSYS`).
+//! builds from the directories that changed (O(changed), no walk). The layer keeps what a
+//! directory keeps (hard links, FIFOs, sockets and devices, owners, both times); a capture
+//! reports what a tree cannot hold, as a capture on disk does. What a mount does not support
+//! fails with a clean errno: `RENAME_EXCHANGE` (`EINVAL`), extended attributes (`ENOSYS`).
 //!
 //! Its modules form layers; each uses only those below it:
 //!
