@@ -25,6 +25,7 @@ mod remote_engines;
 mod reversible_commands;
 mod run_commands;
 mod serve_commands;
+mod serve_watch;
 mod shell_docs;
 mod store_apart;
 mod store_budget;
