@@ -130,8 +130,7 @@ fn fifos_hard_links_owners_and_times_stay_in_the_layer_and_snapshots_report_them
 
     // Materialized: the directory left behind keeps them all.
     let copy = env.path().join("copy");
-    let (code, out) = env.json(&["mount", &base, copy.as_str()]);
-    assert_eq!(code, 0, "{out}");
+    let _copy = mount(&env, &base, &copy);
     change(&copy);
     let (code, out) = env.json(&["unmount", copy.as_str(), "--materialize"]);
     assert_eq!(code, 0, "{out}");
