@@ -58,6 +58,26 @@ impl State {
         self.child_path(parent, name)
     }
 
+    /// Makes `name` in `parent` for `caller`: once the name is free, `made` gives the
+    /// record and the node for its path and final permission bits; the record is journaled,
+    /// then who owns it (unless the mount's owner does), then the node goes in.
+    fn make(
+        &mut self,
+        parent: Ino,
+        name: &[u8],
+        perm: u16,
+        caller: Caller,
+        dir: bool,
+        made: impl FnOnce(&mut State, Vec<u8>, u16) -> Res<(Record, Kind)>,
+    ) -> Res<Ino> {
+        let path = self.new_name(parent, name)?;
+        let (owner, perm) = self.made_by(parent, caller, perm, dir)?;
+        let (record, kind) = made(self, path.clone(), perm)?;
+        self.record(record)?;
+        self.record_owner(path, owner)?;
+        self.insert(parent, name, perm, owner, kind)
+    }
+
     /// A new empty file.
     pub(crate) fn create(
         &mut self,
@@ -66,26 +86,20 @@ impl State {
         perm: u16,
         caller: Caller,
     ) -> Res<Ino> {
-        let path = self.new_name(parent, name)?;
-        let (owner, perm) = self.made_by(parent, caller, perm, false)?;
-        let (n, _) = self.new_upper()?;
-        self.record(Record::File {
-            path: path.clone(),
-            upper: n,
-            perm,
-        })?;
-        self.record_owner(path, owner)?;
-        self.insert(
-            parent,
-            name,
-            perm,
-            owner,
-            Kind::File(FileNode {
+        self.make(parent, name, perm, caller, false, |state, path, perm| {
+            let (n, _) = state.new_upper()?;
+            let file = FileNode {
                 content: Content::Upper { n, hashed: None },
                 size: 0,
                 version: 0,
-            }),
-        )
+            };
+            let record = Record::File {
+                path,
+                upper: n,
+                perm,
+            };
+            Ok((record, Kind::File(file)))
+        })
     }
 
     pub(crate) fn mkdir(
@@ -95,24 +109,14 @@ impl State {
         perm: u16,
         caller: Caller,
     ) -> Res<Ino> {
-        let path = self.new_name(parent, name)?;
-        let (owner, perm) = self.made_by(parent, caller, perm, true)?;
-        self.record(Record::Dir {
-            path: path.clone(),
-            perm,
-        })?;
-        self.record_owner(path, owner)?;
-        self.insert(
-            parent,
-            name,
-            perm,
-            owner,
-            Kind::Dir(Dir {
+        self.make(parent, name, perm, caller, true, |_, path, perm| {
+            let dir = Dir {
                 children: Some(BTreeMap::new()),
                 changed: true,
                 ..Dir::of_base(None)
-            }),
-        )
+            };
+            Ok((Record::Dir { path, perm }, Kind::Dir(dir)))
+        })
     }
 
     pub(crate) fn symlink(
@@ -122,14 +126,13 @@ impl State {
         target: &[u8],
         caller: Caller,
     ) -> Res<Ino> {
-        let path = self.new_name(parent, name)?;
-        let (owner, _) = self.made_by(parent, caller, 0o777, false)?;
-        self.record(Record::Link {
-            path: path.clone(),
-            target: target.to_vec(),
-        })?;
-        self.record_owner(path, owner)?;
-        self.insert(parent, name, 0o777, owner, Kind::Link(target.to_vec()))
+        self.make(parent, name, 0o777, caller, false, |_, path, _| {
+            let record = Record::Link {
+                path,
+                target: target.to_vec(),
+            };
+            Ok((record, Kind::Link(target.to_vec())))
+        })
     }
 
     /// A new FIFO, socket or device node (`mode`: its type and permission bits).
@@ -145,21 +148,15 @@ impl State {
         if !matches!(format, S_IFIFO | S_IFSOCK | S_IFBLK | S_IFCHR) {
             return Err(Errno::EINVAL);
         }
-        let path = self.new_name(parent, name)?;
-        let (owner, perm) = self.made_by(parent, caller, (mode & 0o7777) as u16, false)?;
-        self.record(Record::Special {
-            path: path.clone(),
-            mode: format | u32::from(perm),
-            rdev,
-        })?;
-        self.record_owner(path, owner)?;
-        self.insert(
-            parent,
-            name,
-            perm,
-            owner,
-            Kind::Special(SpecialNode { format, rdev }),
-        )
+        let perm = (mode & 0o7777) as u16;
+        self.make(parent, name, perm, caller, false, |_, path, perm| {
+            let record = Record::Special {
+                path,
+                mode: format | u32::from(perm),
+                rdev,
+            };
+            Ok((record, Kind::Special(SpecialNode { format, rdev })))
+        })
     }
 
     /// Another name, `name` in `parent`, for `ino` (not a directory).
