@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use camino::Utf8Path;
+use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::mount_commands::{kill_mount_server, mount, onboard, project, wait_unmounted};
+use crate::mount_commands::{Mounts, kill_mount_server, mount, onboard, project, wait_unmounted};
 use crate::mount_scope::skipped;
 use crate::support::{Env, stdout};
 
@@ -75,18 +75,27 @@ fn assert_kept(m: &Utf8Path, when: &str) {
     assert_eq!(root.nlink(), 2 + subdirs, "{when}: the root's links");
 }
 
-#[test]
-fn fifos_hard_links_owners_and_times_stay_in_the_layer_and_snapshots_report_them_as_on_disk() {
+/// A mount of a small project's snapshot (its id, where, its guard), when this runs as
+/// root: these tests give files to other users and act as them.
+fn mounted_as_root(env: &Env) -> Option<(String, Utf8PathBuf, Mounts<'_>)> {
     if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: giving a file to another user takes root");
-        return;
+        eprintln!("skipped: giving files to other users takes root");
+        return None;
     }
-    let env = Env::new();
     let proj = env.path().join("proj");
     project(&proj);
-    let base = onboard(&env, &proj);
+    let base = onboard(env, &proj);
     let m = env.path().join("m");
-    let _guard = mount(&env, &base, &m);
+    let guard = mount(env, &base, &m);
+    Some((base, m, guard))
+}
+
+#[test]
+fn fifos_hard_links_owners_and_times_stay_in_the_layer_and_snapshots_report_them_as_on_disk() {
+    let env = Env::new();
+    let Some((base, m, _guard)) = mounted_as_root(&env) else {
+        return;
+    };
     change(&m);
     assert_kept(&m, "as written");
 
@@ -156,16 +165,10 @@ fn fifos_hard_links_owners_and_times_stay_in_the_layer_and_snapshots_report_them
 /// the modes allow.
 #[test]
 fn a_setgid_directory_passes_its_group_down_and_other_users_are_checked_by_mode() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: other users take root");
-        return;
-    }
     let env = Env::new();
-    let proj = env.path().join("proj");
-    project(&proj);
-    let base = onboard(&env, &proj);
-    let m = env.path().join("m");
-    let _guard = mount(&env, &base, &m);
+    let Some((_, m, _guard)) = mounted_as_root(&env) else {
+        return;
+    };
     let shared = m.join("shared");
     std::fs::create_dir(&shared).unwrap();
     std::os::unix::fs::chown(&shared, None, Some(NOBODY)).unwrap();
@@ -211,16 +214,10 @@ fn a_setgid_directory_passes_its_group_down_and_other_users_are_checked_by_mode(
 /// them for good.
 #[test]
 fn a_layer_attached_read_only_keeps_every_change() {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: giving a file to another user takes root");
-        return;
-    }
     let env = Env::new();
-    let proj = env.path().join("proj");
-    project(&proj);
-    let base = onboard(&env, &proj);
-    let m = env.path().join("m");
-    let _guard = mount(&env, &base, &m);
+    let Some((_, m, _guard)) = mounted_as_root(&env) else {
+        return;
+    };
     change(&m);
     std::fs::create_dir(m.join("made")).unwrap();
     std::os::unix::fs::symlink("README", m.join("made/to-readme")).unwrap();
