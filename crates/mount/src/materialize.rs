@@ -18,6 +18,7 @@ use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::rc::Rc;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
@@ -164,8 +165,9 @@ fn open_path_std(path: &Path) -> rustix::io::Result<OwnedFd> {
 }
 
 struct Copier {
-    /// Where the first name of each file with more than one was copied to, by inode.
-    linked: HashMap<u64, (OwnedFd, OsString)>,
+    /// Where the first name of each file with more than one was copied to, by inode (one
+    /// handle per directory, shared by its names).
+    linked: HashMap<u64, (Rc<OwnedFd>, OsString)>,
     /// Owners can be given.
     root: bool,
 }
@@ -183,6 +185,8 @@ impl Copier {
         shown: &Path,
         to: BorrowedFd<'_>,
     ) -> std::io::Result<()> {
+        // `to` again, kept open once a first name of a linked file lands here.
+        let mut kept: Option<Rc<OwnedFd>> = None;
         for (name, _) in entries(from).map_err(|e| named(shown, e))? {
             let src = shown.join(&name);
             let meta = rustix::fs::statat(from, &name, AtFlags::SYMLINK_NOFOLLOW)
@@ -235,7 +239,11 @@ impl Copier {
                     .map_err(|e| named(&src, e))?;
             }
             if links > 1 && kind != FileType::Directory {
-                let dir = rustix::io::dup(to).map_err(|e| named(&src, e))?;
+                let dir = match &kept {
+                    Some(dir) => dir.clone(),
+                    None => Rc::new(rustix::io::dup(to).map_err(|e| named(&src, e))?),
+                };
+                kept = Some(dir.clone());
                 self.linked.insert(ino, (dir, name.clone()));
             }
             self.keep_metadata(to, &name, &meta)

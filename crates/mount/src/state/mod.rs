@@ -561,10 +561,13 @@ impl State {
         if node.parent == 0 {
             return;
         }
-        let mut dirs = vec![node.parent];
-        dirs.extend(node.links.iter().map(|(dir, _)| *dir));
-        for dir in dirs {
-            self.changed(dir);
+        let (first, others) = (node.parent, node.links.len());
+        self.changed(first);
+        // Every write comes here: no list is made for the common file with one name.
+        for i in 0..others {
+            if let Some(&(dir, _)) = self.nodes.get(&ino).and_then(|n| n.links.get(i)) {
+                self.changed(dir);
+            }
         }
     }
 
