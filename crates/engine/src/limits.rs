@@ -6,6 +6,8 @@
 use camino::Utf8Path;
 
 use crate::error::Error;
+use crate::request::Request;
+use crate::texts::{Stop, Visit};
 
 /// The longest message (`snapshot`'s, `checkpoint`'s, `merge`'s commit message).
 pub const MAX_MESSAGE_CHARS: usize = 65_536;
@@ -75,13 +77,10 @@ fn too_large(verb: &str, what: &str, size: usize, unit: &str, limit: u64) -> Err
     )
 }
 
-/// Refuses a request of `verb` from `cwd` if an argument of `request` (as JSON, its
-/// arguments under `args`) or the caller's directory is past its limit.
-pub(crate) fn refuse_oversized(
-    verb: &str,
-    cwd: &Utf8Path,
-    request: &serde_json::Value,
-) -> Result<(), Error> {
+/// Refuses `request`, from `cwd`, if one of its arguments or the caller's directory is
+/// past its limit.
+pub(crate) fn refuse_oversized(request: &Request, cwd: &Utf8Path) -> Result<(), Error> {
+    let verb = request.verb();
     let cwd = cwd.as_str().chars().count();
     if cwd > MAX_TEXT_CHARS {
         return Err(too_large(
@@ -92,61 +91,100 @@ pub(crate) fn refuse_oversized(
             MAX_TEXT_CHARS as u64,
         ));
     }
-    let Some(args) = request.get("args").and_then(serde_json::Value::as_object) else {
-        return Ok(());
+    let mut oversized = Oversized {
+        verb,
+        argument: "",
+        lists: 0,
+        found: None,
     };
-    for (name, arg) in args {
-        let text = |s: &str, what: &str| {
-            let n = s.chars().count();
-            let limit = text_limit(name);
-            if n > limit {
-                Err(too_large(verb, what, n, "characters", limit as u64))
-            } else {
-                Ok(())
-            }
-        };
-        match arg {
-            serde_json::Value::String(s) => text(s, name)?,
-            serde_json::Value::Array(items) => {
-                if items.len() > MAX_LIST_ITEMS {
-                    return Err(too_large(
-                        verb,
-                        name,
-                        items.len(),
-                        "items",
-                        MAX_LIST_ITEMS as u64,
-                    ));
-                }
-                for item in items {
-                    if let Some(s) = item.as_str() {
-                        text(s, &format!("an item of {name}"))?;
-                    }
-                }
-            }
-            serde_json::Value::Number(n) if name == "max_count" => {
-                // Past u64 it could not have been read into a request at all.
-                let count = n.as_u64().unwrap_or(u64::MAX);
-                if count > MAX_COUNT {
-                    return Err(Error::usage(
-                        "too_large",
-                        format!("{verb}: max_count is {n}, more than the limit of {MAX_COUNT}"),
-                    ));
-                }
-            }
-            _ => {}
+    request.visit_options(&mut oversized);
+    match oversized.found {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Finds the first argument past its limit.
+struct Oversized {
+    verb: &'static str,
+    /// The argument (the options' field) the walk is in.
+    argument: &'static str,
+    /// How many lists deep the walk is inside it.
+    lists: usize,
+    found: Option<Error>,
+}
+
+impl Oversized {
+    fn stop(&mut self, e: Error) -> Result<(), Stop> {
+        self.found = Some(e);
+        Err(Stop)
+    }
+}
+
+impl Visit for Oversized {
+    fn field(&mut self, depth: usize, name: &'static str) {
+        if depth == 1 {
+            self.argument = name;
+            self.lists = 0;
         }
     }
-    Ok(())
+
+    fn text(&mut self, text: &str) -> Result<(), Stop> {
+        let n = text.chars().count();
+        let limit = text_limit(self.argument);
+        if n <= limit {
+            return Ok(());
+        }
+        let what = match self.lists {
+            0 => self.argument.to_owned(),
+            _ => format!("an item of {}", self.argument),
+        };
+        let e = too_large(self.verb, &what, n, "characters", limit as u64);
+        self.stop(e)
+    }
+
+    fn list(&mut self, len: Option<usize>) -> Result<(), Stop> {
+        self.lists += 1;
+        match len {
+            Some(len) if self.lists == 1 && len > MAX_LIST_ITEMS => {
+                let e = too_large(
+                    self.verb,
+                    self.argument,
+                    len,
+                    "items",
+                    MAX_LIST_ITEMS as u64,
+                );
+                self.stop(e)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn list_end(&mut self) {
+        self.lists = self.lists.saturating_sub(1);
+    }
+
+    fn number(&mut self, number: u64) -> Result<(), Stop> {
+        if self.argument == "max_count" && number > MAX_COUNT {
+            let e = Error::usage(
+                "too_large",
+                format!(
+                    "{}: max_count is {number}, more than the limit of {MAX_COUNT}",
+                    self.verb
+                ),
+            );
+            return self.stop(e);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Request;
 
     fn check(cwd: &str, request: &Request) -> Result<(), Error> {
-        let value = serde_json::to_value(request).expect("a request is JSON");
-        refuse_oversized(request.verb(), Utf8Path::new(cwd), &value)
+        refuse_oversized(request, Utf8Path::new(cwd))
     }
 
     fn request(verb: &str, args: serde_json::Value) -> Request {

@@ -110,6 +110,13 @@ macro_rules! verbs {
                     $( Request::$variant(_) => $verb, )*
                 }
             }
+
+            /// Walks the options (the verb's arguments, each a field at depth 1).
+            pub(crate) fn visit_options(&self, visitor: &mut dyn crate::texts::Visit) {
+                match self {
+                    $( Request::$variant(o) => crate::texts::walk(o, visitor), )*
+                }
+            }
         }
 
         impl Outcome {
@@ -133,11 +140,7 @@ macro_rules! verbs {
             /// Runs `request`.
             pub fn handle(&self, call: &Call, request: Request) -> Result<Outcome, Error> {
                 refuse_nul(call, &request)?;
-                crate::limits::refuse_oversized(
-                    request.verb(),
-                    &call.cwd,
-                    &serde_json::to_value(&request).unwrap_or_default(),
-                )?;
+                crate::limits::refuse_oversized(&request, &call.cwd)?;
                 // What the call names or reaches but the store lacks (a full id, a remote
                 // ref, a parent of a snapshot fetched alone) is fetched when the call fails
                 // for want of it, and the call runs again: nothing is asked of a remote
