@@ -314,6 +314,8 @@ fn no_static_holds_per_store_or_per_request_state() {
         ("cas/src/store/versions.rs", "NEXT"),
         // An empty label map to point at.
         ("fs_manager/src/capture.rs", "NO_LABELS"),
+        // Each verb's schema, made once from its type: the same for every store and request.
+        ("engine/src/verb.rs", "ANNOTATED"),
         // Unique temporary names.
         ("fs_manager/src/fsops.rs", "COUNTER"),
         ("merge_back/src/worktree.rs", "COUNTER"),

@@ -115,7 +115,7 @@ pub use remotes::{
     PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteEntry,
     RemoteListOptions, RemoteRmOptions, RemotesOutcome,
 };
-pub use request::{Face, Outcome, Request, Verb};
+pub use request::{Face, Outcome, Request, RequestError, Verb};
 pub use reversible::{
     AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,
     DiscardOutcome, NothingToUndo, OpItem, OpLogOptions, OpLogOutcome, RecoverOptions,
@@ -123,7 +123,7 @@ pub use reversible::{
     UndoDone, UndoOptions, UndoOutcome,
 };
 pub use store::discover_store;
-pub use verb::JsonObject;
+pub use verb::{ArgumentsError, JsonObject};
 pub use view::{
     Detail, DiffOptions, DiffOutcome, EntrySide, FileChange, LogEntry, LogOptions, LogOutcome,
     ReviewOptions, ReviewOutcome, SourceOut, Stats, StatusOptions, StatusOutcome,

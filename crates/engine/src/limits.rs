@@ -6,7 +6,6 @@
 use camino::Utf8Path;
 
 use crate::error::Error;
-use crate::request::Request;
 use crate::texts::{Stop, Visit};
 
 /// The longest message (`snapshot`'s, `checkpoint`'s, `merge`'s commit message).
@@ -77,10 +76,14 @@ fn too_large(verb: &str, what: &str, size: usize, unit: &str, limit: u64) -> Err
     )
 }
 
-/// Refuses `request`, from `cwd`, if one of its arguments or the caller's directory is
-/// past its limit.
-pub(crate) fn refuse_oversized(request: &Request, cwd: &Utf8Path) -> Result<(), Error> {
-    let verb = request.verb();
+/// Refuses a request of `verb` from `cwd` if one of its arguments (what `visit_options`
+/// shows a visitor, each argument a field at depth 1) or the caller's directory is past
+/// its limit.
+pub(crate) fn refuse_oversized(
+    verb: &'static str,
+    cwd: &Utf8Path,
+    visit_options: impl FnOnce(&mut dyn Visit),
+) -> Result<(), Error> {
     let cwd = cwd.as_str().chars().count();
     if cwd > MAX_TEXT_CHARS {
         return Err(too_large(
@@ -97,7 +100,7 @@ pub(crate) fn refuse_oversized(request: &Request, cwd: &Utf8Path) -> Result<(), 
         lists: 0,
         found: None,
     };
-    request.visit_options(&mut oversized);
+    visit_options(&mut oversized);
     match oversized.found {
         Some(e) => Err(e),
         None => Ok(()),
@@ -182,9 +185,12 @@ impl Visit for Oversized {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Request;
 
     fn check(cwd: &str, request: &Request) -> Result<(), Error> {
-        refuse_oversized(request, Utf8Path::new(cwd))
+        refuse_oversized(request.verb(), Utf8Path::new(cwd), |v| {
+            request.visit_options(v)
+        })
     }
 
     fn request(verb: &str, args: serde_json::Value) -> Request {

@@ -78,15 +78,15 @@ macro_rules! verbs {
         )*];
 
         impl TryFrom<Tagged> for Request {
-            type Error = String;
+            type Error = RequestError;
 
-            fn try_from(t: Tagged) -> Result<Request, String> {
+            fn try_from(t: Tagged) -> Result<Request, RequestError> {
                 let args = serde_json::Value::Object(t.args);
                 match t.verb.as_str() {
                     $( $verb => serde_json::from_value(args)
                         .map(Request::$variant)
-                        .map_err(|e| format!("{}: {e}", $verb)), )*
-                    other => Err(format!("unknown verb {other:?}")),
+                        .map_err(|source| RequestError::Arguments { verb: $verb, source }), )*
+                    _ => Err(RequestError::UnknownVerb(t.verb)),
                 }
             }
         }
@@ -140,7 +140,9 @@ macro_rules! verbs {
             /// Runs `request`.
             pub fn handle(&self, call: &Call, request: Request) -> Result<Outcome, Error> {
                 refuse_nul(call, &request)?;
-                crate::limits::refuse_oversized(&request, &call.cwd)?;
+                crate::limits::refuse_oversized(request.verb(), &call.cwd, |v| {
+                    request.visit_options(v)
+                })?;
                 // What the call names or reaches but the store lacks (a full id, a remote
                 // ref, a parent of a snapshot fetched alone) is fetched when the call fails
                 // for want of it, and the call runs again: nothing is asked of a remote
@@ -312,6 +314,25 @@ fn refuse_nul(call: &Call, request: &Request) -> Result<(), Error> {
     }
 }
 
+/// Why a verb's name and JSON arguments are not a [`Request`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RequestError {
+    /// No verb has that name.
+    #[error("unknown verb {0:?}")]
+    UnknownVerb(String),
+    /// The arguments are not the verb's options (an unknown or missing argument, a wrong
+    /// type or range).
+    #[error("{verb}: {source}")]
+    Arguments {
+        /// The verb.
+        verb: &'static str,
+        /// What reading its options said, naming the argument.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// A request as it is read: the verb and its arguments, which must be a JSON object.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -326,7 +347,7 @@ impl Request {
     pub fn from_verb(
         verb: &str,
         args: serde_json::Map<String, serde_json::Value>,
-    ) -> Result<Request, String> {
+    ) -> Result<Request, RequestError> {
         Request::try_from(Tagged {
             verb: verb.to_owned(),
             args,

@@ -7,6 +7,9 @@
 //! same on every face; only the options the command line alone sets (marked `x-cli-only`
 //! on the options type) are left out of the routes and tools.
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value};
 
@@ -14,6 +17,29 @@ use crate::request::{ALL_VERBS, Face, Request, Verb};
 
 /// A verb's JSON arguments: an object.
 pub type JsonObject = Map<String, Value>;
+
+/// Why a route's or tool's JSON arguments are not a request of its verb.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ArgumentsError {
+    /// An argument the verb's route and tool do not take.
+    #[error("unknown argument {0:?}")]
+    Unknown(String),
+    /// A required argument left out.
+    #[error("missing argument {0:?}")]
+    Missing(String),
+    /// A value of the wrong type or out of range.
+    #[error("{explained}")]
+    Invalid {
+        /// Where in the arguments (the argument's name, or a path into it).
+        argument: String,
+        /// What is wrong, naming the argument (`to must be a string, not 2096`).
+        explained: String,
+        /// What reading it said.
+        #[source]
+        source: serde_json::Error,
+    },
+}
 
 /// The schema keyword marking an option only the command line sets (through `/v1/call`).
 const CLI_ONLY: &str = "x-cli-only";
@@ -53,7 +79,7 @@ impl Verb {
     /// The JSON Schema of its options, every one (as `/v1/call` takes them), each with its
     /// doc comment as description and its limit.
     pub fn options_schema(&self) -> JsonObject {
-        let mut out = self.annotated();
+        let mut out = self.annotated().clone();
         if let Some(Value::Object(properties)) = out.get_mut("properties") {
             for property in properties.values_mut() {
                 strip_extensions(property);
@@ -66,7 +92,7 @@ impl Verb {
     /// those only the command line sets. With `nullable`, an optional argument may be
     /// `null` (the routes take a `null` as left out).
     pub fn args_schema(&self, nullable: bool) -> JsonObject {
-        let mut out = self.annotated();
+        let mut out = self.annotated().clone();
         let required = required(&out);
         if let Some(Value::Object(properties)) = out.get_mut("properties") {
             properties.retain(|_, p| !marked(p, CLI_ONLY));
@@ -98,7 +124,7 @@ impl Verb {
     /// them: a `null` counts as left out; an argument it does not take, a required one
     /// missing or a value of the wrong type or range is refused, naming it. The options are
     /// read as `/v1/call` reads them.
-    pub fn request(&self, mut args: JsonObject) -> Result<Request, String> {
+    pub fn request(&self, mut args: JsonObject) -> Result<Request, ArgumentsError> {
         args.retain(|_, v| !v.is_null());
         let schema = self.annotated();
         let empty = JsonObject::new();
@@ -108,20 +134,40 @@ impl Verb {
         };
         for key in args.keys() {
             if properties.get(key).is_none_or(|p| marked(p, CLI_ONLY)) {
-                return Err(format!("unknown argument {key:?}"));
+                return Err(ArgumentsError::Unknown(key.clone()));
             }
         }
-        for name in required(&schema) {
+        for name in required(schema) {
             if !args.contains_key(&name) {
-                return Err(format!("missing argument {name:?}"));
+                return Err(ArgumentsError::Missing(name));
             }
         }
         let given = args.clone();
-        (self.parse)(Value::Object(args)).map_err(|e| explain(&e, &given))
+        (self.parse)(Value::Object(args)).map_err(|e| {
+            let explained = explain(&e, &given);
+            ArgumentsError::Invalid {
+                argument: e.path().to_string(),
+                explained,
+                source: e.into_inner(),
+            }
+        })
     }
 
-    /// The options type's schema with the limits, its extension keywords kept.
-    fn annotated(&self) -> JsonObject {
+    /// The options type's schema with the limits, its extension keywords kept: made once
+    /// per verb, from its type, and the same for every store and request.
+    fn annotated(&self) -> &'static JsonObject {
+        static ANNOTATED: OnceLock<HashMap<&'static str, JsonObject>> = OnceLock::new();
+        let all = ANNOTATED.get_or_init(|| {
+            ALL_VERBS
+                .iter()
+                .map(|verb| (verb.name, verb.generate_schema()))
+                .collect()
+        });
+        all.get(self.name)
+            .expect("every verb of ALL_VERBS has its schema")
+    }
+
+    fn generate_schema(&self) -> JsonObject {
         let mut generator = SchemaSettings::draft2020_12()
             .with(|s| {
                 s.inline_subschemas = true;
@@ -221,7 +267,10 @@ mod tests {
             json!(2.5),
             json!(true),
         ] {
-            let refused = log.request(args(bad.clone())).expect_err("refused");
+            let refused = log
+                .request(args(bad.clone()))
+                .expect_err("refused")
+                .to_string();
             assert!(refused.contains("max_count"), "{bad}: {refused}");
         }
         for (good, n) in [(json!(3), 3), (json!(5.0), 5)] {
@@ -244,7 +293,10 @@ mod tests {
             ("max_size", json!("100")),
             ("grace", json!(true)),
         ] {
-            let refused = gc.request(args(key, bad.clone())).expect_err("refused");
+            let refused = gc
+                .request(args(key, bad.clone()))
+                .expect_err("refused")
+                .to_string();
             assert!(refused.starts_with(key), "{bad}: {refused}");
         }
         let Ok(Request::Gc(checked)) = gc.request(args("max_size", json!(5e6))) else {
@@ -262,7 +314,10 @@ mod tests {
     #[test]
     fn numbers_are_not_text() {
         let args: JsonObject = [("to".to_owned(), json!(2096))].into_iter().collect();
-        let refused = spec("rewind").request(args).expect_err("refused");
+        let refused = spec("rewind")
+            .request(args)
+            .expect_err("refused")
+            .to_string();
         assert_eq!(refused, "to must be a string, not 2096");
     }
 

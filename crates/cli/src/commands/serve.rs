@@ -464,7 +464,10 @@ async fn verb(
     };
     let request = match spec.request(args) {
         Ok(r) => r,
-        Err(e) => return error(StatusCode::BAD_REQUEST, "invalid_arguments", e).into_response(),
+        Err(e) => {
+            return error(StatusCode::BAD_REQUEST, "invalid_arguments", e.to_string())
+                .into_response();
+        }
     };
     let answer: Answer = |result| match result {
         Ok(outcome) => (outcome_status(outcome.exit()), outcome.to_json()),

@@ -27,7 +27,7 @@ mod tests {
     /// The arguments of a route or tool call, as the engine request they become.
     fn request(verb: &str, args: Value) -> Result<cairn_engine::Request, String> {
         let Value::Object(args) = args else { panic!() };
-        spec(verb).request(args)
+        spec(verb).request(args).map_err(|e| e.to_string())
     }
 
     fn required(verb: &Verb) -> Vec<String> {
