@@ -155,8 +155,9 @@ pub fn verify_frame(
     stored: Vec<u8>,
     members: Vec<FrameMember>,
 ) -> Result<ReceivedFrame, VerifyError> {
-    crate::store::receive_frame(stored, members).map_err(|(id, reason)| VerifyError::BadPayload {
+    // Told as text: a `VerifyError` is `Clone` and `Eq`, which zstd's I/O error is not.
+    crate::store::receive_frame(stored, members).map_err(|(id, damage)| VerifyError::BadPayload {
         id: id.into(),
-        reason,
+        reason: damage.to_string(),
     })
 }

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 use integer_encoding::VarInt;
 use redb::{ReadableTable, Table};
 
-use super::error::{ReadError, StorageFailure, StorageResult};
+use super::error::{Damage, ReadError, StorageFailure, StorageResult, ZstdError};
 use crate::id::{BlobId, ObjectId};
 use crate::object::ObjectKind;
 
@@ -240,16 +240,16 @@ pub(crate) fn compress(content: &[u8]) -> (Codec, Vec<u8>) {
     }
 }
 
-pub(crate) fn decompress(payload: &[u8], size: usize) -> Result<Vec<u8>, String> {
+pub(crate) fn decompress(payload: &[u8], size: usize) -> Result<Vec<u8>, ZstdError> {
     DECOMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            *slot = Some(zstd::bulk::Decompressor::new().map_err(|e| e.to_string())?);
-        }
-        match slot.as_mut() {
-            Some(d) => d.decompress(payload, size).map_err(|e| e.to_string()),
-            None => Err("no zstd decompressor".to_owned()),
-        }
+        let decompressor = match slot.take() {
+            Some(d) => d,
+            None => zstd::bulk::Decompressor::new().map_err(ZstdError::Decode)?,
+        };
+        slot.insert(decompressor)
+            .decompress(payload, size)
+            .map_err(ZstdError::Decode)
     })
 }
 
@@ -258,12 +258,12 @@ const MAX_UNSIZED_FRAME: usize = 256 << 20;
 
 /// Decompresses one zstd frame whose decoded size it records (as every frame cairn
 /// writes does), with this thread's decompressor.
-pub(crate) fn decompress_frame(payload: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) fn decompress_frame(payload: &[u8]) -> Result<Vec<u8>, ZstdError> {
     match zstd::zstd_safe::get_frame_content_size(payload) {
         Ok(Some(size)) if size <= MAX_UNSIZED_FRAME as u64 => decompress(payload, size as usize),
-        Ok(Some(size)) => Err(format!("a frame of {size} bytes")),
-        Ok(None) => zstd::stream::decode_all(payload).map_err(|e| e.to_string()),
-        Err(e) => Err(format!("{e:?}")),
+        Ok(Some(size)) => Err(ZstdError::TooLarge { size }),
+        Ok(None) => zstd::stream::decode_all(payload).map_err(ZstdError::Decode),
+        Err(zstd::zstd_safe::ContentSizeError) => Err(ZstdError::Header),
     }
 }
 
@@ -494,7 +494,7 @@ pub(crate) fn unpack(
     let content = match codec {
         Codec::Raw => payload,
         Codec::Zstd => decompress(&payload, size as usize)
-            .map_err(|e| ReadError::corrupt(ObjectKind::Blob, id, format!("zstd: {e}")))?,
+            .map_err(|e| ReadError::damaged(ObjectKind::Blob, id, Damage::Zstd(e)))?,
     };
     if content.len() as u64 != size {
         return Err(ReadError::corrupt(
@@ -504,10 +504,10 @@ pub(crate) fn unpack(
         ));
     }
     if BlobId::of(&content) != id {
-        return Err(ReadError::corrupt(
+        return Err(ReadError::damaged(
             ObjectKind::Blob,
             id,
-            "content does not match its hash",
+            Damage::HashMismatch,
         ));
     }
     Ok(content)

@@ -6,7 +6,7 @@
 //! have), so the chunk holding a byte is found by division, without reading the others.
 
 use super::blob::{Body, CHUNK_BYTES, Location, PreparedBlob};
-use super::error::ReadError;
+use super::error::{Damage, ReadError};
 use super::reader::Reader;
 use crate::id::BlobId;
 use crate::object::ObjectKind;
@@ -39,17 +39,17 @@ pub struct Chunk {
 impl BlobChunks {
     /// `size` bytes cut into `chunks`, checked to be the cut the store makes: one piece
     /// (then `chunks` is `[id]`) up to [`CHUNK_BYTES`], else a chunk per [`CHUNK_BYTES`].
-    fn new(id: BlobId, size: u64, chunks: Vec<BlobId>) -> Result<BlobChunks, String> {
+    fn new(id: BlobId, size: u64, chunks: Vec<BlobId>) -> Result<BlobChunks, Damage> {
         let expected = if size <= CHUNK_BYTES as u64 {
             1
         } else {
             size.div_ceil(CHUNK_BYTES as u64)
         };
         if chunks.len() as u64 != expected {
-            return Err(format!(
-                "{} chunks for {size} bytes, not one per {CHUNK_BYTES}",
-                chunks.len()
-            ));
+            return Err(Damage::ChunkCount {
+                chunks: chunks.len(),
+                size,
+            });
         }
         Ok(BlobChunks { id, size, chunks })
     }
@@ -103,7 +103,8 @@ impl Reader {
             Location::Chunked { size, chunks } => (size, chunks),
             other => (other.size(), vec![id]),
         };
-        BlobChunks::new(id, size, chunks).map_err(|e| ReadError::corrupt(ObjectKind::Blob, id, e))
+        BlobChunks::new(id, size, chunks)
+            .map_err(|damage| ReadError::damaged(ObjectKind::Blob, id, damage))
     }
 
     /// The bytes of `chunk`, verified against its id and checked to be as long as its
@@ -162,7 +163,7 @@ impl Reader {
         chunks: Vec<BlobId>,
     ) -> Result<PreparedBlob, ReadError> {
         let cut = BlobChunks::new(id, size, chunks)
-            .map_err(|e| ReadError::corrupt(ObjectKind::Blob, id, e))?;
+            .map_err(|damage| ReadError::damaged(ObjectKind::Blob, id, damage))?;
         if cut.chunks.len() < 2 {
             return Err(ReadError::corrupt(
                 ObjectKind::Blob,

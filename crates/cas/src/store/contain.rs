@@ -75,9 +75,14 @@ impl Health {
     }
 }
 
+/// A panic caught by [`quietly`]: its message and where in redb it happened.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Panicked(String);
+
 /// Runs `f`, which calls into redb, whatever the store's health: a panic in it ends there,
 /// quietly, as an `Err` saying what it was. For closing and repairing.
-pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, Panicked> {
     install_quiet_hook();
     let caught = {
         let _quiet = Quiet::enter();
@@ -85,9 +90,11 @@ pub(crate) fn quietly<T>(f: impl FnOnce() -> T) -> Result<T, String> {
         std::panic::catch_unwind(AssertUnwindSafe(f))
     };
     caught.map_err(|payload| {
-        CAUGHT
-            .with(|c| c.borrow_mut().take())
-            .unwrap_or_else(|| payload_text(payload.as_ref()))
+        Panicked(
+            CAUGHT
+                .with(|c| c.borrow_mut().take())
+                .unwrap_or_else(|| payload_text(payload.as_ref())),
+        )
     })
 }
 

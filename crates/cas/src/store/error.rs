@@ -294,6 +294,9 @@ pub enum ReadError {
         id: ObjectId,
         /// What is wrong.
         reason: String,
+        /// The decoding failure `reason` tells of, when one is behind it.
+        #[source]
+        damage: Option<Box<Damage>>,
     },
     /// Writing the bytes to the caller's sink failed.
     #[error("writing {id}: {source}")]
@@ -317,6 +320,7 @@ impl ReadError {
                 kind,
                 id,
                 reason: "referenced but not stored".to_owned(),
+                damage: None,
             },
             other => other,
         }
@@ -331,8 +335,98 @@ impl ReadError {
             kind,
             id: id.into(),
             reason: reason.to_string(),
+            damage: None,
         }
     }
+
+    /// Object `id` of `kind` failed to decode with `damage`, which the error keeps.
+    pub(crate) fn damaged(kind: ObjectKind, id: impl Into<ObjectId>, damage: Damage) -> Self {
+        ReadError::Corrupt {
+            kind,
+            id: id.into(),
+            reason: damage.to_string(),
+            damage: Some(Box::new(damage)),
+        }
+    }
+}
+
+/// What decoding a stored object's bytes failed on (the source of a
+/// [`ReadError::Corrupt`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Damage {
+    /// Its own zstd frame does not decode.
+    #[error("zstd: {0}")]
+    Zstd(#[source] ZstdError),
+    /// The zstd frame of its group does not decode.
+    #[error("its group's frame: zstd: {0}")]
+    FrameZstd(#[source] ZstdError),
+    /// Its group's frame records a size larger than any group's.
+    #[error("its group's frame claims {size} bytes")]
+    FrameTooLarge {
+        /// The size the frame's header records.
+        size: u64,
+    },
+    /// Its group's frame, as stored, is larger than any group's.
+    #[error("its group's frame of {len} bytes is too large")]
+    StoredFrameTooLarge {
+        /// The stored frame's length.
+        len: u64,
+    },
+    /// Its group's frame does not record its decoded size (cairn's always do).
+    #[error("its group's frame does not record its size")]
+    FrameUnsized,
+    /// Its group's frame decodes to another size than its header records.
+    #[error("its group's frame decodes to {decoded} bytes, its header says {size}")]
+    FrameSize {
+        /// What it decoded to.
+        decoded: u64,
+        /// What its header says.
+        size: u64,
+    },
+    /// Its place in its group's decoded frame lies past the frame's end.
+    #[error("its {size} bytes at {start} lie past its group's frame of {frame} bytes")]
+    PastFrame {
+        /// Its size.
+        size: u64,
+        /// Where it starts in the decoded frame.
+        start: u64,
+        /// The decoded frame's size.
+        frame: u64,
+    },
+    /// The bytes found for it hash to another id.
+    #[error("content does not match its hash")]
+    HashMismatch,
+    /// A blob's list of chunks is not the cut the store makes.
+    #[error("{chunks} chunks for {size} bytes, not one per {}", crate::CHUNK_BYTES)]
+    ChunkCount {
+        /// How many chunks the list has.
+        chunks: usize,
+        /// The blob's size.
+        size: u64,
+    },
+    /// The decoded bytes are not a valid object encoding.
+    #[error("{0}")]
+    Object(#[source] ObjectError),
+}
+
+/// zstd's failure on a stored frame.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ZstdError {
+    /// The frame's header cannot be read (shown by the name of zstd's error, as it always
+    /// was).
+    #[error("ContentSizeError")]
+    Header,
+    /// The frame's header records a size larger than any tree's.
+    #[error("a frame of {size} bytes")]
+    TooLarge {
+        /// The size it records.
+        size: u64,
+    },
+    /// zstd refused the frame's bytes.
+    #[error("{0}")]
+    Decode(#[source] std::io::Error),
 }
 
 /// Writing objects failed. Nothing of the failed batch is visible.

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use rayon::prelude::*;
 
 use super::blob::{Body, PreparedBlob, compress_frame, decompress};
-use super::error::{ReadError, StorageFailure};
+use super::error::{Damage, ReadError, StorageFailure, ZstdError};
 use crate::id::BlobId;
 use crate::object::ObjectKind;
 
@@ -143,48 +143,46 @@ fn compress_group(blobs: &[PreparedBlob], group: &[usize]) -> Option<Frame> {
 }
 
 /// The decoded size a frame's header records, within [`MAX_FRAME_BYTES`].
-pub(crate) fn frame_size(stored: &[u8]) -> Result<u64, String> {
+pub(crate) fn frame_size(stored: &[u8]) -> Result<u64, Damage> {
     match zstd::zstd_safe::get_frame_content_size(stored) {
         Ok(Some(size)) if size <= MAX_FRAME_BYTES => Ok(size),
-        Ok(Some(size)) => Err(format!("its group's frame claims {size} bytes")),
-        Ok(None) => Err("its group's frame does not record its size".into()),
-        Err(e) => Err(format!("its group's frame: zstd: {e:?}")),
+        Ok(Some(size)) => Err(Damage::FrameTooLarge { size }),
+        Ok(None) => Err(Damage::FrameUnsized),
+        Err(zstd::zstd_safe::ContentSizeError) => Err(Damage::FrameZstd(ZstdError::Header)),
     }
 }
 
-fn decode(stored: &[u8]) -> Result<Vec<u8>, String> {
+fn decode(stored: &[u8]) -> Result<Vec<u8>, Damage> {
     let size = frame_size(stored)?;
-    let decoded =
-        decompress(stored, size as usize).map_err(|e| format!("its group's frame: zstd: {e}"))?;
+    let decoded = decompress(stored, size as usize).map_err(Damage::FrameZstd)?;
     if decoded.len() as u64 != size {
-        return Err(format!(
-            "its group's frame decodes to {} bytes, its header says {size}",
-            decoded.len()
-        ));
+        return Err(Damage::FrameSize {
+            decoded: decoded.len() as u64,
+            size,
+        });
     }
     Ok(decoded)
 }
 
 /// The `size` bytes at `start` of a decoded frame, if they are the content `id` names.
-fn member_bytes(id: BlobId, frame: &[u8], start: u64, size: u64) -> Result<&[u8], String> {
+fn member_bytes(id: BlobId, frame: &[u8], start: u64, size: u64) -> Result<&[u8], Damage> {
     let bytes = start
         .checked_add(size)
         .and_then(|end| frame.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?))
-        .ok_or_else(|| {
-            format!(
-                "its {size} bytes at {start} lie past its group's frame of {} bytes",
-                frame.len()
-            )
+        .ok_or(Damage::PastFrame {
+            size,
+            start,
+            frame: frame.len() as u64,
         })?;
     if BlobId::of(bytes) != id {
-        return Err("content does not match its hash".into());
+        return Err(Damage::HashMismatch);
     }
     Ok(bytes)
 }
 
 /// Decodes a group's frame as stored in the log, for member `id`'s read.
 pub(crate) fn decode_frame(id: BlobId, stored: &[u8]) -> Result<Vec<u8>, ReadError> {
-    decode(stored).map_err(|reason| ReadError::corrupt(ObjectKind::Blob, id, reason))
+    decode(stored).map_err(|damage| ReadError::damaged(ObjectKind::Blob, id, damage))
 }
 
 /// Member `id`'s bytes in its decoded frame, checked against its id.
@@ -196,7 +194,7 @@ pub(crate) fn member_content(
 ) -> Result<Vec<u8>, ReadError> {
     member_bytes(id, frame, start, size)
         .map(<[u8]>::to_vec)
-        .map_err(|reason| ReadError::corrupt(ObjectKind::Blob, id, reason))
+        .map_err(|damage| ReadError::damaged(ObjectKind::Blob, id, damage))
 }
 
 /// What a frame received from elsewhere becomes (see [`verify_frame`](crate::verify_frame)).
@@ -214,19 +212,21 @@ pub enum ReceivedFrame {
 pub(crate) fn receive(
     stored: Vec<u8>,
     members: Vec<FrameMember>,
-) -> Result<ReceivedFrame, (BlobId, String)> {
+) -> Result<ReceivedFrame, (BlobId, Damage)> {
     let first = members.first().map_or(BlobId::of(b""), |m| m.id);
     if stored.len() as u64 > MAX_FRAME_BYTES {
         return Err((
             first,
-            format!("its group's frame of {} bytes is too large", stored.len()),
+            Damage::StoredFrameTooLarge {
+                len: stored.len() as u64,
+            },
         ));
     }
-    let decoded = decode(&stored).map_err(|reason| (first, reason))?;
+    let decoded = decode(&stored).map_err(|damage| (first, damage))?;
     let mut contents = Vec::with_capacity(members.len());
     for m in &members {
         let bytes = member_bytes(m.id, &decoded, m.start.into(), m.size.into())
-            .map_err(|reason| (m.id, reason))?;
+            .map_err(|damage| (m.id, damage))?;
         contents.push(bytes);
     }
     if worth_whole(&members, decoded.len() as u64) {

@@ -30,8 +30,8 @@ pub use batch::{WriteBatch, WriteOutcome, validate_ref_name};
 pub use blob::{CHUNK_BYTES, PreparedBlob};
 pub use chunks::{BlobChunks, Chunk};
 pub use error::{
-    BoxError, Error, MaintenanceError, OpenError, ReadError, RefError, ResolveError,
-    StorageFailure, WriteError,
+    BoxError, Damage, Error, MaintenanceError, OpenError, ReadError, RefError, ResolveError,
+    StorageFailure, WriteError, ZstdError,
 };
 pub(crate) use frame::receive as receive_frame;
 pub use frame::{Frame, FrameMember, FrameRef, MAX_FRAME_BYTES, ReceivedFrame};

@@ -40,7 +40,8 @@ pub(crate) fn decode_tree_value(
         return Err(corrupt("empty record".into()));
     };
     let unzstd = |frame: &[u8]| {
-        super::blob::decompress_frame(frame).map_err(|e| corrupt(format!("zstd: {e}")))
+        super::blob::decompress_frame(frame)
+            .map_err(|e| ReadError::damaged(ObjectKind::Tree, id, Damage::Zstd(e)))
     };
     let owned;
     let encoded = match codec {
@@ -60,7 +61,7 @@ pub(crate) fn decode_tree_value(
     if crate::object::hash_with(crate::object::TREE_CONTEXT, encoded) != *id.as_bytes() {
         return Err(corrupt("encoding does not match its hash".into()));
     }
-    Tree::decode(encoded).map_err(|e| corrupt(e.to_string()))
+    Tree::decode(encoded).map_err(|e| ReadError::damaged(ObjectKind::Tree, id, Damage::Object(e)))
 }
 
 /// Decodes a stored snapshot and checks it against its id.
@@ -72,7 +73,8 @@ pub(crate) fn decode_snapshot_value(id: SnapshotId, value: &[u8]) -> Result<Snap
             "encoding does not match its hash",
         ));
     }
-    Snapshot::decode(value).map_err(|e| ReadError::corrupt(ObjectKind::Snapshot, id, e))
+    Snapshot::decode(value)
+        .map_err(|e| ReadError::damaged(ObjectKind::Snapshot, id, Damage::Object(e)))
 }
 
 /// A consistent, read-only view of the store. Cheap to create; many may exist at once.

@@ -4,7 +4,7 @@
 //! lacks but knows where to find.
 
 use super::blob::{Body, Codec, Location, PreparedBlob, decompress};
-use super::error::{ReadError, StorageFailure};
+use super::error::{Damage, ReadError, StorageFailure};
 use super::frame::{Frame, FrameMember, FrameRef, MAX_FRAME_BYTES};
 use super::reader::Reader;
 use super::side::PROMISED;
@@ -102,12 +102,11 @@ impl Reader {
         let Some(first) = members.first().map(|m| m.id) else {
             return Ok(None);
         };
-        let corrupt = |reason: String| ReadError::corrupt(ObjectKind::Blob, first, reason);
+        let corrupt = |damage| ReadError::damaged(ObjectKind::Blob, first, damage);
         if u64::from(at.len) > MAX_FRAME_BYTES {
-            return Err(corrupt(format!(
-                "its group's frame of {} bytes is too large",
-                at.len
-            )));
+            return Err(corrupt(Damage::StoredFrameTooLarge {
+                len: u64::from(at.len),
+            }));
         }
         let stored = self
             .health
@@ -119,7 +118,7 @@ impl Reader {
         match super::frame::receive(stored, members) {
             Ok(super::frame::ReceivedFrame::Whole(frame)) => Ok(Some(frame)),
             Ok(super::frame::ReceivedFrame::Apart(_)) => Ok(None),
-            Err((id, reason)) => Err(ReadError::corrupt(ObjectKind::Blob, id, reason)),
+            Err((id, damage)) => Err(ReadError::damaged(ObjectKind::Blob, id, damage)),
         }
     }
 

@@ -383,3 +383,26 @@ fn a_chunked_blob_is_assembled_only_from_its_own_chunks() {
         content[CHUNK_BYTES - 1..CHUNK_BYTES + 2]
     );
 }
+
+/// A read refused for damage keeps what decoding failed on as its typed source, so a caller
+/// tells a hash mismatch from a zstd failure without parsing the message (which is as it was).
+#[test]
+fn a_damaged_blob_keeps_what_its_decoding_failed_on_as_its_source() {
+    let t = temp_store();
+    let content = noise(21, 20_000); // incompressible: stored as is
+    let id = t.store.put_blob(&content).unwrap();
+    drop(t.store);
+    flip_byte_of(&t.root.join(DATABASE_FILE), &content[5_000..5_064]);
+    let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
+    let err = store.reader().unwrap().blob(id).unwrap_err();
+    assert!(
+        matches!(&err, ReadError::Corrupt { damage: Some(d), .. } if matches!(**d, Damage::HashMismatch)),
+        "{err:?}"
+    );
+    let source = std::error::Error::source(&err).map(ToString::to_string);
+    assert_eq!(source.as_deref(), Some("content does not match its hash"));
+    assert_eq!(
+        err.to_string(),
+        format!("blob {id} is corrupt: content does not match its hash")
+    );
+}
