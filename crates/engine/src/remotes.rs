@@ -173,7 +173,7 @@ impl Engine {
         options: RemoteAddOptions,
     ) -> Result<RemotesOutcome, Error> {
         remote::validate_remote_name(&options.name)?;
-        remote::RemoteUrl::parse(&options.url).map_err(RemoteError::Invalid)?;
+        remote::RemoteUrl::parse(&options.url).map_err(RemoteError::from)?;
         let store = self.store(Access::Create)?;
         if let Ok(existing) = remote::remote_config(&store.reader()?, &options.name) {
             return Err(RemoteError::Exists {

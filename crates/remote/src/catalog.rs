@@ -89,11 +89,11 @@ impl Catalog {
                 .cloned()
                 .collect();
             // An index larger than any push writes is read no further, and skipped.
-            let fetched: Vec<(String, Result<Option<bytes::Bytes>, String>)> =
+            let fetched: Vec<(String, Result<Option<bytes::Bytes>, RemoteError>)> =
                 futures_util::stream::iter(wanted.into_iter().map(|pack| async move {
                     match remote.get(&index_key(&pack), MAX_INDEX).await {
                         Ok(bytes) => Ok((pack, Ok(bytes))),
-                        Err(RemoteError::Corrupt { reason, .. }) => Ok((pack, Err(reason))),
+                        Err(e @ RemoteError::Corrupt { .. }) => Ok((pack, Err(e))),
                         Err(e) => Err(e),
                     }
                 }))
@@ -119,8 +119,13 @@ impl Catalog {
             let bytes = match bytes {
                 Ok(Some(bytes)) => bytes,
                 Ok(None) => continue,
-                Err(reason) => {
-                    warnings.push(skipped(&pack, &reason));
+                Err(e) => {
+                    // The warning names the remote and the index already.
+                    let reason: &dyn std::fmt::Display = match &e {
+                        RemoteError::Corrupt { reason, .. } => reason,
+                        other => other,
+                    };
+                    warnings.push(skipped(&pack, reason));
                     unreadable.insert(pack);
                     continue;
                 }

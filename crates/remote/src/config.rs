@@ -8,7 +8,7 @@ use cas::{
     BoxError, Checked, Problem, Reader, Roots, SideOwner, SideTable, SnapshotId, WriteBatch,
 };
 
-use crate::error::RemoteError;
+use crate::error::{InvalidRemote, RemoteError};
 use crate::url::RemoteUrl;
 
 /// Remote name → its [`RemoteConfig`] as JSON (scope `""`).
@@ -76,7 +76,7 @@ impl Conditional {
 impl RemoteConfig {
     /// Its parsed URL.
     pub fn location(&self) -> Result<RemoteUrl, RemoteError> {
-        RemoteUrl::parse(&self.url).map_err(RemoteError::Invalid)
+        Ok(RemoteUrl::parse(&self.url)?)
     }
 }
 
@@ -90,15 +90,21 @@ pub fn validate_remote_name(name: &str) -> Result<(), RemoteError> {
     if ok {
         Ok(())
     } else {
-        Err(RemoteError::Invalid(format!(
-            "{name:?}: a remote name is 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-', not starting with '-' or '.'"
-        )))
+        Err(InvalidRemote::Name {
+            name: name.to_owned(),
+        }
+        .into())
     }
 }
 
 fn decode(name: &str, bytes: &[u8]) -> Result<RemoteConfig, RemoteError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| RemoteError::Invalid(format!("remote {name}: unreadable record: {e}")))
+    serde_json::from_slice(bytes).map_err(|source| {
+        InvalidRemote::Record {
+            remote: name.to_owned(),
+            source,
+        }
+        .into()
+    })
 }
 
 /// Every configured remote, by name.

@@ -2,6 +2,9 @@
 
 use cas::{ObjectId, SnapshotId};
 
+use crate::layout::LayoutError;
+use crate::url::UrlError;
+
 /// A remote operation's failure.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -20,9 +23,9 @@ pub enum RemoteError {
         /// Where it points.
         url: String,
     },
-    /// A remote name or URL that cannot be one.
-    #[error("{0}")]
-    Invalid(String),
+    /// A remote name, URL or record that cannot be one.
+    #[error(transparent)]
+    Invalid(#[from] InvalidRemote),
     /// The engine refused, failed or could not be reached (after bounded retries).
     #[error("remote {remote}: {source}")]
     Transport {
@@ -60,6 +63,9 @@ pub enum RemoteError {
         what: String,
         /// What is wrong.
         reason: String,
+        /// What the pack's layout broke, when that is what `reason` tells of.
+        #[source]
+        layout: Option<Box<LayoutError>>,
     },
     /// A snapshot the remote does not hold (or not whole).
     #[error("snapshot {id} is not on remote {remote}")]
@@ -104,6 +110,9 @@ pub enum RemoteError {
         remote: String,
         /// Why.
         reason: String,
+        /// What a pack cannot hold, when that is what `reason` tells of.
+        #[source]
+        layout: Option<Box<LayoutError>>,
     },
     /// A remote written by a newer cairn, or something else at its prefix.
     #[error("remote {remote}: {reason}")]
@@ -116,6 +125,58 @@ pub enum RemoteError {
     /// The local store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Why a remote's name, URL, record or folder cannot be a remote's; each names it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InvalidRemote {
+    /// A URL that is not a remote's.
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    /// A name that breaks the rules of remote names.
+    #[error(
+        "{name:?}: a remote name is 1 to 64 of A-Z, a-z, 0-9, '.', '_', '-', not starting with '-' or '.'"
+    )]
+    Name {
+        /// The name.
+        name: String,
+    },
+    /// A ref name that breaks the rules of ref names, for a remote's ref.
+    #[error("remote {remote}: {source}")]
+    RefName {
+        /// The remote.
+        remote: String,
+        /// The rule it breaks.
+        #[source]
+        source: cas::RefError,
+    },
+    /// A remote's configuration record that does not decode.
+    #[error("remote {remote}: unreadable record: {source}")]
+    Record {
+        /// The remote.
+        remote: String,
+        /// Why it does not decode.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A `file://` remote whose folder cannot be made.
+    #[error("remote {remote}: cannot make the folder {path}: {source}")]
+    Folder {
+        /// The remote.
+        remote: String,
+        /// The folder.
+        path: camino::Utf8PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl From<UrlError> for RemoteError {
+    fn from(e: UrlError) -> Self {
+        RemoteError::Invalid(e.into())
+    }
 }
 
 /// A failure of the local store during a remote operation.
@@ -162,6 +223,26 @@ impl RemoteError {
             remote: remote.to_owned(),
             what: what.to_string(),
             reason: reason.to_string(),
+            layout: None,
+        }
+    }
+
+    /// Object `id` in `pack` of `remote` breaks the layout as `layout` says.
+    pub(crate) fn bad_layout(remote: &str, id: ObjectId, pack: &str, layout: LayoutError) -> Self {
+        RemoteError::Corrupt {
+            remote: remote.to_owned(),
+            what: format!("object {id}"),
+            reason: format!("{layout} (pack {pack})"),
+            layout: Some(Box::new(layout)),
+        }
+    }
+
+    /// A push to `remote` cannot pack what it was asked to send.
+    pub(crate) fn unpackable(remote: &str, layout: LayoutError) -> Self {
+        RemoteError::Unpushable {
+            remote: remote.to_owned(),
+            reason: layout.to_string(),
+            layout: Some(Box::new(layout)),
         }
     }
 

@@ -316,7 +316,8 @@ pub(crate) fn read_chunk_lists(
             let bad = |reason: String| {
                 RemoteError::object(name, e.id, format!("{reason} (pack {})", l.pack))
             };
-            let chunks = crate::layout::decode_chunk_list(e.id, e.size, &data).map_err(bad)?;
+            let chunks = crate::layout::decode_chunk_list(e.id, e.size, &data)
+                .map_err(|layout| RemoteError::bad_layout(name, e.id, &l.pack, layout))?;
             let mut left = e.size;
             for c in &chunks {
                 let expected = left.min(cas::CHUNK_BYTES as u64);

@@ -80,6 +80,208 @@ pub fn pin_key(id: &cas::SnapshotId) -> String {
     format!("pins/{id}")
 }
 
+/// Why a pack or index cannot be written or read: what it says, naming the object.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// An object's payload longer than a pack entry holds.
+    #[error("{kind:?} {id} is {len} bytes stored, more than the {MAX_PAYLOAD} a pack entry holds")]
+    TooLong {
+        /// The object's kind.
+        kind: ObjectKind,
+        /// Its id.
+        id: ObjectId,
+        /// Its payload's length.
+        len: usize,
+    },
+    /// A large blob's chunk list longer than a pack entry holds.
+    #[error("blob {id} is {len} bytes stored, more than the {MAX_PAYLOAD} a pack entry holds")]
+    ChunkListTooLong {
+        /// The blob.
+        id: BlobId,
+        /// Its list's length.
+        len: usize,
+    },
+    /// A payload longer than a pack entry holds.
+    #[error("{len} bytes stored, more than the {MAX_PAYLOAD} a pack entry holds")]
+    PayloadTooLong {
+        /// Its length.
+        len: usize,
+    },
+    /// A group frame with no members or more than [`MAX_FRAME_MEMBERS`].
+    #[error("{} carries {count} members", group_frame(.first))]
+    FrameMembers {
+        /// Its first member.
+        first: Option<BlobId>,
+        /// How many it has.
+        count: usize,
+    },
+    /// A group frame larger than [`MAX_FRAME_BYTES`].
+    #[error("{} is {len} bytes", group_frame(.first))]
+    FrameTooLarge {
+        /// Its first member.
+        first: Option<BlobId>,
+        /// Its length.
+        len: usize,
+    },
+    /// A group frame placing a member past [`MAX_FRAME_BYTES`].
+    #[error("{} places blob {member} at {start} past any frame", group_frame(.first))]
+    MemberPastFrame {
+        /// Its first member.
+        first: Option<BlobId>,
+        /// The member.
+        member: BlobId,
+        /// Where it places it.
+        start: u32,
+    },
+    /// A large blob's chunks that are not one per [`CHUNK_BYTES`].
+    #[error("blob {id}: {chunks} chunks for {size} bytes, not one per {CHUNK_BYTES}")]
+    ChunkCount {
+        /// The blob.
+        id: BlobId,
+        /// How many chunks it was given.
+        chunks: usize,
+        /// Its size.
+        size: u64,
+    },
+    /// A chunk list whose length does not cut its blob's size into chunks.
+    #[error(
+        "blob {id}'s chunk list of {len} bytes does not cut {size} bytes into chunks of {CHUNK_BYTES}"
+    )]
+    ChunkList {
+        /// The blob.
+        id: ObjectId,
+        /// The list's length.
+        len: usize,
+        /// The blob's size.
+        size: u64,
+    },
+    /// An index entry of a chunk list whose length does not cut its blob's size.
+    #[error("blob {id}'s chunk list of {len} bytes does not cut {size} bytes into chunks")]
+    ChunkListEntry {
+        /// The blob.
+        id: ObjectId,
+        /// The list's length.
+        len: u32,
+        /// The blob's size.
+        size: u64,
+    },
+    /// A pack or index of a layout version this build does not read.
+    #[error("a {what} of remote layout version {version}, which this cairn does not read")]
+    Version {
+        /// `pack` or `pack index`.
+        what: &'static str,
+        /// The version its magic names.
+        version: String,
+    },
+    /// Not a pack or index at all.
+    #[error("not a cairn {what}")]
+    NotLayout {
+        /// `pack` or `pack index`.
+        what: &'static str,
+    },
+    /// Encoding flags this layout version does not have.
+    #[error("unknown flags {code}")]
+    Flags {
+        /// The flags.
+        code: u8,
+    },
+    /// An object kind code that names none.
+    #[error("unknown object kind {code}")]
+    Kind {
+        /// The code.
+        code: u8,
+    },
+    /// An entry whose payload lies before the pack's first entry.
+    #[error("object {id} lies before the first entry")]
+    BeforeFirst {
+        /// The object.
+        id: ObjectId,
+    },
+    /// An entry whose payload lies past the end of any pack.
+    #[error("object {id} lies past the end of any pack")]
+    PastAnyPack {
+        /// The object.
+        id: ObjectId,
+    },
+    /// A tree or snapshot stored as a list of chunks.
+    #[error("{kind:?} {id} is a list of chunks")]
+    NotBlobChunks {
+        /// Its kind.
+        kind: ObjectKind,
+        /// The object.
+        id: ObjectId,
+    },
+    /// A whole object read from past its payload's start.
+    #[error("object {id} starts at {start} of a whole object")]
+    StartInWhole {
+        /// The object.
+        id: ObjectId,
+        /// Where the entry says it starts.
+        start: u32,
+    },
+    /// A tree or snapshot as a member of a group frame.
+    #[error("{kind:?} {id} is a member of a group frame")]
+    NotBlobMember {
+        /// Its kind.
+        kind: ObjectKind,
+        /// The object.
+        id: ObjectId,
+    },
+    /// A frame's member, or the frame, larger than any frame.
+    #[error("blob {id}'s {size} bytes at {start} of a frame of {len} lie past any frame")]
+    PastAnyFrame {
+        /// The member.
+        id: ObjectId,
+        /// Its size.
+        size: u64,
+        /// Where it starts in the decoded frame.
+        start: u32,
+        /// The frame's stored length.
+        len: u32,
+    },
+    /// An index whose checksum does not match its bytes.
+    #[error("index checksum does not match")]
+    IndexChecksum,
+    /// An index naming another pack than the one it was read for.
+    #[error("index names another pack")]
+    IndexOfAnother,
+    /// An index whose entry count does not fit its length.
+    #[error("{count} entries do not fit its length")]
+    EntryCount {
+        /// The count it gives.
+        count: usize,
+    },
+    /// A pack whose bytes do not hash to its id.
+    #[error("pack bytes do not match its id")]
+    PackId,
+    /// A pack ending inside an entry's header.
+    #[error("truncated entry")]
+    Truncated,
+    /// A payload holding no object, or several not as a group frame.
+    #[error("{count} objects in one {encoding:?} payload")]
+    Objects {
+        /// How many its header gives.
+        count: usize,
+        /// Its encoding.
+        encoding: Encoding,
+    },
+    /// A payload running past the pack's end.
+    #[error("object {id} runs past the end")]
+    PastEnd {
+        /// Its first object.
+        id: ObjectId,
+    },
+}
+
+/// How a group frame is named: by its first member, if it has one.
+fn group_frame(first: &Option<BlobId>) -> String {
+    match first {
+        Some(id) => format!("the group frame of blob {id}"),
+        None => "a group frame".to_owned(),
+    }
+}
+
 /// What a payload in a pack is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Encoding {
@@ -105,13 +307,13 @@ impl Encoding {
         }
     }
 
-    fn of(code: u8) -> Result<Encoding, String> {
+    fn of(code: u8) -> Result<Encoding, LayoutError> {
         match code {
             0 => Ok(Encoding::Raw),
             1 => Ok(Encoding::Zstd),
             2 => Ok(Encoding::Frame),
             3 => Ok(Encoding::Chunks),
-            other => Err(format!("unknown flags {other}")),
+            code => Err(LayoutError::Flags { code }),
         }
     }
 }
@@ -143,12 +345,12 @@ fn kind_code(kind: ObjectKind) -> u8 {
     }
 }
 
-fn kind_of(code: u8) -> Result<ObjectKind, String> {
+fn kind_of(code: u8) -> Result<ObjectKind, LayoutError> {
     match code {
         0 => Ok(ObjectKind::Blob),
         1 => Ok(ObjectKind::Tree),
         2 => Ok(ObjectKind::Snapshot),
-        _ => Err(format!("unknown object kind {code}")),
+        code => Err(LayoutError::Kind { code }),
     }
 }
 
@@ -200,51 +402,61 @@ impl PackBuilder {
         zstd: bool,
         size: u64,
         payload: &[u8],
-    ) -> Result<(), String> {
+    ) -> Result<(), LayoutError> {
         let encoding = if zstd { Encoding::Zstd } else { Encoding::Raw };
         self.append(encoding, &[(kind, id, size, 0)], payload)
-            .map_err(|what| format!("{kind:?} {id} is {what}"))
+            .map_err(|len| LayoutError::TooLong { kind, id, len })
     }
 
     /// Appends a group frame as a store holds it (`bytes`), carrying blobs `members`.
     /// Refuses a frame or member past [`MAX_FRAME_BYTES`], or more than
     /// [`MAX_FRAME_MEMBERS`] members.
-    pub fn add_frame(&mut self, bytes: &[u8], members: &[FrameMember]) -> Result<(), String> {
+    pub fn add_frame(&mut self, bytes: &[u8], members: &[FrameMember]) -> Result<(), LayoutError> {
         let first = members.first().map(|m| m.id);
-        let refuse = |what: String| match first {
-            Some(id) => Err(format!("the group frame of blob {id} {what}")),
-            None => Err(format!("a group frame {what}")),
-        };
         if members.is_empty() || members.len() > MAX_FRAME_MEMBERS {
-            return refuse(format!("carries {} members", members.len()));
+            return Err(LayoutError::FrameMembers {
+                first,
+                count: members.len(),
+            });
         }
         if bytes.len() as u64 > MAX_FRAME_BYTES {
-            return refuse(format!("is {} bytes", bytes.len()));
+            return Err(LayoutError::FrameTooLarge {
+                first,
+                len: bytes.len(),
+            });
         }
         if let Some(m) = members
             .iter()
             .find(|m| u64::from(m.start) + u64::from(m.size) > MAX_FRAME_BYTES)
         {
-            return refuse(format!(
-                "places blob {} at {} past any frame",
-                m.id, m.start
-            ));
+            return Err(LayoutError::MemberPastFrame {
+                first,
+                member: m.id,
+                start: m.start,
+            });
         }
         let held: Vec<Held> = members
             .iter()
             .map(|m| (ObjectKind::Blob, m.id.into(), u64::from(m.size), m.start))
             .collect();
         self.append(Encoding::Frame, &held, bytes)
+            .map_err(|len| LayoutError::PayloadTooLong { len })
     }
 
     /// Appends blob `id` of `size` bytes (over [`CHUNK_BYTES`]) as the list of its
     /// `chunks`, which must go in packs of their own or this one, as blobs.
-    pub fn add_chunks(&mut self, id: BlobId, size: u64, chunks: &[BlobId]) -> Result<(), String> {
+    pub fn add_chunks(
+        &mut self,
+        id: BlobId,
+        size: u64,
+        chunks: &[BlobId],
+    ) -> Result<(), LayoutError> {
         if chunk_list_len(size) != Some(chunks.len() as u64 * CHUNK_ID) {
-            return Err(format!(
-                "blob {id}: {} chunks for {size} bytes, not one per {CHUNK_BYTES}",
-                chunks.len()
-            ));
+            return Err(LayoutError::ChunkCount {
+                id,
+                chunks: chunks.len(),
+                size,
+            });
         }
         let list: Vec<u8> = chunks.iter().flat_map(|c| *c.as_bytes()).collect();
         self.append(
@@ -252,16 +464,12 @@ impl PackBuilder {
             &[(ObjectKind::Blob, id.into(), size, 0)],
             &list,
         )
-        .map_err(|what| format!("blob {id} is {what}"))
+        .map_err(|len| LayoutError::ChunkListTooLong { id, len })
     }
 
-    fn append(&mut self, encoding: Encoding, held: &[Held], payload: &[u8]) -> Result<(), String> {
-        let len = u32::try_from(payload.len()).map_err(|_| {
-            format!(
-                "{} bytes stored, more than the {MAX_PAYLOAD} a pack entry holds",
-                payload.len()
-            )
-        })?;
+    /// Appends `payload` holding `held`; `Err` is its length, if longer than an entry holds.
+    fn append(&mut self, encoding: Encoding, held: &[Held], payload: &[u8]) -> Result<(), usize> {
+        let len = u32::try_from(payload.len()).map_err(|_| payload.len())?;
         self.bytes.push(encoding.code());
         self.bytes
             .extend_from_slice(&(held.len() as u32).to_le_bytes());
@@ -349,12 +557,13 @@ pub fn chunk_list_len(size: u64) -> Option<u64> {
 
 /// The chunk ids of a chunk list (see [`Encoding::Chunks`]) of blob `id` of `size` bytes,
 /// checked to be as many as the blob has chunks.
-pub fn decode_chunk_list(id: ObjectId, size: u64, list: &[u8]) -> Result<Vec<BlobId>, String> {
+pub fn decode_chunk_list(id: ObjectId, size: u64, list: &[u8]) -> Result<Vec<BlobId>, LayoutError> {
     if chunk_list_len(size) != Some(list.len() as u64) {
-        return Err(format!(
-            "blob {id}'s chunk list of {} bytes does not cut {size} bytes into chunks of {CHUNK_BYTES}",
-            list.len()
-        ));
+        return Err(LayoutError::ChunkList {
+            id,
+            len: list.len(),
+            size,
+        });
     }
     Ok(list
         .chunks_exact(CHUNK_ID as usize)
@@ -363,68 +572,71 @@ pub fn decode_chunk_list(id: ObjectId, size: u64, list: &[u8]) -> Result<Vec<Blo
 }
 
 /// The layout version a pack or index's magic names (`magics` are versions 1, 2 and 3's).
-fn version(bytes: &[u8], magics: [&[u8; 8]; 3], what: &str) -> Result<u64, String> {
+fn version(bytes: &[u8], magics: [&[u8; 8]; 3], what: &'static str) -> Result<u64, LayoutError> {
     let [v1, v2, v3] = magics;
     match bytes.get(..8) {
         Some(m) if m == v3 => Ok(FORMAT),
         Some(m) if m == v2 => Ok(FORMAT_2),
         Some(m) if m == v1 => Ok(FORMAT_1),
-        Some(m) if m[..7] == v3[..7] => Err(format!(
-            "a {what} of remote layout version {}, which this cairn does not read",
-            String::from_utf8_lossy(&m[7..])
-        )),
-        _ => Err(format!("not a cairn {what}")),
+        Some(m) if m[..7] == v3[..7] => Err(LayoutError::Version {
+            what,
+            version: String::from_utf8_lossy(&m[7..]).into_owned(),
+        }),
+        _ => Err(LayoutError::NotLayout { what }),
     }
 }
 
 /// Checks what an entry says against what any pack a push writes can hold: its payload
 /// lies after the first entry's header and inside [`MAX_PACK`]; a frame's member lies
 /// inside [`MAX_FRAME_BYTES`] of a frame no larger, and only blobs are members.
-fn check_entry(e: &PackEntry, first_offset: u64) -> Result<(), String> {
-    let id = e.id;
+fn check_entry(e: &PackEntry, first_offset: u64) -> Result<(), LayoutError> {
+    let (id, kind) = (e.id, e.kind);
     if e.offset < first_offset {
-        return Err(format!("object {id} lies before the first entry"));
+        return Err(LayoutError::BeforeFirst { id });
     }
     if e.offset.saturating_add(u64::from(e.len)) > MAX_PACK {
-        return Err(format!("object {id} lies past the end of any pack"));
+        return Err(LayoutError::PastAnyPack { id });
     }
     if e.encoding == Encoding::Chunks {
-        if e.kind != ObjectKind::Blob {
-            return Err(format!("{:?} {id} is a list of chunks", e.kind));
+        if kind != ObjectKind::Blob {
+            return Err(LayoutError::NotBlobChunks { kind, id });
         }
         if chunk_list_len(e.size) != Some(u64::from(e.len)) {
-            return Err(format!(
-                "blob {id}'s chunk list of {} bytes does not cut {} bytes into chunks",
-                e.len, e.size
-            ));
+            return Err(LayoutError::ChunkListEntry {
+                id,
+                len: e.len,
+                size: e.size,
+            });
         }
     }
     if e.encoding != Encoding::Frame {
         return match e.start {
             0 => Ok(()),
-            start => Err(format!("object {id} starts at {start} of a whole object")),
+            start => Err(LayoutError::StartInWhole { id, start }),
         };
     }
-    if e.kind != ObjectKind::Blob {
-        return Err(format!("{:?} {id} is a member of a group frame", e.kind));
+    if kind != ObjectKind::Blob {
+        return Err(LayoutError::NotBlobMember { kind, id });
     }
     if u64::from(e.len) > MAX_FRAME_BYTES
         || u64::from(e.start).saturating_add(e.size) > MAX_FRAME_BYTES
     {
-        return Err(format!(
-            "blob {id}'s {} bytes at {} of a frame of {} lie past any frame",
-            e.size, e.start, e.len
-        ));
+        return Err(LayoutError::PastAnyFrame {
+            id,
+            size: e.size,
+            start: e.start,
+            len: e.len,
+        });
     }
     Ok(())
 }
 
 /// The encoding flags `code` name in a pack or index of layout `version`: version 1 has
 /// no frames, and only version 3 has chunk lists.
-fn encoding_in(version: u64, code: u8) -> Result<Encoding, String> {
+fn encoding_in(version: u64, code: u8) -> Result<Encoding, LayoutError> {
     match (version, Encoding::of(code)?) {
         (FORMAT_1, Encoding::Frame | Encoding::Chunks) | (FORMAT_2, Encoding::Chunks) => {
-            Err(format!("unknown flags {code}"))
+            Err(LayoutError::Flags { code })
         }
         (_, encoding) => Ok(encoding),
     }
@@ -433,25 +645,25 @@ fn encoding_in(version: u64, code: u8) -> Result<Encoding, String> {
 /// Reads the index of pack `pack` (hex id), version 1, 2 or 3, checking its checksum, that
 /// it names that pack, and that its entries lie inside a pack after the magic (and a
 /// frame's members inside a frame: [`check_entry`]).
-pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, String> {
+pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, LayoutError> {
     let version = version(
         bytes,
         [INDEX_MAGIC_1, INDEX_MAGIC_2, INDEX_MAGIC],
         "pack index",
     )?;
     if bytes.len() < INDEX_FIXED + 32 {
-        return Err("not a cairn pack index".to_owned());
+        return Err(LayoutError::NotLayout { what: "pack index" });
     }
     let (body, check) = bytes.split_at(bytes.len() - 32);
     if blake3::hash(body).as_bytes() != check {
-        return Err("index checksum does not match".to_owned());
+        return Err(LayoutError::IndexChecksum);
     }
     if blake3::Hash::from_bytes(*id_at(body, 8).as_bytes())
         .to_hex()
         .as_str()
         != pack
     {
-        return Err("index names another pack".to_owned());
+        return Err(LayoutError::IndexOfAnother);
     }
     let (entry_len, first_offset) = match version {
         FORMAT_1 => (INDEX_ENTRY_1, 8 + PACK_ENTRY_HEADER_1),
@@ -459,7 +671,7 @@ pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, String> 
     };
     let count = u32_at(body, 40) as usize;
     if body.len() != INDEX_FIXED + count * entry_len {
-        return Err(format!("{count} entries do not fit its length"));
+        return Err(LayoutError::EntryCount { count });
     }
     let mut out = Vec::with_capacity(count);
     for raw in body[INDEX_FIXED..].chunks_exact(entry_len) {
@@ -486,9 +698,12 @@ pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, String> 
 /// Reads every entry of a whole pack, version 1, 2 or 3 (for `fsck`-like checks, the fuzz
 /// target and tests), checking its id; each entry comes with its payload (a frame's
 /// members share theirs).
-pub fn decode_pack<'a>(bytes: &'a [u8], pack: &str) -> Result<Vec<(PackEntry, &'a [u8])>, String> {
+pub fn decode_pack<'a>(
+    bytes: &'a [u8],
+    pack: &str,
+) -> Result<Vec<(PackEntry, &'a [u8])>, LayoutError> {
     if blake3::hash(bytes).to_hex().as_str() != pack {
-        return Err("pack bytes do not match its id".to_owned());
+        return Err(LayoutError::PackId);
     }
     let version = version(bytes, [PACK_MAGIC_1, PACK_MAGIC_2, PACK_MAGIC], "pack")?;
     let mut at = 8;
@@ -498,7 +713,7 @@ pub fn decode_pack<'a>(bytes: &'a [u8], pack: &str) -> Result<Vec<(PackEntry, &'
         // What the payload holds: (kind, id, size, start) each, from its header.
         let (encoding, held, header, len) = if version == FORMAT_1 {
             if raw.len() < PACK_ENTRY_HEADER_1 {
-                return Err("truncated entry".to_owned());
+                return Err(LayoutError::Truncated);
             }
             let encoding = match raw[1] {
                 1 => Encoding::Zstd,
@@ -508,28 +723,28 @@ pub fn decode_pack<'a>(bytes: &'a [u8], pack: &str) -> Result<Vec<(PackEntry, &'
             (encoding, held, PACK_ENTRY_HEADER_1, u32_at(raw, 42))
         } else {
             if raw.len() < PAYLOAD_HEADER {
-                return Err("truncated entry".to_owned());
+                return Err(LayoutError::Truncated);
             }
             let encoding = encoding_in(version, raw[0])?;
             let count = u32_at(raw, 1) as usize;
             if count == 0 || (count > 1 && encoding != Encoding::Frame) {
-                return Err(format!("{count} objects in one {encoding:?} payload"));
+                return Err(LayoutError::Objects { count, encoding });
             }
             let header = count
                 .checked_mul(OBJECT_HEADER)
                 .and_then(|n| n.checked_add(PAYLOAD_HEADER))
                 .filter(|n| *n <= raw.len())
-                .ok_or_else(|| "truncated entry".to_owned())?;
+                .ok_or(LayoutError::Truncated)?;
             let held = raw[PAYLOAD_HEADER..header]
                 .chunks_exact(OBJECT_HEADER)
                 .map(|o| Ok((kind_of(o[0])?, id_at(o, 1), u64_at(o, 33), u32_at(o, 41))))
-                .collect::<Result<Vec<Held>, String>>()?;
+                .collect::<Result<Vec<Held>, LayoutError>>()?;
             (encoding, held, header, u32_at(raw, 5))
         };
         let offset = at + header;
         let end = offset + len as usize;
         if end > bytes.len() {
-            return Err(format!("object {} runs past the end", held[0].1));
+            return Err(LayoutError::PastEnd { id: held[0].1 });
         }
         for (kind, id, size, start) in held {
             let entry = PackEntry {
@@ -661,7 +876,9 @@ mod tests {
         ];
         for (n, at, bytes, expected) in cases {
             let edit = |e: &mut [u8]| e[at..at + bytes.len()].copy_from_slice(&bytes);
-            let err = decode_index(&edited(&pack.index, n, edit), &pack.id).unwrap_err();
+            let err = decode_index(&edited(&pack.index, n, edit), &pack.id)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(expected), "{err}");
             assert!(
                 err.contains(&entries[n].id.to_string()) || expected == "unknown flags",
@@ -705,15 +922,19 @@ mod tests {
 
         // A list whose length does not cut its size, a tree as a list, a list in a
         // version 2 index: refused, naming what.
-        let err = decode_index(&edited(&pack.index, 0, |e| e[34] ^= 1), &pack.id).unwrap_err();
+        let err = decode_index(&edited(&pack.index, 0, |e| e[34] ^= 1), &pack.id)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("does not cut"), "{err}");
-        let err = decode_index(&edited(&pack.index, 0, |e| e[0] = 1), &pack.id).unwrap_err();
+        let err = decode_index(&edited(&pack.index, 0, |e| e[0] = 1), &pack.id)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("list of chunks"), "{err}");
         let mut v2 = pack.index[..pack.index.len() - 32].to_vec();
         v2[..8].copy_from_slice(INDEX_MAGIC_2);
         let check = blake3::hash(&v2);
         v2.extend_from_slice(check.as_bytes());
-        let err = decode_index(&v2, &pack.id).unwrap_err();
+        let err = decode_index(&v2, &pack.id).unwrap_err().to_string();
         assert!(err.contains("unknown flags 3"), "{err}");
     }
 
@@ -741,7 +962,44 @@ mod tests {
         let (pack, _, _) = sample();
         let mut later = pack.index.clone();
         later[7] = b'4';
-        let err = decode_index(&later, &pack.id).unwrap_err();
+        let err = decode_index(&later, &pack.id).unwrap_err().to_string();
         assert!(err.contains("version 4"), "{err}");
+    }
+
+    /// Refusals are typed, each naming what it found, with the messages they always had.
+    #[test]
+    fn refusals_say_what_they_found_in_types() {
+        let (pack, _, members) = sample();
+        let mut bad = pack.index.clone();
+        bad[50] ^= 1;
+        assert_eq!(
+            decode_index(&bad, &pack.id),
+            Err(LayoutError::IndexChecksum)
+        );
+        assert_eq!(
+            decode_pack(&pack.bytes, &"0".repeat(64)).map(|_| ()),
+            Err(LayoutError::PackId)
+        );
+        let err = PackBuilder::default().add_frame(b"frame", &[]).unwrap_err();
+        assert_eq!(
+            err,
+            LayoutError::FrameMembers {
+                first: None,
+                count: 0
+            }
+        );
+        assert_eq!(err.to_string(), "a group frame carries 0 members");
+        let many = vec![members[0]; MAX_FRAME_MEMBERS + 1];
+        let err = PackBuilder::default()
+            .add_frame(b"frame", &many)
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "the group frame of blob {} carries {} members",
+                members[0].id,
+                MAX_FRAME_MEMBERS + 1
+            )
+        );
     }
 }

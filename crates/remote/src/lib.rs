@@ -33,14 +33,14 @@ pub use config::{
     remote_config, remotes, remove_remote, set_tracking, tracking_ref, tracking_refs,
     validate_remote_name,
 };
-pub use error::RemoteError;
+pub use error::{InvalidRemote, RemoteError};
 pub use fetch::{FetchOutcome, Need, fetch};
 pub use gc::{RemoteGcOptions, RemoteGcOutcome, gc};
 pub use probe::probe;
 pub use push::{PushOutcome, push};
 pub use refs::{RefUpdate, RemoteRef};
 pub use transport::Remote;
-pub use url::RemoteUrl;
+pub use url::{RemoteUrl, UrlError};
 
 /// Receives progress of pushes and fetches. Called from worker threads.
 pub trait Progress: Sync {

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use object_store::{PutMode, UpdateVersion};
 
 use crate::config::{Conditional, Probe, RemoteConfig};
-use crate::error::RemoteError;
+use crate::error::{InvalidRemote, RemoteError};
 use crate::layout::{FORMAT, FORMAT_1, FORMAT_2, MARKER, MAX_RECORD};
 use crate::transport::Remote;
 
@@ -25,11 +25,10 @@ fn nonce() -> String {
 pub fn probe(config: &RemoteConfig) -> Result<RemoteConfig, RemoteError> {
     if let crate::url::RemoteUrl::File { path } = config.location()? {
         // A folder that cannot be made is a bad URL, not a failing remote.
-        std::fs::create_dir_all(&path).map_err(|e| {
-            RemoteError::Invalid(format!(
-                "remote {}: cannot make the folder {path}: {e}",
-                config.name
-            ))
+        std::fs::create_dir_all(&path).map_err(|source| InvalidRemote::Folder {
+            remote: config.name.clone(),
+            path: path.clone(),
+            source,
         })?;
     }
     let remote = Remote::connect(config)?;

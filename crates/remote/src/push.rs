@@ -95,6 +95,7 @@ fn find_missing(
                 reason: format!(
                     "snapshot {id} is neither in this store nor on it (fetched without its history from another remote, or pruned by `gc --max-size`?)"
                 ),
+                layout: None,
             });
         }
         let snap = reader.snapshot(id)?;
@@ -297,7 +298,7 @@ pub fn push(
                     encoded.len() as u64,
                     &encoded,
                 )
-                .map_err(|reason| unpushable(remote.name(), reason))?;
+                .map_err(|e| RemoteError::unpackable(remote.name(), e))?;
             progress.advance(1, 0);
         }
         uploaded.push(remote.block_on(upload(remote, builder.finish(), &sent_bytes))?);
@@ -320,13 +321,6 @@ pub fn push(
         objects_present: missing.present,
         warnings: catalog.warnings().to_vec(),
     })
-}
-
-fn unpushable(remote: &str, reason: String) -> RemoteError {
-    RemoteError::Unpushable {
-        remote: remote.to_owned(),
-        reason,
-    }
 }
 
 fn tokio_stream<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures_util::Stream<Item = T> {
@@ -377,7 +371,11 @@ fn build_packs(
     // and that is the one reported.
     let send = |builder: PackBuilder| -> Result<(), RemoteError> {
         tx.blocking_send(Ok(builder.finish()))
-            .map_err(|_| unpushable(remote, "the upload stopped".to_owned()))
+            .map_err(|_| RemoteError::Unpushable {
+                remote: remote.to_owned(),
+                reason: "the upload stopped".to_owned(),
+                layout: None,
+            })
     };
     let mut start = 0;
     while start < items.len() {
@@ -399,20 +397,20 @@ fn build_packs(
                 Read::Payload(id, p) => {
                     builder
                         .add(ObjectKind::Blob, id.into(), p.zstd, p.size, &p.bytes)
-                        .map_err(|reason| unpushable(remote, reason))?;
+                        .map_err(|e| RemoteError::unpackable(remote, e))?;
                     (1, p.size)
                 }
                 Read::Frame(frame) => {
                     builder
                         .add_frame(frame.bytes(), frame.members())
-                        .map_err(|reason| unpushable(remote, reason))?;
+                        .map_err(|e| RemoteError::unpackable(remote, e))?;
                     let members = frame.members();
                     (members.len() as u64, members_bytes(members))
                 }
                 Read::Chunks(id, size, chunks) => {
                     builder
                         .add_chunks(id, size, &chunks)
-                        .map_err(|reason| unpushable(remote, reason))?;
+                        .map_err(|e| RemoteError::unpackable(remote, e))?;
                     (1, 0)
                 }
             };
@@ -439,7 +437,7 @@ fn build_packs(
                 encoded.len() as u64,
                 payload,
             )
-            .map_err(|reason| unpushable(remote, reason))?;
+            .map_err(|e| RemoteError::unpackable(remote, e))?;
         progress.advance(1, 0);
         if builder.len() >= PACK_CUT {
             send(std::mem::replace(&mut builder, new_pack()))?;

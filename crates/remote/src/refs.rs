@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use cas::SnapshotId;
 
 use crate::catalog::{CONCURRENCY, is_hex_id};
-use crate::error::RemoteError;
+use crate::error::{InvalidRemote, RemoteError};
 use crate::layout::{MAX_RECORD, pin_key};
 use crate::transport::Remote;
 
@@ -142,8 +142,10 @@ async fn read_entry(
 /// The ref's latest sequence number (0: never written) and value.
 async fn head(remote: &Remote, name: &str) -> Result<(u64, Option<SnapshotId>), RemoteError> {
     // A name becomes part of a key: nothing but a ref name may reach the engine.
-    cas::validate_ref_name(name)
-        .map_err(|e| RemoteError::Invalid(format!("remote {}: {e}", remote.name())))?;
+    cas::validate_ref_name(name).map_err(|source| InvalidRemote::RefName {
+        remote: remote.name().to_owned(),
+        source,
+    })?;
     let dir = ref_dir(name);
     let mut entries = Vec::new();
     // Where cairn wrote the ref before, if that is elsewhere: only its own entries there,

@@ -19,9 +19,43 @@ pub enum RemoteUrl {
     },
 }
 
+/// Why a string is not a remote URL; each names the URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlError {
+    /// An `s3://` URL whose bucket cannot be a bucket's name.
+    #[error("{url}: bucket {bucket:?} is not a bucket name (3 to 63 of a-z, 0-9, '.', '-')")]
+    Bucket {
+        /// The URL.
+        url: String,
+        /// Its bucket part.
+        bucket: String,
+    },
+    /// An `s3://` URL whose prefix has an empty, `.` or `..` part (or a control character).
+    #[error("{url}: prefix {prefix:?} has an empty, '.' or '..' part")]
+    Prefix {
+        /// The URL.
+        url: String,
+        /// Its prefix, without the slashes around it.
+        prefix: String,
+    },
+    /// A `file://` URL whose path is not absolute.
+    #[error("{url}: a file:// remote needs an absolute path (file:///PATH)")]
+    RelativePath {
+        /// The URL.
+        url: String,
+    },
+    /// Neither `s3://` nor `file://`.
+    #[error("{url}: not a remote URL (s3://BUCKET[/PREFIX] or file:///PATH)")]
+    Scheme {
+        /// The URL.
+        url: String,
+    },
+}
+
 impl RemoteUrl {
     /// Parses `url`, or says what is wrong with it.
-    pub fn parse(url: &str) -> Result<RemoteUrl, String> {
+    pub fn parse(url: &str) -> Result<RemoteUrl, UrlError> {
         if let Some(rest) = url.strip_prefix("s3://") {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
             let bucket_ok = (3..=63).contains(&bucket.len())
@@ -29,18 +63,20 @@ impl RemoteUrl {
                     .bytes()
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.".contains(&b));
             if !bucket_ok {
-                return Err(format!(
-                    "{url}: bucket {bucket:?} is not a bucket name (3 to 63 of a-z, 0-9, '.', '-')"
-                ));
+                return Err(UrlError::Bucket {
+                    url: url.to_owned(),
+                    bucket: bucket.to_owned(),
+                });
             }
             let prefix = prefix.trim_matches('/');
             if prefix.split('/').any(|c| c == "." || c == "..")
                 || prefix.contains("//")
                 || prefix.chars().any(char::is_control)
             {
-                return Err(format!(
-                    "{url}: prefix {prefix:?} has an empty, '.' or '..' part"
-                ));
+                return Err(UrlError::Prefix {
+                    url: url.to_owned(),
+                    prefix: prefix.to_owned(),
+                });
             }
             return Ok(RemoteUrl::S3 {
                 bucket: bucket.to_owned(),
@@ -49,17 +85,17 @@ impl RemoteUrl {
         }
         if let Some(path) = url.strip_prefix("file://") {
             if !path.starts_with('/') {
-                return Err(format!(
-                    "{url}: a file:// remote needs an absolute path (file:///PATH)"
-                ));
+                return Err(UrlError::RelativePath {
+                    url: url.to_owned(),
+                });
             }
             return Ok(RemoteUrl::File {
                 path: Utf8PathBuf::from(path),
             });
         }
-        Err(format!(
-            "{url}: not a remote URL (s3://BUCKET[/PREFIX] or file:///PATH)"
-        ))
+        Err(UrlError::Scheme {
+            url: url.to_owned(),
+        })
     }
 }
 
@@ -101,7 +137,7 @@ mod tests {
             "http://x",
             "",
         ] {
-            let err = RemoteUrl::parse(bad).expect_err(bad);
+            let err = RemoteUrl::parse(bad).expect_err(bad).to_string();
             assert!(err.starts_with(bad), "{err}");
         }
     }

@@ -134,3 +134,40 @@ fn a_ref_named_like_another_refs_entry_never_blocks_it() {
     assert_eq!(again.len(), 3, "{again:?}");
     assert_eq!(refs::get(&remote, "x").unwrap(), Some(one));
 }
+
+/// A bad URL, remote name or ref name is an `Invalid` error whose cause is typed (the rule
+/// it breaks kept as the source), with the message it always had.
+#[test]
+fn invalid_remotes_keep_what_they_break_as_a_typed_cause() {
+    let err = remote::RemoteUrl::parse("s3://B/x").unwrap_err();
+    assert_eq!(
+        err,
+        remote::UrlError::Bucket {
+            url: "s3://B/x".into(),
+            bucket: "B".into()
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "s3://B/x: bucket \"B\" is not a bucket name (3 to 63 of a-z, 0-9, '.', '-')"
+    );
+    let err = remote::validate_remote_name("-x").unwrap_err();
+    assert!(
+        matches!(&err, RemoteError::Invalid(remote::InvalidRemote::Name { name }) if name == "-x"),
+        "{err:?}"
+    );
+
+    let f = Fixture::new();
+    let remote = f.remote();
+    let err = refs::get(&remote, "a//b").unwrap_err();
+    let RemoteError::Invalid(remote::InvalidRemote::RefName { source, .. }) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(
+        matches!(source, cas::RefError::InvalidName { .. }),
+        "{source:?}"
+    );
+    let cause = std::error::Error::source(&err).map(ToString::to_string);
+    assert_eq!(cause, Some(source.to_string()));
+    assert!(err.to_string().starts_with("remote "), "{err}");
+}
