@@ -443,9 +443,9 @@ fn capture_mounted<'a>(
     let mut batch = cas::WriteBatch::new();
     let got = mount
         .capture(store, &mut batch, &settings, recording == Recording::DryRun)
-        .map_err(|reason| CaptureError::Mount {
+        .map_err(|source| CaptureError::Mount {
             path: record.root.clone(),
-            reason,
+            source,
         })?;
     let changed = head_tree != Some(got.tree);
     let new_snapshot = changed.then(|| cas::Snapshot {

@@ -42,12 +42,13 @@ pub enum CaptureError {
         path: Utf8PathBuf,
     },
     /// A live mount could not say what it holds.
-    #[error("{path}: mount: {reason}")]
+    #[error("{path}: mount: {source}")]
     Mount {
         /// The worktree.
         path: Utf8PathBuf,
-        /// Why.
-        reason: String,
+        /// The mount's own error (the `mount` crate's, which this crate cannot name).
+        #[source]
+        source: cas::BoxError,
     },
     /// Reading the files failed.
     #[error(transparent)]

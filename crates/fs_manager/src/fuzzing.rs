@@ -7,11 +7,23 @@ use camino::Utf8Path;
 use crate::dirstate::DirState;
 use crate::journal::Journal;
 
+/// Why an intent journal did not decode, or did not encode again.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// It does not decode.
+    #[error(transparent)]
+    Decode(#[from] crate::RegistryError),
+    /// The decoded journal does not encode.
+    #[error(transparent)]
+    Encode(#[from] cas::WriteError),
+}
+
 /// Decodes an intent journal as `recover` does, and encodes it again as an operation
 /// writes it.
-pub fn reencode_journal(bytes: &[u8]) -> Result<Vec<u8>, String> {
-    let journal = Journal::decode(Utf8Path::new("/fuzz"), bytes).map_err(|e| e.to_string())?;
-    journal.encode().map_err(|e| format!("{e:?}"))
+pub fn reencode_journal(bytes: &[u8]) -> Result<Vec<u8>, JournalError> {
+    let journal = Journal::decode(Utf8Path::new("/fuzz"), bytes)?;
+    Ok(journal.encode()?)
 }
 
 /// What the worktree manager keeps of a decoded directory record, for checking.

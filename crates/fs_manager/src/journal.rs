@@ -46,12 +46,10 @@ pub(crate) struct Journal {
 }
 
 impl Journal {
-    pub(crate) fn encode(&self) -> Result<Vec<u8>, WriteFailure> {
-        serde_json::to_vec(self).map_err(|e| {
-            WriteFailure::Record(cas::Error::Write(cas::WriteError::Encode {
-                what: format!("intent journal for {}", self.record.root),
-                source: e,
-            }))
+    pub(crate) fn encode(&self) -> Result<Vec<u8>, cas::WriteError> {
+        serde_json::to_vec(self).map_err(|e| cas::WriteError::Encode {
+            what: format!("intent journal for {}", self.record.root),
+            source: e,
         })
     }
 
@@ -214,7 +212,7 @@ impl<'s> Step<'s> {
             Ok(encoded) => first.set_journal(root, encoded),
             Err(e) => {
                 let _ = first.commit(store);
-                return Err(e);
+                return Err(WriteFailure::Record(e.into()));
             }
         }
         first

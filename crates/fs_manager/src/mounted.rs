@@ -38,7 +38,7 @@ pub trait MountedTree: Send + Sync {
         batch: &mut WriteBatch,
         scope: &crate::ScopeSettings,
         dry_run: bool,
-    ) -> Result<MountCapture, String>;
+    ) -> Result<MountCapture, cas::BoxError>;
 
     /// The store holds everything the capture `token` built (its trees and blobs), so the
     /// mount may build on them next time.

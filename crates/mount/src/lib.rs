@@ -429,7 +429,7 @@ impl fs_manager::MountedTree for Mounted {
         batch: &mut cas::WriteBatch,
         scope: &fs_manager::ScopeSettings,
         dry_run: bool,
-    ) -> Result<fs_manager::MountCapture, String> {
+    ) -> Result<fs_manager::MountCapture, cas::BoxError> {
         let mut fetched = capture::Fetched::default();
         for round in 1..=CAPTURE_ROUNDS {
             *batch = cas::WriteBatch::new();
@@ -449,7 +449,7 @@ impl fs_manager::MountedTree for Mounted {
                 capture::Round::Again(wanted) => fetched.fetch(store, wanted, dry_run)?,
             }
         }
-        Err("a capture that did not finish in its last round".to_owned())
+        Err("a capture that did not finish in its last round".into())
     }
 
     fn settle(&self, token: u64) {

@@ -487,7 +487,7 @@ fn captures(s: &Setup, mounted: &mount::Mounted) -> Option<(Captured, Captured)>
     let mut batch = cas::WriteBatch::new();
     let record = fs_manager::WorktreeRecord::new(s.mnt.clone(), fs_manager::WorktreeKind::Mounted);
     let got = fs_manager::ScopeSettings::load(&s.store, &record)
-        .map_err(|e| e.to_string())
+        .map_err(cas::BoxError::from)
         .and_then(|settings| mounted.capture(&s.store, &mut batch, &settings, false));
     // A deny file that is not one (random bytes written into `.cairndeny`) stops both.
     let (onboarded, got) = match (onboarded, got) {

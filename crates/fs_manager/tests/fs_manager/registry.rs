@@ -432,3 +432,18 @@ fn file_states_version_follows_writes_to_that_worktree() {
     );
     assert_ne!(file_states_version(&other.store, b), b0);
 }
+
+/// A journal that does not decode is refused with the registry's own error as a typed
+/// cause (what `recover` reports), not a string made of it.
+#[test]
+fn an_undecodable_journal_is_refused_with_a_typed_cause() {
+    let err = fs_manager::fuzzing::reencode_journal(b"{not json").unwrap_err();
+    let fs_manager::fuzzing::JournalError::Decode(cause) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(
+        matches!(cause, fs_manager::RegistryError::Corrupt { .. }),
+        "{cause:?}"
+    );
+    assert_eq!(err.to_string(), cause.to_string());
+}
