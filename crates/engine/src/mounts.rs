@@ -69,7 +69,7 @@ pub const MATERIALIZE_COPY: &str = mount::COPY_COMMAND;
 
 /// The copy [`MATERIALIZE_COPY`] runs: the tree at `from` into the empty directory `to`.
 pub fn materialize_copy(from: &std::path::Path, to: &std::path::Path) -> Result<(), Error> {
-    mount::copy_tree(from, to).map_err(|e| Error::failure("io", e))
+    mount::copy_tree(from, to).map_err(|e| Error::failure("io", e.to_string()))
 }
 
 fn mount_error(e: mount::MountError) -> Error {
@@ -208,7 +208,6 @@ impl Engine {
                 .read()
                 .unwrap_or_else(PoisonError::into_inner)
                 .reader()
-                .map_err(|e| e.to_string())
         });
         let mounted = mount::Mounted::start(
             mount::MountOptions {

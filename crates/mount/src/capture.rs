@@ -28,6 +28,73 @@ use crate::state::{
     Built, Content, FileNode, Ino, Kind, Patterns, ROOT, RulesKey, State, Unsettled,
 };
 
+/// Why a mount could not say what its tree holds; each names the path it failed on.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountCaptureError {
+    /// An upper file (a file written in the mount) could not be read.
+    #[error("{path}: {source}")]
+    Upper {
+        /// The upper file, in the layer.
+        path: Utf8PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An upper file went while the capture read it.
+    #[error("{path}: gone while captured")]
+    Gone {
+        /// The upper file, in the layer.
+        path: Utf8PathBuf,
+    },
+    /// A node of the mount's tree could not be looked at (the tree path, and the errno).
+    #[error("{path}: {errno:?}")]
+    Node {
+        /// Its path in the tree.
+        path: String,
+        /// What the tree answered.
+        errno: Errno,
+    },
+    /// A directory of the mount's tree could not be listed.
+    #[error("reading {path}: {errno:?}")]
+    Listing {
+        /// Its path in the tree.
+        path: String,
+        /// What the tree answered.
+        errno: Errno,
+    },
+    /// A directory marked changed is no longer in the tree.
+    #[error("a directory no longer in the tree")]
+    DirGone,
+    /// A node built as a file is not one.
+    #[error("not a file")]
+    NotAFile,
+    /// A directory's entries make no tree.
+    #[error("{path}: {source}")]
+    Tree {
+        /// The directory's path in the tree.
+        path: String,
+        /// What the tree rules refuse.
+        #[source]
+        source: cas::ObjectError,
+    },
+    /// The rounds allowed ended before the capture did.
+    #[error("a capture that did not finish in its last round")]
+    Unfinished,
+    /// The worktree's deny list could not be read.
+    #[error(transparent)]
+    Deny(#[from] path_policy::DenyError),
+    /// Reading the store failed.
+    #[error(transparent)]
+    Read(#[from] cas::ReadError),
+    /// Storing a file's content failed.
+    #[error(transparent)]
+    Write(#[from] cas::WriteError),
+    /// The store's database failed.
+    #[error(transparent)]
+    Storage(#[from] cas::StorageFailure),
+}
+
 /// Files up to this size are read and hashed under the state's lock; larger ones outside it.
 pub(crate) const SMALL_FILE: u64 = cas::CHUNK_BYTES as u64;
 
@@ -52,7 +119,8 @@ impl Wanted {
 /// What earlier rounds read with the lock let go.
 #[derive(Default)]
 pub(crate) struct Fetched {
-    external: HashMap<(PathBuf, bool), Result<RulesFile, String>>,
+    /// Shared: each read of a failed one hands out its error again.
+    external: HashMap<(PathBuf, bool), Result<RulesFile, std::sync::Arc<std::io::Error>>>,
     /// By upper file: the version read, its blob and size.
     files: HashMap<u64, (u64, BlobId, u64)>,
 }
@@ -65,9 +133,9 @@ impl Fetched {
         store: &cas::Store,
         wanted: Wanted,
         dry_run: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), MountCaptureError> {
         for (path, follow) in wanted.external {
-            let read = path_policy::read_rules_file(&path, follow).map_err(|e| e.to_string());
+            let read = path_policy::read_rules_file(&path, follow).map_err(std::sync::Arc::new);
             self.external.insert((path, follow), read);
         }
         for (n, version, path) in wanted.files {
@@ -90,16 +158,18 @@ fn hash_file(
     store: &cas::Store,
     path: &camino::Utf8Path,
     dry_run: bool,
-) -> Result<Option<(BlobId, u64)>, String> {
+) -> Result<Option<(BlobId, u64)>, MountCaptureError> {
     let file = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{path}: {e}")),
+        Err(source) => {
+            return Err(MountCaptureError::Upper {
+                path: path.to_owned(),
+                source,
+            });
+        }
     };
-    store
-        .blob_of_stream(file, path.as_str(), !dry_run)
-        .map(Some)
-        .map_err(|e| e.to_string())
+    Ok(Some(store.blob_of_stream(file, path.as_str(), !dry_run)?))
 }
 
 /// What a capture found of one directory: what it leaves out, and which of its child
@@ -157,7 +227,7 @@ impl RulesSource for TreeSource<'_> {
             Ok(Resolved::Missing) => Ok(RulesFile::Missing),
             Ok(Resolved::Outside(at)) => match self.fetched.external.get(&(at.clone(), follow)) {
                 Some(Ok(file)) => Ok(file.clone()),
-                Some(Err(e)) => Err(std::io::Error::other(e.clone())),
+                Some(Err(e)) => Err(std::io::Error::new(e.kind(), std::sync::Arc::clone(e))),
                 None => {
                     self.wanted.borrow_mut().external.push((at, follow));
                     Ok(RulesFile::Missing)
@@ -280,22 +350,21 @@ impl State {
     }
 
     /// The bytes of file `f` if it holds at most `limit` (else `None`).
-    fn small_content(&self, f: &FileNode, limit: u64) -> Result<Option<Vec<u8>>, String> {
+    fn small_content(
+        &self,
+        f: &FileNode,
+        limit: u64,
+    ) -> Result<Option<Vec<u8>>, MountCaptureError> {
         match f.content {
             Content::Base(b) => {
                 let reader = (self.readers())()?;
-                if reader.blob_size(b).map_err(|e| e.to_string())? > limit {
+                if reader.blob_size(b)? > limit {
                     return Ok(None);
                 }
-                reader.blob(b).map(Some).map_err(|e| e.to_string())
+                Ok(Some(reader.blob(b)?))
             }
             Content::Upper { n, .. } => {
-                let path = self.layer.upper(n);
-                let file = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
-                let mut bytes = Vec::new();
-                file.take(limit + 1)
-                    .read_to_end(&mut bytes)
-                    .map_err(|e| format!("{path}: {e}"))?;
+                let bytes = read_upper(self.layer.upper(n), limit)?;
                 Ok((bytes.len() as u64 <= limit).then_some(bytes))
             }
         }
@@ -303,7 +372,7 @@ impl State {
 
     /// The id of the pattern file `ino` (`None`: not a regular file of at most
     /// [`MAX_RULES_FILE`] bytes), hashing an upper file if need be.
-    fn rules_id(&mut self, ino: Ino) -> Result<Option<BlobId>, String> {
+    fn rules_id(&mut self, ino: Ino) -> Result<Option<BlobId>, MountCaptureError> {
         let content = match &self.nodes[&ino].kind {
             Kind::File(f) if f.size <= MAX_RULES_FILE => match f.content {
                 Content::Base(b) => return Ok(Some(b)),
@@ -323,11 +392,14 @@ impl State {
         &mut self,
         dir: Ino,
         path: &[u8],
-    ) -> Result<(RulesKey, RulesPresent, bool), String> {
+    ) -> Result<(RulesKey, RulesPresent, bool), MountCaptureError> {
         let mut key = Vec::new();
         let mut present = RulesPresent::default();
         let mut complete = true;
-        let fail = |e: Errno| format!("{}: {e:?}", String::from_utf8_lossy(path));
+        let fail = |errno| MountCaptureError::Node {
+            path: String::from_utf8_lossy(path).into_owned(),
+            errno,
+        };
         for name in [".gitignore", ".ignore"] {
             if let Some(ino) = self
                 .children(dir)
@@ -378,7 +450,7 @@ impl State {
         batch: &mut cas::WriteBatch,
         settings: &ScopeSettings,
         (fetched, last, dry_run): (&Fetched, bool, bool),
-    ) -> Result<Round, String> {
+    ) -> Result<Round, MountCaptureError> {
         let mut wanted = Wanted::default();
         let scope = {
             let source = TreeSource {
@@ -386,9 +458,9 @@ impl State {
                 fetched,
                 wanted: std::cell::RefCell::new(&mut wanted),
             };
-            settings.scope(&source).map_err(|e| e.to_string())?
+            settings.scope(&source)?
         };
-        let reader = store.reader().map_err(|e| e.to_string())?;
+        let reader = store.reader()?;
         let mut ctx = Ctx {
             scope: &scope,
             reader: &reader,
@@ -550,7 +622,7 @@ impl State {
         rules: &DirRules,
         force: bool,
         ctx: &mut Ctx<'_>,
-    ) -> Result<Option<(TreeId, u64)>, String> {
+    ) -> Result<Option<(TreeId, u64)>, MountCaptureError> {
         let (base, changed, moved, recorded) = match &self.nodes[&dir].kind {
             Kind::Dir(d) => (d.base, d.changed, d.moved, d.rules.clone()),
             _ => return Ok(None),
@@ -565,11 +637,14 @@ impl State {
             return Ok(base);
         }
         let force = force || gone;
-        let dir_path = self.path(dir).ok_or("a directory no longer in the tree")?;
+        let dir_path = self.path(dir).ok_or(MountCaptureError::DirGone)?;
         let shown = || String::from_utf8_lossy(&dir_path).into_owned();
         let children: Vec<(Vec<u8>, Ino)> = self
             .children(dir)
-            .map_err(|e| format!("reading {}: {e:?}", shown()))?
+            .map_err(|errno| MountCaptureError::Listing {
+                path: shown(),
+                errno,
+            })?
             .iter()
             .map(|(k, v)| (k.clone(), *v))
             .collect();
@@ -661,7 +736,10 @@ impl State {
             });
             return Ok(None);
         }
-        let tree = Tree::new(entries).map_err(|e| format!("{}: {e}", shown()))?;
+        let tree = Tree::new(entries).map_err(|source| MountCaptureError::Tree {
+            path: shown(),
+            source,
+        })?;
         let (id, size) = (tree.id(), tree.size());
         if base.map(|(b, _)| b) != Some(id) || gone {
             ctx.out.trees.insert(id, tree);
@@ -677,9 +755,13 @@ impl State {
     /// The blob and size of file `ino` now: its snapshot blob, the hash of its upper file
     /// kept since (if the store has it, or nothing is stored), or the upper file read: here
     /// if small or in the last round, else asked for (with a stand-in id).
-    fn file_blob(&mut self, ino: Ino, ctx: &mut Ctx<'_>) -> Result<(BlobId, u64), String> {
+    fn file_blob(
+        &mut self,
+        ino: Ino,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(BlobId, u64), MountCaptureError> {
         let Kind::File(f) = &self.nodes[&ino].kind else {
-            return Err("not a file".to_owned());
+            return Err(MountCaptureError::NotAFile);
         };
         let (n, hashed, size, version) = match f.content {
             Content::Base(b) => return Ok((b, f.size)),
@@ -724,13 +806,12 @@ impl State {
     }
 
     /// A small upper file's blob, read here (`None` if it has grown past [`SMALL_FILE`]).
-    fn small_blob(&mut self, n: u64, ctx: &mut Ctx<'_>) -> Result<Option<(BlobId, u64)>, String> {
-        let path = self.layer.upper(n);
-        let file = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
-        let mut content = Vec::new();
-        file.take(SMALL_FILE + 1)
-            .read_to_end(&mut content)
-            .map_err(|e| format!("{path}: {e}"))?;
+    fn small_blob(
+        &mut self,
+        n: u64,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<Option<(BlobId, u64)>, MountCaptureError> {
+        let content = read_upper(self.layer.upper(n), SMALL_FILE)?;
         if content.len() as u64 > SMALL_FILE {
             return Ok(None);
         }
@@ -749,7 +830,7 @@ impl State {
         n: u64,
         version: u64,
         ctx: &mut Ctx<'_>,
-    ) -> Result<Option<(BlobId, u64)>, String> {
+    ) -> Result<Option<(BlobId, u64)>, MountCaptureError> {
         let path = self.layer.upper(n);
         if !ctx.last {
             ctx.wanted.files.push((n, version, path));
@@ -757,7 +838,17 @@ impl State {
         }
         match hash_file(ctx.store, &path, ctx.dry_run)? {
             Some(found) => Ok(Some(found)),
-            None => Err(format!("{path}: gone while captured")),
+            None => Err(MountCaptureError::Gone { path }),
         }
     }
+}
+
+/// Up to `limit + 1` bytes of the upper file at `path` (one more than `limit` says it is
+/// larger).
+fn read_upper(path: Utf8PathBuf, limit: u64) -> Result<Vec<u8>, MountCaptureError> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(&path)
+        .and_then(|file| file.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(|source| MountCaptureError::Upper { path, source })?;
+    Ok(bytes)
 }

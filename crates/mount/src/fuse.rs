@@ -144,14 +144,14 @@ impl Fs {
             return Ok(whole[start..end].to_vec());
         }
         let mut reader = None;
-        let failed = |e: String| {
+        let failed = |e: &dyn std::fmt::Display| {
             tracing::warn!("mount: blob {b}: {e}");
             Errno::EIO
         };
         let open = |reader: &mut Option<cas::Reader>| -> Result<(), Errno> {
             if reader.is_none() {
                 let readers = self.state().readers();
-                *reader = Some(readers().map_err(failed)?);
+                *reader = Some(readers().map_err(|e| failed(&e))?);
             }
             Ok(())
         };
@@ -161,7 +161,7 @@ impl Fs {
             None => {
                 open(&mut reader)?;
                 let r = reader.as_ref().expect("opened above");
-                let cut = Arc::new(r.blob_chunks(b).map_err(|e| failed(e.to_string()))?);
+                let cut = Arc::new(r.blob_chunks(b).map_err(|e| failed(&e))?);
                 if cut.ids().len() > 1 {
                     self.cache().insert_cut(cut.clone());
                 }
@@ -182,7 +182,7 @@ impl Fs {
                 None => {
                     open(&mut reader)?;
                     let r = reader.as_ref().expect("opened above");
-                    let bytes = Arc::new(r.chunk(chunk).map_err(|e| failed(e.to_string()))?);
+                    let bytes = Arc::new(r.chunk(chunk).map_err(|e| failed(&e))?);
                     self.cache().insert(chunk.id, bytes.clone());
                     bytes
                 }

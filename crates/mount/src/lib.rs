@@ -35,10 +35,12 @@ use std::time::SystemTime;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::TreeId;
 
+pub use capture::MountCaptureError;
+pub use materialize::CopyError;
 pub use materialize::{
     COPY_COMMAND, Recovered, copy_tree, materialized, recover as recover_materialize,
 };
-pub use state::Readers;
+pub use state::{Readers, StateError};
 
 /// Why a mount could not be made or ended.
 #[derive(Debug, thiserror::Error)]
@@ -46,13 +48,14 @@ pub use state::Readers;
 pub enum MountError {
     /// FUSE is missing or not permitted here.
     #[error(
-        "{root}: FUSE is not available here ({reason}); `cairn checkout` makes a worktree without it"
+        "{root}: FUSE is not available here ({source}); `cairn checkout` makes a worktree without it"
     )]
     Unavailable {
         /// The mount point.
         root: Utf8PathBuf,
         /// What the system said.
-        reason: String,
+        #[source]
+        source: FuseUnavailable,
     },
     /// The mount point holds files.
     #[error("{root}: not an empty directory")]
@@ -69,12 +72,110 @@ pub enum MountError {
         root: Utf8PathBuf,
     },
     /// The layer or the store failed.
-    #[error("{root}: {reason}")]
+    #[error("{root}: {source}")]
     Failed {
         /// The mount point.
         root: Utf8PathBuf,
-        /// Why.
-        reason: String,
+        /// What failed.
+        #[source]
+        source: MountFailure,
+    },
+}
+
+/// Why the kernel cannot serve a FUSE mount for this process.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FuseUnavailable {
+    /// `/dev/fuse` is there but not a character device.
+    #[error("/dev/fuse is not the FUSE device")]
+    NotTheDevice,
+    /// `/dev/fuse` cannot be looked at.
+    #[error("/dev/fuse: {0}")]
+    Device(#[source] std::io::Error),
+    /// The kernel refused the mount (not permitted, or no FUSE in it).
+    #[error("{0}")]
+    Refused(#[source] std::io::Error),
+}
+
+/// What failed in making, ending, materializing or recovering a mount (see
+/// [`MountError::Failed`], which names the mount point).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountFailure {
+    /// The mount point could not be opened or looked at.
+    #[error("{0}")]
+    Root(#[source] std::io::Error),
+    /// The layer could not be opened.
+    #[error("layer {layer}: {source}")]
+    Layer {
+        /// The layer's folder.
+        layer: Utf8PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The tree could not be set up from the layer.
+    #[error("layer {layer}: {source}")]
+    State {
+        /// The layer's folder.
+        layer: Utf8PathBuf,
+        /// What failed.
+        #[source]
+        source: state::StateError,
+    },
+    /// The kernel did not mount it.
+    #[error("mounting: {0}")]
+    Mounting(#[source] std::io::Error),
+    /// The kernel did not unmount it.
+    #[error("unmounting: {0}")]
+    Unmounting(#[source] std::io::Error),
+    /// The session serving it did not end cleanly.
+    #[error("ending the session: {0}")]
+    Session(#[source] std::io::Error),
+    /// The layer could not be synced.
+    #[error("syncing the layer: {0}")]
+    Sync(#[source] std::io::Error),
+    /// It is not mounted.
+    #[error("not mounted")]
+    NotMounted,
+    /// The copy of its files could not be made or moved up.
+    #[error("materializing: {0}")]
+    Materializing(#[source] std::io::Error),
+    /// A failed materialize could not be taken back, so the mount stays read-only.
+    #[error(
+        "{cause}; taking the copy back failed ({source}), so the mount stays read-only: unmount it, and a `cairn mount` or `unmount` of it finishes the materialize"
+    )]
+    TakeBack {
+        /// Why the materialize failed.
+        cause: Box<MountError>,
+        /// Why taking it back failed.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Its mount flags could not be read.
+    #[error("reading its mount flags: {0}")]
+    MountFlags(#[source] std::io::Error),
+    /// It could not be made read-only.
+    #[error("making it read-only: {0}")]
+    Freezing(#[source] std::io::Error),
+    /// A step of finishing or rolling back a materialize a kill interrupted failed.
+    #[error("recovering an interrupted materialize ({step}): {source}")]
+    Recovering {
+        /// What was being done, or to what.
+        step: &'static str,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A materialize a kill interrupted cannot be finished: names of the copy are taken.
+    #[error(
+        "an interrupted materialize could not be finished: {taken} already there (the rest of the copy is in {staging})"
+    )]
+    CopyInTheWay {
+        /// The names already in the directory.
+        taken: String,
+        /// Where the rest of the copy is.
+        staging: String,
     },
 }
 
@@ -113,12 +214,12 @@ impl std::fmt::Debug for Mounted {
 }
 
 /// Whether the kernel can serve a FUSE mount for this process.
-pub fn fuse_available() -> Result<(), String> {
+pub fn fuse_available() -> Result<(), FuseUnavailable> {
     use std::os::unix::fs::FileTypeExt;
     match std::fs::metadata("/dev/fuse") {
         Ok(m) if m.file_type().is_char_device() => Ok(()),
-        Ok(_) => Err("/dev/fuse is not the FUSE device".to_owned()),
-        Err(e) => Err(format!("/dev/fuse: {e}")),
+        Ok(_) => Err(FuseUnavailable::NotTheDevice),
+        Err(e) => Err(FuseUnavailable::Device(e)),
     }
 }
 
@@ -138,23 +239,27 @@ impl Mounted {
     /// answers.
     pub fn start(options: MountOptions, readers: Readers) -> Result<Mounted, MountError> {
         let root = options.root.clone();
-        let failed = |reason: String| MountError::Failed {
+        let failed = |source| MountError::Failed {
             root: root.clone(),
-            reason,
+            source,
         };
-        fuse_available().map_err(|reason| MountError::Unavailable {
+        fuse_available().map_err(|source| MountError::Unavailable {
             root: root.clone(),
-            reason,
+            source,
         })?;
         clear_stale(&root);
-        let covered = materialize::open_path(&root).map_err(|e| failed(e.to_string()))?;
+        let covered = materialize::open_path(&root).map_err(|e| failed(MountFailure::Root(e)))?;
         match materialize::entries(covered.as_fd()) {
             Ok(entries) if !entries.is_empty() => return Err(MountError::NotEmpty { root }),
             Ok(_) => {}
-            Err(e) => return Err(failed(e.to_string())),
+            Err(e) => return Err(failed(MountFailure::Root(e))),
         }
-        let (layer, records) = layer::Layer::open(&options.layer)
-            .map_err(|e| failed(format!("layer {}: {e}", options.layer)))?;
+        let (layer, records) = layer::Layer::open(&options.layer).map_err(|source| {
+            failed(MountFailure::Layer {
+                layer: options.layer.clone(),
+                source,
+            })
+        })?;
         let state = state::State::new(
             root.as_std_path().to_owned(),
             layer,
@@ -164,7 +269,12 @@ impl Mounted {
             options.base_time,
             options.read_only,
         )
-        .map_err(|e| failed(format!("layer {}: {e}", options.layer)))?;
+        .map_err(|source| {
+            failed(MountFailure::State {
+                layer: options.layer.clone(),
+                source,
+            })
+        })?;
         let fs_state = Arc::new(Mutex::new(state));
         let mut config = fuser::Config::default();
         config.mount_options = vec![
@@ -194,10 +304,10 @@ impl Mounted {
                 {
                     MountError::Unavailable {
                         root: root.clone(),
-                        reason: e.to_string(),
+                        source: FuseUnavailable::Refused(e),
                     }
                 }
-                _ => failed(format!("mounting: {e}")),
+                _ => failed(MountFailure::Mounting(e)),
             })?;
         Ok(Mounted {
             root,
@@ -245,7 +355,7 @@ impl Mounted {
             Err(rustix::io::Errno::BUSY) => Err(MountError::Busy {
                 root: self.root.clone(),
             }),
-            Err(e) => Err(self.failed(format!("unmounting: {e}"))),
+            Err(e) => Err(self.failed(MountFailure::Unmounting(e.into()))),
         }
     }
 
@@ -254,19 +364,19 @@ impl Mounted {
         self.live.store(false, Ordering::Release);
         if let Some(s) = session.take() {
             s.join()
-                .map_err(|e| self.failed(format!("ending the session: {e}")))?;
+                .map_err(|e| self.failed(MountFailure::Session(e)))?;
         }
         let state = self.fs_state.lock().unwrap_or_else(PoisonError::into_inner);
         state
             .layer
             .sync()
-            .map_err(|e| self.failed(format!("syncing the layer: {e}")))
+            .map_err(|e| self.failed(MountFailure::Sync(e)))
     }
 
-    fn failed(&self, reason: String) -> MountError {
+    fn failed(&self, source: MountFailure) -> MountError {
         MountError::Failed {
             root: self.root.clone(),
-            reason,
+            source,
         }
     }
 
@@ -278,10 +388,10 @@ impl Mounted {
     pub fn materialize(&self) -> Result<(), MountError> {
         let mut session = self.session.lock().unwrap_or_else(PoisonError::into_inner);
         if session.is_none() {
-            return Err(self.failed("not mounted".to_owned()));
+            return Err(self.failed(MountFailure::NotMounted));
         }
         let mode = std::fs::metadata(&self.root)
-            .map_err(|e| self.failed(e.to_string()))?
+            .map_err(|e| self.failed(MountFailure::Root(e)))?
             .permissions()
             .mode();
         let frozen = self.freeze()?;
@@ -293,7 +403,7 @@ impl Mounted {
         let moved = match moved {
             Ok(moved) => moved,
             Err((moved, e)) => {
-                let cause = self.failed(format!("materializing: {e}"));
+                let cause = self.failed(MountFailure::Materializing(e));
                 return Err(self.take_back(&marker, frozen, &moved, cause));
             }
         };
@@ -324,9 +434,10 @@ impl Mounted {
                 self.thaw(frozen);
                 cause
             }
-            Err(e) => self.failed(format!(
-                "{cause}; taking the copy back failed ({e}), so the mount stays read-only: unmount it, and a `cairn mount` or `unmount` of it finishes the materialize"
-            )),
+            Err(source) => self.failed(MountFailure::TakeBack {
+                cause: Box::new(cause),
+                source,
+            }),
         }
     }
 
@@ -341,7 +452,7 @@ impl Mounted {
             return Ok(Freeze::Already);
         }
         let vfs = rustix::fs::statvfs(self.root.as_std_path())
-            .map_err(|e| self.failed(format!("reading its mount flags: {e}")))?
+            .map_err(|e| self.failed(MountFailure::MountFlags(e.into())))?
             .f_flag;
         // A bind remount sets every per-mount flag: keep those it has (atime ones stay
         // unless named).
@@ -371,7 +482,7 @@ impl Mounted {
                     .read_only = true;
                 Ok(Freeze::InState)
             }
-            Err(e) => Err(self.failed(format!("making it read-only: {e}"))),
+            Err(e) => Err(self.failed(MountFailure::Freezing(e.into()))),
         }
     }
 
@@ -449,7 +560,7 @@ impl fs_manager::MountedTree for Mounted {
                 capture::Round::Again(wanted) => fetched.fetch(store, wanted, dry_run)?,
             }
         }
-        Err("a capture that did not finish in its last round".into())
+        Err(MountCaptureError::Unfinished.into())
     }
 
     fn settle(&self, token: u64) {

@@ -23,7 +23,7 @@ use std::rc::Rc;
 use camino::{Utf8Path, Utf8PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 
-use crate::MountError;
+use crate::{MountError, MountFailure};
 
 /// The copy's name inside the covered directory while it is made.
 pub(crate) const STAGING: &str = ".cairn-materialize";
@@ -34,16 +34,37 @@ pub(crate) const STAGING: &str = ".cairn-materialize";
 /// kernel waits for an answer only the dead process could give).
 pub const COPY_COMMAND: &str = "__materialize-copy";
 
+/// Why [`copy_tree`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CopyError {
+    /// The directory to copy into could not be opened.
+    #[error("{}: {source}", path.display())]
+    Target {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The copy failed (the error names the path).
+    #[error("{0}")]
+    Copy(#[source] std::io::Error),
+}
+
 /// [`COPY_COMMAND`]` FROM TO`: copies the tree at `from` into the empty directory `to`.
-pub fn copy_tree(from: &Path, to: &Path) -> Result<(), String> {
+pub fn copy_tree(from: &Path, to: &Path) -> Result<(), CopyError> {
     // `to` is a `/proc/PID/fd/N` link to the serving process's handle: followed.
     let to_dir = rustix::fs::open(
         to,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
-    .map_err(|e| format!("{}: {e}", to.display()))?;
-    copy_into(from, to_dir.as_fd()).map_err(|e| e.to_string())
+    .map_err(|e| CopyError::Target {
+        path: to.to_owned(),
+        source: e.into(),
+    })?;
+    copy_into(from, to_dir.as_fd()).map_err(CopyError::Copy)
 }
 
 /// How far a materialize got, kept in the file [`Marker::path`].
@@ -441,9 +462,9 @@ pub enum Recovered {
 /// killed server left, after detaching its dead mount.
 pub fn recover(root: &Utf8Path, layer: &Utf8Path) -> Result<Recovered, MountError> {
     let marker = Marker::of(layer);
-    let failed = |what: &str, e: std::io::Error| MountError::Failed {
+    let failed = |step: &'static str, source: std::io::Error| MountError::Failed {
         root: root.to_owned(),
-        reason: format!("recovering an interrupted materialize ({what}): {e}"),
+        source: MountFailure::Recovering { step, source },
     };
     let Some(stage) = marker.read().map_err(|e| failed("its marker", e))? else {
         return Ok(Recovered::Nothing);
@@ -474,10 +495,10 @@ pub fn recover(root: &Utf8Path, layer: &Utf8Path) -> Result<Recovered, MountErro
                     if !taken.is_empty() {
                         return Err(MountError::Failed {
                             root: root.to_owned(),
-                            reason: format!(
-                                "an interrupted materialize could not be finished: {} already there (the rest of the copy is in {root}/{STAGING})",
-                                names(&taken)
-                            ),
+                            source: MountFailure::CopyInTheWay {
+                                taken: names(&taken),
+                                staging: format!("{root}/{STAGING}"),
+                            },
                         });
                     }
                     rustix::fs::unlinkat(dir.as_fd(), staging, AtFlags::REMOVEDIR)

@@ -433,7 +433,7 @@ fn setup(rng: &mut Rng) -> Setup {
 
 fn start(s: &Setup) -> mount::Mounted {
     let store = s.store.clone();
-    let readers: mount::Readers = Arc::new(move || store.reader().map_err(|e| e.to_string()));
+    let readers: mount::Readers = Arc::new(move || store.reader());
     mount::Mounted::start(
         mount::MountOptions {
             root: s.mnt.clone(),
@@ -667,4 +667,31 @@ fn a_capture_builds_again_a_settled_directory_whose_tree_the_store_lost() {
         paths.iter().any(|(p, _)| p == "a/b/new"),
         "the capture holds a/b/new: {paths:?}"
     );
+}
+
+/// A capture that cannot read a file written in the mount (its upper file lost from the
+/// layer) fails naming it, and hands the worktree manager the mount's typed error (which
+/// its `CaptureError::Mount` keeps as its source) rather than its text.
+#[test]
+fn a_capture_that_loses_an_upper_file_fails_with_a_typed_cause() {
+    let s = setup(&mut Rng(11));
+    let mounted = start(&s);
+    // Larger than what is read under the lock: read, and found gone, in the last round.
+    std::fs::write(s.mnt.join("big"), vec![7u8; cas::CHUNK_BYTES + 1]).unwrap();
+    let uppers = s.layer.join("upper");
+    for entry in std::fs::read_dir(&uppers).unwrap() {
+        std::fs::remove_file(entry.unwrap().path()).unwrap();
+    }
+    let record = fs_manager::WorktreeRecord::new(s.mnt.clone(), fs_manager::WorktreeKind::Mounted);
+    let settings = fs_manager::ScopeSettings::load(&s.store, &record).unwrap();
+    let mut batch = cas::WriteBatch::new();
+    let err = match mounted.capture(&s.store, &mut batch, &settings, false) {
+        Ok(_) => panic!("a capture of a lost upper file succeeded"),
+        Err(e) => e,
+    };
+    let Some(mount::MountCaptureError::Gone { path }) = err.downcast_ref() else {
+        panic!("{err:?}");
+    };
+    assert!(path.starts_with(&uppers), "{path}");
+    assert_eq!(err.to_string(), format!("{path}: gone while captured"));
 }

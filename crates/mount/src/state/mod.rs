@@ -67,7 +67,28 @@ pub(crate) type Ino = u64;
 pub(crate) const ROOT: Ino = 1;
 
 /// Opens a reader of the store (verified reads) for as long as one call needs it.
-pub type Readers = Arc<dyn Fn() -> Result<cas::Reader, String> + Send + Sync>;
+pub type Readers = Arc<dyn Fn() -> Result<cas::Reader, cas::StorageFailure> + Send + Sync>;
+
+/// Why a mount's tree could not be set up from its base and its layer's journal.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateError {
+    /// The store could not be read.
+    #[error(transparent)]
+    Storage(#[from] cas::StorageFailure),
+    /// The tree the journal applies to could not be read.
+    #[error("the tree it applies to: {0}")]
+    BaseTree(#[source] cas::ReadError),
+    /// The journal of a new layer could not be written.
+    #[error("writing its journal: {0}")]
+    Journal(#[source] std::io::Error),
+    /// The replayed journal's difference from its base could not be taken.
+    #[error("compacting its journal: {0:?}")]
+    Difference(Errno),
+    /// The compacted journal could not be written.
+    #[error("compacting its journal: {0}")]
+    Compact(#[source] std::io::Error),
+}
 
 pub(crate) type Res<T> = Result<T, Errno>;
 
@@ -252,7 +273,7 @@ impl State {
         base: Option<TreeId>,
         base_time: SystemTime,
         read_only: bool,
-    ) -> Result<State, String> {
+    ) -> Result<State, StateError> {
         let mut state = State {
             nodes: HashMap::new(),
             next_ino: ROOT + 1,
@@ -278,7 +299,7 @@ impl State {
         let size = match base {
             Some(t) => (state.readers)()?
                 .tree(t)
-                .map_err(|e| format!("the tree it applies to: {e}"))?
+                .map_err(StateError::BaseTree)?
                 .size(),
             None => 0,
         };
@@ -302,7 +323,7 @@ impl State {
             state
                 .layer
                 .rewrite(&[Record::Base { tree: base }])
-                .map_err(|e| format!("writing its journal: {e}"))?;
+                .map_err(StateError::Journal)?;
         }
         for r in records.iter().skip(1) {
             if let Record::File { upper, .. } = r {
@@ -315,13 +336,8 @@ impl State {
         }
         if records.len() > 1 {
             // The journal again, as the difference from its base alone.
-            let compact = state
-                .difference(base)
-                .map_err(|e| format!("compacting its journal: {e:?}"))?;
-            state
-                .layer
-                .rewrite(&compact)
-                .map_err(|e| format!("compacting its journal: {e}"))?;
+            let compact = state.difference(base).map_err(StateError::Difference)?;
+            state.layer.rewrite(&compact).map_err(StateError::Compact)?;
         }
         // Upper files of no file now (removed while a process held them open, or written
         // by a crash before their record) go.
