@@ -10,7 +10,7 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
-use camino::Utf8PathBuf;
+use camino::{Utf8Path, Utf8PathBuf};
 
 mod transport;
 #[cfg(feature = "engine")]
@@ -84,6 +84,9 @@ pub enum ClientError {
         socket: Utf8PathBuf,
         /// Why.
         reason: String,
+        /// The failure `reason` tells of (I/O, HTTP, encoding), when there is one.
+        #[source]
+        source: Option<BoxError>,
     },
     /// The server went away during a request: the request may or may not have taken effect.
     #[error(
@@ -94,6 +97,9 @@ pub enum ClientError {
         socket: Utf8PathBuf,
         /// Why.
         reason: String,
+        /// The failure `reason` tells of (HTTP, decoding), when there is one.
+        #[source]
+        source: Option<BoxError>,
     },
     /// The server answered with an error status.
     #[error("cairn server on {socket} answered {status}: {body}")]
@@ -105,6 +111,39 @@ pub enum ClientError {
         /// The response body.
         body: String,
     },
+}
+
+/// The failure under a [`ClientError`] (the HTTP library's own types are not part of
+/// this crate's interface).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+impl ClientError {
+    /// No server answers on `socket`, for `reason` (told by `source`, if there is one).
+    fn unavailable(socket: &Utf8Path, reason: String, source: Option<BoxError>) -> ClientError {
+        ClientError::Unavailable {
+            socket: socket.to_owned(),
+            reason,
+            source,
+        }
+    }
+
+    /// The server on `socket` went away, for `reason` (told by `source`, if there is one).
+    fn interrupted(socket: &Utf8Path, reason: String, source: Option<BoxError>) -> ClientError {
+        ClientError::Interrupted {
+            socket: socket.to_owned(),
+            reason,
+            source,
+        }
+    }
+
+    /// `source`, as the reason of the error `make` makes.
+    fn of(
+        make: fn(&Utf8Path, String, Option<BoxError>) -> ClientError,
+        socket: &Utf8Path,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> ClientError {
+        make(socket, source.to_string(), Some(Box::new(source)))
+    }
 }
 
 /// A blocking client of one `cairn serve`.
@@ -121,14 +160,15 @@ impl Client {
     /// is made: a stale socket shows as [`ClientError::Unavailable`] on the first call, before
     /// anything was sent.
     pub fn new(socket: &camino::Utf8Path) -> Result<Client, ClientError> {
-        let unavailable = |reason: String| ClientError::Unavailable {
-            socket: socket.to_owned(),
-            reason,
-        };
         if !socket.exists() {
-            return Err(unavailable("no socket file".into()));
+            return Err(ClientError::unavailable(
+                socket,
+                "no socket file".into(),
+                None,
+            ));
         }
-        let http = transport::Transport::new(socket).map_err(|e| unavailable(e.to_string()))?;
+        let http = transport::Transport::new(socket)
+            .map_err(|e| ClientError::of(ClientError::unavailable, socket, e))?;
         Ok(Client {
             offline: false,
             http,
@@ -140,17 +180,19 @@ impl Client {
     /// health request).
     pub fn connect(socket: &camino::Utf8Path) -> Result<Client, ClientError> {
         let client = Client::new(socket)?;
-        let unavailable = |reason: String| ClientError::Unavailable {
-            socket: socket.to_owned(),
-            reason,
-        };
         match client
             .http
             .send(hyper::Method::GET, "/v1/health", None, None)
         {
             Ok(reply) if (200..300).contains(&reply.status) => Ok(client),
-            Ok(reply) => Err(unavailable(format!("health: status {}", reply.status))),
-            Err(transport::Failure::Unsent(e) | transport::Failure::Sent(e)) => Err(unavailable(e)),
+            Ok(reply) => Err(ClientError::unavailable(
+                socket,
+                format!("health: status {}", reply.status),
+                None,
+            )),
+            Err(transport::Failure::Unsent(e) | transport::Failure::Sent(e)) => {
+                Err(ClientError::of(ClientError::unavailable, socket, e))
+            }
         }
     }
 
@@ -164,9 +206,12 @@ impl Client {
         path: &str,
         body: &impl serde::Serialize,
     ) -> Result<(u16, T), ClientError> {
-        let body = serde_json::to_vec(body).map_err(|e| ClientError::Unavailable {
-            socket: self.socket.clone(),
-            reason: format!("encoding the request: {e}"),
+        let body = serde_json::to_vec(body).map_err(|e| {
+            ClientError::unavailable(
+                &self.socket,
+                format!("encoding the request: {e}"),
+                Some(Box::new(e)),
+            )
         })?;
         let response = self
             .http
@@ -175,10 +220,7 @@ impl Client {
         let status = response.status;
         let text = response
             .bytes()
-            .map_err(|reason| ClientError::Interrupted {
-                socket: self.socket.clone(),
-                reason,
-            })?;
+            .map_err(|e| ClientError::of(ClientError::interrupted, &self.socket, e))?;
         let text = String::from_utf8_lossy(&text).into_owned();
         match serde_json::from_str(&text) {
             Ok(v) => Ok((status, v)),
@@ -313,10 +355,13 @@ impl Client {
     /// A request that could not be sent whole. Refused at connect: nothing was sent, so
     /// the caller may go elsewhere; otherwise it may or may not have been carried out.
     fn send_failed(&self, e: transport::Failure) -> ClientError {
-        let socket = self.socket.clone();
         match e {
-            transport::Failure::Unsent(reason) => ClientError::Unavailable { socket, reason },
-            transport::Failure::Sent(reason) => ClientError::Interrupted { socket, reason },
+            transport::Failure::Unsent(e) => {
+                ClientError::of(ClientError::unavailable, &self.socket, e)
+            }
+            transport::Failure::Sent(e) => {
+                ClientError::of(ClientError::interrupted, &self.socket, e)
+            }
         }
     }
 
@@ -327,12 +372,15 @@ impl Client {
         body: &impl serde::Serialize,
         mut on_progress: impl FnMut(&ProgressEvent),
     ) -> Result<(u16, serde_json::Value), ClientError> {
-        let gone = |reason: String| ClientError::Interrupted {
-            socket: self.socket.clone(),
-            reason,
-        };
-        let body =
-            serde_json::to_vec(body).map_err(|e| gone(format!("encoding the request: {e}")))?;
+        let gone = |reason: String| ClientError::interrupted(&self.socket, reason, None);
+        let transport = |e| ClientError::of(ClientError::interrupted, &self.socket, e);
+        let body = serde_json::to_vec(body).map_err(|e| {
+            ClientError::interrupted(
+                &self.socket,
+                format!("encoding the request: {e}"),
+                Some(Box::new(e)),
+            )
+        })?;
         let mut response = self
             .http
             .send(
@@ -349,7 +397,7 @@ impl Client {
         if !is_stream {
             // Refused before it ran (bad request): a plain JSON answer.
             let status = response.status;
-            let text = response.bytes().map_err(gone)?;
+            let text = response.bytes().map_err(transport)?;
             let text = String::from_utf8_lossy(&text).into_owned();
             return match serde_json::from_str(&text) {
                 Ok(v) => Ok((status, v)),
@@ -369,14 +417,15 @@ impl Client {
                     Ok(StreamLine::Progress(p)) => on_progress(&p),
                     Ok(StreamLine::Reply { status, body }) => return Ok((status, body)),
                     Err(e) => {
-                        return Err(gone(format!(
-                            "unreadable line {:?}: {e}",
-                            String::from_utf8_lossy(line)
-                        )));
+                        return Err(ClientError::interrupted(
+                            &self.socket,
+                            format!("unreadable line {:?}: {e}", String::from_utf8_lossy(line)),
+                            Some(Box::new(e)),
+                        ));
                     }
                 }
             }
-            match response.chunk().map_err(gone)? {
+            match response.chunk().map_err(transport)? {
                 Some(chunk) => pending.extend_from_slice(&chunk),
                 None => break,
             }
@@ -388,6 +437,36 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::StreamLine;
+
+    /// A socket file no server listens on: the call is refused before anything is sent,
+    /// with the message as before, and the I/O error is kept as the error's cause.
+    #[test]
+    fn a_socket_nobody_listens_on_is_unavailable_with_its_io_error_kept() {
+        let dir = std::env::temp_dir().join(format!("cairn-client-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = camino::Utf8PathBuf::try_from(dir.join("cairn.sock")).unwrap();
+        std::fs::write(&socket, b"").unwrap();
+        let err = super::Client::connect(&socket)
+            .err()
+            .expect("nothing listens");
+        std::fs::remove_dir_all(&dir).unwrap();
+        let super::ClientError::Unavailable { reason, .. } = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(
+            err.to_string(),
+            format!("no cairn server answers on {socket}: {reason}")
+        );
+        let mut cause = std::error::Error::source(&err);
+        let mut io = None;
+        while let Some(e) = cause {
+            io = io.or(e.downcast_ref::<std::io::Error>());
+            cause = e.source();
+        }
+        let io = io.expect("the I/O error is kept");
+        assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(*reason, io.to_string());
+    }
 
     /// Found by the `serve_call` fuzz target: an integer too large for 64 bits is read as a
     /// float, and without correctly rounded parsing it came back a different number once

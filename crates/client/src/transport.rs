@@ -9,8 +9,22 @@ use hyper::body::Incoming;
 
 /// Why a request failed: before anything was sent (the caller may go elsewhere), or after.
 pub(crate) enum Failure {
-    Unsent(String),
-    Sent(String),
+    Unsent(TransportError),
+    Sent(TransportError),
+}
+
+/// What failed in talking to the server; shown as the failure underneath says it.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TransportError {
+    /// Connecting to the socket.
+    #[error("{0}")]
+    Connect(#[source] std::io::Error),
+    /// HTTP on the connection: the handshake, the request or the reply's body.
+    #[error("{0}")]
+    Http(#[source] hyper::Error),
+    /// Building the request.
+    #[error("{0}")]
+    Request(#[source] hyper::http::Error),
 }
 
 /// One server's socket.
@@ -49,11 +63,11 @@ impl Transport {
         self.runtime.block_on(async {
             let stream = tokio::net::UnixStream::connect(self.socket.as_std_path())
                 .await
-                .map_err(|e| Failure::Unsent(e.to_string()))?;
+                .map_err(|e| Failure::Unsent(TransportError::Connect(e)))?;
             let (mut sender, connection) =
                 hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
                     .await
-                    .map_err(|e| Failure::Unsent(e.to_string()))?;
+                    .map_err(|e| Failure::Unsent(TransportError::Http(e)))?;
             tokio::spawn(connection);
             let mut request = hyper::Request::builder()
                 .method(method)
@@ -67,11 +81,11 @@ impl Transport {
             }
             let request = request
                 .body(Full::new(Bytes::from(body.unwrap_or_default())))
-                .map_err(|e| Failure::Unsent(e.to_string()))?;
+                .map_err(|e| Failure::Unsent(TransportError::Request(e)))?;
             let response = sender
                 .send_request(request)
                 .await
-                .map_err(|e| Failure::Sent(e.to_string()))?;
+                .map_err(|e| Failure::Sent(TransportError::Http(e)))?;
             Ok(Reply {
                 status: response.status().as_u16(),
                 content_type: response
@@ -88,12 +102,12 @@ impl Transport {
 
 impl Reply<'_> {
     /// The next piece of the body, or `None` at its end.
-    pub(crate) fn chunk(&mut self) -> Result<Option<Bytes>, String> {
+    pub(crate) fn chunk(&mut self) -> Result<Option<Bytes>, TransportError> {
         self.runtime.block_on(async {
             loop {
                 match self.body.frame().await {
                     None => return Ok(None),
-                    Some(Err(e)) => return Err(e.to_string()),
+                    Some(Err(e)) => return Err(TransportError::Http(e)),
                     Some(Ok(frame)) => {
                         if let Ok(data) = frame.into_data() {
                             return Ok(Some(data));
@@ -105,7 +119,7 @@ impl Reply<'_> {
     }
 
     /// The whole body.
-    pub(crate) fn bytes(mut self) -> Result<Vec<u8>, String> {
+    pub(crate) fn bytes(mut self) -> Result<Vec<u8>, TransportError> {
         let mut out = Vec::new();
         while let Some(c) = self.chunk()? {
             out.extend_from_slice(&c);
