@@ -47,7 +47,7 @@ impl From<BeneathError> for WriteFailure {
         match e {
             BeneathError::Refused { path, reason } => WriteFailure::Blocked(path, reason),
             BeneathError::Io { path, source } => WriteFailure::Io(path, source),
-            other => WriteFailure::Io(PathBuf::new(), std::io::Error::other(other.to_string())),
+            other => WriteFailure::Io(PathBuf::new(), std::io::Error::other(other)),
         }
     }
 }

@@ -60,6 +60,7 @@ impl Journal {
         serde_json::from_slice(bytes).map_err(|e| crate::registry::RegistryError::Corrupt {
             root: root.to_owned(),
             reason: format!("intent journal: {e}"),
+            source: Some(e),
         })
     }
 }
@@ -94,6 +95,7 @@ pub(crate) fn ensure_clear(reader: &Reader, root: &Utf8Path) -> Result<(), Journ
                 crate::registry::RegistryError::Corrupt {
                     root: root.to_owned(),
                     reason: format!("intent journal: {e}"),
+                    source: Some(e),
                 }
             })?;
             Err(JournalCheck::Interrupted(Interrupted {

@@ -42,7 +42,7 @@ pub(crate) fn listable(root: &Path, rel: &[u8]) -> bool {
 fn io_error(e: BeneathError) -> io::Error {
     match e {
         BeneathError::Io { source, .. } => source,
-        other => io::Error::new(io::ErrorKind::NotFound, other.to_string()),
+        other => io::Error::new(io::ErrorKind::NotFound, other),
     }
 }
 

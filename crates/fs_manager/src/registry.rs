@@ -48,6 +48,9 @@ pub enum RegistryError {
         root: Utf8PathBuf,
         /// Why.
         reason: String,
+        /// The decoding error `reason` tells of, when there is one.
+        #[source]
+        source: Option<serde_json::Error>,
     },
     /// A record could not be encoded.
     #[error("encoding the registry record for {root}: {source}")]
@@ -365,6 +368,7 @@ pub(crate) fn decode_worktree(
     serde_json::from_slice(bytes).map_err(|e| RegistryError::Corrupt {
         root: root.to_owned(),
         reason: e.to_string(),
+        source: Some(e),
     })
 }
 
@@ -374,14 +378,16 @@ pub(crate) fn decode_op(
     key: &[u8],
     bytes: &[u8],
 ) -> Result<OpRecord, RegistryError> {
-    let corrupt = |reason: String| RegistryError::Corrupt {
+    let seq = cas::sequence_of(key).ok_or_else(|| RegistryError::Corrupt {
         root: root.to_owned(),
-        reason,
-    };
-    let seq = cas::sequence_of(key)
-        .ok_or_else(|| corrupt("op-log key is not a sequence number".into()))?;
-    let mut op: OpRecord =
-        serde_json::from_slice(bytes).map_err(|e| corrupt(format!("op-log entry: {e}")))?;
+        reason: "op-log key is not a sequence number".into(),
+        source: None,
+    })?;
+    let mut op: OpRecord = serde_json::from_slice(bytes).map_err(|e| RegistryError::Corrupt {
+        root: root.to_owned(),
+        reason: format!("op-log entry: {e}"),
+        source: Some(e),
+    })?;
     op.seq = seq;
     Ok(op)
 }

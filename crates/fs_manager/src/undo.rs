@@ -119,7 +119,7 @@ fn step(
 
     let handle = path_policy::Root::open(root.as_std_path()).map_err(|e| UndoError::Io {
         path: root.as_std_path().to_owned(),
-        source: std::io::Error::other(e.to_string()),
+        source: std::io::Error::other(e),
     })?;
     let cap = record.max_file_size;
     // Files and symlinks the change left (where the other side may have directories).
@@ -275,7 +275,7 @@ fn check(
         Err(e) => {
             return Err(UndoError::Io {
                 path: root.display(c.path.as_bytes()),
-                source: std::io::Error::other(e.to_string()),
+                source: std::io::Error::other(e),
             });
         }
     };

@@ -442,8 +442,17 @@ fn an_undecodable_journal_is_refused_with_a_typed_cause() {
         panic!("{err:?}");
     };
     assert!(
-        matches!(cause, fs_manager::RegistryError::Corrupt { .. }),
+        matches!(
+            cause,
+            fs_manager::RegistryError::Corrupt {
+                source: Some(_),
+                ..
+            }
+        ),
         "{cause:?}"
     );
     assert_eq!(err.to_string(), cause.to_string());
+    // The decoder's error is kept under the registry's, and says what the message says.
+    let json = std::error::Error::source(cause).expect("the JSON error is kept");
+    assert!(cause.to_string().ends_with(&json.to_string()), "{cause}");
 }
