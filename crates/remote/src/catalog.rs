@@ -104,7 +104,7 @@ impl Catalog {
             for (key, _) in remote.list("gc").await? {
                 if let Some(bytes) = remote.get(&format!("gc/{key}"), MAX_RECORD).await? {
                     let record: Condemned = serde_json::from_slice(&bytes)
-                        .map_err(|e| RemoteError::corrupt(&name, format!("gc/{key}"), e))?;
+                        .map_err(|e| RemoteError::undecodable(&name, format!("gc/{key}"), e))?;
                     condemned.push((key, record));
                 }
             }

@@ -24,7 +24,8 @@ fn load(path: &std::path::Path, remote: &str) -> Result<Option<ini::Ini>, Remote
         Err(ini::Error::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(RemoteError::Credentials {
             remote: remote.to_owned(),
-            reason: format!("{}: {e}", path.display()),
+            path: path.to_owned(),
+            source: Box::new(e),
         }),
     }
 }

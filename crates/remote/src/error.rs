@@ -46,13 +46,16 @@ pub enum RemoteError {
         #[source]
         source: Box<object_store::Error>,
     },
-    /// Credentials could not be read.
-    #[error("remote {remote}: credentials: {reason}")]
+    /// A credentials file could not be read.
+    #[error("remote {remote}: credentials: {}: {source}", path.display())]
     Credentials {
         /// The remote.
         remote: String,
-        /// Why.
-        reason: String,
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why (the INI reader's error: its crate is not part of this interface).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// Bytes on the remote that are not what their name or index claims.
     #[error("remote {remote}: {what} is damaged: {reason}")]
@@ -63,9 +66,9 @@ pub enum RemoteError {
         what: String,
         /// What is wrong.
         reason: String,
-        /// What the pack's layout broke, when that is what `reason` tells of.
+        /// The failure `reason` tells of, when there is one (boxed: the error stays small).
         #[source]
-        layout: Option<Box<LayoutError>>,
+        cause: Option<Box<CorruptCause>>,
     },
     /// A snapshot the remote does not hold (or not whole).
     #[error("snapshot {id} is not on remote {remote}")]
@@ -125,6 +128,27 @@ pub enum RemoteError {
     /// The local store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// What damaged bytes on a remote failed on (the source of a [`RemoteError::Corrupt`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorruptCause {
+    /// A pack or index that breaks the layout.
+    #[error("{0}")]
+    Layout(#[from] LayoutError),
+    /// A record (a ref entry, a gc record) that does not decode.
+    #[error("{0}")]
+    Record(#[from] serde_json::Error),
+    /// An object whose bytes are not the object its id names.
+    #[error("{0}")]
+    Object(#[from] cas::VerifyError),
+    /// A payload zstd does not decode.
+    #[error("{0}")]
+    Zstd(#[source] std::io::Error),
+    /// A large blob whose chunks, as stored, do not make it.
+    #[error("{0}")]
+    Chunks(#[from] cas::ReadError),
 }
 
 /// Why a remote's name, URL, record or folder cannot be a remote's; each names it.
@@ -223,18 +247,33 @@ impl RemoteError {
             remote: remote.to_owned(),
             what: what.to_string(),
             reason: reason.to_string(),
-            layout: None,
+            cause: None,
         }
     }
 
-    /// Object `id` in `pack` of `remote` breaks the layout as `layout` says.
-    pub(crate) fn bad_layout(remote: &str, id: ObjectId, pack: &str, layout: LayoutError) -> Self {
+    /// `what` on `remote` is damaged: `reason` says how, and `cause` is what failed on it.
+    pub(crate) fn damaged(
+        remote: &str,
+        what: impl ToString,
+        reason: String,
+        cause: impl Into<CorruptCause>,
+    ) -> Self {
         RemoteError::Corrupt {
             remote: remote.to_owned(),
-            what: format!("object {id}"),
-            reason: format!("{layout} (pack {pack})"),
-            layout: Some(Box::new(layout)),
+            what: what.to_string(),
+            reason,
+            cause: Some(Box::new(cause.into())),
         }
+    }
+
+    /// `what` on `remote` does not decode as `cause` says (its whole reason).
+    pub(crate) fn undecodable(
+        remote: &str,
+        what: impl ToString,
+        cause: impl Into<CorruptCause>,
+    ) -> Self {
+        let cause = cause.into();
+        RemoteError::damaged(remote, what, cause.to_string(), cause)
     }
 
     /// A push to `remote` cannot pack what it was asked to send.

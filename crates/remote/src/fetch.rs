@@ -15,7 +15,7 @@ use cas::{
 
 use crate::Progress;
 use crate::catalog::{CONCURRENCY, Catalog, Located};
-use crate::error::RemoteError;
+use crate::error::{CorruptCause, RemoteError};
 use crate::layout::{Encoding, pack_key};
 use crate::transport::Remote;
 
@@ -192,9 +192,10 @@ pub fn fetch(
     progress.finish();
     let reader = store.reader()?;
     for (id, size, chunks) in lists {
-        let blob = reader
-            .chunked_blob(id, size, chunks)
-            .map_err(|e| RemoteError::object(name, id.into(), format!("as its chunks: {e}")))?;
+        let blob = reader.chunked_blob(id, size, chunks).map_err(|e| {
+            let reason = format!("as its chunks: {e}");
+            RemoteError::damaged(name, format!("object {id}"), reason, e)
+        })?;
         batch.add_blob(blob);
     }
     drop(reader);
@@ -316,8 +317,10 @@ pub(crate) fn read_chunk_lists(
             let bad = |reason: String| {
                 RemoteError::object(name, e.id, format!("{reason} (pack {})", l.pack))
             };
-            let chunks = crate::layout::decode_chunk_list(e.id, e.size, &data)
-                .map_err(|layout| RemoteError::bad_layout(name, e.id, &l.pack, layout))?;
+            let chunks = crate::layout::decode_chunk_list(e.id, e.size, &data).map_err(|err| {
+                let reason = format!("{err} (pack {})", l.pack);
+                RemoteError::damaged(name, format!("object {}", e.id), reason, err)
+            })?;
             let mut left = e.size;
             for c in &chunks {
                 let expected = left.min(cas::CHUNK_BYTES as u64);
@@ -645,6 +648,10 @@ fn verify(remote: &str, located: &Located, data: &[u8]) -> Result<VerifiedObject
     let bad = |reason: String| {
         RemoteError::object(remote, e.id, format!("{reason} (pack {})", located.pack))
     };
+    let damaged = |reason: String, cause: CorruptCause| {
+        let reason = format!("{reason} (pack {})", located.pack);
+        RemoteError::damaged(remote, format!("object {}", e.id), reason, cause)
+    };
     check_length(remote, located, data)?;
     let limit = if e.kind == ObjectKind::Blob {
         MAX_BLOB
@@ -665,11 +672,12 @@ fn verify(remote: &str, located: &Located, data: &[u8]) -> Result<VerifiedObject
             bytes: data.to_vec(),
         };
         let blob = cas::verify_blob_payload(e.id.as_blob(), payload)
-            .map_err(|err| bad(err.to_string()))?;
+            .map_err(|err| damaged(err.to_string(), err.into()))?;
         return Ok(VerifiedObject::Blob(blob));
     }
     let encoded = if zstd {
-        zstd::bulk::decompress(data, e.size as usize).map_err(|err| bad(format!("zstd: {err}")))?
+        zstd::bulk::decompress(data, e.size as usize)
+            .map_err(|err| damaged(format!("zstd: {err}"), CorruptCause::Zstd(err)))?
     } else {
         data.to_vec()
     };
@@ -680,7 +688,7 @@ fn verify(remote: &str, located: &Located, data: &[u8]) -> Result<VerifiedObject
             e.size
         )));
     }
-    cas::verify_object(e.kind, e.id, &encoded).map_err(|err| bad(err.to_string()))
+    cas::verify_object(e.kind, e.id, &encoded).map_err(|err| damaged(err.to_string(), err.into()))
 }
 
 #[cfg(test)]

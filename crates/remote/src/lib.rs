@@ -33,7 +33,7 @@ pub use config::{
     remote_config, remotes, remove_remote, set_tracking, tracking_ref, tracking_refs,
     validate_remote_name,
 };
-pub use error::{InvalidRemote, RemoteError};
+pub use error::{CorruptCause, InvalidRemote, RemoteError};
 pub use fetch::{FetchOutcome, Need, fetch};
 pub use gc::{RemoteGcOptions, RemoteGcOutcome, gc};
 pub use probe::probe;

@@ -134,8 +134,8 @@ async fn read_entry(
         // Compacted by a remote gc after a later entry was written.
         return Ok(None);
     };
-    let entry: Entry =
-        serde_json::from_slice(&bytes).map_err(|e| RemoteError::corrupt(remote.name(), &key, e))?;
+    let entry: Entry = serde_json::from_slice(&bytes)
+        .map_err(|e| RemoteError::undecodable(remote.name(), &key, e))?;
     Ok(entry.snapshot)
 }
 

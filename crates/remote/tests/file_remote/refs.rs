@@ -171,3 +171,33 @@ fn invalid_remotes_keep_what_they_break_as_a_typed_cause() {
     assert_eq!(cause, Some(source.to_string()));
     assert!(err.to_string().starts_with("remote "), "{err}");
 }
+
+/// A ref entry that does not decode is damage on the remote, and the JSON error is kept
+/// as its typed cause beside the message it always had.
+#[test]
+fn a_damaged_ref_entry_keeps_its_decoding_error_as_its_cause() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let id = commit(&a, &files(1), vec![]);
+    let remote = f.remote();
+    push(&remote, &a, &[id], &Silent).unwrap();
+    refs::update(&remote, "main", RefUpdate::Set(id), None).unwrap();
+    for entry in std::fs::read_dir(f.root.join("remote/refs/main")).unwrap() {
+        std::fs::write(entry.unwrap().path(), b"{not json").unwrap();
+    }
+    let err = refs::get(&remote, "main").unwrap_err();
+    let RemoteError::Corrupt {
+        cause: Some(cause),
+        reason,
+        ..
+    } = &err
+    else {
+        panic!("{err:?}");
+    };
+    assert!(
+        matches!(**cause, remote::CorruptCause::Record(_)),
+        "{cause:?}"
+    );
+    assert_eq!(*reason, cause.to_string());
+    assert!(err.to_string().ends_with(reason.as_str()), "{err}");
+}
