@@ -5,6 +5,8 @@
 //! the store or by an engine in this process, and prints the typed outcome.
 
 mod budget;
+#[cfg(test)]
+mod command_tree;
 mod commands;
 mod context;
 mod error;
