@@ -16,13 +16,13 @@ mod render;
 mod target;
 
 use std::ffi::OsString;
-use std::os::unix::ffi::OsStringExt;
 use std::process::ExitCode;
 
-use cairn_engine::{Request, TreePath};
+use cairn_engine::Request;
 use camino::Utf8PathBuf;
 use clap::{Parser, Subcommand};
 
+use commands::tree_paths;
 use context::Ctx;
 use error::Error;
 use output::Rendered;
@@ -50,6 +50,8 @@ struct Cli {
     command: Command,
 }
 
+/// Every command; each one's arguments, help and what it becomes are in its file under
+/// `commands/`.
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Create a store: PATH, else the one --store or $CAIRN_STORE names, else ./.cairn.
@@ -57,100 +59,13 @@ enum Command {
         /// The store folder to create.
         path: Option<Utf8PathBuf>,
     },
-    /// Snapshot directory SRC (working files, uncommitted changes included) and register it
-    /// as an in-place worktree.
-    Onboard {
-        /// The directory.
-        src: Utf8PathBuf,
-        /// Snapshot message.
-        #[arg(short, long)]
-        message: Option<String>,
-        /// A `key=value` label (repeatable).
-        #[arg(long = "label", value_name = "K=V")]
-        labels: Vec<String>,
-        /// Keep deny-pattern paths (secrets such as .env, *.pem) in scope for this worktree.
-        #[arg(long)]
-        include_denied: bool,
-        /// Import the tree of this git commit of SRC instead (registers no worktree).
-        #[arg(long, value_name = "REV")]
-        git: Option<String>,
-        /// Leave files larger than this many bytes out of this worktree's captures (each
-        /// one is reported in `skipped`).
-        #[arg(long, value_name = "BYTES")]
-        max_file_size: Option<u64>,
-    },
-    /// New snapshot of a worktree, parent = its head.
-    Snapshot {
-        /// The worktree (or a directory inside it).
-        worktree: Utf8PathBuf,
-        /// Snapshot message.
-        #[arg(short, long)]
-        message: Option<String>,
-        /// A `key=value` label (repeatable).
-        #[arg(long = "label", value_name = "K=V")]
-        labels: Vec<String>,
-    },
-    /// Hydrate a snapshot into a new or empty directory and register it as a worktree.
-    Checkout {
-        /// The snapshot (ref name or id prefix).
-        snapshot: String,
-        /// The destination directory.
-        dest: Utf8PathBuf,
-    },
-    /// Mount a snapshot at DIR as a copy-on-write worktree, ready at once (`cairn mount DIR`
-    /// attaches a registered mount again). Served by `cairn serve`, started if none runs.
-    Mount {
-        /// The snapshot, then the directory; or only the directory of a registered mount.
-        #[arg(num_args = 1..=2, value_name = "SNAP DIR")]
-        args: Vec<String>,
-        /// Refuse every write.
-        #[arg(long)]
-        read_only: bool,
-    },
-    /// Unmount a mounted worktree (its layer stays for the next `mount`).
-    Unmount {
-        /// The mounted worktree.
-        dir: Utf8PathBuf,
-        /// Leave an ordinary directory with the worktree's current files instead.
-        #[arg(long)]
-        materialize: bool,
-    },
-    /// Make a worktree's scope equal a snapshot (only the given paths, if any).
-    Rollback {
-        /// The worktree.
-        worktree: Utf8PathBuf,
-        /// The snapshot (ref name or id prefix).
-        snapshot: String,
-        /// List what would change; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Paths relative to the worktree root.
-        #[arg(last = true)]
-        paths: Vec<std::ffi::OsString>,
-    },
-    /// Three-way merge a snapshot into the git repository it was onboarded from, as a
-    /// commit on a new branch (or, with --checkout, the current one); with conflicts, report
-    /// them and change nothing.
-    Merge {
-        /// The snapshot (ref name or id prefix).
-        snapshot: String,
-        /// The git repository.
-        #[arg(long, value_name = "REPO")]
-        into: Utf8PathBuf,
-        /// The common ancestor (default: the nearest ancestor onboarded from REPO).
-        #[arg(long, value_name = "SNAP")]
-        base: Option<String>,
-        /// The branch to create (default cairn/<first 12 hex of SNAP>).
-        #[arg(long, value_name = "B")]
-        branch: Option<String>,
-        /// Commit to the current branch and move index and working tree with it, if every
-        /// path that changes is clean.
-        #[arg(long)]
-        checkout: bool,
-        /// Commit message (default: the snapshot's).
-        #[arg(short, long)]
-        message: Option<String>,
-    },
+    Onboard(commands::onboard::Args),
+    Snapshot(commands::snapshot::Args),
+    Checkout(commands::checkout::Args),
+    Mount(commands::mount::Args),
+    Unmount(commands::unmount::Args),
+    Rollback(commands::rollback::Args),
+    Merge(commands::merge::Args),
     /// A worktree's remembered sandbox grants (what `cairn run` may write beyond the
     /// worktree, and the network); reading stays allowed everywhere.
     #[command(args_conflicts_with_subcommands = true)]
@@ -609,95 +524,48 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
     Ok(Rendered::report(ctx.json, render::report(&outcome, &view)))
 }
 
-fn tree_paths(paths: Vec<OsString>) -> Vec<TreePath> {
-    paths.into_iter().map(|p| TreePath(p.into_vec())).collect()
-}
-
 /// The engine request a command line asks for, and how to show its outcome.
 fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
     use cairn_engine::*;
     let view = View::default();
     let request = match command {
-        Command::Onboard {
-            src,
-            message,
-            labels,
-            include_denied,
-            git: Some(rev),
-            ..
-        } => Request::Import(ImportOptions {
-            src,
-            rev,
-            message,
-            labels,
-            include_denied,
-        }),
-        Command::Onboard {
-            src,
-            message,
-            labels,
-            include_denied,
-            git: None,
-            max_file_size,
-        } => Request::Onboard(OnboardOptions {
-            src,
-            message,
-            labels,
-            include_denied,
-            max_file_size,
-        }),
-        Command::Snapshot {
-            worktree,
-            message,
-            labels,
-        } => Request::Snapshot(SnapshotOptions {
-            worktree,
-            message,
-            labels,
-        }),
-        Command::Checkout { snapshot, dest } => {
-            Request::Checkout(CheckoutOptions { snapshot, dest })
-        }
-        Command::Mount {
-            mut args,
-            read_only,
-        } => {
-            let dir = Utf8PathBuf::from(args.pop().unwrap_or_default());
-            Request::Mount(MountOptions {
-                snapshot: args.pop(),
-                dir,
-                read_only,
-            })
-        }
-        Command::Unmount { dir, materialize } => {
-            Request::Unmount(UnmountOptions { dir, materialize })
-        }
-        Command::Rollback {
-            worktree,
-            snapshot,
-            dry_run,
-            paths,
-        } => Request::Rollback(RollbackOptions {
-            worktree,
-            snapshot,
-            dry_run,
-            paths: tree_paths(paths),
-        }),
-        Command::Merge {
-            snapshot,
-            into,
-            base,
-            branch,
-            checkout,
-            message,
-        } => Request::Merge(MergeOptions {
-            snapshot,
-            into,
-            base,
-            branch,
-            checkout,
-            message,
-        }),
+        Command::Onboard(args) => args.request(),
+        Command::Snapshot(args) => Request::Snapshot(args.into()),
+        Command::Checkout(args) => Request::Checkout(args.into()),
+        Command::Mount(args) => Request::Mount(args.into()),
+        Command::Unmount(args) => Request::Unmount(args.into()),
+        Command::Rollback(args) => Request::Rollback(args.into()),
+        Command::Merge(args) => Request::Merge(args.into()),
+        Command::Policy { worktree, action } => match action {
+            None => Request::Policy(PolicyOptions {
+                worktree,
+                take_once: false,
+            }),
+            Some(commands::policy::PolicyAction::Allow {
+                grant,
+                yes,
+                confirm,
+                reason,
+            }) => Request::PolicyAllow(PolicyAllowOptions {
+                worktree: grant.worktree,
+                write: grant.write,
+                network: grant.network,
+                once: grant.once,
+                yes,
+                confirm,
+                request: grant.request,
+                reason,
+            }),
+            Some(commands::policy::PolicyAction::Revoke { grant }) => {
+                Request::PolicyRevoke(PolicyRevokeOptions {
+                    worktree: grant.worktree,
+                    write: grant.write,
+                    network: grant.network,
+                    once: grant.once,
+                    request: grant.request,
+                })
+            }
+        },
         Command::Worktree { action } => match action {
             commands::worktrees::WorktreeAction::List => {
                 Request::WorktreeList(WorktreeListOptions {})
@@ -781,36 +649,6 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
             }
             commands::refs::RefAction::List { remote } => {
                 Request::RefList(RefListOptions { remote })
-            }
-        },
-        Command::Policy { worktree, action } => match action {
-            None => Request::Policy(PolicyOptions {
-                worktree,
-                take_once: false,
-            }),
-            Some(commands::policy::PolicyAction::Allow {
-                grant,
-                yes,
-                confirm,
-                reason,
-            }) => Request::PolicyAllow(PolicyAllowOptions {
-                worktree: grant.worktree,
-                write: grant.write,
-                network: grant.network,
-                once: grant.once,
-                yes,
-                confirm,
-                request: grant.request,
-                reason,
-            }),
-            Some(commands::policy::PolicyAction::Revoke { grant }) => {
-                Request::PolicyRevoke(PolicyRevokeOptions {
-                    worktree: grant.worktree,
-                    write: grant.write,
-                    network: grant.network,
-                    once: grant.once,
-                    request: grant.request,
-                })
             }
         },
         Command::Remote { action } => match action {

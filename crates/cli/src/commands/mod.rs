@@ -1,12 +1,17 @@
-//! The commands that are the CLI's own (`init`, `run`, `serve`, `mcp`, `completions`,
-//! `man`), and the subcommand
-//! groups of the rest (which are engine requests).
+//! One file per command: its arguments (an `Args` deriving [`clap::Args`], whose doc
+//! comments are the command's help) and what they become, an engine request (through
+//! `From<Args>` for the engine's options) or, for the commands that are the CLI's own
+//! (`init`, `run`, `serve`, `mcp`, `completions`, `man`), the work itself.
 
+pub mod checkout;
 pub mod docs;
 pub mod init;
 pub mod mcp;
 pub mod mcp_grant;
 mod mcp_stdio;
+pub mod merge;
+pub mod mount;
+pub mod onboard;
 #[cfg(test)]
 mod openapi;
 pub mod picker;
@@ -14,7 +19,20 @@ pub mod policy;
 pub mod refs;
 pub mod remotes;
 pub mod reversible;
+pub mod rollback;
 pub mod run;
 pub mod serve;
+pub mod snapshot;
+pub mod unmount;
 pub mod verbs;
 pub mod worktrees;
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+
+use cairn_engine::TreePath;
+
+/// Paths given after `--`, any bytes, as the engine takes them.
+pub(crate) fn tree_paths(paths: Vec<OsString>) -> Vec<TreePath> {
+    paths.into_iter().map(|p| TreePath(p.into_vec())).collect()
+}

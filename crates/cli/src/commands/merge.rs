@@ -1,0 +1,42 @@
+//! `cairn merge SNAP --into REPO`: a snapshot merged back into git as a commit.
+
+use cairn_engine::MergeOptions;
+use camino::Utf8PathBuf;
+
+/// Three-way merge a snapshot into the git repository it was onboarded from, as a
+/// commit on a new branch (or, with --checkout, the current one); with conflicts, report
+/// them and change nothing.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The snapshot (ref name or id prefix).
+    snapshot: String,
+    /// The git repository.
+    #[arg(long, value_name = "REPO")]
+    into: Utf8PathBuf,
+    /// The common ancestor (default: the nearest ancestor onboarded from REPO).
+    #[arg(long, value_name = "SNAP")]
+    base: Option<String>,
+    /// The branch to create (default cairn/<first 12 hex of SNAP>).
+    #[arg(long, value_name = "B")]
+    branch: Option<String>,
+    /// Commit to the current branch and move index and working tree with it, if every
+    /// path that changes is clean.
+    #[arg(long)]
+    checkout: bool,
+    /// Commit message (default: the snapshot's).
+    #[arg(short, long)]
+    message: Option<String>,
+}
+
+impl From<Args> for MergeOptions {
+    fn from(args: Args) -> MergeOptions {
+        MergeOptions {
+            snapshot: args.snapshot,
+            into: args.into,
+            base: args.base,
+            branch: args.branch,
+            checkout: args.checkout,
+            message: args.message,
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! `cairn mount [SNAP] DIR`: a copy-on-write worktree served by `cairn serve`.
+
+use cairn_engine::MountOptions;
+use camino::Utf8PathBuf;
+
+/// Mount a snapshot at DIR as a copy-on-write worktree, ready at once (`cairn mount DIR`
+/// attaches a registered mount again). Served by `cairn serve`, started if none runs.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The snapshot, then the directory; or only the directory of a registered mount.
+    #[arg(num_args = 1..=2, value_name = "SNAP DIR")]
+    args: Vec<String>,
+    /// Refuse every write.
+    #[arg(long)]
+    read_only: bool,
+}
+
+impl From<Args> for MountOptions {
+    fn from(args: Args) -> MountOptions {
+        let Args {
+            mut args,
+            read_only,
+        } = args;
+        // The last one is the directory, the one before it (if any) the snapshot.
+        let dir = Utf8PathBuf::from(args.pop().unwrap_or_default());
+        MountOptions {
+            snapshot: args.pop(),
+            dir,
+            read_only,
+        }
+    }
+}

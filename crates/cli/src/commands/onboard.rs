@@ -1,0 +1,59 @@
+//! `cairn onboard SRC`: snapshot a directory and register it as an in-place worktree, or
+//! with `--git REV` import a commit's tree (two engine requests).
+
+use cairn_engine::{ImportOptions, OnboardOptions, Request};
+use camino::Utf8PathBuf;
+
+/// Snapshot directory SRC (working files, uncommitted changes included) and register it
+/// as an in-place worktree.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The directory.
+    src: Utf8PathBuf,
+    /// Snapshot message.
+    #[arg(short, long)]
+    message: Option<String>,
+    /// A `key=value` label (repeatable).
+    #[arg(long = "label", value_name = "K=V")]
+    labels: Vec<String>,
+    /// Keep deny-pattern paths (secrets such as .env, *.pem) in scope for this worktree.
+    #[arg(long)]
+    include_denied: bool,
+    /// Import the tree of this git commit of SRC instead (registers no worktree).
+    #[arg(long, value_name = "REV")]
+    git: Option<String>,
+    /// Leave files larger than this many bytes out of this worktree's captures (each
+    /// one is reported in `skipped`).
+    #[arg(long, value_name = "BYTES")]
+    max_file_size: Option<u64>,
+}
+
+impl Args {
+    /// An onboarding, or with `--git` an import.
+    pub fn request(self) -> Request {
+        let Args {
+            src,
+            message,
+            labels,
+            include_denied,
+            git,
+            max_file_size,
+        } = self;
+        match git {
+            Some(rev) => Request::Import(ImportOptions {
+                src,
+                rev,
+                message,
+                labels,
+                include_denied,
+            }),
+            None => Request::Onboard(OnboardOptions {
+                src,
+                message,
+                labels,
+                include_denied,
+                max_file_size,
+            }),
+        }
+    }
+}

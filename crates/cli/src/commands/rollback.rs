@@ -1,0 +1,32 @@
+//! `cairn rollback WORKTREE SNAP [-- PATHS]`: make a worktree's scope equal a snapshot.
+
+use std::ffi::OsString;
+
+use cairn_engine::RollbackOptions;
+use camino::Utf8PathBuf;
+
+/// Make a worktree's scope equal a snapshot (only the given paths, if any).
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The worktree.
+    worktree: Utf8PathBuf,
+    /// The snapshot (ref name or id prefix).
+    snapshot: String,
+    /// List what would change; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Paths relative to the worktree root.
+    #[arg(last = true)]
+    paths: Vec<OsString>,
+}
+
+impl From<Args> for RollbackOptions {
+    fn from(args: Args) -> RollbackOptions {
+        RollbackOptions {
+            worktree: args.worktree,
+            snapshot: args.snapshot,
+            dry_run: args.dry_run,
+            paths: super::tree_paths(args.paths),
+        }
+    }
+}
