@@ -26,7 +26,7 @@ use commands::tree_paths;
 use context::Ctx;
 use error::Error;
 use output::Rendered;
-use render::{Format, View};
+use render::View;
 use target::Target;
 
 #[derive(Parser, Debug)]
@@ -66,50 +66,10 @@ enum Command {
     Unmount(commands::unmount::Args),
     Rollback(commands::rollback::Args),
     Merge(commands::merge::Args),
-    /// A worktree's remembered sandbox grants (what `cairn run` may write beyond the
-    /// worktree, and the network); reading stays allowed everywhere.
-    #[command(args_conflicts_with_subcommands = true)]
-    Policy {
-        /// The worktree (default: the one holding the current directory).
-        worktree: Option<Utf8PathBuf>,
-        #[command(subcommand)]
-        action: Option<commands::policy::PolicyAction>,
-    },
-    /// The worktree registry.
-    Worktree {
-        #[command(subcommand)]
-        action: commands::worktrees::WorktreeAction,
-    },
-    /// Compare two snapshots or worktrees (a path means its live files).
-    Diff {
-        /// A snapshot (ref name or id prefix) or a worktree path.
-        a: String,
-        /// A snapshot (ref name or id prefix) or a worktree path.
-        b: String,
-        /// Per-file counts and a summary, as git prints them.
-        #[arg(long, conflicts_with = "name_status")]
-        stat: bool,
-        /// One line per file: status letter and path.
-        #[arg(long)]
-        name_status: bool,
-        /// Lines of context around each change.
-        #[arg(short = 'U', long = "unified", value_name = "N", default_value_t = 3)]
-        context: u32,
-        /// Exit 1 if anything differs.
-        #[arg(long)]
-        exit_code: bool,
-        /// Only these paths (relative to the tree root; a directory means all below it).
-        #[arg(last = true)]
-        paths: Vec<std::ffi::OsString>,
-    },
-    /// Changes in a worktree since its head snapshot.
-    Status {
-        /// The worktree (default: the one holding the current directory).
-        worktree: Option<Utf8PathBuf>,
-        /// One status line: `[checkpoint: N files changed]`.
-        #[arg(long)]
-        short: bool,
-    },
+    Policy(commands::policy::Args),
+    Worktree(commands::worktree::Args),
+    Diff(commands::diff::Args),
+    Status(commands::status::Args),
     /// Run a command confined to a worktree (Landlock): it may write only there (and in the
     /// other worktrees given, the worktrees' remembered grants and a private temporary
     /// directory); secrets it touches are put back; what the kernel denied is reported.
@@ -149,76 +109,14 @@ enum Command {
         #[arg(last = true)]
         command: Vec<std::ffi::OsString>,
     },
-    /// Print a file's bytes or a tree listing: SNAP, SNAP:PATH, or any object id.
-    Show {
-        /// A snapshot (ref name or id prefix), optionally `:PATH`, or a tree or blob id.
-        object: String,
-    },
-    /// History, newest first.
-    Log {
-        /// A snapshot (ref name or id prefix) or a worktree path (default: the worktree
-        /// holding the current directory).
-        target: Option<String>,
-        /// Show at most N snapshots.
-        #[arg(short = 'n', long = "max-count", value_name = "N")]
-        max_count: Option<usize>,
-        /// Each snapshot's change summary against its first parent.
-        #[arg(long)]
-        stat: bool,
-    },
-    /// Named pointers that keep snapshots alive for gc.
-    Ref {
-        #[command(subcommand)]
-        action: commands::refs::RefAction,
-    },
-    /// Remotes: where snapshots go to be shared across machines.
-    Remote {
-        #[command(subcommand)]
-        action: commands::remotes::RemoteAction,
-    },
-    /// Copy snapshots (with their history) to a remote, sending only what it lacks; a ref
-    /// also sets REF@REMOTE if it still holds what this store last saw there. No argument:
-    /// every local ref.
-    Push {
-        /// Snapshots or refs.
-        snapshots: Vec<String>,
-        /// The remote (default: origin).
-        #[arg(long, value_name = "NAME")]
-        remote: Option<String>,
-    },
-    /// Copy snapshots (with their history) from a remote, verifying every object; updates
-    /// NAME@REMOTE, never a local ref. No argument: every remote ref.
-    Pull {
-        /// Snapshot ids or the remote's refs.
-        snapshots: Vec<String>,
-        /// The remote (default: origin).
-        #[arg(long, value_name = "NAME")]
-        remote: Option<String>,
-    },
-    /// Verify every object and reference.
-    Fsck,
-    /// Drop what nothing reaches (with --remote: on that remote).
-    Gc {
-        /// Report what would be removed; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// First drop op-log entries older than DAYS days; no size budget drops newer ones.
-        #[arg(long, value_name = "DAYS", alias = "prune-ops")]
-        keep_within: Option<u32>,
-        /// Then drop older history, oldest first, until the store's database file takes at
-        /// most BYTES, mount layers not counted (never refs, worktree heads, named
-        /// checkpoints, task baselines, the change `undo` would revert or what is within
-        /// --keep-within).
-        #[arg(long, value_name = "BYTES")]
-        max_size: Option<u64>,
-        /// Collect a remote's garbage: packs no remote ref or pinned snapshot reaches.
-        #[arg(long, value_name = "NAME")]
-        remote: Option<String>,
-        /// With --remote: hours a pack stays condemned before it is deleted (default 24),
-        /// so a push in progress elsewhere is never cut.
-        #[arg(long, value_name = "HOURS", requires = "remote")]
-        grace: Option<u32>,
-    },
+    Show(commands::show::Args),
+    Log(commands::log::Args),
+    Ref(commands::refs::Args),
+    Remote(commands::remote::Args),
+    Push(commands::push::Args),
+    Pull(commands::pull::Args),
+    Fsck(commands::fsck::Args),
+    Gc(commands::gc::Args),
     /// Snapshot with a name on the worktree's checkpoint stack (onboards DIR in place if it
     /// is not a worktree yet; nothing git owns is touched). The first one starts a task.
     Checkpoint {
@@ -536,162 +434,26 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
         Command::Unmount(args) => Request::Unmount(args.into()),
         Command::Rollback(args) => Request::Rollback(args.into()),
         Command::Merge(args) => Request::Merge(args.into()),
-        Command::Policy { worktree, action } => match action {
-            None => Request::Policy(PolicyOptions {
-                worktree,
-                take_once: false,
-            }),
-            Some(commands::policy::PolicyAction::Allow {
-                grant,
-                yes,
-                confirm,
-                reason,
-            }) => Request::PolicyAllow(PolicyAllowOptions {
-                worktree: grant.worktree,
-                write: grant.write,
-                network: grant.network,
-                once: grant.once,
-                yes,
-                confirm,
-                request: grant.request,
-                reason,
-            }),
-            Some(commands::policy::PolicyAction::Revoke { grant }) => {
-                Request::PolicyRevoke(PolicyRevokeOptions {
-                    worktree: grant.worktree,
-                    write: grant.write,
-                    network: grant.network,
-                    once: grant.once,
-                    request: grant.request,
-                })
-            }
-        },
-        Command::Worktree { action } => match action {
-            commands::worktrees::WorktreeAction::List => {
-                Request::WorktreeList(WorktreeListOptions {})
-            }
-            commands::worktrees::WorktreeAction::Remove { path } => {
-                Request::WorktreeRemove(WorktreePathOptions { path })
-            }
-            commands::worktrees::WorktreeAction::Rebind { path } => {
-                Request::WorktreeRebind(WorktreePathOptions { path })
-            }
-        },
-        Command::Diff {
-            a,
-            b,
-            stat,
-            name_status,
-            context,
-            exit_code,
-            paths,
-        } => {
-            let format = if stat {
-                Format::Stat
-            } else if name_status {
-                Format::NameStatus
-            } else {
-                Format::Patch
-            };
-            let detail = match format {
-                _ if json => Detail::Counts,
-                Format::NameStatus => Detail::Names,
-                Format::Stat => Detail::Counts,
-                Format::Patch => Detail::Contents,
-            };
-            let request = Request::Diff(DiffOptions {
-                a,
-                b,
-                paths: tree_paths(paths),
-                detail,
-                exit_code,
-            });
-            return Ok((
-                request,
-                View {
-                    format,
-                    context,
-                    ..view
-                },
-            ));
+        Command::Policy(args) => args.request(),
+        Command::Worktree(args) => args.request(),
+        Command::Diff(args) => {
+            let view = args.view();
+            return Ok((Request::Diff(args.options(json)), view));
         }
-        Command::Status { worktree, short } => {
-            return Ok((
-                Request::Status(StatusOptions { worktree }),
-                View { short, ..view },
-            ));
+        Command::Status(args) => {
+            let view = args.view();
+            return Ok((Request::Status(args.into()), view));
         }
-        Command::Show { object } => Request::Show(ShowOptions {
-            object,
-            contents: !json,
-        }),
-        Command::Log {
-            target,
-            max_count,
-            stat,
-        } => Request::Log(LogOptions {
-            target,
-            max_count,
-            stat,
-        }),
-        Command::Ref { action } => match action {
-            commands::refs::RefAction::Set {
-                name,
-                snapshot,
-                expect,
-            } => Request::RefSet(RefSetOptions {
-                name,
-                snapshot,
-                expect,
-            }),
-            commands::refs::RefAction::Rm { name, expect } => {
-                Request::RefRm(RefRmOptions { name, expect })
-            }
-            commands::refs::RefAction::List { remote } => {
-                Request::RefList(RefListOptions { remote })
-            }
-        },
-        Command::Remote { action } => match action {
-            commands::remotes::RemoteAction::Add {
-                name,
-                url,
-                endpoint,
-                region,
-            } => Request::RemoteAdd(RemoteAddOptions {
-                name,
-                url,
-                endpoint,
-                region,
-            }),
-            commands::remotes::RemoteAction::Rm { name } => {
-                Request::RemoteRm(RemoteRmOptions { name })
-            }
-            commands::remotes::RemoteAction::List => Request::RemoteList(RemoteListOptions {}),
-        },
-        Command::Push { snapshots, remote } => Request::Push(PushOptions { snapshots, remote }),
-        Command::Pull { snapshots, remote } => Request::Pull(PullOptions { snapshots, remote }),
-        Command::Fsck => Request::Fsck(FsckOptions {}),
-        Command::Gc {
-            dry_run,
-            keep_within,
-            max_size,
-            remote,
-            grace,
-        } => {
-            return Ok((
-                Request::Gc(GcOptions {
-                    dry_run,
-                    keep_within,
-                    max_size,
-                    remote,
-                    grace,
-                }),
-                View {
-                    pruning: keep_within.is_some() || max_size.is_some(),
-                    max_size,
-                    ..view
-                },
-            ));
+        Command::Show(args) => Request::Show(args.options(json)),
+        Command::Log(args) => Request::Log(args.into()),
+        Command::Ref(args) => args.request(),
+        Command::Remote(args) => args.request(),
+        Command::Push(args) => Request::Push(args.into()),
+        Command::Pull(args) => Request::Pull(args.into()),
+        Command::Fsck(args) => Request::Fsck(args.into()),
+        Command::Gc(args) => {
+            let view = args.view();
+            return Ok((Request::Gc(args.into()), view));
         }
         Command::Checkpoint {
             dir,

@@ -4,8 +4,12 @@
 //! (`init`, `run`, `serve`, `mcp`, `completions`, `man`), the work itself.
 
 pub mod checkout;
+pub mod diff;
 pub mod docs;
+pub mod fsck;
+pub mod gc;
 pub mod init;
+pub mod log;
 pub mod mcp;
 pub mod mcp_grant;
 mod mcp_stdio;
@@ -16,16 +20,20 @@ pub mod onboard;
 mod openapi;
 pub mod picker;
 pub mod policy;
+pub mod pull;
+pub mod push;
 pub mod refs;
-pub mod remotes;
+pub mod remote;
 pub mod reversible;
 pub mod rollback;
 pub mod run;
 pub mod serve;
+pub mod show;
 pub mod snapshot;
+pub mod status;
 pub mod unmount;
 pub mod verbs;
-pub mod worktrees;
+pub mod worktree;
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;

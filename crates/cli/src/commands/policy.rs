@@ -1,18 +1,64 @@
-//! `policy [WORKTREE]`, `policy allow`, `policy revoke`: the subcommands, and the question
+//! `cairn policy [WORKTREE]`, `policy allow`, `policy revoke`: the grants, and the question
 //! `policy allow` asks on a terminal, naming what it grants.
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use cairn_engine::{GrantSet, Outcome, PolicyAllowOptions, PolicyOptions, Request};
+use cairn_engine::{
+    GrantSet, Outcome, PolicyAllowOptions, PolicyOptions, PolicyRevokeOptions, Request,
+};
 use camino::{Utf8Path, Utf8PathBuf};
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
 use crate::error::Error;
 use crate::progress::Bar;
 use crate::target::Target;
 
+/// A worktree's remembered sandbox grants (what `cairn run` may write beyond the
+/// worktree, and the network); reading stays allowed everywhere.
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Args {
+    /// The worktree (default: the one holding the current directory).
+    worktree: Option<Utf8PathBuf>,
+    #[command(subcommand)]
+    action: Option<PolicyAction>,
+}
+
+impl Args {
+    pub fn request(self) -> Request {
+        match self.action {
+            None => Request::Policy(PolicyOptions {
+                worktree: self.worktree,
+                take_once: false,
+            }),
+            Some(PolicyAction::Allow {
+                grant,
+                yes,
+                confirm,
+                reason,
+            }) => Request::PolicyAllow(PolicyAllowOptions {
+                worktree: grant.worktree,
+                write: grant.write,
+                network: grant.network,
+                once: grant.once,
+                yes,
+                confirm,
+                request: grant.request,
+                reason,
+            }),
+            Some(PolicyAction::Revoke { grant }) => Request::PolicyRevoke(PolicyRevokeOptions {
+                worktree: grant.worktree,
+                write: grant.write,
+                network: grant.network,
+                once: grant.once,
+                request: grant.request,
+            }),
+        }
+    }
+}
+
 #[derive(Subcommand, Debug)]
-pub enum PolicyAction {
+enum PolicyAction {
     /// Remember a grant for every later `cairn run` of the worktree (or, with --once, the
     /// next one only), or grant a listed request (--request ID). A path must be absolute,
     /// existing and canonical, never the store's folder nor a pseudo file system (/proc,
@@ -43,23 +89,23 @@ pub enum PolicyAction {
 }
 
 /// The grants `allow` and `revoke` name.
-#[derive(Args, Debug)]
-pub struct Grant {
+#[derive(clap::Args, Debug)]
+struct Grant {
     /// The worktree.
-    pub worktree: Utf8PathBuf,
+    worktree: Utf8PathBuf,
     /// Writing beneath PATH (repeatable).
     #[arg(long, value_name = "PATH", required_unless_present_any = ["network", "request"])]
-    pub write: Vec<Utf8PathBuf>,
+    write: Vec<Utf8PathBuf>,
     /// TCP bind and connect.
     #[arg(long)]
-    pub network: bool,
+    network: bool,
     /// For the next run only.
     #[arg(long)]
-    pub once: bool,
+    once: bool,
     /// The request an agent made (`cairn policy` lists them): `allow` grants what it asks,
     /// `revoke` denies it.
     #[arg(long, value_name = "ID", conflicts_with_all = ["write", "network", "once"])]
-    pub request: Option<u64>,
+    request: Option<u64>,
 }
 
 /// Asks on this terminal before granting, naming what is granted (and, for each system

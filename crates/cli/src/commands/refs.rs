@@ -1,9 +1,17 @@
-//! `ref set|rm|list`: the subcommands.
+//! `cairn ref set|rm|list`: named pointers that keep snapshots alive.
 
+use cairn_engine::{RefListOptions, RefRmOptions, RefSetOptions, Request};
 use clap::Subcommand;
 
+/// Named pointers that keep snapshots alive for gc.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(subcommand)]
+    action: RefAction,
+}
+
 #[derive(Subcommand, Debug)]
-pub enum RefAction {
+enum RefAction {
     /// Point NAME (or NAME@REMOTE) at a snapshot.
     Set {
         /// The ref name, or NAME@REMOTE for a ref on a remote.
@@ -29,4 +37,22 @@ pub enum RefAction {
         #[arg(long, value_name = "NAME")]
         remote: Option<String>,
     },
+}
+
+impl Args {
+    pub fn request(self) -> Request {
+        match self.action {
+            RefAction::Set {
+                name,
+                snapshot,
+                expect,
+            } => Request::RefSet(RefSetOptions {
+                name,
+                snapshot,
+                expect,
+            }),
+            RefAction::Rm { name, expect } => Request::RefRm(RefRmOptions { name, expect }),
+            RefAction::List { remote } => Request::RefList(RefListOptions { remote }),
+        }
+    }
 }
