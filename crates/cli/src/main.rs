@@ -22,7 +22,6 @@ use cairn_engine::Request;
 use camino::Utf8PathBuf;
 use clap::{Parser, Subcommand};
 
-use commands::tree_paths;
 use context::Ctx;
 use error::Error;
 use output::Rendered;
@@ -117,81 +116,15 @@ enum Command {
     Pull(commands::pull::Args),
     Fsck(commands::fsck::Args),
     Gc(commands::gc::Args),
-    /// Snapshot with a name on the worktree's checkpoint stack (onboards DIR in place if it
-    /// is not a worktree yet; nothing git owns is touched). The first one starts a task.
-    Checkpoint {
-        /// The directory (default: the current one).
-        dir: Option<Utf8PathBuf>,
-        /// A name for it, usable wherever a snapshot is expected in this worktree.
-        #[arg(long)]
-        name: Option<String>,
-        /// Snapshot message.
-        #[arg(short, long)]
-        message: Option<String>,
-        /// Leave files larger than this many bytes out of this worktree's captures.
-        #[arg(long, value_name = "BYTES")]
-        max_file_size: Option<u64>,
-    },
-    /// Roll the worktree back to a checkpoint (default: the latest); later ones stay.
-    Rewind {
-        /// The worktree (default: the one holding the current directory).
-        dir: Option<Utf8PathBuf>,
-        /// A checkpoint name, ref name or id prefix.
-        #[arg(long, value_name = "SNAP")]
-        to: Option<String>,
-        /// List what would change; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// Pick the state in a terminal: the worktree's checkpoints and snapshots, newest
-        /// first; Enter previews, a second Enter rewinds, Esc changes nothing.
-        #[arg(short, long, conflicts_with_all = ["to", "dry_run"])]
-        interactive: bool,
-    },
-    /// Revert the newest change set not yet undone, if its files are as it left them.
-    Undo {
-        /// The worktree (default: the one holding the current directory).
-        dir: Option<Utf8PathBuf>,
-    },
-    /// Re-apply the newest undone change set, if its files are as the undo left them.
-    Redo {
-        /// The worktree (default: the one holding the current directory).
-        dir: Option<Utf8PathBuf>,
-    },
-    /// The worktree's operation log.
-    Op {
-        #[command(subcommand)]
-        action: commands::reversible::OpAction,
-    },
-    /// The task's changes against its baseline.
-    Review {
-        /// The worktree (default: the one holding the current directory).
-        dir: Option<Utf8PathBuf>,
-    },
-    /// Keep the task's changes (only under the given paths, if any; else the task ends).
-    Accept {
-        /// The worktree (default: the one holding the current directory).
-        dir: Option<Utf8PathBuf>,
-        /// Paths relative to the worktree root.
-        #[arg(last = true)]
-        paths: Vec<std::ffi::OsString>,
-    },
-    /// Put the task's changes back to its baseline (only under the given paths, if any;
-    /// else the task ends). `cairn undo` brings them back.
-    Discard {
-        /// The worktree (default: the one holding the current directory).
-        dir: Option<Utf8PathBuf>,
-        /// Do not ask before discarding everything.
-        #[arg(long)]
-        yes: bool,
-        /// Paths relative to the worktree root.
-        #[arg(last = true)]
-        paths: Vec<std::ffi::OsString>,
-    },
-    /// Finish an operation that was interrupted (nothing to do: exit 0).
-    Recover {
-        /// The worktree (default: the one holding the current directory).
-        dir: Option<Utf8PathBuf>,
-    },
+    Checkpoint(commands::checkpoint::Args),
+    Rewind(commands::rewind::Args),
+    Undo(commands::undo::Args),
+    Redo(commands::redo::Args),
+    Op(commands::op::Args),
+    Review(commands::review::Args),
+    Accept(commands::accept::Args),
+    Discard(commands::discard::Args),
+    Recover(commands::recover::Args),
     /// A Model Context Protocol server on stdio exposing cairn's verbs as tools.
     Mcp,
     /// A foreground daemon that owns the store so many processes can use it at once; every
@@ -362,11 +295,9 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
         Command::Mcp | Command::Completions { .. } | Command::Man { .. } => {
             return Err(Error::usage("usage", "this command runs on its own"));
         }
-        Command::Rewind {
-            dir,
-            interactive: true,
-            ..
-        } => return commands::picker::rewind(ctx, dir),
+        Command::Rewind(args) if args.interactive => {
+            return commands::picker::rewind(ctx, args.dir);
+        }
         Command::Serve { socket, for_mounts } => {
             commands::serve::run(ctx, socket.as_deref(), for_mounts)?
         }
@@ -399,7 +330,7 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
     let answer = match target.call(&cwd, request.clone(), &bar, stream) {
         // Asking before discarding everything needs this terminal.
         Err(Error::ConfirmationNeeded { root }) => match request {
-            Request::Discard(mut options) if commands::reversible::confirm(&root)? => {
+            Request::Discard(mut options) if commands::discard::confirm(&root)? => {
                 options.yes = true;
                 target.call(&cwd, Request::Discard(options), &bar, stream)
             }
@@ -424,7 +355,6 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
 
 /// The engine request a command line asks for, and how to show its outcome.
 fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
-    use cairn_engine::*;
     let view = View::default();
     let request = match command {
         Command::Onboard(args) => args.request(),
@@ -455,46 +385,15 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
             let view = args.view();
             return Ok((Request::Gc(args.into()), view));
         }
-        Command::Checkpoint {
-            dir,
-            name,
-            message,
-            max_file_size,
-        } => Request::Checkpoint(CheckpointOptions {
-            dir,
-            name,
-            message,
-            max_file_size,
-        }),
-        Command::Rewind {
-            dir,
-            to,
-            dry_run,
-            interactive: _,
-        } => Request::Rewind(RewindOptions { dir, to, dry_run }),
-        Command::Undo { dir } => Request::Undo(UndoOptions { worktree: dir }),
-        Command::Redo { dir } => Request::Redo(UndoOptions { worktree: dir }),
-        Command::Op {
-            action: commands::reversible::OpAction::Log { dir },
-        } => Request::OpLog(OpLogOptions { dir }),
-        Command::Review { dir } => Request::Review(ReviewOptions {
-            dir,
-            detail: if json {
-                Detail::Counts
-            } else {
-                Detail::Contents
-            },
-        }),
-        Command::Accept { dir, paths } => Request::Accept(AcceptOptions {
-            dir,
-            paths: tree_paths(paths),
-        }),
-        Command::Discard { dir, yes, paths } => Request::Discard(DiscardOptions {
-            dir,
-            paths: tree_paths(paths),
-            yes,
-        }),
-        Command::Recover { dir } => Request::Recover(RecoverOptions { dir }),
+        Command::Checkpoint(args) => Request::Checkpoint(args.into()),
+        Command::Rewind(args) => Request::Rewind(args.into()),
+        Command::Undo(args) => Request::Undo(args.into()),
+        Command::Redo(args) => Request::Redo(args.into()),
+        Command::Op(args) => args.request(),
+        Command::Review(args) => Request::Review(args.options(json)),
+        Command::Accept(args) => Request::Accept(args.into()),
+        Command::Discard(args) => Request::Discard(args.into()),
+        Command::Recover(args) => Request::Recover(args.into()),
         Command::Init { .. }
         | Command::Run { .. }
         | Command::SandboxExec { .. }

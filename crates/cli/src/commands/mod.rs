@@ -3,8 +3,11 @@
 //! `From<Args>` for the engine's options) or, for the commands that are the CLI's own
 //! (`init`, `run`, `serve`, `mcp`, `completions`, `man`), the work itself.
 
+pub mod accept;
 pub mod checkout;
+pub mod checkpoint;
 pub mod diff;
+pub mod discard;
 pub mod docs;
 pub mod fsck;
 pub mod gc;
@@ -16,21 +19,26 @@ mod mcp_stdio;
 pub mod merge;
 pub mod mount;
 pub mod onboard;
+pub mod op;
 #[cfg(test)]
 mod openapi;
 pub mod picker;
 pub mod policy;
 pub mod pull;
 pub mod push;
+pub mod recover;
+pub mod redo;
 pub mod refs;
 pub mod remote;
-pub mod reversible;
+pub mod review;
+pub mod rewind;
 pub mod rollback;
 pub mod run;
 pub mod serve;
 pub mod show;
 pub mod snapshot;
 pub mod status;
+pub mod undo;
 pub mod unmount;
 pub mod verbs;
 pub mod worktree;

@@ -1,0 +1,57 @@
+//! `cairn discard [DIR] [-- PATHS]`: put the task's changes back to its baseline, and the
+//! question it asks on the terminal before discarding everything.
+
+use std::ffi::OsString;
+use std::io::{BufRead, IsTerminal, Write};
+
+use cairn_engine::DiscardOptions;
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::error::Error;
+
+/// Put the task's changes back to its baseline (only under the given paths, if any;
+/// else the task ends). `cairn undo` brings them back.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The worktree (default: the one holding the current directory).
+    dir: Option<Utf8PathBuf>,
+    /// Do not ask before discarding everything.
+    #[arg(long)]
+    yes: bool,
+    /// Paths relative to the worktree root.
+    #[arg(last = true)]
+    paths: Vec<OsString>,
+}
+
+impl From<Args> for DiscardOptions {
+    fn from(args: Args) -> DiscardOptions {
+        DiscardOptions {
+            dir: args.dir,
+            paths: super::tree_paths(args.paths),
+            yes: args.yes,
+        }
+    }
+}
+
+/// Asks on this terminal before throwing away every change of the task in `root`; `Ok(false)`
+/// without a terminal to ask on.
+pub fn confirm(root: &Utf8Path) -> Result<bool, Error> {
+    if !std::io::stdin().is_terminal() {
+        return Ok(false);
+    }
+    eprint!("Discard every change of the task in {root}? [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Error::failure("io", format!("reading the answer: {e}")))?;
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(true)
+    } else {
+        Err(Error::usage(
+            "not_confirmed",
+            format!("nothing discarded in {root}"),
+        ))
+    }
+}
