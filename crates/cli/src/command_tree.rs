@@ -83,7 +83,7 @@ fn generated_digests(out: &mut String) {
     }
     let dir = tempfile::tempdir().expect("a temporary directory");
     let dir = camino::Utf8Path::from_path(dir.path()).expect("a UTF-8 temporary directory");
-    let written = crate::commands::docs::man_pages::<crate::Cli>(dir).expect("man pages");
+    let written = crate::commands::man::man_pages::<crate::Cli>(dir).expect("man pages");
     for page in written {
         let bytes = std::fs::read(&page).expect("a written page");
         let name = page.rsplit('/').next().unwrap_or_default();

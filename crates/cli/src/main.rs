@@ -53,11 +53,7 @@ struct Cli {
 /// `commands/`.
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Create a store: PATH, else the one --store or $CAIRN_STORE names, else ./.cairn.
-    Init {
-        /// The store folder to create.
-        path: Option<Utf8PathBuf>,
-    },
+    Init(commands::init::Args),
     Onboard(commands::onboard::Args),
     Snapshot(commands::snapshot::Args),
     Checkout(commands::checkout::Args),
@@ -96,10 +92,7 @@ enum Command {
         command: Vec<std::ffi::OsString>,
     },
     #[command(name = cairn_engine::MATERIALIZE_COPY, hide = true)]
-    MaterializeCopy {
-        from: std::path::PathBuf,
-        to: std::path::PathBuf,
-    },
+    MaterializeCopy(commands::materialize_copy::Args),
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec {
         policy: String,
@@ -125,31 +118,10 @@ enum Command {
     Accept(commands::accept::Args),
     Discard(commands::discard::Args),
     Recover(commands::recover::Args),
-    /// A Model Context Protocol server on stdio exposing cairn's verbs as tools.
-    Mcp,
-    /// A foreground daemon that owns the store so many processes can use it at once; every
-    /// other command uses it while it runs. Stops on SIGTERM.
-    Serve {
-        /// The socket (default: `serve.sock` in the store folder).
-        #[arg(long, value_name = "PATH")]
-        socket: Option<Utf8PathBuf>,
-        /// Started by `mount`: stop once no mount is left.
-        #[arg(long, hide = true)]
-        for_mounts: bool,
-    },
-    /// Print a completion script for SHELL (`source <(cairn completions bash)`, or save it
-    /// where your shell reads completions).
-    Completions {
-        /// The shell.
-        shell: clap_complete::Shell,
-    },
-    /// Write man pages for cairn and every command into DIR (`cairn.1`,
-    /// `cairn-snapshot.1`, ...); prints each path.
-    Man {
-        /// An existing directory (for `man` to find them, one in its path, e.g.
-        /// `~/.local/share/man/man1`).
-        dir: Utf8PathBuf,
-    },
+    Mcp(commands::mcp::Args),
+    Serve(commands::serve::Args),
+    Completions(commands::completions::Args),
+    Man(commands::man::Args),
 }
 
 fn main() -> ExitCode {
@@ -182,12 +154,12 @@ fn main() -> ExitCode {
         return fail(cli.json, &e.into());
     }
     match &cli.command {
-        Command::Completions { shell } => {
-            commands::docs::completions::<Cli>(*shell);
+        Command::Completions(args) => {
+            commands::completions::completions::<Cli>(args);
             return ExitCode::SUCCESS;
         }
-        Command::Man { dir } => {
-            return match commands::docs::man_pages::<Cli>(dir) {
+        Command::Man(args) => {
+            return match commands::man::man_pages::<Cli>(&args.dir) {
                 Ok(written) => {
                     let listed: String = written.iter().map(|p| format!("{p}\n")).collect();
                     output::write_stdout(listed.as_bytes());
@@ -198,7 +170,7 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
-    if let Command::Mcp = cli.command {
+    if let Command::Mcp(_) = cli.command {
         return match commands::mcp::run(cli.store) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(false, &e),
@@ -207,7 +179,7 @@ fn main() -> ExitCode {
     let mut ctx = Ctx::new(cli.json, cli.store.clone());
     ctx.offline = cli.offline;
     // A server runs for long: the commands that call it say it, each once.
-    let check_budget = !matches!(cli.command, Command::Serve { .. });
+    let check_budget = !matches!(cli.command, Command::Serve(_));
     let code = match error::contain_panics(|| run(&ctx, cli.command)) {
         Ok(out) => out.emit(),
         Err(e) => fail(ctx.json, &e),
@@ -261,7 +233,7 @@ fn non_utf8_argument(args: impl Iterator<Item = OsString>) -> Option<Error> {
 
 fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
     let report = match command {
-        Command::Init { path } => commands::init::run(ctx, path)?,
+        Command::Init(args) => commands::init::run(ctx, args)?,
         Command::Run {
             worktree,
             also,
@@ -288,19 +260,17 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
             report,
             command,
         } => commands::run::sandbox_exec(&policy, &scratch, &report, &command),
-        Command::MaterializeCopy { from, to } => {
-            cairn_engine::materialize_copy(&from, &to)?;
+        Command::MaterializeCopy(args) => {
+            commands::materialize_copy::run(&args)?;
             return Ok(Rendered::default());
         }
-        Command::Mcp | Command::Completions { .. } | Command::Man { .. } => {
+        Command::Mcp(_) | Command::Completions(_) | Command::Man(_) => {
             return Err(Error::usage("usage", "this command runs on its own"));
         }
         Command::Rewind(args) if args.interactive => {
             return commands::picker::rewind(ctx, args.dir);
         }
-        Command::Serve { socket, for_mounts } => {
-            commands::serve::run(ctx, socket.as_deref(), for_mounts)?
-        }
+        Command::Serve(args) => commands::serve::run(ctx, args)?,
         other => {
             let (request, view) = request_of(other, ctx.json)?;
             return perform(ctx, request, view);
@@ -394,14 +364,14 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
         Command::Accept(args) => Request::Accept(args.into()),
         Command::Discard(args) => Request::Discard(args.into()),
         Command::Recover(args) => Request::Recover(args.into()),
-        Command::Init { .. }
+        Command::Init(_)
         | Command::Run { .. }
         | Command::SandboxExec { .. }
-        | Command::MaterializeCopy { .. }
-        | Command::Mcp
-        | Command::Completions { .. }
-        | Command::Man { .. }
-        | Command::Serve { .. } => {
+        | Command::MaterializeCopy(_)
+        | Command::Mcp(_)
+        | Command::Completions(_)
+        | Command::Man(_)
+        | Command::Serve(_) => {
             return Err(Error::usage(
                 "usage",
                 "this command runs only as its own process",

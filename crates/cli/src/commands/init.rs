@@ -1,9 +1,18 @@
+//! `cairn init [PATH]`: create a store folder.
+
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 
 use crate::context::{Ctx, absolute, current_dir};
 use crate::error::Error;
 use crate::output::Report;
+
+/// Create a store: PATH, else the one --store or $CAIRN_STORE names, else ./.cairn.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The store folder to create.
+    path: Option<Utf8PathBuf>,
+}
 
 #[derive(Serialize)]
 struct Initialized<'a> {
@@ -12,7 +21,8 @@ struct Initialized<'a> {
 
 /// `cairn init [PATH]`: create the store folder PATH, else the one `--store` or
 /// `$CAIRN_STORE` names, else `./.cairn`.
-pub fn run(ctx: &Ctx, path: Option<Utf8PathBuf>) -> Result<Report, Error> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
+    let Args { path } = args;
     let cwd = current_dir()?;
     let named = path
         .as_deref()

@@ -215,6 +215,11 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
         .map_err(|e| Error::failure("io", format!("the command failed to run: {e}")))
 }
 
+/// A Model Context Protocol server on stdio exposing cairn's verbs as tools.
+#[derive(clap::Args, Debug)]
+#[group(skip)]
+pub struct Args {}
+
 /// `cairn mcp`: serves until the client closes stdin.
 pub fn run(store: Option<Utf8PathBuf>) -> Result<(), Error> {
     let cwd = crate::context::current_dir()?;

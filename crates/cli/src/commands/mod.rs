@@ -6,13 +6,15 @@
 pub mod accept;
 pub mod checkout;
 pub mod checkpoint;
+pub mod completions;
 pub mod diff;
 pub mod discard;
-pub mod docs;
 pub mod fsck;
 pub mod gc;
 pub mod init;
 pub mod log;
+pub mod man;
+pub mod materialize_copy;
 pub mod mcp;
 pub mod mcp_grant;
 mod mcp_stdio;
@@ -49,6 +51,6 @@ use std::os::unix::ffi::OsStringExt;
 use cairn_engine::TreePath;
 
 /// Paths given after `--`, any bytes, as the engine takes them.
-pub(crate) fn tree_paths(paths: Vec<OsString>) -> Vec<TreePath> {
+fn tree_paths(paths: Vec<OsString>) -> Vec<TreePath> {
     paths.into_iter().map(|p| TreePath(p.into_vec())).collect()
 }

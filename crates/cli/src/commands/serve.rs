@@ -755,9 +755,23 @@ async fn mounts_gone(engine: Arc<Engine>) {
     }
 }
 
+/// A foreground daemon that owns the store so many processes can use it at once; every
+/// other command uses it while it runs. Stops on SIGTERM.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The socket (default: `serve.sock` in the store folder).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<Utf8PathBuf>,
+    /// Started by `mount`: stop once no mount is left.
+    #[arg(long, hide = true)]
+    for_mounts: bool,
+}
+
 /// `cairn serve [--socket PATH]`: runs in the foreground until SIGTERM (with
-/// `for_mounts`, also once no mount is left).
-pub fn run(ctx: &Ctx, socket: Option<&Utf8Path>, for_mounts: bool) -> Result<Report, Error> {
+/// `--for-mounts`, also once no mount is left).
+pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
+    let Args { socket, for_mounts } = args;
+    let socket = socket.as_deref();
     let cwd = crate::context::current_dir()?;
     let path = ctx.store_path(&cwd)?;
     // Another process holding the store (a server, or a long command) is an error now,

@@ -1,21 +1,20 @@
-//! `cairn completions SHELL` and `cairn man DIR`: shell completions and man pages, made
-//! from the command line's own definition, so they name every command and option there is.
+//! `cairn man DIR`: man pages made from the command line's own definition, so they name
+//! every command and option there is.
 
 use std::io::Write;
 
-use camino::Utf8Path;
+use camino::{Utf8Path, Utf8PathBuf};
 use clap::CommandFactory;
 
 use crate::error::Error;
 
-/// Writes the completion script for `shell` to stdout (a reader that goes away is no
-/// error).
-pub fn completions<C: CommandFactory>(shell: clap_complete::Shell) {
-    let mut command = C::command();
-    let name = command.get_name().to_owned();
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut command, name, &mut script);
-    crate::output::write_stdout(&script);
+/// Write man pages for cairn and every command into DIR (`cairn.1`,
+/// `cairn-snapshot.1`, ...); prints each path.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// An existing directory (for `man` to find them, one in its path, e.g.
+    /// `~/.local/share/man/man1`).
+    pub dir: Utf8PathBuf,
 }
 
 /// Writes `cairn.1` and a page for every command below it (`cairn-worktree-list.1`, ...)
