@@ -10,6 +10,8 @@ mod command_tree;
 mod commands;
 mod context;
 mod error;
+#[cfg(test)]
+mod help_drift;
 mod output;
 mod progress;
 mod render;
