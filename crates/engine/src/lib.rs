@@ -24,7 +24,7 @@
 //! request                            Request / Outcome of every verb, Engine::handle
 //! limits                             how large a request's arguments may be (as JSON)
 //! view, reversible, merge, objects,  the verbs
-//! remotes
+//! remotes, transfer
 //! worktrees                          onboard, snapshot, checkout, rollback, the registry
 //! mounts                             worktrees served by this engine (FUSE)
 //! engine                             Engine, Call, resolving snapshot names
@@ -84,6 +84,7 @@ mod request;
 mod reversible;
 mod store;
 mod texts;
+mod transfer;
 mod verb;
 mod view;
 pub mod wire;
@@ -123,6 +124,7 @@ pub use reversible::{
     UndoDone, UndoOptions, UndoOutcome,
 };
 pub use store::discover_store;
+pub use transfer::TransferError;
 pub use verb::{ArgumentsError, JsonObject};
 pub use view::{
     Detail, DiffOptions, DiffOutcome, EntrySide, FileChange, LogEntry, LogOptions, LogOutcome,

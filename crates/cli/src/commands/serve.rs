@@ -19,9 +19,9 @@ use axum::routing::{get, post};
 use axum::serve::{IncomingStream, Listener};
 use axum::{Json, Router};
 use cairn_client::{Object, ObjectKind, ObjectRef, ProgressEvent, StreamLine};
-use cairn_engine::{Call, Engine, Error, Face, Outcome, Request, Verb};
+use cairn_engine::{Call, Engine, Error, Face, Outcome, Request, TransferError, Verb};
 use camino::{Utf8Path, Utf8PathBuf};
-use cas::{OpenOptions, Store, WriteBatch};
+use cas::OpenOptions;
 use serde_json::{Value, json};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -527,13 +527,34 @@ fn refs_with_ids(body: &Bytes) -> Result<Vec<(ObjectRef, cas::ObjectId)>, ApiErr
         .collect()
 }
 
-fn present(reader: &cas::Reader, kind: ObjectKind, id: cas::ObjectId) -> Result<bool, String> {
-    let r = match kind {
-        ObjectKind::Blob => reader.has_blob(id.as_blob()),
-        ObjectKind::Tree => reader.has_tree(id.as_tree()),
-        ObjectKind::Snapshot => reader.has_snapshot(id.as_snapshot()),
+fn store_kind(kind: ObjectKind) -> cas::ObjectKind {
+    match kind {
+        ObjectKind::Blob => cas::ObjectKind::Blob,
+        ObjectKind::Tree => cas::ObjectKind::Tree,
+        ObjectKind::Snapshot => cas::ObjectKind::Snapshot,
+    }
+}
+
+fn keys(ids: &[(ObjectRef, cas::ObjectId)]) -> Vec<(cas::ObjectKind, cas::ObjectId)> {
+    ids.iter()
+        .map(|(r, id)| (store_kind(r.kind), *id))
+        .collect()
+}
+
+/// The answer to a failed transfer: received bytes that are not their object, or that
+/// reference one neither stored nor sent, are the client's (422); the rest the store's.
+fn transfer_error(e: &TransferError) -> ApiError {
+    let (status, code) = match e {
+        TransferError::Verify(cas::VerifyError::HashMismatch { .. }) => {
+            (StatusCode::UNPROCESSABLE_ENTITY, "hash_mismatch")
+        }
+        TransferError::Verify(_) => (StatusCode::UNPROCESSABLE_ENTITY, "invalid_object"),
+        TransferError::Write(cas::WriteError::Dangling { .. }) => {
+            (StatusCode::UNPROCESSABLE_ENTITY, "dangling")
+        }
+        _ => (StatusCode::INTERNAL_SERVER_ERROR, "store"),
     };
-    r.map_err(|e| e.to_string())
+    error(status, code, e.to_string())
 }
 
 /// `POST /v1/objects/find_missing`: which of these objects the store lacks.
@@ -543,32 +564,21 @@ async fn find_missing(State(s): State<Served>, body: Bytes) -> Response {
         Err(e) => return e.into_response(),
     };
     let engine = s.engine.clone();
-    let found = run_blocking(move || -> Result<Vec<ObjectRef>, String> {
-        engine
-            .with_store(|store| find_missing_in(store, ids))
-            .map_err(|e| e.to_string())?
+    let lacking = run_blocking(move || {
+        let lacking = engine.lacking_objects(&keys(&ids))?;
+        let mut ids: Vec<Option<ObjectRef>> = ids.into_iter().map(|(r, _)| Some(r)).collect();
+        Ok::<Vec<ObjectRef>, TransferError>(
+            lacking
+                .into_iter()
+                .filter_map(|at| ids[at].take())
+                .collect(),
+        )
     })
     .await;
-    match found {
+    match lacking {
         Ok(Ok(missing)) => Json(json!({ "missing": missing })).into_response(),
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "store", e).into_response(),
+        Ok(Err(e)) => transfer_error(&e).into_response(),
         Err(e) => e.into_response(),
-    }
-}
-
-fn find_missing_in(
-    store: &Store,
-    ids: Vec<(ObjectRef, cas::ObjectId)>,
-) -> Result<Vec<ObjectRef>, String> {
-    {
-        let reader = store.reader().map_err(|e| e.to_string())?;
-        let mut missing = Vec::new();
-        for (r, id) in ids {
-            if !present(&reader, r.kind, id)? {
-                missing.push(r);
-            }
-        }
-        Ok(missing)
     }
 }
 
@@ -580,58 +590,21 @@ async fn put_objects(State(s): State<Served>, body: Bytes) -> Response {
         Ok(o) => o,
         Err(e) => return e.into_response(),
     };
-    let mut batch = WriteBatch::new();
+    let mut received = Vec::with_capacity(objects.objects.len());
     for o in objects.objects {
         let claimed = match object_id(&ObjectRef {
             kind: o.kind,
-            id: o.id.clone(),
+            id: o.id,
         }) {
             Ok(id) => id,
             Err(e) => return e.into_response(),
         };
-        let kind = match o.kind {
-            ObjectKind::Blob => cas::ObjectKind::Blob,
-            ObjectKind::Tree => cas::ObjectKind::Tree,
-            ObjectKind::Snapshot => cas::ObjectKind::Snapshot,
-        };
-        match cas::verify_object(kind, claimed, &o.data) {
-            Ok(verified) => {
-                batch.add_verified(verified);
-            }
-            Err(e) => {
-                let code = match e {
-                    cas::VerifyError::HashMismatch { .. } => "hash_mismatch",
-                    _ => "invalid_object",
-                };
-                return error(StatusCode::UNPROCESSABLE_ENTITY, code, e.to_string())
-                    .into_response();
-            }
-        }
+        received.push((store_kind(o.kind), claimed, o.data));
     }
     let engine = s.engine.clone();
-    let written = run_blocking(move || -> Result<Result<u64, cas::WriteError>, Error> {
-        engine.with_store(|store| {
-            let out = store.write(&batch)?;
-            Ok(out.blobs_written + out.trees_written + out.snapshots_written)
-        })
-    })
-    .await;
-    let written = match written {
-        Ok(Ok(w)) => Ok(w),
-        Ok(Err(e)) => {
-            return error(StatusCode::INTERNAL_SERVER_ERROR, "store", e.to_string())
-                .into_response();
-        }
-        Err(e) => Err(e),
-    };
-    match written {
+    match run_blocking(move || engine.store_objects(received)).await {
         Ok(Ok(n)) => Json(json!({ "stored": n })).into_response(),
-        Ok(Err(e @ cas::WriteError::Dangling { .. })) => {
-            error(StatusCode::UNPROCESSABLE_ENTITY, "dangling", e.to_string()).into_response()
-        }
-        Ok(Err(e)) => {
-            error(StatusCode::INTERNAL_SERVER_ERROR, "store", e.to_string()).into_response()
-        }
+        Ok(Err(e)) => transfer_error(&e).into_response(),
         Err(e) => e.into_response(),
     }
 }
@@ -643,50 +616,28 @@ async fn get_objects(State(s): State<Served>, body: Bytes) -> Response {
         Err(e) => return e.into_response(),
     };
     let engine = s.engine.clone();
-    let got = run_blocking(move || -> Result<(Vec<Object>, Vec<ObjectRef>), String> {
-        engine
-            .with_store(|store| get_objects_in(store, ids))
-            .map_err(|e| e.to_string())?
+    let got = run_blocking(move || {
+        let read = engine.read_objects(&keys(&ids))?;
+        let (mut found, mut missing) = (Vec::new(), Vec::new());
+        for ((r, _), data) in ids.into_iter().zip(read) {
+            match data {
+                Some(data) => found.push(Object {
+                    kind: r.kind,
+                    id: r.id,
+                    data,
+                }),
+                None => missing.push(r),
+            }
+        }
+        Ok::<_, TransferError>((found, missing))
     })
     .await;
     match got {
         Ok(Ok((found, missing))) => {
             Json(json!({ "objects": found, "missing": missing })).into_response()
         }
-        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, "store", e).into_response(),
+        Ok(Err(e)) => transfer_error(&e).into_response(),
         Err(e) => e.into_response(),
-    }
-}
-
-type Got = (Vec<Object>, Vec<ObjectRef>);
-
-fn get_objects_in(store: &Store, ids: Vec<(ObjectRef, cas::ObjectId)>) -> Result<Got, String> {
-    {
-        let reader = store.reader().map_err(|e| e.to_string())?;
-        let (mut found, mut missing) = (Vec::new(), Vec::new());
-        for (r, id) in ids {
-            if !present(&reader, r.kind, id)? {
-                missing.push(r);
-                continue;
-            }
-            let data = match r.kind {
-                ObjectKind::Blob => reader.blob(id.as_blob()).map_err(|e| e.to_string())?,
-                ObjectKind::Tree => reader
-                    .tree(id.as_tree())
-                    .map_err(|e| e.to_string())?
-                    .encode(),
-                ObjectKind::Snapshot => reader
-                    .snapshot(id.as_snapshot())
-                    .map_err(|e| e.to_string())?
-                    .encode(),
-            };
-            found.push(Object {
-                kind: r.kind,
-                id: r.id,
-                data,
-            });
-        }
-        Ok((found, missing))
     }
 }
 
