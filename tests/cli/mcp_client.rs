@@ -41,12 +41,12 @@ fn the_python_mcp_sdk_lists_and_calls_cairn_tools() {
     );
     let summary: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(summary["ok"], true);
-    assert_eq!(summary["tools"].as_array().unwrap().len(), 23);
+    assert_eq!(summary["tools"].as_array().unwrap().len(), 24);
 }
 
 /// `cairn mcp` spoken to line by line, as a client that sends what the SDK would not: lines
 /// that are not messages, calls at once, cancellations.
-struct Mcp {
+pub(crate) struct Mcp {
     child: std::process::Child,
     stdin: std::process::ChildStdin,
     lines: std::sync::mpsc::Receiver<serde_json::Value>,
@@ -56,7 +56,7 @@ struct Mcp {
 
 impl Mcp {
     /// `cairn mcp` on the env's store, with `vars` set, initialized.
-    fn start(env: &Env, vars: &[(&str, &str)]) -> Mcp {
+    pub(crate) fn start(env: &Env, vars: &[(&str, &str)]) -> Mcp {
         let mut child = env
             .command()
             .args(["--store", env.store().as_str(), "mcp"])
@@ -109,7 +109,7 @@ impl Mcp {
         self.send_raw(&serde_json::to_vec(message).unwrap());
     }
 
-    fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
+    pub(crate) fn call(&mut self, id: u64, tool: &str, arguments: serde_json::Value) {
         self.send(&serde_json::json!({
             "jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": { "name": tool, "arguments": arguments },
@@ -150,7 +150,7 @@ impl Mcp {
     }
 
     /// The tool's JSON object and whether it is a tool error.
-    fn tool_answer(&mut self, id: u64, wait: Duration) -> (bool, serde_json::Value) {
+    pub(crate) fn tool_answer(&mut self, id: u64, wait: Duration) -> (bool, serde_json::Value) {
         let answer = self.answer(&serde_json::json!(id), wait);
         let result = &answer["result"];
         let text = result["content"][0]["text"].as_str().unwrap_or_default();

@@ -82,6 +82,9 @@ const WORDED_APART: &[&str] = &[
     "policy_revoke.once",
     "policy_revoke.request",
     "policy_revoke.write",
+    "run.worktree",
+    "run.also",
+    "run.allow_write",
 ];
 
 /// A help text as compared: one line, without the closing full stop clap drops.

@@ -159,6 +159,7 @@ pub fn report(outcome: &Outcome, view: &View) -> Report {
         Outcome::RemoteList(o) => Report::new(json, remotes(o, "")),
         Outcome::Push(o) => Report::new(json, push(o)),
         Outcome::Pull(o) => Report::new(json, pull(o)),
+        Outcome::Run(o) => Report::new(json, run(o)).with_exit(o.exit_code),
         Outcome::Policy(o)
         | Outcome::PolicyAllow(o)
         | Outcome::PolicyRevoke(o)
@@ -176,6 +177,28 @@ pub fn report(outcome: &Outcome, view: &View) -> Report {
         };
     }
     report
+}
+
+/// `run`'s human text: each denied path put back, or where its copy was kept.
+fn run(o: &cairn_engine::RunOutcome) -> String {
+    let first = o.snapshots.first().map(|s| &s.worktree);
+    let mut human = String::new();
+    for v in &o.violations {
+        let path = crate::output::json_path(v.path.as_bytes());
+        let shown = if Some(&v.worktree) == first {
+            path
+        } else {
+            format!("{}/{path}", v.worktree)
+        };
+        let change = &v.change;
+        match &v.kept {
+            None => human.push_str(&format!("put back {shown} ({change}; denied path)\n")),
+            Some(kept) => human.push_str(&format!(
+                "could not put back {shown} ({change}; denied path): something that is not a directory stands in its way; its saved copy is at {kept}\n"
+            )),
+        }
+    }
+    human
 }
 
 fn skipped_human(skipped: &[SkippedPath]) -> String {

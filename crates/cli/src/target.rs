@@ -25,14 +25,27 @@ pub fn with_format_1_tables(mut options: cairn_engine::OpenOptions) -> cairn_eng
     options
 }
 
-/// `engine` with the git backend every engine of this binary has (gitoxide).
-pub fn with_git(engine: Engine) -> Engine {
-    engine.with_git(cairn_git::Gitoxide)
+/// `engine` with the backends every engine of this binary has: git (gitoxide) and, for
+/// `run`, the sandbox (Landlock, through this binary's own helper).
+pub fn with_backends(engine: Engine) -> Engine {
+    let engine = engine.with_git(cairn_git::Gitoxide);
+    match sandbox() {
+        Ok(sandbox) => engine.with_sandbox(sandbox),
+        // Without its own path this binary cannot start its helper: `run` is refused.
+        Err(_) => engine,
+    }
+}
+
+/// The sandbox of this binary: Landlock, through its own hidden `__sandbox-exec`.
+pub fn sandbox() -> Result<sandbox::Landlock, Error> {
+    let exe = std::env::current_exe()
+        .map_err(|e| Error::failure("io", format!("current executable: {e}")))?;
+    Ok(sandbox::Landlock::new(exe, ["__sandbox-exec"]))
 }
 
 /// An engine in this process for `store`, opened per call.
 pub fn local_engine(store: &Utf8Path) -> Engine {
-    with_git(Engine::per_call(store, open_options()))
+    with_backends(Engine::per_call(store, open_options()))
 }
 
 /// An engine in this process, or a server.
@@ -260,7 +273,7 @@ impl Shared {
                 .map_err(|e| Error::failure("io", format!("opening store {store}: {e}")))?;
             match opened {
                 Ok(engine) => {
-                    let engine = std::sync::Arc::new(with_git(engine));
+                    let engine = std::sync::Arc::new(with_backends(engine));
                     self.open
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner)

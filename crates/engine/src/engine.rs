@@ -4,6 +4,7 @@
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::OpenOptions;
+use crate::confine::Sandbox;
 use crate::error::Error;
 use crate::git::Git;
 use crate::path;
@@ -19,6 +20,8 @@ pub struct Engine {
     pub(crate) worktrees: fs_manager::Worktrees,
     /// The git backend, if the embedder gave one.
     git: Option<Box<dyn Git>>,
+    /// What confines `run`'s commands, if the embedder gave it.
+    sandbox: Option<Box<dyn Sandbox>>,
     /// Held while fetching from a remote, so concurrent calls naming one snapshot fetch
     /// it once.
     pub(crate) fetching: std::sync::Mutex<()>,
@@ -105,6 +108,7 @@ impl Engine {
             pools: Pools::default(),
             worktrees: fs_manager::Worktrees::new(),
             git: None,
+            sandbox: None,
             fetching: Default::default(),
             mounts: Default::default(),
         })
@@ -133,6 +137,7 @@ impl Engine {
             pools: Pools::default(),
             worktrees: fs_manager::Worktrees::new(),
             git: None,
+            sandbox: None,
             fetching: Default::default(),
             mounts: Default::default(),
         }
@@ -156,6 +161,18 @@ impl Engine {
     pub fn with_git(mut self, git: impl Git + 'static) -> Engine {
         self.git = Some(Box::new(git));
         self
+    }
+
+    /// The same engine with `sandbox` confining the commands of [`Engine::run`] (the
+    /// `sandbox` crate's Landlock one); without one `run` is refused.
+    pub fn with_sandbox(mut self, sandbox: impl Sandbox + 'static) -> Engine {
+        self.sandbox = Some(Box::new(sandbox));
+        self
+    }
+
+    /// The sandbox, if any.
+    pub(crate) fn sandbox(&self) -> Option<&dyn Sandbox> {
+        self.sandbox.as_deref()
     }
 
     /// The git backend, if any.

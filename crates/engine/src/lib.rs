@@ -9,7 +9,10 @@
 //! Nor does it link git: `onboard`'s git source, `onboard --git`, `merge` and recovering a
 //! `merge --checkout` go through the [`Git`] backend given to [`Engine::with_git`] (the
 //! `cairn-git` crate's gitoxide one). An engine without one records no git source and
-//! refuses those calls (code `no_git`), naming the repository.
+//! refuses those calls (code `no_git`), naming the repository. Nor does it confine
+//! processes: `run` starts its command through the [`Sandbox`] given to
+//! [`Engine::with_sandbox`] (the `sandbox` crate's Landlock one), which also puts back the
+//! secrets the command touched; an engine without one refuses `run`.
 //!
 //! The engine does not print, parse command lines or know HTTP: the `cairn` CLI, `cairn
 //! serve` and `cairn mcp` are faces that build a [`Request`], call an engine (or a server
@@ -24,11 +27,11 @@
 //! request                            Request / Outcome of every verb, Engine::handle
 //! limits                             how large a request's arguments may be (as JSON)
 //! view, reversible, merge, objects,  the verbs
-//! remotes, transfer
+//! remotes, transfer, run
 //! worktrees                          onboard, snapshot, checkout, rollback, the registry
 //! mounts                             worktrees served by this engine (FUSE)
 //! engine                             Engine, Call, resolving snapshot names
-//! git                                Git: the git backend an embedder injects
+//! git, confine                       Git, Sandbox: the backends an embedder injects
 //! store                              finding and holding the store; thread pools
 //! path                               tree paths; directories against the caller's
 //! texts                              the strings a value holds (through Serialize)
@@ -70,6 +73,7 @@
 //! ```
 #![deny(clippy::unwrap_used)]
 
+mod confine;
 mod engine;
 mod error;
 mod git;
@@ -82,6 +86,7 @@ mod policy;
 mod remotes;
 mod request;
 mod reversible;
+mod run;
 mod store;
 mod texts;
 mod transfer;
@@ -93,6 +98,10 @@ mod worktrees;
 /// How a store is opened (created if missing, lock timeout, cache size, read-only): the
 /// store's own options, here so that an embedder needs this crate alone.
 pub use cas::OpenOptions;
+pub use confine::{
+    Captured, Change, ConfineError, Confined, Denial, Output, PutBack, Ran, Sandbox, SandboxPolicy,
+    SavedSecrets,
+};
 pub use engine::{Call, Engine};
 pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply, GitError, GitErrorClass};
 pub use fs_manager::{GrantRequest, GrantSet, SandboxGrants};
@@ -123,6 +132,7 @@ pub use reversible::{
     RecoverOutcome, RefusedPath, RewindOptions, TimelineEntry, TimelineOptions, TimelineOutcome,
     UndoDone, UndoOptions, UndoOutcome,
 };
+pub use run::{RunOptions, RunOutcome, RunSnapshot, RunSteps, Runner, Violation};
 pub use store::discover_store;
 pub use transfer::TransferError;
 pub use verb::{ArgumentsError, JsonObject};

@@ -18,6 +18,10 @@ pub const MAX_TEXT_CHARS: usize = 4_096;
 /// The most items a list argument (paths, snapshots, labels, grants) may have.
 pub const MAX_LIST_ITEMS: usize = 100_000;
 
+/// The most bytes of each of stdout and stderr a command `run` through a face returns (the
+/// rest is dropped and the output marked as cut).
+pub const MAX_OUTPUT_BYTES: usize = 1 << 20;
+
 /// The largest count (`max_count`).
 pub const MAX_COUNT: u64 = u32::MAX as u64;
 

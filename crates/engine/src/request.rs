@@ -24,6 +24,7 @@ use crate::reversible::{
     DiscardOutcome, OpLogOptions, OpLogOutcome, RecoverOptions, RecoverOutcome, RewindOptions,
     TimelineOptions, TimelineOutcome, UndoOptions, UndoOutcome,
 };
+use crate::run::{RunOptions, RunOutcome};
 use crate::view::{
     DiffOptions, DiffOutcome, LogOptions, LogOutcome, ReviewOptions, ReviewOutcome, StatusOptions,
     StatusOutcome,
@@ -153,7 +154,9 @@ macro_rules! verbs {
                         $( Request::$variant(o) => self.$method(call, o).map(Outcome::$variant), )*
                     };
                     match result {
+                        // A command that ran is never run again.
                         Err(e) if fetched < MAX_FETCHES_PER_CALL
+                            && !matches!(request, Request::Run(_))
                             && (self.fetch_promised(call, &e)?
                                 || (fetched == 0
                                     && matches!(e.code(), "unknown_id" | "unknown_ref")
@@ -248,6 +251,8 @@ verbs! {
     PolicyRevoke(PolicyRevokeOptions) -> PolicyOutcome = "policy_revoke" via policy_revoke [Route, Tool];
     /// Record a grant an agent asks for, for a person to decide on.
     PolicyRequest(PolicyRequestOptions) -> PolicyOutcome = "policy_request" via policy_request [];
+    /// Run a command in a worktree, confined by the OS sandbox (Landlock): it may write only in the worktree (and `also`), the worktrees' remembered grants and a private $TMPDIR; it reads everywhere but the store; no network unless a grant allows it. The command runs where the engine runs: through cairn serve or cairn mcp, on the server's machine, with no stdin; its stdout and stderr are returned (each cut at 1 MiB). Afterwards each worktree is snapshotted and every denied path (secret) the command changed is put back and listed in `violations`; `denied` lists what the kernel refused it, to ask for with policy_allow. Only a person on a terminal widens the sandbox (`cairn run --network`, `--allow-write`, `--no-sandbox`).
+    Run(RunOptions) -> Box<RunOutcome> = "run" via run_boxed [Route, Tool];
 }
 
 /// The snapshot specs a request names that a fetch could supply: full ids and remote refs.
@@ -364,6 +369,7 @@ impl Outcome {
             Outcome::Push(o) => o.message.as_deref(),
             Outcome::RefSet(o) | Outcome::RefRm(o) => o.message.as_deref(),
             Outcome::Diff(o) if o.differ => o.message.as_deref(),
+            Outcome::Run(o) => o.message.as_deref(),
             Outcome::Undo(o) | Outcome::Redo(o) => match o {
                 UndoOutcome::Done(d) => d.message.as_deref(),
                 UndoOutcome::Nothing(n) => Some(&n.message),
@@ -474,12 +480,16 @@ mod tests {
                 "mount" | "unmount" => &["dir"],
                 "policy_allow" | "policy_revoke" => &["worktree"],
                 "policy_request" => &["worktree", "by"],
+                "run" => &["worktree"],
                 _ => &[],
             };
-            let args = required
+            let mut args: serde_json::Map<String, serde_json::Value> = required
                 .iter()
                 .map(|k| ((*k).to_owned(), serde_json::Value::from("x")))
                 .collect();
+            if *verb == "run" {
+                args.insert("command".to_owned(), serde_json::json!(["x"]));
+            }
             let request = Request::from_verb(verb, args).expect(verb);
             assert_eq!(request.verb(), *verb);
             let wire = serde_json::to_string(&request).expect("encodes");

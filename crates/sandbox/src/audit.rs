@@ -15,6 +15,7 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use cairn_engine::Denial;
 use rustix::net::netlink::{self, SocketAddrNetlink};
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketType};
 
@@ -31,15 +32,6 @@ const NLM_F_ACK: u16 = 4;
 const HEADER: usize = 16;
 /// How long to wait for the kernel to pass on the records of a finished command.
 const ARRIVAL: Duration = Duration::from_secs(10);
-
-/// One access the kernel refused the command.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-pub struct Denial {
-    /// The object: a path (a denied create names its directory), or `ADDR:PORT` for TCP.
-    pub path: String,
-    /// Landlock's name of the access (`fs.write_file`, `fs.make_reg`, `net.connect_tcp`).
-    pub access: String,
-}
 
 /// Why the denials of a run cannot be told.
 #[derive(Debug, thiserror::Error)]

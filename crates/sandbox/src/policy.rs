@@ -7,56 +7,8 @@ use landlock::{
     RulesetStatus, Scope, path_beneath_rules,
 };
 
+use cairn_engine::SandboxPolicy;
 use path_policy::{GrantError, OpenGrant, open_grant};
-
-/// What a command run by `cairn run` may do. Serializable, so pipelines can pass it around.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(tag = "mode", rename_all = "kebab-case")]
-pub enum SandboxPolicy {
-    /// Read anything, write nothing (but the private temporary directory).
-    ReadOnly {
-        /// Directories the command cannot see at all (see [`enforce`]).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        hidden: Vec<PathBuf>,
-    },
-    /// Write only beneath the writable roots (and the private temporary directory).
-    WorkspaceWrite {
-        /// Directories (or files) the command may change.
-        writable_roots: Vec<PathBuf>,
-        /// Paths below a writable root meant to stay read-only (see [`enforce`]).
-        #[serde(default)]
-        read_only_subpaths: Vec<PathBuf>,
-        /// Directories the command cannot see at all: the store's folder, so neither its
-        /// files nor its server's socket are in reach (see [`enforce`]).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        hidden: Vec<PathBuf>,
-        /// Whether TCP bind and connect are allowed.
-        #[serde(default)]
-        network: bool,
-    },
-    /// No sandbox at all.
-    DangerFullAccess,
-}
-
-impl SandboxPolicy {
-    /// The value of `CAIRN_SANDBOX` for the command.
-    pub fn label(&self) -> &'static str {
-        match self {
-            SandboxPolicy::ReadOnly { .. } => "read-only",
-            SandboxPolicy::WorkspaceWrite { .. } => "workspace-write",
-            SandboxPolicy::DangerFullAccess => "danger-full-access",
-        }
-    }
-
-    /// Whether the command may use the network.
-    pub fn network(&self) -> bool {
-        match self {
-            SandboxPolicy::ReadOnly { .. } => false,
-            SandboxPolicy::WorkspaceWrite { network, .. } => *network,
-            SandboxPolicy::DangerFullAccess => true,
-        }
-    }
-}
 
 /// Enforcing a policy failed.
 #[derive(Debug, thiserror::Error)]

@@ -17,42 +17,9 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+use cairn_engine::{Change, PutBack};
 use path_policy::beneath::{io_err, names, remove_at, stat_at};
 use path_policy::{BeneathError, Root};
-
-/// What a command did to a denied path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
-    /// It was not there before.
-    Created,
-    /// It is there, with other bytes, mode, kind or link target.
-    Modified,
-    /// It is gone (or no longer reachable without passing a symlink).
-    Deleted,
-}
-
-impl Change {
-    /// `created`, `modified` or `deleted`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Change::Created => "created",
-            Change::Modified => "modified",
-            Change::Deleted => "deleted",
-        }
-    }
-}
-
-/// One denied path the command changed, and what was done about it.
-#[derive(Debug, Clone)]
-pub struct PutBack {
-    /// The path, relative to the root.
-    pub path: Vec<u8>,
-    /// What the command did.
-    pub change: Change,
-    /// Set when the saved copy could not be put back (something that is not a directory
-    /// now stands on its way): where the copy was kept instead.
-    pub kept: Option<PathBuf>,
-}
 
 /// Private copies of a worktree's denied paths.
 #[derive(Debug)]

@@ -745,7 +745,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
         .map(|s| crate::context::absolute(&cwd, s))
         .unwrap_or_else(|| cairn_client::Client::socket_of(&path));
     // Captures made here watch their worktrees and skip what did not change.
-    let engine = crate::target::with_git(engine.watching());
+    let engine = crate::target::with_backends(engine.watching());
     let engine = Arc::new(engine);
     let served = Served {
         engine: engine.clone(),

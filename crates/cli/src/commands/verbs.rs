@@ -111,7 +111,9 @@ mod tests {
         for t in offered() {
             let mut args = serde_json::Map::new();
             for name in required(t) {
-                args.insert(name, json!("x"));
+                // A value of the argument's type: a list (`run`'s command) or a string.
+                let list = schema(t)["properties"][&name]["type"] == "array";
+                args.insert(name, if list { json!(["x"]) } else { json!("x") });
             }
             let req = t
                 .request(args)

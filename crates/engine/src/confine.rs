@@ -1,0 +1,211 @@
+//! [`Sandbox`]: what `run` asks of the operating system's sandbox, injected by the embedder
+//! (`sandbox::Landlock`), so that the engine itself never links Landlock or reads audit
+//! records; and the values that pass between the two.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use path_policy::{BeneathError, Root};
+use serde::{Deserialize, Serialize};
+
+/// The sandbox a command of `run` is confined in. An engine without one refuses `run`.
+pub trait Sandbox: Send + Sync {
+    /// Private copies of `paths` (relative to `root`: a worktree's denied paths, its
+    /// secrets), taken before the command runs, to be put back after it.
+    fn save_secrets(
+        &self,
+        root: &Root,
+        paths: &[Vec<u8>],
+    ) -> Result<Box<dyn SavedSecrets>, BeneathError>;
+
+    /// Runs `command` confined to its policy and waits for it to end. The command is not
+    /// run at all if it cannot be confined.
+    fn run(&self, command: &Confined<'_>) -> Result<Ran, ConfineError>;
+}
+
+/// Secrets saved by [`Sandbox::save_secrets`].
+pub trait SavedSecrets: Send {
+    /// Puts every saved path back as it was beneath `root` and removes denied paths that
+    /// are new (`now_denied`: the denied paths found after the command). Returns what the
+    /// command had changed. A copy that cannot be put back is kept, and named.
+    fn put_back(
+        self: Box<Self>,
+        root: &Root,
+        now_denied: &[Vec<u8>],
+    ) -> Result<Vec<PutBack>, BeneathError>;
+}
+
+/// What a command run by `run` may do. Serializable, so it can be handed to the helper
+/// process that enforces it, and reported.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case")]
+pub enum SandboxPolicy {
+    /// Read anything, write nothing (but the private temporary directory).
+    ReadOnly {
+        /// Directories the command cannot see at all.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hidden: Vec<PathBuf>,
+    },
+    /// Write only beneath the writable roots (and the private temporary directory).
+    WorkspaceWrite {
+        /// Directories (or files) the command may change.
+        writable_roots: Vec<PathBuf>,
+        /// Paths below a writable root meant to stay read-only (each worktree's `.git`).
+        #[serde(default)]
+        read_only_subpaths: Vec<PathBuf>,
+        /// Directories the command cannot see at all: the store's folder, so neither its
+        /// files nor its server's socket are in reach.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hidden: Vec<PathBuf>,
+        /// Whether TCP bind and connect are allowed.
+        #[serde(default)]
+        network: bool,
+    },
+    /// No sandbox at all.
+    DangerFullAccess,
+}
+
+impl SandboxPolicy {
+    /// Its name, which the command finds in `CAIRN_SANDBOX`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            SandboxPolicy::ReadOnly { .. } => "read-only",
+            SandboxPolicy::WorkspaceWrite { .. } => "workspace-write",
+            SandboxPolicy::DangerFullAccess => "danger-full-access",
+        }
+    }
+
+    /// Whether the command may use the network.
+    pub fn network(&self) -> bool {
+        match self {
+            SandboxPolicy::ReadOnly { .. } => false,
+            SandboxPolicy::WorkspaceWrite { network, .. } => *network,
+            SandboxPolicy::DangerFullAccess => true,
+        }
+    }
+}
+
+/// A command to run confined.
+#[derive(Debug)]
+pub struct Confined<'a> {
+    /// What it may do.
+    pub policy: &'a SandboxPolicy,
+    /// The program and its arguments.
+    pub command: &'a [OsString],
+    /// Its working directory.
+    pub dir: &'a Path,
+    /// Where its output goes.
+    pub output: Output,
+}
+
+/// Where a confined command's standard streams go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// The caller's own stdin, stdout and stderr (a person's terminal).
+    Inherit,
+    /// The caller's stdin and stderr; its stdout goes to the caller's stderr too (the
+    /// caller's stdout carries its own answer).
+    InheritToStderr,
+    /// No stdin; stdout and stderr captured, each up to `limit` bytes (the rest is read
+    /// and dropped, and the capture marked as cut).
+    Capture {
+        /// The most bytes kept of each.
+        limit: usize,
+    },
+}
+
+/// How a confined command ended.
+#[derive(Debug)]
+pub struct Ran {
+    /// Its exit status (128 + the signal's number if a signal ended it).
+    pub exit_code: i32,
+    /// What the kernel denied it, or why that cannot be told.
+    pub denied: Result<Vec<Denial>, String>,
+    /// Its stdout, when captured.
+    pub stdout: Option<Captured>,
+    /// Its stderr, when captured.
+    pub stderr: Option<Captured>,
+}
+
+/// A stream of the command, captured.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Captured {
+    /// Its first bytes, up to the limit.
+    pub bytes: Vec<u8>,
+    /// Whether more came than the limit.
+    pub cut: bool,
+}
+
+/// Why a command could not be run confined; it did not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfineError {
+    /// The kernel cannot confine it (no Landlock, or no private mount namespace).
+    #[error(
+        "the command could not be confined (Landlock or a private mount namespace is unavailable) and was not run"
+    )]
+    Unavailable,
+    /// A writable path is not what may be granted (any more): a symlink on its way, a
+    /// pseudo file system, missing.
+    #[error("{0}")]
+    Grant(String),
+    /// Starting or waiting for it failed.
+    #[error("running {command}: {source}")]
+    Spawn {
+        /// The command, as text.
+        command: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// Preparing its run failed (its temporary directory, the policy's handover).
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// What was being made or read.
+        path: PathBuf,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// One access the kernel refused the command.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Denial {
+    /// The object: a path (a denied create names its directory), or `ADDR:PORT` for TCP.
+    pub path: String,
+    /// Landlock's name of the access (`fs.write_file`, `fs.make_reg`, `net.connect_tcp`).
+    pub access: String,
+}
+
+/// What a command did to a denied path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// It was not there before.
+    Created,
+    /// It is there, with other bytes, mode, kind or link target.
+    Modified,
+    /// It is gone (or no longer reachable without passing a symlink).
+    Deleted,
+}
+
+impl Change {
+    /// `created`, `modified` or `deleted`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Created => "created",
+            Change::Modified => "modified",
+            Change::Deleted => "deleted",
+        }
+    }
+}
+
+/// One denied path the command changed, and what was done about it.
+#[derive(Debug, Clone)]
+pub struct PutBack {
+    /// The path, relative to the root.
+    pub path: Vec<u8>,
+    /// What the command did.
+    pub change: Change,
+    /// Set when the saved copy could not be put back (something that is not a directory
+    /// now stands on its way): where the copy was kept instead.
+    pub kept: Option<PathBuf>,
+}

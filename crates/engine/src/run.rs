@@ -1,0 +1,556 @@
+//! `run`: a command confined to its worktrees ([`Sandbox`]), what it did snapshotted, and
+//! the secrets it touched put back.
+//!
+//! The same steps serve every face. [`Engine::run`] runs the command where the engine runs,
+//! its output captured, confined to the worktrees and their remembered grants. `cairn run`
+//! on a terminal uses a [`Runner`] of its own: the command gets the terminal, the store calls
+//! go to the process holding the store ([`RunSteps`]), and a person may widen the sandbox
+//! (`--network`, `--allow-write`, `--no-sandbox`).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::SnapshotId;
+use path_policy::{BeneathError, Root};
+use serde::{Deserialize, Serialize};
+
+use crate::confine::{
+    ConfineError, Confined, Denial, Output, Sandbox, SandboxPolicy, SavedSecrets,
+};
+use crate::engine::{Call, Engine};
+use crate::error::Error;
+use crate::path::TreePath;
+use crate::policy::{PolicyOptions, PolicyOutcome, check_writable};
+use crate::view::{StatusOptions, StatusOutcome};
+use crate::worktrees::{SkippedPath, SnapshotOptions, SnapshotOutcome};
+
+/// `run WORKTREE [--also WORKTREE]… [--read-only] -- CMD…`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunOptions {
+    /// The worktree the command runs in (its working directory) and may write.
+    #[schemars(with = "String")]
+    pub worktree: Utf8PathBuf,
+    /// Other worktrees the command may write, snapshotted and protected the same way.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub also: Vec<Utf8PathBuf>,
+    /// Write nowhere but the private temporary directory (for verifiers).
+    #[serde(default)]
+    pub read_only: bool,
+    // `network`, `allow_write` and `no_sandbox` widen the sandbox: only a person on a
+    // terminal gives them (`Runner::person`), so no route or tool takes them.
+    /// Allow TCP bind and connect.
+    #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
+    pub network: bool,
+    /// Also allow writing beneath these paths.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>", extend("x-cli-only" = true))]
+    pub allow_write: Vec<Utf8PathBuf>,
+    /// Run unconfined (where Landlock is missing).
+    #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
+    pub no_sandbox: bool,
+    /// The command and its arguments.
+    #[serde(with = "os_strings")]
+    #[schemars(with = "Vec<String>")]
+    pub command: Vec<OsString>,
+}
+
+impl RunOptions {
+    /// Run `command` in `worktree`.
+    pub fn new<S: Into<OsString>>(
+        worktree: impl Into<Utf8PathBuf>,
+        command: impl IntoIterator<Item = S>,
+    ) -> RunOptions {
+        RunOptions {
+            worktree: worktree.into(),
+            command: command.into_iter().map(Into::into).collect(),
+            ..RunOptions::default()
+        }
+    }
+
+    /// The options that give the command more than its worktrees and their remembered
+    /// grants, as the command line spells them.
+    fn widening(&self) -> Vec<&'static str> {
+        [
+            (self.no_sandbox, "--no-sandbox"),
+            (!self.allow_write.is_empty(), "--allow-write"),
+            (self.network, "--network"),
+        ]
+        .into_iter()
+        .filter_map(|(given, name)| given.then_some(name))
+        .collect()
+    }
+}
+
+/// Serde for a command's words as JSON strings (a word that is not UTF-8 cannot be sent).
+mod os_strings {
+    use std::ffi::OsString;
+
+    pub(crate) fn serialize<S: serde::Serializer>(
+        words: &[OsString],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = s.serialize_seq(Some(words.len()))?;
+        for word in words {
+            let text = word.to_str().ok_or_else(|| {
+                S::Error::custom(format!("{}: not valid UTF-8", word.to_string_lossy()))
+            })?;
+            seq.serialize_element(text)?;
+        }
+        seq.end()
+    }
+
+    pub(crate) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<OsString>, D::Error> {
+        let words: Vec<String> = serde::Deserialize::deserialize(d)?;
+        Ok(words.into_iter().map(OsString::from).collect())
+    }
+}
+
+/// What `run` did.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// The command's exit status (128 + the signal's number if a signal ended it).
+    pub exit_code: i32,
+    /// Denied paths (secrets) the command changed, each put back.
+    pub violations: Vec<Violation>,
+    /// The first worktree's new head.
+    pub snapshot: SnapshotId,
+    /// Each worktree's new head.
+    pub snapshots: Vec<RunSnapshot>,
+    /// The policy's name (`workspace-write`, `read-only`, `danger-full-access`).
+    pub sandbox: String,
+    /// The effective policy the command ran under.
+    pub policy: SandboxPolicy,
+    /// What the kernel denied the command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied: Option<Vec<Denial>>,
+    /// Why what the kernel denied is not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_unavailable: Option<String>,
+    /// The command's stdout, when captured (not on a terminal): its first
+    /// [`crate::limits::MAX_OUTPUT_BYTES`], bytes that are not UTF-8 replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
+    /// Whether stdout was cut at the limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stdout_cut: bool,
+    /// The command's stderr, when captured, as stdout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    /// Whether stderr was cut at the limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stderr_cut: bool,
+    /// Why this is a refusal (exit 1): the command succeeded but changed denied paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// A worktree of a run and its snapshot after it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunSnapshot {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// Its new head.
+    pub snapshot: SnapshotId,
+}
+
+/// A denied path the command changed, and whether it was put back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Violation {
+    /// The worktree.
+    pub worktree: Utf8PathBuf,
+    /// The path in it.
+    pub path: TreePath,
+    /// `created`, `modified` or `deleted`.
+    pub change: String,
+    /// Where its saved copy was kept, when it could not be put back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
+}
+
+/// The store calls of a run, made where the store is: the engine's own methods, or (for
+/// `cairn run` when `cairn serve` holds the store) the server's. The store is never held
+/// while the command runs.
+pub trait RunSteps {
+    /// `status` of `worktree`.
+    fn status(&self, worktree: &Utf8Path) -> Result<StatusOutcome, Error>;
+    /// `policy` of the worktree at `root`, with `take_once`.
+    fn take_grants(&self, root: &Utf8Path) -> Result<PolicyOutcome, Error>;
+    /// `snapshot` of the worktree at `root`.
+    fn snapshot(&self, root: &Utf8Path, message: &str) -> Result<SnapshotOutcome, Error>;
+}
+
+/// A run's store calls on an engine in this process.
+struct Here<'a> {
+    engine: &'a Engine,
+    call: &'a Call<'a>,
+}
+
+impl RunSteps for Here<'_> {
+    fn status(&self, worktree: &Utf8Path) -> Result<StatusOutcome, Error> {
+        let options = StatusOptions {
+            worktree: Some(worktree.to_owned()),
+        };
+        self.engine.status(self.call, options)
+    }
+
+    fn take_grants(&self, root: &Utf8Path) -> Result<PolicyOutcome, Error> {
+        let options = PolicyOptions {
+            worktree: Some(root.to_owned()),
+            take_once: true,
+        };
+        self.engine.policy(self.call, options)
+    }
+
+    fn snapshot(&self, root: &Utf8Path, message: &str) -> Result<SnapshotOutcome, Error> {
+        self.engine
+            .snapshot(self.call, SnapshotOptions::new(root).message(message))
+    }
+}
+
+/// One run of a command, with who runs it deciding where its store calls go, what
+/// confines it and where its output goes.
+pub struct Runner<'a> {
+    /// Where the store calls go.
+    pub steps: &'a dyn RunSteps,
+    /// What confines the command.
+    pub sandbox: &'a dyn Sandbox,
+    /// The store's folder (hidden from the command; never writable).
+    pub store: &'a Utf8Path,
+    /// The caller's directory (relative worktrees and `--allow-write` paths).
+    pub cwd: &'a Utf8Path,
+    /// Where the command's output goes.
+    pub output: Output,
+    /// A person on a terminal asks: `network`, `allow_write` and `no_sandbox` are taken.
+    /// Anyone else is refused them: the command runs where the engine runs, and only a
+    /// person may give it more than its worktrees and their remembered grants.
+    pub person: bool,
+}
+
+/// One worktree of a run: where it is, and its secrets saved.
+struct Member {
+    root: Utf8PathBuf,
+    boundary: Root,
+    secrets: Box<dyn SavedSecrets>,
+}
+
+fn beneath(e: BeneathError) -> Error {
+    Error::failure("io", e.to_string())
+}
+
+/// The paths a capture left out because a deny pattern matched them (secrets).
+fn denied(skipped: &[SkippedPath]) -> Vec<Vec<u8>> {
+    skipped
+        .iter()
+        .filter(|s| s.denied_by.is_some())
+        .map(|s| s.path.as_bytes().to_vec())
+        .collect()
+}
+
+/// Refuses `options` that give the command more than its worktrees and their remembered
+/// grants, unless a person asks.
+fn refuse_widening(options: &RunOptions, person: bool) -> Result<(), Error> {
+    let widening = options.widening();
+    if person || widening.is_empty() {
+        return Ok(());
+    }
+    Err(Error::usage(
+        "not_permitted",
+        format!(
+            "{}: {} may only be given by a person on a terminal (cairn run); run through a server or the library, a command stays confined to its worktrees and their remembered grants (ask for more with policy_allow)",
+            options.worktree,
+            widening.join(", ")
+        ),
+    ))
+}
+
+impl Runner<'_> {
+    /// Runs `options.command`, snapshots each worktree and puts its secrets back (every
+    /// worktree's, even when a step fails for one of them; the first failure is returned
+    /// after that).
+    pub fn run(&self, options: RunOptions) -> Result<RunOutcome, Error> {
+        refuse_widening(&options, self.person)?;
+        if options.command.is_empty() {
+            return Err(Error::usage(
+                "usage",
+                "cairn run: no command given after --",
+            ));
+        }
+        let cwd = self.cwd;
+        // Look around while the store is held, then let go of it while the command runs.
+        let mut members: Vec<Member> = Vec::new();
+        for worktree in std::iter::once(&options.worktree).chain(&options.also) {
+            let status = self.steps.status(&crate::path::absolute(cwd, worktree))?;
+            let root = status.worktree;
+            if members.iter().any(|m| m.root == root) {
+                continue;
+            }
+            let boundary = Root::open(root.as_std_path()).map_err(beneath)?;
+            let secrets = self
+                .sandbox
+                .save_secrets(&boundary, &denied(&status.skipped))
+                .map_err(beneath)?;
+            members.push(Member {
+                root,
+                boundary,
+                secrets,
+            });
+        }
+        let root = members[0].root.clone();
+        let store_dir = std::fs::canonicalize(self.store)
+            .map_err(|e| Error::failure("io", format!("{}: {e}", self.store)))?;
+        let policy = self.policy(&options, &members, &store_dir)?;
+
+        let confined = Confined {
+            policy: &policy,
+            command: &options.command,
+            dir: root.as_std_path(),
+            output: self.output,
+        };
+        let ran = self.sandbox.run(&confined).map_err(|e| match e {
+            ConfineError::Unavailable if self.person => Error::usage(
+                "sandbox_unavailable",
+                format!("{root}: {e}; pass --no-sandbox to run it unconfined"),
+            ),
+            ConfineError::Unavailable => {
+                Error::usage("sandbox_unavailable", format!("{root}: {e}"))
+            }
+            ConfineError::Grant(why) => Error::usage(
+                "invalid_grant",
+                format!("{root}: {why}; the command was not run"),
+            ),
+            other => Error::failure("io", other.to_string()),
+        })?;
+
+        // Snapshot what the command did, then put every secret back as it was.
+        let message = format!(
+            "run: {}",
+            options
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let mut violations = Vec::new();
+        let mut snapshots = Vec::new();
+        let mut kept_aside = Vec::new();
+        let mut failed: Option<Error> = None;
+        for (i, m) in members.into_iter().enumerate() {
+            let after = match self.steps.snapshot(&m.root, &message) {
+                Ok(s) => {
+                    snapshots.push(RunSnapshot {
+                        worktree: m.root.clone(),
+                        snapshot: s.snapshot,
+                    });
+                    denied(&s.skipped)
+                }
+                Err(e) => {
+                    failed.get_or_insert(e);
+                    // Without a capture, what the command created is unknown: the saved
+                    // secrets still go back.
+                    Vec::new()
+                }
+            };
+            let put_back = match m.secrets.put_back(&m.boundary, &after) {
+                Ok(put_back) => put_back,
+                Err(e) => {
+                    failed.get_or_insert(beneath(e));
+                    continue;
+                }
+            };
+            for p in put_back {
+                let kept = p.kept.as_ref().map(|k| k.display().to_string());
+                if let Some(kept) = &kept {
+                    let path = diff::path_text(&p.path);
+                    let shown = if i == 0 {
+                        path
+                    } else {
+                        format!("{}/{path}", m.root)
+                    };
+                    kept_aside.push(format!(
+                        "; {shown} could not be put back (not a directory on its way), saved copy kept at {kept}"
+                    ));
+                }
+                violations.push(Violation {
+                    worktree: m.root.clone(),
+                    path: TreePath(p.path),
+                    change: p.change.as_str().to_owned(),
+                    kept,
+                });
+            }
+        }
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        let n = violations.len();
+        let message = (ran.exit_code == 0 && n > 0).then(|| {
+            let mut message = format!(
+                "the command changed {n} denied path{}; put back",
+                if n == 1 { "" } else { "s" }
+            );
+            message.extend(kept_aside);
+            message
+        });
+        let (denied, denied_unavailable) = match ran.denied {
+            Ok(d) => (Some(d), None),
+            Err(why) => (None, Some(why)),
+        };
+        let text = |c: &Option<crate::confine::Captured>| {
+            c.as_ref()
+                .map(|c| (String::from_utf8_lossy(&c.bytes).into_owned(), c.cut))
+        };
+        let (stdout, stdout_cut) = text(&ran.stdout).map_or((None, false), |(t, c)| (Some(t), c));
+        let (stderr, stderr_cut) = text(&ran.stderr).map_or((None, false), |(t, c)| (Some(t), c));
+        Ok(RunOutcome {
+            exit_code: ran.exit_code,
+            violations,
+            snapshot: snapshots[0].snapshot,
+            snapshots,
+            sandbox: policy.label().to_owned(),
+            policy,
+            denied,
+            denied_unavailable,
+            stdout,
+            stdout_cut,
+            stderr,
+            stderr_cut,
+            message,
+        })
+    }
+
+    /// The policy the command runs under. Next-run grants are spent here, as the run
+    /// starts, even if it then refuses.
+    fn policy(
+        &self,
+        options: &RunOptions,
+        members: &[Member],
+        store_dir: &Path,
+    ) -> Result<SandboxPolicy, Error> {
+        let hidden = hidden_dirs(store_dir, members);
+        if options.no_sandbox {
+            return Ok(SandboxPolicy::DangerFullAccess);
+        }
+        if options.read_only {
+            return Ok(SandboxPolicy::ReadOnly { hidden });
+        }
+        let mut writable_roots: Vec<PathBuf> = Vec::new();
+        let mut network = options.network;
+        for m in members {
+            writable_roots.push(m.root.clone().into_std_path_buf());
+            let policy = self.steps.take_grants(&m.root)?;
+            for set in [policy.policy.always, policy.taken.unwrap_or_default()] {
+                for grant in &set.writable {
+                    // As when it was granted: a grant swapped for a symlink since, or one
+                    // that now holds the store, is refused, not followed (and the sandbox
+                    // checks the handle it opens again).
+                    check_writable(grant, store_dir).map_err(|e| {
+                        Error::usage(
+                            "invalid_grant",
+                            format!(
+                                "{}: its grant no longer holds ({e}); revoke it with cairn policy revoke {} --write {grant}",
+                                m.root, m.root
+                            ),
+                        )
+                    })?;
+                    writable_roots.push(grant.clone().into_std_path_buf());
+                }
+                network |= set.network;
+            }
+        }
+        for path in &options.allow_write {
+            // Named as it resolves, as a grant is: a symlink is refused, never followed (it
+            // could be swapped while the run starts).
+            let given = crate::path::absolute(self.cwd, path);
+            check_writable(&given, store_dir).map_err(|e| {
+                Error::usage("invalid_grant", format!("--allow-write {given}: {e}"))
+            })?;
+            writable_roots.push(given.into_std_path_buf());
+        }
+        writable_roots.sort();
+        writable_roots.dedup();
+        Ok(SandboxPolicy::WorkspaceWrite {
+            read_only_subpaths: protected(members),
+            writable_roots,
+            hidden,
+            network,
+        })
+    }
+}
+
+/// What the command cannot see: the store's folder, and the user's runtime directory
+/// (`$XDG_RUNTIME_DIR`, else `/run/user/UID`) with the session bus and systemd's sockets,
+/// through which a command could start programs outside the sandbox; not if a worktree lives
+/// there.
+fn hidden_dirs(store_dir: &Path, members: &[Member]) -> Vec<PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| format!("/run/user/{}", rustix::process::getuid().as_raw()).into());
+    let runtime = std::fs::canonicalize(runtime)
+        .ok()
+        .filter(|r| r.is_dir() && !members.iter().any(|m| m.root.as_std_path().starts_with(r)));
+    std::iter::once(store_dir.to_owned())
+        .chain(runtime)
+        .collect()
+}
+
+/// What stays read-only inside what is writable: each worktree's `.git` (a directory, or
+/// the file of a linked worktree). The store's folder is hidden from the command altogether.
+fn protected(members: &[Member]) -> Vec<PathBuf> {
+    members
+        .iter()
+        .map(|m| m.root.join(".git").into_std_path_buf())
+        .collect()
+}
+
+impl Engine {
+    /// Runs a command confined to its worktree (and `also`), where this engine runs, on its
+    /// machine: it may write only there, in the worktrees' remembered grants and in a
+    /// private temporary directory; it reads everywhere but the store's folder; it has the
+    /// network only if a grant gives it. Its stdout and stderr are captured and returned
+    /// (each up to [`crate::limits::MAX_OUTPUT_BYTES`]); it gets no stdin. Each worktree is
+    /// snapshotted afterwards and its denied paths (secrets) put back. `network`,
+    /// `allow_write` and `no_sandbox` are refused (`not_permitted`): only a person on a
+    /// terminal widens a sandbox. Needs the sandbox given to [`Engine::with_sandbox`].
+    pub fn run(&self, call: &Call, options: RunOptions) -> Result<RunOutcome, Error> {
+        refuse_widening(&options, false)?;
+        let Some(sandbox) = self.sandbox() else {
+            return Err(Error::usage(
+                "sandbox_unavailable",
+                format!(
+                    "{}: this engine has no sandbox (it was opened without one), so it runs no command",
+                    options.worktree
+                ),
+            ));
+        };
+        Runner {
+            steps: &Here { engine: self, call },
+            sandbox,
+            store: self.store_path(),
+            cwd: &call.cwd,
+            output: Output::Capture {
+                limit: crate::limits::MAX_OUTPUT_BYTES,
+            },
+            person: false,
+        }
+        .run(options)
+    }
+}
+
+impl Engine {
+    /// [`Engine::run`] for [`crate::Outcome`], which holds this large outcome boxed.
+    pub(crate) fn run_boxed(
+        &self,
+        call: &Call,
+        options: RunOptions,
+    ) -> Result<Box<RunOutcome>, Error> {
+        self.run(call, options).map(Box::new)
+    }
+}

@@ -1,0 +1,244 @@
+//! [`Landlock`], the engine's [`Sandbox`]: each command is started by a helper process
+//! that confines itself with [`crate::enforce`] and then becomes the command ([`exec`]),
+//! so no `unsafe` `pre_exec` runs in a process that may have many threads.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use cairn_engine::{
+    Captured, ConfineError, Confined, Output, PutBack, Ran, Sandbox, SandboxPolicy, SavedSecrets,
+};
+use path_policy::{BeneathError, Root};
+
+use crate::audit::DenialLog;
+use crate::putback::SecretCopy;
+
+/// Exit status of the helper when it cannot confine the command.
+pub const SANDBOX_UNAVAILABLE: i32 = 231;
+/// Exit status of the helper when a writable path is not what may be granted (any more):
+/// it then writes [`REFUSED`] and why to its report.
+const GRANT_REFUSED: i32 = 232;
+/// How the helper's report starts when it refused a writable path.
+const REFUSED: &str = "refused: ";
+
+/// Confines commands with Landlock through a helper: the program `helper`, given `args`
+/// and then `POLICY SCRATCH REPORT -- COMMAND…`, calls [`exec`] with those (`cairn`'s
+/// hidden `__sandbox-exec`).
+#[derive(Debug, Clone)]
+pub struct Landlock {
+    helper: PathBuf,
+    args: Vec<OsString>,
+}
+
+impl Landlock {
+    /// Commands started through `helper args…`.
+    pub fn new(
+        helper: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = impl Into<OsString>>,
+    ) -> Landlock {
+        Landlock {
+            helper: helper.into(),
+            args: args.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl SavedSecrets for SecretCopy {
+    fn put_back(
+        self: Box<Self>,
+        root: &Root,
+        now_denied: &[Vec<u8>],
+    ) -> Result<Vec<PutBack>, BeneathError> {
+        SecretCopy::put_back(*self, root, now_denied)
+    }
+}
+
+fn io(path: &Path) -> impl Fn(std::io::Error) -> ConfineError + '_ {
+    move |source| ConfineError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl Sandbox for Landlock {
+    fn save_secrets(
+        &self,
+        root: &Root,
+        paths: &[Vec<u8>],
+    ) -> Result<Box<dyn SavedSecrets>, BeneathError> {
+        Ok(Box::new(SecretCopy::save(root, paths)?))
+    }
+
+    fn run(&self, confined: &Confined<'_>) -> Result<Ran, ConfineError> {
+        let policy = confined.policy;
+        let scratch = tempfile::Builder::new()
+            .prefix("cairn-run-tmp-")
+            .tempdir()
+            .map_err(io(&std::env::temp_dir()))?;
+        // The sandbox opens every writable path without following a symlink.
+        let scratch_dir = std::fs::canonicalize(scratch.path()).map_err(io(scratch.path()))?;
+        let policy_json = serde_json::to_string(policy).map_err(|e| ConfineError::Io {
+            path: scratch_dir.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        let report = tempfile::NamedTempFile::new().map_err(io(&std::env::temp_dir()))?;
+        let mut cmd = Command::new(&self.helper);
+        cmd.args(&self.args)
+            .arg(&policy_json)
+            .arg(&scratch_dir)
+            .arg(report.path())
+            .arg("--")
+            .args(confined.command);
+        cmd.current_dir(confined.dir)
+            .env("CAIRN_SANDBOX", policy.label())
+            .env("TMPDIR", scratch.path());
+        if policy.network() {
+            cmd.env_remove("CAIRN_SANDBOX_NETWORK_DISABLED");
+        } else {
+            cmd.env("CAIRN_SANDBOX_NETWORK_DISABLED", "1");
+        }
+        match confined.output {
+            Output::Inherit => {}
+            Output::InheritToStderr => {
+                cmd.stdout(std::io::stderr());
+            }
+            Output::Capture { .. } => {
+                cmd.stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+            }
+        }
+        let log = match policy {
+            SandboxPolicy::DangerFullAccess => {
+                Err("the command ran unconfined (--no-sandbox)".to_owned())
+            }
+            _ => DenialLog::open().map_err(|e| e.to_string()),
+        };
+        let spawn_error = |source| ConfineError::Spawn {
+            command: format!("{:?}", confined.command),
+            source,
+        };
+        let mut child = cmd.spawn().map_err(spawn_error)?;
+        let pid = child.id();
+        let (stdout, stderr) = match confined.output {
+            Output::Capture { limit } => capture(&mut child, limit),
+            _ => (None, None),
+        };
+        let status = child.wait().map_err(spawn_error)?;
+        let stdout = stdout.map(|r| r.join().unwrap_or_default());
+        let stderr = stderr.map(|r| r.join().unwrap_or_default());
+        let exit_code = status.code().unwrap_or(128 + 9);
+        if exit_code == SANDBOX_UNAVAILABLE {
+            return Err(ConfineError::Unavailable);
+        }
+        let reported = std::fs::read_to_string(report.path()).unwrap_or_default();
+        if let (GRANT_REFUSED, Some(why)) = (exit_code, reported.strip_prefix(REFUSED)) {
+            return Err(ConfineError::Grant(why.to_owned()));
+        }
+        let logged = reported.trim() == "1";
+        let denied = log.and_then(|log| log.denials(pid, logged).map_err(|e| e.to_string()));
+        Ok(Ran {
+            exit_code,
+            denied,
+            stdout,
+            stderr,
+        })
+    }
+}
+
+type Reading = std::thread::JoinHandle<Captured>;
+
+/// Reads the child's stdout and stderr on threads of their own (so neither pipe fills up
+/// while the other is read), each kept up to `limit` bytes and read to its end.
+fn capture(child: &mut Child, limit: usize) -> (Option<Reading>, Option<Reading>) {
+    fn read(mut from: impl Read + Send + 'static, limit: usize) -> Reading {
+        std::thread::spawn(move || {
+            let mut out = Captured::default();
+            let mut buf = [0u8; 64 << 10];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let room = limit.saturating_sub(out.bytes.len());
+                        out.bytes.extend_from_slice(&buf[..n.min(room)]);
+                        out.cut |= n > room;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+            out
+        })
+    }
+    (
+        child.stdout.take().map(|o| read(o, limit)),
+        child.stderr.take().map(|e| read(e, limit)),
+    )
+}
+
+/// The helper: confines this process to `policy_json` (a [`SandboxPolicy`]), then becomes
+/// `command`. It writes to `report` whether Landlock logs the command's denials (`1` or `0`),
+/// or why it refused a writable path.
+pub fn exec(policy_json: &str, scratch: &Path, report: &Path, command: &[OsString]) -> ! {
+    use std::io::Write as _;
+    use std::os::unix::process::CommandExt;
+    // Opened before the sandbox closes it off; closed on exec.
+    let mut report = std::fs::OpenOptions::new().write(true).open(report).ok();
+    let policy: SandboxPolicy = match serde_json::from_str(policy_json) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cairn: invalid sandbox policy: {e}");
+            std::process::exit(2);
+        }
+    };
+    match crate::enforce(&policy, scratch) {
+        Ok(enforced) => {
+            if let Some(r) = report.as_mut() {
+                let _ = write!(r, "{}", u8::from(enforced.denials_logged));
+            }
+            drop(report);
+        }
+        Err(crate::SandboxError::Unavailable) => std::process::exit(SANDBOX_UNAVAILABLE),
+        Err(crate::SandboxError::Grant(e)) => {
+            if let Some(r) = report.as_mut() {
+                let _ = write!(r, "{REFUSED}{e}");
+            }
+            std::process::exit(GRANT_REFUSED);
+        }
+        Err(e) => {
+            eprintln!(
+                "cairn: {e}; the command was not run (pass --no-sandbox to run it unconfined)"
+            );
+            std::process::exit(SANDBOX_UNAVAILABLE);
+        }
+    }
+    let Some((program, rest)) = command.split_first() else {
+        std::process::exit(2)
+    };
+    let err = Command::new(program).args(rest).exec();
+    eprintln!(
+        "cairn: cannot run {}: {err}",
+        PathBuf::from(program).display()
+    );
+    std::process::exit(127);
+}
+
+/// [`exec`] with its arguments as the helper is given them: `POLICY SCRATCH REPORT --
+/// COMMAND…` (for a helper that has no parser of its own); exits 2 if they are not that.
+pub fn exec_args(args: &[OsString]) -> ! {
+    match args {
+        [policy, scratch, report, dashes, command @ ..] if dashes == "--" => {
+            let Some(policy) = policy.to_str() else {
+                eprintln!("cairn: the sandbox policy is not UTF-8");
+                std::process::exit(2);
+            };
+            exec(policy, Path::new(scratch), Path::new(report), command)
+        }
+        _ => {
+            eprintln!("cairn: the sandbox helper takes POLICY SCRATCH REPORT -- COMMAND…");
+            std::process::exit(2);
+        }
+    }
+}
