@@ -24,6 +24,7 @@ mod remote_commands;
 mod remote_engines;
 mod reversible_commands;
 mod run_commands;
+mod run_faces;
 mod serve_commands;
 mod serve_watch;
 mod shell_docs;
