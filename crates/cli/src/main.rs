@@ -67,42 +67,11 @@ enum Command {
     Worktree(commands::worktree::Args),
     Diff(commands::diff::Args),
     Status(commands::status::Args),
-    /// Run a command confined to a worktree (Landlock): it may write only there (and in the
-    /// other worktrees given, the worktrees' remembered grants and a private temporary
-    /// directory); secrets it touches are put back; what the kernel denied is reported.
-    Run {
-        /// The worktree.
-        worktree: Utf8PathBuf,
-        /// Another worktree the command may write, snapshotted and protected the same way
-        /// (repeatable).
-        #[arg(long, value_name = "WORKTREE")]
-        also: Vec<Utf8PathBuf>,
-        /// Write nowhere but the private temporary directory (for verifiers).
-        #[arg(long)]
-        read_only: bool,
-        /// Allow TCP bind and connect.
-        #[arg(long)]
-        network: bool,
-        /// Also allow writing beneath PATH (repeatable).
-        #[arg(long = "allow-write", value_name = "PATH")]
-        allow_write: Vec<Utf8PathBuf>,
-        /// Run unconfined (where Landlock is missing).
-        #[arg(long)]
-        no_sandbox: bool,
-        /// The command and its arguments.
-        #[arg(last = true, required = true)]
-        command: Vec<std::ffi::OsString>,
-    },
+    Run(commands::run::Args),
     #[command(name = cairn_engine::MATERIALIZE_COPY, hide = true)]
     MaterializeCopy(commands::materialize_copy::Args),
     #[command(name = "__sandbox-exec", hide = true)]
-    SandboxExec {
-        policy: String,
-        scratch: std::path::PathBuf,
-        report: std::path::PathBuf,
-        #[arg(last = true)]
-        command: Vec<std::ffi::OsString>,
-    },
+    SandboxExec(commands::run::SandboxExecArgs),
     Show(commands::show::Args),
     Log(commands::log::Args),
     Ref(commands::refs::Args),
@@ -236,32 +205,8 @@ fn non_utf8_argument(args: impl Iterator<Item = OsString>) -> Option<Error> {
 fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
     let report = match command {
         Command::Init(args) => commands::init::run(ctx, args)?,
-        Command::Run {
-            worktree,
-            also,
-            read_only,
-            network,
-            allow_write,
-            no_sandbox,
-            command,
-        } => {
-            let args = commands::run::RunArgs {
-                worktree: &worktree,
-                also: &also,
-                read_only,
-                network,
-                allow_write: &allow_write,
-                no_sandbox,
-                command: &command,
-            };
-            commands::run::run(ctx, &args)?
-        }
-        Command::SandboxExec {
-            policy,
-            scratch,
-            report,
-            command,
-        } => commands::run::sandbox_exec(&policy, &scratch, &report, &command),
+        Command::Run(args) => commands::run::run(ctx, args)?,
+        Command::SandboxExec(args) => commands::run::sandbox_exec(&args),
         Command::MaterializeCopy(args) => {
             commands::materialize_copy::run(&args)?;
             return Ok(Rendered::default());
@@ -367,8 +312,8 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
         Command::Discard(args) => Request::Discard(args.into()),
         Command::Recover(args) => Request::Recover(args.into()),
         Command::Init(_)
-        | Command::Run { .. }
-        | Command::SandboxExec { .. }
+        | Command::Run(_)
+        | Command::SandboxExec(_)
         | Command::MaterializeCopy(_)
         | Command::Mcp(_)
         | Command::Completions(_)

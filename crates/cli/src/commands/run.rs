@@ -2,7 +2,7 @@
 //! where the store is (its server, or an engine here); the command itself always runs
 //! here, with this terminal's stdin and stdout, and a person may widen its sandbox.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use cairn_engine::{
     Outcome, PolicyOptions, PolicyOutcome, Request, RunOptions, RunOutcome, RunSteps, Runner,
@@ -16,29 +16,57 @@ use crate::output::Report;
 use crate::progress::Bar;
 use crate::target::Target;
 
-/// Options of `cairn run`.
-pub struct RunArgs<'a> {
-    pub worktree: &'a Utf8Path,
-    pub also: &'a [Utf8PathBuf],
-    pub read_only: bool,
-    pub network: bool,
-    pub allow_write: &'a [Utf8PathBuf],
-    pub no_sandbox: bool,
-    pub command: &'a [std::ffi::OsString],
+/// Run a command confined to a worktree (Landlock): it may write only there (and in the
+/// other worktrees given, the worktrees' remembered grants and a private temporary
+/// directory); secrets it touches are put back; what the kernel denied is reported.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The worktree.
+    worktree: Utf8PathBuf,
+    /// Another worktree the command may write, snapshotted and protected the same way
+    /// (repeatable).
+    #[arg(long, value_name = "WORKTREE")]
+    also: Vec<Utf8PathBuf>,
+    /// Write nowhere but the private temporary directory (for verifiers).
+    #[arg(long)]
+    read_only: bool,
+    /// Allow TCP bind and connect.
+    #[arg(long)]
+    network: bool,
+    /// Also allow writing beneath PATH (repeatable).
+    #[arg(long = "allow-write", value_name = "PATH")]
+    allow_write: Vec<Utf8PathBuf>,
+    /// Run unconfined (where Landlock is missing).
+    #[arg(long)]
+    no_sandbox: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<std::ffi::OsString>,
 }
 
-impl From<&RunArgs<'_>> for RunOptions {
-    fn from(args: &RunArgs<'_>) -> RunOptions {
+impl From<Args> for RunOptions {
+    fn from(args: Args) -> RunOptions {
         RunOptions {
-            worktree: args.worktree.to_owned(),
-            also: args.also.to_vec(),
+            worktree: args.worktree,
+            also: args.also,
             read_only: args.read_only,
             network: args.network,
-            allow_write: args.allow_write.to_vec(),
+            allow_write: args.allow_write,
             no_sandbox: args.no_sandbox,
-            command: args.command.to_vec(),
+            command: args.command,
         }
     }
+}
+
+// The sandbox helper's arguments (`POLICY SCRATCH REPORT -- COMMAND…`); hidden, so it has
+// no help text.
+#[derive(clap::Args, Debug)]
+pub struct SandboxExecArgs {
+    policy: String,
+    scratch: PathBuf,
+    report: PathBuf,
+    #[arg(last = true)]
+    command: Vec<std::ffi::OsString>,
 }
 
 /// The store calls of `run`, where the store is (its server, or here).
@@ -94,7 +122,7 @@ impl RunSteps for Steps {
 
 /// `cairn run WORKTREE [--also WORKTREE]… [--read-only] [--network] [--allow-write PATH]…
 /// [--no-sandbox] -- CMD…`.
-pub fn run(ctx: &Ctx, args: &RunArgs<'_>) -> Result<Report, Error> {
+pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
     if args.command.is_empty() {
         return Err(Error::usage(
             "usage",
@@ -165,11 +193,6 @@ fn denial_notes(o: &RunOutcome) -> Vec<String> {
 
 /// The hidden helper `__sandbox-exec`: confine this process to the policy, then become the
 /// command.
-pub fn sandbox_exec(
-    policy_json: &str,
-    scratch: &Path,
-    report: &Path,
-    command: &[std::ffi::OsString],
-) -> ! {
-    sandbox::exec(policy_json, scratch, report, command)
+pub fn sandbox_exec(args: &SandboxExecArgs) -> ! {
+    sandbox::exec(&args.policy, &args.scratch, &args.report, &args.command)
 }
