@@ -18,7 +18,8 @@
 //! `path_policy` builds its repo paths on it. It must not know worktrees on disk, deny
 //! lists, sandboxes, git, the command line or HTTP, and it depends on no crate of cairn's:
 //! side tables hold their owners' bytes, and `gc` and `fsck` ask the owners
-//! ([`SideOwner`]) what their records keep alive.
+//! ([`SideOwner`]) what their records keep alive. The [`Progress`] trait every long
+//! operation above reports through is here, the one crate they all share.
 //!
 //! ```
 //! use cas::{EntryKind, OpenOptions, PreparedBlob, Snapshot, Store, Tree, TreeEntry, WriteBatch};
@@ -56,6 +57,7 @@
 mod id;
 mod name;
 mod object;
+mod progress;
 mod store;
 mod verify;
 
@@ -65,6 +67,7 @@ pub use object::{
     EntryKind, GitSource, ObjectError, ObjectKind, SNAPSHOT_CONTEXT, Snapshot, Source,
     TREE_CONTEXT, Tree, TreeEntry, parse_label, validate_label_key, validate_name,
 };
+pub use progress::{Progress, Silent};
 pub use store::{
     BlobChunks, BlobPayload, BlobSource, BoxError, CHUNK_BYTES, Checked, Chunk, DATABASE_FILE,
     Damage, Error, FORMAT_VERSION, Format1Keys, Format1Table, Frame, FrameMember, FrameRef,

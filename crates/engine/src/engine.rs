@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::git::Git;
 use crate::path;
 use crate::store::{Access, Holding, Pools, StoreMut, StoreRef};
-use fs_manager::{Progress, Silent};
+use cas::{Progress, Silent};
 
 /// An open cairn store and what lives as long as it: see the crate doc.
 pub struct Engine {

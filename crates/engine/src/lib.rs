@@ -98,6 +98,7 @@ mod worktrees;
 /// How a store is opened (created if missing, lock timeout, cache size, read-only): the
 /// store's own options, here so that an embedder needs this crate alone.
 pub use cas::OpenOptions;
+pub use cas::{Progress, Silent};
 pub use confine::{
     Captured, Change, ConfineError, Confined, Denial, Output, PutBack, Ran, Sandbox, SandboxPolicy,
     SavedSecrets,
@@ -105,7 +106,6 @@ pub use confine::{
 pub use engine::{Call, Engine};
 pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply, GitError, GitErrorClass};
 pub use fs_manager::{GrantRequest, GrantSet, SandboxGrants};
-pub use fs_manager::{Progress, Silent};
 pub use git::{Git, GitImport, GitImported, GitMerge, GitMerged, GitRecovered};
 pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
 pub use mounts::{

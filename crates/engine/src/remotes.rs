@@ -130,21 +130,6 @@ pub struct PullOutcome {
     pub warnings: Vec<String>,
 }
 
-/// Remote progress shown through the call's progress.
-struct Bridge<'a>(&'a dyn fs_manager::Progress);
-
-impl remote::Progress for Bridge<'_> {
-    fn start(&self, what: &str, objects: u64, bytes: u64) {
-        self.0.start(what, objects, bytes);
-    }
-    fn advance(&self, objects: u64, bytes: u64) {
-        self.0.advance(objects, bytes);
-    }
-    fn finish(&self) {
-        self.0.finish();
-    }
-}
-
 fn entry(c: &RemoteConfig) -> RemoteEntry {
     RemoteEntry {
         name: c.name.clone(),
@@ -252,7 +237,7 @@ impl Engine {
         }
         drop(reader);
         let ids: Vec<SnapshotId> = targets.iter().map(|(_, id)| *id).collect();
-        let pushed = remote::push(&remote, &store, &ids, &Bridge(call.progress))?;
+        let pushed = remote::push(&remote, &store, &ids, call.progress)?;
         let mut refs = Vec::new();
         let mut refused = Vec::new();
         for (r, id) in &targets {
@@ -349,7 +334,7 @@ impl Engine {
             .fetching
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let got = remote::fetch(&remote, &store, &ids, Need::History, &Bridge(call.progress))?;
+        let got = remote::fetch(&remote, &store, &ids, Need::History, call.progress)?;
         let mut batch = WriteBatch::new();
         if options.snapshots.is_empty() {
             // Every ref of the remote was read: one this store saw there and that is gone
@@ -399,7 +384,7 @@ impl Engine {
             .map(|e| expected_id(&reader, &call.cwd, e))
             .transpose()?;
         drop(reader);
-        remote::push(&remote, &store, &[id], &Bridge(call.progress))?;
+        remote::push(&remote, &store, &[id], call.progress)?;
         match remote::refs::update(&remote, name, RefUpdate::Set(id), expected) {
             Ok(()) => {
                 self.track(&store, at, name, Some(id))?;
@@ -635,7 +620,7 @@ impl Engine {
         }
         for config in candidates {
             let remote = Remote::connect(config)?;
-            match remote::fetch(&remote, store, &[id], Need::Closure, &Bridge(call.progress)) {
+            match remote::fetch(&remote, store, &[id], Need::Closure, call.progress) {
                 Ok(_) => return Ok(true),
                 Err(RemoteError::NotOnRemote { .. }) => {}
                 Err(e) => return Err(e.into()),

@@ -12,12 +12,12 @@ use crate::dirstate::Cache;
 use crate::error::CaptureError;
 use crate::paths::Skipped;
 use crate::pending::{Pending, PendingCapture, WatchDone};
-use crate::progress::{Progress, Silent};
 use crate::records;
 use crate::rules::OnDisk;
 use crate::scan::{self, ScanOptions};
 use crate::scope::ScopeSettings;
 use crate::watch::Quiet;
+use cas::{Progress, Silent};
 
 /// Knobs shared by every capture.
 #[derive(Clone, Copy)]

@@ -19,7 +19,7 @@ use crate::fsops::{self, WriteFailure};
 use crate::journal::Step;
 use crate::paths::tree_order;
 use crate::pending::Pending;
-use crate::progress::{Progress, Silent};
+use cas::{Progress, Silent};
 
 /// Options of [`checkout`](crate::Worktrees::checkout).
 #[derive(Clone, Copy)]

@@ -35,7 +35,7 @@
 //! mounted                        worktrees a live mount serves (`MountedTree`)
 //! dirstate, fsops, watch         stat caches; writes beneath a root; inotify
 //! file_state                     one file's stat-cache record
-//! lock, paths, progress, registry, root
+//! lock, paths, registry, root
 //! apart                          worktrees lie apart from the store's folder
 //! ```
 //!
@@ -73,7 +73,6 @@ mod mounted;
 mod operations;
 mod paths;
 mod pending;
-mod progress;
 mod reach;
 mod records;
 mod recover;
@@ -92,6 +91,7 @@ pub use apart::{Overlap, StoreOverlap, check as check_apart};
 pub use capture::{
     CaptureOptions, GitProbe, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome,
 };
+pub use cas::{Progress, Silent};
 pub use checkout::{CheckoutOptions, CheckoutOutcome};
 pub use error::{
     CaptureError, CheckoutError, RecoverError, RollbackError, ScanError, TaskError, UndoError,
@@ -100,7 +100,6 @@ pub use error::{
 pub use journal::Interrupted;
 pub use mounted::{MountCapture, MountedTree};
 pub use paths::{SkipReason, Skipped, Special};
-pub use progress::{Progress, Silent};
 pub use reach::{read_live_file, read_live_link};
 pub use records::{find as find_worktree, list as list_worktrees};
 pub use recover::RecoverOutcome;

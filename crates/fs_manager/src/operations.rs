@@ -344,7 +344,7 @@ mod tests {
             dry_run: true,
             scope,
             quiet,
-            progress: &crate::progress::Silent,
+            progress: &cas::Silent,
         }
     }
 

@@ -14,7 +14,7 @@ use crate::fsops::WriteFailure;
 use crate::journal::{self, Plan};
 use crate::paths::SkipReason;
 use crate::pending::Pending;
-use crate::progress::{Progress, Silent};
+use cas::{Progress, Silent};
 use path_policy::{RepoPath, RepoPathBuf};
 
 /// Options of [`rollback`](crate::Worktrees::rollback).

@@ -27,6 +27,8 @@ pub mod refs;
 mod transport;
 mod url;
 
+/// Pushes and fetches report through the workspace's one progress trait.
+pub use cas::{Progress, Silent};
 pub use catalog::Catalog;
 pub use config::{
     Conditional, INDEX_CACHE, Probe, REMOTES, RemoteConfig, RemotesOwner, TRACKING, add_remote,
@@ -41,20 +43,6 @@ pub use push::{PushOutcome, push};
 pub use refs::{RefUpdate, RemoteRef};
 pub use transport::Remote;
 pub use url::{RemoteUrl, UrlError};
-
-/// Receives progress of pushes and fetches. Called from worker threads.
-pub trait Progress: Sync {
-    /// The work ahead: objects and bytes.
-    fn start(&self, _what: &str, _objects: u64, _bytes: u64) {}
-    /// Objects and bytes done since the last call.
-    fn advance(&self, _objects: u64, _bytes: u64) {}
-    /// The step is over.
-    fn finish(&self) {}
-}
-
-/// Reports nothing.
-pub struct Silent;
-impl Progress for Silent {}
 
 /// The remote used when none is named.
 pub const DEFAULT_REMOTE: &str = "origin";

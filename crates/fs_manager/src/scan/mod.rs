@@ -30,11 +30,11 @@ use rayon::prelude::*;
 use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp, Name};
 use crate::file_state::{FileState, Stat, now_ns};
 use crate::paths::{SkipReason, Skipped, Special, join, shown, split_parent, tree_order};
-use crate::progress::Progress;
 use crate::reach;
 use crate::rules::{self, Rules};
 use crate::scope::{DirRules, Leaf, Scope, Verdict};
 use crate::watch::Quiet;
+use cas::Progress;
 
 mod assemble;
 mod hash;
