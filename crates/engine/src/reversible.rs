@@ -320,7 +320,7 @@ impl Engine {
                 name.map(|n| format!(" {n}")).unwrap_or_default()
             )
         });
-        let checkpoint = fs_manager::CheckpointOptions {
+        let checkpoint = fs_manager::WorktreeCheckpointOptions {
             name,
             capture: fs_manager::CaptureOptions {
                 message: &message,
@@ -356,10 +356,10 @@ impl Engine {
                 .map(|spec| resolve_in(&reader, &record, spec))
                 .transpose()?
         };
-        let rollback = fs_manager::RollbackOptions {
+        let rollback = fs_manager::WorktreeRollbackOptions {
             dry_run: options.dry_run,
             progress: call.progress,
-            ..fs_manager::RollbackOptions::default()
+            ..fs_manager::WorktreeRollbackOptions::default()
         };
         let out = self.worktrees.rewind(&store, &dir, target, &rollback)?;
         Ok(RollbackOutcome::of(&out, options.dry_run))
@@ -579,10 +579,10 @@ impl Engine {
         if paths.is_empty() && !options.yes {
             return Err(Error::ConfirmationNeeded { root: record.root });
         }
-        let rollback = fs_manager::RollbackOptions {
+        let rollback = fs_manager::WorktreeRollbackOptions {
             paths: &paths,
             progress: call.progress,
-            ..fs_manager::RollbackOptions::default()
+            ..fs_manager::WorktreeRollbackOptions::default()
         };
         let out = self.worktrees.discard(&store, &record.root, &rollback)?;
         Ok(DiscardOutcome {

@@ -196,7 +196,7 @@ pub struct SnapshotOutcome {
 
 impl SnapshotOutcome {
     /// The outcome of the capture `out`.
-    pub(crate) fn of(out: &fs_manager::SnapshotOutcome) -> SnapshotOutcome {
+    pub(crate) fn of(out: &fs_manager::CaptureOutcome) -> SnapshotOutcome {
         SnapshotOutcome {
             snapshot: out.snapshot,
             tree: out.tree,
@@ -281,7 +281,7 @@ pub struct RollbackOutcome {
 }
 
 impl RollbackOutcome {
-    pub(crate) fn of(out: &fs_manager::RollbackOutcome, dry_run: bool) -> RollbackOutcome {
+    pub(crate) fn of(out: &fs_manager::WorktreeRollbackOutcome, dry_run: bool) -> RollbackOutcome {
         RollbackOutcome {
             worktree: out.root.clone(),
             snapshot: out.snapshot,
@@ -369,7 +369,7 @@ impl Engine {
         let store = self.store(Access::Create)?;
         let message = options.message.as_deref().unwrap_or("onboard");
         let source = |dir: &Utf8Path| self.git().and_then(|g| g.source(dir));
-        let onboard = fs_manager::OnboardOptions {
+        let onboard = fs_manager::WorktreeOnboardOptions {
             capture: fs_manager::CaptureOptions {
                 message,
                 labels: &labels,
@@ -483,7 +483,7 @@ impl Engine {
             &store,
             id,
             &call.path(&options.dest),
-            &fs_manager::CheckoutOptions {
+            &fs_manager::WorktreeCheckoutOptions {
                 progress: call.progress,
             },
         )?;
@@ -508,11 +508,11 @@ impl Engine {
         let target = resolve_in(&reader, &record, &options.snapshot)?;
         drop(reader);
         let paths = tree_paths(Some(&record.root), &options.paths)?;
-        let rollback = fs_manager::RollbackOptions {
+        let rollback = fs_manager::WorktreeRollbackOptions {
             paths: &paths,
             dry_run: options.dry_run,
             progress: call.progress,
-            ..fs_manager::RollbackOptions::default()
+            ..fs_manager::WorktreeRollbackOptions::default()
         };
         let out = self
             .worktrees

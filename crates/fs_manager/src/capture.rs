@@ -47,7 +47,7 @@ impl Default for CaptureOptions<'_> {
 
 /// Options of [`onboard`](crate::Worktrees::onboard).
 #[derive(Clone, Copy, Default)]
-pub struct OnboardOptions<'a> {
+pub struct WorktreeOnboardOptions<'a> {
     /// Message, labels, threads, progress.
     pub capture: CaptureOptions<'a>,
     /// Keep deny-pattern paths (secrets) in scope for this worktree.
@@ -66,7 +66,7 @@ pub type GitProbe<'a> = &'a (dyn Fn(&Utf8Path) -> Option<GitSource> + Sync);
 
 /// What [`onboard`](crate::Worktrees::onboard) did.
 #[derive(Debug, Clone)]
-pub struct OnboardOutcome {
+pub struct WorktreeOnboardOutcome {
     /// The worktree root (canonical).
     pub root: Utf8PathBuf,
     /// The snapshot of it (the head, if nothing changed since an earlier onboard).
@@ -87,7 +87,7 @@ pub struct OnboardOutcome {
 
 /// What [`snapshot`](crate::Worktrees::snapshot) did.
 #[derive(Debug, Clone)]
-pub struct SnapshotOutcome {
+pub struct CaptureOutcome {
     /// The worktree root.
     pub root: Utf8PathBuf,
     /// The new snapshot, or the head if nothing changed.
@@ -517,8 +517,8 @@ pub(crate) fn onboard(
     ws: &Worktrees,
     store: &Store,
     src: &Utf8Path,
-    options: &OnboardOptions<'_>,
-) -> Result<OnboardOutcome, CaptureError> {
+    options: &WorktreeOnboardOptions<'_>,
+) -> Result<WorktreeOnboardOutcome, CaptureError> {
     let root = records::canonical(src)?;
     let git_source = options.git.and_then(|probe| probe(&root));
     let _busy = ws.locks.lock(&root);
@@ -546,7 +546,7 @@ pub(crate) fn onboard(
         edit: None,
     };
     let c = capture(ws, store, record, &how)?;
-    Ok(OnboardOutcome {
+    Ok(WorktreeOnboardOutcome {
         root,
         snapshot: c.snapshot,
         tree: c.tree,
@@ -581,7 +581,7 @@ pub(crate) fn snapshot(
     store: &Store,
     path: &Utf8Path,
     options: &CaptureOptions<'_>,
-) -> Result<SnapshotOutcome, CaptureError> {
+) -> Result<CaptureOutcome, CaptureError> {
     let held = crate::held::hold(ws, store, path)?;
     snapshot_as(ws, store, held.record.clone(), "snapshot", options, None)
 }
@@ -594,7 +594,7 @@ pub(crate) fn record_change(
     path: &Utf8Path,
     op: &str,
     options: &CaptureOptions<'_>,
-) -> Result<SnapshotOutcome, CaptureError> {
+) -> Result<CaptureOutcome, CaptureError> {
     let held = crate::held::hold(ws, store, path)?;
     snapshot_as(ws, store, held.record.clone(), op, options, None)
 }
@@ -607,7 +607,7 @@ pub(crate) fn snapshot_as(
     op: &str,
     options: &CaptureOptions<'_>,
     edit: Option<RecordEdit<'_>>,
-) -> Result<SnapshotOutcome, CaptureError> {
+) -> Result<CaptureOutcome, CaptureError> {
     let parent = record.head;
     let source = Source {
         path: record.root.clone(),
@@ -636,7 +636,7 @@ pub(crate) fn snapshot_as(
             }
         }
     }
-    Ok(SnapshotOutcome {
+    Ok(CaptureOutcome {
         root: c.record.root.clone(),
         snapshot: c.snapshot,
         tree: c.tree,

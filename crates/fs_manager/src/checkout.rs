@@ -23,20 +23,20 @@ use cas::{Progress, Silent};
 
 /// Options of [`checkout`](crate::Worktrees::checkout).
 #[derive(Clone, Copy)]
-pub struct CheckoutOptions<'a> {
+pub struct WorktreeCheckoutOptions<'a> {
     /// Where progress goes.
     pub progress: &'a dyn Progress,
 }
 
-impl Default for CheckoutOptions<'_> {
+impl Default for WorktreeCheckoutOptions<'_> {
     fn default() -> Self {
-        CheckoutOptions { progress: &Silent }
+        WorktreeCheckoutOptions { progress: &Silent }
     }
 }
 
 /// What [`checkout`](crate::Worktrees::checkout) did.
 #[derive(Debug, Clone)]
-pub struct CheckoutOutcome {
+pub struct WorktreeCheckoutOutcome {
     /// The new worktree's root (canonical).
     pub worktree: Utf8PathBuf,
     /// The snapshot checked out.
@@ -69,8 +69,8 @@ pub(crate) fn checkout(
     store: &Store,
     snapshot: SnapshotId,
     dest: &Utf8Path,
-    options: &CheckoutOptions<'_>,
-) -> Result<CheckoutOutcome, CheckoutError> {
+    options: &WorktreeCheckoutOptions<'_>,
+) -> Result<WorktreeCheckoutOutcome, CheckoutError> {
     let reader = store.reader()?;
     let snap = reader.snapshot(snapshot)?;
     // Names were checked when the trees were decoded; whole paths are checked here, before
@@ -205,7 +205,7 @@ pub(crate) fn checkout(
         .map_err(|e| forget(e.into()))?;
     drop(reader);
     step.finish(batch).map_err(|e| forget(e.into()))?;
-    Ok(CheckoutOutcome {
+    Ok(WorktreeCheckoutOutcome {
         worktree: root,
         snapshot,
         files: counted.files,
@@ -522,12 +522,17 @@ mod tests {
 
         let ws = crate::Worktrees::new();
         let snap = ws
-            .onboard(&store, &src, &crate::OnboardOptions::default())
+            .onboard(&store, &src, &crate::WorktreeOnboardOptions::default())
             .expect("onboard")
             .snapshot;
         let dest = base.join("dest");
         let out = ws
-            .checkout(&store, snap, &dest, &crate::CheckoutOptions::default())
+            .checkout(
+                &store,
+                snap,
+                &dest,
+                &crate::WorktreeCheckoutOptions::default(),
+            )
             .expect("checkout");
         assert_eq!(out.files, files.len() as u64 + 3);
 

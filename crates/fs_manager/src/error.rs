@@ -223,7 +223,7 @@ pub enum RecoverError {
 }
 
 /// `undo` or `redo` failed. A refusal (files changed since) is not an error: see
-/// [`crate::UndoOutcome::refused`].
+/// [`crate::WorktreeUndoOutcome::refused`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum UndoError {

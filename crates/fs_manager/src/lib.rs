@@ -41,12 +41,12 @@
 //!
 //! ```no_run
 //! use camino::Utf8Path;
-//! use fs_manager::{CaptureOptions, CheckoutOptions, OnboardOptions, Worktrees};
+//! use fs_manager::{CaptureOptions, WorktreeCheckoutOptions, WorktreeOnboardOptions, Worktrees};
 //!
 //! let store = cas::Store::open(Utf8Path::new(".cairn"), &cas::OpenOptions { create: true, ..Default::default() })?;
 //! let worktrees = Worktrees::new();
-//! let onboarded = worktrees.onboard(&store, Utf8Path::new("my-repo"), &OnboardOptions::default())?;
-//! let agent = worktrees.checkout(&store, onboarded.snapshot, Utf8Path::new("/tmp/agent-1"), &CheckoutOptions::default())?;
+//! let onboarded = worktrees.onboard(&store, Utf8Path::new("my-repo"), &WorktreeOnboardOptions::default())?;
+//! let agent = worktrees.checkout(&store, onboarded.snapshot, Utf8Path::new("/tmp/agent-1"), &WorktreeCheckoutOptions::default())?;
 //! // ... the agent edits files in /tmp/agent-1 ...
 //! let turn = worktrees.snapshot(&store, &agent.worktree, &CaptureOptions::default())?;
 //! println!("turn snapshot {} ({} files modified)", turn.snapshot, turn.modified);
@@ -89,10 +89,11 @@ mod worktrees;
 
 pub use apart::{Overlap, StoreOverlap, check as check_apart};
 pub use capture::{
-    CaptureOptions, GitProbe, LiveState, OnboardOptions, OnboardOutcome, SnapshotOutcome,
+    CaptureOptions, CaptureOutcome, GitProbe, LiveState, WorktreeOnboardOptions,
+    WorktreeOnboardOutcome,
 };
 pub use cas::{Progress, Silent};
-pub use checkout::{CheckoutOptions, CheckoutOutcome};
+pub use checkout::{WorktreeCheckoutOptions, WorktreeCheckoutOutcome};
 pub use error::{
     CaptureError, CheckoutError, RecoverError, RollbackError, ScanError, TaskError, UndoError,
     WorktreeError,
@@ -102,19 +103,22 @@ pub use mounted::{MountCapture, MountedTree};
 pub use paths::{SkipReason, Skipped, Special};
 pub use reach::{read_live_file, read_live_link};
 pub use records::{find as find_worktree, list as list_worktrees};
-pub use recover::RecoverOutcome;
+pub use recover::WorktreeRecoverOutcome;
 pub use registry::{
     Checkpoint, DirIdentity, FORMAT_1_TABLES, GrantRequest, GrantRequests, GrantSet, OpRecord,
     Registry, RegistryError, RegistryRead, RegistryWrite, SandboxGrants, Task, UndoStacks,
     WorktreeKind, WorktreeRecord, undo_stacks,
 };
-pub use rollback::{RollbackOptions, RollbackOutcome};
+pub use rollback::{WorktreeRollbackOptions, WorktreeRollbackOutcome};
 pub use root::RootChanged;
 pub use rules::{OnDisk, Patterns, RulesPresent, RulesSource, read_patterns};
 pub use scan::FileRecord;
 pub use scope::{DirRules, Leaf, Scope, ScopeSettings, Verdict};
-pub use task::{AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOutcome};
-pub use undo::{Refusal, UndoOutcome};
+pub use task::{
+    WorktreeAcceptOutcome, WorktreeCheckpointOptions, WorktreeCheckpointOutcome,
+    WorktreeDiscardOutcome,
+};
+pub use undo::{Refusal, WorktreeUndoOutcome};
 pub use worktrees::Worktrees;
 
 /// Files whose timestamps are this close to a snapshot are read again by the next one.

@@ -6,21 +6,22 @@ use cas::{SnapshotId, Store};
 
 use crate::worktrees::Worktrees;
 use crate::{
-    AcceptOutcome, CaptureError, CaptureOptions, CheckoutError, CheckoutOptions, CheckoutOutcome,
-    CheckpointOptions, CheckpointOutcome, DiscardOutcome, LiveState, OnboardOptions,
-    OnboardOutcome, RecoverError, RecoverOutcome, RollbackError, RollbackOptions, RollbackOutcome,
-    SnapshotOutcome, TaskError, UndoError, UndoOutcome, WorktreeError,
+    CaptureError, CaptureOptions, CaptureOutcome, CheckoutError, LiveState, RecoverError,
+    RollbackError, TaskError, UndoError, WorktreeAcceptOutcome, WorktreeCheckoutOptions,
+    WorktreeCheckoutOutcome, WorktreeCheckpointOptions, WorktreeCheckpointOutcome,
+    WorktreeDiscardOutcome, WorktreeError, WorktreeOnboardOptions, WorktreeOnboardOutcome,
+    WorktreeRecoverOutcome, WorktreeRollbackOptions, WorktreeRollbackOutcome, WorktreeUndoOutcome,
 };
 
 impl Worktrees {
     /// Snapshots directory `src` in place and registers it as a worktree (see
-    /// [`OnboardOptions`]).
+    /// [`WorktreeOnboardOptions`]).
     pub fn onboard(
         &self,
         store: &Store,
         src: &Utf8Path,
-        options: &OnboardOptions<'_>,
-    ) -> Result<OnboardOutcome, CaptureError> {
+        options: &WorktreeOnboardOptions<'_>,
+    ) -> Result<WorktreeOnboardOutcome, CaptureError> {
         crate::capture::onboard(self, store, src, options)
     }
 
@@ -30,7 +31,7 @@ impl Worktrees {
         store: &Store,
         path: &Utf8Path,
         options: &CaptureOptions<'_>,
-    ) -> Result<SnapshotOutcome, CaptureError> {
+    ) -> Result<CaptureOutcome, CaptureError> {
         crate::capture::snapshot(self, store, path, options)
     }
 
@@ -41,7 +42,7 @@ impl Worktrees {
         path: &Utf8Path,
         op: &str,
         options: &CaptureOptions<'_>,
-    ) -> Result<SnapshotOutcome, CaptureError> {
+    ) -> Result<CaptureOutcome, CaptureError> {
         crate::capture::record_change(self, store, path, op, options)
     }
 
@@ -61,24 +62,28 @@ impl Worktrees {
         store: &Store,
         snapshot: SnapshotId,
         dest: &Utf8Path,
-        options: &CheckoutOptions<'_>,
-    ) -> Result<CheckoutOutcome, CheckoutError> {
+        options: &WorktreeCheckoutOptions<'_>,
+    ) -> Result<WorktreeCheckoutOutcome, CheckoutError> {
         crate::checkout::checkout(self, store, snapshot, dest, options)
     }
 
     /// Finishes or rolls back an interrupted operation on the worktree holding `path`.
-    pub fn recover(&self, store: &Store, path: &Utf8Path) -> Result<RecoverOutcome, RecoverError> {
+    pub fn recover(
+        &self,
+        store: &Store,
+        path: &Utf8Path,
+    ) -> Result<WorktreeRecoverOutcome, RecoverError> {
         crate::recover::recover(self, store, path)
     }
 
-    /// Makes the worktree's scope equal `target` (see [`RollbackOptions`]).
+    /// Makes the worktree's scope equal `target` (see [`WorktreeRollbackOptions`]).
     pub fn rollback(
         &self,
         store: &Store,
         path: &Utf8Path,
         target: SnapshotId,
-        options: &RollbackOptions<'_>,
-    ) -> Result<RollbackOutcome, RollbackError> {
+        options: &WorktreeRollbackOptions<'_>,
+    ) -> Result<WorktreeRollbackOutcome, RollbackError> {
         crate::rollback::rollback(self, store, path, target, options)
     }
 
@@ -87,8 +92,8 @@ impl Worktrees {
         &self,
         store: &Store,
         dir: &Utf8Path,
-        options: &CheckpointOptions<'_>,
-    ) -> Result<CheckpointOutcome, TaskError> {
+        options: &WorktreeCheckpointOptions<'_>,
+    ) -> Result<WorktreeCheckpointOutcome, TaskError> {
         crate::task::checkpoint(self, store, dir, options)
     }
 
@@ -98,8 +103,8 @@ impl Worktrees {
         store: &Store,
         path: &Utf8Path,
         to: Option<SnapshotId>,
-        options: &RollbackOptions<'_>,
-    ) -> Result<RollbackOutcome, TaskError> {
+        options: &WorktreeRollbackOptions<'_>,
+    ) -> Result<WorktreeRollbackOutcome, TaskError> {
         crate::task::rewind(self, store, path, to, options)
     }
 
@@ -110,27 +115,27 @@ impl Worktrees {
         path: &Utf8Path,
         paths: &[path_policy::RepoPathBuf],
         options: &CaptureOptions<'_>,
-    ) -> Result<AcceptOutcome, TaskError> {
+    ) -> Result<WorktreeAcceptOutcome, TaskError> {
         crate::task::accept(self, store, path, paths, options)
     }
 
-    /// Puts the task's changes back to its baseline (see [`RollbackOptions::paths`]).
+    /// Puts the task's changes back to its baseline (see [`WorktreeRollbackOptions::paths`]).
     pub fn discard(
         &self,
         store: &Store,
         path: &Utf8Path,
-        options: &RollbackOptions<'_>,
-    ) -> Result<DiscardOutcome, TaskError> {
+        options: &WorktreeRollbackOptions<'_>,
+    ) -> Result<WorktreeDiscardOutcome, TaskError> {
         crate::task::discard(self, store, path, options)
     }
 
     /// Reverts the newest change set not yet undone.
-    pub fn undo(&self, store: &Store, path: &Utf8Path) -> Result<UndoOutcome, UndoError> {
+    pub fn undo(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeUndoOutcome, UndoError> {
         crate::undo::undo(self, store, path)
     }
 
     /// Re-applies the newest undone change set.
-    pub fn redo(&self, store: &Store, path: &Utf8Path) -> Result<UndoOutcome, UndoError> {
+    pub fn redo(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeUndoOutcome, UndoError> {
         crate::undo::redo(self, store, path)
     }
 
@@ -196,7 +201,7 @@ mod tests {
         }
         let ws = crate::Worktrees::new();
         let onboarded = ws
-            .onboard(&store, &wt, &crate::OnboardOptions::default())
+            .onboard(&store, &wt, &crate::WorktreeOnboardOptions::default())
             .expect("onboard");
         (dir, store, ws, wt, onboarded.root, onboarded.snapshot)
     }
@@ -302,10 +307,15 @@ mod tests {
         same_as_stored("status");
 
         std::fs::write(wt.join("a.txt"), "a 2").expect("write");
-        ws.rollback(&store, &root, first, &crate::RollbackOptions::default())
-            .expect("rollback");
+        ws.rollback(
+            &store,
+            &root,
+            first,
+            &crate::WorktreeRollbackOptions::default(),
+        )
+        .expect("rollback");
         same_as_stored("rollback");
-        ws.checkpoint(&store, &root, &crate::CheckpointOptions::default())
+        ws.checkpoint(&store, &root, &crate::WorktreeCheckpointOptions::default())
             .expect("checkpoint");
         std::fs::write(wt.join("src/lib.rs"), "lib 3").expect("write");
         ws.snapshot(&store, &root, &crate::CaptureOptions::default())
@@ -504,7 +514,12 @@ mod tests {
         damage();
         std::fs::write(wt.join("b.txt"), "b 3").expect("write");
         let rolled = ws
-            .rollback(&store, &root, first, &crate::RollbackOptions::default())
+            .rollback(
+                &store,
+                &root,
+                first,
+                &crate::WorktreeRollbackOptions::default(),
+            )
             .expect("rollback past the damage");
         assert_eq!(a_in(rolled.captured), Some(a_blob));
         assert_eq!(

@@ -16,7 +16,7 @@ use crate::worktrees::Worktrees;
 
 /// What [`recover`](crate::Worktrees::recover) did.
 #[derive(Debug, Clone)]
-pub struct RecoverOutcome {
+pub struct WorktreeRecoverOutcome {
     /// The worktree root.
     pub root: Utf8PathBuf,
     /// The command that was interrupted and is now finished; `None` if nothing was.
@@ -47,7 +47,7 @@ pub(crate) fn recover(
     ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
-) -> Result<RecoverOutcome, RecoverError> {
+) -> Result<WorktreeRecoverOutcome, RecoverError> {
     let canonical = std::fs::canonicalize(path)
         .ok()
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
@@ -64,7 +64,7 @@ pub(crate) fn recover(
         let root = crate::records::find(&reader, path)?
             .map(|r| r.root)
             .unwrap_or(canonical);
-        return Ok(RecoverOutcome {
+        return Ok(WorktreeRecoverOutcome {
             root,
             op: None,
             paths: 0,
@@ -75,7 +75,7 @@ pub(crate) fn recover(
     drop(reader);
     let reader = store.reader()?;
     let Some(bytes) = reader.journal(&root)? else {
-        return Ok(RecoverOutcome {
+        return Ok(WorktreeRecoverOutcome {
             root,
             op: None,
             paths: 0,
@@ -89,7 +89,7 @@ pub(crate) fn recover(
         // (a later checkout re-hydrates a registered worktree's missing folder).
         drop(reader);
         store.write(&finished(&journal, &root)?)?;
-        return Ok(RecoverOutcome {
+        return Ok(WorktreeRecoverOutcome {
             root,
             op: Some(journal.op),
             paths: 0,
@@ -106,7 +106,7 @@ pub(crate) fn recover(
     }
     drop(reader);
     store.write(&finished(&journal, &root)?)?;
-    Ok(RecoverOutcome {
+    Ok(WorktreeRecoverOutcome {
         root,
         op: Some(journal.op),
         paths,
@@ -269,7 +269,7 @@ mod tests {
         }
         let ws = crate::Worktrees::new();
         let snap = ws
-            .onboard(&store, &src, &crate::OnboardOptions::default())
+            .onboard(&store, &src, &crate::WorktreeOnboardOptions::default())
             .expect("onboard")
             .snapshot;
         let tree = store

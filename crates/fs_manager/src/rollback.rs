@@ -19,7 +19,7 @@ use path_policy::{RepoPath, RepoPathBuf};
 
 /// Options of [`rollback`](crate::Worktrees::rollback).
 #[derive(Clone, Copy)]
-pub struct RollbackOptions<'a> {
+pub struct WorktreeRollbackOptions<'a> {
     /// Restore only these paths (the root names everything); all if empty.
     pub paths: &'a [RepoPathBuf],
     /// Report what would change; change nothing.
@@ -30,9 +30,9 @@ pub struct RollbackOptions<'a> {
     pub progress: &'a dyn Progress,
 }
 
-impl Default for RollbackOptions<'_> {
+impl Default for WorktreeRollbackOptions<'_> {
     fn default() -> Self {
-        RollbackOptions {
+        WorktreeRollbackOptions {
             paths: &[],
             dry_run: false,
             threads: 0,
@@ -43,7 +43,7 @@ impl Default for RollbackOptions<'_> {
 
 /// What [`rollback`](crate::Worktrees::rollback) did (or would do, on a dry run).
 #[derive(Debug, Clone)]
-pub struct RollbackOutcome {
+pub struct WorktreeRollbackOutcome {
     /// The worktree root.
     pub root: Utf8PathBuf,
     /// The worktree's head afterwards: the target, or for a per-path rollback a new
@@ -108,8 +108,8 @@ pub(crate) fn rollback(
     store: &Store,
     path: &Utf8Path,
     target: SnapshotId,
-    options: &RollbackOptions<'_>,
-) -> Result<RollbackOutcome, RollbackError> {
+    options: &WorktreeRollbackOptions<'_>,
+) -> Result<WorktreeRollbackOutcome, RollbackError> {
     restore(ws, store, path, target, options, "rollback", &|_| {})
 }
 
@@ -120,10 +120,10 @@ pub(crate) fn restore(
     store: &Store,
     path: &Utf8Path,
     target: SnapshotId,
-    options: &RollbackOptions<'_>,
+    options: &WorktreeRollbackOptions<'_>,
     op: &str,
     edit: &dyn Fn(&mut crate::registry::WorktreeRecord),
-) -> Result<RollbackOutcome, RollbackError> {
+) -> Result<WorktreeRollbackOutcome, RollbackError> {
     let held = crate::held::hold(ws, store, path)?;
     let record = held.record.clone();
     let target_tree = store.reader()?.snapshot(target)?.tree;
@@ -177,7 +177,7 @@ pub(crate) fn restore(
     let written: Vec<RepoPathBuf> = planned.plan.writes.iter().map(|(p, _)| p.clone()).collect();
     let mut deleted = planned.plan.deleted.clone();
     deleted.sort();
-    let outcome = RollbackOutcome {
+    let outcome = WorktreeRollbackOutcome {
         root,
         snapshot: planned.head,
         captured: captured.snapshot,
@@ -223,7 +223,7 @@ fn plan(
     captured: &Captured,
     target: SnapshotId,
     target_tree: TreeId,
-    options: &RollbackOptions<'_>,
+    options: &WorktreeRollbackOptions<'_>,
     op: &str,
     first: &mut Pending,
 ) -> Result<Planned, RollbackError> {

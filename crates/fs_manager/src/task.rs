@@ -11,9 +11,9 @@ use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, Source, Store, WriteBatch};
 use path_policy::RepoPathBuf;
 
-use crate::capture::{self, CaptureOptions, OnboardOptions, SnapshotOutcome};
+use crate::capture::{self, CaptureOptions, CaptureOutcome, WorktreeOnboardOptions};
 use crate::error::TaskError;
-use crate::rollback::{RollbackOptions, RollbackOutcome};
+use crate::rollback::{WorktreeRollbackOptions, WorktreeRollbackOutcome};
 
 /// Unnamed checkpoints kept per worktree; older ones drop off the stack (their snapshots
 /// stay in the op log). Named ones are kept until the name is reused.
@@ -21,7 +21,7 @@ pub const UNNAMED_CHECKPOINTS: usize = 256;
 
 /// Options of [`checkpoint`](crate::Worktrees::checkpoint).
 #[derive(Clone, Copy, Default)]
-pub struct CheckpointOptions<'a> {
+pub struct WorktreeCheckpointOptions<'a> {
     /// The checkpoint's name; reusing a name moves it here.
     pub name: Option<&'a str>,
     /// Message, labels, threads, progress.
@@ -29,15 +29,15 @@ pub struct CheckpointOptions<'a> {
     /// Leave files above this size out of the worktree's captures from now on.
     pub max_file_size: Option<u64>,
     /// Where a directory onboarded by this checkpoint stands in git (see
-    /// [`OnboardOptions::git`]).
+    /// [`WorktreeOnboardOptions::git`]).
     pub git: Option<crate::capture::GitProbe<'a>>,
 }
 
 /// What [`checkpoint`](crate::Worktrees::checkpoint) did.
 #[derive(Debug, Clone)]
-pub struct CheckpointOutcome {
+pub struct WorktreeCheckpointOutcome {
     /// The snapshot taken (the head, if nothing changed).
-    pub snapshot: SnapshotOutcome,
+    pub snapshot: CaptureOutcome,
     /// The checkpoint's name.
     pub name: Option<String>,
     /// Whether the directory was onboarded in place by this checkpoint.
@@ -53,8 +53,8 @@ pub(crate) fn checkpoint(
     ws: &Worktrees,
     store: &Store,
     dir: &Utf8Path,
-    options: &CheckpointOptions<'_>,
-) -> Result<CheckpointOutcome, TaskError> {
+    options: &WorktreeCheckpointOptions<'_>,
+) -> Result<WorktreeCheckpointOutcome, TaskError> {
     if let Some(name) = options.name {
         cas::validate_ref_name(name).map_err(|e| TaskError::InvalidName {
             name: name.to_owned(),
@@ -66,7 +66,7 @@ pub(crate) fn checkpoint(
     let root = match existing {
         Some(r) => r.root,
         None => {
-            let onboard = OnboardOptions {
+            let onboard = WorktreeOnboardOptions {
                 capture: options.capture,
                 include_denied: false,
                 max_file_size: options.max_file_size,
@@ -116,7 +116,7 @@ pub(crate) fn checkpoint(
         &options.capture,
         Some(&edit),
     )?;
-    Ok(CheckpointOutcome {
+    Ok(WorktreeCheckpointOutcome {
         snapshot,
         name,
         onboarded,
@@ -132,8 +132,8 @@ pub(crate) fn rewind(
     store: &Store,
     path: &Utf8Path,
     to: Option<SnapshotId>,
-    options: &RollbackOptions<'_>,
-) -> Result<RollbackOutcome, TaskError> {
+    options: &WorktreeRollbackOptions<'_>,
+) -> Result<WorktreeRollbackOutcome, TaskError> {
     let record = worktree(store, path)?;
     let target = match to {
         Some(t) => t,
@@ -160,7 +160,7 @@ pub(crate) fn rewind(
 
 /// What [`accept`](crate::Worktrees::accept) did.
 #[derive(Debug, Clone)]
-pub struct AcceptOutcome {
+pub struct WorktreeAcceptOutcome {
     /// The worktree root.
     pub root: Utf8PathBuf,
     /// Paths whose changes were kept, in tree order.
@@ -177,7 +177,7 @@ pub(crate) fn accept(
     path: &Utf8Path,
     paths: &[RepoPathBuf],
     options: &CaptureOptions<'_>,
-) -> Result<AcceptOutcome, TaskError> {
+) -> Result<WorktreeAcceptOutcome, TaskError> {
     let held = crate::held::hold(ws, store, path)?;
     let record = held.record.clone();
     let root = record.root.clone();
@@ -239,7 +239,7 @@ pub(crate) fn accept(
     batch.append_op(&root, &OpRecord::new("accept", record.head, record.head))?;
     batch.put_worktree(&record)?;
     store.write(&batch)?;
-    Ok(AcceptOutcome {
+    Ok(WorktreeAcceptOutcome {
         root,
         accepted: changes.into_iter().map(|c| c.path).collect(),
         baseline,
@@ -248,9 +248,9 @@ pub(crate) fn accept(
 
 /// What [`discard`](crate::Worktrees::discard) did.
 #[derive(Debug, Clone)]
-pub struct DiscardOutcome {
+pub struct WorktreeDiscardOutcome {
     /// The restore that did it.
-    pub restored: RollbackOutcome,
+    pub restored: WorktreeRollbackOutcome,
     /// Paths put back to the baseline, in tree order.
     pub discarded: Vec<RepoPathBuf>,
 }
@@ -262,8 +262,8 @@ pub(crate) fn discard(
     ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
-    options: &RollbackOptions<'_>,
-) -> Result<DiscardOutcome, TaskError> {
+    options: &WorktreeRollbackOptions<'_>,
+) -> Result<WorktreeDiscardOutcome, TaskError> {
     let record = worktree(store, path)?;
     let task = record.task.clone().ok_or_else(|| TaskError::NoTask {
         root: record.root.clone(),
@@ -289,7 +289,7 @@ pub(crate) fn discard(
         .cloned()
         .collect();
     discarded.sort();
-    Ok(DiscardOutcome {
+    Ok(WorktreeDiscardOutcome {
         restored,
         discarded,
     })

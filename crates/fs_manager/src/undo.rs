@@ -33,7 +33,7 @@ pub struct Refusal {
 
 /// What [`undo`](crate::Worktrees::undo) or [`redo`](crate::Worktrees::redo) did; with refusals, nothing changed.
 #[derive(Debug, Clone)]
-pub struct UndoOutcome {
+pub struct WorktreeUndoOutcome {
     /// The worktree root.
     pub root: Utf8PathBuf,
     /// The op-log entry whose change was reverted or re-applied.
@@ -57,7 +57,7 @@ pub(crate) fn undo(
     ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
-) -> Result<UndoOutcome, UndoError> {
+) -> Result<WorktreeUndoOutcome, UndoError> {
     step(ws, store, path, Direction::Undo)
 }
 
@@ -66,7 +66,7 @@ pub(crate) fn redo(
     ws: &Worktrees,
     store: &Store,
     path: &Utf8Path,
-) -> Result<UndoOutcome, UndoError> {
+) -> Result<WorktreeUndoOutcome, UndoError> {
     step(ws, store, path, Direction::Redo)
 }
 
@@ -75,7 +75,7 @@ fn step(
     store: &Store,
     path: &Utf8Path,
     direction: Direction,
-) -> Result<UndoOutcome, UndoError> {
+) -> Result<WorktreeUndoOutcome, UndoError> {
     let held = crate::held::hold(ws, store, path)?;
     let record = held.record.clone();
     let root = record.root.clone();
@@ -162,7 +162,7 @@ fn step(
         }
     }
     if !refused.is_empty() {
-        return Ok(UndoOutcome {
+        return Ok(WorktreeUndoOutcome {
             root,
             change: seq,
             paths: Vec::new(),
@@ -227,7 +227,7 @@ fn step(
             interrupted,
         }
     })?;
-    Ok(UndoOutcome {
+    Ok(WorktreeUndoOutcome {
         root,
         change: seq,
         paths,

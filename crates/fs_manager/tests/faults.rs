@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use camino::Utf8Path;
 use cas::SnapshotId;
-use fs_manager::{CheckoutOptions, OnboardOptions, RollbackOptions};
+use fs_manager::{WorktreeCheckoutOptions, WorktreeOnboardOptions, WorktreeRollbackOptions};
 
 use support::*;
 
@@ -135,7 +135,7 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
     write(&wt, &tree("a"));
     let a = env
         .worktrees
-        .onboard(&env.store, &wt, &OnboardOptions::default())
+        .onboard(&env.store, &wt, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     for entry in std::fs::read_dir(&wt).unwrap() {
@@ -156,7 +156,7 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
     assert_eq!(disk(&wt, &[]), files_b);
     let rollback = |to: SnapshotId| {
         env.worktrees
-            .rollback(&env.store, &wt, to, &RollbackOptions::default())
+            .rollback(&env.store, &wt, to, &WorktreeRollbackOptions::default())
             .map(drop)
             .map_err(|e| e.to_string())
     };
@@ -221,7 +221,7 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
     let dest = env.path("co");
     let checkout = || {
         env.worktrees
-            .checkout(&env.store, b, &dest, &CheckoutOptions::default())
+            .checkout(&env.store, b, &dest, &WorktreeCheckoutOptions::default())
             .map(drop)
             .map_err(|e| e.to_string())
     };

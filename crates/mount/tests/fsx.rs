@@ -416,7 +416,11 @@ fn setup(rng: &mut Rng) -> Setup {
     std::os::unix::fs::symlink("f0", plain.join("c/link")).unwrap();
     let ws = fs_manager::Worktrees::new();
     let onboarded = ws
-        .onboard(&store, &plain, &fs_manager::OnboardOptions::default())
+        .onboard(
+            &store,
+            &plain,
+            &fs_manager::WorktreeOnboardOptions::default(),
+        )
         .unwrap();
     let mnt = dir.join("mnt");
     std::fs::create_dir(&mnt).unwrap();
@@ -481,8 +485,11 @@ fn rules_files(root: &Path) -> Vec<(PathBuf, String)> {
 /// The tree of the plain directory and of the mount, as captures make them, with what each
 /// left out.
 fn captures(s: &Setup, mounted: &mount::Mounted) -> Option<(Captured, Captured)> {
-    let onboarded =
-        s.ws.onboard(&s.store, &s.plain, &fs_manager::OnboardOptions::default());
+    let onboarded = s.ws.onboard(
+        &s.store,
+        &s.plain,
+        &fs_manager::WorktreeOnboardOptions::default(),
+    );
     // Stored as a snapshot would store it, and settled: the next capture builds on it.
     let mut batch = cas::WriteBatch::new();
     let record = fs_manager::WorktreeRecord::new(s.mnt.clone(), fs_manager::WorktreeKind::Mounted);

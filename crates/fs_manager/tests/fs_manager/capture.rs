@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fs_manager::{CaptureOptions, CheckoutOptions, OnboardOptions};
+use fs_manager::{CaptureOptions, WorktreeCheckoutOptions, WorktreeOnboardOptions};
 
 use crate::support::*;
 
@@ -15,7 +15,7 @@ fn snapshots_record_changes_labels_and_skip_unchanged_trees() {
     );
     let first = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     assert!(first.changed);
 
@@ -70,7 +70,7 @@ fn the_stat_cache_means_unchanged_files_are_not_read() {
     write_tree(&root, &spec);
     settle();
     env.worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     let again = env
         .worktrees
@@ -91,7 +91,12 @@ fn the_stat_cache_means_unchanged_files_are_not_read() {
     // nothing is read.
     let wt = env.path("checkout");
     env.worktrees
-        .checkout(&env.store, after.snapshot, &wt, &CheckoutOptions::default())
+        .checkout(
+            &env.store,
+            after.snapshot,
+            &wt,
+            &WorktreeCheckoutOptions::default(),
+        )
         .unwrap();
     settle();
     let s = env
@@ -112,7 +117,7 @@ fn a_same_size_rewrite_right_after_a_snapshot_is_seen() {
     let root = env.path("w");
     write_tree(&root, &[("f", file("aaaa"))]);
     env.worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     for round in 0..20 {
         let content = format!("{:04}", round);
@@ -139,7 +144,7 @@ fn files_edited_during_snapshots_never_poison_the_cache() {
         std::fs::write(root.join(n), vec![b'0'; 200_000]).unwrap();
     }
     env.worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -207,12 +212,17 @@ fn round_trip_preserves_bytes_modes_links_and_odd_names() {
 
     let out = env
         .worktrees
-        .onboard(&env.store, &src, &OnboardOptions::default())
+        .onboard(&env.store, &src, &WorktreeOnboardOptions::default())
         .unwrap();
     let dest = env.path("dest");
     let co = env
         .worktrees
-        .checkout(&env.store, out.snapshot, &dest, &CheckoutOptions::default())
+        .checkout(
+            &env.store,
+            out.snapshot,
+            &dest,
+            &WorktreeCheckoutOptions::default(),
+        )
         .unwrap();
     assert_eq!(co.files, out.files);
     assert_eq!(disk(&dest, &[]), disk(&src, &[]));

@@ -1,5 +1,5 @@
 use cas::{EntryKind, PreparedBlob, Snapshot, Tree, TreeEntry, WriteBatch};
-use fs_manager::{CaptureOptions, CheckoutError, CheckoutOptions, OnboardOptions};
+use fs_manager::{CaptureOptions, CheckoutError, WorktreeCheckoutOptions, WorktreeOnboardOptions};
 
 use crate::support::*;
 use fs_manager::RegistryRead as _;
@@ -11,7 +11,7 @@ fn a_non_empty_destination_is_refused_and_untouched() {
     write_tree(&src, &[("a", file("1"))]);
     let snap = env
         .worktrees
-        .onboard(&env.store, &src, &OnboardOptions::default())
+        .onboard(&env.store, &src, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     let dest = env.path("dest");
@@ -19,7 +19,7 @@ fn a_non_empty_destination_is_refused_and_untouched() {
     let before = disk(&dest, &[]);
     let err = env
         .worktrees
-        .checkout(&env.store, snap, &dest, &CheckoutOptions::default())
+        .checkout(&env.store, snap, &dest, &WorktreeCheckoutOptions::default())
         .unwrap_err();
     assert!(matches!(err, CheckoutError::NotEmpty { .. }), "{err}");
     assert!(err.to_string().contains(dest.as_str()));
@@ -31,7 +31,7 @@ fn a_non_empty_destination_is_refused_and_untouched() {
             &env.store,
             snap,
             &dest.join("mine.txt"),
-            &CheckoutOptions::default(),
+            &WorktreeCheckoutOptions::default(),
         )
         .unwrap_err();
     assert!(matches!(err, CheckoutError::NotADirectory { .. }), "{err}");
@@ -44,12 +44,12 @@ fn a_deleted_worktree_folder_can_be_checked_out_again() {
     write_tree(&src, &[("a", file("1")), ("d/b", file("2"))]);
     let snap = env
         .worktrees
-        .onboard(&env.store, &src, &OnboardOptions::default())
+        .onboard(&env.store, &src, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     let dest = env.path("agent");
     env.worktrees
-        .checkout(&env.store, snap, &dest, &CheckoutOptions::default())
+        .checkout(&env.store, snap, &dest, &WorktreeCheckoutOptions::default())
         .unwrap();
     std::fs::write(dest.join("a"), "edited").unwrap();
     let edited = env
@@ -63,7 +63,7 @@ fn a_deleted_worktree_folder_can_be_checked_out_again() {
             &env.store,
             edited.snapshot,
             &dest,
-            &CheckoutOptions::default(),
+            &WorktreeCheckoutOptions::default(),
         )
         .unwrap();
     assert_eq!(again.snapshot, edited.snapshot);
@@ -88,7 +88,7 @@ fn multiple_worktrees_share_and_dedupe_content() {
     write_tree(&src, &[("big", Node::File(big))]);
     let snap = env
         .worktrees
-        .onboard(&env.store, &src, &OnboardOptions::default())
+        .onboard(&env.store, &src, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     let size = || std::fs::metadata(env.store.database_path()).unwrap().len();
@@ -96,7 +96,7 @@ fn multiple_worktrees_share_and_dedupe_content() {
     for i in 0..3 {
         let dest = env.path(&format!("agent-{i}"));
         env.worktrees
-            .checkout(&env.store, snap, &dest, &CheckoutOptions::default())
+            .checkout(&env.store, snap, &dest, &WorktreeCheckoutOptions::default())
             .unwrap();
         env.worktrees
             .snapshot(&env.store, &dest, &CaptureOptions::default())
@@ -133,7 +133,7 @@ fn a_checked_out_tree_snapshots_unchanged_then_reads_nothing() {
     write_tree(&src, &refs);
     let onboarded = env
         .worktrees
-        .onboard(&env.store, &src, &OnboardOptions::default())
+        .onboard(&env.store, &src, &WorktreeOnboardOptions::default())
         .unwrap();
     let dest = env.path("dest");
     let out = env
@@ -142,7 +142,7 @@ fn a_checked_out_tree_snapshots_unchanged_then_reads_nothing() {
             &env.store,
             onboarded.snapshot,
             &dest,
-            &CheckoutOptions::default(),
+            &WorktreeCheckoutOptions::default(),
         )
         .unwrap();
     assert_eq!(out.files, spec.len() as u64);
@@ -237,7 +237,7 @@ fn a_refused_path_deep_in_the_tree_leaves_the_destination_untouched() {
     for dest in [&empty, &missing] {
         let err = env
             .worktrees
-            .checkout(&env.store, snap, dest, &CheckoutOptions::default())
+            .checkout(&env.store, snap, dest, &WorktreeCheckoutOptions::default())
             .unwrap_err();
         let CheckoutError::Refused { path, .. } = &err else {
             panic!("not refused: {err}");

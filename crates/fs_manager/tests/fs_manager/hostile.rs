@@ -3,7 +3,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, PreparedBlob, Snapshot, SnapshotId, Tree, TreeEntry, WriteBatch};
-use fs_manager::{CheckoutOptions, OnboardOptions, RollbackOptions};
+use fs_manager::{WorktreeCheckoutOptions, WorktreeOnboardOptions, WorktreeRollbackOptions};
 
 use crate::support::*;
 
@@ -37,7 +37,7 @@ fn scene() -> Scene {
     );
     let snap = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     Scene {
@@ -123,10 +123,12 @@ fn rollback_never_reaches_outside() {
         let s = scene();
         let before = canary(&s);
         plant(&s);
-        let result =
-            s.env
-                .worktrees
-                .rollback(&s.env.store, &s.root, s.snap, &RollbackOptions::default());
+        let result = s.env.worktrees.rollback(
+            &s.env.store,
+            &s.root,
+            s.snap,
+            &WorktreeRollbackOptions::default(),
+        );
         assert_eq!(canary(&s), before, "{name}: the outside changed");
         match result {
             Ok(_) => {
@@ -159,7 +161,12 @@ fn checkout_refuses_a_destination_that_is_a_link() {
     let err = s
         .env
         .worktrees
-        .checkout(&s.env.store, s.snap, &dest, &CheckoutOptions::default())
+        .checkout(
+            &s.env.store,
+            s.snap,
+            &dest,
+            &WorktreeCheckoutOptions::default(),
+        )
         .unwrap_err();
     assert!(err.to_string().contains(dest.as_str()), "{err}");
     assert_eq!(std::fs::read_dir(&empty_outside).unwrap().count(), 0);
@@ -312,7 +319,7 @@ fn crafted_trees_are_refused_and_nothing_is_written() {
         };
         let store = cas::Store::open(&base.join("store"), &options).unwrap();
         fs_manager::Worktrees::new()
-            .onboard(&store, &root, &OnboardOptions::default())
+            .onboard(&store, &root, &WorktreeOnboardOptions::default())
             .unwrap();
         let entries: Vec<(&[u8], EntryKind)> =
             entries.iter().map(|(n, k)| (n.as_slice(), *k)).collect();
@@ -323,7 +330,7 @@ fn crafted_trees_are_refused_and_nothing_is_written() {
         let (store, snap) = crafted(store, &entries, &patch);
         let dest = base.join("dest");
         let err = fs_manager::Worktrees::new()
-            .checkout(&store, snap, &dest, &CheckoutOptions::default())
+            .checkout(&store, snap, &dest, &WorktreeCheckoutOptions::default())
             .unwrap_err();
         assert!(
             err.to_string().contains("tree") && err.to_string().contains("corrupt"),
@@ -335,7 +342,7 @@ fn crafted_trees_are_refused_and_nothing_is_written() {
         );
         let live = disk(&root, &[]);
         let err = fs_manager::Worktrees::new()
-            .rollback(&store, &root, snap, &RollbackOptions::default())
+            .rollback(&store, &root, snap, &WorktreeRollbackOptions::default())
             .unwrap_err();
         assert!(err.to_string().contains("corrupt"), "{label}: {err}");
         assert_eq!(
@@ -381,7 +388,7 @@ fn a_path_deeper_than_the_rules_allow_is_refused_cleanly() {
     let dest = env.path("dest");
     let err = env
         .worktrees
-        .checkout(&env.store, snap, &dest, &CheckoutOptions::default())
+        .checkout(&env.store, snap, &dest, &WorktreeCheckoutOptions::default())
         .unwrap_err();
     assert!(
         err.to_string().contains("longer than 4096 bytes") || err.to_string().contains("deeper"),
@@ -395,11 +402,11 @@ fn a_path_deeper_than_the_rules_allow_is_refused_cleanly() {
     let w = env.path("w");
     write_tree(&w, &[("a", file("1"))]);
     env.worktrees
-        .onboard(&env.store, &w, &OnboardOptions::default())
+        .onboard(&env.store, &w, &WorktreeOnboardOptions::default())
         .unwrap();
     let err = env
         .worktrees
-        .rollback(&env.store, &w, snap, &RollbackOptions::default())
+        .rollback(&env.store, &w, snap, &WorktreeRollbackOptions::default())
         .unwrap_err();
     assert!(err.to_string().contains("longer than 4096 bytes"), "{err}");
     assert_eq!(disk(&w, &[]), [(b"a".to_vec(), file("1"))].into());

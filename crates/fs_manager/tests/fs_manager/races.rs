@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use camino::{Utf8Path, Utf8PathBuf};
-use fs_manager::{CheckoutOptions, OnboardOptions, RollbackOptions};
+use fs_manager::{WorktreeCheckoutOptions, WorktreeOnboardOptions, WorktreeRollbackOptions};
 
 use crate::support::*;
 
@@ -98,7 +98,7 @@ fn symlinks_swapped_in_during_writes_never_lead_outside_the_root() {
     write(&wt, &state("a"));
     let a = env
         .worktrees
-        .onboard(&env.store, &wt, &OnboardOptions::default())
+        .onboard(&env.store, &wt, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     std::fs::remove_file(wt.join("d0/only-a.txt")).unwrap();
@@ -127,7 +127,7 @@ fn symlinks_swapped_in_during_writes_never_lead_outside_the_root() {
             0 | 1 => {
                 let to = if i % 8 < 4 { a } else { b };
                 env.worktrees
-                    .rollback(&env.store, &wt, to, &RollbackOptions::default())
+                    .rollback(&env.store, &wt, to, &WorktreeRollbackOptions::default())
                     .map(drop)
                     .map_err(|e| e.to_string())
             }
@@ -141,7 +141,7 @@ fn symlinks_swapped_in_during_writes_never_lead_outside_the_root() {
                 roots.lock().unwrap().push(dest.clone());
                 let r = env
                     .worktrees
-                    .checkout(&env.store, b, &dest, &CheckoutOptions::default())
+                    .checkout(&env.store, b, &dest, &WorktreeCheckoutOptions::default())
                     .map(drop)
                     .map_err(|e| e.to_string());
                 roots.lock().unwrap().retain(|r| r != &dest);

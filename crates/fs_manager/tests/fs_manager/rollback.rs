@@ -1,4 +1,7 @@
-use fs_manager::{CaptureOptions, CheckoutOptions, OnboardOptions, RollbackError, RollbackOptions};
+use fs_manager::{
+    CaptureOptions, RollbackError, WorktreeCheckoutOptions, WorktreeOnboardOptions,
+    WorktreeRollbackOptions,
+};
 
 use crate::support::*;
 
@@ -23,7 +26,7 @@ fn setup(env: &Env) -> (camino::Utf8PathBuf, cas::SnapshotId) {
     std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     let snap = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     (root, snap)
@@ -66,7 +69,7 @@ fn rollback_restores_exactly_the_snapshot_and_spares_ignored_files_and_git() {
             &env.store,
             &root,
             snap,
-            &RollbackOptions {
+            &WorktreeRollbackOptions {
                 dry_run: true,
                 ..Default::default()
             },
@@ -82,7 +85,7 @@ fn rollback_restores_exactly_the_snapshot_and_spares_ignored_files_and_git() {
 
     let out = env
         .worktrees
-        .rollback(&env.store, &root, snap, &RollbackOptions::default())
+        .rollback(&env.store, &root, snap, &WorktreeRollbackOptions::default())
         .unwrap();
     assert_eq!(out.written, dry.written);
     assert_eq!(out.deleted, dry.deleted);
@@ -117,7 +120,12 @@ fn rollback_restores_exactly_the_snapshot_and_spares_ignored_files_and_git() {
     assert_eq!(head, Some(snap));
     // And back again, to the captured state.
     env.worktrees
-        .rollback(&env.store, &root, out.captured, &RollbackOptions::default())
+        .rollback(
+            &env.store,
+            &root,
+            out.captured,
+            &WorktreeRollbackOptions::default(),
+        )
         .unwrap();
     assert_eq!(disk(&root, &[".git", "debug.log"]), live_before);
 }
@@ -134,7 +142,7 @@ fn rollback_of_given_paths_restores_only_those() {
             &env.store,
             &root,
             snap,
-            &RollbackOptions {
+            &WorktreeRollbackOptions {
                 paths: &paths,
                 ..Default::default()
             },
@@ -162,7 +170,7 @@ fn rollback_of_given_paths_restores_only_those() {
             &env.store,
             &root,
             snap,
-            &RollbackOptions {
+            &WorktreeRollbackOptions {
                 paths: &[repo("no/such")],
                 ..Default::default()
             },
@@ -191,7 +199,7 @@ fn planted_symlinks_are_replaced_never_followed() {
     std::os::unix::fs::symlink(outside.join("canary.txt"), root.join("edit.txt")).unwrap();
 
     env.worktrees
-        .rollback(&env.store, &root, snap, &RollbackOptions::default())
+        .rollback(&env.store, &root, snap, &WorktreeRollbackOptions::default())
         .unwrap();
     assert_eq!(
         disk(&outside, &[]),
@@ -217,7 +225,7 @@ fn an_ignored_symlink_in_the_way_is_refused_before_anything_changes() {
     );
     let snap = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     // logs.d becomes an ignored symlink to the outside.
@@ -228,7 +236,7 @@ fn an_ignored_symlink_in_the_way_is_refused_before_anything_changes() {
     let before = disk(&root, &[]);
     let err = env
         .worktrees
-        .rollback(&env.store, &root, snap, &RollbackOptions::default())
+        .rollback(&env.store, &root, snap, &WorktreeRollbackOptions::default())
         .unwrap_err();
     assert!(matches!(err, RollbackError::Blocked { .. }), "{err}");
     assert!(err.to_string().contains("logs.d"), "{err}");
@@ -245,7 +253,12 @@ fn rollback_on_a_checked_out_worktree_and_bad_input() {
     let (root, snap) = setup(&env);
     let agent = env.path("agent");
     env.worktrees
-        .checkout(&env.store, snap, &agent, &CheckoutOptions::default())
+        .checkout(
+            &env.store,
+            snap,
+            &agent,
+            &WorktreeCheckoutOptions::default(),
+        )
         .unwrap();
     mess_up(&agent);
     let turn = env
@@ -253,7 +266,12 @@ fn rollback_on_a_checked_out_worktree_and_bad_input() {
         .snapshot(&env.store, &agent, &CaptureOptions::default())
         .unwrap();
     env.worktrees
-        .rollback(&env.store, &agent, snap, &RollbackOptions::default())
+        .rollback(
+            &env.store,
+            &agent,
+            snap,
+            &WorktreeRollbackOptions::default(),
+        )
         .unwrap();
     assert_eq!(
         disk(&agent, &["debug.log"]),
@@ -264,7 +282,7 @@ fn rollback_on_a_checked_out_worktree_and_bad_input() {
             &env.store,
             &agent,
             turn.snapshot,
-            &RollbackOptions::default(),
+            &WorktreeRollbackOptions::default(),
         )
         .unwrap();
     assert_eq!(
@@ -278,7 +296,7 @@ fn rollback_on_a_checked_out_worktree_and_bad_input() {
             &env.store,
             &env.path("nowhere"),
             snap,
-            &RollbackOptions::default(),
+            &WorktreeRollbackOptions::default(),
         )
         .unwrap_err();
     assert!(matches!(err, RollbackError::NotAWorktree { .. }), "{err}");
@@ -299,7 +317,7 @@ fn rollback_never_writes_or_deletes_a_secret() {
         .onboard(
             &env.store,
             &source,
-            &OnboardOptions {
+            &WorktreeOnboardOptions {
                 include_denied: true,
                 ..Default::default()
             },
@@ -316,11 +334,16 @@ fn rollback_never_writes_or_deletes_a_secret() {
         ],
     );
     env.worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     let out = env
         .worktrees
-        .rollback(&env.store, &root, with_secret, &RollbackOptions::default())
+        .rollback(
+            &env.store,
+            &root,
+            with_secret,
+            &WorktreeRollbackOptions::default(),
+        )
         .unwrap();
     assert_eq!(std::fs::read_to_string(root.join("app.txt")).unwrap(), "v2");
     assert_eq!(

@@ -1,6 +1,6 @@
 use std::os::unix::ffi::OsStrExt;
 
-use fs_manager::{CaptureOptions, OnboardOptions};
+use fs_manager::{CaptureOptions, WorktreeOnboardOptions};
 use fs_manager::{RegistryRead as _, RegistryWrite as _};
 
 use crate::support::*;
@@ -34,7 +34,7 @@ fn scope_honours_ignore_files_inside_and_only_inside_the_root() {
     );
     let out = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     let files = snapshot_files(&env.store, out.snapshot);
     assert_eq!(
@@ -101,9 +101,9 @@ fn git_info_exclude_is_honoured_and_git_state_recorded() {
         .onboard(
             &env.store,
             &root,
-            &OnboardOptions {
+            &WorktreeOnboardOptions {
                 git: Some(&probe),
-                ..OnboardOptions::default()
+                ..WorktreeOnboardOptions::default()
             },
         )
         .unwrap();
@@ -143,7 +143,7 @@ fn special_files_and_refused_names_are_reported_not_dropped_silently() {
     std::fs::write(bad_dir.join("inner"), "x").unwrap();
     let out = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     assert_eq!(keys(&snapshot_files(&env.store, out.snapshot)), ["ok.txt"]);
     let reasons: Vec<String> = out.skipped.iter().map(|s| s.reason.to_string()).collect();
@@ -186,7 +186,7 @@ fn a_folder_holding_the_store_is_never_a_worktree() {
     .unwrap();
     write_tree(&root, &[("a.txt", file("a"))]);
     let err = fs_manager::Worktrees::new()
-        .onboard(&store, &root, &OnboardOptions::default())
+        .onboard(&store, &root, &WorktreeOnboardOptions::default())
         .unwrap_err();
     assert!(
         matches!(
@@ -231,7 +231,7 @@ fn sequential_and_parallel_walks_give_the_same_tree() {
         .onboard(
             &env.store,
             &root,
-            &OnboardOptions {
+            &WorktreeOnboardOptions {
                 capture: CaptureOptions {
                     threads: 1,
                     ..Default::default()
@@ -246,7 +246,7 @@ fn sequential_and_parallel_walks_give_the_same_tree() {
         .onboard(
             &other.store,
             &root,
-            &OnboardOptions {
+            &WorktreeOnboardOptions {
                 capture: CaptureOptions {
                     threads: 4,
                     ..Default::default()
@@ -276,7 +276,7 @@ fn cached_scans_agree_with_fresh_scans() {
     let spec: Vec<(&str, Node)> = spec.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
     write_tree(&root, &spec);
     env.worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
 
     type Step = fn(&camino::Utf8Path);
@@ -351,7 +351,7 @@ fn cached_scans_agree_with_fresh_scans() {
         let fresh = Env::new();
         let expect = fresh
             .worktrees
-            .onboard(&fresh.store, &root, &OnboardOptions::default())
+            .onboard(&fresh.store, &root, &WorktreeOnboardOptions::default())
             .unwrap();
         assert_eq!(cached.tree, expect.tree, "after {name}");
         // Once more with everything settled: the fast path proper.
@@ -385,7 +385,7 @@ fn a_damaged_cache_never_changes_what_is_captured() {
     settle();
     let first = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     let worktree = fs_manager::find_worktree(&env.store.reader().unwrap(), &root)
         .unwrap()
@@ -451,7 +451,7 @@ fn secrets_stay_out_of_scope_unless_a_worktree_opts_in() {
     );
     let out = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     assert_eq!(
         keys(&snapshot_files(&env.store, out.snapshot)),
@@ -495,7 +495,7 @@ fn secrets_stay_out_of_scope_unless_a_worktree_opts_in() {
         .onboard(
             &other.store,
             &root,
-            &OnboardOptions {
+            &WorktreeOnboardOptions {
                 include_denied: true,
                 ..Default::default()
             },
@@ -531,7 +531,7 @@ fn names_that_spell_git_are_skipped_and_reported() {
     );
     let out = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap();
     assert_eq!(keys(&snapshot_files(&env.store, out.snapshot)), ["ok.txt"]);
     let reported: Vec<String> = out

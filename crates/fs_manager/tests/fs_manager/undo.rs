@@ -7,7 +7,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
 use camino::Utf8Path;
-use fs_manager::{OnboardOptions, RollbackOptions};
+use fs_manager::{WorktreeOnboardOptions, WorktreeRollbackOptions};
 
 use crate::support::Env;
 
@@ -135,7 +135,7 @@ fn undo_and_redo_restore(from: Kind, to: Kind) -> Result<(), String> {
     put(&root, from, 0);
     let first = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .map_err(|e| format!("onboard: {e}"))?
         .snapshot;
     let state_a = listing(&root);
@@ -144,7 +144,12 @@ fn undo_and_redo_restore(from: Kind, to: Kind) -> Result<(), String> {
     let state_b = listing(&root);
 
     env.worktrees
-        .rollback(&env.store, &root, first, &RollbackOptions::default())
+        .rollback(
+            &env.store,
+            &root,
+            first,
+            &WorktreeRollbackOptions::default(),
+        )
         .map_err(|e| format!("rollback: {e}"))?;
     if listing(&root) != state_a {
         return Err(format!("rollback left {:?}", listing(&root)));
@@ -224,12 +229,17 @@ fn undo_refuses_a_file_made_since_where_its_directory_goes_and_changes_nothing()
     write_file(&root.join("keep.txt"), b"unchanged\n", false);
     let first = env
         .worktrees
-        .onboard(&env.store, &root, &OnboardOptions::default())
+        .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     put(&root, Kind::Dir, 0);
     env.worktrees
-        .rollback(&env.store, &root, first, &RollbackOptions::default())
+        .rollback(
+            &env.store,
+            &root,
+            first,
+            &WorktreeRollbackOptions::default(),
+        )
         .unwrap();
     // Not left by the rollback: a new file where undo would recreate the directory.
     write_file(&root.join("a"), b"made after the rollback\n", false);

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use camino::{Utf8Path, Utf8PathBuf};
-use fs_manager::{CaptureOptions, OnboardOptions, Skipped};
+use fs_manager::{CaptureOptions, Skipped, WorktreeOnboardOptions};
 
 use crate::support::*;
 
@@ -103,7 +103,7 @@ fn ignore_files_that_are_fifos_are_reported_not_waited_on() {
 
         let onboarded = finishes(&format!("onboard with a FIFO {kind}"), &fifos, || {
             env.worktrees
-                .onboard(&env.store, &root, &OnboardOptions::default())
+                .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
         })
         .unwrap_or_else(|e| panic!("{kind}: {e}"));
         assert_eq!(
@@ -171,9 +171,9 @@ fn ignore_files_linked_to_dev_zero_are_not_read() {
             env.worktrees.onboard(
                 &env.store,
                 &root,
-                &OnboardOptions {
+                &WorktreeOnboardOptions {
                     capture: threads(n),
-                    ..OnboardOptions::default()
+                    ..WorktreeOnboardOptions::default()
                 },
             )
         })
@@ -222,10 +222,10 @@ fn ignore_files_over_the_size_limit_are_not_read() {
         env.worktrees.onboard(
             &env.store,
             &root,
-            &OnboardOptions {
+            &WorktreeOnboardOptions {
                 // The huge .gitignore itself is left out too, so nothing reads it whole.
                 max_file_size: Some(1 << 20),
-                ..OnboardOptions::default()
+                ..WorktreeOnboardOptions::default()
             },
         )
     })
@@ -306,7 +306,7 @@ fn paths_over_the_tree_limit_are_left_out_and_paths_past_path_max_captured() {
         assert!(root.as_str().len() + 1 + deep.len() > 4096);
         let out = finishes("onboard of a deep tree", &[], || {
             env.worktrees
-                .onboard(&env.store, root, &OnboardOptions::default())
+                .onboard(&env.store, root, &WorktreeOnboardOptions::default())
         })
         .unwrap_or_else(|e| panic!("{root}: {e}"));
         let check = |skipped: &[Skipped], files: &BTreeMap<Vec<u8>, Node>, step: &str| {
@@ -389,7 +389,7 @@ fn pseudo_file_systems_inside_the_tree_are_not_entered() {
     };
     let out = finishes("onboard with a proc inside", &[], || {
         env.worktrees
-            .onboard(&env.store, &root, &OnboardOptions::default())
+            .onboard(&env.store, &root, &WorktreeOnboardOptions::default())
     })
     .unwrap();
     for at in ["s/p", "s/v"] {
@@ -482,12 +482,12 @@ fn a_file_growing_while_read_is_captured_bounded() {
         let out = env.worktrees.onboard(
             &env.store,
             &root,
-            &OnboardOptions {
+            &WorktreeOnboardOptions {
                 capture: CaptureOptions {
                     progress: &progress,
                     ..CaptureOptions::default()
                 },
-                ..OnboardOptions::default()
+                ..WorktreeOnboardOptions::default()
             },
         );
         let peak = peak_memory();
@@ -519,8 +519,11 @@ fn a_file_growing_while_read_is_captured_bounded() {
 fn the_file_system_root_is_refused() {
     let env = Env::new();
     let err = finishes("onboard of /", &[], || {
-        env.worktrees
-            .onboard(&env.store, Utf8Path::new("/"), &OnboardOptions::default())
+        env.worktrees.onboard(
+            &env.store,
+            Utf8Path::new("/"),
+            &WorktreeOnboardOptions::default(),
+        )
     })
     .unwrap_err();
     assert!(
@@ -538,7 +541,7 @@ fn the_file_system_root_is_refused() {
         env.worktrees.checkpoint(
             &env.store,
             Utf8Path::new("/"),
-            &fs_manager::CheckpointOptions::default(),
+            &fs_manager::WorktreeCheckpointOptions::default(),
         )
     })
     .unwrap_err();
@@ -559,7 +562,7 @@ fn paths_past_path_max_are_written_restored_and_captured_again() {
     let deep = deep_dirs(&src, &name, 19);
     let snap = env
         .worktrees
-        .onboard(&env.store, &src, &OnboardOptions::default())
+        .onboard(&env.store, &src, &WorktreeOnboardOptions::default())
         .unwrap()
         .snapshot;
     assert!(snapshot_files(&env.store, snap).contains_key(deep.as_bytes()));
@@ -573,7 +576,7 @@ fn paths_past_path_max_are_written_restored_and_captured_again() {
             &env.store,
             snap,
             &dest,
-            &fs_manager::CheckoutOptions::default(),
+            &fs_manager::WorktreeCheckoutOptions::default(),
         )
         .unwrap();
     assert_eq!(read_deep(&dest, &deep), b"deep");
@@ -590,7 +593,7 @@ fn paths_past_path_max_are_written_restored_and_captured_again() {
     let w = long.join("w");
     write_tree(&w, &[("b.txt", file("b"))]);
     env.worktrees
-        .onboard(&env.store, &w, &OnboardOptions::default())
+        .onboard(&env.store, &w, &WorktreeOnboardOptions::default())
         .unwrap();
     let out = env
         .worktrees
@@ -598,7 +601,7 @@ fn paths_past_path_max_are_written_restored_and_captured_again() {
             &env.store,
             &w,
             snap,
-            &fs_manager::RollbackOptions::default(),
+            &fs_manager::WorktreeRollbackOptions::default(),
         )
         .unwrap();
     assert!(out.skipped.is_empty(), "{:?}", out.skipped);
@@ -669,9 +672,9 @@ fn a_linked_git_directorys_exclude_file_applies() {
             .onboard(
                 &env.store,
                 &root,
-                &OnboardOptions {
+                &WorktreeOnboardOptions {
                     capture: threads(n),
-                    ..OnboardOptions::default()
+                    ..WorktreeOnboardOptions::default()
                 },
             )
             .unwrap();
