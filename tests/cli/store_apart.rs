@@ -49,7 +49,7 @@ fn store_state(env: &Env) -> StoreState {
     .unwrap();
     let checked = store
         .fsck(
-            &cas::FsckOptions::default(),
+            &cas::StoreFsckOptions::default(),
             &[&fs_manager::Registry::default()],
         )
         .unwrap();

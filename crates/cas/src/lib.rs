@@ -70,13 +70,13 @@ pub use object::{
 pub use progress::{Progress, Silent};
 pub use store::{
     BlobChunks, BlobPayload, BlobSource, BoxError, CHUNK_BYTES, Checked, Chunk, DATABASE_FILE,
-    Damage, Error, FORMAT_VERSION, Format1Keys, Format1Table, Frame, FrameMember, FrameRef,
-    FsckOptions, FsckOutcome, GcOptions, GcOutcome, HistoryEntry, InvalidLockTimeout, JOURNALS,
-    Keeper, KeyValue, LOCK_TIMEOUT_VAR, MAX_FRAME_BYTES, MaintenanceError, OpenError, OpenOptions,
-    PROMISED, PRUNED, PayloadError, PreparedBlob, Problem, ReadError, Reader, ReceivedFrame,
-    RefError, ResolveError, Retained, Rewrite, Roots, ScopedEntry, SideKey, SideOwner, SideTable,
-    StorageFailure, Store, WriteBatch, WriteError, WriteOutcome, ZstdError, sequence_key,
-    sequence_of, store_bytes, validate_ref_name,
+    Damage, FORMAT_VERSION, Format1Keys, Format1Table, Frame, FrameMember, FrameRef, HistoryEntry,
+    InvalidLockTimeout, JOURNALS, Keeper, KeyValue, LOCK_TIMEOUT_VAR, MAX_FRAME_BYTES,
+    MaintenanceError, OpenError, OpenOptions, PROMISED, PRUNED, PayloadError, PreparedBlob,
+    Problem, ReadError, Reader, ReceivedFrame, RefError, ResolveError, Retained, Rewrite, Roots,
+    ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure, Store, StoreError,
+    StoreFsckOptions, StoreFsckOutcome, StoreGcOptions, StoreGcOutcome, WriteBatch, WriteError,
+    WriteOutcome, ZstdError, sequence_key, sequence_of, store_bytes, validate_ref_name,
 };
 pub use verify::{VerifiedObject, VerifyError, verify_blob_payload, verify_frame, verify_object};
 

@@ -73,7 +73,7 @@ pub enum Error {
     Storage(#[from] cas::StorageFailure),
     #[error(transparent)]
     #[allow(missing_docs)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     #[error(transparent)]
     #[allow(missing_docs)]
     Scan(#[from] fs_manager::ScanError),
@@ -137,7 +137,7 @@ pub enum GitErrorClass {
 
 impl GitErrorClass {
     /// The class the engine gives the store failure `e`.
-    pub fn of_store(e: &cas::Error) -> GitErrorClass {
+    pub fn of_store(e: &cas::StoreError) -> GitErrorClass {
         match any_store(e) {
             (EXIT_USAGE, code) => GitErrorClass::Usage(code),
             (_, code) => GitErrorClass::Failure(code),
@@ -355,14 +355,14 @@ fn storage(e: &cas::StorageFailure) -> Class {
     }
 }
 
-fn any_store(e: &cas::Error) -> Class {
+fn any_store(e: &cas::StoreError) -> Class {
     match e {
-        cas::Error::Open(e) => open(e),
-        cas::Error::Read(e) => read(e),
-        cas::Error::Write(e) => write(e),
-        cas::Error::Resolve(e) => resolve(e),
-        cas::Error::Ref(e) => reference(e),
-        cas::Error::Maintenance(e) => maintenance(e),
+        cas::StoreError::Open(e) => open(e),
+        cas::StoreError::Read(e) => read(e),
+        cas::StoreError::Write(e) => write(e),
+        cas::StoreError::Resolve(e) => resolve(e),
+        cas::StoreError::Ref(e) => reference(e),
+        cas::StoreError::Maintenance(e) => maintenance(e),
         _ => store("store"),
     }
 }

@@ -482,7 +482,7 @@ impl Engine {
             ..fs_manager::Registry::default()
         };
         let owners: [&dyn cas::SideOwner; 2] = [&registry, &remote::RemotesOwner];
-        let out = store.fsck(&cas::FsckOptions::default(), &owners)?;
+        let out = store.fsck(&cas::StoreFsckOptions::default(), &owners)?;
         let n = out.problems.len();
         let message = (n > 0).then(|| {
             format!(
@@ -564,7 +564,7 @@ impl Engine {
             ..fs_manager::Registry::default()
         };
         let out = store.gc(
-            &cas::GcOptions {
+            &cas::StoreGcOptions {
                 dry_run: options.dry_run,
                 max_size: options.max_size,
             },

@@ -282,7 +282,7 @@ pub(crate) fn patch(
     source: &dyn diff::TreeSource,
     base: TreeId,
     changes: &[(RepoPathBuf, Option<diff::FileEntry>)],
-) -> Result<Built, cas::Error> {
+) -> Result<Built, cas::StoreError> {
     // Keyed in tree order (`RepoPathBuf`'s `Ord`), as `build_trees` wants them.
     let mut files: std::collections::BTreeMap<RepoPathBuf, FileRecord> = flatten(source, base)?
         .into_iter()

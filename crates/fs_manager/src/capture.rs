@@ -171,7 +171,10 @@ pub(crate) fn capture<'a>(
 ) -> Result<Captured<'a>, CaptureError> {
     match capture_once(ws, store, record.clone(), how, true) {
         // The cache names a blob or tree that is no longer stored: distrust it, read everything.
-        Err(CaptureError::Store(cas::Error::Write(cas::WriteError::Dangling { kind, id }))) => {
+        Err(CaptureError::Store(cas::StoreError::Write(cas::WriteError::Dangling {
+            kind,
+            id,
+        }))) => {
             tracing::warn!(worktree = %record.root, "stat cache names a missing {kind} {id}; re-reading every file");
             capture_once(ws, store, record, how, false)
         }

@@ -67,7 +67,7 @@ pub enum CaptureError {
     StoreOverlap(#[from] crate::apart::StoreOverlap),
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     /// A registry record could not be read or written.
     #[error(transparent)]
     Registry(#[from] crate::RegistryError),
@@ -122,7 +122,7 @@ pub enum CheckoutError {
     },
     /// The store failed, or an object is missing or corrupt.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     /// A registry record could not be read or written.
     #[error(transparent)]
     Registry(#[from] crate::RegistryError),
@@ -176,7 +176,7 @@ pub enum RollbackError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     /// A registry record could not be read or written.
     #[error(transparent)]
     Registry(#[from] crate::RegistryError),
@@ -216,7 +216,7 @@ pub enum RecoverError {
     StoreOverlap(#[from] crate::apart::StoreOverlap),
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     /// A registry record could not be read or written.
     #[error(transparent)]
     Registry(#[from] crate::RegistryError),
@@ -272,7 +272,7 @@ pub enum UndoError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     /// A registry record could not be read or written.
     #[error(transparent)]
     Registry(#[from] crate::RegistryError),
@@ -324,7 +324,7 @@ pub enum TaskError {
     Rollback(#[from] RollbackError),
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     /// A registry record could not be read or written.
     #[error(transparent)]
     Registry(#[from] crate::RegistryError),
@@ -354,7 +354,7 @@ pub enum WorktreeError {
     StoreOverlap(#[from] crate::apart::StoreOverlap),
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     /// A registry record could not be read or written.
     #[error(transparent)]
     Registry(#[from] crate::RegistryError),
@@ -362,10 +362,10 @@ pub enum WorktreeError {
 
 macro_rules! store_errors {
     ($($ty:ty),*) => {$(
-        impl From<cas::ReadError> for $ty { fn from(e: cas::ReadError) -> Self { cas::Error::from(e).into() } }
-        impl From<cas::WriteError> for $ty { fn from(e: cas::WriteError) -> Self { cas::Error::from(e).into() } }
-        impl From<cas::StorageFailure> for $ty { fn from(e: cas::StorageFailure) -> Self { cas::Error::from(cas::ReadError::from(e)).into() } }
-        impl From<cas::ObjectError> for $ty { fn from(e: cas::ObjectError) -> Self { cas::Error::from(e).into() } }
+        impl From<cas::ReadError> for $ty { fn from(e: cas::ReadError) -> Self { cas::StoreError::from(e).into() } }
+        impl From<cas::WriteError> for $ty { fn from(e: cas::WriteError) -> Self { cas::StoreError::from(e).into() } }
+        impl From<cas::StorageFailure> for $ty { fn from(e: cas::StorageFailure) -> Self { cas::StoreError::from(cas::ReadError::from(e)).into() } }
+        impl From<cas::ObjectError> for $ty { fn from(e: cas::ObjectError) -> Self { cas::StoreError::from(e).into() } }
     )*};
 }
 store_errors!(

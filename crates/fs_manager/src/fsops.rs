@@ -35,7 +35,7 @@ pub(crate) enum WriteFailure {
     Io(PathBuf, std::io::Error),
     Store(cas::ReadError),
     /// Recording in the store failed.
-    Record(cas::Error),
+    Record(cas::StoreError),
     /// A registry record could not be written.
     Registry(crate::RegistryError),
     /// Something that is not a directory (or a link) stands where a directory must be.

@@ -28,7 +28,7 @@ pub(crate) enum HoldError {
     Interrupted(crate::journal::Interrupted),
     RootChanged(crate::root::RootChanged),
     Apart(crate::apart::StoreOverlap),
-    Store(cas::Error),
+    Store(cas::StoreError),
     Registry(crate::RegistryError),
 }
 

@@ -134,7 +134,7 @@ pub(crate) fn pending_at(
 pub(crate) enum JournalCheck {
     Interrupted(Interrupted),
     Registry(crate::RegistryError),
-    Store(cas::Error),
+    Store(cas::StoreError),
 }
 
 impl From<cas::StorageFailure> for JournalCheck {

@@ -53,7 +53,7 @@ fn fsck_clean(env: &Env, what: &str) {
     let out = env
         .store
         .fsck(
-            &cas::FsckOptions::default(),
+            &cas::StoreFsckOptions::default(),
             &[&fs_manager::Registry::default()],
         )
         .unwrap();

@@ -50,7 +50,7 @@ pub enum ExportError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
 }
 
 fn mode(kind: EntryKind) -> gix::objs::tree::EntryMode {
@@ -101,11 +101,11 @@ pub(crate) fn export_into(
     };
     let reader = store
         .reader()
-        .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+        .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
     let known = |id: ObjectId| -> Result<Option<gix::ObjectId>, ExportError> {
         let mapped = reader
             .side_of_object(GIT_OIDS, id)
-            .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+            .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
         Ok(mapped
             .and_then(|raw| gix::ObjectId::try_from(raw.as_slice()).ok())
             .filter(|oid| repo.has_object(oid)))
@@ -121,7 +121,7 @@ pub(crate) fn export_into(
         return Ok(outcome);
     }
     let mut map = WriteBatch::new();
-    let tree = reader.tree(root).map_err(cas::Error::from)?;
+    let tree = reader.tree(root).map_err(cas::StoreError::from)?;
     let mut stack = vec![Frame {
         id: root,
         tree,
@@ -167,7 +167,9 @@ pub(crate) fn export_into(
                 oid
             }
             None if entry.kind == EntryKind::Tree => {
-                let tree = reader.tree(entry.id.as_tree()).map_err(cas::Error::from)?;
+                let tree = reader
+                    .tree(entry.id.as_tree())
+                    .map_err(cas::StoreError::from)?;
                 stack.push(Frame {
                     id: entry.id.as_tree(),
                     tree,
@@ -177,7 +179,9 @@ pub(crate) fn export_into(
                 continue;
             }
             None => {
-                let bytes = reader.blob(entry.id.as_blob()).map_err(cas::Error::from)?;
+                let bytes = reader
+                    .blob(entry.id.as_blob())
+                    .map_err(cas::StoreError::from)?;
                 let oid = repo
                     .write_blob(&bytes)
                     .map_err(|e| git_err(e.into()))?
@@ -196,7 +200,7 @@ pub(crate) fn export_into(
         }
     };
     drop(reader);
-    store.write(&map).map_err(cas::Error::from)?;
+    store.write(&map).map_err(cas::StoreError::from)?;
     outcome.tree = root_oid.to_string();
     Ok(outcome)
 }

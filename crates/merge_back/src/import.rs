@@ -80,7 +80,7 @@ pub enum ImportError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
 }
 
 /// One directory being imported: its git entries, and the cairn entries built so far.
@@ -237,7 +237,7 @@ pub fn import(
             });
         }
         if batch.stored_bytes() > 64 << 20 {
-            store.write(&batch).map_err(cas::Error::from)?;
+            store.write(&batch).map_err(cas::StoreError::from)?;
             batch = WriteBatch::new();
         }
     };
@@ -261,7 +261,7 @@ pub fn import(
         path: repo_path.to_owned(),
         source,
     })?;
-    store.write(&batch).map_err(cas::Error::from)?;
+    store.write(&batch).map_err(cas::StoreError::from)?;
     Ok(ImportOutcome {
         snapshot: id,
         tree: root_tree,

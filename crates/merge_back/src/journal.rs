@@ -136,9 +136,9 @@ impl CheckoutJournal {
 
     /// Writes the journal: from here on, a kill is finished by
     /// [`recover_checkout`](crate::recover_checkout).
-    pub(crate) fn begin(&self, store: &Store) -> Result<(), cas::Error> {
+    pub(crate) fn begin(&self, store: &Store) -> Result<(), cas::StoreError> {
         let bytes = serde_json::to_vec(self).map_err(|e| {
-            cas::Error::Write(cas::WriteError::Encode {
+            cas::StoreError::Write(cas::WriteError::Encode {
                 what: format!("merge journal for {}", self.workdir),
                 source: e,
             })
@@ -150,7 +150,7 @@ impl CheckoutJournal {
     }
 
     /// Drops the journal: the step is complete.
-    pub(crate) fn end(&self, store: &Store) -> Result<(), cas::Error> {
+    pub(crate) fn end(&self, store: &Store) -> Result<(), cas::StoreError> {
         let mut batch = WriteBatch::new();
         batch.set_journal(&self.workdir, None);
         store.write(&batch)?;
@@ -160,13 +160,16 @@ impl CheckoutJournal {
 
 /// A `merge --checkout` of the work tree at `workdir` was interrupted: it must be recovered
 /// before anything else runs there.
-pub(crate) fn pending(store: &Store, workdir: &Utf8Path) -> Result<Option<String>, cas::Error> {
+pub(crate) fn pending(
+    store: &Store,
+    workdir: &Utf8Path,
+) -> Result<Option<String>, cas::StoreError> {
     let reader = store
         .reader()
-        .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+        .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
     let found = reader
         .journal(workdir)
-        .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+        .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
     Ok(found.map(|bytes| match CheckoutJournal::decode(&bytes) {
         Some(j) => format!("an interrupted {} (started {})", j.op, j.started),
         None => "an interrupted cairn operation".to_owned(),

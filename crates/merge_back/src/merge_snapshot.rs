@@ -55,10 +55,10 @@ fn find_base(
     store: &Store,
     repo: &Utf8Path,
     start: SnapshotId,
-) -> Result<Option<SnapshotId>, cas::Error> {
+) -> Result<Option<SnapshotId>, cas::StoreError> {
     let reader = store
         .reader()
-        .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+        .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
     let mut queue = VecDeque::from([start]);
     let mut seen = HashSet::from([start]);
     while let Some(id) = queue.pop_front() {
@@ -74,7 +74,7 @@ fn find_base(
             // History gc pruned holds no base.
             let pruned = reader
                 .pruned(parent)
-                .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+                .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
             if !pruned && seen.insert(parent) {
                 queue.push_back(parent);
             }
@@ -144,11 +144,11 @@ pub fn merge_snapshot(
     let (base_tree, theirs_tree) = {
         let reader = store
             .reader()
-            .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
-        let base_tree = reader.snapshot(base).map_err(cas::Error::from)?.tree;
+            .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
+        let base_tree = reader.snapshot(base).map_err(cas::StoreError::from)?.tree;
         let theirs = reader
             .snapshot(options.snapshot)
-            .map_err(cas::Error::from)?;
+            .map_err(cas::StoreError::from)?;
         (base_tree, theirs)
     };
     let base_git = export_into(store, &repo, path, base_tree)?.tree;

@@ -38,12 +38,12 @@ pub fn recover_checkout(
         .unwrap_or_else(|| path.to_owned());
     let reader = store
         .reader()
-        .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+        .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
     let mut found = None;
     for dir in canonical.ancestors().chain(path.ancestors()) {
         let bytes = reader
             .journal(dir)
-            .map_err(|e| cas::Error::from(cas::ReadError::from(e)))?;
+            .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
         if let Some(bytes) = bytes {
             found = CheckoutJournal::decode(&bytes);
             break;

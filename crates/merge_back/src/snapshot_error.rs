@@ -91,7 +91,7 @@ pub enum MergeSnapshotError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     /// An earlier `merge --checkout` (or another cairn step) into this work tree was
     /// interrupted; `cairn recover` finishes it.
     #[error("{path}: {what} left it half done; run `cairn recover {path}` to finish it")]

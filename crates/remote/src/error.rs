@@ -127,7 +127,7 @@ pub enum RemoteError {
     },
     /// The local store failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] LocalStoreError),
 }
 
 /// What damaged bytes on a remote failed on (the source of a [`RemoteError::Corrupt`]).
@@ -206,7 +206,7 @@ impl From<UrlError> for RemoteError {
 /// A failure of the local store during a remote operation.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum StoreError {
+pub enum LocalStoreError {
     /// Reading.
     #[error(transparent)]
     Read(#[from] cas::ReadError),

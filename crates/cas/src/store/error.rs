@@ -589,7 +589,7 @@ pub enum MaintenanceError {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 #[allow(missing_docs)]
-pub enum Error {
+pub enum StoreError {
     #[error(transparent)]
     Open(#[from] OpenError),
     #[error(transparent)]

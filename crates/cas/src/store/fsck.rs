@@ -17,14 +17,14 @@ use crate::object::ObjectKind;
 
 /// Knobs for [`Store::fsck`].
 #[derive(Debug, Clone, Default)]
-pub struct FsckOptions {
+pub struct StoreFsckOptions {
     /// Skip reading blob content (checks structure and references only).
     pub skip_content: bool,
 }
 
 /// What `fsck` checked and found.
 #[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct FsckOutcome {
+pub struct StoreFsckOutcome {
     /// Every problem, in no particular order of importance.
     pub problems: Vec<Problem>,
     /// Blobs checked (chunks included).
@@ -80,10 +80,10 @@ impl Store {
     /// reporting what it holds as missing.
     pub fn fsck(
         &self,
-        options: &FsckOptions,
+        options: &StoreFsckOptions,
         owners: &[&dyn SideOwner],
-    ) -> Result<FsckOutcome, MaintenanceError> {
-        let mut out = FsckOutcome::default();
+    ) -> Result<StoreFsckOutcome, MaintenanceError> {
+        let mut out = StoreFsckOutcome::default();
         // Nothing at all can be read: that is an error, not a finding.
         let txn = self.health.run(|| self.db.begin_read().storage())?;
         let reader = self.reader()?;
@@ -237,9 +237,9 @@ impl Store {
     /// problem of kind `store` named `table` and returns `None`.
     fn fsck_part<T>(
         &self,
-        out: &mut FsckOutcome,
+        out: &mut StoreFsckOutcome,
         table: &'static str,
-        check: impl FnOnce(&mut FsckOutcome) -> Result<T, MaintenanceError>,
+        check: impl FnOnce(&mut StoreFsckOutcome) -> Result<T, MaintenanceError>,
     ) -> Option<T> {
         match self.health.run(|| check(out)) {
             Ok(v) => Some(v),
@@ -252,7 +252,7 @@ impl Store {
     }
 }
 
-fn check_refs(reader: &Reader, out: &mut FsckOutcome) -> Result<(), MaintenanceError> {
+fn check_refs(reader: &Reader, out: &mut StoreFsckOutcome) -> Result<(), MaintenanceError> {
     for (name, target) in reader.refs()? {
         out.references += 1;
         if !reader.has_snapshot(target)? {

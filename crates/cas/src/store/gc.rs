@@ -23,7 +23,7 @@ use camino::Utf8Path;
 
 /// Knobs for [`Store::gc`].
 #[derive(Debug, Clone, Default)]
-pub struct GcOptions {
+pub struct StoreGcOptions {
     /// Report what would be removed, change nothing.
     pub dry_run: bool,
     /// Drop history (owners' history entries and snapshot ancestry), oldest first, until
@@ -37,7 +37,7 @@ pub struct GcOptions {
 
 /// What `gc` removed (or would remove, on a dry run).
 #[derive(Debug, Clone, Default)]
-pub struct GcOutcome {
+pub struct StoreGcOutcome {
     /// Every unreachable object.
     pub removed: Vec<(ObjectKind, ObjectId)>,
     /// Stored bytes of those objects.
@@ -53,7 +53,7 @@ pub struct GcOutcome {
     /// Size of the database file before.
     pub file_bytes_before: u64,
     /// Size of the database file after (equal to before on a dry run): what
-    /// [`GcOptions::max_size`] is about.
+    /// [`StoreGcOptions::max_size`] is about.
     pub file_bytes_after: u64,
     /// What the store folder's files take after, mount layers included (see
     /// [`store_bytes`]; before, on a dry run).
@@ -82,7 +82,7 @@ impl Store {
     /// Removes every object that no ref, no root of `owners` (the layers that keep records
     /// in side tables) and no ancestry of those reaches, drops the side entries the owners
     /// ask it to and those about removed objects, moves live blobs out of mostly-dead log
-    /// segments, and compacts the file. With [`GcOptions::max_size`], history beyond what
+    /// segments, and compacts the file. With [`StoreGcOptions::max_size`], history beyond what
     /// keepers keep stays only as far as it fits (see `mark`), and the passes repeat until
     /// the compacted file fits, nothing optional is left, or the file would not fit even
     /// without any of it.
@@ -93,24 +93,24 @@ impl Store {
     /// told apart from garbage.
     pub fn gc(
         &mut self,
-        options: &GcOptions,
+        options: &StoreGcOptions,
         owners: &[&dyn SideOwner],
-    ) -> Result<GcOutcome, MaintenanceError> {
+    ) -> Result<StoreGcOutcome, MaintenanceError> {
         let health = std::sync::Arc::clone(&self.health);
         health.run(|| self.collect(options, owners))
     }
 
     fn collect(
         &mut self,
-        options: &GcOptions,
+        options: &StoreGcOptions,
         owners: &[&dyn SideOwner],
-    ) -> Result<GcOutcome, MaintenanceError> {
+    ) -> Result<StoreGcOutcome, MaintenanceError> {
         let db_path = self.database_path();
         let file_len = || std::fs::metadata(&db_path).map(|m| m.len()).unwrap_or(0);
-        let mut outcome = GcOutcome {
+        let mut outcome = StoreGcOutcome {
             file_bytes_before: file_len(),
             store_bytes_after: store_bytes(self.root()),
-            ..GcOutcome::default()
+            ..StoreGcOutcome::default()
         };
         // What gc aims for: the budget less a 32nd, so the commands that follow have room
         // before the store is past it again (a compacted file has no free page inside).
@@ -169,8 +169,8 @@ impl Store {
     fn sweep_marked(
         &self,
         marked: Marked,
-        options: &GcOptions,
-        outcome: &mut GcOutcome,
+        options: &StoreGcOptions,
+        outcome: &mut StoreGcOutcome,
     ) -> Result<(), MaintenanceError> {
         let db = self.writer().map_err(|_| MaintenanceError::ReadOnly {
             path: self.root().to_owned(),
@@ -196,8 +196,8 @@ impl Store {
         &self,
         txn: &redb::WriteTransaction,
         marked: &Marked,
-        options: &GcOptions,
-        outcome: &mut GcOutcome,
+        options: &StoreGcOptions,
+        outcome: &mut StoreGcOutcome,
     ) -> Result<(), MaintenanceError> {
         let live = &marked.live;
         {

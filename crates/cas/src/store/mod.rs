@@ -30,13 +30,13 @@ pub use batch::{WriteBatch, WriteOutcome, validate_ref_name};
 pub use blob::{CHUNK_BYTES, PreparedBlob};
 pub use chunks::{BlobChunks, Chunk};
 pub use error::{
-    BoxError, Damage, Error, MaintenanceError, OpenError, ReadError, RefError, ResolveError,
-    StorageFailure, WriteError, ZstdError,
+    BoxError, Damage, MaintenanceError, OpenError, ReadError, RefError, ResolveError,
+    StorageFailure, StoreError, WriteError, ZstdError,
 };
 pub(crate) use frame::receive as receive_frame;
 pub use frame::{Frame, FrameMember, FrameRef, MAX_FRAME_BYTES, ReceivedFrame};
-pub use fsck::{FsckOptions, FsckOutcome};
-pub use gc::{GcOptions, GcOutcome, Retained, store_bytes};
+pub use fsck::{StoreFsckOptions, StoreFsckOutcome};
+pub use gc::{Retained, StoreGcOptions, StoreGcOutcome, store_bytes};
 pub use handle::Store;
 pub use options::{InvalidLockTimeout, LOCK_TIMEOUT_VAR, OpenOptions};
 pub use owner::{Checked, HistoryEntry, Keeper, Problem, Roots, SideOwner};

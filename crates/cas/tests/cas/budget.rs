@@ -85,16 +85,16 @@ fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
     let (chain, owner) = chain(&t);
 
     // Without a budget everything stays (the journal and the ancestry keep it).
-    let out = t.store.gc(&GcOptions::default(), &[&owner]).unwrap();
+    let out = t.store.gc(&StoreGcOptions::default(), &[&owner]).unwrap();
     assert!(out.removed.is_empty());
 
     // Between what the keepers hold (1.4 MB) and the whole store (5.8 MB); redb's file takes
     // about 90 KB more than the stored bytes at this size.
     let budget = 4 << 20;
     assert!(store_bytes(&t.root) > budget);
-    let options = GcOptions {
+    let options = StoreGcOptions {
         max_size: Some(budget),
-        ..GcOptions::default()
+        ..StoreGcOptions::default()
     };
     let out = t.store.gc(&options, &[&owner]).unwrap();
     assert!(out.store_bytes_after <= budget, "{out:?}");
@@ -153,9 +153,12 @@ fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
     let log = r.log(chain[7], None).unwrap();
     assert_eq!(log.len(), 8 - oldest_kept);
     drop(r);
-    let fsck = t.store.fsck(&FsckOptions::default(), &[&owner]).unwrap();
+    let fsck = t
+        .store
+        .fsck(&StoreFsckOptions::default(), &[&owner])
+        .unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
-    let out = t.store.gc(&GcOptions::default(), &[&owner]).unwrap();
+    let out = t.store.gc(&StoreGcOptions::default(), &[&owner]).unwrap();
     assert!(out.removed.is_empty(), "{out:?}");
     assert!(t.store.reader().unwrap().pruned(cut).unwrap(), "still cut");
 }
@@ -164,9 +167,9 @@ fn a_budget_drops_history_oldest_first_and_keeps_what_is_named() {
 /// same history as in the same store without it.
 #[test]
 fn a_mount_layer_in_the_store_folder_does_not_cost_history() {
-    let options = GcOptions {
+    let options = StoreGcOptions {
         max_size: Some(4 << 20),
-        ..GcOptions::default()
+        ..StoreGcOptions::default()
     };
     let mut plain = temp_store();
     let (plain_chain, owner) = chain(&plain);
@@ -205,9 +208,9 @@ fn a_budget_out_of_reach_drops_only_what_does_not_fit_the_stored_bytes() {
     let out = t
         .store
         .gc(
-            &GcOptions {
+            &StoreGcOptions {
                 max_size: Some(budget),
-                ..GcOptions::default()
+                ..StoreGcOptions::default()
             },
             &[&owner],
         )

@@ -180,7 +180,7 @@ fn small_medium_and_chunked_blobs_mix_in_a_batch_and_duplicates_are_stored_once(
     let back = PreparedBlob::from_payload(BlobId::of(&small[3]), payload).unwrap();
     assert_eq!(back.id(), BlobId::of(&small[3]));
     drop(reader);
-    let out = t.store.fsck(&FsckOptions::default(), &[]).unwrap();
+    let out = t.store.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert!(out.problems.is_empty(), "{:?}", out.problems);
     assert_eq!(out.blobs, 51 + 1 + 3 + 1 + 2);
 }
@@ -262,7 +262,7 @@ fn damaged_member_records_and_frames_are_errors_naming_the_blob() {
     }
     assert_eq!(r.blob(c).unwrap(), contents[2], "its neighbours still read");
     drop(r);
-    let out = store.fsck(&FsckOptions::default(), &[]).unwrap();
+    let out = store.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     let named: Vec<&str> = out.problems.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(named.len(), 2, "{:?}", out.problems);
     assert!(named.contains(&a.to_hex().as_str()) && named.contains(&b.to_hex().as_str()));
@@ -318,7 +318,7 @@ fn gc_keeps_the_live_members_of_frames_and_gives_the_rest_back() {
     t.store = open(&t.root);
     assert!(t.store.reader().unwrap().has_snapshot(first).unwrap());
 
-    let out = t.store.gc(&GcOptions::default(), &[]).unwrap();
+    let out = t.store.gc(&StoreGcOptions::default(), &[]).unwrap();
     assert_eq!(
         out.removed
             .iter()
@@ -335,7 +335,7 @@ fn gc_keeps_the_live_members_of_frames_and_gives_the_rest_back() {
         assert_eq!(&r.blob(BlobId::of(content)).unwrap(), content);
     }
     drop(r);
-    let fsck = t.store.fsck(&FsckOptions::default(), &[]).unwrap();
+    let fsck = t.store.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
     drop(t.store);
     let (records, log_after) = records(&t.root);
@@ -449,7 +449,7 @@ fn a_format_2_store_reads_as_it_is_and_a_write_marks_it_format_3() {
         read_files(&r, r.snapshot(snap).unwrap().tree, "", &mut files);
         assert_eq!(files, fixture_files());
         drop(r);
-        let out = store.fsck(&FsckOptions::default(), &[]).unwrap();
+        let out = store.fsck(&StoreFsckOptions::default(), &[]).unwrap();
         assert!(out.problems.is_empty(), "{:?}", out.problems);
         assert_eq!(out.blobs, blobs);
     };

@@ -28,7 +28,7 @@ fn a_flipped_byte_is_found_by_fsck_and_refused_by_reads() {
     let healthy = commit(&t.store, &[("ok", b"fine")], vec![], "m");
     assert!(
         t.store
-            .fsck(&FsckOptions::default(), &[])
+            .fsck(&StoreFsckOptions::default(), &[])
             .unwrap()
             .problems
             .is_empty()
@@ -38,7 +38,7 @@ fn a_flipped_byte_is_found_by_fsck_and_refused_by_reads() {
     flip_byte_of(&t.root.join(DATABASE_FILE), &content[5_000..5_064]);
 
     let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
-    let out = store.fsck(&FsckOptions::default(), &[]).unwrap();
+    let out = store.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert_eq!(out.problems.len(), 1, "{:?}", out.problems);
     assert_eq!(out.problems[0].kind, "blob");
     assert_eq!(out.problems[0].name, id.to_hex());
@@ -60,7 +60,7 @@ fn a_corrupt_tree_is_found() {
     drop(t.store);
     flip_byte_of(&t.root.join(DATABASE_FILE), name.as_bytes());
     let store = Store::open(&t.root, &OpenOptions::default()).unwrap();
-    let out = store.fsck(&FsckOptions::default(), &[]).unwrap();
+    let out = store.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert!(
         out.problems
             .iter()
@@ -90,7 +90,7 @@ fn gc_reclaims_log_space_and_relocated_blobs_still_read() {
     }
     t.store.set_ref("main", parent[0]).unwrap();
     let before = std::fs::metadata(t.store.database_path()).unwrap().len();
-    let out = t.store.gc(&GcOptions::default(), &[]).unwrap();
+    let out = t.store.gc(&StoreGcOptions::default(), &[]).unwrap();
     assert!(out.bytes_freed > 5_000_000);
     assert!(
         out.file_bytes_after < before,
@@ -104,7 +104,7 @@ fn gc_reclaims_log_space_and_relocated_blobs_still_read() {
     drop(r);
     assert!(
         t.store
-            .fsck(&FsckOptions::default(), &[])
+            .fsck(&StoreFsckOptions::default(), &[])
             .unwrap()
             .problems
             .is_empty()
@@ -136,7 +136,7 @@ fn gc_gives_back_the_free_pages_of_the_whole_file() {
         parent = vec![commit(&t.store, &named, parent, "round")];
     }
     t.store.set_ref("main", parent[0]).unwrap();
-    let out = t.store.gc(&GcOptions::default(), &[]).unwrap();
+    let out = t.store.gc(&StoreGcOptions::default(), &[]).unwrap();
     assert_eq!(out.bytes_freed, 0, "everything is reachable");
     let file = std::fs::metadata(t.store.database_path()).unwrap().len();
     assert_eq!(out.file_bytes_after, file);
@@ -167,7 +167,7 @@ fn gc_refuses_to_guess_below_a_corrupt_tree() {
     drop(t.store);
     flip_byte_of(&t.root.join(DATABASE_FILE), name.as_bytes());
     let mut store = Store::open(&t.root, &OpenOptions::default()).unwrap();
-    let err = store.gc(&GcOptions::default(), &[]).unwrap_err();
+    let err = store.gc(&StoreGcOptions::default(), &[]).unwrap_err();
     assert!(matches!(err, MaintenanceError::Unsafe(_)), "{err}");
     assert!(
         store.reader().unwrap().has_blob(BlobId::of(b"x")).unwrap(),

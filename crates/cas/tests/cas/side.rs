@@ -182,9 +182,9 @@ fn gc_keeps_what_owners_name_and_drops_what_they_ask() {
     let dry = t
         .store
         .gc(
-            &GcOptions {
+            &StoreGcOptions {
                 dry_run: true,
-                ..GcOptions::default()
+                ..StoreGcOptions::default()
             },
             &[&Notes],
         )
@@ -201,7 +201,7 @@ fn gc_keeps_what_owners_name_and_drops_what_they_ask() {
     assert!(r.side_get(NOTES, "/w", b"old-1").unwrap().is_some());
     drop(r);
 
-    let out = t.store.gc(&GcOptions::default(), &[&Notes]).unwrap();
+    let out = t.store.gc(&StoreGcOptions::default(), &[&Notes]).unwrap();
     assert_eq!(out.dropped[0].key, b"old-1");
     let r = t.store.reader().unwrap();
     assert!(r.has_snapshot(kept).unwrap());
@@ -218,7 +218,10 @@ fn gc_keeps_what_owners_name_and_drops_what_they_ask() {
         "an entry keyed by object goes with its object"
     );
     drop(r);
-    let fsck = t.store.fsck(&FsckOptions::default(), &[&Notes]).unwrap();
+    let fsck = t
+        .store
+        .fsck(&StoreFsckOptions::default(), &[&Notes])
+        .unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
     assert_eq!(fsck.references, 1, "the one note left");
 }
@@ -230,9 +233,12 @@ fn without_its_owner_a_record_keeps_nothing_alive() {
     let mut batch = WriteBatch::new();
     note(&mut batch, "/w", b"k", s);
     t.store.write(&batch).unwrap();
-    t.store.gc(&GcOptions::default(), &[]).unwrap();
+    t.store.gc(&StoreGcOptions::default(), &[]).unwrap();
     assert!(!t.store.reader().unwrap().has_snapshot(s).unwrap());
-    let fsck = t.store.fsck(&FsckOptions::default(), &[&Notes]).unwrap();
+    let fsck = t
+        .store
+        .fsck(&StoreFsckOptions::default(), &[&Notes])
+        .unwrap();
     assert_eq!(fsck.problems.len(), 1, "{:?}", fsck.problems);
     assert_eq!(fsck.problems[0].kind, "note");
 }
@@ -241,7 +247,10 @@ fn without_its_owner_a_record_keeps_nothing_alive() {
 fn gc_stops_before_removing_anything_when_an_owner_cannot_answer() {
     let mut t = temp_store();
     let s = commit(&t.store, &[("a", b"x")], vec![], "unreferenced");
-    let err = t.store.gc(&GcOptions::default(), &[&Broken]).unwrap_err();
+    let err = t
+        .store
+        .gc(&StoreGcOptions::default(), &[&Broken])
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -254,7 +263,10 @@ fn gc_stops_before_removing_anything_when_an_owner_cannot_answer() {
     );
     assert!(err.to_string().contains("nothing removed"), "{err}");
     assert!(t.store.reader().unwrap().has_snapshot(s).unwrap());
-    let fsck = t.store.fsck(&FsckOptions::default(), &[&Broken]).unwrap();
+    let fsck = t
+        .store
+        .fsck(&StoreFsckOptions::default(), &[&Broken])
+        .unwrap();
     assert!(
         fsck.problems
             .iter()
@@ -274,7 +286,7 @@ fn gc_stops_while_an_operation_is_under_way_anywhere() {
         Some(br#"{"op":"test"}"#.to_vec()),
     );
     t.store.write(&batch).unwrap();
-    let err = t.store.gc(&GcOptions::default(), &[]).unwrap_err();
+    let err = t.store.gc(&StoreGcOptions::default(), &[]).unwrap_err();
     assert!(matches!(err, MaintenanceError::Interrupted { .. }), "{err}");
     assert!(t.store.reader().unwrap().has_snapshot(s).unwrap());
     assert_eq!(
@@ -284,6 +296,6 @@ fn gc_stops_while_an_operation_is_under_way_anywhere() {
     let mut batch = WriteBatch::new();
     batch.set_journal(Utf8Path::new("/some/dir"), None);
     t.store.write(&batch).unwrap();
-    t.store.gc(&GcOptions::default(), &[]).unwrap();
+    t.store.gc(&StoreGcOptions::default(), &[]).unwrap();
     assert!(!t.store.reader().unwrap().has_snapshot(s).unwrap());
 }

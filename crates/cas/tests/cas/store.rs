@@ -46,7 +46,7 @@ fn streamed_blobs_match_in_memory_ids() {
     }
     assert!(
         t.store
-            .fsck(&FsckOptions::default(), &[])
+            .fsck(&StoreFsckOptions::default(), &[])
             .unwrap()
             .problems
             .is_empty()
@@ -381,7 +381,7 @@ fn ids_survive_a_kill_right_after_they_are_handed_out() {
     drop(r);
     assert!(
         store
-            .fsck(&FsckOptions::default(), &[])
+            .fsck(&StoreFsckOptions::default(), &[])
             .unwrap()
             .problems
             .is_empty()

@@ -88,10 +88,10 @@ fn a_snapshot_whose_parents_are_promised_is_whole_for_fsck_and_gc() {
         Some("origin")
     );
     assert!(!reader.has_snapshot(first).unwrap());
-    let fsck = b.store.fsck(&FsckOptions::default(), &[]).unwrap();
+    let fsck = b.store.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
     drop(reader);
-    let gc = b.store.gc(&GcOptions::default(), &[]).unwrap();
+    let gc = b.store.gc(&StoreGcOptions::default(), &[]).unwrap();
     assert!(gc.removed.is_empty(), "{gc:?}");
     assert!(b.store.reader().unwrap().has_snapshot(second).unwrap());
 
@@ -177,7 +177,7 @@ fn a_group_frame_travels_as_stored_and_is_written_as_it_came() {
     batch.add_frame(received);
     let out = b.store.write(&batch).unwrap();
     assert_eq!((out.blobs_written, out.bytes_written), (0, 0));
-    let fsck = b.store.fsck(&FsckOptions::default(), &[]).unwrap();
+    let fsck = b.store.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
 
     // A few members of a large frame go alone, both ways.

@@ -69,7 +69,7 @@ pub enum ScanError {
     },
     /// The store failed.
     #[error(transparent)]
-    Store(#[from] cas::Error),
+    Store(#[from] cas::StoreError),
     /// The stat cache takes blob ids from a tree the store cannot give (or that lacks
     /// them): a capture then reads every file again.
     #[error("{}: the stat cache names tree {tree}, which the store cannot give", path.display())]

@@ -3,8 +3,8 @@
 
 use camino::Utf8Path;
 use cas::{
-    BlobId, EntryKind, FsckOptions, GcOptions, PreparedBlob, Snapshot, SnapshotId, Store, Tree,
-    TreeEntry, WriteBatch,
+    BlobId, EntryKind, PreparedBlob, Snapshot, SnapshotId, Store, StoreFsckOptions, StoreGcOptions,
+    Tree, TreeEntry, WriteBatch,
 };
 use fs_manager::{
     Checkpoint, OpRecord, Registry, RegistryRead, RegistryWrite, Task, WorktreeKind, WorktreeRecord,
@@ -120,7 +120,7 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
     let dry = t
         .store
         .gc(
-            &GcOptions {
+            &StoreGcOptions {
                 dry_run: true,
                 max_size: None,
             },
@@ -142,7 +142,7 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
 
     let out = t
         .store
-        .gc(&GcOptions::default(), &[&Registry::default()])
+        .gc(&StoreGcOptions::default(), &[&Registry::default()])
         .unwrap();
     assert_eq!(out.removed.len(), 3);
     assert!(out.bytes_freed >= 300_000);
@@ -156,7 +156,7 @@ fn gc_keeps_what_is_reachable_and_drops_the_rest() {
     drop(r);
     assert!(
         t.store
-            .fsck(&FsckOptions::default(), &[&Registry::default()])
+            .fsck(&StoreFsckOptions::default(), &[&Registry::default()])
             .unwrap()
             .problems
             .is_empty()
@@ -204,7 +204,7 @@ fn a_size_budget_keeps_the_change_undo_would_revert() {
     let out = t
         .store
         .gc(
-            &GcOptions {
+            &StoreGcOptions {
                 dry_run: false,
                 max_size: Some(1),
             },
@@ -261,7 +261,7 @@ fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
     let dry = t
         .store
         .gc(
-            &GcOptions {
+            &StoreGcOptions {
                 dry_run: true,
                 max_size: None,
             },
@@ -277,7 +277,7 @@ fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
     let out = t
         .store
         .gc(
-            &GcOptions {
+            &StoreGcOptions {
                 dry_run: false,
                 max_size: None,
             },
@@ -299,7 +299,7 @@ fn gc_prunes_old_op_log_entries_first_and_what_only_they_kept() {
     let out = t
         .store
         .gc(
-            &GcOptions {
+            &StoreGcOptions {
                 dry_run: false,
                 max_size: None,
             },

@@ -204,7 +204,7 @@ fn a_folder_holding_the_store_is_never_a_worktree() {
         "{message}"
     );
     assert!(fs_manager::list_worktrees(&store).unwrap().is_empty());
-    let stored = store.fsck(&cas::FsckOptions::default(), &[]).unwrap();
+    let stored = store.fsck(&cas::StoreFsckOptions::default(), &[]).unwrap();
     assert_eq!((stored.snapshots, stored.blobs), (0, 0), "nothing captured");
 }
 

@@ -195,7 +195,7 @@ fn undo_and_redo_restore(from: Kind, to: Kind) -> Result<(), String> {
     let fsck = env
         .store
         .fsck(
-            &cas::FsckOptions::default(),
+            &cas::StoreFsckOptions::default(),
             &[&fs_manager::Registry::default()],
         )
         .map_err(|e| format!("fsck: {e}"))?;

@@ -25,7 +25,7 @@ fn a_format_1_remote_still_pulls_and_its_first_push_marks_it_format_3() {
     let first = a.reader().unwrap().snapshot(second).unwrap().parents[0];
     assert_eq!(first.to_hex()[..12], *"1e94c0ba4026");
     assert_eq!(files_of(&a, first), fixture_files(false));
-    let fsck = a.fsck(&FsckOptions::default(), &[]).unwrap();
+    let fsck = a.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
 
     // This build's push: the marker says 3 before its packs land; the old packs stay.
@@ -112,7 +112,7 @@ fn a_format_2_remote_streams_its_whole_large_blobs_and_its_crossed_refs_update_a
     // The large blob is stored in chunks, as a local write stores it.
     let big = BlobId::of(&expected(true)["big.bin"]);
     assert_eq!(a.reader().unwrap().blob_chunks(big).unwrap().ids().len(), 2);
-    let fsck = a.fsck(&FsckOptions::default(), &[]).unwrap();
+    let fsck = a.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
 
     // `main`'s next entry, 3, is the folder of the ref that build set: it is stepped past.

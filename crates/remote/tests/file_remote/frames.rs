@@ -101,7 +101,7 @@ fn a_thousand_small_files_travel_as_the_stores_frames_and_come_back_byte_identic
             .len()
     );
     drop(back);
-    let fsck = b.fsck(&FsckOptions::default(), &[]).unwrap();
+    let fsck = b.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
 }
 

@@ -47,7 +47,7 @@ fn a_snapshot_pushed_from_one_store_checks_out_whole_in_another_and_only_what_is
         assert_eq!(reader.blob(id).unwrap(), content, "{path}");
     }
     drop(reader);
-    let fsck = b.fsck(&FsckOptions::default(), &[]).unwrap();
+    let fsck = b.fsck(&StoreFsckOptions::default(), &[]).unwrap();
     assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
 
     // Then the history: only the first snapshot's own objects come.
