@@ -96,7 +96,7 @@ impl Git for Gitoxide {
     }
 
     fn merge(&self, store: &cas::Store, merge: &GitMerge<'_>) -> Result<GitMerged, GitError> {
-        let options = merge_back::MergeOptions {
+        let options = merge_back::MergeSnapshotOptions {
             repo: merge.repo,
             snapshot: merge.snapshot,
             base: merge.base,

@@ -2,8 +2,8 @@
 
 /// What gitoxide (or the file system below it) reported, kept whole as the `source()` of
 /// this crate's errors. Boxed: gix fails with many types, and none of them belongs in
-/// merge_back's API.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+/// merge_back's API. The same type as the store's (`cas::BoxError`), not a second one.
+pub use cas::BoxError;
 
 /// The configured author or committer, else a fallback naming cairn (a merge must not fail
 /// for want of `user.name`).

@@ -12,7 +12,7 @@ use crate::git::BoxError;
 
 /// What [`import`] stored.
 #[derive(Debug, Clone)]
-pub struct ImportOutcome {
+pub struct ImportedCommit {
     /// The new snapshot.
     pub snapshot: SnapshotId,
     /// Its tree.
@@ -106,7 +106,7 @@ pub fn import(
     labels: &BTreeMap<String, String>,
     deny: &path_policy::DenyList,
     records: &dyn Fn(&mut WriteBatch, SnapshotId) -> Result<(), BoxError>,
-) -> Result<ImportOutcome, ImportError> {
+) -> Result<ImportedCommit, ImportError> {
     let git_err = |source: BoxError| ImportError::Git {
         path: repo_path.to_owned(),
         source,
@@ -262,7 +262,7 @@ pub fn import(
         source,
     })?;
     store.write(&batch).map_err(cas::StoreError::from)?;
-    Ok(ImportOutcome {
+    Ok(ImportedCommit {
         snapshot: id,
         tree: root_tree,
         commit: commit_hex,

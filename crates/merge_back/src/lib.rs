@@ -44,9 +44,9 @@ mod worktree;
 
 pub use export::{ExportError, ExportOutcome, FORMAT_1_TABLES, GIT_OIDS, export};
 pub use git::BoxError;
-pub use import::{ImportError, ImportOutcome, import};
+pub use import::{ImportError, ImportedCommit, import};
 pub use merge::{ConflictKind, MergeConflict, MergeError, TreeMerge, merge_trees};
-pub use merge_snapshot::{MergeOptions, MergeOutcome, merge_snapshot};
+pub use merge_snapshot::{MergeSnapshotOptions, MergeSnapshotOutcome, merge_snapshot};
 pub use recover::{RecoveredCheckout, recover_checkout};
 pub use snapshot_error::MergeSnapshotError;
-pub use state::{GitState, GitStateError, git_source, git_state};
+pub use state::{GitStateError, HeadState, git_source, git_state};

@@ -16,7 +16,7 @@ use crate::worktree;
 
 /// What to merge, and where the result goes.
 #[derive(Debug, Clone)]
-pub struct MergeOptions<'a> {
+pub struct MergeSnapshotOptions<'a> {
     /// The git repository (the top of its work tree).
     pub repo: &'a Utf8Path,
     /// The snapshot to bring in.
@@ -35,7 +35,7 @@ pub struct MergeOptions<'a> {
 
 /// What [`merge_snapshot`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MergeOutcome {
+pub struct MergeSnapshotOutcome {
     /// The base snapshot used.
     pub base: SnapshotId,
     /// The new commit (its parent is `HEAD`) and the branch that now points at it (`HEAD`
@@ -92,8 +92,8 @@ fn find_base(
 /// changes but unreferenced objects, which git's gc collects.
 pub fn merge_snapshot(
     store: &Store,
-    options: &MergeOptions<'_>,
-) -> Result<MergeOutcome, MergeSnapshotError> {
+    options: &MergeSnapshotOptions<'_>,
+) -> Result<MergeSnapshotOutcome, MergeSnapshotError> {
     let path = options.repo;
     let git_err = |source: BoxError| MergeSnapshotError::Git {
         path: path.to_owned(),
@@ -155,7 +155,7 @@ pub fn merge_snapshot(
     let theirs_git = export_into(store, &repo, path, theirs_tree.tree)?.tree;
     let merged = merge_trees_in(&repo, path, &base_git, &ours.to_string(), &theirs_git)?;
     let Some(tree) = merged.tree else {
-        return Ok(MergeOutcome {
+        return Ok(MergeSnapshotOutcome {
             base,
             commit: None,
             conflicts: merged.conflicts,
@@ -169,7 +169,7 @@ pub fn merge_snapshot(
             let changes = worktree::changes(&repo, ours, tree).map_err(git_err)?;
             let dirty = worktree::dirty(workdir, index, &changes).map_err(git_err)?;
             if !dirty.is_empty() {
-                return Ok(MergeOutcome {
+                return Ok(MergeSnapshotOutcome {
                     base,
                     commit: None,
                     conflicts: Vec::new(),
@@ -247,7 +247,7 @@ pub fn merge_snapshot(
     if let Some(journal) = finish {
         journal.end(store)?;
     }
-    Ok(MergeOutcome {
+    Ok(MergeSnapshotOutcome {
         base,
         commit: Some((commit_id.to_string(), branch)),
         conflicts: Vec::new(),

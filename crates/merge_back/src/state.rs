@@ -7,7 +7,7 @@ use crate::git::BoxError;
 
 /// Where a repository's `HEAD` stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GitState {
+pub struct HeadState {
     /// The commit `HEAD` resolves to, as hex; `None` on an unborn branch.
     pub commit: Option<String>,
     /// Whether tracked files differ from `HEAD`, staged or not (untracked files do not
@@ -41,7 +41,7 @@ pub fn git_source(dir: &Utf8Path) -> Option<cas::GitSource> {
 }
 
 /// The git state of `dir` if it is the top of a git work tree (holds `.git`), else `None`.
-pub fn git_state(dir: &Utf8Path) -> Result<Option<GitState>, GitStateError> {
+pub fn git_state(dir: &Utf8Path) -> Result<Option<HeadState>, GitStateError> {
     if !dir.join(".git").exists() {
         return Ok(None);
     }
@@ -52,5 +52,5 @@ pub fn git_state(dir: &Utf8Path) -> Result<Option<GitState>, GitStateError> {
     let repo = gix::open(dir.as_std_path()).map_err(|e| fail(e.into()))?;
     let commit = repo.head_id().ok().map(|id| id.to_string());
     let dirty = repo.is_dirty().map_err(|e| fail(e.into()))?;
-    Ok(Some(GitState { commit, dirty }))
+    Ok(Some(HeadState { commit, dirty }))
 }

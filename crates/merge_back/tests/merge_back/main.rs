@@ -418,7 +418,7 @@ fn gitoxide_errors_are_kept_as_sources_and_messages_do_not_change() {
         &no_records,
     )
     .unwrap();
-    let options = merge_back::MergeOptions {
+    let options = merge_back::MergeSnapshotOptions {
         repo: &repo,
         snapshot: imported.snapshot,
         base: None,
@@ -440,7 +440,7 @@ fn gitoxide_errors_are_kept_as_sources_and_messages_do_not_change() {
     );
 
     // cairn's own rule reads as before too, and is the source in gitoxide's place.
-    let options = merge_back::MergeOptions {
+    let options = merge_back::MergeSnapshotOptions {
         branch: Some("-dash"),
         ..options
     };
