@@ -210,7 +210,7 @@ impl Engine {
                 .reader()
         });
         let mounted = mount::Mounted::start(
-            mount::MountOptions {
+            mount::FuseMountOptions {
                 root: root.clone(),
                 layer,
                 base,

@@ -179,8 +179,8 @@ pub enum MountFailure {
     },
 }
 
-/// What to mount where.
-pub struct MountOptions {
+/// What the FUSE file system mounts where, the snapshot already resolved to its tree.
+pub struct FuseMountOptions {
     /// The mount point: an empty directory.
     pub root: Utf8PathBuf,
     /// The layer's folder (kept across mounts of this worktree).
@@ -237,7 +237,7 @@ pub fn clear_stale(root: &Utf8Path) {
 impl Mounted {
     /// Mounts `options.base` with its layer at `options.root`; returns once the directory
     /// answers.
-    pub fn start(options: MountOptions, readers: Readers) -> Result<Mounted, MountError> {
+    pub fn start(options: FuseMountOptions, readers: Readers) -> Result<Mounted, MountError> {
         let root = options.root.clone();
         let failed = |source| MountError::Failed {
             root: root.clone(),

@@ -439,7 +439,7 @@ fn start(s: &Setup) -> mount::Mounted {
     let store = s.store.clone();
     let readers: mount::Readers = Arc::new(move || store.reader());
     mount::Mounted::start(
-        mount::MountOptions {
+        mount::FuseMountOptions {
             root: s.mnt.clone(),
             layer: s.layer.clone(),
             base: Some(s.base),

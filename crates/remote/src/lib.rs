@@ -39,7 +39,7 @@ pub use error::{CorruptCause, InvalidRemote, RemoteError};
 pub use fetch::{FetchOutcome, Need, fetch};
 pub use gc::{RemoteGcOptions, RemoteGcOutcome, gc};
 pub use probe::probe;
-pub use push::{PushOutcome, push};
+pub use push::{RemotePushOutcome, push};
 pub use refs::{RefUpdate, RemoteRef};
 pub use transport::Remote;
 pub use url::{RemoteUrl, UrlError};

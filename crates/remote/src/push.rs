@@ -34,9 +34,10 @@ const READ_STEP: usize = 256;
 /// At most this many bytes of blobs are read at once.
 const READ_BYTES: u64 = 8 << 20;
 
-/// What a push did (SPEC's fields).
+/// What a push sent (SPEC's fields; `cairn push`'s outcome adds the remote's name, the refs
+/// set and a refusal).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PushOutcome {
+pub struct RemotePushOutcome {
     /// The snapshots now on the remote, as asked.
     pub pushed: Vec<SnapshotId>,
     /// Objects sent.
@@ -249,7 +250,7 @@ pub fn push(
     store: &cas::Store,
     snapshots: &[SnapshotId],
     progress: &dyn Progress,
-) -> Result<PushOutcome, RemoteError> {
+) -> Result<RemotePushOutcome, RemoteError> {
     let catalog = Catalog::sync(remote, store)?;
     let reader = store.reader()?;
     let missing = find_missing(&reader, &catalog, remote.name(), snapshots)?;
@@ -314,7 +315,7 @@ pub fn push(
     if !batch.is_empty() {
         store.write(&batch)?;
     }
-    Ok(PushOutcome {
+    Ok(RemotePushOutcome {
         pushed: snapshots.to_vec(),
         objects_sent: objects,
         bytes_sent: sent_bytes.load(Ordering::Relaxed),
