@@ -92,7 +92,7 @@ pub struct FileEntry {
 /// One path whose content differs; `None` on a side means the path holds no file there
 /// (absent, or a directory).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub struct TreeChange {
     /// Path from the tree root.
     pub path: RepoPathBuf,
     /// What the old tree has there.
@@ -109,7 +109,7 @@ pub fn tree_changes(
     source: &(impl TreeSource + ?Sized),
     old: Option<TreeId>,
     new: Option<TreeId>,
-) -> Result<Vec<Change>, ReadError> {
+) -> Result<Vec<TreeChange>, ReadError> {
     struct Frame {
         a: Tree,
         b: Tree,
@@ -179,7 +179,7 @@ pub fn tree_changes(
         };
         let (old_file, new_file) = (left.as_ref().and_then(file), right.as_ref().and_then(file));
         if (old_file.is_some() || new_file.is_some()) && old_file != new_file {
-            out.push(Change {
+            out.push(TreeChange {
                 // Every name on the way is a `cas::Tree` entry's, checked when the tree
                 // was built or decoded.
                 path: RepoPathBuf::from_bytes_unchecked(prefix.clone()),
@@ -264,7 +264,7 @@ impl FileDiff {
 /// Classifies `changes`: a removed and an added file with the same content and kind are an
 /// exact rename (each file pairs at most once); a file that became a symlink or back is a
 /// type change. The result is sorted by path, as git prints it.
-pub fn classify(changes: Vec<Change>) -> Vec<FileDiff> {
+pub fn classify(changes: Vec<TreeChange>) -> Vec<FileDiff> {
     let mut out = Vec::with_capacity(changes.len());
     let mut removed: HashMap<(ObjectId, EntryKind), Vec<usize>> = HashMap::new();
     let mut added = Vec::new();

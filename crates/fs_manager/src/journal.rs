@@ -160,7 +160,7 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// The plan that turns the `old` side of `changes` into the `new` side.
-    pub fn from_changes(changes: &[diff::Change]) -> Plan {
+    pub fn from_changes(changes: &[diff::TreeChange]) -> Plan {
         let mut plan = Plan::default();
         for c in changes {
             match c.new {

@@ -249,7 +249,7 @@ fn plan(
         .iter()
         .map(|s| (s.path.as_slice(), &s.reason))
         .collect();
-    let changes: Vec<diff::Change> =
+    let changes: Vec<diff::TreeChange> =
         diff::tree_changes(&trees, Some(captured.tree), Some(target_tree))?
             .into_iter()
             .filter(|c| matches(&c.path, options.paths))

@@ -188,7 +188,7 @@ pub(crate) fn accept(
     let live = capture::snapshot_as(ws, store, record, "capture", options, None)?;
     let reader = store.reader()?;
     let baseline_tree = reader.snapshot(task.baseline)?.tree;
-    let changes: Vec<diff::Change> =
+    let changes: Vec<diff::TreeChange> =
         diff::tree_changes(&reader, Some(baseline_tree), Some(live.tree))?
             .into_iter()
             .filter(|c| paths.is_empty() || paths.iter().any(|f| c.path.starts_with(f)))

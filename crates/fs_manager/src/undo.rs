@@ -111,10 +111,11 @@ fn step(
         cause: Box::new(e.into()),
         interrupted: false,
     })?;
-    let changes: Vec<diff::Change> = diff::tree_changes(&reader, Some(from_tree), Some(to_tree))?
-        .into_iter()
-        .filter(|c| deny.denied(c.path.as_bytes(), false).is_none())
-        .collect();
+    let changes: Vec<diff::TreeChange> =
+        diff::tree_changes(&reader, Some(from_tree), Some(to_tree))?
+            .into_iter()
+            .filter(|c| deny.denied(c.path.as_bytes(), false).is_none())
+            .collect();
     let paths: Vec<RepoPathBuf> = changes.iter().map(|c| c.path.clone()).collect();
 
     let handle = path_policy::Root::open(root.as_std_path()).map_err(|e| UndoError::Io {
@@ -242,7 +243,7 @@ fn check(
     root: &path_policy::Root,
     reader: &cas::Reader,
     old_tree: TreeId,
-    c: &diff::Change,
+    c: &diff::TreeChange,
     left_files: &HashSet<&RepoPath>,
     cap: Option<u64>,
 ) -> Result<Option<Refusal>, UndoError> {
