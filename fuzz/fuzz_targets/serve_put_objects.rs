@@ -13,11 +13,11 @@ struct Objects {
     objects: Vec<Object>,
 }
 
-fn kind_of(kind: cairn_client::ObjectKind) -> ObjectKind {
+fn kind_of(kind: cairn_client::WireObjectKind) -> ObjectKind {
     match kind {
-        cairn_client::ObjectKind::Blob => ObjectKind::Blob,
-        cairn_client::ObjectKind::Tree => ObjectKind::Tree,
-        cairn_client::ObjectKind::Snapshot => ObjectKind::Snapshot,
+        cairn_client::WireObjectKind::Blob => ObjectKind::Blob,
+        cairn_client::WireObjectKind::Tree => ObjectKind::Tree,
+        cairn_client::WireObjectKind::Snapshot => ObjectKind::Snapshot,
     }
 }
 

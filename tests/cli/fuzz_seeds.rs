@@ -268,17 +268,20 @@ fn write_fuzz_seeds() {
 
     // Request bodies of `cairn serve`.
     let objects: Vec<cairn_client::Object> = [
-        (cairn_client::ObjectKind::Blob, blobs[0].clone()),
-        (cairn_client::ObjectKind::Tree, trees[1].encode()),
-        (cairn_client::ObjectKind::Snapshot, snapshots[0].encode()),
+        (cairn_client::WireObjectKind::Blob, blobs[0].clone()),
+        (cairn_client::WireObjectKind::Tree, trees[1].encode()),
+        (
+            cairn_client::WireObjectKind::Snapshot,
+            snapshots[0].encode(),
+        ),
     ]
     .into_iter()
     .map(|(kind, data)| cairn_client::Object {
         kind,
         id: match kind {
-            cairn_client::ObjectKind::Blob => cas::BlobId::of(&data).to_hex(),
-            cairn_client::ObjectKind::Tree => Tree::decode(&data).unwrap().id().to_hex(),
-            cairn_client::ObjectKind::Snapshot => {
+            cairn_client::WireObjectKind::Blob => cas::BlobId::of(&data).to_hex(),
+            cairn_client::WireObjectKind::Tree => Tree::decode(&data).unwrap().id().to_hex(),
+            cairn_client::WireObjectKind::Snapshot => {
                 cas::Snapshot::decode(&data).unwrap().id().to_hex()
             }
         },

@@ -5,7 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cairn_client::{Client, Object, ObjectKind, ObjectRef};
+use cairn_client::{Client, Object, ObjectRef, WireObjectKind as ObjectKind};
 use camino::Utf8PathBuf;
 
 use crate::support::{Env, Server, stderr, stdout};

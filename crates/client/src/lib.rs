@@ -39,10 +39,12 @@ pub mod bytes {
     }
 }
 
-/// Which kind of object an id names.
+/// Which kind of object an id names, as the object routes write it (`blob`, `tree`,
+/// `snapshot`): the store's `ObjectKind` on the wire, declared here so that the client
+/// without its `engine` feature does not link the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum ObjectKind {
+pub enum WireObjectKind {
     /// File content; its id is the BLAKE3 of the bytes.
     Blob,
     /// A directory listing in cairn's canonical encoding (`docs/format.md`).
@@ -55,7 +57,7 @@ pub enum ObjectKind {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct ObjectRef {
     /// Its kind.
-    pub kind: ObjectKind,
+    pub kind: WireObjectKind,
     /// Its id, lowercase hex.
     pub id: String,
 }
@@ -65,7 +67,7 @@ pub struct ObjectRef {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Object {
     /// Its kind.
-    pub kind: ObjectKind,
+    pub kind: WireObjectKind,
     /// Its id, lowercase hex.
     pub id: String,
     /// Its bytes (base64 on the wire).
@@ -115,7 +117,7 @@ pub enum ClientError {
 
 /// The failure under a [`ClientError`] (the HTTP library's own types are not part of
 /// this crate's interface).
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 impl ClientError {
     /// No server answers on `socket`, for `reason` (told by `source`, if there is one).

@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::{IncomingStream, Listener};
 use axum::{Json, Router};
-use cairn_client::{Object, ObjectKind, ObjectRef, ProgressEvent, StreamLine};
+use cairn_client::{Object, ObjectRef, ProgressEvent, StreamLine, WireObjectKind};
 use cairn_engine::{Call, Engine, Error, Face, Outcome, Request, TransferError, Verb};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::OpenOptions;
@@ -527,11 +527,11 @@ fn refs_with_ids(body: &Bytes) -> Result<Vec<(ObjectRef, cas::ObjectId)>, ApiErr
         .collect()
 }
 
-fn store_kind(kind: ObjectKind) -> cas::ObjectKind {
+fn store_kind(kind: WireObjectKind) -> cas::ObjectKind {
     match kind {
-        ObjectKind::Blob => cas::ObjectKind::Blob,
-        ObjectKind::Tree => cas::ObjectKind::Tree,
-        ObjectKind::Snapshot => cas::ObjectKind::Snapshot,
+        WireObjectKind::Blob => cas::ObjectKind::Blob,
+        WireObjectKind::Tree => cas::ObjectKind::Tree,
+        WireObjectKind::Snapshot => cas::ObjectKind::Snapshot,
     }
 }
 
