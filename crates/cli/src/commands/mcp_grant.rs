@@ -18,7 +18,7 @@ use crate::error::Error;
 
 /// What the agent gets back: the outcome of a verb, or the error, as JSON; and whether it is
 /// a tool error.
-pub type Answer = (Value, bool);
+pub type ToolAnswer = (Value, bool);
 
 /// Runs `options` (an agent's `policy_allow`) as a request, then asks the user through
 /// `peer` where the client can; `perform` runs an engine request where the store is.
@@ -26,7 +26,7 @@ pub async fn policy_allow<F, Fut>(
     options: PolicyAllowOptions,
     peer: &Peer<RoleServer>,
     perform: F,
-) -> Answer
+) -> ToolAnswer
 where
     F: Fn(Request) -> Fut,
     Fut: Future<Output = Result<Outcome, Error>>,
@@ -197,10 +197,10 @@ fn question(
     (message, schema)
 }
 
-fn outcome(o: &PolicyOutcome) -> Answer {
+fn outcome(o: &PolicyOutcome) -> ToolAnswer {
     (serde_json::to_value(o).unwrap_or(Value::Null), false)
 }
 
-fn failed(e: &Error) -> Answer {
+fn failed(e: &Error) -> ToolAnswer {
     (crate::output::error_json(e), true)
 }
