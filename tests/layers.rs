@@ -1,6 +1,6 @@
 //! The crates' structure, as `docs/design.md` draws it: no crate's modules use each other in
-//! a circle, and only `merge_back`, `cairn-git` (the engine's git backend) and the binary
-//! depend on gitoxide.
+//! a circle, only `merge_back`, `cairn-git` (the engine's git backend) and the binary
+//! depend on gitoxide, and no public type name is declared in two crates.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -367,4 +367,88 @@ fn no_static_holds_per_store_or_per_request_state() {
         gone.is_empty(),
         "statics listed here that no longer exist: {gone:?}"
     );
+}
+
+/// The public types each crate declares (`pub struct`, `enum`, `trait`, `type`, `union`;
+/// `pub(crate)` ones are not public), by name, from the sources under `crates`.
+fn public_types(crates: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for e in std::fs::read_dir(crates).unwrap() {
+        let dir = e.unwrap().path();
+        let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        let mut stack = vec![dir.join("src")];
+        while let Some(p) = stack.pop() {
+            if p.is_dir() {
+                stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            let text = code(&std::fs::read_to_string(&p).unwrap());
+            for (at, _) in text.match_indices("pub ") {
+                if text[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let rest = text[at + "pub ".len()..].trim_start();
+                let Some(rest) = ["struct ", "enum ", "trait ", "type ", "union "]
+                    .iter()
+                    .find_map(|k| rest.strip_prefix(k))
+                else {
+                    continue;
+                };
+                let ty = ident(rest.trim_start());
+                if !ty.is_empty() {
+                    out.entry(ty.to_owned()).or_default().insert(name.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// One type per operation: a public type name is declared in one crate only, so the engine's
+/// `CheckoutOptions` (the request every face sends) is never confused with a lower crate's
+/// parameters of the same name. A lower crate names its own after what they are there.
+#[test]
+fn no_public_type_name_is_declared_in_two_crates() {
+    let types = public_types(&workspace().join("crates"));
+    assert!(types.len() > 200, "only {} public types found", types.len());
+    let twice: Vec<String> = types
+        .iter()
+        .filter(|(_, crates)| crates.len() > 1)
+        .map(|(name, crates)| format!("{name}: {crates:?}"))
+        .collect();
+    assert!(
+        twice.is_empty(),
+        "public type names declared in two crates:\n{}",
+        twice.join("\n")
+    );
+}
+
+/// The checker itself sees a name declared in two crates, and not a `pub(crate)` one.
+#[test]
+fn the_type_name_check_sees_a_name_in_two_crates() {
+    let dir = tempfile::tempdir().unwrap();
+    for (krate, src) in [
+        ("a", "pub struct Outcome;\npub(crate) struct Inner;\n"),
+        (
+            "b",
+            "pub   enum Outcome {}\nstruct Inner;\n// pub struct Said;\n",
+        ),
+        (
+            "c",
+            "pub(crate) struct Outcome;\n#[cfg(test)]\npub struct Inner;\n",
+        ),
+    ] {
+        std::fs::create_dir_all(dir.path().join(krate).join("src")).unwrap();
+        std::fs::write(dir.path().join(krate).join("src/lib.rs"), src).unwrap();
+    }
+    let types = public_types(dir.path());
+    assert_eq!(
+        types.get("Outcome"),
+        Some(&BTreeSet::from(["a".to_owned(), "b".to_owned()]))
+    );
+    assert_eq!(types.get("Inner"), None);
+    assert_eq!(types.get("Said"), None);
 }
