@@ -33,7 +33,7 @@
 //! engine                             Engine, Call, resolving snapshot names
 //! git, confine                       Git, Sandbox: the backends an embedder injects
 //! store                              finding and holding the store; thread pools
-//! path                               tree paths; directories against the caller's
+//! path                               PathArg, RawPath; directories against the caller's
 //! texts                              the strings a value holds (through Serialize)
 //! error                              Error, with codes and exit statuses
 //! ```
@@ -99,6 +99,7 @@ mod worktrees;
 /// store's own options, here so that an embedder needs this crate alone.
 pub use cas::OpenOptions;
 pub use cas::{Progress, Silent};
+// Outcomes name tree paths by these, so an embedder needs no other crate for them.
 pub use confine::{
     Captured, Change, ConfineError, Confined, Denial, Output, PutBack, Ran, Sandbox, SandboxPolicy,
     SavedSecrets,
@@ -116,7 +117,8 @@ pub use objects::{
     GcRetained, InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions, RefsOutcome,
     ShowEntry, ShowOptions, ShowOutcome, init_store,
 };
-pub use path::TreePath;
+pub use path::{PathArg, RawPath};
+pub use path_policy::{RepoPath, RepoPathBuf};
 pub use policy::{
     MAX_ASKER, MAX_GRANT_PATHS, MAX_OPEN_REQUESTS, MAX_REASON, PolicyAllowOptions, PolicyOptions,
     PolicyOutcome, PolicyRequestOptions, PolicyRevokeOptions, check_writable,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::Error;
 use crate::git::GitMerge;
-use crate::path::TreePath;
+use crate::path::RawPath;
 use crate::store::Access;
 use crate::worktrees::canonical_dir as canonical;
 
@@ -50,7 +50,7 @@ impl MergeOptions {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MergeConflictOut {
     /// The path.
-    pub path: TreePath,
+    pub path: RawPath,
     /// `content`, `add/add`, `modify/delete`, `type`, `rename`, `binary`.
     pub kind: String,
 }
@@ -69,7 +69,7 @@ pub struct MergeOutcome {
     /// Conflicting paths.
     pub conflicts: Vec<MergeConflictOut>,
     /// Paths with uncommitted changes the merge must change.
-    pub dirty: Vec<TreePath>,
+    pub dirty: Vec<RawPath>,
     /// For an onboarded repository merged with `checkout`: its new snapshot.
     pub worktree_snapshot: Option<SnapshotId>,
     /// The snapshot merged.
@@ -160,11 +160,11 @@ impl Engine {
                 .conflicts
                 .into_iter()
                 .map(|(path, kind)| MergeConflictOut {
-                    path: TreePath(path),
+                    path: RawPath::from(path),
                     kind,
                 })
                 .collect(),
-            dirty: out.dirty.into_iter().map(TreePath).collect(),
+            dirty: out.dirty.into_iter().map(RawPath::from).collect(),
             worktree_snapshot: recorded,
             snapshot,
             repository: repo,

@@ -2,11 +2,11 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, ObjectId, ObjectKind, Reader, SnapshotId, TreeId};
+use path_policy::RepoPathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::Error;
-use crate::path::TreePath;
 use crate::store::Access;
 
 /// The store `init` made (or found).
@@ -55,7 +55,7 @@ pub struct ShowOptions {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShowEntry {
     /// Its name.
-    pub name: TreePath,
+    pub name: RepoPathBuf,
     /// `file`, `executable`, `symlink` or `tree`.
     pub kind: String,
     /// Its id.
@@ -384,7 +384,8 @@ impl Engine {
             .entries()
             .iter()
             .map(|e| ShowEntry {
-                name: TreePath(e.name.clone()),
+                // A tree entry's name passed `check_name` when the tree was written.
+                name: RepoPathBuf::from_bytes_unchecked(e.name.clone()),
                 kind: entry_kind(e.kind).to_owned(),
                 id: e.id,
                 size: e.size,

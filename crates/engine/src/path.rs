@@ -1,68 +1,78 @@
 //! Paths in requests and outcomes: directories resolved against the caller's directory,
-//! and tree paths as raw bytes that serialize as SPEC.md's JSON path text.
+//! `-- PATH` arguments resolved into checked repo paths, and paths that need not be repo
+//! paths; all serialize as SPEC.md's JSON path text.
 
 use camino::{Utf8Path, Utf8PathBuf};
-use path_policy::{RepoPath, RepoPathBuf};
+use path_policy::RepoPathBuf;
 
 use crate::error::Error;
 
-/// A path inside a tree, as raw bytes (file names need not be UTF-8). In JSON it is the
-/// path itself when valid UTF-8, else git's quoted form (`"\377"`), which reads back to the
-/// same bytes.
+/// A path as the caller typed it after `--` (or sent it in a request's `paths`): relative
+/// to the worktree root, or absolute inside it, possibly with `.` components; raw bytes,
+/// as file names need not be UTF-8. [`tree_paths`] resolves it into a checked
+/// [`RepoPathBuf`]. In JSON it is the path itself when valid UTF-8, else git's quoted form
+/// (`"\377"`), which reads back to the same bytes.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct TreePath(pub Vec<u8>);
+pub struct PathArg(Vec<u8>);
 
-impl TreePath {
-    /// The bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
+/// A path as raw bytes that need not be a [`RepoPathBuf`]: a name a capture left out
+/// because a tree cannot hold it (`.GIT`, a control byte), or a path as git names it. In
+/// JSON it is written as [`PathArg`] is.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct RawPath(Vec<u8>);
+
+macro_rules! path_bytes {
+    ($name:ident) => {
+        impl $name {
+            /// The bytes.
+            pub fn as_bytes(&self) -> &[u8] {
+                &self.0
+            }
+        }
+
+        impl From<Vec<u8>> for $name {
+            fn from(bytes: Vec<u8>) -> Self {
+                $name(bytes)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(s: &str) -> Self {
+                $name(s.as_bytes().to_vec())
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn inline_schema() -> bool {
+                true
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({ "type": "string" })
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&diff::path_text(&self.0))
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text: String = serde::Deserialize::deserialize(d)?;
+                Ok($name(path_policy::from_path_text(&text)))
+            }
+        }
+    };
 }
 
-impl From<Vec<u8>> for TreePath {
-    fn from(bytes: Vec<u8>) -> Self {
-        TreePath(bytes)
-    }
-}
-
-impl From<&RepoPath> for TreePath {
-    fn from(path: &RepoPath) -> Self {
-        TreePath(path.as_bytes().to_vec())
-    }
-}
-
-impl From<&str> for TreePath {
-    fn from(s: &str) -> Self {
-        TreePath(s.as_bytes().to_vec())
-    }
-}
-
-impl schemars::JsonSchema for TreePath {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "TreePath".into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({ "type": "string" })
-    }
-}
-
-impl serde::Serialize for TreePath {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&diff::path_text(&self.0))
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for TreePath {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text: String = serde::Deserialize::deserialize(d)?;
-        Ok(TreePath(path_policy::from_path_text(&text)))
-    }
-}
+path_bytes!(PathArg);
+path_bytes!(RawPath);
 
 /// `p` made absolute against `cwd`, with `.` and `..` components resolved lexically.
 pub fn absolute(cwd: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
@@ -87,7 +97,7 @@ pub fn absolute(cwd: &Utf8Path, p: &Utf8Path) -> Utf8PathBuf {
 /// Tree paths from `-- PATH…` arguments: relative to the worktree root as given, or
 /// absolute inside `root`; `.` components dropped, `..` refused, and what is left checked
 /// as a [`RepoPathBuf`] (no name a tree cannot hold, such as `.git`).
-pub fn tree_paths(root: Option<&Utf8Path>, raw: &[TreePath]) -> Result<Vec<RepoPathBuf>, Error> {
+pub fn tree_paths(root: Option<&Utf8Path>, raw: &[PathArg]) -> Result<Vec<RepoPathBuf>, Error> {
     let quote = diff::quote_path;
     let mut out = Vec::new();
     for p in raw {
@@ -158,8 +168,8 @@ mod tests {
             b"\"quoted\"",
             b"\"\\377\"",
         ] {
-            let text = serde_json::to_string(&TreePath(name.to_vec())).expect("serializes");
-            let back: TreePath = serde_json::from_str(&text).expect("deserializes");
+            let text = serde_json::to_string(&PathArg(name.to_vec())).expect("serializes");
+            let back: PathArg = serde_json::from_str(&text).expect("deserializes");
             // A UTF-8 name that is itself a quoted form of non-UTF-8 bytes cannot be told
             // apart; every other name comes back as it was.
             if name != b"\"\\377\"" {

@@ -4,15 +4,15 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::SnapshotId;
 use fs_manager::RegistryRead as _;
+use path_policy::RepoPathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, registered, resolve_in};
 use crate::error::Error;
-use crate::path::TreePath;
-use crate::path::tree_paths;
+use crate::path::{PathArg, tree_paths};
 use crate::store::Access;
 use crate::view::{LogEntry, log_entry};
-use crate::worktrees::{RollbackOutcome, SkippedPath, SnapshotOutcome, skipped, tree_path_list};
+use crate::worktrees::{RollbackOutcome, SkippedPath, SnapshotOutcome, skipped};
 
 /// `checkpoint [DIR] [--name NAME]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -81,7 +81,7 @@ pub struct UndoOptions {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RefusedPath {
     /// The path.
-    pub path: TreePath,
+    pub path: RepoPathBuf,
     /// Why.
     pub reason: String,
 }
@@ -93,10 +93,10 @@ pub struct UndoDone {
     pub worktree: Utf8PathBuf,
     /// Undo: the files put back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reverted: Option<Vec<TreePath>>,
+    pub reverted: Option<Vec<RepoPathBuf>>,
     /// Redo: the files changed again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reapplied: Option<Vec<TreePath>>,
+    pub reapplied: Option<Vec<RepoPathBuf>>,
     /// Files that changed since, so nothing was done.
     pub refused: Vec<RefusedPath>,
     /// The op undone or redone.
@@ -113,10 +113,10 @@ pub struct UndoDone {
 pub struct NothingToUndo {
     /// Undo: empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reverted: Option<Vec<TreePath>>,
+    pub reverted: Option<Vec<RepoPathBuf>>,
     /// Redo: empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reapplied: Option<Vec<TreePath>>,
+    pub reapplied: Option<Vec<RepoPathBuf>>,
     /// Empty.
     pub refused: Vec<RefusedPath>,
     /// Why (printed as it is).
@@ -230,7 +230,7 @@ pub struct AcceptOptions {
     pub dir: Option<Utf8PathBuf>,
     /// Only these paths.
     #[serde(default)]
-    pub paths: Vec<TreePath>,
+    pub paths: Vec<PathArg>,
 }
 
 /// What `accept` kept.
@@ -239,7 +239,7 @@ pub struct AcceptOutcome {
     /// The worktree.
     pub worktree: Utf8PathBuf,
     /// The paths accepted.
-    pub accepted: Vec<TreePath>,
+    pub accepted: Vec<RepoPathBuf>,
     /// The task's baseline now (none: the task ended).
     pub baseline: Option<SnapshotId>,
     /// Whether the task ended.
@@ -256,7 +256,7 @@ pub struct DiscardOptions {
     pub dir: Option<Utf8PathBuf>,
     /// Only these paths.
     #[serde(default)]
-    pub paths: Vec<TreePath>,
+    pub paths: Vec<PathArg>,
     /// Discarding every change is confirmed.
     #[serde(default)]
     pub yes: bool,
@@ -268,7 +268,7 @@ pub struct DiscardOutcome {
     /// The worktree.
     pub worktree: Utf8PathBuf,
     /// The paths put back to the baseline.
-    pub discarded: Vec<TreePath>,
+    pub discarded: Vec<RepoPathBuf>,
     /// The baseline.
     pub snapshot: SnapshotId,
     /// The live state captured first.
@@ -388,7 +388,7 @@ impl Engine {
         } else {
             self.worktrees.undo(&store, &dir)
         };
-        let split = |paths: Vec<TreePath>| {
+        let split = |paths: Vec<RepoPathBuf>| {
             if redo {
                 (None, Some(paths))
             } else {
@@ -421,7 +421,7 @@ impl Engine {
                 out.root
             )
         });
-        let (reverted, reapplied) = split(tree_path_list(&out.paths));
+        let (reverted, reapplied) = split(out.paths.clone());
         Ok(UndoOutcome::Done(UndoDone {
             worktree: out.root,
             reverted,
@@ -430,7 +430,7 @@ impl Engine {
                 .refused
                 .iter()
                 .map(|r| RefusedPath {
-                    path: TreePath::from(&*r.path),
+                    path: r.path.clone(),
                     reason: r.reason.clone(),
                 })
                 .collect(),
@@ -563,7 +563,7 @@ impl Engine {
         )?;
         Ok(AcceptOutcome {
             worktree: out.root,
-            accepted: tree_path_list(&out.accepted),
+            accepted: out.accepted.clone(),
             baseline: out.baseline,
             task_ended: out.baseline.is_none(),
         })
@@ -587,7 +587,7 @@ impl Engine {
         let out = self.worktrees.discard(&store, &record.root, &rollback)?;
         Ok(DiscardOutcome {
             worktree: out.restored.root,
-            discarded: tree_path_list(&out.discarded),
+            discarded: out.discarded.clone(),
             snapshot: out.restored.snapshot,
             captured: out.restored.captured,
             skipped: skipped(&out.restored.skipped),

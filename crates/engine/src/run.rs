@@ -20,7 +20,7 @@ use crate::confine::{
 };
 use crate::engine::{Call, Engine};
 use crate::error::Error;
-use crate::path::TreePath;
+use crate::path::RawPath;
 use crate::policy::{PolicyOptions, PolicyOutcome, check_writable};
 use crate::view::{StatusOptions, StatusOutcome};
 use crate::worktrees::{SkippedPath, SnapshotOptions, SnapshotOutcome};
@@ -167,7 +167,7 @@ pub struct Violation {
     /// The worktree.
     pub worktree: Utf8PathBuf,
     /// The path in it.
-    pub path: TreePath,
+    pub path: RawPath,
     /// `created`, `modified` or `deleted`.
     pub change: String,
     /// Where its saved copy was kept, when it could not be put back.
@@ -381,7 +381,7 @@ impl Runner<'_> {
                 }
                 violations.push(Violation {
                     worktree: m.root.clone(),
-                    path: TreePath(p.path),
+                    path: RawPath::from(p.path),
                     change: p.change.as_str().to_owned(),
                     kept,
                 });

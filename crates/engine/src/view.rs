@@ -12,8 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, registered, resolve_snapshot};
 use crate::error::Error;
-use crate::path::TreePath;
-use crate::path::{absolute, tree_paths};
+use crate::path::{PathArg, absolute, tree_paths};
 use crate::store::Access;
 use crate::worktrees::{SkippedPath, skipped};
 
@@ -58,7 +57,7 @@ pub struct EntrySide {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileChange {
     /// Its path (the new one for a rename).
-    pub path: TreePath,
+    pub path: RepoPathBuf,
     /// `A`, `D`, `M`, `T` or `R100`.
     pub status: String,
     /// Before.
@@ -85,10 +84,10 @@ pub struct FileChange {
     pub deletions: u64,
     /// A rename's old path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<TreePath>,
+    pub from: Option<RepoPathBuf>,
     /// A rename's new path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to: Option<TreePath>,
+    pub to: Option<RepoPathBuf>,
     /// Before's bytes, with [`Detail::Contents`].
     #[serde(
         default,
@@ -168,7 +167,8 @@ impl DiffOutcome {
             .chain(&self.modified)
             .chain(&self.renamed)
             .collect();
-        all.sort_by(|a, b| a.path.cmp(&b.path));
+        // Byte order, as git prints them, not the tree order of `RepoPathBuf`'s `Ord`.
+        all.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
         all
     }
 
@@ -188,7 +188,7 @@ pub struct DiffOptions {
     pub b: String,
     /// Only these paths.
     #[serde(default)]
-    pub paths: Vec<TreePath>,
+    pub paths: Vec<PathArg>,
     /// How much to read.
     #[serde(default)]
     #[schemars(extend("x-cli-only" = true))]
@@ -392,7 +392,7 @@ fn file_change(
         None => (None, None),
     };
     FileChange {
-        path: TreePath::from(d.path()),
+        path: d.path().to_owned(),
         status: d.status.letter().to_owned(),
         old: d.old.as_ref().map(entry_side),
         new: d.new.as_ref().map(entry_side),
@@ -405,8 +405,8 @@ fn file_change(
         binary,
         insertions: counts.0,
         deletions: counts.1,
-        from: renamed.then(|| TreePath::from(d.old_path.as_deref().unwrap_or(RepoPath::root()))),
-        to: renamed.then(|| TreePath::from(d.new_path.as_deref().unwrap_or(RepoPath::root()))),
+        from: renamed.then(|| d.old_path.clone().unwrap_or_default()),
+        to: renamed.then(|| d.new_path.clone().unwrap_or_default()),
         old_content,
         new_content,
     }

@@ -3,20 +3,20 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, TreeId};
 use fs_manager::RegistryWrite as _;
+use path_policy::RepoPathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, labels, registered, resolve_in, resolve_snapshot};
 use crate::error::Error;
 use crate::git::GitImport;
-use crate::path::TreePath;
-use crate::path::tree_paths;
+use crate::path::{PathArg, RawPath, tree_paths};
 use crate::store::Access;
 
 /// A path left out of a capture, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkippedPath {
     /// From the worktree root.
-    pub path: TreePath,
+    pub path: RawPath,
     /// Why.
     pub reason: String,
     /// For a path a deny pattern matched (a secret such as `.env`): the pattern.
@@ -27,7 +27,7 @@ pub struct SkippedPath {
 pub(crate) fn skipped(list: &[fs_manager::Skipped]) -> Vec<SkippedPath> {
     list.iter()
         .map(|s| SkippedPath {
-            path: TreePath(s.path.clone()),
+            path: RawPath::from(s.path.clone()),
             reason: s.reason.to_string(),
             denied_by: match &s.reason {
                 fs_manager::SkipReason::Denied { pattern } => Some(pattern.clone()),
@@ -35,10 +35,6 @@ pub(crate) fn skipped(list: &[fs_manager::Skipped]) -> Vec<SkippedPath> {
             },
         })
         .collect()
-}
-
-pub(crate) fn tree_path_list(list: &[path_policy::RepoPathBuf]) -> Vec<TreePath> {
-    list.iter().map(|p| TreePath::from(&**p)).collect()
 }
 
 /// The git state of a captured directory.
@@ -258,7 +254,7 @@ pub struct RollbackOptions {
     pub dry_run: bool,
     /// Paths relative to the worktree root.
     #[serde(default)]
-    pub paths: Vec<TreePath>,
+    pub paths: Vec<PathArg>,
 }
 
 /// What `rollback` (or `rewind`) changed.
@@ -271,9 +267,9 @@ pub struct RollbackOutcome {
     /// The live state captured first.
     pub captured: SnapshotId,
     /// Files written.
-    pub written: Vec<TreePath>,
+    pub written: Vec<RepoPathBuf>,
     /// Files deleted.
-    pub deleted: Vec<TreePath>,
+    pub deleted: Vec<RepoPathBuf>,
     /// Paths left out.
     pub skipped: Vec<SkippedPath>,
     /// Whether nothing was changed.
@@ -286,8 +282,8 @@ impl RollbackOutcome {
             worktree: out.root.clone(),
             snapshot: out.snapshot,
             captured: out.captured,
-            written: tree_path_list(&out.written),
-            deleted: tree_path_list(&out.deleted),
+            written: out.written.clone(),
+            deleted: out.deleted.clone(),
             skipped: skipped(&out.skipped),
             dry_run,
         }
@@ -438,7 +434,7 @@ impl Engine {
                 .skipped
                 .into_iter()
                 .map(|(path, reason)| SkippedPath {
-                    path: TreePath(path),
+                    path: RawPath::from(path),
                     reason,
                     denied_by: None,
                 })

@@ -65,7 +65,10 @@ fn an_agent_loop_from_onboard_to_merge() {
             },
         )
         .expect("rollback");
-    assert_eq!(rolled.written, vec![TreePath::from("README")]);
+    assert_eq!(
+        rolled.written,
+        vec![RepoPathBuf::new("README").expect("a repo path")]
+    );
     assert_eq!(
         std::fs::read_to_string(w.work.join("README")).expect("read"),
         "hello\n"

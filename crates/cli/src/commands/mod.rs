@@ -48,9 +48,12 @@ pub mod worktree;
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
 
-use cairn_engine::TreePath;
+use cairn_engine::PathArg;
 
 /// Paths given after `--`, any bytes, as the engine takes them.
-fn tree_paths(paths: Vec<OsString>) -> Vec<TreePath> {
-    paths.into_iter().map(|p| TreePath(p.into_vec())).collect()
+fn tree_paths(paths: Vec<OsString>) -> Vec<PathArg> {
+    paths
+        .into_iter()
+        .map(|p| PathArg::from(p.into_vec()))
+        .collect()
 }

@@ -7,8 +7,8 @@
 use std::io::IsTerminal;
 
 use cairn_engine::{
-    Detail, DiffOptions, Outcome, Request, RewindOptions, RollbackOutcome, TimelineEntry,
-    TimelineOptions, TreePath,
+    Detail, DiffOptions, Outcome, RepoPathBuf, Request, RewindOptions, RollbackOutcome,
+    TimelineEntry, TimelineOptions,
 };
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::SnapshotId;
@@ -310,7 +310,7 @@ impl Preview {
             count(dry_run.written.len(), "file"),
             count(dry_run.deleted.len(), "file"),
         )));
-        let path_line = |verb: &'static str, p: &TreePath, color: Color| {
+        let path_line = |verb: &'static str, p: &RepoPathBuf, color: Color| {
             Line::from(vec![
                 Span::styled(verb, Style::new().fg(color)),
                 Span::raw(quote_path(p.as_bytes())),
