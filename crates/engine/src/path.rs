@@ -177,4 +177,19 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn raw_paths_keep_names_a_tree_cannot_hold() {
+        for name in [b".GIT/config".as_slice(), b"a\x01b", b"x/../y"] {
+            assert!(RepoPathBuf::new(name).is_err());
+            let raw = RawPath::from(name.to_vec());
+            let text = serde_json::to_string(&raw).expect("serializes");
+            assert_eq!(
+                text,
+                serde_json::to_string(&diff::path_text(name)).expect("json")
+            );
+            let back: RawPath = serde_json::from_str(&text).expect("deserializes");
+            assert_eq!(back, raw, "{text}");
+        }
+    }
 }

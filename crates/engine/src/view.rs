@@ -719,3 +719,45 @@ fn worktree_head(
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn added(path: &str) -> FileChange {
+        FileChange {
+            path: RepoPathBuf::new(path).expect("a repo path"),
+            status: "A".to_owned(),
+            old: None,
+            new: None,
+            old_blob: None,
+            new_blob: None,
+            old_mode: None,
+            new_mode: None,
+            kind: None,
+            size: None,
+            binary: false,
+            insertions: 0,
+            deletions: 0,
+            from: None,
+            to: None,
+            old_content: None,
+            new_content: None,
+        }
+    }
+
+    #[test]
+    fn changes_are_in_byte_order_as_git_prints_them() {
+        // Tree order would put `a/b` first ('/' before every byte); git's is by bytes.
+        let outcome = DiffOutcome {
+            added: vec![added("a/b"), added("a-b"), added("a")],
+            ..DiffOutcome::default()
+        };
+        let order: Vec<String> = outcome
+            .changes()
+            .iter()
+            .map(|c| c.path.to_string())
+            .collect();
+        assert_eq!(order, ["a", "a-b", "a/b"]);
+    }
+}
