@@ -54,3 +54,16 @@ pub fn colour() -> bool {
     std::io::IsTerminal::is_terminal(&std::io::stdout())
         && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
+
+/// Writes `question` to stderr and reads one line from stdin, trimmed.
+pub fn prompt(question: &str) -> Result<String, Error> {
+    use std::io::{BufRead, Write};
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| Error::failure("io", format!("reading the answer: {e}")))?;
+    Ok(answer.trim().to_owned())
+}

@@ -2,11 +2,12 @@
 //! question it asks on the terminal before discarding everything.
 
 use std::ffi::OsString;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 
 use cairn_engine::DiscardOptions;
 use camino::{Utf8Path, Utf8PathBuf};
 
+use crate::context::prompt;
 use crate::error::Error;
 
 /// Put the task's changes back to its baseline (only under the given paths, if any;
@@ -39,14 +40,10 @@ pub fn confirm(root: &Utf8Path) -> Result<bool, Error> {
     if !std::io::stdin().is_terminal() {
         return Ok(false);
     }
-    eprint!("Discard every change of the task in {root}? [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| Error::failure("io", format!("reading the answer: {e}")))?;
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
+    let answer = prompt(&format!(
+        "Discard every change of the task in {root}? [y/N] "
+    ))?;
+    if matches!(answer.as_str(), "y" | "Y" | "yes") {
         Ok(true)
     } else {
         Err(Error::usage(

@@ -1,7 +1,7 @@
 //! `cairn policy [WORKTREE]`, `policy allow`, `policy revoke`: the grants, and the question
 //! `policy allow` asks on a terminal, naming what it grants.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 
 use cairn_engine::{
     GrantSet, Outcome, PolicyAllowOptions, PolicyOptions, PolicyRevokeOptions, Request,
@@ -9,6 +9,7 @@ use cairn_engine::{
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Subcommand;
 
+use crate::context::prompt;
 use crate::error::Error;
 use crate::progress::Bar;
 use crate::target::Target;
@@ -189,16 +190,4 @@ pub fn ask(
     }
     options.yes = true;
     Ok(options)
-}
-
-/// Writes `question` to stderr and reads one line from stdin, trimmed.
-fn prompt(question: &str) -> Result<String, Error> {
-    eprint!("{question}");
-    let _ = std::io::stderr().flush();
-    let mut answer = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut answer)
-        .map_err(|e| Error::failure("io", format!("reading the answer: {e}")))?;
-    Ok(answer.trim().to_owned())
 }
