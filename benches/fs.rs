@@ -5,6 +5,8 @@
 //! tree for a quick run, and `CAIRN_BENCH_CORPUS=/some/dir` any directory. Each row is the
 //! median of `CAIRN_BENCH_PAIRS` (default 3) cairn/peer pairs run alternately; the ratio is
 //! cairn's median over the peer's. `CAIRN_BENCH_ONLY=merge` (or `reversible`, or `served`) runs only those rows.
+//! `CAIRN_BENCH_CAIRN=/path/to/cairn` runs another build of cairn (every bench takes it), to
+//! compare two versions under one harness.
 #![allow(missing_docs)]
 
 #[path = "harness/mod.rs"]
@@ -16,8 +18,6 @@ use std::process::Command;
 use std::time::Duration;
 
 use harness::{disk_usage, median, ms, time};
-
-const CAIRN: &str = env!("CARGO_BIN_EXE_cairn");
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
@@ -54,7 +54,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 fn cairn(store: &Path, args: &[&str]) -> serde_json::Value {
-    let out = run(Command::new(CAIRN)
+    let out = run(Command::new(harness::cairn_binary())
         .arg("--store")
         .arg(store)
         .arg("--json")
@@ -328,12 +328,10 @@ fn main() {
     let mut status = Row::new("status, nothing changed", "`git status`", 0.25);
     for (a, b) in &ten_pairs {
         diff_ten.cairn.push(time(|| {
-            let out = run(Command::new(CAIRN).arg("--store").arg(&store).args([
-                "diff",
-                "--name-status",
-                a,
-                b,
-            ]));
+            let out = run(Command::new(harness::cairn_binary())
+                .arg("--store")
+                .arg(&store)
+                .args(["diff", "--name-status", a, b]));
             assert_eq!(out.lines().count(), 10, "{out}");
         }));
         diff_ten.other.push(time(|| {
@@ -365,12 +363,10 @@ fn main() {
     );
     for _ in 0..pairs {
         stat_thousand.cairn.push(time(|| {
-            run(Command::new(CAIRN).arg("--store").arg(&store).args([
-                "diff",
-                "--stat",
-                &thousand_a,
-                &thousand_b,
-            ]));
+            run(Command::new(harness::cairn_binary())
+                .arg("--store")
+                .arg(&store)
+                .args(["diff", "--stat", &thousand_a, &thousand_b]));
         }));
         stat_thousand.other.push(time(|| {
             git(&g_src, &["diff", "--stat", "HEAD~1", "HEAD"]);
@@ -429,7 +425,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&store);
     let rss_onboard = peak_rss(
         &[
-            CAIRN,
+            harness::cairn_binary(),
             "--store",
             store.to_str().unwrap(),
             "onboard",
@@ -450,7 +446,7 @@ fn main() {
     let big_store = work.join("big-store");
     let rss_big_onboard = peak_rss(
         &[
-            CAIRN,
+            harness::cairn_binary(),
             "--store",
             big_store.to_str().unwrap(),
             "onboard",
@@ -466,7 +462,7 @@ fn main() {
     let big_co = work.join("big-co");
     let rss_big_checkout = peak_rss(
         &[
-            CAIRN,
+            harness::cairn_binary(),
             "--store",
             big_store.to_str().unwrap(),
             "checkout",
@@ -636,7 +632,7 @@ fn reversible(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
 fn served(src: &Path, work: &Path, pairs: usize) -> Vec<Row> {
     let (c_dir, g_dir, store, tracked) = twins(src, work, "s");
     let c = c_dir.to_str().unwrap();
-    let mut server = Command::new(CAIRN)
+    let mut server = Command::new(harness::cairn_binary())
         .arg("--store")
         .arg(&store)
         .arg("serve")

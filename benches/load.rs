@@ -20,8 +20,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const CAIRN: &str = env!("CARGO_BIN_EXE_cairn");
-
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
@@ -38,7 +36,7 @@ fn corpus(dir: &Path, files: usize) {
 }
 
 fn cairn(store: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(CAIRN)
+    Command::new(harness::cairn_binary())
         .arg("--store")
         .arg(store)
         .arg("--json")
@@ -148,7 +146,7 @@ struct Server(Child);
 
 impl Server {
     fn start(store: &Path) -> Server {
-        let child = Command::new(CAIRN)
+        let child = Command::new(harness::cairn_binary())
             .arg("--store")
             .arg(store)
             .arg("serve")

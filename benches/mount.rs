@@ -24,8 +24,6 @@ use std::time::{Duration, Instant};
 
 use harness::{median, time};
 
-const CAIRN: &str = env!("CARGO_BIN_EXE_cairn");
-
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap();
     assert!(
@@ -41,7 +39,7 @@ fn sh(script: &str, dir: &Path) -> String {
 }
 
 fn cairn(store: &Path, args: &[&str]) -> serde_json::Value {
-    let out = run(Command::new(CAIRN)
+    let out = run(Command::new(harness::cairn_binary())
         .arg("--json")
         .arg("--store")
         .arg(store)
@@ -105,7 +103,7 @@ struct Server(Child);
 
 impl Server {
     fn start(store: &Path) -> Server {
-        let child = Command::new(CAIRN)
+        let child = Command::new(harness::cairn_binary())
             .arg("--store")
             .arg(store)
             .arg("serve")
@@ -180,7 +178,10 @@ fn main() {
         .status();
     std::fs::create_dir_all(&work).unwrap();
     let store = work.join("store");
-    run(Command::new(CAIRN).arg("--store").arg(&store).arg("init"));
+    run(Command::new(harness::cairn_binary())
+        .arg("--store")
+        .arg(&store)
+        .arg("init"));
     let files: Vec<String> = sh("find . -type f -name '*.c' | sort | head -10", &src)
         .lines()
         .map(|l| l.trim_start_matches("./").to_owned())
@@ -349,7 +350,7 @@ fn main() {
     let mounts_at_once = time(|| {
         let children: Vec<Child> = (0..many)
             .map(|i| {
-                Command::new(CAIRN)
+                Command::new(harness::cairn_binary())
                     .arg("--store")
                     .arg(&store)
                     .args(["mount", s])
@@ -368,7 +369,7 @@ fn main() {
     let checkouts_at_once = time(|| {
         let children: Vec<Child> = (0..n_checkouts)
             .map(|i| {
-                Command::new(CAIRN)
+                Command::new(harness::cairn_binary())
                     .arg("--store")
                     .arg(&store)
                     .args(["checkout", s])

@@ -28,7 +28,6 @@ use std::process::Command;
 
 use harness::{Pairing, median, time};
 
-const CAIRN: &str = env!("CARGO_BIN_EXE_cairn");
 const BUCKET: &str = "bench";
 const RESTIC_PASSWORD: &str = "bench";
 
@@ -50,7 +49,7 @@ fn credentials(cmd: &mut Command) -> &mut Command {
 }
 
 fn cairn(store: &Path, args: &[&str]) -> serde_json::Value {
-    let mut cmd = Command::new(CAIRN);
+    let mut cmd = Command::new(harness::cairn_binary());
     credentials(&mut cmd)
         .arg("--store")
         .arg(store)

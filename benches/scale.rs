@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use harness::{disk_usage, median};
 
-const CAIRN: &str = env!("CARGO_BIN_EXE_cairn");
 const FILES_PER_DIR: usize = 1000;
 
 /// One run of a command line under GNU time: wall time and peak RSS.
@@ -75,7 +74,11 @@ const GIT: &str =
     "git -c user.name=bench -c user.email=bench@example.com -c gc.auto=0 -c maintenance.auto=false";
 
 fn cairn_cmd(store: &Path, args: &str) -> String {
-    format!("{CAIRN} --store {} {args}", store.display())
+    format!(
+        "{} --store {} {args}",
+        harness::cairn_binary(),
+        store.display()
+    )
 }
 
 /// A tree of `files` files of about 60 bytes, 1,000 to a directory.
@@ -251,7 +254,7 @@ fn at(files: usize, work: &Path) -> Size {
 
     // Checkout / cp -a of the same tree.
     let head = {
-        let out = Command::new(CAIRN)
+        let out = Command::new(harness::cairn_binary())
             .args([
                 "--store",
                 &store.display().to_string(),
@@ -306,7 +309,7 @@ fn at(files: usize, work: &Path) -> Size {
 }
 
 fn serve(store: &Path) -> Child {
-    let server = Command::new(CAIRN)
+    let server = Command::new(harness::cairn_binary())
         .arg("--store")
         .arg(store)
         .arg("serve")

@@ -3,7 +3,18 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+/// The `cairn` binary a bench runs: this build's, or the one `CAIRN_BENCH_CAIRN` names (an
+/// older build, to compare two versions under the same harness and corpus).
+pub fn cairn_binary() -> &'static str {
+    static BINARY: OnceLock<String> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        std::env::var("CAIRN_BENCH_CAIRN")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_cairn").to_owned())
+    })
+}
 
 /// Runs `setup` then times `run`, for `pairs` rounds of cairn then peer, interleaved.
 pub struct Pairing {
