@@ -251,6 +251,9 @@ fn only_merge_back_its_engine_glue_and_the_binary_depend_on_gitoxide() {
         "cas",
         "path_policy",
         "sandbox",
+        "worktree_registry",
+        "worktree_scope",
+        "worktree_state",
         "fs_manager",
         "diff",
         "cairn-client",
@@ -313,11 +316,11 @@ fn no_static_holds_per_store_or_per_request_state() {
         // Version numbers unique across every store of the process.
         ("cas/src/store/versions.rs", "NEXT"),
         // An empty label map to point at.
-        ("fs_manager/src/capture.rs", "NO_LABELS"),
+        ("worktree_state/src/capture.rs", "NO_LABELS"),
         // Each verb's schema, made once from its type: the same for every store and request.
         ("engine/src/verb.rs", "ANNOTATED"),
         // Unique temporary names.
-        ("fs_manager/src/fsops.rs", "COUNTER"),
+        ("worktree_state/src/fsops.rs", "COUNTER"),
         ("merge_back/src/worktree.rs", "COUNTER"),
     ]
     .into_iter()

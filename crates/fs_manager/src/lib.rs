@@ -13,30 +13,29 @@
 //! the next snapshot reads nothing. Files are hashed and compressed in parallel and written
 //! in batches; hydration writes in parallel and never through a symlink.
 //!
-//! It owns the worktree registry, the stat caches, intent journals and the op log with its
-//! undo links (side tables in the store, [`registry`]), and what a process keeps between operations
-//! ([`Worktrees`]: per-worktree locks, watches, kept caches). It must not know git (the git
+//! It owns the public face of worktrees ([`Worktrees`], with what a process keeps between
+//! operations: per-worktree locks, watches, kept caches), checkpoints and tasks, and undo and
+//! redo along the op log; the crates under it own the rest (the registry, op log and stat
+//! caches are side tables in the store, [`registry`]). It must not know git (the git
 //! source of an onboard is asked of a [`GitProbe`] the caller passes in), the command line,
 //! HTTP or how outcomes are printed.
 //!
-//! Its modules form layers; each line uses only the lines under it:
+//! It is the top of four crates, each using only those under it:
+//!
+//! ```text
+//! fs_manager           the operations on `Worktrees`; checkpoints, tasks, undo and redo
+//! worktree_state       capture, checkout, rollback, recover; journals, locks, safe writes
+//! worktree_scope       scope rules, the walk, stat caches, the watcher; mount captures' scope
+//! worktree_registry    the side tables: worktree records, op log, stat-cache table
+//! ```
+//!
+//! and re-exports what the crates under it make public. Its own modules form layers; each
+//! line uses only the lines under it:
 //!
 //! ```text
 //! operations                     the operations on `Worktrees`, public
-//! task, undo
-//! rollback
-//! capture                        a worktree's files into a snapshot
-//! checkout, held, recover        held: one worktree, locked for one operation
-//! records                        finding, listing and changing worktree records
-//! build, error                   trees from files; one error enum per operation
-//! journal, scan                  multi-file steps that survive a crash; the walk
-//! reach                          paths too long for the system, by handle
-//! pending, rules, worktrees      deferred writes; what is in scope; per-store state
-//! mounted                        worktrees a live mount serves (`MountedTree`)
-//! dirstate, fsops, watch         stat caches; writes beneath a root; inotify
-//! file_state                     one file's stat-cache record
-//! lock, paths, registry, root
-//! apart                          worktrees lie apart from the store's folder
+//! task, undo                     checkpoints and tasks; undo and redo from the op log
+//! error, worktrees               their error enums; what `Worktrees` keeps
 //! ```
 //!
 //! ```no_run
@@ -55,71 +54,39 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
-mod apart;
-mod build;
-mod capture;
-mod checkout;
-mod dirstate;
 mod error;
-mod file_state;
-mod fsops;
 /// The record decoders for the fuzz targets in `fuzz/`; not part of the API.
 #[doc(hidden)]
-pub mod fuzzing;
-mod held;
-mod journal;
-mod lock;
-mod mounted;
+pub use worktree_state::fuzzing;
 mod operations;
-mod paths;
-mod pending;
-mod reach;
-mod records;
-mod recover;
-pub mod registry;
-mod rollback;
-mod root;
-mod rules;
-mod scan;
-mod scope;
+/// The worktree registry, op logs and stat-cache table (the `worktree_registry` crate).
+pub use worktree_registry as registry;
 mod task;
 mod undo;
-mod watch;
 mod worktrees;
 
-pub use apart::{Overlap, StoreOverlap, check as check_apart};
-pub use capture::{
-    CaptureOptions, CaptureOutcome, GitProbe, LiveState, WorktreeOnboardOptions,
-    WorktreeOnboardOutcome,
-};
 pub use cas::{Progress, Silent};
-pub use checkout::{WorktreeCheckoutOptions, WorktreeCheckoutOutcome};
-pub use error::{
-    CaptureError, CheckoutError, RecoverError, RollbackError, ScanError, TaskError, UndoError,
-    WorktreeError,
-};
-pub use journal::Interrupted;
-pub use mounted::{MountCapture, MountedTree};
-pub use paths::{SkipReason, Skipped, Special};
-pub use reach::{read_live_file, read_live_link};
-pub use records::{find as find_worktree, list as list_worktrees};
-pub use recover::WorktreeRecoverOutcome;
-pub use registry::{
-    Checkpoint, DirIdentity, FORMAT_1_TABLES, GrantRequest, GrantRequests, GrantSet, OpRecord,
-    Registry, RegistryError, RegistryRead, RegistryWrite, SandboxGrants, Task, UndoStacks,
-    WorktreeKind, WorktreeRecord, undo_stacks,
-};
-pub use rollback::{WorktreeRollbackOptions, WorktreeRollbackOutcome};
-pub use root::RootChanged;
-pub use rules::{OnDisk, Patterns, RulesPresent, RulesSource, read_patterns};
-pub use scan::FileRecord;
-pub use scope::{DirRules, Leaf, Scope, ScopeSettings, Verdict};
+pub use error::{TaskError, UndoError};
 pub use task::{
     WorktreeAcceptOutcome, WorktreeCheckpointOptions, WorktreeCheckpointOutcome,
     WorktreeDiscardOutcome,
 };
 pub use undo::{Refusal, WorktreeUndoOutcome};
+pub use worktree_registry::apart::{Overlap, StoreOverlap, check as check_apart};
+pub use worktree_registry::{
+    Checkpoint, DirIdentity, FORMAT_1_TABLES, GrantRequest, GrantRequests, GrantSet, OpRecord,
+    Registry, RegistryError, RegistryRead, RegistryWrite, SandboxGrants, Task, UndoStacks,
+    WorktreeKind, WorktreeRecord, undo_stacks,
+};
+pub use worktree_scope::{
+    DirRules, FileRecord, Leaf, MountCapture, MountedTree, OnDisk, Patterns, RACY_MARGIN,
+    RulesPresent, RulesSource, ScanError, Scope, ScopeSettings, SkipReason, Skipped, Special,
+    Verdict, read_live_file, read_live_link, read_patterns,
+};
+pub use worktree_state::{
+    CaptureError, CaptureOptions, CaptureOutcome, CheckoutError, GitProbe, Interrupted, LiveState,
+    RecoverError, RollbackError, RootChanged, WorktreeCheckoutOptions, WorktreeCheckoutOutcome,
+    WorktreeError, WorktreeOnboardOptions, WorktreeOnboardOutcome, WorktreeRecoverOutcome,
+    WorktreeRollbackOptions, WorktreeRollbackOutcome, find_worktree, list_worktrees,
+};
 pub use worktrees::Worktrees;
-
-/// Files whose timestamps are this close to a snapshot are read again by the next one.
-pub use file_state::RACY_MARGIN;

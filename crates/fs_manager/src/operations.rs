@@ -1,6 +1,6 @@
 //! The public operations on [`Worktrees`] (defined in `worktrees`).
 
-use crate::registry::WorktreeRecord;
+use crate::WorktreeRecord;
 use camino::Utf8Path;
 use cas::{SnapshotId, Store};
 
@@ -22,7 +22,7 @@ impl Worktrees {
         src: &Utf8Path,
         options: &WorktreeOnboardOptions<'_>,
     ) -> Result<WorktreeOnboardOutcome, CaptureError> {
-        crate::capture::onboard(self, store, src, options)
+        worktree_state::capture::onboard(&self.kept, store, src, options)
     }
 
     /// A new snapshot of the worktree holding `path`, parent = its head.
@@ -32,7 +32,7 @@ impl Worktrees {
         path: &Utf8Path,
         options: &CaptureOptions<'_>,
     ) -> Result<CaptureOutcome, CaptureError> {
-        crate::capture::snapshot(self, store, path, options)
+        worktree_state::capture::snapshot(&self.kept, store, path, options)
     }
 
     /// Records what a command did to the worktree as operation `op` of its op log.
@@ -43,7 +43,7 @@ impl Worktrees {
         op: &str,
         options: &CaptureOptions<'_>,
     ) -> Result<CaptureOutcome, CaptureError> {
-        crate::capture::record_change(self, store, path, op, options)
+        worktree_state::capture::record_change(&self.kept, store, path, op, options)
     }
 
     /// The worktree's live files as a tree, recording nothing but its stat cache.
@@ -53,7 +53,7 @@ impl Worktrees {
         path: &Utf8Path,
         options: &CaptureOptions<'_>,
     ) -> Result<LiveState, CaptureError> {
-        crate::capture::live_state(self, store, path, options)
+        worktree_state::capture::live_state(&self.kept, store, path, options)
     }
 
     /// Hydrates `snapshot` into `dest` and registers it as a worktree.
@@ -64,7 +64,7 @@ impl Worktrees {
         dest: &Utf8Path,
         options: &WorktreeCheckoutOptions<'_>,
     ) -> Result<WorktreeCheckoutOutcome, CheckoutError> {
-        crate::checkout::checkout(self, store, snapshot, dest, options)
+        worktree_state::checkout::checkout(&self.kept, store, snapshot, dest, options)
     }
 
     /// Finishes or rolls back an interrupted operation on the worktree holding `path`.
@@ -73,7 +73,7 @@ impl Worktrees {
         store: &Store,
         path: &Utf8Path,
     ) -> Result<WorktreeRecoverOutcome, RecoverError> {
-        crate::recover::recover(self, store, path)
+        worktree_state::recover::recover(&self.kept, store, path)
     }
 
     /// Makes the worktree's scope equal `target` (see [`WorktreeRollbackOptions`]).
@@ -84,7 +84,7 @@ impl Worktrees {
         target: SnapshotId,
         options: &WorktreeRollbackOptions<'_>,
     ) -> Result<WorktreeRollbackOutcome, RollbackError> {
-        crate::rollback::rollback(self, store, path, target, options)
+        worktree_state::rollback::rollback(&self.kept, store, path, target, options)
     }
 
     /// A named snapshot on the worktree's checkpoint stack (onboarding `dir` if needed).
@@ -94,7 +94,7 @@ impl Worktrees {
         dir: &Utf8Path,
         options: &WorktreeCheckpointOptions<'_>,
     ) -> Result<WorktreeCheckpointOutcome, TaskError> {
-        crate::task::checkpoint(self, store, dir, options)
+        crate::task::checkpoint(&self.kept, store, dir, options)
     }
 
     /// Rolls the worktree back to checkpoint `to` (default: the latest).
@@ -105,7 +105,7 @@ impl Worktrees {
         to: Option<SnapshotId>,
         options: &WorktreeRollbackOptions<'_>,
     ) -> Result<WorktreeRollbackOutcome, TaskError> {
-        crate::task::rewind(self, store, path, to, options)
+        crate::task::rewind(&self.kept, store, path, to, options)
     }
 
     /// Keeps the task's changes (under `paths` only, if any).
@@ -116,7 +116,7 @@ impl Worktrees {
         paths: &[path_policy::RepoPathBuf],
         options: &CaptureOptions<'_>,
     ) -> Result<WorktreeAcceptOutcome, TaskError> {
-        crate::task::accept(self, store, path, paths, options)
+        crate::task::accept(&self.kept, store, path, paths, options)
     }
 
     /// Puts the task's changes back to its baseline (see [`WorktreeRollbackOptions::paths`]).
@@ -126,27 +126,27 @@ impl Worktrees {
         path: &Utf8Path,
         options: &WorktreeRollbackOptions<'_>,
     ) -> Result<WorktreeDiscardOutcome, TaskError> {
-        crate::task::discard(self, store, path, options)
+        crate::task::discard(&self.kept, store, path, options)
     }
 
     /// Reverts the newest change set not yet undone.
     pub fn undo(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeUndoOutcome, UndoError> {
-        crate::undo::undo(self, store, path)
+        crate::undo::undo(&self.kept, store, path)
     }
 
     /// Re-applies the newest undone change set.
     pub fn redo(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeUndoOutcome, UndoError> {
-        crate::undo::redo(self, store, path)
+        crate::undo::redo(&self.kept, store, path)
     }
 
     /// Removes the worktree rooted at `path` from the registry (its files stay).
     pub fn remove(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
-        crate::records::remove(self, store, path)
+        worktree_state::records::remove(&self.kept, store, path)
     }
 
     /// Accepts that the registered root `path` is now another directory.
     pub fn rebind(&self, store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, WorktreeError> {
-        crate::records::rebind(self, store, path)
+        worktree_state::records::rebind(&self.kept, store, path)
     }
 
     /// Changes the sandbox grants and grant requests of the worktree rooted at `root`,
@@ -161,7 +161,7 @@ impl Worktrees {
             &mut crate::GrantRequests,
         ) -> Result<Option<crate::OpRecord>, E>,
     ) -> Result<WorktreeRecord, E> {
-        crate::records::change_grants(self, store, root, change)
+        worktree_state::records::change_grants(&self.kept, store, root, change)
     }
 }
 
@@ -169,7 +169,7 @@ impl Worktrees {
 /// every kind of operation.
 #[cfg(test)]
 mod tests {
-    use crate::registry::RegistryWrite as _;
+    use crate::RegistryWrite as _;
 
     /// A store and a worktree of `files` onboarded into it: (temp dir, store, worktree
     /// folder, its root as registered, its first snapshot).
@@ -208,58 +208,6 @@ mod tests {
 
     /// The cache an operation keeps in memory must be exactly what the store holds, after
     /// every kind of operation that writes it; and it is not used once something else wrote.
-    /// A capture of many files stores its blobs group by group and its trees a chunk at a
-    /// time ahead of its transaction (unit tests make both small): the snapshot holds the
-    /// tree a sorted list of those files makes, and every tree and blob of it is stored.
-    #[test]
-    fn a_large_capture_stores_ahead_what_its_snapshot_needs() {
-        let bodies: Vec<(String, String)> = (0..60)
-            .map(|i| {
-                (
-                    format!("d{}/e{}/f{i}.txt", i % 4, i % 3),
-                    format!("file {i}\n"),
-                )
-            })
-            .collect();
-        let files: Vec<(&str, &str)> = bodies
-            .iter()
-            .map(|(p, b)| (p.as_str(), b.as_str()))
-            .collect();
-        let (_dir, store, _ws, _wt, _root, snapshot) = onboarded(&files);
-        // 60 files make 15 groups here, and 17 trees several chunks; else one transaction.
-        let transactions = store.group_transactions();
-        assert!(
-            transactions > 15,
-            "stored ahead: {transactions} transactions"
-        );
-        let reader = store.reader().expect("reader");
-        let tree = reader.snapshot(snapshot).expect("snapshot").tree;
-        let stored = crate::build::flatten(&reader, tree).expect("every tree is stored");
-        let mut expected: Vec<crate::scan::FileRecord> = files
-            .iter()
-            .map(|(path, body)| crate::scan::FileRecord {
-                path: path_policy::RepoPathBuf::new(path.as_bytes()).expect("path"),
-                kind: cas::EntryKind::File,
-                blob: cas::BlobId::of(body.as_bytes()),
-                size: body.len() as u64,
-            })
-            .collect();
-        expected.sort_by(|a, b| a.path.cmp(&b.path));
-        assert_eq!(stored, expected);
-        let built =
-            crate::build::build_trees(&expected, &crate::build::Reuse::new()).expect("build");
-        assert_eq!(
-            built.root, tree,
-            "the same tree as built from the sorted list"
-        );
-        for f in &stored {
-            assert_eq!(
-                reader.blob(f.blob).expect("every blob is stored").len() as u64,
-                f.size
-            );
-        }
-    }
-
     #[test]
     fn kept_cache_equals_the_stored_one() {
         let (_dir, store, ws, wt, root, first) = onboarded(&[
@@ -272,19 +220,20 @@ mod tests {
         let same_as_stored = |step: &str| {
             let mut kept = ws
                 .kept
+                .caches()
                 .take(&store, &root)
                 .unwrap_or_else(|| panic!("{step}: nothing kept"));
             let reader = store.reader().expect("reader");
-            let mut loaded = crate::dirstate::Cache::load(&reader, &root).expect("load");
+            let mut loaded = worktree_scope::dirstate::Cache::load(&reader, &root).expect("load");
             // Blob ids left in the trees, taken out of them: the same states.
             for cache in [&mut kept, &mut loaded] {
                 let dirs: Vec<Vec<u8>> = cache.dirs.keys().cloned().collect();
                 let wanted = dirs.iter().map(Vec::as_slice).collect();
-                crate::dirstate::resolve_dirs(&mut cache.dirs, &wanted, &reader)
+                worktree_scope::dirstate::resolve_dirs(&mut cache.dirs, &wanted, &reader)
                     .unwrap_or_else(|e| panic!("{step}: {e:?}"));
             }
             assert_eq!(kept, loaded, "{step}");
-            ws.kept.keep(kept, &store, &root);
+            ws.kept.caches().keep(kept, &store, &root);
         };
         same_as_stored("onboard");
 
@@ -327,7 +276,7 @@ mod tests {
         let mut batch = cas::WriteBatch::new();
         batch.set_file_state(&root, b"dx", None);
         store.write(&batch).expect("write");
-        assert!(ws.kept.take(&store, &root).is_none());
+        assert!(ws.kept.caches().take(&store, &root).is_none());
     }
 
     /// Twenty small files in each of `dirs`, as (path, content).
@@ -347,14 +296,15 @@ mod tests {
     /// Options of a scan that stores nothing.
     fn dry_scan<'a>(
         scope: &'a crate::Scope,
-        quiet: Option<&'a crate::watch::Quiet>,
-    ) -> crate::scan::ScanOptions<'a> {
-        crate::scan::ScanOptions {
+        quiet: Option<&'a worktree_scope::watch::Quiet>,
+    ) -> worktree_scope::scan::ScanOptions<'a> {
+        worktree_scope::scan::ScanOptions {
             threads: 0,
             dry_run: true,
             scope,
             quiet,
             progress: &cas::Silent,
+            group_bytes: 2 << 10,
         }
     }
 
@@ -374,8 +324,8 @@ mod tests {
     }
 
     /// The root tree a scan's directories build.
-    fn root_tree(scan: &crate::scan::Scan) -> cas::TreeId {
-        crate::build::trees_of(&scan.dirs, &scan.reuse)
+    fn root_tree(scan: &worktree_scope::scan::Scan) -> cas::TreeId {
+        worktree_scope::build::trees_of(&scan.dirs, &scan.reuse)
             .expect("build")
             .0
     }
@@ -394,14 +344,15 @@ mod tests {
 
         let scope = scope_of(&store, &root);
         let options = dry_scan(&scope, None);
-        let scan_with = |cache| crate::scan::scan(&store, &root, cache, &options).expect("scan");
-        let cache =
-            crate::dirstate::Cache::load(&store.reader().expect("reader"), &root).expect("load");
+        let scan_with =
+            |cache| worktree_scope::scan::scan(&store, &root, cache, &options).expect("scan");
+        let cache = worktree_scope::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+            .expect("load");
         let scanned = scan_with(cache);
         assert_eq!(scanned.held_files, 20, "b's files only");
         assert_eq!((scanned.file_count, scanned.read_files), (60, 1));
 
-        let everything = scan_with(crate::dirstate::Cache::default());
+        let everything = scan_with(worktree_scope::dirstate::Cache::default());
         assert_eq!(everything.held_files, 60);
         assert_eq!(root_tree(&scanned), root_tree(&everything));
     }
@@ -419,24 +370,25 @@ mod tests {
 
         let scope = scope_of(&store, &root);
         let mut cache =
-            crate::dirstate::Cache::load(&store.reader().expect("reader"), &root).expect("load");
+            worktree_scope::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+                .expect("load");
         // Verified as it was written, however long the snapshot took to come: racy.
         let b = cache.dirs.get_mut(b"b".as_slice()).expect("b");
         for (name, child) in b.children_mut() {
-            if let (b"f3", crate::dirstate::Child::File(f)) = (name.as_slice(), child) {
+            if let (b"f3", worktree_scope::dirstate::Child::File(f)) = (name.as_slice(), child) {
                 f.verified_ns = f.mtime_ns;
             }
         }
         // Written since watching began: a suspect.
-        let quiet = crate::watch::Quiet::all(cache.dirs.keys(), &[(b"b", b"f3")]);
+        let quiet = worktree_scope::watch::Quiet::all(cache.dirs.keys(), &[(b"b", b"f3")]);
         let options = dry_scan(&scope, Some(&quiet));
-        let scanned = crate::scan::scan(&store, &root, cache, &options).expect("scan");
+        let scanned = worktree_scope::scan::scan(&store, &root, cache, &options).expect("scan");
         assert_eq!((scanned.held_files, scanned.read_files), (1, 1));
         assert_eq!(scanned.file_count, 40);
-        let everything = crate::scan::scan(
+        let everything = worktree_scope::scan::scan(
             &store,
             &root,
-            crate::dirstate::Cache::default(),
+            worktree_scope::dirstate::Cache::default(),
             &dry_scan(&scope, None),
         )
         .expect("scan");
@@ -452,12 +404,13 @@ mod tests {
         ws.snapshot(&store, &root, &crate::CaptureOptions::default())
             .expect("verify");
         let mut cache =
-            crate::dirstate::Cache::load(&store.reader().expect("reader"), &root).expect("load");
+            worktree_scope::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+                .expect("load");
         let top = cache.dirs.get_mut(&Vec::new()).expect("root dir");
         assert!(top.pending, "a verified record points into its tree");
         top.tree = Some((cas::TreeId::from_bytes([9; 32]), 2));
         let mut batch = cas::WriteBatch::new();
-        batch.set_file_state(&root, &crate::dirstate::dir_key(b""), top.encode());
+        batch.set_file_state(&root, &worktree_scope::dirstate::dir_key(b""), top.encode());
         store.write(&batch).expect("write");
 
         std::fs::write(wt.join("b.txt"), "b 2").expect("write");
@@ -485,16 +438,19 @@ mod tests {
             std::thread::sleep(crate::RACY_MARGIN * 2);
             ws.snapshot(&store, &root, &crate::CaptureOptions::default())
                 .expect("verify");
-            let mut cache = crate::dirstate::Cache::load(&store.reader().expect("reader"), &root)
-                .expect("load");
+            let mut cache =
+                worktree_scope::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+                    .expect("load");
             let top = cache.dirs.get_mut(&Vec::new()).expect("root dir");
             for (name, child) in top.children_mut() {
-                if let (b"a.txt", crate::dirstate::Child::File(state)) = (name.as_slice(), child) {
+                if let (b"a.txt", worktree_scope::dirstate::Child::File(state)) =
+                    (name.as_slice(), child)
+                {
                     state.blob = cas::BlobId::of(b"never stored");
                 }
             }
             let mut batch = cas::WriteBatch::new();
-            batch.set_file_state(&root, &crate::dirstate::dir_key(b""), top.encode());
+            batch.set_file_state(&root, &worktree_scope::dirstate::dir_key(b""), top.encode());
             store.write(&batch).expect("write");
         };
         let a_in = |snapshot: cas::SnapshotId| {

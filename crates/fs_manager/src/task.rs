@@ -4,16 +4,16 @@
 //! forward path by path as changes are accepted. `accept` or `discard` without paths ends
 //! the task, and the next checkpoint starts a new one.
 
-use crate::registry::{Checkpoint, OpRecord, Task, WorktreeRecord};
-use crate::registry::{RegistryRead, RegistryWrite};
-use crate::worktrees::Worktrees;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{SnapshotId, Source, Store, WriteBatch};
 use path_policy::RepoPathBuf;
+use worktree_registry::{Checkpoint, OpRecord, Task, WorktreeRecord};
+use worktree_registry::{RegistryRead, RegistryWrite};
+use worktree_state::Kept;
 
-use crate::capture::{self, CaptureOptions, CaptureOutcome, WorktreeOnboardOptions};
 use crate::error::TaskError;
-use crate::rollback::{WorktreeRollbackOptions, WorktreeRollbackOutcome};
+use worktree_state::capture::{self, CaptureOptions, CaptureOutcome, WorktreeOnboardOptions};
+use worktree_state::rollback::{WorktreeRollbackOptions, WorktreeRollbackOutcome};
 
 /// Unnamed checkpoints kept per worktree; older ones drop off the stack (their snapshots
 /// stay in the op log). Named ones are kept until the name is reused.
@@ -30,7 +30,7 @@ pub struct WorktreeCheckpointOptions<'a> {
     pub max_file_size: Option<u64>,
     /// Where a directory onboarded by this checkpoint stands in git (see
     /// [`WorktreeOnboardOptions::git`]).
-    pub git: Option<crate::capture::GitProbe<'a>>,
+    pub git: Option<worktree_state::capture::GitProbe<'a>>,
 }
 
 /// What [`checkpoint`](crate::Worktrees::checkpoint) did.
@@ -50,7 +50,7 @@ pub struct WorktreeCheckpointOutcome {
 /// a directory that is not a worktree yet is onboarded in place first (nothing git owns
 /// is touched). The first checkpoint of a task is its baseline.
 pub(crate) fn checkpoint(
-    ws: &Worktrees,
+    ws: &Kept,
     store: &Store,
     dir: &Utf8Path,
     options: &WorktreeCheckpointOptions<'_>,
@@ -61,7 +61,7 @@ pub(crate) fn checkpoint(
             reason: e.to_string(),
         })?;
     }
-    let existing = crate::records::find(&store.reader()?, dir)?;
+    let existing = worktree_state::records::find(&store.reader()?, dir)?;
     let onboarded = existing.is_none();
     let root = match existing {
         Some(r) => r.root,
@@ -75,7 +75,7 @@ pub(crate) fn checkpoint(
             capture::onboard(ws, store, dir, &onboard)?.root
         }
     };
-    let held = crate::held::hold(ws, store, &root)?;
+    let held = worktree_state::held::hold(ws, store, &root)?;
     let mut record = held.record.clone();
     if options.max_file_size.is_some() {
         record.max_file_size = options.max_file_size;
@@ -128,7 +128,7 @@ pub(crate) fn checkpoint(
 /// state is captured first, and later checkpoints stay, so a rewind can be undone or
 /// rewound forward.
 pub(crate) fn rewind(
-    ws: &Worktrees,
+    ws: &Kept,
     store: &Store,
     path: &Utf8Path,
     to: Option<SnapshotId>,
@@ -147,7 +147,7 @@ pub(crate) fn rewind(
                 .snapshot
         }
     };
-    Ok(crate::rollback::restore(
+    Ok(worktree_state::rollback::restore(
         ws,
         store,
         &record.root,
@@ -172,13 +172,13 @@ pub struct WorktreeAcceptOutcome {
 /// Keeps the task's changes: under `paths` (the baseline moves forward for them), or all
 /// of them, which ends the task. The live state is captured first.
 pub(crate) fn accept(
-    ws: &Worktrees,
+    ws: &Kept,
     store: &Store,
     path: &Utf8Path,
     paths: &[RepoPathBuf],
     options: &CaptureOptions<'_>,
 ) -> Result<WorktreeAcceptOutcome, TaskError> {
-    let held = crate::held::hold(ws, store, path)?;
+    let held = worktree_state::held::hold(ws, store, path)?;
     let record = held.record.clone();
     let root = record.root.clone();
     let task = record
@@ -213,7 +213,7 @@ pub(crate) fn accept(
     } else {
         let patched: Vec<(RepoPathBuf, Option<diff::FileEntry>)> =
             changes.iter().map(|c| (c.path.clone(), c.new)).collect();
-        let built = crate::build::patch(&reader, baseline_tree, &patched)?;
+        let built = worktree_scope::build::patch(&reader, baseline_tree, &patched)?;
         for t in built.trees.into_values() {
             batch.add_tree(t);
         }
@@ -259,7 +259,7 @@ pub struct WorktreeDiscardOutcome {
 /// all of them, which ends the task. The live state is captured first, so `undo` brings
 /// the changes back.
 pub(crate) fn discard(
-    ws: &Worktrees,
+    ws: &Kept,
     store: &Store,
     path: &Utf8Path,
     options: &WorktreeRollbackOptions<'_>,
@@ -269,7 +269,7 @@ pub(crate) fn discard(
         root: record.root.clone(),
     })?;
     let ends = options.paths.is_empty();
-    let restored = crate::rollback::restore(
+    let restored = worktree_state::rollback::restore(
         ws,
         store,
         &record.root,
@@ -296,7 +296,7 @@ pub(crate) fn discard(
 }
 
 fn worktree(store: &Store, path: &Utf8Path) -> Result<WorktreeRecord, TaskError> {
-    crate::records::find(&store.reader()?, path)?.ok_or_else(|| TaskError::NotAWorktree {
+    worktree_state::records::find(&store.reader()?, path)?.ok_or_else(|| TaskError::NotAWorktree {
         path: path.to_owned(),
     })
 }

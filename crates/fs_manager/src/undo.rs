@@ -1,25 +1,25 @@
 //! `undo` and `redo`: revert or re-apply one change set of a worktree's op log, only if
 //! every file it touches still holds what the change left there.
 
-use crate::registry::RegistryRead;
-use crate::worktrees::Worktrees;
+use crate::RegistryRead;
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
+use worktree_state::Kept;
 
-use crate::registry::{OpRecord, undo_stacks};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{BlobId, EntryKind, SnapshotId, Source, Store, TreeId};
 use path_policy::{RepoPath, RepoPathBuf};
 use rayon::prelude::*;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
+use worktree_registry::{OpRecord, undo_stacks};
 
 use crate::error::UndoError;
-use crate::file_state::Stat;
-use crate::journal::{self, Plan};
-use crate::pending::Pending;
+use worktree_scope::file_state::Stat;
+use worktree_state::journal::{self, Plan};
+use worktree_state::pending::Pending;
 
 /// A file that stops an undo or redo, and why (`hash mismatch`, `missing`,
 /// `is a directory`, ...).
@@ -54,7 +54,7 @@ enum Direction {
 
 /// Reverts the newest change set of the worktree holding `path` that is not undone yet.
 pub(crate) fn undo(
-    ws: &Worktrees,
+    ws: &Kept,
     store: &Store,
     path: &Utf8Path,
 ) -> Result<WorktreeUndoOutcome, UndoError> {
@@ -63,7 +63,7 @@ pub(crate) fn undo(
 
 /// Re-applies the newest undone change set of the worktree holding `path`.
 pub(crate) fn redo(
-    ws: &Worktrees,
+    ws: &Kept,
     store: &Store,
     path: &Utf8Path,
 ) -> Result<WorktreeUndoOutcome, UndoError> {
@@ -71,12 +71,12 @@ pub(crate) fn redo(
 }
 
 fn step(
-    ws: &Worktrees,
+    ws: &Kept,
     store: &Store,
     path: &Utf8Path,
     direction: Direction,
 ) -> Result<WorktreeUndoOutcome, UndoError> {
-    let held = crate::held::hold(ws, store, path)?;
+    let held = worktree_state::held::hold(ws, store, path)?;
     let record = held.record.clone();
     let root = record.root.clone();
     let reader = store.reader()?;
@@ -107,10 +107,11 @@ fn step(
     let from_tree = reader.snapshot(from)?.tree;
     let to_tree = reader.snapshot(to)?.tree;
     // Secrets are outside scope: never touched, whatever the change did to them.
-    let deny = crate::capture::deny_list(store, &record).map_err(|e| UndoError::Write {
-        cause: Box::new(e.into()),
-        interrupted: false,
-    })?;
+    let deny =
+        worktree_state::capture::deny_list(store, &record).map_err(|e| UndoError::Write {
+            cause: Box::new(e.into()),
+            interrupted: false,
+        })?;
     let changes: Vec<diff::TreeChange> =
         diff::tree_changes(&reader, Some(from_tree), Some(to_tree))?
             .into_iter()
@@ -138,9 +139,13 @@ fn step(
         .collect();
     let plan = Plan::from_changes(&changes);
     if refused.is_empty() {
-        match crate::rollback::check_obstacles(root.as_std_path(), &plan.deleted, &plan.writes) {
+        match worktree_state::rollback::check_obstacles(
+            root.as_std_path(),
+            &plan.deleted,
+            &plan.writes,
+        ) {
             Ok(()) => {}
-            Err(crate::error::RollbackError::Blocked { path: p, reason }) => {
+            Err(worktree_state::error::RollbackError::Blocked { path: p, reason }) => {
                 // The path of a write or a directory above it, below the root.
                 let rel = p
                     .strip_prefix(root.as_std_path())
@@ -148,7 +153,10 @@ fn step(
                     .and_then(|r| RepoPathBuf::new(r.as_os_str().as_bytes()).ok());
                 let Some(rel) = rel else {
                     return Err(UndoError::Write {
-                        cause: Box::new(crate::error::RollbackError::Blocked { path: p, reason }),
+                        cause: Box::new(worktree_state::error::RollbackError::Blocked {
+                            path: p,
+                            reason,
+                        }),
                         interrupted: false,
                     });
                 };
@@ -186,7 +194,7 @@ fn step(
         let patched: Vec<(RepoPathBuf, Option<diff::FileEntry>)> =
             changes.iter().map(|c| (c.path.clone(), c.new)).collect();
         let base = head_tree.unwrap_or(from_tree);
-        let built = crate::build::patch(&reader, base, &patched)?;
+        let built = worktree_scope::build::patch(&reader, base, &patched)?;
         for t in built.trees.into_values() {
             first.add_tree(t);
         }
@@ -222,7 +230,7 @@ fn step(
     after.head = Some(new_head);
     journal::apply(ws, store, op, to_tree, &plan, after, Some(entry), first).map_err(|e| {
         let interrupted = e.interrupted;
-        let cause = crate::rollback::failure(e.cause);
+        let cause = worktree_state::rollback::failure(e.cause);
         UndoError::Write {
             cause: Box::new(cause),
             interrupted,
@@ -377,7 +385,7 @@ fn is_dir_in(reader: &cas::Reader, tree: TreeId, path: &RepoPath) -> Result<bool
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::UndoStacks;
+    use crate::UndoStacks;
 
     fn snap(n: u8) -> Option<SnapshotId> {
         Some(SnapshotId::from_bytes([n; 32]))

@@ -1,8 +1,6 @@
-//! [`Worktrees`]: what a process keeps about one store's worktrees between operations.
+//! [`Worktrees`]: the worktree operations on one store, with what they keep between calls.
 
-use crate::dirstate::KeptCaches;
-use crate::lock::Locks;
-use crate::watch::Watcher;
+use worktree_state::Kept;
 
 /// The worktree operations on stores, with what they keep between calls: which worktrees
 /// an operation holds now (two operations on one worktree run one after the other), the
@@ -12,10 +10,7 @@ use crate::watch::Watcher;
 /// second value for the same store would let two operations on one worktree overlap.
 #[derive(Default)]
 pub struct Worktrees {
-    pub(crate) locks: Locks,
-    pub(crate) kept: KeptCaches,
-    pub(crate) watcher: Option<Watcher>,
-    pub(crate) mounts: crate::mounted::Mounts,
+    pub(crate) kept: Kept,
 }
 
 impl Worktrees {
@@ -28,8 +23,7 @@ impl Worktrees {
     /// later captures skip directories where nothing happened: for a long-lived process.
     pub fn watching() -> Worktrees {
         Worktrees {
-            watcher: Some(Watcher::new()),
-            ..Worktrees::default()
+            kept: Kept::watching(),
         }
     }
 }
@@ -38,11 +32,11 @@ impl Worktrees {
     /// Captures of the worktree at `root` ask `tree` (a live mount) for its files, until
     /// [`Worktrees::unmounted`].
     pub fn mounted(&self, root: &camino::Utf8Path, tree: std::sync::Arc<dyn crate::MountedTree>) {
-        self.mounts.set(root.to_owned(), Some(tree));
+        self.kept.mounted(root, tree);
     }
 
     /// The mount at `root` is gone.
     pub fn unmounted(&self, root: &camino::Utf8Path) {
-        self.mounts.set(root.to_owned(), None);
+        self.kept.unmounted(root);
     }
 }

@@ -1,5 +1,5 @@
 //! A mount's capture: the directories changed since the last one are built again, every
-//! name judged by the worktree's [`fs_manager::Scope`], the very rules a capture on disk
+//! name judged by the worktree's [`worktree_scope::Scope`], the very rules a capture on disk
 //! applies (deny list, pattern files, `.git`, the store's folder, names no tree holds, the
 //! size cap), with pattern files read from the mount's own tree. What it leaves out and
 //! reports stays with each directory, so an unchanged one still reports it.
@@ -18,11 +18,11 @@ use std::path::{Path, PathBuf};
 
 use camino::Utf8PathBuf;
 use cas::{BlobId, EntryKind, PreparedBlob, Tree, TreeEntry, TreeId};
-use fs_manager::{
-    DirRules, Leaf, MountCapture, RulesPresent, RulesSource, Scope, ScopeSettings, Skipped, Verdict,
-};
 use fuser::Errno;
 use path_policy::{MAX_RULES_FILE, RulesFile, RulesRefusal};
+use worktree_scope::{
+    DirRules, Leaf, MountCapture, RulesPresent, RulesSource, Scope, ScopeSettings, Skipped, Verdict,
+};
 
 use crate::state::{
     Built, Content, FileNode, Ino, Kind, Patterns, ROOT, RulesKey, State, Unsettled,
@@ -606,7 +606,7 @@ impl State {
                 fetched: ctx.fetched,
                 wanted: std::cell::RefCell::new(&mut ctx.wanted),
             };
-            fs_manager::read_patterns(&source, &abs, path, present)
+            worktree_scope::read_patterns(&source, &abs, path, present)
         };
         if complete {
             self.patterns.insert(cache_key, read.clone());

@@ -4,7 +4,7 @@
 //! files and a journal of names in the store folder), so nothing is copied
 //! until it is written and a mount that was killed is attached again with nothing lost.
 //!
-//! A live mount is a [`fs_manager::MountedTree`]: a capture asks it for its tree, which it
+//! A live mount is a [`worktree_scope::MountedTree`]: a capture asks it for its tree, which it
 //! builds from the directories that changed (O(changed), no walk). The layer keeps what a
 //! directory keeps (hard links, FIFOs, sockets and devices, owners, both times); a capture
 //! reports what a tree cannot hold, as a capture on disk does. What a mount does not support
@@ -15,7 +15,7 @@
 //! ```text
 //! materialize   `unmount --materialize`: the copy, its marker, recovery after a kill
 //! fuse          the kernel's requests, answered from the state
-//! capture       the tree into the store, judged by the worktree's scope (fs_manager's)
+//! capture       the tree into the store, judged by the worktree's scope (worktree_scope's)
 //! state         the tree in memory: lookups, changes, the journal's replay
 //! layer         the layer on disk
 //! ```
@@ -533,14 +533,14 @@ impl Drop for Mounted {
 /// Rounds of a capture before everything is read under the state's lock.
 const CAPTURE_ROUNDS: usize = 3;
 
-impl fs_manager::MountedTree for Mounted {
+impl worktree_scope::MountedTree for Mounted {
     fn capture(
         &self,
         store: &cas::Store,
         batch: &mut cas::WriteBatch,
-        scope: &fs_manager::ScopeSettings,
+        scope: &worktree_scope::ScopeSettings,
         dry_run: bool,
-    ) -> Result<fs_manager::MountCapture, cas::BoxError> {
+    ) -> Result<worktree_scope::MountCapture, cas::BoxError> {
         let mut fetched = capture::Fetched::default();
         for round in 1..=CAPTURE_ROUNDS {
             *batch = cas::WriteBatch::new();

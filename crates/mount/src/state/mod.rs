@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use cas::{BlobId, EntryKind, Tree, TreeEntry, TreeId};
-use fs_manager::Skipped;
 use fuser::{Errno, FileAttr, FileType, INodeNo};
+use worktree_scope::Skipped;
 
 use crate::layer::{Layer, Record};
 
@@ -45,7 +45,7 @@ impl RulesKey {
 }
 
 /// A directory's own patterns as read, and the exclude file it could not read.
-pub(crate) type Patterns = (Option<Arc<fs_manager::Patterns>>, Option<Skipped>);
+pub(crate) type Patterns = (Option<Arc<worktree_scope::Patterns>>, Option<Skipped>);
 
 /// A directory a capture built.
 pub(crate) struct Built {
@@ -137,13 +137,13 @@ impl SpecialNode {
     }
 
     /// What a capture calls it.
-    pub(crate) fn special(self) -> fs_manager::Special {
+    pub(crate) fn special(self) -> worktree_scope::Special {
         match self.format {
-            S_IFIFO => fs_manager::Special::Fifo,
-            S_IFSOCK => fs_manager::Special::Socket,
-            S_IFBLK => fs_manager::Special::BlockDevice,
-            S_IFCHR => fs_manager::Special::CharacterDevice,
-            _ => fs_manager::Special::Other,
+            S_IFIFO => worktree_scope::Special::Fifo,
+            S_IFSOCK => worktree_scope::Special::Socket,
+            S_IFBLK => worktree_scope::Special::BlockDevice,
+            S_IFCHR => worktree_scope::Special::CharacterDevice,
+            _ => worktree_scope::Special::Other,
         }
     }
 }
@@ -176,7 +176,7 @@ pub(crate) struct Dir {
     /// captured under.
     pub rules: RulesKey,
     /// Names here the last capture that built it left out and reported, with why.
-    pub skipped: Vec<fs_manager::Skipped>,
+    pub skipped: Vec<worktree_scope::Skipped>,
     /// In scope by its parent's last verdict (a directory left out is not built, and what
     /// it reports does not count).
     pub in_scope: bool,

@@ -1,0 +1,591 @@
+//! `checkout`: hydrate a snapshot into a new or empty directory, in parallel.
+
+use crate::kept::Kept;
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{EntryKind, Reader, SnapshotId, Store, Tree, TreeEntry, TreeId, WriteBatch};
+use path_policy::RepoPathBuf;
+use rayon::prelude::*;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use worktree_registry::{OpRecord, WorktreeKind, WorktreeRecord};
+use worktree_registry::{RegistryRead, RegistryWrite};
+
+use crate::error::CheckoutError;
+use crate::fsops::{self, WriteFailure};
+use crate::journal::Step;
+use crate::pending::Pending;
+use cas::{Progress, Silent};
+use worktree_scope::build::{TreeDirs, child};
+use worktree_scope::dirstate::{self, Child, DirState, Name};
+use worktree_scope::file_state::{FileState, RACY_MARGIN, now_ns};
+use worktree_scope::paths::tree_order;
+
+/// Options of [`checkout`](crate::checkout::checkout).
+#[derive(Clone, Copy)]
+pub struct WorktreeCheckoutOptions<'a> {
+    /// Where progress goes.
+    pub progress: &'a dyn Progress,
+}
+
+impl Default for WorktreeCheckoutOptions<'_> {
+    fn default() -> Self {
+        WorktreeCheckoutOptions { progress: &Silent }
+    }
+}
+
+/// What [`checkout`](crate::checkout::checkout) did.
+#[derive(Debug, Clone)]
+pub struct WorktreeCheckoutOutcome {
+    /// The new worktree's root (canonical).
+    pub worktree: Utf8PathBuf,
+    /// The snapshot checked out.
+    pub snapshot: SnapshotId,
+    /// Files and symlinks written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+fn failure(e: WriteFailure) -> CheckoutError {
+    match e {
+        WriteFailure::Io(path, source) => CheckoutError::Io { path, source },
+        WriteFailure::Store(e) => CheckoutError::Store(e.into()),
+        WriteFailure::Record(e) => CheckoutError::Store(e),
+        WriteFailure::Registry(e) => CheckoutError::Registry(e),
+        WriteFailure::Blocked(path, reason) => CheckoutError::Io {
+            path,
+            source: std::io::Error::other(reason),
+        },
+    }
+}
+
+/// Hydrates `snapshot` into `dest`, which must be missing, an empty directory, or the
+/// missing or empty folder of a registered worktree; registers it as an isolated worktree
+/// with a filled stat cache, so its next snapshot reads no file. A refused destination is
+/// left untouched; if writing fails half way, what was written is removed again.
+pub fn checkout(
+    ws: &Kept,
+    store: &Store,
+    snapshot: SnapshotId,
+    dest: &Utf8Path,
+    options: &WorktreeCheckoutOptions<'_>,
+) -> Result<WorktreeCheckoutOutcome, CheckoutError> {
+    let reader = store.reader()?;
+    let snap = reader.snapshot(snapshot)?;
+    // Names were checked when the trees were decoded; whole paths are checked here, before
+    // anything is written. This walk keeps only counts: the trees are read again to write.
+    let counted = survey(&reader, snap.tree, |path| {
+        path_policy::check_path(path).err().map(|e| e.reason())
+    })?;
+    if let Some((path, reason)) = counted.refused {
+        return Err(CheckoutError::Refused {
+            path: worktree_scope::paths::join(dest.as_std_path(), &path),
+            reason,
+        });
+    }
+    // One checkout into a folder at a time: the emptiness check below must still hold when
+    // writing starts.
+    let _dest_busy = ws.locks.lock(dest);
+    let previous = reader.worktree(dest)?;
+    for path in [
+        Some(dest.to_owned()),
+        std::fs::canonicalize(dest)
+            .ok()
+            .and_then(|p| Utf8PathBuf::from_path_buf(p).ok()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        match crate::journal::ensure_clear(&reader, &path) {
+            Ok(()) => {}
+            Err(crate::journal::JournalCheck::Interrupted(i)) => return Err(i.into()),
+            Err(crate::journal::JournalCheck::Store(e)) => return Err(e.into()),
+            Err(crate::journal::JournalCheck::Registry(e)) => return Err(e.into()),
+        }
+    }
+
+    // Before anything is made: no folder inside the store, not even on the way to a refusal.
+    worktree_registry::apart::check(store, dest)?;
+    let created = match dest.symlink_metadata() {
+        Ok(m) if !m.is_dir() => {
+            return Err(CheckoutError::NotADirectory {
+                path: dest.to_owned(),
+            });
+        }
+        Ok(_) => {
+            let mut entries = std::fs::read_dir(dest).map_err(|source| CheckoutError::Io {
+                path: dest.into(),
+                source,
+            })?;
+            if entries.next().is_some() {
+                return Err(CheckoutError::NotEmpty {
+                    path: dest.to_owned(),
+                });
+            }
+            false
+        }
+        Err(_) => {
+            // A file above it is bad input, not an I/O failure: say which.
+            if let Some(file) = dest
+                .ancestors()
+                .skip(1)
+                .find(|a| std::fs::metadata(a).is_ok_and(|m| !m.is_dir()))
+            {
+                return Err(CheckoutError::UnderAFile {
+                    path: dest.to_owned(),
+                    file: file.to_owned(),
+                });
+            }
+            std::fs::create_dir_all(dest).map_err(|source| CheckoutError::Io {
+                path: dest.into(),
+                source,
+            })?;
+            true
+        }
+    };
+    let root = std::fs::canonicalize(dest)
+        .ok()
+        .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
+        .ok_or_else(|| CheckoutError::NotADirectory {
+            path: dest.to_owned(),
+        })?;
+    let _busy = (root != dest).then(|| ws.locks.lock(&root));
+    // Again on the directory made: a folder above it may have been swapped for a link since.
+    if let Err(e) = worktree_registry::apart::check(store, &root) {
+        if created {
+            let _ = std::fs::remove_dir(&root);
+        }
+        return Err(e.into());
+    }
+
+    let time = jiff::Timestamp::now();
+    let record = WorktreeRecord {
+        head: Some(snapshot),
+        include_denied: previous.as_ref().is_some_and(|p| p.include_denied),
+        max_file_size: previous.as_ref().and_then(|p| p.max_file_size),
+        created: time,
+        identity: crate::root::identity_of(&root),
+        ..WorktreeRecord::new(root.clone(), WorktreeKind::Isolated)
+    };
+    let entry = OpRecord::new("checkout", previous.and_then(|p| p.head), Some(snapshot));
+    // A crash from here on leaves the journal: `recover` finishes the hydration.
+    let journal = crate::journal::Journal {
+        op: "checkout".into(),
+        pid: std::process::id(),
+        staging: None,
+        target: snap.tree,
+        paths: None,
+        record: record.clone(),
+        entry: Some(entry.clone()),
+        started: time,
+    };
+    let step = match Step::begin(store, &root, &journal, Pending::default()) {
+        Ok(step) => step,
+        Err(e) => {
+            clean_up(&root, created);
+            return Err(failure(e));
+        }
+    };
+    let forget = |e: CheckoutError| {
+        clean_up(&root, created);
+        step.abandon();
+        e
+    };
+
+    let records = hydrate(&reader, &root, snap.tree, &counted, options.progress).map_err(forget)?;
+    let mut batch = WriteBatch::new();
+    batch.clear_file_states(&root);
+    for (dir, state) in records {
+        batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state));
+    }
+    batch.put_worktree(&record).map_err(|e| forget(e.into()))?;
+    batch
+        .append_op(&root, &entry)
+        .map_err(|e| forget(e.into()))?;
+    drop(reader);
+    step.finish(batch).map_err(|e| forget(e.into()))?;
+    Ok(WorktreeCheckoutOutcome {
+        worktree: root,
+        snapshot,
+        files: counted.files,
+        bytes: counted.bytes,
+    })
+}
+
+/// What a walk of a snapshot's trees found, before anything is written.
+struct Survey {
+    files: u64,
+    bytes: u64,
+    /// The first path refused, in tree order, and why.
+    refused: Option<(Vec<u8>, &'static str)>,
+}
+
+/// Counts the files of `tree` and finds the first path `refuse` gives a reason for, holding
+/// one directory's tree at a time.
+fn survey(
+    reader: &Reader,
+    tree: TreeId,
+    refuse: impl Fn(&[u8]) -> Option<&'static str>,
+) -> Result<Survey, cas::ReadError> {
+    let mut found = Survey {
+        files: 0,
+        bytes: 0,
+        refused: None,
+    };
+    for dir in TreeDirs::new(reader, tree) {
+        let (dir, tree) = dir?;
+        for e in tree.entries().iter().filter(|e| e.tree().is_none()) {
+            let path = child(&dir, &e.name).into_bytes();
+            found.files += 1;
+            found.bytes = found.bytes.saturating_add(e.size);
+            // Directories come parents first, not in tree order: keep the least.
+            if let Some(reason) = refuse(&path)
+                && found
+                    .refused
+                    .as_ref()
+                    .is_none_or(|(least, _)| tree_order(&path, least).is_lt())
+            {
+                found.refused = Some((path, reason));
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Regular files written per round: directories are taken whole until a round holds this
+/// many, so that many small directories are written in parallel too, and what is held is
+/// a round's files, not the tree's.
+const ROUND_FILES: usize = 4096;
+
+/// Writes the files of `tree` under `root`, directory by directory, regular files in
+/// parallel and symlinks last; returns each written directory's stat-cache record.
+fn hydrate(
+    reader: &Reader,
+    root: &Utf8Path,
+    tree: TreeId,
+    counted: &Survey,
+    progress: &dyn Progress,
+) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, CheckoutError> {
+    let root = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
+    let root = &root;
+    progress.start("checkout", counted.files, counted.bytes);
+    let mut records = CacheRecords::default();
+    let mut links: Vec<(RepoPathBuf, TreeEntry)> = Vec::new();
+    let mut dirs = TreeDirs::new(reader, tree);
+    loop {
+        let mut round: Vec<(RepoPathBuf, Vec<TreeEntry>, Tree)> = Vec::new();
+        let mut files = 0;
+        while files < ROUND_FILES
+            && let Some(dir) = dirs.next()
+        {
+            let (dir, tree) = dir?;
+            let (symlinks, regular): (Vec<TreeEntry>, Vec<TreeEntry>) = tree
+                .entries()
+                .iter()
+                .filter(|e| e.tree().is_none())
+                .cloned()
+                .partition(|e| e.kind == EntryKind::Symlink);
+            if regular.is_empty() && symlinks.is_empty() {
+                continue;
+            }
+            // Parents before children: directories come in that order.
+            fsops::ensure_dir(root, dir.as_bytes()).map_err(failure)?;
+            links.extend(symlinks.into_iter().map(|e| (child(&dir, &e.name), e)));
+            if !regular.is_empty() {
+                files += regular.len();
+                round.push((dir, regular, tree));
+            }
+        }
+        if round.is_empty() {
+            break;
+        }
+        let written = round
+            .par_iter()
+            .map(|(dir, files, _)| {
+                let handle = root
+                    .open_dir(dir.as_bytes())
+                    .map_err(|e| failure(e.into()))?;
+                files
+                    .par_iter()
+                    .map(|e| write_file(root, &handle, &child(dir, &e.name), e, reader, progress))
+                    .collect::<Result<Vec<_>, CheckoutError>>()
+            })
+            .collect::<Result<Vec<_>, CheckoutError>>()?;
+        for ((dir, _, tree), children) in round.into_iter().zip(written) {
+            records.add(dir.as_bytes().to_vec(), children, tree);
+        }
+        records.settle(now_ns());
+    }
+    for group in links.chunk_by(|(a, _), (b, _)| a.split_parent().0 == b.split_parent().0) {
+        let dir = group[0].0.split_parent().0.as_bytes();
+        let handle = root.open_dir(dir).map_err(|e| failure(e.into()))?;
+        let children = group
+            .iter()
+            .map(|(path, e)| write_file(root, &handle, path, e, reader, progress))
+            .collect::<Result<Vec<_>, CheckoutError>>()?;
+        records.add_links(dir, children);
+    }
+    progress.finish();
+    // Nothing else writes into a worktree while it is checked out, so every entry is as good
+    // as verified now; files written within the racy margin of now are read once more.
+    Ok(records.finish(now_ns()))
+}
+
+/// Writes one file or symlink through its directory's handle: its stat-cache entry, not yet
+/// verified.
+fn write_file(
+    root: &path_policy::Root,
+    dir: &OwnedFd,
+    path: &RepoPathBuf,
+    entry: &TreeEntry,
+    reader: &Reader,
+    progress: &dyn Progress,
+) -> Result<(Vec<u8>, FileState), CheckoutError> {
+    let blob = entry.id.as_blob();
+    let st =
+        fsops::create(root, dir, path.as_bytes(), entry.kind, blob, reader).map_err(failure)?;
+    progress.advance(1, entry.size);
+    Ok((entry.name.clone(), FileState::from_stat(&st, blob, 0)))
+}
+
+/// A written directory's stat-cache entry (as `dirstate::record_written` makes it: its
+/// files, no stamp), waiting to be verified.
+struct Unsettled {
+    dir: Vec<u8>,
+    state: DirState,
+    /// The directory's tree: its record takes the files' blob ids from there.
+    tree: Tree,
+    /// The latest mtime or ctime of its files.
+    changed_ns: i64,
+}
+
+/// The stat-cache records of written directories. A directory is verified and encoded as
+/// soon as none of its files is racy at the time it is verified at, and then held encoded
+/// only: what is held in full is the files written within the racy margin, not the tree.
+#[derive(Default)]
+struct CacheRecords {
+    unsettled: VecDeque<Unsettled>,
+    /// Entries taken back for their symlinks, which are written last.
+    reopened: HashMap<Vec<u8>, DirState>,
+    encoded: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl CacheRecords {
+    /// Adds the entry of a directory whose regular files (sorted by name) are written
+    /// from `tree`.
+    fn add(&mut self, dir: Vec<u8>, files: Vec<(Vec<u8>, FileState)>, tree: Tree) {
+        let changed_ns = files
+            .iter()
+            .map(|(_, f)| f.mtime_ns.max(f.ctime_ns))
+            .max()
+            .unwrap_or(i64::MIN);
+        let mut state = DirState::unverified_with(
+            files
+                .into_iter()
+                .map(|(name, f)| (Name::from_vec(name), Child::File(f)))
+                .collect(),
+        );
+        state.tree = Some((tree.id(), tree.size()));
+        self.unsettled.push_back(Unsettled {
+            dir,
+            state,
+            tree,
+            changed_ns,
+        });
+    }
+
+    /// Verifies at `now` and encodes the entries none of whose files is racy then.
+    fn settle(&mut self, now: i64) {
+        let margin = i64::try_from(RACY_MARGIN.as_nanos()).unwrap_or(i64::MAX);
+        while let Some(next) = self.unsettled.front()
+            && next.changed_ns < now.saturating_sub(margin)
+            && let Some(entry) = self.unsettled.pop_front()
+        {
+            self.encoded
+                .insert(entry.dir, verified(entry.state, now, Some(&entry.tree)));
+        }
+    }
+
+    /// Adds the symlinks of `dir` to its entry, taking it back if it is encoded already.
+    fn add_links(&mut self, dir: &[u8], links: Vec<(Vec<u8>, FileState)>) {
+        self.reopened
+            .extend(self.unsettled.drain(..).map(|u| (u.dir, u.state)));
+        let encoded = &mut self.encoded;
+        let state = self.reopened.entry(dir.to_vec()).or_insert_with_key(|dir| {
+            // A record that does not decode costs the next capture a read of its files,
+            // never correctness.
+            encoded
+                .remove(dir)
+                .and_then(|record| DirState::decode(&record))
+                .unwrap_or_else(DirState::unverified)
+        });
+        for (name, link) in links {
+            let children = state.children_mut();
+            match children.binary_search_by(|(n, _)| n.as_slice().cmp(&name)) {
+                Ok(i) => children[i].1 = Child::File(link),
+                Err(i) => children.insert(i, (Name::from_vec(name), Child::File(link))),
+            }
+        }
+    }
+
+    /// Every record, the entries still held verified at `now`.
+    fn finish(mut self, now: i64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+        for u in self.unsettled.drain(..) {
+            self.encoded
+                .insert(u.dir, verified(u.state, now, Some(&u.tree)));
+        }
+        for (dir, state) in self.reopened {
+            self.encoded.insert(dir, verified(state, now, None));
+        }
+        self.encoded
+    }
+}
+
+/// `state`'s record, its files verified at `now`, against its directory's `tree` if given.
+/// (Its tree is named, but its stamp is not: the next capture lists the directory again,
+/// taking the files' blob ids from the tree.)
+fn verified(mut state: DirState, now: i64, tree: Option<&Tree>) -> Vec<u8> {
+    for (_, child) in state.children_mut() {
+        if let Child::File(f) = child {
+            f.verified_ns = now;
+        }
+    }
+    // A state read back from its record still names its tree: never `None`.
+    state.encode_against(tree).unwrap_or_default()
+}
+
+/// Empties the root of a failed checkout through its handle (nothing beneath a symlink
+/// is touched), and removes it if checkout made it.
+fn clean_up(root: &Utf8Path, created: bool) {
+    let Ok(handle) = path_policy::Root::open(root.as_std_path()) else {
+        return;
+    };
+    for name in handle.names().unwrap_or_default() {
+        let _ = handle.remove_all(name.as_bytes());
+    }
+    if created {
+        let _ = std::fs::remove_dir(root);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::os::unix::fs::PermissionsExt;
+
+    use worktree_scope::dirstate::{self, Cache, Child};
+    use worktree_scope::file_state::FileState;
+
+    /// The records a checkout leaves are, but for when each file was verified, what
+    /// `dirstate::record_written` makes of every written file's `lstat`: directories with
+    /// files only (not those holding only directories), symlinks among the files; and
+    /// every file verified after it was written. More files than a round holds, in many
+    /// directories.
+    #[test]
+    fn the_stat_cache_holds_what_record_written_makes_of_every_written_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = camino::Utf8Path::from_path(dir.path()).expect("utf8");
+        let store = cas::Store::open(
+            &base.join("store"),
+            &cas::OpenOptions {
+                create: true,
+                ..cas::OpenOptions::default()
+            },
+        )
+        .expect("store");
+        let src = base.join("src");
+        let mut files = vec![
+            "top.txt".to_owned(),
+            "only/sub/deeper/f.txt".into(),
+            "links/a.txt".into(),
+            "links/z.txt".into(),
+        ];
+        for d in 0..60 {
+            for f in 0..90 {
+                files.push(format!("many/d{d}/f{f}"));
+            }
+        }
+        assert!(files.len() > super::ROUND_FILES);
+        for (i, f) in files.iter().enumerate() {
+            let p = src.join(f);
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(&p, format!("file {i}")).expect("write");
+        }
+        std::fs::create_dir_all(src.join("bin")).expect("mkdir");
+        std::fs::write(src.join("bin/run.sh"), "#!/bin/sh\n").expect("write");
+        std::fs::set_permissions(src.join("bin/run.sh"), PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        std::os::unix::fs::symlink("../top.txt", src.join("links/m")).expect("symlink");
+        std::fs::create_dir_all(src.join("justlinks")).expect("mkdir");
+        std::os::unix::fs::symlink("nowhere", src.join("justlinks/l")).expect("symlink");
+
+        let ws = crate::kept::Kept::new();
+        let snap = crate::capture::onboard(&ws, &store, &src, &Default::default())
+            .expect("onboard")
+            .snapshot;
+        let dest = base.join("dest");
+        let out = crate::checkout::checkout(&ws, &store, snap, &dest, &Default::default())
+            .expect("checkout");
+        assert_eq!(out.files, files.len() as u64 + 3);
+
+        let reader = store.reader().expect("reader");
+        let tree = reader.snapshot(snap).expect("snapshot").tree;
+        let written = worktree_scope::build::flatten(&reader, tree).expect("flatten");
+        assert_eq!(written.len() as u64, out.files);
+        let mut expected = HashMap::new();
+        dirstate::record_written(
+            &mut expected,
+            written.iter().map(|f| {
+                let meta =
+                    std::fs::symlink_metadata(dest.join(f.path.to_string())).expect("written file");
+                (
+                    f.path.as_bytes(),
+                    Some(FileState::from_metadata(&meta, f.blob, 0)),
+                )
+            }),
+        );
+        let mut loaded = Cache::load(&reader, &out.worktree).expect("load").dirs;
+        // The records name their directories' trees and take the blob ids from there.
+        let dirs: Vec<Vec<u8>> = loaded.keys().cloned().collect();
+        let wanted = dirs.iter().map(Vec::as_slice).collect();
+        dirstate::resolve_dirs(&mut loaded, &wanted, &reader).expect("blob ids in the trees");
+        let mut verified = 0;
+        for state in loaded.values_mut() {
+            assert!(
+                state.tree.is_some()
+                    || state.children().iter().all(|(_, c)| {
+                        matches!(c, Child::File(f) if f.mode & 0o170000 == 0o120000)
+                    }),
+                "a record of regular files points into its tree"
+            );
+            state.tree = None;
+            for (name, child) in state.children_mut() {
+                let Child::File(f) = child else {
+                    panic!("{name:?}: not a file");
+                };
+                assert!(
+                    f.verified_ns >= f.mtime_ns.max(f.ctime_ns),
+                    "{name:?}: verified before it was written"
+                );
+                f.verified_ns = 0;
+                verified += 1;
+            }
+        }
+        assert_eq!(verified, written.len());
+        for d in [
+            "",
+            "links",
+            "justlinks",
+            "bin",
+            "many/d59",
+            "only/sub/deeper",
+        ] {
+            assert!(loaded.contains_key(d.as_bytes()), "{d:?} has a record");
+        }
+        for d in ["only", "only/sub", "many"] {
+            assert!(!loaded.contains_key(d.as_bytes()), "{d:?} holds no file");
+        }
+        assert_eq!(loaded, expected);
+    }
+}
