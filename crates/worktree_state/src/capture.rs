@@ -45,7 +45,7 @@ impl Default for CaptureOptions<'_> {
     }
 }
 
-/// Options of [`onboard`](crate::capture::onboard).
+/// Options of [`onboard`].
 #[derive(Clone, Copy, Default)]
 pub struct WorktreeOnboardOptions<'a> {
     /// Message, labels, threads, progress.
@@ -64,7 +64,7 @@ pub struct WorktreeOnboardOptions<'a> {
 /// the files are what is captured, so an unreadable repository gives `None`, not an error.
 pub type GitProbe<'a> = &'a (dyn Fn(&Utf8Path) -> Option<GitSource> + Sync);
 
-/// What [`onboard`](crate::capture::onboard) did.
+/// What [`onboard`] did.
 #[derive(Debug, Clone)]
 pub struct WorktreeOnboardOutcome {
     /// The worktree root (canonical).
@@ -85,7 +85,7 @@ pub struct WorktreeOnboardOutcome {
     pub source: Option<GitSource>,
 }
 
-/// What [`snapshot`](crate::capture::snapshot) did.
+/// What [`snapshot`] did.
 #[derive(Debug, Clone)]
 pub struct CaptureOutcome {
     /// The worktree root.

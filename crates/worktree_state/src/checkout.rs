@@ -21,7 +21,7 @@ use worktree_scope::dirstate::{self, Child, DirState, Name};
 use worktree_scope::file_state::{FileState, RACY_MARGIN, now_ns};
 use worktree_scope::paths::tree_order;
 
-/// Options of [`checkout`](crate::checkout::checkout).
+/// Options of [`checkout`].
 #[derive(Clone, Copy)]
 pub struct WorktreeCheckoutOptions<'a> {
     /// Where progress goes.
@@ -34,7 +34,7 @@ impl Default for WorktreeCheckoutOptions<'_> {
     }
 }
 
-/// What [`checkout`](crate::checkout::checkout) did.
+/// What [`checkout`] did.
 #[derive(Debug, Clone)]
 pub struct WorktreeCheckoutOutcome {
     /// The new worktree's root (canonical).

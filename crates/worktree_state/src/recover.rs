@@ -14,7 +14,7 @@ use crate::kept::Kept;
 use worktree_scope::build::{TreeDirs, child};
 use worktree_scope::paths::{split_parent, tree_order};
 
-/// What [`recover`](crate::recover::recover) did.
+/// What [`recover`] did.
 #[derive(Debug, Clone)]
 pub struct WorktreeRecoverOutcome {
     /// The worktree root.

@@ -17,7 +17,7 @@ use cas::{Progress, Silent};
 use path_policy::{RepoPath, RepoPathBuf};
 use worktree_scope::paths::SkipReason;
 
-/// Options of [`rollback`](crate::rollback::rollback).
+/// Options of [`rollback`].
 #[derive(Clone, Copy)]
 pub struct WorktreeRollbackOptions<'a> {
     /// Restore only these paths (the root names everything); all if empty.
@@ -41,7 +41,7 @@ impl Default for WorktreeRollbackOptions<'_> {
     }
 }
 
-/// What [`rollback`](crate::rollback::rollback) did (or would do, on a dry run).
+/// What [`rollback`] did (or would do, on a dry run).
 #[derive(Debug, Clone)]
 pub struct WorktreeRollbackOutcome {
     /// The worktree root.
@@ -114,7 +114,7 @@ pub fn rollback(
     restore(ws, store, path, target, options, "rollback", &|_| {})
 }
 
-/// [`rollback`](crate::rollback::rollback), recorded in the op log as `op`, with `edit` applied to the worktree's
+/// [`rollback`], recorded in the op log as `op`, with `edit` applied to the worktree's
 /// registry record in the same step.
 pub fn restore(
     ws: &Kept,

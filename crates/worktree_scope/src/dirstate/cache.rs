@@ -225,7 +225,7 @@ impl KeptSet {
 
 /// A fingerprint of the scope rules that come from outside the tree: the deny patterns, the
 /// repository's `.git/info/exclude`, and `sources`, the git config files consulted for the
-/// global excludes file and that file (see [`crate::rules::global`]), by path and stat. A
+/// global excludes file and that file (see `rules::global`), by path and stat. A
 /// change re-walks everything.
 pub fn global_stamp(root: &Path, deny: &[String], sources: &[std::path::PathBuf]) -> u64 {
     let mut hasher = blake3::Hasher::new();

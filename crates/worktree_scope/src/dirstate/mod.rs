@@ -8,7 +8,7 @@
 //! `readdir` and no ignore matching: only its files are `lstat`ed. A changed ignore file
 //! invalidates its directory and everything below it.
 //!
-//! This module holds one directory's record ([`DirState`]) and its encoding; [`cache`]
+//! This module holds one directory's record ([`DirState`]) and its encoding; `cache`
 //! the cache of a whole worktree and the caches kept in memory between captures.
 
 use rayon::prelude::*;
@@ -113,11 +113,11 @@ impl DirStamp {
     }
 }
 
-/// The ignore files present in a directory (bit per [`IGNORE_FILES`] entry) and a hash of
+/// The ignore files present in a directory (bit per `IGNORE_FILES` entry) and a hash of
 /// their stats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct IgnoreStamp {
-    /// Which of [`IGNORE_FILES`] are present, a bit each.
+    /// Which of `IGNORE_FILES` are present, a bit each.
     pub mask: u8,
     /// A hash of their stats.
     pub hash: u64,
@@ -278,7 +278,7 @@ pub struct DirState {
     /// below it changes.
     pub tree: Option<(cas::TreeId, u64)>,
     /// Some files' blob ids are still in `tree` (read as the record was, not yet taken
-    /// from there): their `blob` is [`UNRESOLVED`] until [`DirState::resolve`].
+    /// from there): their `blob` is `UNRESOLVED` until [`DirState::resolve`].
     pub pending: bool,
     /// Counts of `children`, taken once: walking a million files' listings at every
     /// capture would cost more than the rest of a capture where nothing changed.

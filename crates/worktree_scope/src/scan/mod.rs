@@ -9,8 +9,8 @@
 //! further than its size says.
 //!
 //! This module holds the scan itself, its options and errors and the pruning of unchanged
-//! directories; [`walk`](mod@walk) the parallel walk of the scope; [`assemble`] the new directory
-//! states and listings from the cache; [`hash`] reading and hashing what changed.
+//! directories; `walk` the parallel walk of the scope; `assemble` the new directory
+//! states and listings from the cache; `hash` reading and hashing what changed.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
@@ -86,7 +86,7 @@ worktree_registry::store_errors!(ScanError);
 /// Files larger than this are streamed into the store chunk by chunk.
 const STREAM_BYTES: u64 = 16 << 20;
 /// Memory a group of read files may take before the group's blobs are written: their
-/// bytes, and [`FILE_OVERHEAD`] each ([`ScanOptions::group_bytes`]; unit tests take less,
+/// bytes, and `FILE_OVERHEAD` each ([`ScanOptions::group_bytes`]; unit tests take less,
 /// so their captures go through several groups, as a large tree's do).
 pub const GROUP_BYTES: u64 = 64 << 20;
 /// Files of a group read in parallel at once.
