@@ -3,7 +3,7 @@
 
 use camino::{Utf8Path, Utf8PathBuf};
 
-use crate::error::Error;
+use crate::error::{CliError, Error, io_error};
 
 pub use cairn_engine::path::absolute;
 
@@ -36,16 +36,12 @@ impl Ctx {
 
 /// This process's current directory.
 pub fn current_dir() -> Result<Utf8PathBuf, Error> {
-    let cwd = std::env::current_dir()
-        .map_err(|e| Error::failure("io", format!("current directory: {e}")))?;
+    let cwd = std::env::current_dir().map_err(|e| io_error("current directory", e))?;
     Utf8PathBuf::from_path_buf(cwd).map_err(|p| {
-        Error::usage(
-            "invalid_path",
-            format!(
-                "{}: path is not valid UTF-8",
-                crate::output::quote_path(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str()))
-            ),
-        )
+        CliError::DirectoryNotUtf8 {
+            path: crate::output::quote_path(std::os::unix::ffi::OsStrExt::as_bytes(p.as_os_str())),
+        }
+        .into()
     })
 }
 
@@ -64,6 +60,6 @@ pub fn prompt(question: &str) -> Result<String, Error> {
     std::io::stdin()
         .lock()
         .read_line(&mut answer)
-        .map_err(|e| Error::failure("io", format!("reading the answer: {e}")))?;
+        .map_err(|e| io_error("reading the answer", e))?;
     Ok(answer.trim().to_owned())
 }

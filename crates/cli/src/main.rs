@@ -25,7 +25,7 @@ use camino::Utf8PathBuf;
 use clap::{Parser, Subcommand};
 
 use context::Ctx;
-use error::Error;
+use error::{CliError, Error};
 use output::Rendered;
 use render::View;
 use target::Target;
@@ -113,10 +113,8 @@ fn main() -> ExitCode {
         Err(e) if json_requested && e.use_stderr() => {
             let message = e.render().to_string();
             let first = message.lines().next().unwrap_or("invalid usage");
-            return fail(
-                true,
-                &Error::usage("usage", first.trim_start_matches("error: ")),
-            );
+            let message = first.trim_start_matches("error: ").to_owned();
+            return fail(true, &CliError::Usage { message }.into());
         }
         Err(e) => e.exit(),
     };
@@ -193,13 +191,12 @@ fn non_utf8_argument(args: impl Iterator<Item = OsString>) -> Option<Error> {
     let bad = args
         .take_while(|a| a != "--")
         .find(|a| a.to_str().is_none())?;
-    Some(Error::usage(
-        "invalid_path",
-        format!(
-            "{}: not valid UTF-8 (cairn takes paths and names in UTF-8, except paths after `--`)",
-            output::quote_path(bad.as_bytes())
-        ),
-    ))
+    Some(
+        CliError::ArgumentNotUtf8 {
+            path: output::quote_path(bad.as_bytes()),
+        }
+        .into(),
+    )
 }
 
 fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
@@ -212,7 +209,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
             return Ok(Rendered::default());
         }
         Command::Mcp(_) | Command::Completions(_) | Command::Man(_) => {
-            return Err(Error::usage("usage", "this command runs on its own"));
+            return Err(CliError::RunsOnItsOwn.into());
         }
         Command::Rewind(args) if args.interactive => {
             return commands::picker::rewind(ctx, args.dir);
@@ -246,26 +243,23 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
     let granting = matches!(request, Request::PolicyAllow(_));
     let answer = match target.call(&cwd, request.clone(), &bar, stream) {
         // Asking before discarding everything needs this terminal.
-        Err(Error::ConfirmationNeeded { root }) => match request {
-            Request::Discard(mut options) if commands::discard::confirm(&root)? => {
+        Err(e) => match (e.confirmation_root(), request) {
+            (Some(root), Request::Discard(mut options)) if commands::discard::confirm(root)? => {
                 options.yes = true;
                 target.call(&cwd, Request::Discard(options), &bar, stream)
             }
-            _ => Err(Error::ConfirmationNeeded { root }),
+            _ => Err(e),
         },
         other => other,
     };
     let (outcome, _exit) = answer?;
     if let (true, cairn_engine::Outcome::PolicyRequest(asked)) = (granting, &outcome) {
         // A server that does not know this binary for its own takes it as an agent.
-        return Err(Error::usage(
-            "not_permitted",
-            format!(
-                "{}: the running cairn serve is another cairn binary than this one, so it recorded the grant as request {} instead; restart cairn serve",
-                asked.worktree,
-                asked.requested.unwrap_or_default()
-            ),
-        ));
+        return Err(CliError::OtherServerBinary {
+            worktree: asked.worktree.clone(),
+            request: asked.requested.unwrap_or_default(),
+        }
+        .into());
     }
     Ok(Rendered::report(ctx.json, render::report(&outcome, &view)))
 }
@@ -319,10 +313,7 @@ fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
         | Command::Completions(_)
         | Command::Man(_)
         | Command::Serve(_) => {
-            return Err(Error::usage(
-                "usage",
-                "this command runs only as its own process",
-            ));
+            return Err(CliError::OwnProcessOnly.into());
         }
     };
     Ok((request, view))

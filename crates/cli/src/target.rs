@@ -1,6 +1,7 @@
 //! Where a request runs: the `cairn serve` holding the store, when one answers on its
 //! socket, else an engine in this process. Either way the caller gets the typed outcome.
 
+use crate::error::{CliError, io_error, opened_as};
 use cairn_engine::{Call, Engine, Error, Outcome, Request};
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -38,8 +39,7 @@ pub fn with_backends(engine: Engine) -> Engine {
 
 /// The sandbox of this binary: Landlock, through its own hidden `__sandbox-exec`.
 pub fn sandbox() -> Result<sandbox::Landlock, Error> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::failure("io", format!("current executable: {e}")))?;
+    let exe = std::env::current_exe().map_err(|e| io_error("current executable", e))?;
     Ok(sandbox::Landlock::new(exe, ["__sandbox-exec"]))
 }
 
@@ -150,7 +150,7 @@ impl Target {
                 tracing::debug!("not using a server: {e}");
                 None
             }
-            Err(e) => Some(Err(Error::failure("server", e.to_string()))),
+            Err(e) => Some(Err(CliError::Client(e).into())),
         }
     }
 }
@@ -173,16 +173,15 @@ fn local(
 /// Starts `cairn serve --for-mounts` for `store` in the background, and returns once it
 /// answers (a `mount` without a running server).
 pub fn start_for_mounts(store: &Utf8Path) -> Result<(), Error> {
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::failure("io", format!("finding the cairn binary: {e}")))?;
+    let exe = std::env::current_exe().map_err(|e| io_error("finding the cairn binary", e))?;
     let dir = store.join("mounts");
-    std::fs::create_dir_all(&dir).map_err(|e| Error::failure("io", format!("{dir}: {e}")))?;
+    std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
     let log_path = dir.join("serve.log");
     let log = std::fs::File::options()
         .create(true)
         .append(true)
         .open(&log_path)
-        .map_err(|e| Error::failure("io", format!("{log_path}: {e}")))?;
+        .map_err(|e| io_error(&log_path, e))?;
     use std::os::unix::process::CommandExt;
     let mut child = std::process::Command::new(exe)
         .args(["--store", store.as_str(), "serve", "--for-mounts"])
@@ -192,7 +191,7 @@ pub fn start_for_mounts(store: &Utf8Path) -> Result<(), Error> {
         // Its own session: the terminal's hangup or ^C does not reach the mounts.
         .process_group(0)
         .spawn()
-        .map_err(|e| Error::failure("io", format!("starting cairn serve: {e}")))?;
+        .map_err(|e| io_error("starting cairn serve", e))?;
     let socket = cairn_client::Client::socket_of(store);
     let started = std::time::Instant::now();
     while started.elapsed() < std::time::Duration::from_secs(30) {
@@ -202,19 +201,15 @@ pub fn start_for_mounts(store: &Utf8Path) -> Result<(), Error> {
         if let Ok(Some(status)) = child.try_wait() {
             let log = std::fs::read_to_string(&log_path).unwrap_or_default();
             let last = log.lines().last().unwrap_or("").to_owned();
-            return Err(Error::failure(
-                "server",
-                format!("cairn serve for the mount exited ({status}): {last}"),
-            ));
+            return Err(CliError::ServerExited { status, last }.into());
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    Err(Error::failure(
-        "server",
-        format!(
-            "cairn serve for the mount did not answer on {socket} within 30 s (see {log_path})"
-        ),
-    ))
+    Err(CliError::ServerSilent {
+        socket,
+        log: log_path,
+    }
+    .into())
 }
 
 /// One engine for the calls of a long-running process with no server (`cairn mcp`): calls
@@ -270,8 +265,11 @@ impl Shared {
             let path = store.to_owned();
             let opened = tokio::task::spawn_blocking(move || Engine::open(&path, &options))
                 .await
-                .map_err(|e| Error::failure("io", format!("opening store {store}: {e}")))?;
-            match opened {
+                .map_err(|source| CliError::Task {
+                    what: format!("opening store {store}"),
+                    source,
+                })?;
+            let e = match opened {
                 Ok(engine) => {
                     let engine = std::sync::Arc::new(with_backends(engine));
                     self.open
@@ -280,8 +278,11 @@ impl Shared {
                         .insert(store.to_owned(), std::sync::Arc::downgrade(&engine));
                     return Ok(Some(engine));
                 }
-                Err(Error::Open(cas::OpenError::Missing { .. })) => return Ok(None),
-                Err(Error::Open(cas::OpenError::LockTimeout { .. }))
+                Err(e) => e,
+            };
+            match opened_as(&e) {
+                Some(cas::OpenError::Missing { .. }) => return Ok(None),
+                Some(cas::OpenError::LockTimeout { .. })
                     if started.elapsed() < self.options.lock_timeout =>
                 {
                     drop(opening);
@@ -293,13 +294,14 @@ impl Shared {
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
                 }
-                Err(Error::Open(cas::OpenError::LockTimeout { path, .. })) => {
-                    return Err(Error::Open(cas::OpenError::LockTimeout {
-                        path,
+                Some(cas::OpenError::LockTimeout { path, .. }) => {
+                    return Err(cas::OpenError::LockTimeout {
+                        path: path.clone(),
                         waited: started.elapsed(),
-                    }));
+                    }
+                    .into());
                 }
-                Err(e) => return Err(e),
+                _ => return Err(e),
             }
         }
     }

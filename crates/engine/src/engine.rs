@@ -5,7 +5,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::OpenOptions;
 use crate::confine::Sandbox;
-use crate::error::Error;
+use crate::error::{ArgumentError, Error};
 use crate::git::Git;
 use crate::path;
 use crate::store::{Access, Holding, Pools, StoreMut, StoreRef};
@@ -264,18 +264,17 @@ pub(crate) fn registered(
     dir: &Utf8Path,
 ) -> Result<fs_manager::WorktreeRecord, Error> {
     fs_manager::find_worktree(reader, dir)?.ok_or_else(|| {
-        Error::usage(
-            "not_a_worktree",
-            format!("{dir} is not a registered worktree"),
-        )
+        ArgumentError::NotAWorktree {
+            dir: dir.to_owned(),
+        }
+        .into()
     })
 }
 
 pub(crate) fn labels(raw: &[String]) -> Result<std::collections::BTreeMap<String, String>, Error> {
     let mut out = std::collections::BTreeMap::new();
     for label in raw {
-        let (k, v) =
-            cas::parse_label(label).map_err(|e| Error::usage("invalid_label", e.to_string()))?;
+        let (k, v) = cas::parse_label(label).map_err(ArgumentError::Label)?;
         out.insert(k, v);
     }
     Ok(out)

@@ -109,10 +109,27 @@ pub struct GitRecovered {
 
 /// The refusal of an engine without a git backend, naming the repository.
 pub(crate) fn no_git(repo: &Utf8Path) -> Error {
-    Error::usage(
-        "no_git",
-        format!("{repo}: this engine has no git support (it was opened without a git backend)"),
-    )
+    NoGit {
+        repo: repo.to_owned(),
+    }
+    .into()
+}
+
+/// The refusal of an engine opened without a git backend (code `no_git`).
+#[derive(Debug, thiserror::Error)]
+#[error("{repo}: this engine has no git support (it was opened without a git backend)")]
+pub struct NoGit {
+    /// The repository.
+    pub repo: Utf8PathBuf,
+}
+
+crate::error::coded!(NoGit);
+
+impl NoGit {
+    /// Its code.
+    pub fn code(&self) -> crate::error::Code {
+        crate::error::Code::NoGit
+    }
 }
 
 /// The operation name every intent journal carries, as `merge --checkout` writes it.

@@ -14,6 +14,10 @@
 //! [`Engine::with_sandbox`] (the `sandbox` crate's Landlock one), which also puts back the
 //! secrets the command touched; an engine without one refuses `run`.
 //!
+//! Every call fails with an [`Error`]: opaque, with a stable [`Code`] (one enum, each code
+//! with its exit status) and, as its `source()`, the typed error it comes of (an
+//! operation's own, such as [`PolicyError`], or a lower crate's, such as `cas::ReadError`).
+//!
 //! The engine does not print, parse command lines or know HTTP: the `cairn` CLI, `cairn
 //! serve` and `cairn mcp` are faces that build a [`Request`], call an engine (or a server
 //! holding one) and present the [`Outcome`]. The caller's directory and progress are
@@ -35,7 +39,7 @@
 //! store                              finding and holding the store; thread pools
 //! path                               PathArg, RawPath; directories against the caller's
 //! texts                              the strings a value holds (through Serialize)
-//! error                              Error, with codes and exit statuses
+//! error                              Error: a Code, its exit status, the typed source
 //! ```
 //!
 //! An agent harness can drive a loop without a process boundary (`cairn-git`'s crate doc
@@ -105,27 +109,31 @@ pub use confine::{
     SavedSecrets,
 };
 pub use engine::{Call, Engine};
-pub use error::{EXIT_STORE, EXIT_USAGE, Error, ErrorReply, GitError, GitErrorClass};
+pub use error::{
+    ArgumentError, Code, ConfigError, DiscardError, EXIT_STORE, EXIT_USAGE, Error, ErrorReply,
+    GitError, IoError,
+};
 pub use fs_manager::{GrantRequest, GrantSet, SandboxGrants};
-pub use git::{Git, GitImport, GitImported, GitMerge, GitMerged, GitRecovered};
+pub use git::{Git, GitImport, GitImported, GitMerge, GitMerged, GitRecovered, NoGit};
 pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
 pub use mounts::{
-    MATERIALIZE_COPY, MountOptions, MountOutcome, UnmountOptions, UnmountOutcome, materialize_copy,
+    MATERIALIZE_COPY, MountOptions, MountOutcome, MountsError, UnmountOptions, UnmountOutcome,
+    materialize_copy,
 };
 pub use objects::{
-    FsckChecked, FsckOptions, FsckOutcome, FsckProblem, GcOptions, GcOutcome, GcRemoved,
-    GcRetained, InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions, RefsOutcome,
-    ShowEntry, ShowOptions, ShowOutcome, init_store,
+    FsckChecked, FsckOptions, FsckOutcome, FsckProblem, GcError, GcOptions, GcOutcome, GcRemoved,
+    GcRetained, InitError, InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions,
+    RefsError, RefsOutcome, ShowEntry, ShowError, ShowOptions, ShowOutcome, init_store,
 };
-pub use path::{PathArg, RawPath};
+pub use path::{PathArg, PathError, RawPath};
 pub use path_policy::{RepoPath, RepoPathBuf};
 pub use policy::{
-    MAX_ASKER, MAX_GRANT_PATHS, MAX_OPEN_REQUESTS, MAX_REASON, PolicyAllowOptions, PolicyOptions,
-    PolicyOutcome, PolicyRequestOptions, PolicyRevokeOptions, check_writable,
+    MAX_ASKER, MAX_GRANT_PATHS, MAX_OPEN_REQUESTS, MAX_REASON, PolicyAllowOptions, PolicyError,
+    PolicyOptions, PolicyOutcome, PolicyRequestOptions, PolicyRevokeOptions, check_writable,
 };
 pub use remotes::{
     PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteEntry,
-    RemoteListOptions, RemoteRmOptions, RemotesOutcome,
+    RemoteListOptions, RemoteRmOptions, RemotesError, RemotesOutcome,
 };
 pub use request::{Face, Outcome, Request, RequestError, Verb};
 pub use reversible::{
@@ -134,13 +142,13 @@ pub use reversible::{
     RecoverOutcome, RefusedPath, RewindOptions, TimelineEntry, TimelineOptions, TimelineOutcome,
     UndoDone, UndoOptions, UndoOutcome,
 };
-pub use run::{RunOptions, RunOutcome, RunSnapshot, RunSteps, Runner, Violation};
+pub use run::{RunError, RunOptions, RunOutcome, RunSnapshot, RunSteps, Runner, Violation};
 pub use store::discover_store;
 pub use transfer::TransferError;
 pub use verb::{ArgumentsError, JsonObject};
 pub use view::{
     Detail, DiffOptions, DiffOutcome, EntrySide, FileChange, LogEntry, LogOptions, LogOutcome,
-    ReviewOptions, ReviewOutcome, SourceOut, Stats, StatusOptions, StatusOutcome,
+    ReviewOptions, ReviewOutcome, SourceOut, Stats, StatusOptions, StatusOutcome, ViewError,
 };
 pub use worktrees::{
     CheckoutOptions, CheckoutOutcome, GitState, ImportOptions, ImportOutcome, OnboardOptions,

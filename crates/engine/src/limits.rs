@@ -5,7 +5,7 @@
 
 use camino::Utf8Path;
 
-use crate::error::Error;
+use crate::error::{ArgumentError, Error};
 use crate::texts::{Stop, Visit};
 
 /// The longest message (`snapshot`'s, `checkpoint`'s, `merge`'s commit message).
@@ -73,11 +73,15 @@ pub(crate) fn constrain(name: &str, property: &mut serde_json::Map<String, serde
 }
 
 /// The refusal of an argument past its limit, naming it and the limit.
-fn too_large(verb: &str, what: &str, size: usize, unit: &str, limit: u64) -> Error {
-    Error::usage(
-        "too_large",
-        format!("{verb}: {what} has {size} {unit}, more than the limit of {limit}"),
-    )
+fn too_large(verb: &'static str, what: &str, size: usize, unit: &'static str, limit: u64) -> Error {
+    ArgumentError::TooLarge {
+        verb,
+        what: what.to_owned(),
+        size,
+        unit,
+        limit,
+    }
+    .into()
 }
 
 /// Refuses a request of `verb` from `cwd` if one of its arguments (what `visit_options`
@@ -173,13 +177,13 @@ impl Visit for Oversized {
 
     fn number(&mut self, number: u64) -> Result<(), Stop> {
         if self.argument == "max_count" && number > MAX_COUNT {
-            let e = Error::usage(
-                "too_large",
-                format!(
-                    "{}: max_count is {number}, more than the limit of {MAX_COUNT}",
-                    self.verb
-                ),
-            );
+            let e = ArgumentError::CountTooLarge {
+                verb: self.verb,
+                name: "max_count",
+                number,
+                limit: MAX_COUNT,
+            }
+            .into();
             return self.stop(e);
         }
         Ok(())

@@ -10,7 +10,7 @@ use fs_manager::{OpRecord, RegistryRead, RegistryWrite, WorktreeKind, WorktreeRe
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, resolve_snapshot};
-use crate::error::Error;
+use crate::error::{Code, Error};
 use crate::store::{Access, Claim};
 
 /// `cairn mount SNAP DIR [--read-only]` / `cairn mount DIR`.
@@ -69,15 +69,90 @@ pub const MATERIALIZE_COPY: &str = mount::COPY_COMMAND;
 
 /// The copy [`MATERIALIZE_COPY`] runs: the tree at `from` into the empty directory `to`.
 pub fn materialize_copy(from: &std::path::Path, to: &std::path::Path) -> Result<(), Error> {
-    mount::copy_tree(from, to).map_err(|e| Error::failure("io", e.to_string()))
+    mount::copy_tree(from, to).map_err(|e| MountsError::Copy(e).into())
 }
 
 fn mount_error(e: mount::MountError) -> Error {
-    match e {
-        mount::MountError::Unavailable { .. } => Error::usage("fuse_unavailable", e.to_string()),
-        mount::MountError::NotEmpty { .. } => Error::usage("not_empty", e.to_string()),
-        mount::MountError::Busy { .. } => Error::usage("mount_busy", e.to_string()),
-        _ => Error::failure("mount", e.to_string()),
+    MountsError::Mount(e).into()
+}
+
+/// Why a mount or unmount is refused or failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum MountsError {
+    /// An engine that does not hold its store open.
+    #[error(
+        "a mount is served by the process holding the store: run it through `cairn serve` (the CLI starts one)"
+    )]
+    NeedsServer,
+    /// Mounting a new snapshot on a registered worktree.
+    #[error("{root} is a registered {kind:?} worktree already")]
+    WorktreeExists {
+        /// The worktree.
+        root: Utf8PathBuf,
+        /// What kind.
+        kind: WorktreeKind,
+    },
+    /// Mounting again what an interrupted `unmount --materialize` has now made files.
+    #[error(
+        "{root}: an `unmount --materialize` of it was interrupted and is now finished: it is an ordinary worktree with its files"
+    )]
+    Materialized {
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
+    /// Mounting again a directory that is no mounted worktree.
+    #[error("{root} is not a mounted worktree (cairn mount SNAP {root})")]
+    NotAMountToAttach {
+        /// The directory.
+        root: Utf8PathBuf,
+    },
+    /// Unmounting a directory that is no mounted worktree.
+    #[error("{root} is not a mounted worktree")]
+    NotAMount {
+        /// The directory.
+        root: Utf8PathBuf,
+    },
+    /// Materializing a mount not served now.
+    #[error("{root} is not mounted: `cairn mount {root}` first, then unmount --materialize")]
+    NotMounted {
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
+    /// Another call on the same directory.
+    #[error("{root}: another mount or unmount of it is under way; try again")]
+    Busy {
+        /// The directory.
+        root: Utf8PathBuf,
+    },
+    /// What the `mount` crate said.
+    #[error(transparent)]
+    Mount(mount::MountError),
+    /// Copying a mount's files out failed.
+    #[error(transparent)]
+    Copy(mount::CopyError),
+}
+
+crate::error::coded!(MountsError);
+
+impl MountsError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        use MountsError as E;
+        match self {
+            E::NeedsServer => Code::NeedsServer,
+            E::WorktreeExists { .. } => Code::WorktreeExists,
+            E::Materialized { .. } | E::NotAMountToAttach { .. } | E::NotAMount { .. } => {
+                Code::NotAMount
+            }
+            E::NotMounted { .. } => Code::NotMounted,
+            E::Busy { .. } => Code::MountBusy,
+            E::Mount(mount::MountError::Unavailable { .. }) => Code::FuseUnavailable,
+            E::Mount(mount::MountError::NotEmpty { .. }) => Code::NotEmpty,
+            E::Mount(mount::MountError::Busy { .. }) => Code::MountBusy,
+            E::Mount(_) => Code::Mount,
+            E::Copy(_) => Code::Io,
+        }
     }
 }
 
@@ -101,10 +176,7 @@ impl Engine {
     /// the other.
     pub fn mount(&self, call: &Call, options: MountOptions) -> Result<MountOutcome, Error> {
         let Some(shared) = self.shared_store() else {
-            return Err(Error::usage(
-                "needs_server",
-                "a mount is served by the process holding the store: run it through `cairn serve` (the CLI starts one)",
-            ));
+            return Err(MountsError::NeedsServer.into());
         };
         let dir = call.path(&options.dir);
         let mut claim = self.mounts.claim(&dir);
@@ -152,10 +224,7 @@ impl Engine {
         let layer = self.layer_dir(&root);
         let (head, fresh, read_only) = match (&options.snapshot, existing) {
             (Some(_), Some(r)) => {
-                return Err(Error::usage(
-                    "worktree_exists",
-                    format!("{root} is a registered {:?} worktree already", r.kind),
-                ));
+                return Err(MountsError::WorktreeExists { root, kind: r.kind }.into());
             }
             (Some(spec), None) => (
                 Some(resolve_snapshot(&reader, &call.cwd, spec)?),
@@ -172,20 +241,12 @@ impl Engine {
                 }
                 drop(reader);
                 if self.recover_materialize(store, &r)? {
-                    return Err(Error::usage(
-                        "not_a_mount",
-                        format!(
-                            "{root}: an `unmount --materialize` of it was interrupted and is now finished: it is an ordinary worktree with its files"
-                        ),
-                    ));
+                    return Err(MountsError::Materialized { root }.into());
                 }
                 (r.head, false, r.mount_read_only || options.read_only)
             }
             (None, _) => {
-                return Err(Error::usage(
-                    "not_a_mount",
-                    format!("{root} is not a mounted worktree (cairn mount SNAP {root})"),
-                ));
+                return Err(MountsError::NotAMountToAttach { root }.into());
             }
         };
         let reader = store.reader()?;
@@ -273,9 +334,7 @@ impl Engine {
             .reader()?
             .worktree(&root)?
             .filter(|r| r.kind == WorktreeKind::Mounted)
-            .ok_or_else(|| {
-                Error::usage("not_a_mount", format!("{root} is not a mounted worktree"))
-            })?;
+            .ok_or_else(|| MountsError::NotAMount { root: root.clone() })?;
         let mounted = match self.mounts.get(&root) {
             Some(m) if m.is_live() => m,
             stale => {
@@ -291,12 +350,7 @@ impl Engine {
                     });
                 }
                 if materialize {
-                    return Err(Error::usage(
-                        "not_mounted",
-                        format!(
-                            "{root} is not mounted: `cairn mount {root}` first, then unmount --materialize"
-                        ),
-                    ));
+                    return Err(MountsError::NotMounted { root }.into());
                 }
                 return Ok(UnmountOutcome {
                     worktree: root,
@@ -394,10 +448,10 @@ fn claim_also(claim: &mut Claim<'_>, root: &Utf8Path) -> Result<(), Error> {
     if claim.also(root) {
         Ok(())
     } else {
-        Err(Error::usage(
-            "mount_busy",
-            format!("{root}: another mount or unmount of it is under way; try again"),
-        ))
+        Err(MountsError::Busy {
+            root: root.to_owned(),
+        }
+        .into())
     }
 }
 
@@ -425,7 +479,7 @@ impl MadeDirs {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => {
                     made.remove();
-                    return Err(crate::error::io_failure(d, &e));
+                    return Err(crate::error::io_failure(d, e));
                 }
             }
         }

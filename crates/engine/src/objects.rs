@@ -6,7 +6,7 @@ use path_policy::RepoPathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, resolve_snapshot};
-use crate::error::Error;
+use crate::error::{Code, Error};
 use crate::store::Access;
 
 /// The store `init` made (or found).
@@ -19,13 +19,117 @@ pub struct InitOutcome {
     pub existed: bool,
 }
 
+/// Why a store folder cannot be created.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InitError {
+    /// Something else is there.
+    #[error("{path}: exists and is not a directory")]
+    NotADirectory {
+        /// The path.
+        path: Utf8PathBuf,
+    },
+}
+
+crate::error::coded!(GcError, InitError, RefsError, ShowError);
+
+impl InitError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        match self {
+            InitError::NotADirectory { .. } => Code::InvalidPath,
+        }
+    }
+}
+
+/// Why `show SNAP:PATH` names nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShowError {
+    /// A path into a blob.
+    #[error("{spec} is a blob, not a tree")]
+    BlobNotTree {
+        /// The object named.
+        spec: String,
+    },
+    /// A path the tree does not have.
+    #[error("{spec}:{path}: no such path")]
+    NoSuchPath {
+        /// The object named.
+        spec: String,
+        /// The path.
+        path: String,
+    },
+    /// A path through a file.
+    #[error("{spec}:{path}: not a directory")]
+    NotADirectory {
+        /// The object named.
+        spec: String,
+        /// The path up to the file.
+        path: String,
+    },
+}
+
+impl ShowError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        Code::InvalidPath
+    }
+}
+
+/// Why a ref call's arguments do not go together.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RefsError {
+    /// `--expect` on a local ref.
+    #[error("--expect is for remote refs (NAME@REMOTE), not {name}")]
+    ExpectOnLocal {
+        /// The ref.
+        name: String,
+    },
+}
+
+impl RefsError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        Code::Usage
+    }
+}
+
+/// Why a gc's arguments do not go together.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GcError {
+    /// The store's own limits given with `--remote`.
+    #[error("--keep-within and --max-size are for the store's own gc, not --remote")]
+    LocalOptionsWithRemote,
+    /// `--grace` without `--remote`.
+    #[error("--grace is for gc --remote NAME")]
+    GraceWithoutRemote,
+    /// A `--keep-within` reaching before any time cairn can represent.
+    #[error(
+        "--keep-within (--prune-ops) {days}: that many days ago is before any time cairn can represent"
+    )]
+    KeepWithinTooFar {
+        /// The days.
+        days: u32,
+    },
+}
+
+impl GcError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        Code::Usage
+    }
+}
+
 /// Creates the store folder `path` (nothing happens to one that exists).
 pub fn init_store(path: &Utf8Path, options: &cas::OpenOptions) -> Result<InitOutcome, Error> {
     if path.exists() && !path.is_dir() {
-        return Err(Error::usage(
-            "invalid_path",
-            format!("{path}: exists and is not a directory"),
-        ));
+        return Err(InitError::NotADirectory {
+            path: path.to_owned(),
+        }
+        .into());
     }
     let existed = path.join(cas::DATABASE_FILE).is_file();
     let options = cas::OpenOptions {
@@ -342,10 +446,7 @@ impl Engine {
             ObjectKind::Tree => id.as_tree(),
             ObjectKind::Blob => {
                 if path.is_some_and(|p| !p.is_empty()) {
-                    return Err(Error::usage(
-                        "invalid_path",
-                        format!("{spec} is a blob, not a tree"),
-                    ));
+                    return Err(ShowError::BlobNotTree { spec: spec.into() }.into());
                 }
                 return show_blob(&reader, id, "", options.contents);
             }
@@ -357,10 +458,11 @@ impl Engine {
         for (i, name) in components.iter().enumerate() {
             let listing = reader.tree(current)?;
             let Some(entry) = listing.get(name.as_bytes()) else {
-                return Err(Error::usage(
-                    "invalid_path",
-                    format!("{spec}:{path}: no such path"),
-                ));
+                return Err(ShowError::NoSuchPath {
+                    spec: spec.into(),
+                    path: path.into(),
+                }
+                .into());
             };
             if !walked.is_empty() {
                 walked.push('/');
@@ -372,10 +474,11 @@ impl Engine {
                     return show_blob(&reader, entry.id, &walked, options.contents);
                 }
                 None => {
-                    return Err(Error::usage(
-                        "invalid_path",
-                        format!("{spec}:{walked}: not a directory"),
-                    ));
+                    return Err(ShowError::NotADirectory {
+                        spec: spec.into(),
+                        path: walked,
+                    }
+                    .into());
                 }
             }
         }
@@ -406,13 +509,7 @@ impl Engine {
             return Ok(RefsOutcome { refs, message });
         }
         if options.expect.is_some() {
-            return Err(Error::usage(
-                "usage",
-                format!(
-                    "--expect is for remote refs (NAME@REMOTE), not {}",
-                    options.name
-                ),
-            ));
+            return Err(RefsError::ExpectOnLocal { name: options.name }.into());
         }
         cas::validate_ref_name(&options.name)?;
         let store = self.store(Access::Create)?;
@@ -434,13 +531,7 @@ impl Engine {
             return Ok(RefsOutcome { refs, message });
         }
         if options.expect.is_some() {
-            return Err(Error::usage(
-                "usage",
-                format!(
-                    "--expect is for remote refs (NAME@REMOTE), not {}",
-                    options.name
-                ),
-            ));
+            return Err(RefsError::ExpectOnLocal { name: options.name }.into());
         }
         let store = self.store(Access::Write)?;
         let id = store.remove_ref(&options.name)?;
@@ -517,10 +608,7 @@ impl Engine {
     pub fn gc(&self, _call: &Call, options: GcOptions) -> Result<GcOutcome, Error> {
         if let Some(name) = &options.remote {
             if options.keep_within.is_some() || options.max_size.is_some() {
-                return Err(Error::usage(
-                    "usage",
-                    "--keep-within and --max-size are for the store's own gc, not --remote",
-                ));
+                return Err(GcError::LocalOptionsWithRemote.into());
             }
             let out = self.remote_gc(name, options.grace.unwrap_or(24), options.dry_run)?;
             return Ok(GcOutcome {
@@ -544,19 +632,14 @@ impl Engine {
             });
         }
         if options.grace.is_some() {
-            return Err(Error::usage("usage", "--grace is for gc --remote NAME"));
+            return Err(GcError::GraceWithoutRemote.into());
         }
         let prune_ops_before = options
             .keep_within
             .map(|days| {
                 jiff::Timestamp::now()
                     .checked_sub(jiff::SignedDuration::from_hours(24 * i64::from(days)))
-                    .map_err(|_| {
-                        Error::usage(
-                            "usage",
-                            format!("--keep-within (--prune-ops) {days}: that many days ago is before any time cairn can represent"),
-                        )
-                    })
+                    .map_err(|_| GcError::KeepWithinTooFar { days })
             })
             .transpose()?;
         let mut store = self.store_exclusive()?;

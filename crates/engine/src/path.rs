@@ -5,7 +5,7 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use path_policy::RepoPathBuf;
 
-use crate::error::Error;
+use crate::error::{Code, Error};
 
 /// A path as the caller typed it after `--` (or sent it in a request's `paths`): relative
 /// to the worktree root, or absolute inside it, possibly with `.` components; raw bytes,
@@ -106,17 +106,15 @@ pub fn tree_paths(root: Option<&Utf8Path>, raw: &[PathArg]) -> Result<Vec<RepoPa
             (true, Some(root)) => match bytes.strip_prefix(root.as_str().as_bytes()) {
                 Some(rest) if rest.is_empty() || rest.starts_with(b"/") => rest,
                 _ => {
-                    return Err(Error::usage(
-                        "invalid_path",
-                        format!("{}: outside the worktree {root}", quote(bytes)),
-                    ));
+                    return Err(PathError::Outside {
+                        path: quote(bytes),
+                        root: root.to_owned(),
+                    }
+                    .into());
                 }
             },
             (true, None) => {
-                return Err(Error::usage(
-                    "invalid_path",
-                    format!("{}: an absolute path needs a worktree", quote(bytes)),
-                ));
+                return Err(PathError::AbsoluteWithoutWorktree { path: quote(bytes) }.into());
             }
             (false, _) => bytes,
         };
@@ -125,33 +123,81 @@ pub fn tree_paths(root: Option<&Utf8Path>, raw: &[PathArg]) -> Result<Vec<RepoPa
             match c {
                 b"" | b"." => {}
                 b".." => {
-                    return Err(Error::usage(
-                        "invalid_path",
-                        format!("{}: '..' is not allowed", quote(bytes)),
-                    ));
+                    return Err(PathError::DotDot { path: quote(bytes) }.into());
                 }
                 c => parts.push(c),
             }
         }
-        let path = RepoPathBuf::new(parts.join(&b'/')).map_err(|e| {
-            Error::usage(
-                "invalid_path",
-                format!("{}: {}", quote(bytes), e.reason.reason()),
-            )
-        })?;
+        let path =
+            RepoPathBuf::new(parts.join(&b'/')).map_err(|source| PathError::NotATreePath {
+                path: quote(bytes),
+                source,
+            })?;
         out.push(path);
     }
     Ok(out)
 }
 
 /// `path` with every link and `..` resolved; it must be a directory that exists.
-pub(crate) fn canonical_dir(path: &Utf8Path) -> Result<Utf8PathBuf, crate::error::Error> {
+pub(crate) fn canonical_dir(path: &Utf8Path) -> Result<Utf8PathBuf, Error> {
     std::fs::canonicalize(path)
         .ok()
         .and_then(|p| Utf8PathBuf::from_path_buf(p).ok())
         .ok_or_else(|| {
-            crate::error::Error::usage("invalid_path", format!("{path}: no such directory"))
+            PathError::NoSuchDirectory {
+                path: path.to_owned(),
+            }
+            .into()
         })
+}
+
+/// Why a path argument is refused (code `invalid_path`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathError {
+    /// An absolute path outside the worktree.
+    #[error("{path}: outside the worktree {root}")]
+    Outside {
+        /// The path, quoted.
+        path: String,
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
+    /// An absolute path where there is no worktree.
+    #[error("{path}: an absolute path needs a worktree")]
+    AbsoluteWithoutWorktree {
+        /// The path, quoted.
+        path: String,
+    },
+    /// A `..` component.
+    #[error("{path}: '..' is not allowed")]
+    DotDot {
+        /// The path, quoted.
+        path: String,
+    },
+    /// A name a tree cannot hold.
+    #[error("{path}: {}", source.reason.reason())]
+    NotATreePath {
+        /// The path, quoted.
+        path: String,
+        /// Why.
+        source: path_policy::RepoPathError,
+    },
+    /// A directory that is not there.
+    #[error("{path}: no such directory")]
+    NoSuchDirectory {
+        /// The path.
+        path: Utf8PathBuf,
+    },
+}
+
+crate::error::coded!(PathError);
+
+impl PathError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        Code::InvalidPath
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use fs_manager::{GrantRequest, GrantRequests, GrantSet, OpRecord, SandboxGrants}
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, registered};
-use crate::error::Error;
+use crate::error::{Code, Error, IoError};
 use crate::store::Access;
 
 /// Longest `reason` of a request or grant, in bytes.
@@ -133,13 +133,11 @@ impl PolicyAllowOptions {
     /// Granting a listed request is a person's decision, so naming one is refused.
     pub fn into_request(self, by: String) -> Result<PolicyRequestOptions, Error> {
         if let Some(id) = self.request {
-            return Err(Error::usage(
-                "not_permitted",
-                format!(
-                    "{}: granting request {id} is a person's decision: cairn policy allow {} --request {id} on a terminal",
-                    self.worktree, self.worktree
-                ),
-            ));
+            return Err(PolicyError::RequestIsAPersons {
+                worktree: self.worktree,
+                id,
+            }
+            .into());
         }
         Ok(PolicyRequestOptions {
             worktree: self.worktree,
@@ -187,40 +185,212 @@ impl PolicyOutcome {
     }
 }
 
+/// Why a grant, a request or a revocation is refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// An agent naming a listed request to grant it.
+    #[error(
+        "{worktree}: granting request {id} is a person's decision: cairn policy allow {worktree} --request {id} on a terminal"
+    )]
+    RequestIsAPersons {
+        /// The worktree.
+        worktree: Utf8PathBuf,
+        /// The request.
+        id: u64,
+    },
+    /// Neither a path nor the network named.
+    #[error("policy {verb}: name a writable path (--write PATH) or --network")]
+    NothingNamed {
+        /// `allow` or `revoke`.
+        verb: &'static str,
+    },
+    /// More paths than one grant takes.
+    #[error("policy {verb}: {count} paths named; at most {MAX_GRANT_PATHS} at once")]
+    TooManyPaths {
+        /// `allow` or `revoke`.
+        verb: &'static str,
+        /// How many.
+        count: usize,
+    },
+    /// A free text argument past its limit.
+    #[error("{name}: {len} bytes; at most {max}")]
+    TooLong {
+        /// The argument.
+        name: &'static str,
+        /// Its length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A relative path.
+    #[error("{path}: a grant needs an absolute path")]
+    NotAbsolute {
+        /// The path.
+        path: Utf8PathBuf,
+    },
+    /// A path that is not there.
+    #[error("{path}: no such file or directory")]
+    Missing {
+        /// The path.
+        path: Utf8PathBuf,
+    },
+    /// A path spelled otherwise than it resolves.
+    #[error("{path}: not a canonical path (it resolves to {}); grant that path", canonical.display())]
+    NotCanonical {
+        /// The path.
+        path: Utf8PathBuf,
+        /// What it resolves to.
+        canonical: std::path::PathBuf,
+    },
+    /// The store's folder, or a path in it.
+    #[error(
+        "{path}: {is} the store's folder {}, which a sandboxed command may never write",
+        store.display()
+    )]
+    InStore {
+        /// The path.
+        path: Utf8PathBuf,
+        /// `is` or `inside`.
+        is: &'static str,
+        /// The store's folder.
+        store: std::path::PathBuf,
+    },
+    /// A path holding the store's folder.
+    #[error(
+        "{path}: holds the store's folder {}, which a sandboxed command may never write{never}",
+        store.display()
+    )]
+    HoldsStore {
+        /// The path.
+        path: Utf8PathBuf,
+        /// The store's folder.
+        store: std::path::PathBuf,
+        /// What it means for `/`.
+        never: &'static str,
+    },
+    /// A path never granted (a pseudo file system, a symlink on the way).
+    #[error(transparent)]
+    NotGrantable(path_policy::GrantError),
+    /// `--confirm` of a path the grant does not write.
+    #[error("--confirm {path}: not a path this grant writes")]
+    ConfirmsNothing {
+        /// The path.
+        path: Utf8PathBuf,
+    },
+    /// A grant not confirmed.
+    #[error(
+        "{root}: granting {grant} is a person's decision: run cairn policy allow on a terminal to be asked, or pass --yes"
+    )]
+    NotConfirmed {
+        /// The worktree.
+        root: Utf8PathBuf,
+        /// The grant, in words.
+        grant: String,
+    },
+    /// A system directory or credentials path confirmed but not named.
+    #[error(
+        "{path}: writing here reaches {why}; --yes is not enough: name it to confirm (--confirm {path}), or answer on a terminal"
+    )]
+    NotNamed {
+        /// The path.
+        path: Utf8PathBuf,
+        /// What it reaches.
+        why: path_policy::Sensitive,
+    },
+    /// A request named together with a grant of its own.
+    #[error(
+        "policy {verb} --request {id}: {}; name no --write or --network with it",
+        if *verb == "allow" { "grants what the request asks" } else { "denies the request" }
+    )]
+    RequestAndGrant {
+        /// `allow` or `revoke`.
+        verb: &'static str,
+        /// The request.
+        id: u64,
+    },
+    /// Revoking a grant the worktree does not have.
+    #[error("{root}: has no {kind}grant {what}")]
+    NoSuchGrant {
+        /// The worktree.
+        root: Utf8PathBuf,
+        /// `next-run ` or nothing.
+        kind: &'static str,
+        /// The grant, in words.
+        what: String,
+    },
+    /// Too many requests wait already.
+    #[error(
+        "{root}: {MAX_OPEN_REQUESTS} grant requests wait for a person already (cairn policy {root} lists them)"
+    )]
+    TooManyRequests {
+        /// The worktree.
+        root: Utf8PathBuf,
+    },
+    /// No such open request.
+    #[error("{root}: has no open grant request {id} (cairn policy {root} lists them)")]
+    NoSuchRequest {
+        /// The worktree.
+        root: Utf8PathBuf,
+        /// The request.
+        id: u64,
+    },
+}
+
+crate::error::coded!(PolicyError);
+
+impl PolicyError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        use PolicyError as E;
+        match self {
+            E::RequestIsAPersons { .. } => Code::NotPermitted,
+            E::NothingNamed { .. } | E::ConfirmsNothing { .. } | E::RequestAndGrant { .. } => {
+                Code::Usage
+            }
+            E::TooManyPaths { .. }
+            | E::NotAbsolute { .. }
+            | E::Missing { .. }
+            | E::NotCanonical { .. }
+            | E::InStore { .. }
+            | E::HoldsStore { .. }
+            | E::NotGrantable(_) => Code::InvalidGrant,
+            E::TooLong { .. } => Code::InvalidInput,
+            E::NotConfirmed { .. } | E::NotNamed { .. } => Code::ConfirmationNeeded,
+            E::NoSuchGrant { .. } => Code::UnknownGrant,
+            E::TooManyRequests { .. } => Code::TooManyRequests,
+            E::NoSuchRequest { .. } => Code::UnknownRequest,
+        }
+    }
+}
+
 /// The grants a call names; naming none is bad usage.
-fn asked(verb: &str, writable: Vec<Utf8PathBuf>, network: bool) -> Result<GrantSet, Error> {
+fn asked(verb: &'static str, writable: Vec<Utf8PathBuf>, network: bool) -> Result<GrantSet, Error> {
     let asked = GrantSet { writable, network };
     if asked.is_empty() {
-        return Err(Error::usage(
-            "usage",
-            format!("policy {verb}: name a writable path (--write PATH) or --network"),
-        ));
+        return Err(PolicyError::NothingNamed { verb }.into());
     }
     if asked.writable.len() > MAX_GRANT_PATHS {
-        return Err(Error::usage(
-            "invalid_grant",
-            format!(
-                "policy {verb}: {} paths named; at most {MAX_GRANT_PATHS} at once",
-                asked.writable.len()
-            ),
-        ));
+        return Err(PolicyError::TooManyPaths {
+            verb,
+            count: asked.writable.len(),
+        }
+        .into());
     }
     Ok(asked)
 }
 
 /// A free text argument no longer than `max` bytes.
-fn bounded(name: &str, text: Option<&str>, max: usize) -> Result<(), Error> {
+fn bounded(name: &'static str, text: Option<&str>, max: usize) -> Result<(), Error> {
     match text {
-        Some(t) if t.len() > max => Err(Error::usage(
-            "invalid_input",
-            format!("{name}: {} bytes; at most {max}", t.len()),
-        )),
+        Some(t) if t.len() > max => Err(PolicyError::TooLong {
+            name,
+            len: t.len(),
+            max,
+        }
+        .into()),
         _ => Ok(()),
     }
-}
-
-fn invalid(message: String) -> Error {
-    Error::usage("invalid_grant", message)
 }
 
 /// Who is changing the grants: the user this engine runs as.
@@ -275,28 +445,32 @@ pub fn check_writable(
     path: &Utf8Path,
     store: &Path,
 ) -> Result<Option<path_policy::Sensitive>, Error> {
+    let path_buf = || path.to_owned();
     if !path.is_absolute() {
-        return Err(invalid(format!("{path}: a grant needs an absolute path")));
+        return Err(PolicyError::NotAbsolute { path: path_buf() }.into());
     }
     let canonical = match std::fs::canonicalize(path) {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(invalid(format!("{path}: no such file or directory")));
+            return Err(PolicyError::Missing { path: path_buf() }.into());
         }
-        Err(e) => return Err(Error::failure("io", format!("{path}: {e}"))),
+        Err(e) => return Err(IoError::new(path, e).into()),
     };
     if canonical.as_os_str() != path.as_std_path().as_os_str() {
-        return Err(invalid(format!(
-            "{path}: not a canonical path (it resolves to {}); grant that path",
-            canonical.display()
-        )));
+        return Err(PolicyError::NotCanonical {
+            path: path_buf(),
+            canonical,
+        }
+        .into());
     }
     if canonical.starts_with(store) {
         let is = if canonical == store { "is" } else { "inside" };
-        return Err(invalid(format!(
-            "{path}: {is} the store's folder {}, which a sandboxed command may never write",
-            store.display()
-        )));
+        return Err(PolicyError::InStore {
+            path: path_buf(),
+            is,
+            store: store.to_owned(),
+        }
+        .into());
     }
     if store.starts_with(&canonical) {
         let never = if canonical == Path::new("/") {
@@ -304,22 +478,21 @@ pub fn check_writable(
         } else {
             ""
         };
-        return Err(invalid(format!(
-            "{path}: holds the store's folder {}, which a sandboxed command may never write{never}",
-            store.display()
-        )));
+        return Err(PolicyError::HoldsStore {
+            path: path_buf(),
+            store: store.to_owned(),
+            never,
+        }
+        .into());
     }
     // What the path is now, by a handle opened without following a symlink: the same
     // check the sandbox makes on the handle it gives Landlock.
     match path_policy::open_grant(path.as_std_path()) {
         Ok(_) => {}
         Err(path_policy::GrantError::Io { path, source }) => {
-            return Err(Error::failure(
-                "io",
-                format!("{}: {source}", path.display()),
-            ));
+            return Err(IoError::new(path.display(), source).into());
         }
-        Err(e) => return Err(invalid(e.to_string())),
+        Err(e) => return Err(PolicyError::NotGrantable(e).into()),
     }
     Ok(path_policy::sensitive(&canonical, home().as_deref()))
 }
@@ -335,31 +508,28 @@ fn confirmed(
 ) -> Result<(), Error> {
     for named in &options.confirm {
         if !what.writable.contains(named) {
-            return Err(Error::usage(
-                "usage",
-                format!("--confirm {named}: not a path this grant writes"),
-            ));
+            return Err(PolicyError::ConfirmsNothing {
+                path: named.clone(),
+            }
+            .into());
         }
     }
     if !options.yes {
-        return Err(Error::usage(
-            "confirmation_needed",
-            format!(
-                "{root}: granting {} is a person's decision: run cairn policy allow on a terminal to be asked, or pass --yes",
-                words(what, once)
-            ),
-        ));
+        return Err(PolicyError::NotConfirmed {
+            root: root.to_owned(),
+            grant: words(what, once),
+        }
+        .into());
     }
     if let Some((path, why)) = sensitive
         .iter()
         .find(|(path, _)| !options.confirm.contains(path))
     {
-        return Err(Error::usage(
-            "confirmation_needed",
-            format!(
-                "{path}: writing here reaches {why}; --yes is not enough: name it to confirm (--confirm {path}), or answer on a terminal"
-            ),
-        ));
+        return Err(PolicyError::NotNamed {
+            path: path.clone(),
+            why: why.clone(),
+        }
+        .into());
     }
     Ok(())
 }
@@ -401,12 +571,7 @@ impl Engine {
         let (what, once, request) = match options.request {
             Some(id) => {
                 if !options.write.is_empty() || options.network {
-                    return Err(Error::usage(
-                        "usage",
-                        format!(
-                            "policy allow --request {id}: grants what the request asks; name no --write or --network with it"
-                        ),
-                    ));
+                    return Err(PolicyError::RequestAndGrant { verb: "allow", id }.into());
                 }
                 let record = registered(&store.reader()?, &root)?;
                 let request = open_request(&root, &record.requests, id)?.clone();
@@ -419,7 +584,7 @@ impl Engine {
             ),
         };
         let store_dir = std::fs::canonicalize(store.root().as_std_path())
-            .map_err(|e| Error::failure("io", format!("{}: {e}", store.root())))?;
+            .map_err(|e| IoError::new(store.root(), e))?;
         let mut sensitive = Vec::new();
         for path in &what.writable {
             if let Some(why) = check_writable(path, &store_dir)? {
@@ -475,12 +640,7 @@ impl Engine {
         let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
         if let Some(id) = options.request {
             if !options.write.is_empty() || options.network {
-                return Err(Error::usage(
-                    "usage",
-                    format!(
-                        "policy revoke --request {id}: denies the request; name no --write or --network with it"
-                    ),
-                ));
+                return Err(PolicyError::RequestAndGrant { verb: "revoke", id }.into());
             }
             let record = self.worktrees.change_grants(&store, &root, |_, requests| {
                 let r = open_request(&root, requests, id)?.clone();
@@ -499,21 +659,20 @@ impl Engine {
             } else {
                 &mut grants.always
             };
-            let missing = |what: String| {
-                Error::usage(
-                    "unknown_grant",
-                    format!("{root}: has no {kind}grant {what}"),
-                )
+            let missing = |what: String| PolicyError::NoSuchGrant {
+                root: root.clone(),
+                kind,
+                what,
             };
             let mut taken = GrantSet::default();
             for path in &asked.writable {
                 match set.writable.iter().position(|p| p == path) {
                     Some(i) => taken.writable.push(set.writable.remove(i)),
-                    None => return Err(missing(format!("to write {path}"))),
+                    None => return Err(Error::from(missing(format!("to write {path}")))),
                 }
             }
             if asked.network && !set.network {
-                return Err(missing("of the network".into()));
+                return Err(Error::from(missing("of the network".into())));
             }
             taken.network = asked.network;
             set.network &= !asked.network;
@@ -536,47 +695,44 @@ impl Engine {
         let store = self.store(Access::Write)?;
         let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
         let store_dir = std::fs::canonicalize(store.root().as_std_path())
-            .map_err(|e| Error::failure("io", format!("{}: {e}", store.root())))?;
+            .map_err(|e| IoError::new(store.root(), e))?;
         for path in &what.writable {
             check_writable(path, &store_dir)?;
         }
         let once = options.once;
         let mut id = 0;
-        let record = self
-            .worktrees
-            .change_grants(&store, &root, |_, requests| {
-                if let Some(same) = requests
-                    .open
-                    .iter()
-                    .find(|r| r.grant == what && r.once == once)
-                {
-                    id = same.id;
-                    return Ok(None);
-                }
-                if requests.open.len() >= MAX_OPEN_REQUESTS {
-                    return Err(Error::usage(
-                        "too_many_requests",
-                        format!(
-                            "{root}: {MAX_OPEN_REQUESTS} grant requests wait for a person already (cairn policy {root} lists them)"
-                        ),
-                    ));
-                }
-                requests.last += 1;
-                id = requests.last;
-                let mut detail = format!("request {id}: {}", words(&what, once));
-                if let Some(reason) = &options.reason {
-                    detail.push_str(&format!(": {reason}"));
-                }
-                requests.open.push(GrantRequest {
-                    id,
-                    grant: what.clone(),
-                    once,
-                    by: options.by.clone(),
-                    reason: options.reason.clone(),
-                    asked: jiff::Timestamp::now(),
-                });
-                Ok::<_, Error>(Some(entry("policy_request", detail, Some(options.by.clone()))))
-            })?;
+        let record = self.worktrees.change_grants(&store, &root, |_, requests| {
+            if let Some(same) = requests
+                .open
+                .iter()
+                .find(|r| r.grant == what && r.once == once)
+            {
+                id = same.id;
+                return Ok(None);
+            }
+            if requests.open.len() >= MAX_OPEN_REQUESTS {
+                return Err(PolicyError::TooManyRequests { root: root.clone() }.into());
+            }
+            requests.last += 1;
+            id = requests.last;
+            let mut detail = format!("request {id}: {}", words(&what, once));
+            if let Some(reason) = &options.reason {
+                detail.push_str(&format!(": {reason}"));
+            }
+            requests.open.push(GrantRequest {
+                id,
+                grant: what.clone(),
+                once,
+                by: options.by.clone(),
+                reason: options.reason.clone(),
+                asked: jiff::Timestamp::now(),
+            });
+            Ok::<_, Error>(Some(entry(
+                "policy_request",
+                detail,
+                Some(options.by.clone()),
+            )))
+        })?;
         let message = format!(
             "request {id} recorded, nothing granted yet: a person grants it with `cairn policy allow {root} --request {id}` or denies it with `cairn policy revoke {root} --request {id}`"
         );
@@ -595,9 +751,10 @@ fn open_request<'a>(
     id: u64,
 ) -> Result<&'a GrantRequest, Error> {
     requests.open.iter().find(|r| r.id == id).ok_or_else(|| {
-        Error::usage(
-            "unknown_request",
-            format!("{root}: has no open grant request {id} (cairn policy {root} lists them)"),
-        )
+        PolicyError::NoSuchRequest {
+            root: root.to_owned(),
+            id,
+        }
+        .into()
     })
 }

@@ -6,7 +6,7 @@ use remote::{Need, RefUpdate, Remote, RemoteConfig, RemoteError};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, remote_ref, resolve_snapshot};
-use crate::error::Error;
+use crate::error::{ArgumentError, Code, Error};
 use crate::objects::RefEntry;
 use crate::store::Access;
 
@@ -288,10 +288,7 @@ impl Engine {
     /// never a local ref.
     pub fn pull(&self, call: &Call, options: PullOptions) -> Result<PullOutcome, Error> {
         if call.offline {
-            return Err(Error::usage(
-                "offline",
-                "pull needs the network; --offline forbids it",
-            ));
+            return Err(RemotesError::PullOffline.into());
         }
         let store = self.store(Access::Create)?;
         let remote = self.open_remote(&store.reader()?, options.remote.as_deref())?;
@@ -306,20 +303,18 @@ impl Engine {
         }
         for spec in &options.snapshots {
             if is_full_id(spec) {
-                ids.push(
-                    spec.parse().map_err(|e: cas::ParseIdError| {
-                        Error::usage("unknown_id", e.to_string())
-                    })?,
-                );
+                ids.push(spec.parse().map_err(ArgumentError::Id)?);
                 continue;
             }
             let r = match remote_ref(spec) {
                 Some((r, at)) if at == name => r,
                 Some((_, at)) => {
-                    return Err(Error::usage(
-                        "usage",
-                        format!("{spec}: names remote {at}, but this pull is from {name}"),
-                    ));
+                    return Err(RemotesError::OtherRemote {
+                        spec: spec.clone(),
+                        at: at.to_owned(),
+                        name,
+                    }
+                    .into());
                 }
                 None => spec.as_str(),
             };
@@ -429,9 +424,7 @@ impl Engine {
         let reader = store.reader()?;
         let remote = self.open_remote(&reader, Some(at))?;
         if is_full_id(name) {
-            let id: SnapshotId = name
-                .parse()
-                .map_err(|e: cas::ParseIdError| Error::usage("unknown_id", e.to_string()))?;
+            let id: SnapshotId = name.parse().map_err(ArgumentError::Id)?;
             remote::refs::unpin(&remote, id)?;
             return Ok((
                 vec![RefEntry {
@@ -567,9 +560,7 @@ impl Engine {
                     wanted.push((id, vec![config]));
                 }
             } else if is_full_id(&spec) {
-                let id: SnapshotId = spec
-                    .parse()
-                    .map_err(|e: cas::ParseIdError| Error::usage("unknown_id", e.to_string()))?;
+                let id: SnapshotId = spec.parse().map_err(ArgumentError::Id)?;
                 let id_any: cas::ObjectId = id.into();
                 let known = reader.has_snapshot(id)?
                     || reader.has_tree(id_any.as_tree())?
@@ -633,12 +624,12 @@ impl Engine {
     /// If `err` is about a snapshot this store knows only as promised by a remote, fetches
     /// it (online) and says so; offline, turns it into an error saying where it is.
     pub(crate) fn fetch_promised(&self, call: &Call, err: &Error) -> Result<bool, Error> {
-        let id = match err {
-            Error::Read(cas::ReadError::NotFound {
+        let id = match err.typed::<cas::ReadError>() {
+            Some(cas::ReadError::NotFound {
                 kind: cas::ObjectKind::Snapshot,
                 id,
             })
-            | Error::Read(cas::ReadError::Corrupt {
+            | Some(cas::ReadError::Corrupt {
                 kind: cas::ObjectKind::Snapshot,
                 id,
                 ..
@@ -651,10 +642,7 @@ impl Engine {
             return Ok(false);
         };
         if call.offline {
-            return Err(Error::usage(
-                "offline",
-                format!("snapshot {id} is on remote {at}; --offline forbids fetching it"),
-            ));
+            return Err(RemotesError::PromisedOffline { id, at }.into());
         }
         let config = remote::remote_config(&reader, &at)?;
         drop(reader);
@@ -678,9 +666,46 @@ impl Engine {
 /// this store); anything shorter is resolved here.
 fn expected_id(reader: &Reader, cwd: &camino::Utf8Path, spec: &str) -> Result<SnapshotId, Error> {
     if is_full_id(spec) {
-        return spec
-            .parse()
-            .map_err(|e: cas::ParseIdError| Error::usage("unknown_id", e.to_string()));
+        return spec.parse().map_err(|e| ArgumentError::Id(e).into());
     }
     resolve_snapshot(reader, cwd, spec)
+}
+
+/// Why a call on remotes is refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RemotesError {
+    /// `pull` with `--offline`.
+    #[error("pull needs the network; --offline forbids it")]
+    PullOffline,
+    /// A snapshot only a remote has, with `--offline`.
+    #[error("snapshot {id} is on remote {at}; --offline forbids fetching it")]
+    PromisedOffline {
+        /// The snapshot.
+        id: cas::ObjectId,
+        /// The remote.
+        at: String,
+    },
+    /// A pull naming another remote's ref.
+    #[error("{spec}: names remote {at}, but this pull is from {name}")]
+    OtherRemote {
+        /// The ref named.
+        spec: String,
+        /// Its remote.
+        at: String,
+        /// The remote pulled from.
+        name: String,
+    },
+}
+
+crate::error::coded!(RemotesError);
+
+impl RemotesError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        match self {
+            RemotesError::PullOffline | RemotesError::PromisedOffline { .. } => Code::Offline,
+            RemotesError::OtherRemote { .. } => Code::Usage,
+        }
+    }
 }

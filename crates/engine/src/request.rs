@@ -308,13 +308,10 @@ fn refuse_nul(call: &Call, request: &Request) -> Result<(), Error> {
     let bad = crate::texts::find_text(request, &has_nul)
         .or_else(|| has_nul(call.cwd.as_str()).then(|| call.cwd.to_string()));
     match bad {
-        Some(bad) => Err(Error::usage(
-            "invalid_input",
-            format!(
-                "{}: contains a NUL byte, which no argument or path can",
-                diff::path_text(bad.as_bytes())
-            ),
-        )),
+        Some(bad) => Err(crate::error::ArgumentError::Nul {
+            text: diff::path_text(bad.as_bytes()),
+        }
+        .into()),
         None => Ok(()),
     }
 }

@@ -570,14 +570,16 @@ impl Engine {
     }
 
     /// `cairn discard [DIR] [-- PATH…]`: discarding everything needs `yes`, else the call
-    /// fails with [`Error::ConfirmationNeeded`] before changing anything.
+    /// fails with [`DiscardError::ConfirmationNeeded`](crate::DiscardError) before changing anything.
     pub fn discard(&self, call: &Call, options: DiscardOptions) -> Result<DiscardOutcome, Error> {
         let dir = call.dir(options.dir.as_deref());
         let store = self.store(Access::Write)?;
         let record = registered(&store.reader()?, &dir)?;
         let paths = tree_paths(Some(&record.root), &options.paths)?;
         if paths.is_empty() && !options.yes {
-            return Err(Error::ConfirmationNeeded { root: record.root });
+            return Err(
+                crate::error::DiscardError::ConfirmationNeeded { root: record.root }.into(),
+            );
         }
         let rollback = fs_manager::WorktreeRollbackOptions {
             paths: &paths,

@@ -19,7 +19,7 @@ use crate::confine::{
     ConfineError, Confined, Denial, Output, Sandbox, SandboxPolicy, SavedSecrets,
 };
 use crate::engine::{Call, Engine};
-use crate::error::Error;
+use crate::error::{Code, Error, IoError};
 use crate::path::RawPath;
 use crate::policy::{PolicyOptions, PolicyOutcome, check_writable};
 use crate::view::{StatusOptions, StatusOutcome};
@@ -234,6 +234,102 @@ pub struct Runner<'a> {
     pub person: bool,
 }
 
+/// Why a command was not run, or its worktrees not restored.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// A wider sandbox asked for where no person can grant it.
+    #[error(
+        "{worktree}: {widening} may only be given by a person on a terminal (cairn run); run through a server or the library, a command stays confined to its worktrees and their remembered grants (ask for more with policy_allow)"
+    )]
+    Widening {
+        /// The worktree.
+        worktree: Utf8PathBuf,
+        /// What widens it (`--network, --allow-write`).
+        widening: String,
+    },
+    /// No command.
+    #[error("cairn run: no command given after --")]
+    NoCommand,
+    /// An engine opened without a sandbox.
+    #[error(
+        "{worktree}: this engine has no sandbox (it was opened without one), so it runs no command"
+    )]
+    NoSandbox {
+        /// The worktree.
+        worktree: Utf8PathBuf,
+    },
+    /// The kernel cannot confine the command.
+    #[error("{root}: {source}")]
+    Unconfined {
+        /// The worktree.
+        root: Utf8PathBuf,
+        /// Why.
+        source: ConfineError,
+    },
+    /// The kernel cannot confine the command, and a person may run it unconfined.
+    #[error("{root}: {source}; pass --no-sandbox to run it unconfined")]
+    UnconfinedOnTerminal {
+        /// The worktree.
+        root: Utf8PathBuf,
+        /// Why.
+        source: ConfineError,
+    },
+    /// A writable path the sandbox refused.
+    #[error("{root}: {why}; the command was not run")]
+    Grant {
+        /// The worktree.
+        root: Utf8PathBuf,
+        /// Why.
+        why: String,
+    },
+    /// A remembered grant that no longer holds.
+    #[error(
+        "{root}: its grant no longer holds ({source}); revoke it with cairn policy revoke {root} --write {grant}"
+    )]
+    GrantGone {
+        /// The worktree.
+        root: Utf8PathBuf,
+        /// The granted path.
+        grant: Utf8PathBuf,
+        /// Why.
+        source: Box<Error>,
+    },
+    /// An `--allow-write` path that may not be granted.
+    #[error("--allow-write {path}: {source}")]
+    AllowWrite {
+        /// The path.
+        path: Utf8PathBuf,
+        /// Why.
+        source: Box<Error>,
+    },
+    /// Starting or preparing the confined command failed.
+    #[error(transparent)]
+    Confine(ConfineError),
+    /// Opening a worktree or saving its secrets failed.
+    #[error(transparent)]
+    Beneath(BeneathError),
+}
+
+crate::error::coded!(RunError);
+
+impl RunError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        match self {
+            RunError::Widening { .. } => Code::NotPermitted,
+            RunError::NoCommand => Code::Usage,
+            RunError::NoSandbox { .. }
+            | RunError::Unconfined { .. }
+            | RunError::UnconfinedOnTerminal { .. } => Code::SandboxUnavailable,
+            RunError::Grant { .. } | RunError::GrantGone { .. } | RunError::AllowWrite { .. } => {
+                Code::InvalidGrant
+            }
+            RunError::Confine(_) | RunError::Beneath(_) => Code::Io,
+        }
+    }
+}
+
 /// One worktree of a run: where it is, and its secrets saved.
 struct Member {
     root: Utf8PathBuf,
@@ -242,7 +338,7 @@ struct Member {
 }
 
 fn beneath(e: BeneathError) -> Error {
-    Error::failure("io", e.to_string())
+    RunError::Beneath(e).into()
 }
 
 /// The paths a capture left out because a deny pattern matched them (secrets).
@@ -261,14 +357,11 @@ fn refuse_widening(options: &RunOptions, person: bool) -> Result<(), Error> {
     if person || widening.is_empty() {
         return Ok(());
     }
-    Err(Error::usage(
-        "not_permitted",
-        format!(
-            "{}: {} may only be given by a person on a terminal (cairn run); run through a server or the library, a command stays confined to its worktrees and their remembered grants (ask for more with policy_allow)",
-            options.worktree,
-            widening.join(", ")
-        ),
-    ))
+    Err(RunError::Widening {
+        worktree: options.worktree.clone(),
+        widening: widening.join(", "),
+    }
+    .into())
 }
 
 impl Runner<'_> {
@@ -278,10 +371,7 @@ impl Runner<'_> {
     pub fn run(&self, options: RunOptions) -> Result<RunOutcome, Error> {
         refuse_widening(&options, self.person)?;
         if options.command.is_empty() {
-            return Err(Error::usage(
-                "usage",
-                "cairn run: no command given after --",
-            ));
+            return Err(RunError::NoCommand.into());
         }
         let cwd = self.cwd;
         // Look around while the store is held, then let go of it while the command runs.
@@ -304,8 +394,8 @@ impl Runner<'_> {
             });
         }
         let root = members[0].root.clone();
-        let store_dir = std::fs::canonicalize(self.store)
-            .map_err(|e| Error::failure("io", format!("{}: {e}", self.store)))?;
+        let store_dir =
+            std::fs::canonicalize(self.store).map_err(|e| IoError::new(self.store, e))?;
         let policy = self.policy(&options, &members, &store_dir)?;
 
         let confined = Confined {
@@ -315,18 +405,19 @@ impl Runner<'_> {
             output: self.output,
         };
         let ran = self.sandbox.run(&confined).map_err(|e| match e {
-            ConfineError::Unavailable if self.person => Error::usage(
-                "sandbox_unavailable",
-                format!("{root}: {e}; pass --no-sandbox to run it unconfined"),
-            ),
-            ConfineError::Unavailable => {
-                Error::usage("sandbox_unavailable", format!("{root}: {e}"))
-            }
-            ConfineError::Grant(why) => Error::usage(
-                "invalid_grant",
-                format!("{root}: {why}; the command was not run"),
-            ),
-            other => Error::failure("io", other.to_string()),
+            ConfineError::Unavailable if self.person => RunError::UnconfinedOnTerminal {
+                root: root.clone(),
+                source: e,
+            },
+            ConfineError::Unavailable => RunError::Unconfined {
+                root: root.clone(),
+                source: e,
+            },
+            ConfineError::Grant(why) => RunError::Grant {
+                root: root.clone(),
+                why,
+            },
+            other => RunError::Confine(other),
         })?;
 
         // Snapshot what the command did, then put every secret back as it was.
@@ -451,14 +542,10 @@ impl Runner<'_> {
                     // As when it was granted: a grant swapped for a symlink since, or one
                     // that now holds the store, is refused, not followed (and the sandbox
                     // checks the handle it opens again).
-                    check_writable(grant, store_dir).map_err(|e| {
-                        Error::usage(
-                            "invalid_grant",
-                            format!(
-                                "{}: its grant no longer holds ({e}); revoke it with cairn policy revoke {} --write {grant}",
-                                m.root, m.root
-                            ),
-                        )
+                    check_writable(grant, store_dir).map_err(|e| RunError::GrantGone {
+                        root: m.root.clone(),
+                        grant: grant.clone(),
+                        source: Box::new(e),
                     })?;
                     writable_roots.push(grant.clone().into_std_path_buf());
                 }
@@ -469,8 +556,9 @@ impl Runner<'_> {
             // Named as it resolves, as a grant is: a symlink is refused, never followed (it
             // could be swapped while the run starts).
             let given = crate::path::absolute(self.cwd, path);
-            check_writable(&given, store_dir).map_err(|e| {
-                Error::usage("invalid_grant", format!("--allow-write {given}: {e}"))
+            check_writable(&given, store_dir).map_err(|e| RunError::AllowWrite {
+                path: given.clone(),
+                source: Box::new(e),
             })?;
             writable_roots.push(given.into_std_path_buf());
         }
@@ -522,13 +610,10 @@ impl Engine {
     pub fn run(&self, call: &Call, options: RunOptions) -> Result<RunOutcome, Error> {
         refuse_widening(&options, false)?;
         let Some(sandbox) = self.sandbox() else {
-            return Err(Error::usage(
-                "sandbox_unavailable",
-                format!(
-                    "{}: this engine has no sandbox (it was opened without one), so it runs no command",
-                    options.worktree
-                ),
-            ));
+            return Err(RunError::NoSandbox {
+                worktree: options.worktree,
+            }
+            .into());
         };
         Runner {
             steps: &Here { engine: self, call },

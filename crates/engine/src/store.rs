@@ -9,7 +9,7 @@ use std::sync::{
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{OpenOptions, Store};
 
-use crate::error::Error;
+use crate::error::{ArgumentError, Error};
 use crate::path::absolute;
 
 /// The store a caller in `cwd` means: `named` (`--store` / `$CAIRN_STORE`), else the
@@ -28,12 +28,7 @@ pub fn discover_store(named: Option<&Utf8Path>, cwd: &Utf8Path) -> Result<Utf8Pa
     let data = match std::env::var("XDG_DATA_HOME") {
         Ok(d) if !d.is_empty() => Utf8PathBuf::from(d),
         _ => {
-            let home = std::env::var("HOME").map_err(|_| {
-                Error::usage(
-                    "no_store",
-                    "no store found: pass --store, or set CAIRN_STORE or HOME",
-                )
-            })?;
+            let home = std::env::var("HOME").map_err(|_| ArgumentError::NoStore)?;
             Utf8PathBuf::from(home).join(".local/share")
         }
     };

@@ -11,7 +11,7 @@ use path_policy::{RepoPath, RepoPathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, registered, resolve_snapshot};
-use crate::error::Error;
+use crate::error::{ArgumentError, Code, Error, IoError};
 use crate::path::{PathArg, absolute, tree_paths};
 use crate::store::Access;
 use crate::worktrees::{SkippedPath, skipped};
@@ -356,13 +356,10 @@ fn content(
         return Ok(reader.blob(entry.id.as_blob())?);
     }
     let Some(root) = &side.root else {
-        return Err(Error::failure(
-            "corrupt",
-            format!("blob {} is missing from the store", entry.id),
-        ));
+        return Err(ViewError::BlobMissing { id: entry.id }.into());
     };
     let full = path.to_fs_path(root.as_std_path());
-    let io = |e: std::io::Error| Error::failure("io", format!("{}: {e}", full.display()));
+    let io = |e: std::io::Error| Error::from(IoError::new(full.display(), e));
     // Through handles where the absolute path is longer than the system takes.
     if entry.kind == EntryKind::Symlink {
         fs_manager::read_live_link(root.as_std_path(), path.as_bytes()).map_err(io)
@@ -609,10 +606,7 @@ impl Engine {
         // As every face reads a count (`whole_number::at_least_one`): a caller building
         // the options itself gets the same answer.
         if options.max_count == Some(0) {
-            return Err(Error::usage(
-                "invalid_arguments",
-                "max_count: must be at least 1, not 0",
-            ));
+            return Err(ArgumentError::Zero { name: "max_count" }.into());
         }
         let store = self.store(Access::Read)?;
         let reader = store.reader()?;
@@ -709,14 +703,37 @@ fn worktree_head(
         .max_by_key(|w| w.root.as_str().len());
     match found {
         Some(w) => Ok(w.head),
-        None if exact => Err(Error::usage(
-            "not_a_worktree",
-            format!("{dir} is not a registered worktree"),
-        )),
-        None => Err(Error::usage(
-            "not_a_worktree",
-            format!("{dir} is not inside a registered worktree; name a snapshot or a worktree"),
-        )),
+        None if exact => Err(ArgumentError::NotAWorktree {
+            dir: dir.to_owned(),
+        }
+        .into()),
+        None => Err(ArgumentError::NotInAWorktree {
+            dir: dir.to_owned(),
+        }
+        .into()),
+    }
+}
+
+/// Why a file's content cannot be read for a diff.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ViewError {
+    /// A blob neither the store nor the live worktree has.
+    #[error("blob {id} is missing from the store")]
+    BlobMissing {
+        /// The blob.
+        id: ObjectId,
+    },
+}
+
+crate::error::coded!(ViewError);
+
+impl ViewError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        match self {
+            ViewError::BlobMissing { .. } => Code::Corrupt,
+        }
     }
 }
 

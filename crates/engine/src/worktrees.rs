@@ -411,7 +411,7 @@ impl Engine {
             path_policy::DenyList::nothing()
         } else {
             path_policy::DenyList::load(store.root().as_std_path(), repo.as_std_path())
-                .map_err(|e| Error::usage("invalid_config", e.to_string()))?
+                .map_err(crate::error::ConfigError::Deny)?
         };
         let import = GitImport {
             repo: &repo,

@@ -60,7 +60,7 @@
 pub use merge_back::FORMAT_1_TABLES;
 
 use cairn_engine::{
-    Git, GitError, GitErrorClass, GitImport, GitImported, GitMerge, GitMerged, GitRecovered,
+    Code, Git, GitError, GitImport, GitImported, GitMerge, GitMerged, GitRecovered,
 };
 use camino::Utf8Path;
 use merge_back::{ExportError, ImportError, MergeError, MergeSnapshotError};
@@ -140,28 +140,27 @@ fn kind_name(kind: merge_back::ConflictKind) -> String {
 }
 
 fn merge_error(e: MergeSnapshotError) -> GitError {
-    use GitErrorClass::{Failure, Usage};
     use MergeSnapshotError as E;
-    let class = match &e {
-        E::Store(s) | E::Export(ExportError::Store(s)) => GitErrorClass::of_store(s),
+    let code = match &e {
+        E::Store(s) | E::Export(ExportError::Store(s)) => Code::of_store(s),
         E::Git { .. } | E::Checkout { .. } | E::Export(_) | E::Merge(MergeError::Git { .. }) => {
-            Failure("git")
+            Code::Git
         }
-        E::Interrupted { .. } => Failure("interrupted"),
-        E::BranchExists { .. } | E::BranchConflict { .. } => Usage("branch_exists"),
-        E::InProgress { .. } => Usage("repository_busy"),
-        E::NoBase { .. } => Usage("no_base"),
-        E::InvalidBranch { .. } => Usage("invalid_name"),
-        _ => Usage("invalid_input"),
+        E::Interrupted { .. } => Code::Interrupted,
+        E::BranchExists { .. } | E::BranchConflict { .. } => Code::BranchExists,
+        E::InProgress { .. } => Code::RepositoryBusy,
+        E::NoBase { .. } => Code::NoBase,
+        E::InvalidBranch { .. } => Code::InvalidName,
+        _ => Code::InvalidInput,
     };
-    GitError::new(class, e)
+    GitError::new(code, e)
 }
 
 fn import_error(e: ImportError) -> GitError {
-    let class = match &e {
-        ImportError::Store(s) => GitErrorClass::of_store(s),
-        ImportError::Git { .. } => GitErrorClass::Failure("git"),
-        _ => GitErrorClass::Usage("invalid_input"),
+    let code = match &e {
+        ImportError::Store(s) => Code::of_store(s),
+        ImportError::Git { .. } => Code::Git,
+        _ => Code::InvalidInput,
     };
-    GitError::new(class, e)
+    GitError::new(code, e)
 }

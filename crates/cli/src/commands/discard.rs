@@ -8,7 +8,7 @@ use cairn_engine::DiscardOptions;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::context::prompt;
-use crate::error::Error;
+use crate::error::{CliError, Error};
 
 /// Put the task's changes back to its baseline (only under the given paths, if any;
 /// else the task ends). `cairn undo` brings them back.
@@ -46,9 +46,9 @@ pub fn confirm(root: &Utf8Path) -> Result<bool, Error> {
     if matches!(answer.as_str(), "y" | "Y" | "yes") {
         Ok(true)
     } else {
-        Err(Error::usage(
-            "not_confirmed",
-            format!("nothing discarded in {root}"),
-        ))
+        Err(CliError::NotDiscarded {
+            root: root.to_owned(),
+        }
+        .into())
     }
 }

@@ -30,10 +30,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
         .unwrap_or(Utf8Path::new(".cairn"));
     let path = absolute(&cwd, named);
     if path.exists() && !path.is_dir() {
-        return Err(Error::usage(
-            "invalid_path",
-            format!("{path}: exists and is not a directory"),
-        ));
+        return Err(cairn_engine::InitError::NotADirectory { path }.into());
     }
     let existed = path.join(cas::DATABASE_FILE).is_file();
     // A server holds it: it exists, and opening it here would only wait for the server.

@@ -6,7 +6,7 @@ use std::io::Write;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::CommandFactory;
 
-use crate::error::Error;
+use crate::error::{CliError, Error, io_error};
 
 /// Write man pages for cairn and every command into DIR (`cairn.1`,
 /// `cairn-snapshot.1`, ...); prints each path.
@@ -21,10 +21,10 @@ pub struct Args {
 /// into `dir`, which must exist; the paths written.
 pub fn man_pages<C: CommandFactory>(dir: &Utf8Path) -> Result<Vec<String>, Error> {
     if !dir.is_dir() {
-        return Err(Error::usage(
-            "invalid_path",
-            format!("{dir}: not a directory (the man pages go into an existing one)"),
-        ));
+        return Err(CliError::NoManDirectory {
+            dir: dir.to_owned(),
+        }
+        .into());
     }
     let mut command = C::command();
     command.build();
@@ -40,7 +40,7 @@ fn write_pages(
     written: &mut Vec<String>,
 ) -> Result<(), Error> {
     let path = dir.join(format!("{name}.1"));
-    let failed = |e: std::io::Error| Error::failure("io", format!("{path}: {e}"));
+    let failed = |e: std::io::Error| io_error(&path, e);
     let page = command.clone().name(name.to_owned());
     let mut bytes = Vec::new();
     clap_mangen::Man::new(page)

@@ -23,7 +23,7 @@ use cairn_engine::{Call, Face, Outcome, Request, Verb};
 
 use crate::commands::mcp_stdio::{Calls, Stdio};
 use crate::commands::verbs::schema;
-use crate::error::Error;
+use crate::error::{CliError, Error, io_error};
 use crate::progress::Bar;
 use crate::target::{Shared, Target};
 
@@ -116,7 +116,7 @@ impl Server {
                         Some(answer) => answer.map(|(outcome, _)| outcome),
                         None => {
                             cancelled.store(true, Ordering::Relaxed);
-                            Err(Error::failure("mcp", "cancelled before it started"))
+                            Err(CliError::McpCancelled.into())
                         }
                     }
                 }
@@ -210,9 +210,13 @@ impl Server {
 
 /// Runs `f` on a blocking thread.
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Error> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::failure("io", format!("the command failed to run: {e}")))
+    tokio::task::spawn_blocking(f).await.map_err(|source| {
+        CliError::Task {
+            what: "the command failed to run".to_owned(),
+            source,
+        }
+        .into()
+    })
 }
 
 /// A Model Context Protocol server on stdio exposing cairn's verbs as tools.
@@ -226,7 +230,7 @@ pub fn run(store: Option<Utf8PathBuf>) -> Result<(), Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::failure("io", format!("starting the MCP server: {e}")))?;
+        .map_err(|e| io_error("starting the MCP server", e))?;
     runtime.block_on(async {
         let calls = Calls::default();
         let server = Server {
@@ -238,11 +242,14 @@ pub fn run(store: Option<Utf8PathBuf>) -> Result<(), Error> {
         let service = server
             .serve(Stdio::new(calls))
             .await
-            .map_err(|e| Error::failure("mcp", format!("MCP handshake on stdio: {e}")))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| Error::failure("mcp", format!("MCP server: {e}")))?;
+            .map_err(|e| CliError::Mcp {
+                what: "MCP handshake on stdio",
+                source: Box::new(e),
+            })?;
+        service.waiting().await.map_err(|e| CliError::Mcp {
+            what: "MCP server",
+            source: Box::new(e),
+        })?;
         Ok::<(), Error>(())
     })
 }

@@ -25,7 +25,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
 use serde::Serialize;
 
 use crate::context::{Ctx, current_dir};
-use crate::error::Error;
+use crate::error::{CliError, Error, io_error};
 use crate::output::{Rendered, quote_path};
 use crate::progress::Bar;
 use crate::render::{self, View};
@@ -34,10 +34,7 @@ use crate::target::Target;
 /// `cairn rewind [DIR] -i`.
 pub fn rewind(ctx: &Ctx, dir: Option<Utf8PathBuf>) -> Result<Rendered, Error> {
     if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
-        return Err(Error::usage(
-            "no_terminal",
-            "cairn rewind -i draws a picker and needs a terminal on stdin and stderr; without one, name the state: cairn rewind [DIR] --to SNAP (cairn log DIR lists them)",
-        ));
+        return Err(CliError::NoTerminal.into());
     }
     let cwd = current_dir()?;
     let store = ctx.store_path(&cwd)?;
@@ -53,13 +50,10 @@ pub fn rewind(ctx: &Ctx, dir: Option<Utf8PathBuf>) -> Result<Rendered, Error> {
         other => return Err(unexpected(&other)),
     };
     if timeline.entries.is_empty() {
-        return Err(Error::usage(
-            "nothing_to_rewind",
-            format!(
-                "{}: the worktree has no recorded states to rewind to",
-                timeline.worktree
-            ),
-        ));
+        return Err(CliError::NothingToRewind {
+            worktree: timeline.worktree,
+        }
+        .into());
     }
     let mut picker = Picker::new(timeline.worktree, &timeline.entries);
     let chosen = {
@@ -130,10 +124,10 @@ impl Engine {
 }
 
 fn unexpected(outcome: &Outcome) -> Error {
-    Error::failure(
-        "server",
-        format!("the server answered with the outcome of {}", outcome.verb()),
-    )
+    CliError::UnexpectedOutcome {
+        verb: outcome.verb(),
+    }
+    .into()
 }
 
 /// The terminal in raw mode on its alternate screen, drawn through stderr; put back as it
@@ -144,7 +138,7 @@ struct Screen {
 
 impl Screen {
     fn enter() -> Result<Screen, Error> {
-        let io = |e: std::io::Error| Error::failure("io", format!("terminal: {e}"));
+        let io = |e: std::io::Error| io_error("terminal", e);
         enable_raw_mode().map_err(io)?;
         let mut stderr = std::io::stderr();
         if let Err(e) = execute!(stderr, EnterAlternateScreen) {
@@ -394,7 +388,7 @@ impl Picker {
     }
 
     fn run(&mut self, screen: &mut Screen, engine: &Engine) -> Result<Option<SnapshotId>, Error> {
-        let io = |e: std::io::Error| Error::failure("io", format!("terminal: {e}"));
+        let io = |e: std::io::Error| io_error("terminal", e);
         loop {
             let now = jiff::Timestamp::now();
             screen

@@ -10,7 +10,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use clap::Subcommand;
 
 use crate::context::prompt;
-use crate::error::Error;
+use crate::error::{CliError, Error};
 use crate::progress::Bar;
 use crate::target::Target;
 
@@ -172,7 +172,12 @@ pub fn ask(
     question.push_str(&asked);
     question.push_str("Grant it? [y/N] ");
     let answer = prompt(&question)?;
-    let refused = || Error::usage("not_confirmed", format!("{root}: nothing granted"));
+    let refused = || -> Error {
+        CliError::NotGranted {
+            root: root.to_owned(),
+        }
+        .into()
+    };
     if !matches!(answer.as_str(), "y" | "Y" | "yes") {
         return Err(refused());
     }

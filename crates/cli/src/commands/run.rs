@@ -11,7 +11,7 @@ use cairn_engine::{
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::context::{Ctx, current_dir};
-use crate::error::Error;
+use crate::error::{CliError, Error};
 use crate::output::Report;
 use crate::progress::Bar;
 use crate::target::Target;
@@ -83,10 +83,10 @@ impl Steps {
 }
 
 fn unexpected(outcome: &Outcome) -> Error {
-    Error::failure(
-        "server",
-        format!("the server answered with the outcome of {}", outcome.verb()),
-    )
+    CliError::UnexpectedOutcome {
+        verb: outcome.verb(),
+    }
+    .into()
 }
 
 impl RunSteps for Steps {
@@ -124,10 +124,7 @@ impl RunSteps for Steps {
 /// [--no-sandbox] -- CMD…`.
 pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
     if args.command.is_empty() {
-        return Err(Error::usage(
-            "usage",
-            "cairn run: no command given after --",
-        ));
+        return Err(cairn_engine::RunError::NoCommand.into());
     }
     let cwd = current_dir()?;
     let store = ctx.store_path(&cwd)?;

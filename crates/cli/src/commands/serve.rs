@@ -10,6 +10,7 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::error::{CliError, io_error, opened_as};
 use axum::body::Bytes;
 use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -187,7 +188,7 @@ fn outcome_status(exit: u8) -> StatusCode {
     }
 }
 
-/// HTTP status of an error, from its stable code (the engine's, `crates/engine/src/error.rs`)
+/// HTTP status of an error, from its stable code (`cairn_engine::Code`)
 /// and exit status. The one place codes become statuses: the body keeps the code and
 /// message (and `/v1/call` the exit status), so a client gets the command's own answer back
 /// whatever the status.
@@ -658,22 +659,21 @@ fn router(served: Served) -> Router {
 fn bind(socket: &Utf8Path) -> Result<UnixListener, Error> {
     match std::fs::symlink_metadata(socket) {
         Ok(m) if m.file_type().is_socket() => {
-            std::fs::remove_file(socket).map_err(|e| {
-                Error::failure("io", format!("{socket}: removing a stale socket: {e}"))
-            })?;
+            std::fs::remove_file(socket)
+                .map_err(|e| io_error(format!("{socket}: removing a stale socket"), e))?;
         }
         Ok(_) => {
-            return Err(Error::usage(
-                "invalid_path",
-                format!("{socket}: exists and is not a socket"),
-            ));
+            return Err(CliError::NotASocket {
+                socket: socket.to_owned(),
+            }
+            .into());
         }
         Err(_) => {}
     }
-    let listener = UnixListener::bind(socket)
-        .map_err(|e| Error::failure("io", format!("{socket}: cannot listen: {e}")))?;
+    let listener =
+        UnixListener::bind(socket).map_err(|e| io_error(format!("{socket}: cannot listen"), e))?;
     std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| Error::failure("io", format!("{socket}: {e}")))?;
+        .map_err(|e| io_error(socket, e))?;
     Ok(listener)
 }
 
@@ -732,14 +732,11 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
         lock_timeout: Duration::ZERO,
         ..OpenOptions::from_env()
     });
-    let engine = Engine::open(&path, &options).map_err(|e| match e {
-        Error::Open(cas::OpenError::LockTimeout { .. }) => Error::usage(
-            "store_busy",
-            format!(
-                "store {path} is held by another process (a running `cairn serve`, or a command); stop it first"
-            ),
-        ),
-        other => other,
+    let engine = Engine::open(&path, &options).map_err(|e| match opened_as(&e) {
+        Some(cas::OpenError::LockTimeout { .. }) => {
+            CliError::StoreHeld { path: path.clone() }.into()
+        }
+        _ => e,
     })?;
     let socket = socket
         .map(|s| crate::context::absolute(&cwd, s))
@@ -753,7 +750,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::failure("io", format!("starting the server: {e}")))?;
+        .map_err(|e| io_error("starting the server", e))?;
     // Clients look for `serve.sock` in the store folder: point it at a socket elsewhere.
     let default = cairn_client::Client::socket_of(&path);
     let pointer = (socket != default).then_some(default);
@@ -768,9 +765,8 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
             {
                 let _ = std::fs::remove_file(pointer);
             }
-            std::os::unix::fs::symlink(&socket, pointer).map_err(|e| {
-                Error::failure("io", format!("{pointer}: linking to {socket}: {e}"))
-            })?;
+            std::os::unix::fs::symlink(&socket, pointer)
+                .map_err(|e| io_error(format!("{pointer}: linking to {socket}"), e))?;
         }
         eprintln!("cairn serve: store {path} on {socket}");
         let app = router(served);
@@ -788,7 +784,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
         axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())
             .with_graceful_shutdown(stop)
             .await
-            .map_err(|e| Error::failure("io", format!("{socket}: {e}")))?;
+            .map_err(|e| io_error(&socket, e))?;
         Ok::<(), Error>(())
     })?;
     // The mounts go with the server; their layers stay for the next `mount`.
