@@ -12,7 +12,9 @@ pub fn cairn_binary() -> &'static str {
     static BINARY: OnceLock<String> = OnceLock::new();
     BINARY.get_or_init(|| {
         std::env::var("CAIRN_BENCH_CAIRN")
-            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_cairn").to_owned())
+            .ok()
+            .or_else(|| option_env!("CARGO_BIN_EXE_cairn").map(str::to_owned))
+            .expect("this bench is built without the cairn binary: set CAIRN_BENCH_CAIRN")
     })
 }
 
