@@ -39,6 +39,7 @@
 //! store                              finding and holding the store; thread pools
 //! path                               PathArg, RawPath; directories against the caller's
 //! texts                              the strings a value holds (through Serialize)
+//! spec                               the verb table, each verb as a type, VerbSpec
 //! error                              Error: a Code, its exit status, the typed source
 //! ```
 //!
@@ -91,6 +92,7 @@ mod remotes;
 mod request;
 mod reversible;
 mod run;
+mod spec;
 mod store;
 mod texts;
 mod transfer;
@@ -143,6 +145,7 @@ pub use reversible::{
     UndoDone, UndoOptions, UndoOutcome,
 };
 pub use run::{RunError, RunOptions, RunOutcome, RunSnapshot, RunSteps, Runner, Violation};
+pub use spec::{VerbSpec, VerbTypes, verbs};
 pub use store::discover_store;
 pub use transfer::TransferError;
 pub use verb::{ArgumentsError, JsonObject};

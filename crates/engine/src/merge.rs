@@ -8,6 +8,7 @@ use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::Error;
 use crate::git::GitMerge;
 use crate::path::RawPath;
+use crate::spec::{VerbSpec, verbs};
 use crate::store::Access;
 use crate::worktrees::canonical_dir as canonical;
 
@@ -16,13 +17,14 @@ use crate::worktrees::canonical_dir as canonical;
 #[serde(deny_unknown_fields)]
 pub struct MergeOptions {
     /// The snapshot to merge.
+    #[schemars(extend("x-snapshot" = true))]
     pub snapshot: String,
     /// The git repository.
     #[schemars(with = "String")]
     pub into: Utf8PathBuf,
     /// The common ancestor (default: the nearest ancestor onboarded from the repository).
     #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
+    #[schemars(extend("x-cli-only" = true, "x-snapshot" = true))]
     pub base: Option<String>,
     /// The branch to create.
     #[serde(default)]
@@ -171,4 +173,25 @@ impl Engine {
             message,
         })
     }
+}
+
+// What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::Merge {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        std::iter::once(options.snapshot.as_str())
+            .chain(options.base.as_deref())
+            .collect()
+    }
+
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        outcome.message.as_deref()
+    }
+
+    const REFUSED: Option<&'static str> = Some(
+        "A negative answer, nothing changed: conflicts (`conflicts`), or uncommitted changes in paths the merge must change (`dirty`); the repository is unchanged; `message` says why.",
+    );
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"snapshot": "base", "into": "repo", "cwd": "/home/agent/project"}"#);
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::{Code, Error};
+use crate::spec::{VerbSpec, verbs};
 use crate::store::{Access, Claim};
 
 /// `cairn mount SNAP DIR [--read-only]` / `cairn mount DIR`.
@@ -19,6 +20,7 @@ use crate::store::{Access, Claim};
 pub struct MountOptions {
     /// Snapshot id prefix, ref or checkpoint name (leave out to attach a registered mount again).
     #[serde(default)]
+    #[schemars(extend("x-snapshot" = true))]
     pub snapshot: Option<String>,
     /// The mount point: a new or empty directory, or a registered mount to attach again.
     #[schemars(with = "String")]
@@ -505,4 +507,18 @@ fn identity(path: &Utf8Path) -> Option<fs_manager::DirIdentity> {
         dev: m.dev(),
         ino: m.ino(),
     })
+}
+
+// What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::Mount {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        options.snapshot.as_deref().into_iter().collect()
+    }
+
+    const EXAMPLE: Option<&'static str> = Some(r#"{"snapshot": "base", "dir": "/tmp/agent-1"}"#);
+}
+
+impl VerbSpec for verbs::Unmount {
+    const EXAMPLE: Option<&'static str> = Some(r#"{"dir": "/tmp/agent-1", "materialize": false}"#);
 }

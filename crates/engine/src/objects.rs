@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::{Code, Error};
+use crate::spec::{VerbSpec, verbs};
 use crate::store::Access;
 
 /// The store `init` made (or found).
@@ -148,6 +149,7 @@ pub fn init_store(path: &Utf8Path, options: &cas::OpenOptions) -> Result<InitOut
 #[serde(deny_unknown_fields)]
 pub struct ShowOptions {
     /// SNAP, SNAP:PATH, or an object id.
+    #[schemars(extend("x-snapshot" = true))]
     pub object: String,
     /// For a file: its bytes too.
     #[serde(default)]
@@ -206,9 +208,11 @@ pub struct RefSetOptions {
     /// The ref, or NAME@REMOTE.
     pub name: String,
     /// The snapshot.
+    #[schemars(extend("x-snapshot" = true))]
     pub snapshot: String,
     /// For NAME@REMOTE: the snapshot it must still hold.
     #[serde(default)]
+    #[schemars(extend("x-snapshot" = true))]
     pub expect: Option<String>,
 }
 
@@ -220,6 +224,7 @@ pub struct RefRmOptions {
     pub name: String,
     /// For NAME@REMOTE: the snapshot it must still hold.
     #[serde(default)]
+    #[schemars(extend("x-snapshot" = true))]
     pub expect: Option<String>,
 }
 
@@ -684,4 +689,67 @@ impl Engine {
             remote: None,
         })
     }
+}
+
+// What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::Show {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        vec![
+            options
+                .object
+                .split_once(':')
+                .map_or(options.object.as_str(), |(spec, _)| spec),
+        ]
+    }
+
+    const EXAMPLE: Option<&'static str> = Some(r#"{"object": "base:a.txt"}"#);
+}
+
+impl VerbSpec for verbs::RefSet {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        vec![&options.snapshot]
+    }
+
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        outcome.message.as_deref()
+    }
+
+    const REFUSED: Option<&'static str> = Some(
+        "A refusal: the remote ref holds another snapshot than expected (`refs` gives it); `message` names it.",
+    );
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"name": "main@origin", "snapshot": "main", "expect": null}"#);
+}
+
+impl VerbSpec for verbs::RefRm {
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        outcome.message.as_deref()
+    }
+
+    const REFUSED: Option<&'static str> =
+        Some("A refusal: the remote ref holds another snapshot than expected; `message` names it.");
+
+    const EXAMPLE: Option<&'static str> = Some(r#"{"name": "main@origin"}"#);
+}
+
+impl VerbSpec for verbs::RefList {
+    const EXAMPLE: Option<&'static str> = Some(r#"{"remote": "origin"}"#);
+}
+
+impl VerbSpec for verbs::Fsck {
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        outcome.message.as_deref()
+    }
+
+    const REFUSED: Option<&'static str> = Some(
+        "A negative answer, nothing changed: problems found (`problems`); `message` says why.",
+    );
+
+    const EXAMPLE: Option<&'static str> = Some(r#"{}"#);
+}
+
+impl VerbSpec for verbs::Gc {
+    const EXAMPLE: Option<&'static str> = Some(r#"{"keep_within": 7, "max_size": 2000000000}"#);
 }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, registered};
 use crate::error::{Code, Error, IoError};
+use crate::spec::{VerbSpec, verbs};
 use crate::store::Access;
 
 /// Longest `reason` of a request or grant, in bytes.
@@ -758,3 +759,22 @@ fn open_request<'a>(
         .into()
     })
 }
+
+// What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::Policy {
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"worktree": "wt", "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::PolicyAllow {
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"worktree": "wt", "write": ["/home/agent/cache"], "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::PolicyRevoke {
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"worktree": "wt", "network": true, "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::PolicyRequest {}

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Call, Engine, remote_ref, resolve_snapshot};
 use crate::error::{ArgumentError, Code, Error};
 use crate::objects::RefEntry;
+use crate::spec::{VerbSpec, verbs};
 use crate::store::Access;
 
 /// `remote add NAME URL [--endpoint URL] [--region R]`.
@@ -69,6 +70,7 @@ pub struct RemotesOutcome {
 pub struct PushOptions {
     /// Snapshot ids or local refs (none: every local ref).
     #[serde(default)]
+    #[schemars(extend("x-snapshot" = true))]
     pub snapshots: Vec<String>,
     /// The remote (default origin).
     #[serde(default)]
@@ -105,6 +107,7 @@ pub struct PushOutcome {
 pub struct PullOptions {
     /// Snapshot ids or refs of the remote (none: every remote ref).
     #[serde(default)]
+    #[schemars(extend("x-snapshot" = true))]
     pub snapshots: Vec<String>,
     /// The remote (default origin).
     #[serde(default)]
@@ -708,4 +711,36 @@ impl RemotesError {
             RemotesError::OtherRemote { .. } => Code::Usage,
         }
     }
+}
+
+// What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::RemoteAdd {
+    const EXAMPLE: Option<&'static str> = Some(
+        r#"{"name": "origin", "url": "s3://team-bucket/agents", "endpoint": "http://10.0.0.5:8333"}"#,
+    );
+}
+
+impl VerbSpec for verbs::RemoteRm {
+    const EXAMPLE: Option<&'static str> = Some(r#"{"name": "origin"}"#);
+}
+
+impl VerbSpec for verbs::RemoteList {
+    const EXAMPLE: Option<&'static str> = Some(r#"{}"#);
+}
+
+impl VerbSpec for verbs::Push {
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        outcome.message.as_deref()
+    }
+
+    const REFUSED: Option<&'static str> = Some(
+        "A refusal: a remote ref moved since this store last saw it (the snapshots were pushed); `message` names its value.",
+    );
+
+    const EXAMPLE: Option<&'static str> = Some(r#"{"snapshots": ["main"], "remote": "origin"}"#);
+}
+
+impl VerbSpec for verbs::Pull {
+    const EXAMPLE: Option<&'static str> = Some(r#"{"snapshots": ["main"], "remote": "origin"}"#);
 }

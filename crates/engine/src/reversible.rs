@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Call, Engine, registered, resolve_in};
 use crate::error::Error;
 use crate::path::{PathArg, tree_paths};
+use crate::spec::{VerbSpec, verbs};
 use crate::store::Access;
 use crate::view::{LogEntry, log_entry};
 use crate::worktrees::{RollbackOutcome, SkippedPath, SnapshotOutcome, skipped};
@@ -61,6 +62,7 @@ pub struct RewindOptions {
     pub dir: Option<Utf8PathBuf>,
     /// Checkpoint name, ref or snapshot id prefix.
     #[serde(default)]
+    #[schemars(extend("x-snapshot" = true))]
     pub to: Option<String>,
     /// Only list what would change.
     #[serde(default)]
@@ -636,3 +638,63 @@ impl Engine {
         })
     }
 }
+
+/// An undo's or redo's refusal: files changed since, or nothing to undo or redo.
+fn undo_refusal(outcome: &UndoOutcome) -> Option<&str> {
+    match outcome {
+        UndoOutcome::Done(d) => d.message.as_deref(),
+        UndoOutcome::Nothing(n) => Some(&n.message),
+    }
+}
+
+// What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::Checkpoint {
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"dir": "wt", "name": "green", "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::Rewind {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        options.to.as_deref().into_iter().collect()
+    }
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"dir": "wt", "to": "base", "dry_run": true, "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::Undo {
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        undo_refusal(outcome)
+    }
+
+    const REFUSED: Option<&'static str> = Some(
+        "A negative answer, nothing changed: undo refused, or nothing to undo (`No edits have been applied to any file with this session.`); `message` says why.",
+    );
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"worktree": "wt", "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::Redo {
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        undo_refusal(outcome)
+    }
+
+    const REFUSED: Option<&'static str> = Some(
+        "A negative answer, nothing changed: redo refused (`refused`), or nothing to redo; `message` says why.",
+    );
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"worktree": "wt", "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::OpLog {}
+
+impl VerbSpec for verbs::Timeline {}
+
+impl VerbSpec for verbs::Accept {}
+
+impl VerbSpec for verbs::Discard {}
+
+impl VerbSpec for verbs::Recover {}

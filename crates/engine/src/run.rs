@@ -22,6 +22,7 @@ use crate::engine::{Call, Engine};
 use crate::error::{Code, Error, IoError};
 use crate::path::RawPath;
 use crate::policy::{PolicyOptions, PolicyOutcome, check_writable};
+use crate::spec::{VerbSpec, verbs};
 use crate::view::{StatusOptions, StatusOutcome};
 use crate::worktrees::{SkippedPath, SnapshotOptions, SnapshotOutcome};
 
@@ -638,4 +639,19 @@ impl Engine {
     ) -> Result<Box<RunOutcome>, Error> {
         self.run(call, options).map(Box::new)
     }
+}
+
+// What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::Run {
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        outcome.message.as_deref()
+    }
+
+    const REFUSED: Option<&'static str> = Some(
+        "The command succeeded but changed denied paths (secrets), each put back and listed in `violations`; `message` says so. Or what the request names is busy (an error).",
+    );
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"worktree": "wt", "command": ["cargo", "test"], "cwd": "/home/agent/project"}"#);
 }

@@ -76,6 +76,41 @@ impl Verb {
             .join(" ")
     }
 
+    /// What it does in a line: the first sentence of [`Verb::description`].
+    pub fn summary(&self) -> String {
+        let description = self.description();
+        match description.find(". ") {
+            Some(end) => description[..=end].to_owned(),
+            None => description,
+        }
+    }
+
+    /// Its outcome type's name without the module path or `Box` (`RollbackOutcome`).
+    pub fn outcome_type(&self) -> &'static str {
+        let name = self.outcome.trim();
+        let name = name
+            .strip_prefix("Box")
+            .map(|inner| {
+                inner
+                    .trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .trim()
+            })
+            .unwrap_or(name);
+        name.rsplit("::").next().unwrap_or(name)
+    }
+
+    /// What a refusal of its route means (its [`crate::VerbSpec::REFUSED`]).
+    pub fn refused(&self) -> Option<&'static str> {
+        self.refused
+    }
+
+    /// An example of its route's JSON arguments (its [`crate::VerbSpec::EXAMPLE`]).
+    pub fn example(&self) -> Option<&'static str> {
+        self.example
+    }
+
     /// The JSON Schema of its options, every one (as `/v1/call` takes them), each with its
     /// doc comment as description and its limit.
     pub fn options_schema(&self) -> JsonObject {
@@ -396,5 +431,127 @@ mod tests {
                 .description()
                 .starts_with("Revert the newest change set")
         );
+    }
+}
+
+/// What each verb says of itself through its `VerbSpec` (written by hand in its module, so
+/// the compiler cannot hold it to its arguments): checked against its options' schema.
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+
+    /// A least value of a schema's type, as a required argument's stand-in.
+    fn stand_in(property: &Value) -> Value {
+        let types: Vec<&str> = match property.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => vec![],
+        };
+        match types.first().copied() {
+            Some("array") => Value::Array(vec![Value::from("x")]),
+            Some("boolean") => Value::Bool(false),
+            Some("integer" | "number") => Value::from(1),
+            _ => Value::from("x"),
+        }
+    }
+
+    /// Every argument marked `x-snapshot` (one that names snapshots) is among the
+    /// request's named snapshots, so a remote can supply it, unless listed here as not
+    /// fetched, with why; and only such arguments are. An argument whose name says it takes
+    /// snapshots must be marked. So a verb that takes a snapshot and lacks its
+    /// `VerbSpec::named_snapshots` fails here.
+    #[test]
+    fn every_snapshot_argument_is_a_named_snapshot() {
+        let not_fetched: &[(&str, &str, &str)] = &[
+            ("push", "snapshots", "to send, not to fetch first"),
+            ("pull", "snapshots", "to get, which is the verb itself"),
+            (
+                "ref_set",
+                "expect",
+                "compared with the remote's ref, never fetched",
+            ),
+            (
+                "ref_rm",
+                "expect",
+                "compared with the remote's ref, never fetched",
+            ),
+        ];
+        let mut checked = 0;
+        for verb in Verb::all() {
+            let schema = verb.annotated();
+            let Some(Value::Object(properties)) = schema.get("properties") else {
+                continue;
+            };
+            let base: JsonObject = required(schema)
+                .into_iter()
+                .map(|name| {
+                    let value = stand_in(&properties[&name]);
+                    (name, value)
+                })
+                .collect();
+            for (name, property) in properties {
+                let snapshot = marked(property, "x-snapshot");
+                assert!(
+                    snapshot || !name.contains("snapshot"),
+                    "{}'s {name} names snapshots but is not marked x-snapshot",
+                    verb.name()
+                );
+                let mut args = base.clone();
+                let given = match stand_in(property) {
+                    Value::Array(_) => Value::Array(vec![Value::from("the-snapshot")]),
+                    Value::String(_) => Value::from("the-snapshot"),
+                    _ => continue,
+                };
+                args.insert(name.clone(), given);
+                let request = match (verb.parse)(Value::Object(args)) {
+                    Ok(request) => request,
+                    // Not free text (a choice among names, a path): no snapshot.
+                    Err(_) if !snapshot => continue,
+                    Err(e) => panic!("{} {name}: {e}", verb.name()),
+                };
+                let named = request.named_snapshots().contains(&"the-snapshot");
+                let fetched = !not_fetched
+                    .iter()
+                    .any(|(v, a, _)| *v == verb.name() && a == name);
+                assert_eq!(
+                    named,
+                    snapshot && fetched,
+                    "{}'s {name}: marked x-snapshot {snapshot}, named by its \
+                     VerbSpec::named_snapshots {named} (an argument that names snapshots \
+                     a remote could supply is both; list it here if it is not fetched)",
+                    verb.name()
+                );
+                checked += usize::from(named);
+            }
+        }
+        assert!(checked >= 10, "only {checked} snapshot arguments found");
+    }
+
+    /// Every route's example (its `VerbSpec::EXAMPLE`, shown in `docs/openapi.yaml`) is a
+    /// request its route takes, and only routes have one.
+    #[test]
+    fn every_route_has_an_example_it_takes() {
+        for verb in Verb::all() {
+            let Some(example) = verb.example() else {
+                assert!(
+                    !verb.on(Face::Route),
+                    "{}: a route without its VerbSpec::EXAMPLE",
+                    verb.name()
+                );
+                continue;
+            };
+            assert!(
+                verb.on(Face::Route),
+                "{}: an example but no route",
+                verb.name()
+            );
+            let mut args: JsonObject = serde_json::from_str(example)
+                .unwrap_or_else(|e| panic!("{}'s example: {e}", verb.name()));
+            args.remove("cwd");
+            let request = verb
+                .request(args)
+                .unwrap_or_else(|e| panic!("{}'s example is refused: {e}", verb.name()));
+            assert_eq!(request.verb(), verb.name());
+        }
     }
 }

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Call, Engine, registered, resolve_snapshot};
 use crate::error::{ArgumentError, Code, Error, IoError};
 use crate::path::{PathArg, absolute, tree_paths};
+use crate::spec::{VerbSpec, verbs};
 use crate::store::Access;
 use crate::worktrees::{SkippedPath, skipped};
 
@@ -183,8 +184,10 @@ impl DiffOutcome {
 #[serde(deny_unknown_fields)]
 pub struct DiffOptions {
     /// A snapshot or a worktree directory.
+    #[schemars(extend("x-snapshot" = true))]
     pub a: String,
     /// A snapshot or a worktree directory.
+    #[schemars(extend("x-snapshot" = true))]
     pub b: String,
     /// Only these paths.
     #[serde(default)]
@@ -266,7 +269,7 @@ pub struct ReviewOutcome {
 pub struct LogOptions {
     /// A worktree directory or a snapshot.
     #[serde(default)]
-    #[schemars(extend("x-default-cwd" = true))]
+    #[schemars(extend("x-default-cwd" = true, "x-snapshot" = true))]
     pub target: Option<String>,
     /// At most this many.
     #[serde(
@@ -735,6 +738,43 @@ impl ViewError {
             ViewError::BlobMissing { .. } => Code::Corrupt,
         }
     }
+}
+
+// What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::Diff {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        vec![&options.a, &options.b]
+    }
+
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        if outcome.differ {
+            outcome.message.as_deref()
+        } else {
+            None
+        }
+    }
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"a": "base", "b": "wt", "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::Status {
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"worktree": "wt", "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::Review {
+    const EXAMPLE: Option<&'static str> = Some(r#"{"dir": "wt", "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::Log {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        options.target.as_deref().into_iter().collect()
+    }
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"target": "wt", "max_count": 5, "cwd": "/home/agent/project"}"#);
 }
 
 #[cfg(test)]

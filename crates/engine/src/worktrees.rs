@@ -10,6 +10,7 @@ use crate::engine::{Call, Engine, labels, registered, resolve_in, resolve_snapsh
 use crate::error::Error;
 use crate::git::GitImport;
 use crate::path::{PathArg, RawPath, tree_paths};
+use crate::spec::{VerbSpec, verbs};
 use crate::store::Access;
 
 /// A path left out of a capture, and why.
@@ -211,6 +212,7 @@ impl SnapshotOutcome {
 #[serde(deny_unknown_fields)]
 pub struct CheckoutOptions {
     /// Snapshot id prefix, ref or checkpoint name.
+    #[schemars(extend("x-snapshot" = true))]
     pub snapshot: String,
     /// The destination directory.
     #[schemars(with = "String")]
@@ -248,6 +250,7 @@ pub struct RollbackOptions {
     #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Snapshot id prefix, ref or checkpoint name.
+    #[schemars(extend("x-snapshot" = true))]
     pub snapshot: String,
     /// Only list what would change.
     #[serde(default)]
@@ -575,3 +578,40 @@ impl Engine {
         Ok(WorktreesChanged::one(record))
     }
 }
+
+// What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::Onboard {}
+
+impl VerbSpec for verbs::Import {}
+
+impl VerbSpec for verbs::Snapshot {
+    const EXAMPLE: Option<&'static str> = Some(
+        r#"{"worktree": "wt", "message": "before the refactor", "cwd": "/home/agent/project"}"#,
+    );
+}
+
+impl VerbSpec for verbs::Checkout {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        vec![&options.snapshot]
+    }
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"snapshot": "base", "dest": "wt-copy", "cwd": "/home/agent/project"}"#);
+}
+
+impl VerbSpec for verbs::Rollback {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        vec![&options.snapshot]
+    }
+
+    const EXAMPLE: Option<&'static str> = Some(
+        r#"{"worktree": "wt", "snapshot": "base", "dry_run": true, "cwd": "/home/agent/project"}"#,
+    );
+}
+
+impl VerbSpec for verbs::WorktreeList {}
+
+impl VerbSpec for verbs::WorktreeRemove {}
+
+impl VerbSpec for verbs::WorktreeRebind {}
