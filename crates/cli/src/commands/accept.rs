@@ -2,8 +2,11 @@
 
 use std::ffi::OsString;
 
-use cairn_engine::AcceptOptions;
+use cairn_engine::{AcceptOptions, AcceptOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::{Report, quote_path};
+use crate::render::{Human, View};
 
 /// Keep the task's changes (only under the given paths, if any; else the task ends).
 #[derive(clap::Args, Debug)]
@@ -22,4 +25,27 @@ impl From<Args> for AcceptOptions {
             paths: super::tree_paths(args.paths),
         }
     }
+}
+
+impl Human for verbs::Accept {
+    fn report(o: &AcceptOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, accept(o))
+    }
+}
+
+fn accept(o: &AcceptOutcome) -> String {
+    let mut human: String = o
+        .accepted
+        .iter()
+        .map(|p| format!("accepted {}\n", quote_path(p.as_bytes())))
+        .collect();
+    human.push_str(&match o.baseline {
+        None => format!("task ended: {} change(s) kept\n", o.accepted.len()),
+        Some(b) => format!(
+            "{} path(s) accepted; baseline now {}\n",
+            o.accepted.len(),
+            b.short(12)
+        ),
+    });
+    human
 }

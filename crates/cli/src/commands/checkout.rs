@@ -1,7 +1,10 @@
 //! `cairn checkout SNAP DEST`: hydrate a snapshot into a new worktree.
 
-use cairn_engine::CheckoutOptions;
+use cairn_engine::{CheckoutOptions, CheckoutOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View};
 
 /// Hydrate a snapshot into a new or empty directory and register it as a worktree.
 #[derive(clap::Args, Debug)]
@@ -19,4 +22,17 @@ impl From<Args> for CheckoutOptions {
             dest: args.dest,
         }
     }
+}
+
+impl Human for verbs::Checkout {
+    fn report(o: &CheckoutOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, checkout(o))
+    }
+}
+
+fn checkout(o: &CheckoutOutcome) -> String {
+    format!(
+        "checked out {} into {} ({} files, {} bytes)\n",
+        o.snapshot, o.worktree, o.files, o.bytes
+    )
 }

@@ -1,7 +1,10 @@
 //! `cairn checkpoint [DIR]`: a named snapshot on the worktree's checkpoint stack.
 
-use cairn_engine::CheckpointOptions;
+use cairn_engine::{CheckpointOptions, CheckpointOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View, skipped_human};
 
 /// Snapshot with a name on the worktree's checkpoint stack (onboards DIR in place if it
 /// is not a worktree yet; nothing git owns is touched). The first one starts a task.
@@ -29,4 +32,31 @@ impl From<Args> for CheckpointOptions {
             max_file_size: args.max_file_size,
         }
     }
+}
+
+impl Human for verbs::Checkpoint {
+    fn report(o: &CheckpointOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, checkpoint(o))
+    }
+}
+
+fn checkpoint(o: &CheckpointOutcome) -> String {
+    let mut human = skipped_human(&o.capture.skipped);
+    if o.onboarded {
+        human.push_str(&format!("onboarded {} in place\n", o.worktree));
+    }
+    let label = o
+        .name
+        .as_deref()
+        .map(|n| format!(" {n}"))
+        .unwrap_or_default();
+    human.push_str(&format!(
+        "checkpoint{label} {} ({} added, {} modified, {} removed{})\n",
+        o.capture.snapshot,
+        o.capture.added,
+        o.capture.modified,
+        o.capture.removed,
+        if o.task_started { "; task started" } else { "" }
+    ));
+    human
 }

@@ -3,9 +3,10 @@
 
 use std::ffi::OsString;
 
-use cairn_engine::{Detail, DiffOptions};
+use cairn_engine::{Detail, DiffOptions, DiffOutcome, FileChange, verbs};
 
-use crate::render::{Format, View};
+use crate::output::{Report, quote_path};
+use crate::render::{Format, Human, View, palette, patch, stat_text};
 
 /// Compare two snapshots or worktrees (a path means its live files).
 #[derive(clap::Args, Debug)]
@@ -63,5 +64,46 @@ impl Args {
             detail,
             exit_code: self.exit_code,
         }
+    }
+}
+
+impl Human for verbs::Diff {
+    fn report(o: &DiffOutcome, json: serde_json::Value, view: &View) -> Report {
+        let human = diff_text(o, view);
+        let mut report =
+            Report::new(json, String::from_utf8_lossy(&human).into_owned()).with_bytes(human);
+        if let (Some(note), false) = (&o.message, o.differ) {
+            report.notes.push(note.clone());
+        }
+        report
+    }
+}
+
+fn name_status(changes: &[&FileChange]) -> String {
+    let mut out = String::new();
+    for c in changes {
+        if c.status == "R100" {
+            out.push_str(&format!(
+                "R100\t{}\t{}\n",
+                quote_path(c.old_path().unwrap_or_default()),
+                quote_path(c.new_path().unwrap_or_default())
+            ));
+        } else {
+            out.push_str(&format!(
+                "{}\t{}\n",
+                c.status,
+                quote_path(c.path.as_bytes())
+            ));
+        }
+    }
+    out
+}
+
+fn diff_text(o: &DiffOutcome, view: &View) -> Vec<u8> {
+    let changes = o.changes();
+    match view.format {
+        Format::NameStatus => name_status(&changes).into_bytes(),
+        Format::Stat => stat_text(&changes).into_bytes(),
+        Format::Patch => patch(&changes, view.context, palette(view)),
     }
 }

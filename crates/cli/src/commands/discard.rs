@@ -4,11 +4,13 @@
 use std::ffi::OsString;
 use std::io::IsTerminal;
 
-use cairn_engine::DiscardOptions;
+use cairn_engine::{DiscardOptions, DiscardOutcome, verbs};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::context::prompt;
 use crate::error::{CliError, Error};
+use crate::output::{Report, quote_path};
+use crate::render::{Human, View};
 
 /// Put the task's changes back to its baseline (only under the given paths, if any;
 /// else the task ends). `cairn undo` brings them back.
@@ -51,4 +53,24 @@ pub fn confirm(root: &Utf8Path) -> Result<bool, Error> {
         }
         .into())
     }
+}
+
+impl Human for verbs::Discard {
+    fn report(o: &DiscardOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, discard(o))
+    }
+}
+
+fn discard(o: &DiscardOutcome) -> String {
+    let mut human: String = o
+        .discarded
+        .iter()
+        .map(|p| format!("discarded {}\n", quote_path(p.as_bytes())))
+        .collect();
+    human.push_str(&format!(
+        "{} path(s) back to the baseline{}; `cairn undo` brings them back\n",
+        o.discarded.len(),
+        if o.task_ended { ", task ended" } else { "" }
+    ));
+    human
 }

@@ -1,6 +1,9 @@
 //! `cairn fsck`: verify the store.
 
-use cairn_engine::FsckOptions;
+use cairn_engine::{FsckOptions, FsckOutcome, verbs};
+
+use crate::output::Report;
+use crate::render::{Human, View};
 
 /// Verify every object and reference.
 #[derive(clap::Args, Debug)]
@@ -11,4 +14,25 @@ impl From<Args> for FsckOptions {
     fn from(_: Args) -> FsckOptions {
         FsckOptions {}
     }
+}
+
+impl Human for verbs::Fsck {
+    fn report(o: &FsckOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, fsck(o))
+    }
+}
+
+fn fsck(o: &FsckOutcome) -> String {
+    let mut human: String = o.problems.iter().map(|p| format!("{p}\n")).collect();
+    let c = &o.checked;
+    let summary = format!(
+        "checked {} blobs, {} trees, {} snapshots, {} references",
+        c.blobs, c.trees, c.snapshots, c.references
+    );
+    if o.problems.is_empty() {
+        human.push_str(&format!("{summary}: no problems\n"));
+    } else {
+        human.push_str(&format!("{summary}\n"));
+    }
+    human
 }

@@ -1,8 +1,9 @@
 //! `cairn gc`: drop what nothing reaches, in the store or on a remote.
 
-use cairn_engine::GcOptions;
+use cairn_engine::{GcOptions, GcOutcome, verbs};
 
-use crate::render::View;
+use crate::output::Report;
+use crate::render::{Human, View};
 
 /// Drop what nothing reaches (with --remote: on that remote).
 #[derive(clap::Args, Debug)]
@@ -49,4 +50,65 @@ impl From<Args> for GcOptions {
             grace: args.grace,
         }
     }
+}
+
+impl Human for verbs::Gc {
+    fn report(o: &GcOutcome, json: serde_json::Value, view: &View) -> Report {
+        Report::new(json, gc(o, view))
+    }
+}
+
+fn gc(o: &GcOutcome, view: &View) -> String {
+    let verb = if o.dry_run { "would remove" } else { "removed" };
+    if let Some(r) = &o.remote {
+        return format!(
+            "{verb} {} packs ({} bytes); {} packs condemned, waiting for the grace period; {} rescued; {} old ref entries dropped; {} objects reachable\n",
+            r.packs_removed,
+            r.bytes_freed,
+            r.packs_condemned,
+            r.packs_rescued,
+            r.ref_entries_dropped,
+            r.reachable
+        );
+    }
+    let count = |k: &str| o.removed.iter().filter(|r| r.kind == k).count();
+    let mut human = format!(
+        "{verb} {} objects ({} snapshots, {} trees, {} blobs), {} bytes\n",
+        o.removed.len(),
+        count("snapshot"),
+        count("tree"),
+        count("blob"),
+        o.bytes_freed,
+    );
+    if view.pruning {
+        human.push_str(&format!(
+            "{} {} op-log entries, {} unnamed checkpoints\n",
+            if o.dry_run { "would prune" } else { "pruned" },
+            o.ops_pruned,
+            o.checkpoints_pruned
+        ));
+        for r in &o.retained {
+            let mut what = r.reason.clone();
+            for part in [&r.name, &r.worktree].into_iter().flatten() {
+                what.push(' ');
+                what.push_str(part);
+            }
+            human.push_str(&format!(
+                "kept by {what}: {} bytes (snapshot {})\n",
+                r.bytes, r.snapshot
+            ));
+        }
+    }
+    if !o.dry_run {
+        human.push_str(&format!(
+            "store file {} -> {} bytes; store folder {} bytes\n",
+            o.file_bytes_before, o.file_bytes_after, o.store_bytes
+        ));
+        if let Some(max) = view.max_size.filter(|max| o.file_bytes_after > *max) {
+            human.push_str(&format!(
+                "store file still past --max-size {max}: what is kept above, and the file's own overhead, take more\n"
+            ));
+        }
+    }
+    human
 }

@@ -1,6 +1,9 @@
 //! `cairn log [TARGET]`: history, newest first.
 
-use cairn_engine::LogOptions;
+use cairn_engine::{LogEntry, LogOptions, LogOutcome, verbs};
+
+use crate::output::Report;
+use crate::render::{Human, View, stat_text};
 
 /// History, newest first.
 #[derive(clap::Args, Debug)]
@@ -24,4 +27,52 @@ impl From<Args> for LogOptions {
             stat: args.stat,
         }
     }
+}
+
+impl Human for verbs::Log {
+    fn report(o: &LogOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, log(o))
+    }
+}
+
+fn log(o: &LogOutcome) -> String {
+    let mut human = String::new();
+    for entry in &o.snapshots {
+        human.push_str(&log_entry(entry));
+        if let Some(stat) = &entry.stat {
+            human.push_str(&stat_text(&stat.changes()));
+            human.push('\n');
+        }
+    }
+    human
+}
+
+fn log_entry(e: &LogEntry) -> String {
+    let mut out = format!("snapshot {}\n", e.id);
+    for p in &e.parents {
+        out.push_str(&format!("Parent:  {}\n", p.short(12)));
+    }
+    out.push_str(&format!("Date:    {}\n", e.created));
+    if !e.labels.is_empty() {
+        out.push_str(&format!("Labels:  {}\n", e.labels.join(" ")));
+    }
+    if let Some(src) = &e.source {
+        match &src.git {
+            Some(g) => out.push_str(&format!(
+                "Source:  {} (git {}{})\n",
+                src.path,
+                g.commit.get(..g.commit.len().min(12)).unwrap_or(&g.commit),
+                if g.dirty { ", dirty" } else { "" }
+            )),
+            None => out.push_str(&format!("Source:  {}\n", src.path)),
+        }
+    }
+    out.push('\n');
+    for line in e.message.lines() {
+        out.push_str(&format!("    {line}\n"));
+    }
+    if !e.message.is_empty() {
+        out.push('\n');
+    }
+    out
 }

@@ -1,7 +1,10 @@
 //! `cairn merge SNAP --into REPO`: a snapshot merged back into git as a commit.
 
-use cairn_engine::MergeOptions;
+use cairn_engine::{MergeOptions, MergeOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::{Report, quote_path};
+use crate::render::{Human, View};
 
 /// Three-way merge a snapshot into the git repository it was onboarded from, as a
 /// commit on a new branch (or, with --checkout, the current one); with conflicts, report
@@ -38,5 +41,30 @@ impl From<Args> for MergeOptions {
             checkout: args.checkout,
             message: args.message,
         }
+    }
+}
+
+impl Human for verbs::Merge {
+    fn report(o: &MergeOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, merge(o))
+    }
+}
+
+fn merge(o: &MergeOutcome) -> String {
+    match (&o.commit, &o.branch) {
+        (Some(commit), Some(branch)) => format!(
+            "merged {} into {}: branch {branch} at {commit}\n",
+            o.snapshot, o.repository
+        ),
+        _ if !o.dirty.is_empty() => o
+            .dirty
+            .iter()
+            .map(|p| format!("dirty: {}\n", quote_path(p.as_bytes())))
+            .collect(),
+        _ => o
+            .conflicts
+            .iter()
+            .map(|c| format!("CONFLICT ({}): {}\n", c.kind, quote_path(c.path.as_bytes())))
+            .collect(),
     }
 }

@@ -1,7 +1,10 @@
 //! `cairn mount [SNAP] DIR`: a copy-on-write worktree served by `cairn serve`.
 
-use cairn_engine::MountOptions;
+use cairn_engine::{MountOptions, MountOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View};
 
 /// Mount a snapshot at DIR as a copy-on-write worktree, ready at once (`cairn mount DIR`
 /// attaches a registered mount again). Served by `cairn serve`, started if none runs.
@@ -28,5 +31,21 @@ impl From<Args> for MountOptions {
             dir,
             read_only,
         }
+    }
+}
+
+impl Human for verbs::Mount {
+    fn report(o: &MountOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(
+            json,
+            format!(
+                "mounted {} at {}{}\n",
+                o.snapshot
+                    .map(|s| s.short(12))
+                    .unwrap_or_else(|| "-".into()),
+                o.worktree,
+                if o.read_only { " (read-only)" } else { "" }
+            ),
+        )
     }
 }

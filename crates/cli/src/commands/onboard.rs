@@ -1,8 +1,11 @@
 //! `cairn onboard SRC`: snapshot a directory and register it as an in-place worktree, or
 //! with `--git REV` import a commit's tree (two engine requests).
 
-use cairn_engine::{ImportOptions, OnboardOptions, Request};
+use cairn_engine::{ImportOptions, ImportOutcome, OnboardOptions, OnboardOutcome, Request, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View, skipped_human};
 
 /// Snapshot directory SRC (working files, uncommitted changes included) and register it
 /// as an in-place worktree.
@@ -56,4 +59,34 @@ impl Args {
             }),
         }
     }
+}
+
+impl Human for verbs::Onboard {
+    fn report(o: &OnboardOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, onboard(o))
+    }
+}
+
+impl Human for verbs::Import {
+    fn report(o: &ImportOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, import(o))
+    }
+}
+
+fn onboard(o: &OnboardOutcome) -> String {
+    let mut human = skipped_human(&o.skipped);
+    human.push_str(&format!(
+        "onboarded {} ({} files, {} bytes)\nsnapshot {}\n",
+        o.worktree, o.files, o.bytes, o.snapshot
+    ));
+    human
+}
+
+fn import(o: &ImportOutcome) -> String {
+    let mut human = skipped_human(&o.skipped);
+    human.push_str(&format!(
+        "imported {} of {} ({} files, {} bytes)\nsnapshot {}\n",
+        o.source.git_commit, o.repository, o.files, o.bytes, o.snapshot
+    ));
+    human
 }

@@ -1,9 +1,11 @@
-//! `docs/openapi.yaml`'s request schemas are generated: each route's request body, each
-//! verb's `/v1/call` options and `/v1/call`'s list of verbs come from the engine's verbs and
-//! options types ([`Verb`]), written between the file's `BEGIN generated` and `END
-//! generated` lines; the rest of the file (paths, responses, results) is kept by hand.
-//! The test fails on any difference; `CAIRN_WRITE_OPENAPI=1 cargo test -p cairn-cli
-//! openapi` writes the file again.
+//! `docs/openapi.yaml` is generated where the engine's verbs describe it ([`Verb`]): each
+//! route's path entry (summary and description from its doc comment, its example and
+//! what its 409 refusal means from its `VerbSpec`, its result schema named for the verb or
+//! its outcome type), each route's request body, each verb's `/v1/call` options and
+//! `/v1/call`'s list of verbs, written between the file's `BEGIN generated` and `END
+//! generated` lines. The rest (the other routes, the responses, the result schemas) is
+//! kept by hand. The test fails on any difference; `CAIRN_WRITE_OPENAPI=1 cargo test -p
+//! cairn-cli openapi` writes the file again.
 
 use cairn_engine::{Face, Verb};
 use serde_json::{Value, json};
@@ -11,6 +13,8 @@ use serde_json::{Value, json};
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.yaml");
 const BEGIN: &str = "    # BEGIN generated";
 const END: &str = "    # END generated";
+const BEGIN_ROUTES: &str = "  # BEGIN generated routes";
+const END_ROUTES: &str = "  # END generated routes";
 
 /// A value in YAML's flow style; names and words plain, other text quoted as JSON (a
 /// subset of YAML's double-quoted style).
@@ -83,6 +87,98 @@ fn capitalized(name: &str) -> String {
         .unwrap_or_default()
 }
 
+/// `text` as a YAML single-quoted scalar.
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The errors every route may answer with; a route that can refuse answers 409 with its
+/// refusal instead of a conflict alone.
+const ERRORS: &[(&str, &str)] = &[
+    ("400", "BadRequest"),
+    ("403", "Forbidden"),
+    ("404", "NotFound"),
+    ("409", "Conflict"),
+    ("413", "TooLarge"),
+    ("422", "Unprocessable"),
+    ("500", "StoreFailure"),
+    ("502", "RemoteFailed"),
+    ("504", "RemoteTimedOut"),
+    ("507", "NoSpace"),
+];
+
+/// The result schema of `verb`'s route: the one named for the verb (`RedoResult`), else
+/// the one named for its outcome type (`rewind`'s `RollbackResult`); `None` if the file
+/// has neither.
+fn result_schema(verb: &Verb, file: &str) -> Option<String> {
+    let by_verb = format!("{}Result", capitalized(verb.name()));
+    let by_type = verb.outcome_type().replace("Outcome", "Result");
+    [by_verb, by_type]
+        .into_iter()
+        .find(|name| file.contains(&format!("\n    {name}:\n")))
+}
+
+/// The path entries of the verbs' routes.
+fn routes(file: &str) -> String {
+    let mut out = String::new();
+    for verb in Verb::all().iter().filter(|v| v.on(Face::Route)) {
+        let name = verb.name();
+        let summary = verb.summary();
+        let description = verb.description();
+        let result = result_schema(verb, file).unwrap_or_else(|| {
+            panic!("docs/openapi.yaml has no result schema for /v1/{name} (a {}Result or {}), to write by hand", capitalized(name), verb.outcome_type().replace("Outcome", "Result"))
+        });
+        let example: Value = verb
+            .example()
+            .map(|e| serde_json::from_str(e).expect("every route's example is JSON"))
+            .unwrap_or_else(|| panic!("/v1/{name} lacks its VerbSpec::EXAMPLE"));
+        let required = verb
+            .args_schema(false)
+            .get("required")
+            .is_some_and(|r| r.as_array().is_some_and(|r| !r.is_empty()))
+            || verb.default_directory().is_some();
+        out.push_str(&format!(
+            "  /v1/{name}:\n    post:\n      summary: {}\n",
+            quoted(&summary)
+        ));
+        if description != summary {
+            out.push_str(&format!("      description: {}\n", quoted(&description)));
+        }
+        out.push_str(&format!(
+            "      requestBody:\n        required: {required}\n        content:\n          application/json:\n            schema: {{ $ref: \"#/components/schemas/{}Request\" }}\n            example: {}\n",
+            capitalized(name),
+            flow(&example)
+        ));
+        out.push_str(&format!(
+            "      responses:\n        \"200\":\n          description: Success; the command's `--json` object.\n          content:\n            application/json:\n              schema: {{ $ref: \"#/components/schemas/{result}\" }}\n"
+        ));
+        if let Some(refused) = verb.refused() {
+            out.push_str(&format!(
+                "        \"409\":\n          description: {}\n          content:\n            application/json:\n              schema:\n                anyOf:\n                  - allOf: [{{ $ref: \"#/components/schemas/{result}\" }}, {{ $ref: \"#/components/schemas/Refusal\" }}]\n                  - {{ $ref: \"#/components/schemas/Error\" }}\n",
+                quoted(refused)
+            ));
+        }
+        for (status, response) in ERRORS {
+            if *status == "409" && verb.refused().is_some() {
+                continue;
+            }
+            out.push_str(&format!(
+                "        \"{status}\": {{ $ref: \"#/components/responses/{response}\" }}\n"
+            ));
+        }
+    }
+    out
+}
+
+/// `file` with what lies between the line `begin` and the line `end` replaced by `with`.
+fn between(file: &str, begin: &str, end: &str, with: &str) -> String {
+    let (Some(start), Some(stop)) = (file.find(begin), file.find(end)) else {
+        panic!("docs/openapi.yaml lacks its {begin:?} and {end:?} lines")
+    };
+    let after_begin = start + file[start..].find('\n').expect("a line") + 1;
+    format!("{}{}{}", &file[..after_begin], with, &file[stop..])
+}
+
 /// What goes between the markers.
 fn generated() -> String {
     let mut out = String::new();
@@ -136,11 +232,8 @@ fn generated() -> String {
 #[test]
 fn the_openapi_file_is_generated_from_the_engine_types() {
     let file = std::fs::read_to_string(FILE).expect("docs/openapi.yaml");
-    let (Some(start), Some(end)) = (file.find(BEGIN), file.find(END)) else {
-        panic!("docs/openapi.yaml lacks its {BEGIN:?} and {END:?} lines")
-    };
-    let after_begin = start + file[start..].find('\n').expect("a line") + 1;
-    let want = format!("{}{}{}", &file[..after_begin], generated(), &file[end..]);
+    let want = between(&file, BEGIN_ROUTES, END_ROUTES, &routes(&file));
+    let want = between(&want, BEGIN, END, &generated());
     if std::env::var_os("CAIRN_WRITE_OPENAPI").is_some() {
         std::fs::write(FILE, &want).expect("docs/openapi.yaml written");
         return;

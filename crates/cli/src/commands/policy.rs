@@ -4,14 +4,17 @@
 use std::io::IsTerminal;
 
 use cairn_engine::{
-    GrantSet, Outcome, PolicyAllowOptions, PolicyOptions, PolicyRevokeOptions, Request,
+    GrantSet, Outcome, PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRevokeOptions,
+    Request, verbs,
 };
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Subcommand;
 
 use crate::context::prompt;
 use crate::error::{CliError, Error};
+use crate::output::Report;
 use crate::progress::Bar;
+use crate::render::{Human, View};
 use crate::target::Target;
 
 /// A worktree's remembered sandbox grants (what `cairn run` may write beyond the
@@ -195,4 +198,76 @@ pub fn ask(
     }
     options.yes = true;
     Ok(options)
+}
+
+impl Human for verbs::Policy {
+    fn report(o: &PolicyOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, policy(o))
+    }
+}
+
+impl Human for verbs::PolicyAllow {
+    fn report(o: &PolicyOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, policy(o))
+    }
+}
+
+impl Human for verbs::PolicyRevoke {
+    fn report(o: &PolicyOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, policy(o))
+    }
+}
+
+impl Human for verbs::PolicyRequest {
+    fn report(o: &PolicyOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, policy(o))
+    }
+}
+
+/// A worktree's sandbox grants, one per line.
+fn policy(o: &PolicyOutcome) -> String {
+    let mut human = format!(
+        "{}: writable: the worktree; readable: everything\n",
+        o.worktree
+    );
+    for (set, when) in [(&o.policy.always, ""), (&o.policy.once, " (next run only)")] {
+        for path in &set.writable {
+            human.push_str(&format!("  write {path}{when}\n"));
+        }
+        if set.network {
+            human.push_str(&format!("  network{when}\n"));
+        }
+    }
+    if o.policy.is_empty() {
+        human.push_str("  no grants\n");
+    }
+    for r in &o.requests {
+        let mut what: Vec<String> = r
+            .grant
+            .writable
+            .iter()
+            .map(|p| format!("write {p}"))
+            .collect();
+        if r.grant.network {
+            what.push("network".into());
+        }
+        let when = if r.once { " (next run only)" } else { "" };
+        let why = r
+            .reason
+            .as_deref()
+            .map(|w| format!(": {w}"))
+            .unwrap_or_default();
+        human.push_str(&format!(
+            "  request {}: {}{when}, asked by {} at {}{why}\n",
+            r.id,
+            what.join(", "),
+            r.by,
+            r.asked.round(jiff::Unit::Second).unwrap_or(r.asked),
+        ));
+    }
+    if let Some(message) = &o.message {
+        human.push_str(message);
+        human.push('\n');
+    }
+    human
 }

@@ -1,6 +1,9 @@
 //! `cairn pull [SNAPSHOTS]`: copy snapshots from a remote.
 
-use cairn_engine::PullOptions;
+use cairn_engine::{PullOptions, PullOutcome, verbs};
+
+use crate::output::Report;
+use crate::render::{Human, View, human_bytes};
 
 /// Copy snapshots (with their history) from a remote, verifying every object; updates
 /// NAME@REMOTE, never a local ref. No argument: every remote ref.
@@ -20,4 +23,28 @@ impl From<Args> for PullOptions {
             remote: args.remote,
         }
     }
+}
+
+impl Human for verbs::Pull {
+    fn report(o: &PullOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, pull(o))
+    }
+}
+
+fn pull(o: &PullOutcome) -> String {
+    let mut human = format!(
+        "pulled {} snapshot{} from {}: {} objects received ({})\n",
+        o.pulled.len(),
+        if o.pulled.len() == 1 { "" } else { "s" },
+        o.remote,
+        o.objects_received,
+        human_bytes(o.bytes_received),
+    );
+    for r in &o.refs {
+        human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
+    }
+    for w in &o.warnings {
+        human.push_str(&format!("warning: {w}\n"));
+    }
+    human
 }

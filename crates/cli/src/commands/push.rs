@@ -1,6 +1,9 @@
 //! `cairn push [SNAPSHOTS]`: copy snapshots to a remote.
 
-use cairn_engine::PushOptions;
+use cairn_engine::{PushOptions, PushOutcome, verbs};
+
+use crate::output::Report;
+use crate::render::{Human, View, human_bytes};
 
 /// Copy snapshots (with their history) to a remote, sending only what it lacks; a ref
 /// also sets REF@REMOTE if it still holds what this store last saw there. No argument:
@@ -21,4 +24,29 @@ impl From<Args> for PushOptions {
             remote: args.remote,
         }
     }
+}
+
+impl Human for verbs::Push {
+    fn report(o: &PushOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, push(o))
+    }
+}
+
+fn push(o: &PushOutcome) -> String {
+    let mut human = format!(
+        "pushed {} snapshot{} to {}: {} objects sent ({}), {} already there\n",
+        o.pushed.len(),
+        if o.pushed.len() == 1 { "" } else { "s" },
+        o.remote,
+        o.objects_sent,
+        human_bytes(o.bytes_sent),
+        o.objects_present,
+    );
+    for r in &o.refs {
+        human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
+    }
+    for w in &o.warnings {
+        human.push_str(&format!("warning: {w}\n"));
+    }
+    human
 }

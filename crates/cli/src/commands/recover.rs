@@ -1,7 +1,10 @@
 //! `cairn recover [DIR]`: finish an interrupted operation.
 
-use cairn_engine::RecoverOptions;
+use cairn_engine::{RecoverOptions, RecoverOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View};
 
 /// Finish an operation that was interrupted (nothing to do: exit 0).
 #[derive(clap::Args, Debug)]
@@ -13,5 +16,25 @@ pub struct Args {
 impl From<Args> for RecoverOptions {
     fn from(args: Args) -> RecoverOptions {
         RecoverOptions { dir: args.dir }
+    }
+}
+
+impl Human for verbs::Recover {
+    fn report(o: &RecoverOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, recover(o))
+    }
+}
+
+fn recover(o: &RecoverOutcome) -> String {
+    match (&o.commit, &o.recovered) {
+        (Some(commit), _) => format!(
+            "finished the interrupted merge --checkout in {} ({} paths); HEAD is at {commit}\n",
+            o.worktree, o.paths
+        ),
+        (None, Some(op)) => format!(
+            "finished the interrupted {op} in {} ({} paths)\n",
+            o.worktree, o.paths
+        ),
+        (None, None) => format!("nothing to recover in {}\n", o.worktree),
     }
 }

@@ -1,7 +1,10 @@
 //! `cairn ref set|rm|list`: named pointers that keep snapshots alive.
 
-use cairn_engine::{RefListOptions, RefRmOptions, RefSetOptions, Request};
+use cairn_engine::{RefListOptions, RefRmOptions, RefSetOptions, RefsOutcome, Request, verbs};
 use clap::Subcommand;
+
+use crate::output::Report;
+use crate::render::{Human, View};
 
 /// Named pointers that keep snapshots alive for gc.
 #[derive(clap::Args, Debug)]
@@ -55,4 +58,31 @@ impl Args {
             RefAction::List { remote } => Request::RefList(RefListOptions { remote }),
         }
     }
+}
+
+impl Human for verbs::RefSet {
+    fn report(o: &RefsOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, refs(o, |r| format!("{} -> {}\n", r.name, r.snapshot)))
+    }
+}
+
+impl Human for verbs::RefRm {
+    fn report(o: &RefsOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(
+            json,
+            refs(o, |r| {
+                format!("removed ref {} (was {})\n", r.name, r.snapshot)
+            }),
+        )
+    }
+}
+
+impl Human for verbs::RefList {
+    fn report(o: &RefsOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, refs(o, |r| format!("{}\t{}\n", r.snapshot, r.name)))
+    }
+}
+
+fn refs(o: &RefsOutcome, line: impl Fn(&cairn_engine::RefEntry) -> String) -> String {
+    o.refs.iter().map(line).collect()
 }

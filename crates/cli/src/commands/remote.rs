@@ -1,7 +1,12 @@
 //! `cairn remote add|rm|list`: where snapshots go to be shared.
 
-use cairn_engine::{RemoteAddOptions, RemoteListOptions, RemoteRmOptions, Request};
+use cairn_engine::{
+    RemoteAddOptions, RemoteListOptions, RemoteRmOptions, RemotesOutcome, Request, verbs,
+};
 use clap::Subcommand;
+
+use crate::output::Report;
+use crate::render::{Human, View};
 
 /// Remotes: where snapshots go to be shared across machines.
 #[derive(clap::Args, Debug)]
@@ -53,4 +58,41 @@ impl Args {
             RemoteAction::List => Request::RemoteList(RemoteListOptions {}),
         }
     }
+}
+
+impl Human for verbs::RemoteAdd {
+    fn report(o: &RemotesOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, remotes(o, "added "))
+    }
+}
+
+impl Human for verbs::RemoteRm {
+    fn report(o: &RemotesOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, remotes(o, "removed "))
+    }
+}
+
+impl Human for verbs::RemoteList {
+    fn report(o: &RemotesOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, remotes(o, ""))
+    }
+}
+
+fn remotes(o: &RemotesOutcome, verb: &str) -> String {
+    o.remotes
+        .iter()
+        .map(|r| {
+            let endpoint = r
+                .endpoint
+                .as_deref()
+                .map(|e| format!(" (endpoint {e})"))
+                .unwrap_or_default();
+            let refs = if r.conditional_writes {
+                ""
+            } else {
+                " [refs refused: the engine ignores conditional writes]"
+            };
+            format!("{verb}{}\t{}{endpoint}{refs}\n", r.name, r.url)
+        })
+        .collect()
 }

@@ -1,7 +1,10 @@
 //! `cairn review [DIR]`: the task's changes against its baseline.
 
-use cairn_engine::{Detail, ReviewOptions};
+use cairn_engine::{Detail, ReviewOptions, ReviewOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View, palette, patch, summary};
 
 /// The task's changes against its baseline.
 #[derive(clap::Args, Debug)]
@@ -23,4 +26,25 @@ impl Args {
             },
         }
     }
+}
+
+impl Human for verbs::Review {
+    fn report(o: &ReviewOutcome, json: serde_json::Value, view: &View) -> Report {
+        let human = review(o, view);
+        Report::new(json, String::from_utf8_lossy(&human).into_owned()).with_bytes(human)
+    }
+}
+
+fn review(o: &ReviewOutcome, view: &View) -> Vec<u8> {
+    if o.changes.is_empty() {
+        return format!(
+            "No changes since the task's baseline {}\n",
+            o.baseline.short(12)
+        )
+        .into_bytes();
+    }
+    let mut human = summary(&o.changes).into_bytes();
+    human.push(b'\n');
+    human.extend(patch(&o.changes.changes(), 3, palette(view)));
+    human
 }

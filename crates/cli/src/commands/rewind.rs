@@ -1,8 +1,11 @@
 //! `cairn rewind [DIR]`: roll the worktree back to a checkpoint, named or (with `-i`)
 //! picked in a terminal ([`super::picker`]).
 
-use cairn_engine::RewindOptions;
+use cairn_engine::{RewindOptions, RollbackOutcome, TimelineOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View, rollback_text};
 
 /// Roll the worktree back to a checkpoint (default: the latest); later ones stay.
 #[derive(clap::Args, Debug)]
@@ -28,5 +31,33 @@ impl From<Args> for RewindOptions {
             to: args.to,
             dry_run: args.dry_run,
         }
+    }
+}
+
+impl Human for verbs::Rewind {
+    fn report(o: &RollbackOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, rollback_text(o, "rewind"))
+    }
+}
+
+impl Human for verbs::Timeline {
+    fn report(o: &TimelineOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(
+            json,
+            o.entries
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{} {}{}\n",
+                        e.snapshot.id.short(12),
+                        e.checkpoint
+                            .as_deref()
+                            .map(|n| format!("[{n}] "))
+                            .unwrap_or_default(),
+                        e.snapshot.message.lines().next().unwrap_or("")
+                    )
+                })
+                .collect::<String>(),
+        )
     }
 }

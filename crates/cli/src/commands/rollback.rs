@@ -2,8 +2,11 @@
 
 use std::ffi::OsString;
 
-use cairn_engine::RollbackOptions;
+use cairn_engine::{RollbackOptions, RollbackOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View, rollback_text};
 
 /// Make a worktree's scope equal a snapshot (only the given paths, if any).
 #[derive(clap::Args, Debug)]
@@ -28,5 +31,11 @@ impl From<Args> for RollbackOptions {
             dry_run: args.dry_run,
             paths: super::tree_paths(args.paths),
         }
+    }
+}
+
+impl Human for verbs::Rollback {
+    fn report(o: &RollbackOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, rollback_text(o, "rollback"))
     }
 }

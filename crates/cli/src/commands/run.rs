@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use cairn_engine::{
     Outcome, PolicyOptions, PolicyOutcome, Request, RunOptions, RunOutcome, RunSteps, Runner,
-    SnapshotOptions, SnapshotOutcome, StatusOptions, StatusOutcome,
+    SnapshotOptions, SnapshotOutcome, StatusOptions, StatusOutcome, verbs,
 };
 use camino::{Utf8Path, Utf8PathBuf};
 
@@ -14,6 +14,7 @@ use crate::context::{Ctx, current_dir};
 use crate::error::{CliError, Error};
 use crate::output::Report;
 use crate::progress::Bar;
+use crate::render::{Human, View};
 use crate::target::Target;
 
 /// Run a command confined to a worktree (Landlock): it may write only there (and in the
@@ -192,4 +193,32 @@ fn denial_notes(o: &RunOutcome) -> Vec<String> {
 /// command.
 pub fn sandbox_exec(args: &SandboxExecArgs) -> ! {
     sandbox::exec(&args.policy, &args.scratch, &args.report, &args.command)
+}
+
+impl Human for verbs::Run {
+    fn report(o: &Box<RunOutcome>, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, human(o)).with_exit(o.exit_code)
+    }
+}
+
+/// `run`'s human text: each denied path put back, or where its copy was kept.
+fn human(o: &RunOutcome) -> String {
+    let first = o.snapshots.first().map(|s| &s.worktree);
+    let mut human = String::new();
+    for v in &o.violations {
+        let path = crate::output::json_path(v.path.as_bytes());
+        let shown = if Some(&v.worktree) == first {
+            path
+        } else {
+            format!("{}/{path}", v.worktree)
+        };
+        let change = &v.change;
+        match &v.kept {
+            None => human.push_str(&format!("put back {shown} ({change}; denied path)\n")),
+            Some(kept) => human.push_str(&format!(
+                "could not put back {shown} ({change}; denied path): something that is not a directory stands in its way; its saved copy is at {kept}\n"
+            )),
+        }
+    }
+    human
 }

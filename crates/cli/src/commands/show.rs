@@ -1,6 +1,9 @@
 //! `cairn show OBJECT`: a file's bytes or a tree listing.
 
-use cairn_engine::ShowOptions;
+use cairn_engine::{ShowOptions, ShowOutcome, verbs};
+
+use crate::output::{Report, quote_path};
+use crate::render::{Human, View};
 
 /// Print a file's bytes or a tree listing: SNAP, SNAP:PATH, or any object id.
 #[derive(clap::Args, Debug)]
@@ -15,6 +18,35 @@ impl Args {
         ShowOptions {
             object: self.object,
             contents: !json,
+        }
+    }
+}
+
+impl Human for verbs::Show {
+    fn report(o: &ShowOutcome, json: serde_json::Value, _: &View) -> Report {
+        match o {
+            ShowOutcome::Blob { contents, .. } => {
+                Report::new(json, "").with_bytes(contents.clone().unwrap_or_default())
+            }
+            ShowOutcome::Tree { entries, .. } => {
+                let human = entries
+                    .iter()
+                    .map(|e| {
+                        let kind = match e.kind.as_str() {
+                            "executable" => "exec",
+                            "symlink" => "link",
+                            other => other,
+                        };
+                        format!(
+                            "{kind} {} {:>10}\t{}\n",
+                            e.id,
+                            e.size,
+                            quote_path(e.name.as_bytes())
+                        )
+                    })
+                    .collect::<String>();
+                Report::new(json, human)
+            }
         }
     }
 }

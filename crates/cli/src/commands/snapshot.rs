@@ -1,7 +1,10 @@
 //! `cairn snapshot WORKTREE`: a new snapshot of a worktree.
 
-use cairn_engine::SnapshotOptions;
+use cairn_engine::{SnapshotOptions, SnapshotOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View, skipped_human};
 
 /// New snapshot of a worktree, parent = its head.
 #[derive(clap::Args, Debug)]
@@ -24,4 +27,23 @@ impl From<Args> for SnapshotOptions {
             labels: args.labels,
         }
     }
+}
+
+impl Human for verbs::Snapshot {
+    fn report(o: &SnapshotOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, snapshot(o))
+    }
+}
+
+fn snapshot(o: &SnapshotOutcome) -> String {
+    let mut human = skipped_human(&o.skipped);
+    if o.changed {
+        human.push_str(&format!(
+            "snapshot {} ({} added, {} modified, {} removed)\n",
+            o.snapshot, o.added, o.modified, o.removed
+        ));
+    } else {
+        human.push_str(&format!("unchanged: snapshot {}\n", o.snapshot));
+    }
+    human
 }

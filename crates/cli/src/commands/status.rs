@@ -1,9 +1,10 @@
 //! `cairn status [WORKTREE]`: changes since the worktree's head snapshot.
 
-use cairn_engine::StatusOptions;
+use cairn_engine::{StatusOptions, StatusOutcome, verbs};
 use camino::Utf8PathBuf;
 
-use crate::render::View;
+use crate::output::Report;
+use crate::render::{Human, View, skipped_human, summary};
 
 /// Changes in a worktree since its head snapshot.
 #[derive(clap::Args, Debug)]
@@ -29,5 +30,36 @@ impl From<Args> for StatusOptions {
         StatusOptions {
             worktree: args.worktree,
         }
+    }
+}
+
+impl Human for verbs::Status {
+    fn report(o: &StatusOutcome, json: serde_json::Value, view: &View) -> Report {
+        Report::new(json, status(o, view))
+    }
+}
+
+fn status(o: &StatusOutcome, view: &View) -> String {
+    let mut human = status_summary(o, view);
+    if !view.short {
+        human.push_str(&skipped_human(&o.skipped));
+    }
+    human
+}
+
+fn status_summary(o: &StatusOutcome, view: &View) -> String {
+    let n = o.changes.stats.files;
+    if view.short {
+        format!(
+            "[checkpoint: {n} file{} changed]\n",
+            if n == 1 { "" } else { "s" }
+        )
+    } else if n == 0 {
+        match o.head {
+            Some(h) => format!("No changes since snapshot {}\n", h.short(12)),
+            None => "No snapshot yet; nothing in scope\n".to_owned(),
+        }
+    } else {
+        summary(&o.changes)
     }
 }

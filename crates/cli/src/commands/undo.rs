@@ -1,7 +1,10 @@
 //! `cairn undo [DIR]`: revert the newest change set.
 
-use cairn_engine::UndoOptions;
+use cairn_engine::{UndoOptions, UndoOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View, undo_refused, undo_report};
 
 /// Revert the newest change set not yet undone, if its files are as it left them.
 #[derive(clap::Args, Debug)]
@@ -13,5 +16,15 @@ pub struct Args {
 impl From<Args> for UndoOptions {
     fn from(args: Args) -> UndoOptions {
         UndoOptions { worktree: args.dir }
+    }
+}
+
+impl Human for verbs::Undo {
+    fn report(o: &UndoOutcome, json: serde_json::Value, _: &View) -> Report {
+        undo_report(json, o, "undo", "reverted")
+    }
+
+    fn refused(o: &UndoOutcome, report: Report, message: &str) -> Report {
+        undo_refused(o, report, message)
     }
 }

@@ -1,7 +1,10 @@
 //! `cairn unmount DIR`: unmount a mounted worktree.
 
-use cairn_engine::UnmountOptions;
+use cairn_engine::{UnmountOptions, UnmountOutcome, verbs};
 use camino::Utf8PathBuf;
+
+use crate::output::Report;
+use crate::render::{Human, View};
 
 /// Unmount a mounted worktree (its layer stays for the next `mount`).
 #[derive(clap::Args, Debug)]
@@ -19,5 +22,21 @@ impl From<Args> for UnmountOptions {
             dir: args.dir,
             materialize: args.materialize,
         }
+    }
+}
+
+impl Human for verbs::Unmount {
+    fn report(o: &UnmountOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(
+            json,
+            if o.materialized {
+                format!(
+                    "unmounted {}; its files are an ordinary directory now\n",
+                    o.worktree
+                )
+            } else {
+                format!("unmounted {}\n", o.worktree)
+            },
+        )
     }
 }

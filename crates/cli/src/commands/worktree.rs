@@ -1,8 +1,13 @@
 //! `cairn worktree list|remove|rebind`: the worktree registry.
 
-use cairn_engine::{Request, WorktreeListOptions, WorktreePathOptions};
+use cairn_engine::{
+    Request, WorktreeListOptions, WorktreeListOutcome, WorktreePathOptions, WorktreesChanged, verbs,
+};
 use camino::Utf8PathBuf;
 use clap::Subcommand;
+
+use crate::output::Report;
+use crate::render::{Human, View};
 
 /// The worktree registry.
 #[derive(clap::Args, Debug)]
@@ -40,4 +45,55 @@ impl Args {
             }
         }
     }
+}
+
+impl Human for verbs::WorktreeList {
+    fn report(o: &WorktreeListOutcome, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, worktree_list(o))
+    }
+}
+
+impl Human for verbs::WorktreeRemove {
+    fn report(o: &WorktreesChanged, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, worktree_changed(o, true))
+    }
+}
+
+impl Human for verbs::WorktreeRebind {
+    fn report(o: &WorktreesChanged, json: serde_json::Value, _: &View) -> Report {
+        Report::new(json, worktree_changed(o, false))
+    }
+}
+
+fn worktree_list(o: &WorktreeListOutcome) -> String {
+    o.worktrees
+        .iter()
+        .map(|w| {
+            let head = w.head.map(|h| h.short(12)).unwrap_or_else(|| "-".into());
+            let live = match w.live {
+                Some(true) => "\tlive",
+                Some(false) => "\tnot mounted",
+                None => "",
+            };
+            let read_only = if w.read_only == Some(true) {
+                "\tread-only"
+            } else {
+                ""
+            };
+            format!("{}\t{}\t{head}{live}{read_only}\n", w.path, w.kind)
+        })
+        .collect()
+}
+
+fn worktree_changed(o: &WorktreesChanged, removed: bool) -> String {
+    o.worktrees
+        .iter()
+        .map(|w| {
+            if removed {
+                format!("removed worktree {} (files left in place)\n", w.path)
+            } else {
+                format!("worktree {} is the directory there now\n", w.path)
+            }
+        })
+        .collect()
 }
