@@ -24,6 +24,7 @@ use worktree_scope::{
     DirRules, Leaf, MountCapture, RulesPresent, RulesSource, Scope, ScopeSettings, Skipped, Verdict,
 };
 
+use crate::path::MountPath;
 use crate::state::{
     Built, Content, FileNode, Ino, Kind, Patterns, ROOT, RulesKey, State, Unsettled,
 };
@@ -242,14 +243,6 @@ fn split(path: &[u8]) -> impl Iterator<Item = Vec<u8>> + '_ {
     path.split(|&b| b == b'/').map(<[u8]>::to_vec)
 }
 
-fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    if dir.is_empty() {
-        name.to_vec()
-    } else {
-        [dir, b"/", name].concat()
-    }
-}
-
 impl State {
     /// Where the absolute `path` leads (links followed as the kernel follows them: always
     /// before the last component, at the last only if `follow`).
@@ -391,13 +384,13 @@ impl State {
     fn rules_key(
         &mut self,
         dir: Ino,
-        path: &[u8],
+        path: &MountPath,
     ) -> Result<(RulesKey, RulesPresent, bool), MountCaptureError> {
         let mut key = Vec::new();
         let mut present = RulesPresent::default();
         let mut complete = true;
         let fail = |errno| MountCaptureError::Node {
-            path: String::from_utf8_lossy(path).into_owned(),
+            path: path.shown(),
             errno,
         };
         for name in [".gitignore", ".ignore"] {
@@ -414,7 +407,7 @@ impl State {
                 }
             }
         }
-        let abs = self.root.join(OsStr::from_bytes(path));
+        let abs = self.root.join(OsStr::from_bytes(path.as_bytes()));
         match self.resolve(&abs.join(".git/info/exclude"), true) {
             Ok(Resolved::Node(ino)) => {
                 present.exclude = true;
@@ -591,22 +584,22 @@ impl State {
     /// The own patterns of directory `dir` at `path` whose rules are read from `key`.
     fn own_patterns(
         &mut self,
-        path: &[u8],
+        path: &MountPath,
         (key, present, complete): (&RulesKey, RulesPresent, bool),
         ctx: &mut Ctx<'_>,
     ) -> Patterns {
-        let cache_key = (path.to_vec(), key.clone());
+        let cache_key = (path.clone(), key.clone());
         if complete && let Some(p) = self.patterns.get(&cache_key) {
             return p.clone();
         }
-        let abs = self.root.join(OsStr::from_bytes(path));
+        let abs = self.root.join(OsStr::from_bytes(path.as_bytes()));
         let read = {
             let source = TreeSource {
                 state: std::cell::RefCell::new(self),
                 fetched: ctx.fetched,
                 wanted: std::cell::RefCell::new(&mut ctx.wanted),
             };
-            worktree_scope::read_patterns(&source, &abs, path, present)
+            worktree_scope::read_patterns(&source, &abs, path.as_bytes(), present)
         };
         if complete {
             self.patterns.insert(cache_key, read.clone());
@@ -638,7 +631,7 @@ impl State {
         }
         let force = force || gone;
         let dir_path = self.path(dir).ok_or(MountCaptureError::DirGone)?;
-        let shown = || String::from_utf8_lossy(&dir_path).into_owned();
+        let shown = || dir_path.shown();
         let children: Vec<(Vec<u8>, Ino)> = self
             .children(dir)
             .map_err(|errno| MountCaptureError::Listing {
@@ -657,9 +650,9 @@ impl State {
         let mut judged = Vec::new();
         let mut entries = Vec::new();
         for (name, ino) in children {
-            let path = join(&dir_path, &name);
+            let path = dir_path.join(&name);
             let is_dir = matches!(self.nodes[&ino].kind, Kind::Dir(_));
-            let verdict = ctx.scope.name(&rules, &path, is_dir);
+            let verdict = ctx.scope.name(&rules, path.as_bytes(), is_dir);
             if is_dir {
                 judged.push((ino, verdict == Verdict::In));
             }
@@ -667,7 +660,10 @@ impl State {
                 Verdict::In => {}
                 Verdict::Out => continue,
                 Verdict::Skip(reason) => {
-                    skipped.push(Skipped { path, reason });
+                    skipped.push(Skipped {
+                        path: path.into_bytes(),
+                        reason,
+                    });
                     continue;
                 }
             }
@@ -678,8 +674,11 @@ impl State {
                 Kind::File(f) => Some(Leaf::File(f.size)),
                 Kind::Special(s) => Some(Leaf::Special(s.special())),
             };
-            if let Some(reason) = leaf.and_then(|leaf| ctx.scope.leaf(&path, leaf)) {
-                skipped.push(Skipped { path, reason });
+            if let Some(reason) = leaf.and_then(|leaf| ctx.scope.leaf(path.as_bytes(), leaf)) {
+                skipped.push(Skipped {
+                    path: path.into_bytes(),
+                    reason,
+                });
                 continue;
             }
             let entry = match &self.nodes[&ino].kind {

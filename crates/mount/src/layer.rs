@@ -12,6 +12,8 @@ use camino::{Utf8Path, Utf8PathBuf};
 use cas::TreeId;
 use serde::{Deserialize, Serialize};
 
+use crate::path::MountPath;
+
 /// One change of names; paths are from the mount's root.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -20,44 +22,48 @@ pub(crate) enum Record {
     Base { tree: Option<TreeId> },
     /// A file whose content is `upper/N`.
     File {
-        path: Vec<u8>,
+        path: MountPath,
         upper: u64,
         perm: u16,
     },
     /// A new directory.
-    Dir { path: Vec<u8>, perm: u16 },
+    Dir { path: MountPath, perm: u16 },
     /// A directory whose content is a stored tree (one moved from elsewhere; written by
     /// compaction).
     Tree {
-        path: Vec<u8>,
+        path: MountPath,
         tree: TreeId,
         size: u64,
         perm: u16,
     },
     /// A file whose content is a stored blob (written by compaction).
     Blob {
-        path: Vec<u8>,
+        path: MountPath,
         blob: cas::BlobId,
         size: u64,
         perm: u16,
     },
     /// A new symlink.
-    Link { path: Vec<u8>, target: Vec<u8> },
+    Link { path: MountPath, target: Vec<u8> },
     /// A name removed.
-    Remove { path: Vec<u8> },
+    Remove { path: MountPath },
     /// A name moved (over whatever was at `to`).
-    Rename { from: Vec<u8>, to: Vec<u8> },
+    Rename { from: MountPath, to: MountPath },
     /// Permission bits changed.
-    Perm { path: Vec<u8>, perm: u16 },
+    Perm { path: MountPath, perm: u16 },
     /// A FIFO, socket or device node (`mode`: its type and permission bits).
-    Special { path: Vec<u8>, mode: u32, rdev: u32 },
+    Special {
+        path: MountPath,
+        mode: u32,
+        rdev: u32,
+    },
     /// Another name for the file at `to` (a hard link).
-    HardLink { path: Vec<u8>, to: Vec<u8> },
+    HardLink { path: MountPath, to: MountPath },
     /// Owner and group changed.
-    Owner { path: Vec<u8>, uid: u32, gid: u32 },
+    Owner { path: MountPath, uid: u32, gid: u32 },
     /// Access and modification times set.
     Times {
-        path: Vec<u8>,
+        path: MountPath,
         atime: Stamp,
         mtime: Stamp,
     },
@@ -204,7 +210,7 @@ mod tests {
         let dir = Utf8Path::from_path(tmp.path()).expect("utf-8");
         let first = Record::Base { tree: None };
         let second = Record::Dir {
-            path: b"a".to_vec(),
+            path: MountPath::from(b"a".to_vec()),
             perm: 0o755,
         };
         let mut text = serde_json::to_vec(&first).expect("encodes");
@@ -217,7 +223,7 @@ mod tests {
         let (mut layer, records) = Layer::open(dir).expect("opens");
         assert_eq!(records, vec![first.clone(), second.clone()]);
         let third = Record::Remove {
-            path: b"a".to_vec(),
+            path: MountPath::from(b"a".to_vec()),
         };
         layer.append(&third).expect("appended");
         drop(layer);

@@ -18,12 +18,14 @@
 //! capture       the tree into the store, judged by the worktree's scope (worktree_scope's)
 //! state         the tree in memory: lookups, changes, the journal's replay
 //! layer         the layer on disk
+//! path          a name's path in the mount, as the journal records it
 //! ```
 
 mod capture;
 mod fuse;
 mod layer;
 mod materialize;
+mod path;
 mod state;
 
 use std::os::fd::{AsFd, OwnedFd};

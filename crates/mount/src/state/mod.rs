@@ -16,6 +16,7 @@ use fuser::{Errno, FileAttr, FileType, INodeNo};
 use worktree_scope::Skipped;
 
 use crate::layer::{Layer, Record};
+use crate::path::MountPath;
 
 mod ops;
 mod replay;
@@ -240,7 +241,7 @@ pub(crate) struct State {
     /// What the last capture built, kept once the store has it ([`State::settle`]).
     pub(crate) built: Option<Unsettled>,
     /// Pattern files read, by directory and what they were read from.
-    pub(crate) patterns: HashMap<(Vec<u8>, RulesKey), Patterns>,
+    pub(crate) patterns: HashMap<(MountPath, RulesKey), Patterns>,
     /// The stamp of the scope the directories' bases were last built under.
     pub(crate) scope_stamp: Option<u64>,
     /// Directories whose `skipped` is not empty.
@@ -390,7 +391,7 @@ impl State {
     /// unlinked: such a node is never reachable by path again, so nothing done to it is
     /// journaled under a path (a process holding it open writes to its upper file alone,
     /// which goes with the node).
-    pub(crate) fn path(&self, ino: Ino) -> Option<Vec<u8>> {
+    pub(crate) fn path(&self, ino: Ino) -> Option<MountPath> {
         let mut parts = Vec::new();
         let mut at = ino;
         while at != ROOT {
@@ -402,17 +403,12 @@ impl State {
             at = n.parent;
         }
         parts.reverse();
-        Some(parts.join(&b'/'))
+        Some(MountPath::from(parts.join(&b'/')))
     }
 
     /// The path of `name` in directory `parent`, which must still be reachable.
-    fn child_path(&self, parent: Ino, name: &[u8]) -> Res<Vec<u8>> {
-        let mut p = self.path(parent).ok_or(Errno::ENOENT)?;
-        if !p.is_empty() {
-            p.push(b'/');
-        }
-        p.extend_from_slice(name);
-        Ok(p)
+    fn child_path(&self, parent: Ino, name: &[u8]) -> Res<MountPath> {
+        Ok(self.path(parent).ok_or(Errno::ENOENT)?.child(name))
     }
 
     fn new_ino(&mut self, node: Node) -> Ino {
@@ -648,7 +644,7 @@ impl State {
     }
 
     /// Journals who owns the node just made at `path`, unless the mount's owner does.
-    fn record_owner(&mut self, path: Vec<u8>, owner: Caller) -> Res<()> {
+    fn record_owner(&mut self, path: MountPath, owner: Caller) -> Res<()> {
         if owner == self.owner() {
             return Ok(());
         }

@@ -49,7 +49,7 @@ impl State {
     }
 
     /// The path `name` in `parent` will have, once checked that nothing has that name.
-    fn new_name(&mut self, parent: Ino, name: &[u8]) -> Res<Vec<u8>> {
+    fn new_name(&mut self, parent: Ino, name: &[u8]) -> Res<MountPath> {
         self.writable()?;
         Self::check_name(name)?;
         if self.child(parent, name)?.is_some() {
@@ -68,7 +68,7 @@ impl State {
         perm: u16,
         caller: Caller,
         dir: bool,
-        made: impl FnOnce(&mut State, Vec<u8>, u16) -> Res<(Record, Kind)>,
+        made: impl FnOnce(&mut State, MountPath, u16) -> Res<(Record, Kind)>,
     ) -> Res<Ino> {
         let path = self.new_name(parent, name)?;
         let (owner, perm) = self.made_by(parent, caller, perm, dir)?;

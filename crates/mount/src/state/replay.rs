@@ -121,15 +121,15 @@ impl State {
     pub(super) fn difference(&mut self, base: Option<TreeId>) -> Res<Vec<Record>> {
         let mut out = vec![Record::Base { tree: base }];
         let mut named = HashMap::new();
-        self.difference_below(ROOT, Vec::new(), &mut out, &mut named)?;
-        self.difference_of_metadata(ROOT, Vec::new(), &mut out);
+        self.difference_below(ROOT, MountPath::root(), &mut out, &mut named)?;
+        self.difference_of_metadata(ROOT, MountPath::root(), &mut out);
         Ok(out)
     }
 
     /// The records that give the node at `path` its owner and times, where they are not
     /// what a node the snapshot has would get (after every name below a directory: making
     /// them sets its times).
-    fn difference_of_metadata(&self, ino: Ino, path: Vec<u8>, out: &mut Vec<Record>) {
+    fn difference_of_metadata(&self, ino: Ino, path: MountPath, out: &mut Vec<Record>) {
         let Some(node) = self.nodes.get(&ino) else {
             return;
         };
@@ -154,9 +154,9 @@ impl State {
     fn difference_below(
         &mut self,
         dir: Ino,
-        path: Vec<u8>,
+        path: MountPath,
         out: &mut Vec<Record>,
-        named: &mut HashMap<Ino, Vec<u8>>,
+        named: &mut HashMap<Ino, MountPath>,
     ) -> Res<()> {
         let (base, loaded) = match &self.node(dir)?.kind {
             Kind::Dir(d) => (d.base, d.children.is_some()),
@@ -181,20 +181,15 @@ impl State {
             .iter()
             .map(|(k, v)| (k.clone(), *v))
             .collect();
-        let join = |name: &[u8]| {
-            if path.is_empty() {
-                name.to_vec()
-            } else {
-                [path.as_slice(), b"/", name].concat()
-            }
-        };
         for name in base_entries.keys() {
             if !children.iter().any(|(n, _)| n == name) {
-                out.push(Record::Remove { path: join(name) });
+                out.push(Record::Remove {
+                    path: path.join(name),
+                });
             }
         }
         for (name, ino) in children {
-            let at = join(&name);
+            let at = path.join(&name);
             let be = base_entries.get(&name);
             if let Some(first) = named.get(&ino) {
                 if be.is_some() {
@@ -298,8 +293,8 @@ impl State {
         Ok(())
     }
 
-    fn parent_of(&mut self, path: &[u8]) -> Res<(Ino, Vec<u8>)> {
-        let mut parts: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
+    fn parent_of(&mut self, path: &MountPath) -> Res<(Ino, Vec<u8>)> {
+        let mut parts: Vec<&[u8]> = path.names().collect();
         let name = parts.pop().ok_or(Errno::EINVAL)?.to_vec();
         let mut at = ROOT;
         for p in parts {
