@@ -169,7 +169,9 @@ impl Worktrees {
 /// every kind of operation.
 #[cfg(test)]
 mod tests {
+    use crate::RegistryRead as _;
     use crate::RegistryWrite as _;
+    use path_policy::{RepoPath, RepoPathBuf};
 
     /// A store and a worktree of `files` onboarded into it: (temp dir, store, worktree
     /// folder, its root as registered, its first snapshot).
@@ -227,8 +229,8 @@ mod tests {
             let mut loaded = worktree_scope::dirstate::Cache::load(&reader, &root).expect("load");
             // Blob ids left in the trees, taken out of them: the same states.
             for cache in [&mut kept, &mut loaded] {
-                let dirs: Vec<Vec<u8>> = cache.dirs.keys().cloned().collect();
-                let wanted = dirs.iter().map(Vec::as_slice).collect();
+                let dirs: Vec<RepoPathBuf> = cache.dirs.keys().cloned().collect();
+                let wanted = dirs.iter().map(RepoPathBuf::as_repo_path).collect();
                 worktree_scope::dirstate::resolve_dirs(&mut cache.dirs, &wanted, &reader)
                     .unwrap_or_else(|e| panic!("{step}: {e:?}"));
             }
@@ -357,6 +359,35 @@ mod tests {
         assert_eq!(root_tree(&scanned), root_tree(&everything));
     }
 
+    /// An unchanged directory's subdirectories are found in the cache by tree order, where
+    /// a directory's subtree follows it unbroken: `a-b` sorts between `a` and `a/b` by
+    /// bytes, but after `a/b` in tree order. A scan in byte order would lose `a/b`.
+    #[test]
+    fn a_pruned_directory_keeps_subdirectories_a_sibling_sorts_among() {
+        let files = [("a/b/f", "f"), ("a/g", "g"), ("a-b/h", "h"), ("top", "t")];
+        let (_dir, store, ws, wt, root, _) = onboarded(&files);
+        std::thread::sleep(crate::RACY_MARGIN * 2);
+        ws.snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("verify");
+        // The root changes (a new name in it); `a`, `a/b` and `a-b` do not.
+        std::fs::write(wt.join("new"), "n").expect("write");
+
+        let scope = scope_of(&store, &root);
+        let options = dry_scan(&scope, None);
+        let cache = worktree_scope::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+            .expect("load");
+        let scanned = worktree_scope::scan::scan(&store, &root, cache, &options).expect("scan");
+        assert_eq!((scanned.file_count, scanned.read_files), (5, 1));
+        let everything = worktree_scope::scan::scan(
+            &store,
+            &root,
+            worktree_scope::dirstate::Cache::default(),
+            &options,
+        )
+        .expect("scan");
+        assert_eq!(root_tree(&scanned), root_tree(&everything));
+    }
+
     /// Under a watcher, a quiet directory holding a file written just before the last
     /// capture (racy) has that file read again, and only that one held.
     #[test]
@@ -373,7 +404,10 @@ mod tests {
             worktree_scope::dirstate::Cache::load(&store.reader().expect("reader"), &root)
                 .expect("load");
         // Verified as it was written, however long the snapshot took to come: racy.
-        let b = cache.dirs.get_mut(b"b".as_slice()).expect("b");
+        let b = cache
+            .dirs
+            .get_mut(RepoPath::new(b"b").expect("a repo path"))
+            .expect("b");
         for (name, child) in b.children_mut() {
             if let (b"f3", worktree_scope::dirstate::Child::File(f)) = (name.as_slice(), child) {
                 f.verified_ns = f.mtime_ns;
@@ -406,7 +440,7 @@ mod tests {
         let mut cache =
             worktree_scope::dirstate::Cache::load(&store.reader().expect("reader"), &root)
                 .expect("load");
-        let top = cache.dirs.get_mut(&Vec::new()).expect("root dir");
+        let top = cache.dirs.get_mut(RepoPath::root()).expect("root dir");
         assert!(top.pending, "a verified record points into its tree");
         top.tree = Some((cas::TreeId::from_bytes([9; 32]), 2));
         let mut batch = cas::WriteBatch::new();
@@ -426,6 +460,57 @@ mod tests {
         assert_eq!(blob(b"b.txt"), Some(cas::BlobId::of(b"b 2")));
     }
 
+    /// A stat-cache record under a store key that is no repo path (nothing checks what
+    /// the store holds) is dropped on load: the cache is as if it were not there, and the
+    /// capture neither panics nor changes.
+    #[test]
+    fn a_cache_record_under_a_bad_key_is_dropped() {
+        let (_dir, store, ws, _wt, root, first) = onboarded(&[("a/x.txt", "x"), ("b.txt", "b")]);
+        std::thread::sleep(crate::RACY_MARGIN * 2);
+        let verified = ws
+            .snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("verify");
+        let load = || {
+            worktree_scope::dirstate::Cache::load(&store.reader().expect("reader"), &root)
+                .expect("load")
+        };
+        let before = load();
+        let stored = || {
+            let states = store.reader().expect("reader").file_states(&root);
+            states.expect("states").len()
+        };
+        let good = stored();
+        let a = worktree_scope::dirstate::dir_key(b"a");
+        let record = store.reader().expect("reader").file_state(&root, &a);
+        let record = record.expect("read").expect("a's record");
+        // `d` then the path with `/` as NUL: `..`, `../a`, `a/..`, `/a`, `a/`, `a//x`,
+        // `.git`, `a/.git`, a control byte.
+        let bad: [&[u8]; 9] = [
+            b"d..",
+            b"d..\0a",
+            b"da\0..",
+            b"d\0a",
+            b"da\0",
+            b"da\0\0x",
+            b"d.git",
+            b"da\0.git",
+            b"da\x01",
+        ];
+        let mut batch = cas::WriteBatch::new();
+        for key in bad {
+            batch.set_file_state(&root, key, Some(record.clone()));
+        }
+        store.write(&batch).expect("write");
+        assert_eq!(stored(), good + bad.len(), "the bad records are stored");
+        assert_eq!(load(), before, "records under bad keys are dropped");
+        let again = ws
+            .snapshot(&store, &root, &crate::CaptureOptions::default())
+            .expect("snapshot");
+        assert_eq!(again.tree, verified.tree);
+        let reader = store.reader().expect("reader");
+        assert_eq!(again.tree, reader.snapshot(first).expect("snapshot").tree);
+    }
+
     /// A stat cache that names a blob the store does not hold costs a re-read of every
     /// file, never a failed or wrong capture: in a snapshot, and in a rollback, whose
     /// capture commits later, with its intent journal.
@@ -441,7 +526,7 @@ mod tests {
             let mut cache =
                 worktree_scope::dirstate::Cache::load(&store.reader().expect("reader"), &root)
                     .expect("load");
-            let top = cache.dirs.get_mut(&Vec::new()).expect("root dir");
+            let top = cache.dirs.get_mut(RepoPath::root()).expect("root dir");
             for (name, child) in top.children_mut() {
                 if let (b"a.txt", worktree_scope::dirstate::Child::File(state)) =
                     (name.as_slice(), child)

@@ -4,13 +4,13 @@ use std::collections::HashMap;
 
 use cas::{EntryKind, ObjectError, Tree, TreeEntry, TreeId};
 
-use path_policy::RepoPathBuf;
+use path_policy::{RepoPath, RepoPathBuf};
 
 use crate::dirstate::{Child, DirState};
 use crate::scan::FileRecord;
 
 /// Directory path → its tree and size, for subtrees known not to have changed.
-pub type Reuse = HashMap<Vec<u8>, (TreeId, u64)>;
+pub type Reuse = HashMap<RepoPathBuf, (TreeId, u64)>;
 
 /// The trees of a captured state.
 pub struct Built {
@@ -19,7 +19,7 @@ pub struct Built {
     /// Every tree built (reused subtrees are not among them: they are stored already).
     pub trees: HashMap<TreeId, Tree>,
     /// Every directory built, with its tree and size.
-    pub dirs: Vec<(Vec<u8>, TreeId, u64)>,
+    pub dirs: Vec<(RepoPathBuf, TreeId, u64)>,
 }
 
 /// Builds the tree of `files` (sorted in tree order, `RepoPathBuf`'s `Ord`), taking the
@@ -30,20 +30,20 @@ pub fn build_trees(files: &[FileRecord], reuse: &Reuse) -> Result<Built, ObjectE
         trees: HashMap::new(),
         dirs: Vec::new(),
     };
-    if let Some((id, _)) = reuse.get(&Vec::new()) {
+    if let Some((id, _)) = reuse.get(RepoPath::root()) {
         built.root = *id;
         return Ok(built);
     }
-    let (root, size) = build(files, &[], reuse, &mut built)?;
+    let (root, size) = build(files, RepoPath::root(), reuse, &mut built)?;
     built.root = root;
-    built.dirs.push((Vec::new(), root, size));
+    built.dirs.push((RepoPathBuf::root(), root, size));
     Ok(built)
 }
 
 /// A directory [`build_from_dirs`] built, children before parents.
 pub struct BuiltDir<'a> {
     /// The directory's path from the root (root = empty).
-    pub path: &'a [u8],
+    pub path: &'a RepoPath,
     /// Its state, with the new tree recorded.
     pub state: Option<&'a DirState>,
     /// True if the state had another tree (or none).
@@ -59,19 +59,19 @@ pub struct BuiltDir<'a> {
 /// caller keeps are held at once. Directories holding no file, however deep, are left
 /// out, as trees record no empty directory. Returns the root tree.
 pub fn build_from_dirs<E: From<ObjectError>>(
-    dirs: &mut HashMap<Vec<u8>, DirState>,
+    dirs: &mut HashMap<RepoPathBuf, DirState>,
     reuse: &Reuse,
     on_built: &mut dyn FnMut(BuiltDir<'_>) -> Result<(), E>,
 ) -> Result<TreeId, E> {
     let empty = Tree::default().id();
-    let (root, _) = build_dir(dirs, &[], reuse, empty, on_built)?;
+    let (root, _) = build_dir(dirs, RepoPath::root(), reuse, empty, on_built)?;
     Ok(root)
 }
 
 /// Every tree of [`build_from_dirs`] of a copy of `dirs`, kept: the root and the trees.
 #[cfg(any(test, feature = "testing"))]
 pub fn trees_of(
-    dirs: &HashMap<Vec<u8>, DirState>,
+    dirs: &HashMap<RepoPathBuf, DirState>,
     reuse: &Reuse,
 ) -> Result<(TreeId, HashMap<TreeId, Tree>), ObjectError> {
     let mut trees = HashMap::new();
@@ -85,8 +85,8 @@ pub fn trees_of(
 }
 
 fn build_dir<E: From<ObjectError>>(
-    dirs: &mut HashMap<Vec<u8>, DirState>,
-    dir: &[u8],
+    dirs: &mut HashMap<RepoPathBuf, DirState>,
+    dir: &RepoPath,
     reuse: &Reuse,
     empty: TreeId,
     on_built: &mut dyn FnMut(BuiltDir<'_>) -> Result<(), E>,
@@ -119,11 +119,11 @@ fn build_dir<E: From<ObjectError>>(
         }
     }
     for &i in &subdirs {
-        let mut sub = dir.to_vec();
-        if !sub.is_empty() {
-            sub.push(b'/');
-        }
-        sub.extend_from_slice(&entries[i].name);
+        // A stored listing's name is checked as a file name only: refused here as the
+        // tree holding it would refuse it.
+        cas::validate_name(&entries[i].name)?;
+        let mut sub = dir.to_owned();
+        sub.push_name_unchecked(&entries[i].name);
         let (id, size) = build_dir(dirs, &sub, reuse, empty, on_built)?;
         entries[i].id = id.into();
         entries[i].size = size;
@@ -138,7 +138,7 @@ fn build_dir<E: From<ObjectError>>(
         &*s
     });
     // The empty root: the one empty tree a state records.
-    let tree = (id != empty || dir.is_empty()).then_some(tree);
+    let tree = (id != empty || dir.is_root()).then_some(tree);
     on_built(BuiltDir {
         path: dir,
         state,
@@ -150,11 +150,15 @@ fn build_dir<E: From<ObjectError>>(
 
 fn build(
     files: &[FileRecord],
-    dir: &[u8],
+    dir: &RepoPath,
     reuse: &Reuse,
     built: &mut Built,
 ) -> Result<(TreeId, u64), ObjectError> {
-    let prefix = if dir.is_empty() { 0 } else { dir.len() + 1 };
+    let prefix = if dir.is_root() {
+        0
+    } else {
+        dir.as_bytes().len() + 1
+    };
     let mut entries = Vec::new();
     let mut i = 0;
     while i < files.len() {
@@ -181,12 +185,13 @@ fn build(
                         break;
                     }
                 }
-                let sub = &files[i].path.as_bytes()[..prefix + k];
+                // A leading part of a repo path, up to a `/`: a repo path.
+                let sub = RepoPath::from_bytes_unchecked(&files[i].path.as_bytes()[..prefix + k]);
                 let (id, size) = match reuse.get(sub) {
                     Some(&(id, size)) => (id, size),
                     None => {
                         let (id, size) = build(&files[i..j], sub, reuse, built)?;
-                        built.dirs.push((sub.to_vec(), id, size));
+                        built.dirs.push((sub.to_owned(), id, size));
                         (id, size)
                     }
                 };

@@ -25,6 +25,7 @@
 //! read-only close can look like the last: a writer's map is then trusted again until it
 //! closes), and writes to a file through a hard link that lives outside the worktree.
 
+use path_policy::RepoPathBuf;
 use path_policy::raw_path::is_under;
 use std::collections::{HashMap, HashSet};
 use std::mem::MaybeUninit;
@@ -36,6 +37,8 @@ use camino::{Utf8Path, Utf8PathBuf};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 use rustix::io::Errno;
 
+/// Paths here are raw bytes, not `RepoPath`s: besides the cache's directories (repo
+/// paths) they hold what inotify names, any name a directory may hold.
 struct Watch {
     fd: Arc<OwnedFd>,
     by_wd: HashMap<i32, Vec<u8>>,
@@ -366,7 +369,7 @@ struct Moves {
 }
 
 /// The directories a watcher saw nothing happen in since the cache was verified: their
-/// listings stand, and only their suspect files need an `lstat`.
+/// listings stand, and only their suspect files need an `lstat`. Raw bytes, as the watch's.
 #[derive(Debug, Default)]
 pub struct Quiet {
     dirs: HashMap<Vec<u8>, Vec<Vec<u8>>>,
@@ -403,9 +406,12 @@ impl Quiet {
 
     /// Every one of `dirs` quiet, with the `suspects` given as (directory, name).
     #[cfg(any(test, feature = "testing"))]
-    pub fn all<'a>(dirs: impl Iterator<Item = &'a Vec<u8>>, suspects: &[(&[u8], &[u8])]) -> Quiet {
+    pub fn all<'a>(
+        dirs: impl Iterator<Item = &'a RepoPathBuf>,
+        suspects: &[(&[u8], &[u8])],
+    ) -> Quiet {
         let mut quiet = Quiet {
-            dirs: dirs.map(|d| (d.clone(), Vec::new())).collect(),
+            dirs: dirs.map(|d| (d.as_bytes().to_vec(), Vec::new())).collect(),
         };
         for (dir, name) in suspects {
             if let Some(names) = quiet.dirs.get_mut(*dir) {
@@ -433,7 +439,7 @@ impl Watcher {
     pub fn quiet_dirs<'a>(
         &self,
         root: &Utf8Path,
-        cached: impl Iterator<Item = &'a Vec<u8>>,
+        cached: impl Iterator<Item = &'a RepoPathBuf>,
     ) -> Option<Quiet> {
         let mut map = self.watches();
         let watch = match map.entry(root.to_owned()) {
@@ -445,15 +451,15 @@ impl Watcher {
         let mut quiet = Quiet::default();
         if !watch.lost {
             let suspects = watch.suspects();
-            for dir in cached {
-                let names = suspects.get(dir.as_slice()).map_or(&[][..], Vec::as_slice);
+            for dir in cached.map(|d| d.as_bytes()) {
+                let names = suspects.get(dir).map_or(&[][..], Vec::as_slice);
                 let trusted = watch.by_dir.contains_key(dir)
                     && !dirty.contains(dir)
                     && !watch.moved_in.iter().any(|top| is_under(dir, top))
                     && !names.iter().any(|n| is_ignore_file(n));
                 if trusted {
                     let names = names.iter().map(|n| n.to_vec()).collect();
-                    quiet.dirs.insert(dir.clone(), names);
+                    quiet.dirs.insert(dir.to_vec(), names);
                 }
             }
         }
@@ -468,7 +474,7 @@ impl Watcher {
         &self,
         root: &Utf8Path,
         ended: Ended,
-        dirs: impl Iterator<Item = &'a Vec<u8>>,
+        dirs: impl Iterator<Item = &'a RepoPathBuf>,
     ) {
         let mut map = self.watches();
         let Some(watch) = map.get_mut(root) else {
@@ -488,12 +494,12 @@ impl Watcher {
             }
         }
         watch.lost = false;
-        let wanted: HashSet<&Vec<u8>> = dirs.collect();
+        let wanted: HashSet<&[u8]> = dirs.map(|d| d.as_bytes()).collect();
         // Stale watches go first: re-adding a moved directory may hand back its old id.
         let stale: Vec<(Vec<u8>, i32)> = watch
             .by_dir
             .iter()
-            .filter(|(d, _)| !wanted.contains(d))
+            .filter(|(d, _)| !wanted.contains(d.as_slice()))
             .map(|(d, wd)| (d.clone(), *wd))
             .collect();
         for (dir, wd) in stale {
@@ -508,11 +514,11 @@ impl Watcher {
             let path = crate::paths::join(root.as_std_path(), dir);
             // Out of watches, or gone meanwhile: never trusted, always checked.
             if let Ok(wd) = inotify::add_watch(watch.fd.as_ref(), &path, MASK) {
-                if let Some(old) = watch.by_wd.insert(wd, dir.clone()) {
+                if let Some(old) = watch.by_wd.insert(wd, dir.to_vec()) {
                     watch.by_dir.remove(&old);
                 }
-                watch.by_dir.insert(dir.clone(), wd);
-                watch.dirty.insert(dir.clone());
+                watch.by_dir.insert(dir.to_vec(), wd);
+                watch.dirty.insert(dir.to_vec());
             }
         }
     }
@@ -534,14 +540,16 @@ mod tests {
     fn a_walk_over_many_directories_keeps_the_watch_trusted() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let root = Utf8PathBuf::from_path_buf(tmp.path().to_path_buf()).expect("utf-8");
-        let dirs: Vec<Vec<u8>> = (0..4600).map(|i| format!("d{i}").into_bytes()).collect();
+        let dirs: Vec<RepoPathBuf> = (0..4600)
+            .map(|i| RepoPathBuf::new(format!("d{i}")).expect("a repo path"))
+            .collect();
         for d in &dirs {
-            let dir = root.join(std::str::from_utf8(d).expect("ascii"));
+            let dir = root.join(d.to_string());
             std::fs::create_dir(&dir).expect("mkdir");
             std::fs::write(dir.join("f"), "x").expect("write");
         }
         let mut all = dirs.clone();
-        all.push(Vec::new());
+        all.push(RepoPathBuf::root());
         let watcher = Watcher::new();
         // First capture: watches go on, every directory is dirty once.
         assert!(
@@ -554,7 +562,7 @@ mod tests {
         watcher.after_capture(&root, Ended::Committed, all.iter());
         // A walk as a capture makes it: every directory listed, every file read.
         for (i, d) in dirs.iter().enumerate() {
-            let dir = root.join(std::str::from_utf8(d).expect("ascii"));
+            let dir = root.join(d.to_string());
             let names = std::fs::read_dir(&dir).expect("list").count();
             assert_eq!(names, 1);
             assert_eq!(std::fs::read(dir.join("f")).expect("read"), b"x");
@@ -585,7 +593,9 @@ mod tests {
             std::fs::create_dir(root.join(d)).expect("mkdir");
             std::fs::write(root.join(d).join("f"), "x").expect("write");
         }
-        let all: Vec<Vec<u8>> = vec![Vec::new(), b"a".to_vec(), b"b".to_vec()];
+        let all: Vec<RepoPathBuf> = ["", "a", "b"]
+            .map(|d| RepoPathBuf::new(d).expect("a repo path"))
+            .to_vec();
         let watcher = Watcher::new();
         let capture = |expect_quiet: usize| {
             let quiet = watcher.quiet_dirs(&root, all.iter()).expect("watching");

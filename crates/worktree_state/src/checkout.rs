@@ -3,7 +3,7 @@
 use crate::kept::Kept;
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, Reader, SnapshotId, Store, Tree, TreeEntry, TreeId, WriteBatch};
-use path_policy::RepoPathBuf;
+use path_policy::{RepoPath, RepoPathBuf};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::os::fd::OwnedFd;
@@ -19,7 +19,6 @@ use cas::{Progress, Silent};
 use worktree_scope::build::{TreeDirs, child};
 use worktree_scope::dirstate::{self, Child, DirState, Name};
 use worktree_scope::file_state::{FileState, RACY_MARGIN, now_ns};
-use worktree_scope::paths::tree_order;
 
 /// Options of [`checkout`].
 #[derive(Clone, Copy)]
@@ -76,11 +75,13 @@ pub fn checkout(
     // Names were checked when the trees were decoded; whole paths are checked here, before
     // anything is written. This walk keeps only counts: the trees are read again to write.
     let counted = survey(&reader, snap.tree, |path| {
-        path_policy::check_path(path).err().map(|e| e.reason())
+        path_policy::check_path(path.as_bytes())
+            .err()
+            .map(|e| e.reason())
     })?;
     if let Some((path, reason)) = counted.refused {
         return Err(CheckoutError::Refused {
-            path: worktree_scope::paths::join(dest.as_std_path(), &path),
+            path: path.to_fs_path(dest.as_std_path()),
             reason,
         });
     }
@@ -197,7 +198,7 @@ pub fn checkout(
     let mut batch = WriteBatch::new();
     batch.clear_file_states(&root);
     for (dir, state) in records {
-        batch.set_file_state(&root, &dirstate::dir_key(&dir), Some(state));
+        batch.set_file_state(&root, &dirstate::dir_key(dir.as_bytes()), Some(state));
     }
     batch.put_worktree(&record).map_err(|e| forget(e.into()))?;
     batch
@@ -218,7 +219,7 @@ struct Survey {
     files: u64,
     bytes: u64,
     /// The first path refused, in tree order, and why.
-    refused: Option<(Vec<u8>, &'static str)>,
+    refused: Option<(RepoPathBuf, &'static str)>,
 }
 
 /// Counts the files of `tree` and finds the first path `refuse` gives a reason for, holding
@@ -226,7 +227,7 @@ struct Survey {
 fn survey(
     reader: &Reader,
     tree: TreeId,
-    refuse: impl Fn(&[u8]) -> Option<&'static str>,
+    refuse: impl Fn(&RepoPath) -> Option<&'static str>,
 ) -> Result<Survey, cas::ReadError> {
     let mut found = Survey {
         files: 0,
@@ -236,7 +237,7 @@ fn survey(
     for dir in TreeDirs::new(reader, tree) {
         let (dir, tree) = dir?;
         for e in tree.entries().iter().filter(|e| e.tree().is_none()) {
-            let path = child(&dir, &e.name).into_bytes();
+            let path = child(&dir, &e.name);
             found.files += 1;
             found.bytes = found.bytes.saturating_add(e.size);
             // Directories come parents first, not in tree order: keep the least.
@@ -244,7 +245,7 @@ fn survey(
                 && found
                     .refused
                     .as_ref()
-                    .is_none_or(|(least, _)| tree_order(&path, least).is_lt())
+                    .is_none_or(|(least, _)| path < *least)
             {
                 found.refused = Some((path, reason));
             }
@@ -266,7 +267,7 @@ fn hydrate(
     tree: TreeId,
     counted: &Survey,
     progress: &dyn Progress,
-) -> Result<BTreeMap<Vec<u8>, Vec<u8>>, CheckoutError> {
+) -> Result<BTreeMap<RepoPathBuf, Vec<u8>>, CheckoutError> {
     let root = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
     let root = &root;
     progress.start("checkout", counted.files, counted.bytes);
@@ -313,13 +314,15 @@ fn hydrate(
             })
             .collect::<Result<Vec<_>, CheckoutError>>()?;
         for ((dir, _, tree), children) in round.into_iter().zip(written) {
-            records.add(dir.as_bytes().to_vec(), children, tree);
+            records.add(dir, children, tree);
         }
         records.settle(now_ns());
     }
     for group in links.chunk_by(|(a, _), (b, _)| a.split_parent().0 == b.split_parent().0) {
-        let dir = group[0].0.split_parent().0.as_bytes();
-        let handle = root.open_dir(dir).map_err(|e| failure(e.into()))?;
+        let dir = group[0].0.split_parent().0;
+        let handle = root
+            .open_dir(dir.as_bytes())
+            .map_err(|e| failure(e.into()))?;
         let children = group
             .iter()
             .map(|(path, e)| write_file(root, &handle, path, e, reader, progress))
@@ -352,7 +355,7 @@ fn write_file(
 /// A written directory's stat-cache entry (as `dirstate::record_written` makes it: its
 /// files, no stamp), waiting to be verified.
 struct Unsettled {
-    dir: Vec<u8>,
+    dir: RepoPathBuf,
     state: DirState,
     /// The directory's tree: its record takes the files' blob ids from there.
     tree: Tree,
@@ -367,14 +370,15 @@ struct Unsettled {
 struct CacheRecords {
     unsettled: VecDeque<Unsettled>,
     /// Entries taken back for their symlinks, which are written last.
-    reopened: HashMap<Vec<u8>, DirState>,
-    encoded: BTreeMap<Vec<u8>, Vec<u8>>,
+    reopened: HashMap<RepoPathBuf, DirState>,
+    /// Records by directory (each written on its own: the order is no matter).
+    encoded: BTreeMap<RepoPathBuf, Vec<u8>>,
 }
 
 impl CacheRecords {
     /// Adds the entry of a directory whose regular files (sorted by name) are written
     /// from `tree`.
-    fn add(&mut self, dir: Vec<u8>, files: Vec<(Vec<u8>, FileState)>, tree: Tree) {
+    fn add(&mut self, dir: RepoPathBuf, files: Vec<(Vec<u8>, FileState)>, tree: Tree) {
         let changed_ns = files
             .iter()
             .map(|(_, f)| f.mtime_ns.max(f.ctime_ns))
@@ -408,18 +412,21 @@ impl CacheRecords {
     }
 
     /// Adds the symlinks of `dir` to its entry, taking it back if it is encoded already.
-    fn add_links(&mut self, dir: &[u8], links: Vec<(Vec<u8>, FileState)>) {
+    fn add_links(&mut self, dir: &RepoPath, links: Vec<(Vec<u8>, FileState)>) {
         self.reopened
             .extend(self.unsettled.drain(..).map(|u| (u.dir, u.state)));
         let encoded = &mut self.encoded;
-        let state = self.reopened.entry(dir.to_vec()).or_insert_with_key(|dir| {
-            // A record that does not decode costs the next capture a read of its files,
-            // never correctness.
-            encoded
-                .remove(dir)
-                .and_then(|record| DirState::decode(&record))
-                .unwrap_or_else(DirState::unverified)
-        });
+        let state = self
+            .reopened
+            .entry(dir.to_owned())
+            .or_insert_with_key(|dir| {
+                // A record that does not decode costs the next capture a read of its files,
+                // never correctness.
+                encoded
+                    .remove(dir)
+                    .and_then(|record| DirState::decode(&record))
+                    .unwrap_or_else(DirState::unverified)
+            });
         for (name, link) in links {
             let children = state.children_mut();
             match children.binary_search_by(|(n, _)| n.as_slice().cmp(&name)) {
@@ -430,7 +437,7 @@ impl CacheRecords {
     }
 
     /// Every record, the entries still held verified at `now`.
-    fn finish(mut self, now: i64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    fn finish(mut self, now: i64) -> BTreeMap<RepoPathBuf, Vec<u8>> {
         for u in self.unsettled.drain(..) {
             self.encoded
                 .insert(u.dir, verified(u.state, now, Some(&u.tree)));
@@ -540,15 +547,18 @@ mod tests {
                 let meta =
                     std::fs::symlink_metadata(dest.join(f.path.to_string())).expect("written file");
                 (
-                    f.path.as_bytes(),
+                    f.path.as_repo_path(),
                     Some(FileState::from_metadata(&meta, f.blob, 0)),
                 )
             }),
         );
         let mut loaded = Cache::load(&reader, &out.worktree).expect("load").dirs;
         // The records name their directories' trees and take the blob ids from there.
-        let dirs: Vec<Vec<u8>> = loaded.keys().cloned().collect();
-        let wanted = dirs.iter().map(Vec::as_slice).collect();
+        let dirs: Vec<path_policy::RepoPathBuf> = loaded.keys().cloned().collect();
+        let wanted = dirs
+            .iter()
+            .map(path_policy::RepoPathBuf::as_repo_path)
+            .collect();
         dirstate::resolve_dirs(&mut loaded, &wanted, &reader).expect("blob ids in the trees");
         let mut verified = 0;
         for state in loaded.values_mut() {
@@ -581,10 +591,12 @@ mod tests {
             "many/d59",
             "only/sub/deeper",
         ] {
-            assert!(loaded.contains_key(d.as_bytes()), "{d:?} has a record");
+            let d = path_policy::RepoPath::new(d.as_bytes()).expect("a repo path");
+            assert!(loaded.contains_key(d), "{d:?} has a record");
         }
         for d in ["only", "only/sub", "many"] {
-            assert!(!loaded.contains_key(d.as_bytes()), "{d:?} holds no file");
+            let d = path_policy::RepoPath::new(d.as_bytes()).expect("a repo path");
+            assert!(!loaded.contains_key(d), "{d:?} holds no file");
         }
         assert_eq!(loaded, expected);
     }

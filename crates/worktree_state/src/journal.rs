@@ -20,7 +20,7 @@ use worktree_registry::{OpRecord, WorktreeRecord};
 
 use crate::fsops::{self, WriteFailure};
 use crate::pending::Pending;
-use path_policy::RepoPathBuf;
+use path_policy::{RepoPath, RepoPathBuf};
 use worktree_scope::dirstate::{self, DirState};
 use worktree_scope::file_state::{FileState, now_ns};
 
@@ -35,7 +35,9 @@ pub(crate) struct Journal {
     pub staging: Option<String>,
     /// What the paths must end up as.
     pub target: TreeId,
-    /// The paths that change; `None`: every file of `target` (a checkout).
+    /// The paths that change; `None`: every file of `target` (a checkout). Raw bytes, as
+    /// the stored journal holds them (nothing checked them when read back): `recover`
+    /// writes them only beneath the worktree's [`path_policy::Root`].
     pub paths: Option<Vec<Vec<u8>>>,
     /// The registry record once done.
     pub record: WorktreeRecord,
@@ -328,10 +330,10 @@ pub fn apply(
     }
     let mut states = Vec::with_capacity(plan.writes.len());
     if let (Some(staging_fd), Some(name)) = (&staged, &staging) {
-        for (i, (p, e)) in plan.writes.iter().enumerate() {
-            let (dir_rel, leaf) = p.split_parent();
+        for (i, (path, e)) in plan.writes.iter().enumerate() {
+            let (dir_rel, leaf) = path.split_parent();
             let dir_rel = dir_rel.as_bytes();
-            let p = p.as_bytes();
+            let p = path.as_bytes();
             fsops::ensure_dir(&handle, dir_rel).map_err(interrupted)?;
             fsops::remove_empty_dir(&handle, p).map_err(interrupted)?;
             let dir = handle
@@ -351,7 +353,10 @@ pub fn apply(
                     return Err(interrupted(WriteFailure::Io(handle.display(p), e.into())));
                 }
             };
-            states.push((p, FileState::from_stat(&stat, e.id.as_blob(), 0)));
+            states.push((
+                path.as_repo_path(),
+                FileState::from_stat(&stat, e.id.as_blob(), 0),
+            ));
         }
         remove_staging(&handle, name);
     }
@@ -365,7 +370,7 @@ pub fn apply(
     let changes = states
         .iter()
         .map(|(p, s)| (*p, Some(*s)))
-        .chain(plan.deleted.iter().map(|p| (p.as_bytes(), None)));
+        .chain(plan.deleted.iter().map(|p| (p.as_repo_path(), None)));
     // The whole cache if this process kept it (and keeps it again), else what changes.
     let mut kept = ws.kept.take(store, &root);
     let mut dirs = match kept.as_mut() {
@@ -375,14 +380,11 @@ pub fn apply(
     };
     // The listings changed here no longer name their trees: their blob ids come out first.
     let paths = plan.paths();
-    let wanted = paths
-        .iter()
-        .flat_map(|p| p.ancestors().skip(1).map(|up| up.as_bytes()))
-        .collect();
+    let wanted = paths.iter().flat_map(|p| p.ancestors().skip(1)).collect();
     dirstate::resolve_or_forget(&mut dirs, &wanted, &reader);
     for dir in dirstate::record_written(&mut dirs, changes) {
         if let Some(state) = dirs.get(&dir) {
-            batch.set_file_state(&root, &dirstate::dir_key(&dir), state.encode());
+            batch.set_file_state(&root, &dirstate::dir_key(dir.as_bytes()), state.encode());
         }
     }
     drop(reader);
@@ -408,22 +410,22 @@ fn load_dirs(
     reader: &Reader,
     root: &Utf8Path,
     paths: &[RepoPathBuf],
-) -> Result<HashMap<Vec<u8>, DirState>, cas::StorageFailure> {
-    let mut wanted: BTreeSet<&[u8]> = BTreeSet::new();
+) -> Result<HashMap<RepoPathBuf, DirState>, cas::StorageFailure> {
+    let mut wanted: BTreeSet<&RepoPath> = BTreeSet::new();
     for p in paths {
         for up in p.ancestors().skip(1) {
-            if !wanted.insert(up.as_bytes()) {
+            if !wanted.insert(up) {
                 break;
             }
         }
     }
-    wanted.insert(b"");
+    wanted.insert(RepoPath::root());
     let mut dirs = HashMap::new();
     for dir in wanted {
-        if let Some(bytes) = reader.file_state(root, &dirstate::dir_key(dir))?
+        if let Some(bytes) = reader.file_state(root, &dirstate::dir_key(dir.as_bytes()))?
             && let Some(state) = DirState::decode(&bytes)
         {
-            dirs.insert(dir.to_vec(), state);
+            dirs.insert(dir.to_owned(), state);
         }
     }
     Ok(dirs)

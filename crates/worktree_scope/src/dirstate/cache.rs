@@ -3,18 +3,19 @@
 //! captures within a limit, and the fingerprints of ignore rules from outside the tree.
 
 use super::*;
+use path_policy::{RepoPath, RepoPathBuf};
 
 /// Takes the blob ids that states of `wanted` directories still leave in their trees
 /// out of those trees (read in parallel, checked as every read is). `Err` names a
 /// directory whose tree the store cannot give or lacks one of them, and that tree.
 pub fn resolve_dirs(
-    dirs: &mut HashMap<Vec<u8>, DirState>,
-    wanted: &std::collections::HashSet<&[u8]>,
+    dirs: &mut HashMap<RepoPathBuf, DirState>,
+    wanted: &std::collections::HashSet<&RepoPath>,
     reader: &cas::Reader,
-) -> Result<(), (Vec<u8>, cas::TreeId)> {
-    let mut pending: Vec<(&Vec<u8>, &mut DirState)> = dirs
+) -> Result<(), (RepoPathBuf, cas::TreeId)> {
+    let mut pending: Vec<(&RepoPathBuf, &mut DirState)> = dirs
         .iter_mut()
-        .filter(|(dir, state)| state.pending && wanted.contains(dir.as_slice()))
+        .filter(|(dir, state)| state.pending && wanted.contains(dir.as_repo_path()))
         .collect();
     pending.par_iter_mut().try_for_each(|(dir, state)| {
         let Some((id, _)) = state.tree else {
@@ -30,8 +31,8 @@ pub fn resolve_dirs(
 /// [`resolve_dirs`], forgetting the state of any directory whose blob ids cannot be had
 /// (it is listed again and its files read at the next capture).
 pub fn resolve_or_forget(
-    dirs: &mut HashMap<Vec<u8>, DirState>,
-    wanted: &std::collections::HashSet<&[u8]>,
+    dirs: &mut HashMap<RepoPathBuf, DirState>,
+    wanted: &std::collections::HashSet<&RepoPath>,
     reader: &cas::Reader,
 ) {
     while let Err((dir, _)) = resolve_dirs(dirs, wanted, reader) {
@@ -56,7 +57,7 @@ pub const GLOBAL_KEY: &[u8] = b"g";
 #[cfg_attr(any(test, feature = "testing"), derive(PartialEq))]
 pub struct Cache {
     /// Directory path (`/`-separated, root = empty) → state.
-    pub dirs: HashMap<Vec<u8>, DirState>,
+    pub dirs: HashMap<RepoPathBuf, DirState>,
     /// The fingerprint of the rules from outside the tree, when the cache has one.
     pub global: Option<u64>,
 }
@@ -70,15 +71,19 @@ impl Cache {
         let mut cache = Cache::default();
         let records = reader.file_states(root)?;
         // Decompressing and checking the records is most of loading: in parallel.
-        let dirs: Vec<(Vec<u8>, DirState)> = records
+        let dirs: Vec<(RepoPathBuf, DirState)> = records
             .par_iter()
             .filter_map(|(key, value)| {
                 let rest = key.strip_prefix(b"d")?;
+                // Nothing checked the stored key: a record under a path no tree holds is
+                // dropped, as one that does not decode is (its directory is listed again).
+                let path = RepoPathBuf::new(
+                    rest.iter()
+                        .map(|&b| if b == 0 { b'/' } else { b })
+                        .collect::<Vec<u8>>(),
+                )
+                .ok()?;
                 let state = DirState::decode(value)?;
-                let path = rest
-                    .iter()
-                    .map(|&b| if b == 0 { b'/' } else { b })
-                    .collect();
                 Some((path, state))
             })
             .collect();
@@ -264,14 +269,15 @@ fn hash_files<'a>(hasher: &mut blake3::Hasher, files: impl Iterator<Item = &'a P
 /// next scan lists it again (keeping scope exactly the walker's) but reads none of these
 /// files. Returns the directories changed.
 pub fn record_written<'a>(
-    dirs: &mut HashMap<Vec<u8>, DirState>,
-    written: impl IntoIterator<Item = (&'a [u8], Option<FileState>)>,
-) -> Vec<Vec<u8>> {
+    dirs: &mut HashMap<RepoPathBuf, DirState>,
+    written: impl IntoIterator<Item = (&'a RepoPath, Option<FileState>)>,
+) -> Vec<RepoPathBuf> {
+    // In tree order: each record is written on its own, so any order would do.
     let mut touched = std::collections::BTreeSet::new();
     for (path, state) in written {
-        let (parent, name) = crate::paths::split_parent(path);
+        let (parent, name) = path.split_parent();
         let dir = dirs
-            .entry(parent.to_vec())
+            .entry(parent.to_owned())
             .or_insert_with(DirState::unverified);
         dir.stamp.verified_ns = 0;
         dir.tree = None;
@@ -288,14 +294,12 @@ pub fn record_written<'a>(
             }
             (Err(_), None) => {}
         }
-        touched.insert(parent.to_vec());
+        touched.insert(parent.to_owned());
         // Every directory above holds a different tree now.
-        let mut up = parent;
-        while !up.is_empty() {
-            up = crate::paths::split_parent(up).0;
+        for up in parent.ancestors().skip(1) {
             if let Some(d) = dirs.get_mut(up) {
                 d.tree = None;
-                touched.insert(up.to_vec());
+                touched.insert(up.to_owned());
             }
         }
     }
@@ -310,7 +314,7 @@ mod tests {
     fn kept_caches_stay_within_their_limit() {
         let cache = |files: usize| Cache {
             dirs: HashMap::from([(
-                Vec::new(),
+                RepoPathBuf::root(),
                 DirState {
                     children: (0..files)
                         .map(|i| (Name::from_vec(i.to_string().into_bytes()), Child::Dir))

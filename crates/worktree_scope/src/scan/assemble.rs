@@ -5,63 +5,68 @@ use super::hash::Content;
 use super::*;
 
 /// Directory paths read whole at the last capture.
-pub(super) type ReadDirs = HashMap<Vec<u8>, (DirStamp, IgnoreStamp)>;
+pub(super) type ReadDirs = HashMap<RepoPathBuf, (DirStamp, IgnoreStamp)>;
 
 /// The new per-directory state, put together as files are hashed (in any order):
 /// `unchanged` directories as cached, with the states of files read again; listed ones
 /// afresh. So no list of every file's result is ever held.
 pub(super) struct Assembly<'a> {
-    pub(super) dirs: HashMap<Vec<u8>, DirState>,
+    pub(super) dirs: HashMap<RepoPathBuf, DirState>,
     pub(super) read_dirs: &'a ReadDirs,
     /// Directories whose records changed.
-    pub(super) dirty: HashSet<Vec<u8>>,
+    pub(super) dirty: HashSet<RepoPathBuf>,
     /// Cached directories that are gone.
-    pub(super) stale: Vec<Vec<u8>>,
+    pub(super) stale: Vec<RepoPathBuf>,
     /// Directories whose trees are built again: listed afresh, or holding a file read
     /// again or gone, and every directory above them.
-    pub(super) changed: HashSet<Vec<u8>>,
+    pub(super) changed: HashSet<RepoPathBuf>,
     /// A walked file's directory that has no state (a listing lost on the way).
-    pub(super) lost: Option<Vec<u8>>,
+    pub(super) lost: Option<RepoPathBuf>,
 }
 
 /// What [`Assembly::finish`] could not put together.
 pub(super) enum Lost {
     /// A walked file's directory has no state.
-    Listing(Vec<u8>),
+    Listing(RepoPathBuf),
     /// A directory built again takes blob ids from a tree the store cannot give.
-    Tree(Vec<u8>, cas::TreeId),
+    Tree(RepoPathBuf, cas::TreeId),
 }
 
-pub(super) fn stale(root: &Path, dir: &[u8], tree: cas::TreeId) -> ScanError {
+pub(super) fn stale(root: &Path, dir: &RepoPath, tree: cas::TreeId) -> ScanError {
     ScanError::StaleCache {
-        path: join(root, dir),
+        path: dir.to_fs_path(root),
         tree,
     }
 }
 
 /// What [`Assembly::finish`] gives.
 pub(super) struct Assembled {
-    pub(super) dirs: HashMap<Vec<u8>, DirState>,
-    pub(super) dirty: HashSet<Vec<u8>>,
-    pub(super) stale: Vec<Vec<u8>>,
+    pub(super) dirs: HashMap<RepoPathBuf, DirState>,
+    pub(super) dirty: HashSet<RepoPathBuf>,
+    pub(super) stale: Vec<RepoPathBuf>,
     /// The trees of unchanged directories that stand as they are.
-    pub(super) reuse: HashMap<Vec<u8>, (cas::TreeId, u64)>,
+    pub(super) reuse: HashMap<RepoPathBuf, (cas::TreeId, u64)>,
 }
 
-pub(super) fn mark_changed(changed: &mut HashSet<Vec<u8>>, mut dir: &[u8]) {
-    while changed.insert(dir.to_vec()) && !dir.is_empty() {
-        dir = split_parent(dir).0;
+/// Marks `dir` and every directory above it, stopping at one marked already (so is
+/// everything above it).
+pub(super) fn mark_changed(changed: &mut HashSet<RepoPathBuf>, dir: &RepoPath) {
+    for up in dir.ancestors() {
+        if changed.contains(up) {
+            return;
+        }
+        changed.insert(up.to_owned());
     }
 }
 
 impl<'a> Assembly<'a> {
     pub(super) fn new(
-        cached: HashMap<Vec<u8>, DirState>,
-        unchanged: &HashSet<Vec<u8>>,
+        cached: HashMap<RepoPathBuf, DirState>,
+        unchanged: &HashSet<RepoPathBuf>,
         read_dirs: &'a ReadDirs,
     ) -> Assembly<'a> {
         let mut dirs = cached;
-        let stale: Vec<Vec<u8>> = dirs
+        let stale: Vec<RepoPathBuf> = dirs
             .keys()
             .filter(|k| !unchanged.contains(*k) && !read_dirs.contains_key(*k))
             .cloned()
@@ -88,7 +93,7 @@ impl<'a> Assembly<'a> {
 
     /// Records what hashing a walked file gave (`None`: it vanished or changed type).
     pub(super) fn found(&mut self, w: &Walked, result: Option<Content>) {
-        let (parent, name) = split_parent(&w.path);
+        let (parent, name) = w.dir_and_name();
         let listed_now = self.read_dirs.contains_key(parent);
         let cached = w.cached.as_deref().copied();
         let was_read = result.as_ref().is_none_or(|c| c.state != cached);
@@ -100,7 +105,7 @@ impl<'a> Assembly<'a> {
         }
         // Every walked file's directory was listed or is unchanged: its state is here.
         let Some(dir) = self.dirs.get_mut(parent) else {
-            self.lost.get_or_insert_with(|| parent.to_vec());
+            self.lost.get_or_insert_with(|| parent.to_owned());
             return;
         };
         let state = match result {
@@ -113,7 +118,7 @@ impl<'a> Assembly<'a> {
                 // Gone or changed type while read: look at the directory again next time.
                 dir.stamp.verified_ns = 0;
                 dir.children_mut().retain(|(n, _)| n.as_slice() != name);
-                self.dirty.insert(parent.to_vec());
+                self.dirty.insert(parent.to_owned());
                 return;
             }
         };
@@ -125,7 +130,7 @@ impl<'a> Assembly<'a> {
             .binary_search_by(|(n, _)| n.as_slice().cmp(name))
         {
             dir.children_mut()[i].1 = Child::File(state);
-            self.dirty.insert(parent.to_vec());
+            self.dirty.insert(parent.to_owned());
         }
     }
 
@@ -133,8 +138,8 @@ impl<'a> Assembly<'a> {
     /// listings, and takes the blob ids of every directory built again out of its tree.
     pub(super) fn finish(
         mut self,
-        unchanged: &HashSet<Vec<u8>>,
-        pruned: &[Vec<u8>],
+        unchanged: &HashSet<RepoPathBuf>,
+        pruned: &[RepoPathBuf],
         vanished: &[Vec<u8>],
         skipped: &[Skipped],
         reader: &cas::Reader,
@@ -144,29 +149,34 @@ impl<'a> Assembly<'a> {
         }
         let read_dirs = self.read_dirs;
         for path in vanished {
+            // A file of an unchanged directory, a cache key (checked on load).
             let (parent, name) = split_parent(path);
+            let parent = RepoPath::from_bytes_unchecked(parent);
             mark_changed(&mut self.changed, parent);
             if let Some(dir) = self.dirs.get_mut(parent) {
                 dir.stamp.verified_ns = 0;
                 dir.children_mut().retain(|(n, _)| n.as_slice() != name);
-                self.dirty.insert(parent.to_vec());
+                self.dirty.insert(parent.to_owned());
             }
         }
         let subdirs = read_dirs
             .keys()
             .chain(pruned.iter())
-            .filter(|k| !k.is_empty());
-        let mut additions: Vec<(Vec<u8>, Name, Child)> = subdirs
+            .filter(|k| !k.is_root());
+        let mut additions: Vec<(&RepoPath, Name, Child)> = subdirs
             .map(|sub| {
-                let (parent, name) = split_parent(sub);
-                (parent.to_vec(), Name::from_slice(name), Child::Dir)
+                let (parent, name) = sub.split_parent();
+                (parent, Name::from_slice(name), Child::Dir)
             })
             .collect();
         for s in skipped {
+            // Skipped paths are raw, but the listing holding one is a directory the walk
+            // entered or the cache holds: a repo path.
             let (parent, name) = listing_slot(&s.path);
+            let parent = RepoPath::from_bytes_unchecked(parent);
             if read_dirs.contains_key(parent) {
                 additions.push((
-                    parent.to_vec(),
+                    parent,
                     Name::from_slice(name),
                     Child::Skipped(s.reason.clone()),
                 ));
@@ -178,13 +188,13 @@ impl<'a> Assembly<'a> {
             {
                 // A cached file now left out (grown past the size cap): out of its tree.
                 dir.children_mut()[i].1 = Child::Skipped(s.reason.clone());
-                self.dirty.insert(parent.to_vec());
+                self.dirty.insert(parent.to_owned());
                 mark_changed(&mut self.changed, parent);
             }
         }
         for (parent, name, child) in additions {
-            if read_dirs.contains_key(&parent)
-                && let Some(dir) = self.dirs.get_mut(&parent)
+            if read_dirs.contains_key(parent)
+                && let Some(dir) = self.dirs.get_mut(parent)
             {
                 dir.children_mut().push((name, child));
             }
@@ -199,7 +209,7 @@ impl<'a> Assembly<'a> {
             .changed
             .iter()
             .chain(&self.dirty)
-            .map(Vec::as_slice)
+            .map(RepoPathBuf::as_repo_path)
             .collect();
         dirstate::resolve_dirs(&mut self.dirs, &rebuilt, reader)
             .map_err(|(dir, tree)| Lost::Tree(dir, tree))?;
@@ -249,7 +259,8 @@ pub(super) fn known(cached: &FileState) -> Option<Box<FileState>> {
 }
 
 /// The skipped entries of a directory's cached listing.
-pub(super) fn cached_skipped(dir: &[u8], state: &DirState) -> Vec<Skipped> {
+pub(super) fn cached_skipped(dir: &RepoPath, state: &DirState) -> Vec<Skipped> {
+    let dir = dir.as_bytes();
     if state.tally().skipped == 0 {
         return Vec::new();
     }
@@ -267,13 +278,13 @@ pub(super) fn cached_skipped(dir: &[u8], state: &DirState) -> Vec<Skipped> {
 }
 
 /// An unchanged directory's racy files as its cache holds them, and its skipped entries.
-pub(super) fn racy_listing(dir: &[u8], state: &DirState) -> Listing {
+pub(super) fn racy_listing(dir: &RepoPath, state: &DirState) -> Listing {
     let files = state
         .children()
         .iter()
         .filter_map(|(name, child)| match child {
             Child::File(cached) if cached.is_racy() => Some(Walked {
-                path: child_path(dir, name),
+                path: child_path(dir.as_bytes(), name),
                 stat: cached.stat(),
                 kind: cached.stat().kind()?,
                 cached: known(cached),
@@ -290,13 +301,14 @@ pub(super) fn racy_listing(dir: &[u8], state: &DirState) -> Listing {
 /// skipped entries, and the files that are no longer there (or no longer files).
 pub(super) fn stat_listing(
     root: &Path,
-    dir: &[u8],
+    dir: &RepoPath,
     state: &DirState,
     max_file_size: Option<u64>,
     quiet: Option<&[Vec<u8>]>,
 ) -> Listed {
     if let Some(suspects) = quiet
-        && (suspects.is_empty() || suspects_match(root, dir, state, suspects, max_file_size))
+        && (suspects.is_empty()
+            || suspects_match(root, dir.as_bytes(), state, suspects, max_file_size))
     {
         // Nothing happened here since the cache was verified: it stands as it is, but a
         // racy file is read again (the others stay as cached).
@@ -305,7 +317,7 @@ pub(super) fn stat_listing(
             true => Listed::Changed(racy_listing(dir, state)),
         };
     }
-    let fd = path_fd(root, dir);
+    let fd = path_fd(root, dir.as_bytes());
     let stat_of = |name: &[u8]| fd.as_ref().and_then(|fd| stat_at(fd, name));
     // First only compare: most directories are clean, and need no allocation per file.
     let mut stats = Vec::with_capacity(state.children().len());
@@ -326,7 +338,7 @@ pub(super) fn stat_listing(
     let mut gone = Vec::new();
     let mut stats = stats.into_iter();
     for (name, child) in state.children() {
-        let path = child_path(dir, name);
+        let path = child_path(dir.as_bytes(), name);
         match child {
             Child::File(cached) => {
                 let stat = stats.next().flatten();

@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use camino::Utf8Path;
 use cas::{BlobId, EntryKind, PreparedBlob, Store, WriteBatch};
-use path_policy::RepoPathBuf;
+use path_policy::{RepoPath, RepoPathBuf};
 use rayon::prelude::*;
 
 use crate::dirstate::{self, Cache, Child, DirStamp, DirState, IgnoreStamp, Name};
@@ -110,11 +110,22 @@ pub struct FileRecord {
 
 /// One file or symlink in scope, with what the cache knew of it.
 struct Walked {
+    /// Raw bytes: besides names the walk checked, a cached listing's names, which its
+    /// record checks as file names only.
     path: Vec<u8>,
     stat: Stat,
     kind: EntryKind,
     /// Boxed: most walked files have none (a first capture walks every file).
     cached: Option<Box<FileState>>,
+}
+
+impl Walked {
+    /// The directory holding the file, and its name there. The directory is one the walk
+    /// entered or the cache holds (its key checked on load): a repo path.
+    fn dir_and_name(&self) -> (&RepoPath, &[u8]) {
+        let (dir, name) = split_parent(&self.path);
+        (RepoPath::from_bytes_unchecked(dir), name)
+    }
 }
 
 /// The directory whose listing records a skipped `path`, and its name there: its parent,
@@ -173,11 +184,11 @@ pub struct Scan {
     /// Their bytes.
     pub bytes: u64,
     /// The new per-directory state, by directory path: what the trees are built from.
-    pub dirs: HashMap<Vec<u8>, DirState>,
+    pub dirs: HashMap<RepoPathBuf, DirState>,
     /// Subtrees where nothing changed, with their trees: not rebuilt.
-    pub reuse: HashMap<Vec<u8>, (cas::TreeId, u64)>,
-    dirty: HashSet<Vec<u8>>,
-    stale: Vec<Vec<u8>>,
+    pub reuse: HashMap<RepoPathBuf, (cas::TreeId, u64)>,
+    dirty: HashSet<RepoPathBuf>,
+    stale: Vec<RepoPathBuf>,
     /// The fingerprint of the rules from outside the tree, and whether the cache had
     /// another one.
     global: u64,
@@ -200,7 +211,7 @@ impl Scan {
             file_count,
             bytes,
             dirs: cache.dirs,
-            reuse: HashMap::from([(Vec::new(), (tree, size))]),
+            reuse: HashMap::from([(RepoPathBuf::root(), (tree, size))]),
             dirty: HashSet::new(),
             stale: Vec::new(),
             global,
@@ -210,7 +221,7 @@ impl Scan {
 
     /// Hands over the directories, for their trees to be built, and what settling the
     /// cache against those trees takes.
-    pub fn take_dirs(&mut self) -> (HashMap<Vec<u8>, DirState>, Settle) {
+    pub fn take_dirs(&mut self) -> (HashMap<RepoPathBuf, DirState>, Settle) {
         let settle = Settle {
             dirty: std::mem::take(&mut self.dirty),
             stale: std::mem::take(&mut self.stale),
@@ -225,8 +236,8 @@ impl Scan {
 /// The stat cache's updates, made as a capture's trees are built.
 pub struct Settle {
     /// Directories whose records change and are not written yet.
-    dirty: HashSet<Vec<u8>>,
-    stale: Vec<Vec<u8>>,
+    dirty: HashSet<RepoPathBuf>,
+    stale: Vec<RepoPathBuf>,
     global: u64,
     global_changed: bool,
     updates: Vec<CacheUpdate>,
@@ -237,7 +248,7 @@ impl Settle {
     /// had another: its record, if it changes, is written now, pointing into that tree.
     pub fn built(
         &mut self,
-        path: &[u8],
+        path: &RepoPath,
         state: &DirState,
         changed: bool,
         tree: Option<&cas::Tree>,
@@ -246,21 +257,23 @@ impl Settle {
         if changed || dirty {
             // Blob ids its tree holds are not repeated: the record points into it.
             let record = state.encode_against(tree);
-            self.updates.push((dirstate::dir_key(path), record));
+            self.updates
+                .push((dirstate::dir_key(path.as_bytes()), record));
         }
     }
 
     /// The cache's store updates (keys as [`dirstate::dir_key`], `None` to forget), and
     /// the cache `dirs` make once they are written.
-    pub fn finish(mut self, dirs: HashMap<Vec<u8>, DirState>) -> (Vec<CacheUpdate>, Cache) {
+    pub fn finish(mut self, dirs: HashMap<RepoPathBuf, DirState>) -> (Vec<CacheUpdate>, Cache) {
         for path in &self.dirty {
             if let Some(dir) = dirs.get(path) {
                 self.updates
-                    .push((dirstate::dir_key(path), dir.encode_against(None)));
+                    .push((dirstate::dir_key(path.as_bytes()), dir.encode_against(None)));
             }
         }
         for path in &self.stale {
-            self.updates.push((dirstate::dir_key(path), None));
+            self.updates
+                .push((dirstate::dir_key(path.as_bytes()), None));
         }
         if self.global_changed {
             self.updates.push((
@@ -284,17 +297,18 @@ enum Found {
 
 /// Decides which cached directories can be skipped: stamp and ignore files unchanged, no
 /// ignore file above them changed, and the same holds for every directory below.
-fn prunable(root: &Path, cache: &Cache, quiet: Option<&Quiet>) -> HashSet<Vec<u8>> {
-    let mut keys: Vec<&Vec<u8>> = cache.dirs.keys().collect();
-    keys.sort_by(|a, b| tree_order(a, b));
+fn prunable(root: &Path, cache: &Cache, quiet: Option<&Quiet>) -> HashSet<RepoPathBuf> {
+    // In tree order (`RepoPath`'s `Ord`), so each directory comes before those below it.
+    let mut keys: Vec<&RepoPathBuf> = cache.dirs.keys().collect();
+    keys.sort_unstable();
     let checks: Vec<(bool, bool)> = keys
         .par_iter()
         .map(|k| {
-            if quiet.is_some_and(|q| q.contains(k)) {
+            if quiet.is_some_and(|q| q.contains(k.as_bytes())) {
                 return (true, true);
             }
             let state = &cache.dirs[*k];
-            let Ok(dir) = CachedDir::open(root, k) else {
+            let Ok(dir) = CachedDir::open(root, k.as_bytes()) else {
                 return (false, false);
             };
             // An unchanged directory cannot have gained an ignore file, so only the ones it
@@ -305,38 +319,22 @@ fn prunable(root: &Path, cache: &Cache, quiet: Option<&Quiet>) -> HashSet<Vec<u8
             (stamp_ok && ignore_ok, ignore_ok)
         })
         .collect();
-    let ignore_changed: HashSet<&[u8]> = keys
+    let ignore_changed: HashSet<&RepoPath> = keys
         .iter()
         .zip(&checks)
         .filter(|(_, (_, ok))| !ok)
-        .map(|(k, _)| k.as_slice())
+        .map(|(k, _)| k.as_repo_path())
         .collect();
-    let under_changed_rules = |k: &[u8]| {
-        let mut p = k;
-        loop {
-            let (parent, _) = split_parent(p);
-            if p.is_empty() {
-                return false;
-            }
-            if ignore_changed.contains(parent) {
-                return true;
-            }
-            p = parent;
-        }
-    };
+    let under_changed_rules =
+        |k: &RepoPath| (k.ancestors().skip(1)).any(|up| ignore_changed.contains(up));
     let mut out = HashSet::new();
     for (k, (valid, _)) in keys.iter().zip(&checks).rev() {
         let state = &cache.dirs[*k];
         let children_ok = state.tally().dirs == 0
             || state.children().iter().all(|(name, c)| match c {
-                Child::Dir => {
-                    let mut child = (*k).clone();
-                    if !child.is_empty() {
-                        child.push(b'/');
-                    }
-                    child.extend_from_slice(name);
-                    out.contains(&child)
-                }
+                // The name comes from a stored listing, which holds file names only:
+                // checked, so a name no tree holds is no pruned directory.
+                Child::Dir => k.join(name).is_ok_and(|child| out.contains(&child)),
                 _ => true,
             });
         if *valid && children_ok && !under_changed_rules(k) {
@@ -430,10 +428,12 @@ pub fn scan(
     // file moved: it is the state.
     if reuse
         && let Some(quiet) = options.quiet
-        && let Some((tree, size)) = cache.dirs.get(&Vec::new()).and_then(|d| d.tree)
-        && cache.dirs.keys().all(|d| quiet.contains(d))
+        && let Some((tree, size)) = cache.dirs.get(RepoPath::root()).and_then(|d| d.tree)
+        && cache.dirs.keys().all(|d| quiet.contains(d.as_bytes()))
         && quiet.with_suspects().all(|(dir, names)| {
-            cache.dirs.get(dir).is_some_and(|state| {
+            // The watcher's paths are bytes (see `watch`): checked before a lookup.
+            let state = RepoPath::new(dir).ok().and_then(|dir| cache.dirs.get(dir));
+            state.is_some_and(|state| {
                 !state.tally().racy
                     && suspects_match(root_path, dir, state, names, scope.max_file_size())
             })
@@ -452,8 +452,8 @@ pub fn scan(
     let mut read_dirs: ReadDirs = HashMap::new();
     let mut walked = Vec::new();
     let mut skipped = Vec::new();
-    let pruned: Vec<Vec<u8>> = if skip.contains(&Vec::new()) {
-        vec![Vec::new()]
+    let pruned: Vec<RepoPathBuf> = if skip.contains(RepoPath::root()) {
+        vec![RepoPathBuf::root()]
     } else {
         let root_dir = CachedDir::open(root_path, b"").map_err(|source| ScanError::Io {
             path: root_path.to_owned(),
@@ -461,7 +461,10 @@ pub fn scan(
         })?;
         let root_meta = &root_dir.meta;
         let (root_ignore, root_git_file) = root_dir.at().ignore_stamp(None);
-        read_dirs.insert(Vec::new(), (DirStamp::of(root_meta, now_ns()), root_ignore));
+        read_dirs.insert(
+            RepoPathBuf::root(),
+            (DirStamp::of(root_meta, now_ns()), root_ignore),
+        );
         let found = walk(
             root_path,
             root_meta.dev(),
@@ -475,7 +478,7 @@ pub fn scan(
             read_dirs.insert(path, (stamp, ignore));
         }
         for w in &mut walked {
-            let (parent, name) = split_parent(&w.path);
+            let (parent, name) = w.dir_and_name();
             w.cached = cache
                 .dirs
                 .get(parent)
@@ -487,16 +490,14 @@ pub fn scan(
 
     // Unchanged subtrees: their cached listings stand; every file is lstat'ed afresh,
     // relative to its directory's descriptor.
-    let mut keys: Vec<&Vec<u8>> = cache.dirs.keys().collect();
-    keys.sort_by(|a, b| tree_order(a, b));
-    let mut unchanged: Vec<&Vec<u8>> = Vec::new();
+    // In tree order (`RepoPath`'s `Ord`): a directory's subtree follows it unbroken.
+    let mut keys: Vec<&RepoPathBuf> = cache.dirs.keys().collect();
+    keys.sort_unstable();
+    let mut unchanged: Vec<&RepoPathBuf> = Vec::new();
     for top in &pruned {
-        let start = keys.partition_point(|k| tree_order(k, top) == std::cmp::Ordering::Less);
+        let start = keys.partition_point(|k| *k < top);
         for k in &keys[start..] {
-            let inside = top.is_empty()
-                || *k == top
-                || (k.starts_with(top) && k.get(top.len()) == Some(&b'/'));
-            if !inside {
+            if !k.starts_with(top) {
                 break;
             }
             unchanged.push(k);
@@ -510,8 +511,8 @@ pub fn scan(
         .map(|dir| {
             let quiet = options
                 .quiet
-                .filter(|q| q.contains(dir))
-                .map(|q| q.suspects(dir));
+                .filter(|q| q.contains(dir.as_bytes()))
+                .map(|q| q.suspects(dir.as_bytes()));
             stat_listing(
                 root_path,
                 dir,
@@ -535,23 +536,23 @@ pub fn scan(
             Listed::Clean => skipped.extend(cached_skipped(dir, &cache.dirs[*dir])),
         }
     }
-    let unchanged: HashSet<Vec<u8>> = unchanged.into_iter().cloned().collect();
+    let unchanged: HashSet<RepoPathBuf> = unchanged.into_iter().cloned().collect();
     // Files to compare with entries whose blob ids are still in their directory's tree:
     // those trees are read now (a directory where nothing changed never has its read).
-    let pending: HashSet<Vec<u8>> = walked
+    let pending: HashSet<RepoPathBuf> = walked
         .iter()
-        .map(|w| split_parent(&w.path).0)
+        .map(|w| w.dir_and_name().0)
         .filter(|dir| cache.dirs.get(*dir).is_some_and(|d| d.pending))
-        .map(<[u8]>::to_vec)
+        .map(RepoPath::to_owned)
         .collect();
     if !pending.is_empty() {
-        let wanted = pending.iter().map(Vec::as_slice).collect();
+        let wanted = pending.iter().map(RepoPathBuf::as_repo_path).collect();
         // A read view of its own: one held while the groups below are written would keep
         // every page those writes free from being used again, and the file would grow.
         dirstate::resolve_dirs(&mut cache.dirs, &wanted, &store.reader()?)
             .map_err(|(dir, tree)| stale(root_path, &dir, tree))?;
         for w in walked.iter_mut().filter(|w| w.cached.is_none()) {
-            let (parent, name) = split_parent(&w.path);
+            let (parent, name) = w.dir_and_name();
             if pending.contains(parent) {
                 w.cached = cache
                     .dirs
@@ -587,7 +588,7 @@ pub fn scan(
         .finish(&unchanged, &pruned, &vanished, &skipped, &store.reader()?)
         .map_err(|lost| match lost {
             Lost::Listing(dir) => ScanError::Io {
-                path: join(root_path, &dir),
+                path: dir.to_fs_path(root_path),
                 source: std::io::Error::other(
                     "its listing was lost during the capture; snapshot again",
                 ),
@@ -614,7 +615,7 @@ pub fn scan(
 }
 
 /// Files in `dirs`, and their bytes.
-fn totals(dirs: &HashMap<Vec<u8>, DirState>) -> (u64, u64) {
+fn totals(dirs: &HashMap<RepoPathBuf, DirState>) -> (u64, u64) {
     dirs.values()
         .map(DirState::tally)
         .fold((0, 0), |(files, bytes), t| {

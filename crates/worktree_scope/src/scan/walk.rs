@@ -8,9 +8,9 @@ pub(super) struct Walk {
     pub(super) files: Vec<Walked>,
     pub(super) skipped: Vec<Skipped>,
     /// Directories the walker listed, with the stamp taken just before.
-    pub(super) read_dirs: Vec<(Vec<u8>, DirStamp, IgnoreStamp)>,
+    pub(super) read_dirs: Vec<(RepoPathBuf, DirStamp, IgnoreStamp)>,
     /// Directories it was told to skip.
-    pub(super) pruned: Vec<Vec<u8>>,
+    pub(super) pruned: Vec<RepoPathBuf>,
 }
 
 /// What the walk knows of a directory it entered: the rules in force there and its device.
@@ -21,7 +21,8 @@ pub(super) struct Entered {
 }
 
 /// Directories entered so far, by path from the root: the walker lists a directory only
-/// after it passed the filter, so its entry is here before its children's.
+/// after it passed the filter, so its entry is here before its children's. Keyed by raw
+/// bytes: looked up with the walker's paths before the scope has judged their names.
 pub(super) type EnteredDirs = RwLock<HashMap<Vec<u8>, Entered>>;
 
 /// What the walk knows of the directory holding `rel`: its own entry or, should it have
@@ -177,7 +178,7 @@ pub(super) fn walk(
     root_dev: u64,
     (root_ignore, root_git_file): (IgnoreStamp, bool),
     options: &ScanOptions<'_>,
-    skip: &HashSet<Vec<u8>>,
+    skip: &HashSet<RepoPathBuf>,
 ) -> Result<Walk, ScanError> {
     let mut builder = ignore::WalkBuilder::new(root);
     // The walker reads no rules file itself (it would open a FIFO or follow a link to a
@@ -268,9 +269,10 @@ pub(super) fn walk(
             }
             return false;
         }
-        if skip_f.contains(&rel) {
+        // In scope, every name checked: a repo path from here on.
+        if skip_f.contains(RepoPath::from_bytes_unchecked(&rel)) {
             if let Ok(mut list) = pruned_f.lock() {
-                list.push(rel);
+                list.push(RepoPathBuf::from_bytes_unchecked(rel));
             }
             return false;
         }
@@ -292,6 +294,7 @@ pub(super) fn walk(
             dirs.insert(rel.clone(), entering.entered);
         }
         if let Ok(mut list) = read_f.lock() {
+            let rel = RepoPathBuf::from_bytes_unchecked(rel);
             list.push((rel, entering.stamp, entering.ignore));
         }
         true
@@ -406,7 +409,7 @@ pub(super) fn walk_beneath(
     root_dev: u64,
     starts: Vec<Beneath>,
     scope: &Scope,
-    skip: &HashSet<Vec<u8>>,
+    skip: &HashSet<RepoPathBuf>,
     out: &mut Walk,
 ) -> Result<(), ScanError> {
     let handles = reach::Beneath::open(root).map_err(|source| ScanError::Io {
@@ -422,8 +425,9 @@ pub(super) fn walk_beneath(
         let (rel, dir, entered) = match step {
             Beneath::List(rel, dir, entered) => (rel, dir, entered),
             Beneath::Enter(rel, parent) => {
-                if skip.contains(&rel) {
-                    out.pruned.push(rel);
+                // Entered only once in scope, every name checked: a repo path.
+                if skip.contains(RepoPath::from_bytes_unchecked(&rel)) {
+                    out.pruned.push(RepoPathBuf::from_bytes_unchecked(rel));
                     continue;
                 }
                 let dir = match handles.dir(&rel) {
@@ -442,8 +446,8 @@ pub(super) fn walk_beneath(
                 match enter_dir(at, &rel, &meta, parent.as_ref(), root_dev) {
                     Ok(entering) => {
                         out.skipped.extend(entering.problem);
-                        out.read_dirs
-                            .push((rel.clone(), entering.stamp, entering.ignore));
+                        let path = RepoPathBuf::from_bytes_unchecked(rel.clone());
+                        out.read_dirs.push((path, entering.stamp, entering.ignore));
                         (rel, dir, entering.entered)
                     }
                     Err(reason) => {
