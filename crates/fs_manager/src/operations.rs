@@ -484,8 +484,8 @@ mod tests {
         let record = store.reader().expect("reader").file_state(&root, &a);
         let record = record.expect("read").expect("a's record");
         // `d` then the path with `/` as NUL: `..`, `../a`, `a/..`, `/a`, `a/`, `a//x`,
-        // `.git`, `a/.git`, a control byte.
-        let bad: [&[u8]; 9] = [
+        // `.git`, `a/.git`, a control byte; and a `/`, which `dir_key` never writes.
+        let bad: [&[u8]; 10] = [
             b"d..",
             b"d..\0a",
             b"da\0..",
@@ -495,6 +495,7 @@ mod tests {
             b"d.git",
             b"da\0.git",
             b"da\x01",
+            b"da/x",
         ];
         let mut batch = cas::WriteBatch::new();
         for key in bad {

@@ -75,8 +75,12 @@ impl Cache {
             .par_iter()
             .filter_map(|(key, value)| {
                 let rest = key.strip_prefix(b"d")?;
-                // Nothing checked the stored key: a record under a path no tree holds is
-                // dropped, as one that does not decode is (its directory is listed again).
+                // Nothing checked the stored key: a record under a key `dir_key` does not
+                // make (a `/` in it), or under a path no tree holds, is dropped, as one that
+                // does not decode is (its directory is listed again).
+                if rest.contains(&b'/') {
+                    return None;
+                }
                 let path = RepoPathBuf::new(
                     rest.iter()
                         .map(|&b| if b == 0 { b'/' } else { b })
