@@ -4,34 +4,14 @@ use cas::{MaintenanceError, OpenError, ReadError, RefError, ResolveError, WriteE
 
 use super::Code;
 
-/// A lower crate's error, kept whole.
-#[derive(Debug)]
-pub(super) enum Lower {
-    Open(OpenError),
-    LockTimeout(cas::InvalidLockTimeout),
-    Read(ReadError),
-    Resolve(ResolveError),
-    Ref(RefError),
-    Write(WriteError),
-    Registry(fs_manager::RegistryError),
-    Maintenance(MaintenanceError),
-    Storage(cas::StorageFailure),
-    Store(cas::StoreError),
-    Scan(fs_manager::ScanError),
-    Capture(fs_manager::CaptureError),
-    Checkout(fs_manager::CheckoutError),
-    Rollback(fs_manager::RollbackError),
-    Task(fs_manager::TaskError),
-    Undo(fs_manager::UndoError),
-    Recover(fs_manager::RecoverError),
-    Worktree(fs_manager::WorktreeError),
-    Apart(fs_manager::StoreOverlap),
-    Git(super::GitError),
-    Remote(remote::RemoteError),
-}
-
 macro_rules! lower_from {
     ($($variant:ident($t:ty)),* $(,)?) => {
+        /// A lower crate's error, kept whole.
+        #[derive(Debug)]
+        pub(super) enum Lower {
+            $( $variant($t), )*
+        }
+
         $(
             impl From<$t> for super::Error {
                 fn from(e: $t) -> Self {
