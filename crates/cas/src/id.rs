@@ -22,8 +22,8 @@ pub struct ParseIdError {
 }
 
 macro_rules! id_type {
-    ($(#[$meta:meta])* $name:ident) => {
-        $(#[$meta])*
+    ($(#[doc = $doc:literal])* $name:ident) => {
+        $(#[doc = $doc])*
         #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name([u8; ID_LEN]);
 
@@ -82,12 +82,27 @@ macro_rules! id_type {
                 s.parse().map_err(serde::de::Error::custom)
             }
         }
+
+        /// Written as its 64 lowercase hex digits.
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "type": "string",
+                    "pattern": "^[0-9a-f]{64}$",
+                    "description": concat!($($doc),*).trim(),
+                })
+            }
+        }
     };
 }
 
 macro_rules! typed_id {
-    ($(#[$meta:meta])* $name:ident) => {
-        id_type!($(#[$meta])* $name);
+    ($(#[doc = $doc:literal])* $name:ident) => {
+        id_type!($(#[doc = $doc])* $name);
 
         impl From<$name> for ObjectId {
             fn from(id: $name) -> ObjectId {

@@ -374,6 +374,20 @@ impl serde::Serialize for RepoPathBuf {
     }
 }
 
+/// A string: the path from the worktree root, `/` between names, as [`path_text`] writes it.
+impl schemars::JsonSchema for RepoPathBuf {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RepoPath".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "From the worktree root; a path that is not UTF-8 is written as git quotes it (\"caf\\351\")."
+        })
+    }
+}
+
 /// From its [`path_text`], checked: a path a tree cannot hold is an error naming it.
 impl<'de> serde::Deserialize<'de> for RepoPathBuf {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -30,7 +30,7 @@ pub struct RemoteGcOptions {
 }
 
 /// What remote gc did, or would do.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RemoteGcOutcome {
     /// Packs deleted.
     pub packs_removed: u64,

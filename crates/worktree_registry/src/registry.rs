@@ -124,10 +124,13 @@ pub struct WorktreeRecord {
 }
 
 /// Writable paths and the network, granted to sandboxed commands.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct GrantSet {
     /// Absolute, canonical paths a command may write beneath.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub writable: Vec<Utf8PathBuf>,
     /// Whether TCP bind and connect are allowed.
     #[serde(default)]
@@ -141,9 +144,10 @@ impl GrantSet {
     }
 }
 
-/// A worktree's remembered sandbox grants: those every later run gets, and those only the
-/// next run gets.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// A worktree's sandbox grants: for every run, and (`once`) for the next run only.
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct SandboxGrants {
     /// Granted to every run.
     #[serde(flatten)]
@@ -161,7 +165,9 @@ impl SandboxGrants {
 }
 
 /// A grant an agent asked for (through MCP or HTTP): only a person grants it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct GrantRequest {
     /// Its number in the worktree, never given to another request.
     pub id: u64,
@@ -171,7 +177,7 @@ pub struct GrantRequest {
     /// For the next run only.
     #[serde(default)]
     pub once: bool,
-    /// Who asked (the MCP client, or the HTTP peer).
+    /// Who asked: `MCP client NAME VERSION`, or `HTTP client pid N (PROGRAM)`.
     pub by: String,
     /// Why, in the asker's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
