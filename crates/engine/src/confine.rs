@@ -37,7 +37,7 @@ pub trait SavedSecrets: Send {
 
 /// What a command run by `run` may do. Serializable, so it can be handed to the helper
 /// process that enforces it, and reported.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "mode", rename_all = "kebab-case")]
 pub enum SandboxPolicy {
     /// Read anything, write nothing (but the private temporary directory).
@@ -168,7 +168,9 @@ pub enum ConfineError {
 }
 
 /// One access the kernel refused the command.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Denial {
     /// The object: a path (a denied create names its directory), or `ADDR:PORT` for TCP.
     pub path: String,

@@ -148,7 +148,7 @@ pub use run::{RunError, RunOptions, RunOutcome, RunSnapshot, RunSteps, Runner, V
 pub use spec::{VerbSpec, VerbTypes, verbs};
 pub use store::discover_store;
 pub use transfer::TransferError;
-pub use verb::{ArgumentsError, JsonObject};
+pub use verb::{ArgumentsError, JsonObject, output_schemas};
 pub use view::{
     Detail, DiffOptions, DiffOutcome, EntrySide, FileChange, LogEntry, LogOptions, LogOutcome,
     ReviewOptions, ReviewOutcome, SourceOut, Stats, StatusOptions, StatusOutcome, ViewError,

@@ -49,7 +49,7 @@ impl MergeOptions {
 }
 
 /// A conflicting path.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MergeConflictOut {
     /// The path.
     pub path: RawPath,
@@ -58,7 +58,7 @@ pub struct MergeConflictOut {
 }
 
 /// What `merge` did: a commit, or conflicts or dirty paths and nothing written (a refusal).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MergeOutcome {
     /// Whether a commit was made.
     pub merged: bool,
@@ -77,6 +77,7 @@ pub struct MergeOutcome {
     /// The snapshot merged.
     pub snapshot: SnapshotId,
     /// The repository.
+    #[schemars(with = "String")]
     pub repository: Utf8PathBuf,
     /// The refusal, when nothing was merged.
     #[serde(default, skip_serializing_if = "Option::is_none")]

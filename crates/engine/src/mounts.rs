@@ -31,9 +31,10 @@ pub struct MountOptions {
 }
 
 /// A mounted worktree.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MountOutcome {
     /// Its root.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Its head.
     pub snapshot: Option<SnapshotId>,
@@ -54,9 +55,10 @@ pub struct UnmountOptions {
 }
 
 /// An unmounted worktree.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UnmountOutcome {
     /// Its root.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Its head.
     pub snapshot: Option<SnapshotId>,

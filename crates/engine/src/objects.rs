@@ -158,7 +158,7 @@ pub struct ShowOptions {
 }
 
 /// An entry of a tree listing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ShowEntry {
     /// Its name.
     pub name: RepoPathBuf,
@@ -171,10 +171,10 @@ pub struct ShowEntry {
 }
 
 /// A file, or a tree listing.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ShowOutcome {
-    /// A file.
+    /// A file (`SNAP:PATH`, or a blob named by id); its bytes are the blob's.
     Blob {
         /// Its blob.
         blob: ObjectId,
@@ -188,9 +188,10 @@ pub enum ShowOutcome {
             skip_serializing_if = "Option::is_none",
             with = "crate::engine::base64_bytes"
         )]
+        #[schemars(with = "String", extend("contentEncoding" = "base64"))]
         contents: Option<Vec<u8>>,
     },
-    /// A tree.
+    /// A tree listing.
     Tree {
         /// Its id.
         tree: TreeId,
@@ -238,16 +239,16 @@ pub struct RefListOptions {
 }
 
 /// A ref.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RefEntry {
-    /// Its name.
+    /// A ref, or NAME@REMOTE.
     pub name: String,
     /// The snapshot it names.
     pub snapshot: SnapshotId,
 }
 
 /// Refs set, removed or listed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RefsOutcome {
     /// Them.
     pub refs: Vec<RefEntry>,
@@ -263,7 +264,7 @@ pub struct RefsOutcome {
 pub struct FsckOptions {}
 
 /// A problem `fsck` found.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FsckProblem {
     /// What it is about.
     pub kind: String,
@@ -280,7 +281,7 @@ impl std::fmt::Display for FsckProblem {
 }
 
 /// How much `fsck` checked.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FsckChecked {
     /// Blobs.
     pub blobs: u64,
@@ -293,7 +294,7 @@ pub struct FsckChecked {
 }
 
 /// What `fsck` found; problems make it a refusal.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FsckOutcome {
     /// Every problem.
     pub problems: Vec<FsckProblem>,
@@ -330,7 +331,7 @@ pub struct GcOptions {
 }
 
 /// An object gc removed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GcRemoved {
     /// `blob`, `tree` or `snapshot` (`pack` for `gc --remote`).
     pub kind: String,
@@ -339,7 +340,7 @@ pub struct GcRemoved {
 }
 
 /// Stored bytes gc could not free because something named or recent keeps them.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GcRetained {
     /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint` (unnamed,
     /// within `keep_within`), `task baseline`, `mount base`, `undo` (the worktree's op-log
@@ -357,27 +358,28 @@ pub struct GcRetained {
     pub bytes: u64,
 }
 
-/// What `gc` removed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// What `gc` removed (or would remove), what it could not and why.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GcOutcome {
     /// The objects.
     pub removed: Vec<GcRemoved>,
-    /// Their stored bytes.
+    /// Stored (compressed) bytes of the removed objects.
     pub bytes_freed: u64,
-    /// Op-log entries dropped (by age or by the size budget).
+    /// Op-log entries dropped, by age (`keep_within`) or by the size budget (`max_size`).
     pub ops_pruned: u64,
     /// Unnamed checkpoints the size budget dropped from their worktrees' stacks.
     #[serde(default)]
     pub checkpoints_pruned: u64,
-    /// What keeps the bytes that stay: refs, worktree heads, named checkpoints, task baselines,
-    /// recent op-log entries; those keeping nothing another does not are left out.
+    /// What keeps the bytes that stay, one entry per keeper that keeps something no keeper
+    /// listed before it does; its bytes are those only it adds, so the entries add up to
+    /// what every keeper together keeps. History kept because it fit is not listed.
     #[serde(default)]
     pub retained: Vec<GcRetained>,
     /// Whether nothing was removed.
     pub dry_run: bool,
-    /// The store file's size before.
+    /// The database file's size before.
     pub file_bytes_before: u64,
-    /// And after.
+    /// And after (compacted): the size `max_size` is about.
     pub file_bytes_after: u64,
     /// What the store folder's files take after, mount layers included (what
     /// `CAIRN_STORE_BUDGET` counts; on a dry run, now). `--max-size` is about

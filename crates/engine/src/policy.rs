@@ -152,9 +152,10 @@ impl PolicyAllowOptions {
 }
 
 /// A worktree's sandbox grants and the requests waiting for a person.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PolicyOutcome {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Its grants: `{writable, network, once: {writable, network}}`.
     pub policy: SandboxGrants,
@@ -168,7 +169,7 @@ pub struct PolicyOutcome {
     /// For `take_once`: the next-run grants this call took for its run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taken: Option<GrantSet>,
-    /// What happens next, for a recorded request.
+    /// For a recorded request: how a person grants or denies it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }

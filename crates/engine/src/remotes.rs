@@ -41,7 +41,7 @@ pub struct RemoteRmOptions {
 pub struct RemoteListOptions {}
 
 /// A remote as listed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RemoteEntry {
     /// Its name.
     pub name: String,
@@ -58,7 +58,7 @@ pub struct RemoteEntry {
 }
 
 /// Remotes added, removed or listed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RemotesOutcome {
     /// Them.
     pub remotes: Vec<RemoteEntry>,
@@ -78,7 +78,7 @@ pub struct PushOptions {
 }
 
 /// What `push` did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PushOutcome {
     /// The remote.
     pub remote: String,
@@ -115,7 +115,7 @@ pub struct PullOptions {
 }
 
 /// What `pull` did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PullOutcome {
     /// The remote.
     pub remote: String,

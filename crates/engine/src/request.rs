@@ -58,6 +58,8 @@ pub struct Verb {
         fn(serde_json::Value) -> Result<Request, serde_path_to_error::Error<serde_json::Error>>,
     /// Its outcome type's name, as the table writes it.
     pub(crate) outcome: &'static str,
+    /// Its outcome type's schema, a reference into the generator's definitions.
+    pub(crate) outcome_schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
     /// Its [`VerbSpec::REFUSED`].
     pub(crate) refused: Option<&'static str>,
     /// Its [`VerbSpec::EXAMPLE`].
@@ -95,6 +97,7 @@ macro_rules! verbs {
                 schema: <$options as schemars::JsonSchema>::json_schema,
                 parse: |args| serde_path_to_error::deserialize(args).map(Request::$variant),
                 outcome: stringify!($outcome),
+                outcome_schema: |generator| generator.subschema_for::<$outcome>(),
                 refused: <verbs::$variant as VerbSpec>::REFUSED,
                 example: <verbs::$variant as VerbSpec>::EXAMPLE,
             },
@@ -116,7 +119,7 @@ macro_rules! verbs {
 
         /// The outcome of any verb. Serialized as `{"verb": NAME, "outcome": {...}}`;
         /// [`Outcome::to_json`] gives the verb's own JSON object.
-        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
         #[serde(tag = "verb", content = "outcome")]
         #[allow(missing_docs)]
         pub enum Outcome {

@@ -37,9 +37,10 @@ pub struct CheckpointOptions {
 }
 
 /// What `checkpoint` made.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckpointOutcome {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// The snapshot it took, with `snapshot`'s fields.
     #[serde(flatten)]
@@ -80,7 +81,7 @@ pub struct UndoOptions {
 }
 
 /// A file an undo or redo would not touch, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RefusedPath {
     /// The path.
     pub path: RepoPathBuf,
@@ -89,9 +90,10 @@ pub struct RefusedPath {
 }
 
 /// An undo or redo that ran (or was refused because files changed since).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct UndoDone {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Undo: the files put back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -111,7 +113,7 @@ pub struct UndoDone {
 }
 
 /// Nothing to undo (or redo): a refusal.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NothingToUndo {
     /// Undo: empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -126,7 +128,7 @@ pub struct NothingToUndo {
 }
 
 /// What `undo` or `redo` did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum UndoOutcome {
     /// It ran, or was refused file by file.
@@ -160,7 +162,7 @@ pub struct TimelineOptions {
 
 /// One state of a worktree: a snapshot as `log --stat` shows it, its checkpoint name, and
 /// whether it is the head.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimelineEntry {
     /// The snapshot, with its changes against its first parent.
     #[serde(flatten)]
@@ -174,9 +176,10 @@ pub struct TimelineEntry {
 
 /// A worktree's states, newest first: its checkpoints, the snapshots its op log went
 /// through, and its head's history.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimelineOutcome {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Its head.
     pub head: Option<SnapshotId>,
@@ -185,7 +188,7 @@ pub struct TimelineOutcome {
 }
 
 /// One operation of a worktree.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpItem {
     /// Its number.
     pub seq: u64,
@@ -214,9 +217,10 @@ pub struct OpItem {
 }
 
 /// A worktree's operation log, newest first.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OpLogOutcome {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Its operations.
     pub ops: Vec<OpItem>,
@@ -236,9 +240,10 @@ pub struct AcceptOptions {
 }
 
 /// What `accept` kept.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AcceptOutcome {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// The paths accepted.
     pub accepted: Vec<RepoPathBuf>,
@@ -265,9 +270,10 @@ pub struct DiscardOptions {
 }
 
 /// What `discard` put back.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DiscardOutcome {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// The paths put back to the baseline.
     pub discarded: Vec<RepoPathBuf>,
@@ -292,9 +298,10 @@ pub struct RecoverOptions {
 }
 
 /// What `recover` finished.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecoverOutcome {
     /// The worktree (or repository).
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// The operation finished (none: nothing to do).
     pub recovered: Option<String>,

@@ -115,7 +115,7 @@ mod os_strings {
 }
 
 /// What `run` did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunOutcome {
     /// The command's exit status (128 + the signal's number if a signal ended it).
     pub exit_code: i32,
@@ -135,8 +135,8 @@ pub struct RunOutcome {
     /// Why what the kernel denied is not known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub denied_unavailable: Option<String>,
-    /// The command's stdout, when captured (not on a terminal): its first
-    /// [`crate::limits::MAX_OUTPUT_BYTES`], bytes that are not UTF-8 replaced.
+    /// The command's stdout, when captured (not on a terminal): its first MiB
+    /// ([`crate::limits::MAX_OUTPUT_BYTES`]), bytes that are not UTF-8 replaced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stdout: Option<String>,
     /// Whether stdout was cut at the limit.
@@ -154,18 +154,20 @@ pub struct RunOutcome {
 }
 
 /// A worktree of a run and its snapshot after it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunSnapshot {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Its new head.
     pub snapshot: SnapshotId,
 }
 
 /// A denied path the command changed, and whether it was put back.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Violation {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// The path in it.
     pub path: RawPath,

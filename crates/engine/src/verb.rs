@@ -10,7 +10,9 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use schemars::generate::SchemaSettings;
+use schemars::generate::{Contract, SchemaSettings};
+use schemars::transform::RecursiveTransform;
+use schemars::{Schema, SchemaGenerator};
 use serde_json::{Map, Value};
 
 use crate::request::{ALL_VERBS, Face, Request, Verb};
@@ -109,6 +111,13 @@ impl Verb {
     /// An example of its route's JSON arguments (its [`crate::VerbSpec::EXAMPLE`]).
     pub fn example(&self) -> Option<&'static str> {
         self.example
+    }
+
+    /// The JSON Schema of its outcome's JSON object ([`crate::Outcome::to_json`]), as serde
+    /// writes it: a reference into the definitions of `generator` (made by
+    /// [`output_schemas`]), which gains those it needs.
+    pub fn outcome_schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        (self.outcome_schema)(generator)
     }
 
     /// The JSON Schema of its options, every one (as `/v1/call` takes them), each with its
@@ -226,6 +235,76 @@ impl Verb {
             }
         }
         out
+    }
+}
+
+/// A generator of the JSON Schemas of what the engine writes (outcomes, a `/v1/call`
+/// reply): serde's serializing side (a field skipped when empty is optional, a field
+/// written as `null` is required), each named type a definition under `definitions_path`
+/// (`/$defs`, or OpenAPI's `/components/schemas`).
+pub fn output_schemas(definitions_path: &str) -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.contract = Contract::Serialize;
+            s.definitions_path = definitions_path.to_owned().into();
+            s.meta_schema = None;
+        })
+        .with_transform(RecursiveTransform(absent_not_null))
+        .with_transform(RecursiveTransform(plain_description))
+        .into_generator()
+}
+
+/// A property serde leaves out when it has nothing (`skip_serializing_if`, so not
+/// required) is never `null`: its schema says so.
+fn absent_not_null(schema: &mut Schema) {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(|n| n.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else {
+        return;
+    };
+    for (name, property) in properties.iter_mut() {
+        if required.contains(name) {
+            continue;
+        }
+        let Value::Object(p) = property else {
+            continue;
+        };
+        set_nullable(p, false);
+        let one = match p.get_mut("anyOf") {
+            Some(Value::Array(branches)) => {
+                branches.retain(|b| b != &serde_json::json!({ "type": "null" }));
+                (branches.len() == 1).then(|| branches.remove(0))
+            }
+            _ => None,
+        };
+        if let Some(Value::Object(only)) = one {
+            p.remove("anyOf");
+            for (k, v) in only {
+                p.entry(k).or_insert(v);
+            }
+        }
+    }
+}
+
+/// A doc comment as a description: its lines joined, as [`Verb::description`] joins
+/// them, and rustdoc's links plain code.
+fn plain_description(schema: &mut Schema) {
+    if let Some(Value::String(text)) = schema.get_mut("description") {
+        *text = text
+            .lines()
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace("[`", "`")
+            .replace("`]", "`");
     }
 }
 

@@ -42,7 +42,7 @@ pub enum Detail {
 }
 
 /// One side of a changed file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EntrySide {
     /// Its blob.
     pub blob: ObjectId,
@@ -55,7 +55,7 @@ pub struct EntrySide {
 }
 
 /// A changed file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FileChange {
     /// Its path (the new one for a rename).
     pub path: RepoPathBuf,
@@ -95,6 +95,7 @@ pub struct FileChange {
         skip_serializing_if = "Option::is_none",
         with = "crate::engine::base64_bytes"
     )]
+    #[schemars(with = "String", extend("contentEncoding" = "base64"))]
     pub old_content: Option<Vec<u8>>,
     /// After's bytes, with [`Detail::Contents`].
     #[serde(
@@ -102,6 +103,7 @@ pub struct FileChange {
         skip_serializing_if = "Option::is_none",
         with = "crate::engine::base64_bytes"
     )]
+    #[schemars(with = "String", extend("contentEncoding" = "base64"))]
     pub new_content: Option<Vec<u8>>,
 }
 
@@ -126,7 +128,9 @@ impl FileChange {
 }
 
 /// Totals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Stats {
     /// Files changed.
     pub files: u64,
@@ -137,7 +141,7 @@ pub struct Stats {
 }
 
 /// SPEC.md's diff object.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DiffOutcome {
     /// Files added.
     pub added: Vec<FileChange>,
@@ -224,12 +228,13 @@ pub struct StatusOptions {
 }
 
 /// What `status` found.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StatusOutcome {
     /// The changes.
     #[serde(flatten)]
     pub changes: DiffOutcome,
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// Its head.
     pub head: Option<SnapshotId>,
@@ -252,12 +257,13 @@ pub struct ReviewOptions {
 }
 
 /// What `review` found.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReviewOutcome {
     /// The changes.
     #[serde(flatten)]
     pub changes: DiffOutcome,
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// The task's baseline.
     pub baseline: SnapshotId,
@@ -285,16 +291,17 @@ pub struct LogOptions {
 }
 
 /// Where a snapshot was captured from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SourceOut {
     /// The directory.
+    #[schemars(with = "String")]
     pub path: Utf8PathBuf,
     /// Its git state.
     pub git: Option<SourceGit>,
 }
 
 /// The git state of a snapshot's source.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SourceGit {
     /// The commit.
     pub commit: String,
@@ -303,7 +310,7 @@ pub struct SourceGit {
 }
 
 /// One snapshot of a history.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LogEntry {
     /// Its id.
     pub id: SnapshotId,
@@ -315,7 +322,7 @@ pub struct LogEntry {
     pub message: String,
     /// `key=value` labels.
     pub labels: Vec<String>,
-    /// When it was made.
+    /// When it was made (RFC 3339).
     pub created: String,
     /// Where it came from.
     pub source: Option<SourceOut>,
@@ -325,7 +332,7 @@ pub struct LogEntry {
 }
 
 /// A history, newest first.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LogOutcome {
     /// The snapshots.
     pub snapshots: Vec<LogEntry>,

@@ -21,12 +21,13 @@ pub struct CallRequest {
 }
 
 /// The answer to a call: the outcome and its exit status, or the error.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum CallReply {
     /// It ran.
     Done {
         /// 0, or 1 for a refusal.
+        #[schemars(range(max = 1))]
         exit: u8,
         /// What it did.
         outcome: Outcome,

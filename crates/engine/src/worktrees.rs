@@ -14,7 +14,7 @@ use crate::spec::{VerbSpec, verbs};
 use crate::store::Access;
 
 /// A path left out of a capture, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SkippedPath {
     /// From the worktree root.
     pub path: RawPath,
@@ -39,7 +39,7 @@ pub(crate) fn skipped(list: &[fs_manager::Skipped]) -> Vec<SkippedPath> {
 }
 
 /// The git state of a captured directory.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GitState {
     /// The commit checked out.
     pub git_commit: String,
@@ -79,9 +79,10 @@ impl OnboardOptions {
 }
 
 /// What `onboard` did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OnboardOutcome {
     /// The worktree's root.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// The snapshot.
     pub snapshot: SnapshotId,
@@ -120,7 +121,7 @@ pub struct ImportOptions {
 }
 
 /// What an import did.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ImportOutcome {
     /// The snapshot.
     pub snapshot: SnapshotId,
@@ -135,6 +136,7 @@ pub struct ImportOutcome {
     /// The commit imported.
     pub source: GitState,
     /// The repository, as found.
+    #[schemars(with = "String")]
     pub repository: Utf8PathBuf,
 }
 
@@ -171,7 +173,7 @@ impl SnapshotOptions {
 }
 
 /// What `snapshot` made.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SnapshotOutcome {
     /// The snapshot (the head, if nothing changed).
     pub snapshot: SnapshotId,
@@ -230,9 +232,10 @@ impl CheckoutOptions {
 }
 
 /// What `checkout` wrote.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckoutOutcome {
     /// The new worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// The snapshot.
     pub snapshot: SnapshotId,
@@ -261,9 +264,10 @@ pub struct RollbackOptions {
 }
 
 /// What `rollback` (or `rewind`) changed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RollbackOutcome {
     /// The worktree.
+    #[schemars(with = "String")]
     pub worktree: Utf8PathBuf,
     /// The snapshot rolled back to.
     pub snapshot: SnapshotId,
@@ -299,9 +303,10 @@ impl RollbackOutcome {
 pub struct WorktreeListOptions {}
 
 /// A registered worktree.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorktreeItem {
     /// Its root.
+    #[schemars(with = "String")]
     pub path: Utf8PathBuf,
     /// `in-place`, `isolated` or `mounted`.
     pub kind: String,
@@ -317,7 +322,7 @@ pub struct WorktreeItem {
 }
 
 /// The registry.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorktreeListOutcome {
     /// Every worktree.
     pub worktrees: Vec<WorktreeItem>,
@@ -333,16 +338,17 @@ pub struct WorktreePathOptions {
 }
 
 /// A worktree and its head.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorktreeHead {
     /// Its root.
+    #[schemars(with = "String")]
     pub path: Utf8PathBuf,
     /// Its head.
     pub head: Option<SnapshotId>,
 }
 
 /// The worktree removed or rebound.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WorktreesChanged {
     /// It.
     pub worktrees: Vec<WorktreeHead>,

@@ -111,6 +111,22 @@ impl Code {
     }
 }
 
+/// A string, one of the codes.
+impl schemars::JsonSchema for Code {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Code".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let codes: Vec<&str> = Code::all().iter().map(|c| c.as_str()).collect();
+        schemars::json_schema!({
+            "type": "string",
+            "enum": codes,
+            "description": "The stable code of an error (exit status 2: bad usage or input; 3: a store or I/O failure).",
+        })
+    }
+}
+
 impl std::fmt::Display for Code {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -264,16 +264,21 @@ impl GitError {
 }
 
 /// An error as the wire and `--json` carry it: `{"code", "message"}` and the exit status.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct ErrorReply {
     /// The stable code.
+    #[schemars(with = "Code")]
     pub code: String,
-    /// The message.
+    /// The message, naming the path or id involved.
     pub message: String,
-    /// The exit status.
+    /// The exit status: 2 bad usage or input, 3 a store or I/O failure.
+    #[schemars(range(min = 2, max = 3))]
     pub exit: u8,
     /// For [`DiscardError::ConfirmationNeeded`]: the worktree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub root: Option<Utf8PathBuf>,
 }
 
