@@ -1,20 +1,28 @@
-//! `docs/openapi.yaml` is generated where the engine's verbs describe it ([`Verb`]): each
-//! route's path entry (summary and description from its doc comment, its example and
-//! what its 409 refusal means from its `VerbSpec`, its result schema named for the verb or
-//! its outcome type), each route's request body, each verb's `/v1/call` options and
-//! `/v1/call`'s list of verbs, written between the file's `BEGIN generated` and `END
-//! generated` lines. The rest (the other routes, the responses, the result schemas) is
-//! kept by hand. The test fails on any difference; `CAIRN_WRITE_OPENAPI=1 cargo test -p
-//! cairn-cli openapi` writes the file again.
+//! `docs/openapi.yaml` is generated whole: `openapi.template.yaml` beside this file (the
+//! prose, the routes that are no verb's, the shared responses and the schemas of the
+//! client's wire types) with the parts the engine's types describe put in. From the verbs
+//! ([`Verb`]): each route's path entry (summary and description from its doc comment, its
+//! example and what its 409 refusal means from its `VerbSpec`, its result schema its
+//! outcome type's), each route's request body, each verb's `/v1/call` options and
+//! `/v1/call`'s list of verbs. From the engine's types, derived (`schemars`, as serde writes
+//! them): every outcome and what it holds, `/v1/call`'s reply, and the error body with
+//! every code ([`Code`] and the server's own, [`super::serve::ROUTE_CODES`]). The test fails
+//! on any difference; `CAIRN_WRITE_OPENAPI=1 cargo test -p cairn-cli openapi` writes the
+//! file again.
 
-use cairn_engine::{Face, Verb};
+use cairn_engine::wire::CallReply;
+use cairn_engine::{Code, Face, Verb};
+use schemars::SchemaGenerator;
 use serde_json::{Value, json};
 
 const FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.yaml");
-const BEGIN: &str = "    # BEGIN generated";
-const END: &str = "    # END generated";
-const BEGIN_ROUTES: &str = "  # BEGIN generated routes";
-const END_ROUTES: &str = "  # END generated routes";
+const TEMPLATE: &str = include_str!("openapi.template.yaml");
+/// The template's line where the verbs' routes go.
+const ROUTES: &str = "  # generated: routes\n";
+/// The template's line where the generated schemas go.
+const SCHEMAS: &str = "    # generated: schemas\n";
+/// Where the generated schemas are, for `$ref`.
+const DEFINITIONS: &str = "/components/schemas";
 
 /// A value in YAML's flow style; names and words plain, other text quoted as JSON (a
 /// subset of YAML's double-quoted style).
@@ -107,27 +115,22 @@ const ERRORS: &[(&str, &str)] = &[
     ("507", "NoSpace"),
 ];
 
-/// The result schema of `verb`'s route: the one named for the verb (`RedoResult`), else
-/// the one named for its outcome type (`rewind`'s `RollbackResult`); `None` if the file
-/// has neither.
-fn result_schema(verb: &Verb, file: &str) -> Option<String> {
-    let by_verb = format!("{}Result", capitalized(verb.name()));
-    let by_type = verb.outcome_type().replace("Outcome", "Result");
-    [by_verb, by_type]
-        .into_iter()
-        .find(|name| file.contains(&format!("\n    {name}:\n")))
-}
-
-/// The path entries of the verbs' routes.
-fn routes(file: &str) -> String {
+/// The path entries of the verbs' routes; `generator` gains their outcomes' schemas.
+fn routes(generator: &mut SchemaGenerator) -> String {
     let mut out = String::new();
     for verb in Verb::all().iter().filter(|v| v.on(Face::Route)) {
         let name = verb.name();
         let summary = verb.summary();
         let description = verb.description();
-        let result = result_schema(verb, file).unwrap_or_else(|| {
-            panic!("docs/openapi.yaml has no result schema for /v1/{name} (a {}Result or {}), to write by hand", capitalized(name), verb.outcome_type().replace("Outcome", "Result"))
-        });
+        let result = verb.outcome_schema(generator);
+        let result = result
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix(&format!("#{DEFINITIONS}/")))
+            .unwrap_or_else(|| {
+                panic!("/v1/{name}: its outcome's schema is no named type ({result:?})")
+            })
+            .to_owned();
         let example: Value = verb
             .example()
             .map(|e| serde_json::from_str(e).expect("every route's example is JSON"))
@@ -170,17 +173,53 @@ fn routes(file: &str) -> String {
     out
 }
 
-/// `file` with what lies between the line `begin` and the line `end` replaced by `with`.
-fn between(file: &str, begin: &str, end: &str, with: &str) -> String {
-    let (Some(start), Some(stop)) = (file.find(begin), file.find(end)) else {
-        panic!("docs/openapi.yaml lacks its {begin:?} and {end:?} lines")
+/// The error body of every route, `{"error": {"code", "message"}}`, with every code.
+fn error_schema() -> serde_json::Map<String, Value> {
+    let codes: Vec<&str> = Code::all()
+        .iter()
+        .map(|c| c.as_str())
+        .chain(super::serve::ROUTE_CODES.iter().copied())
+        .collect();
+    let Value::Object(schema) = json!({
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": { "enum": codes, "description": "Stable, snake_case: the engine's codes and the server's own (a malformed request, an object refused)." },
+                    "message": { "type": "string", "description": "Names the path or id involved." },
+                },
+            },
+        },
+    }) else {
+        unreachable!("an object")
     };
-    let after_begin = start + file[start..].find('\n').expect("a line") + 1;
-    format!("{}{}{}", &file[..after_begin], with, &file[stop..])
+    schema
 }
 
-/// What goes between the markers.
-fn generated() -> String {
+/// The schemas of the engine's types: the error body, every definition `generator` holds
+/// (each route's outcome and what it holds) and `/v1/call`'s reply with every verb's
+/// outcome.
+fn type_schemas(mut generator: SchemaGenerator) -> String {
+    generator.subschema_for::<CallReply>();
+    let mut out = schema("Error", &error_schema());
+    for (name, definition) in generator.take_definitions(true) {
+        let Value::Object(definition) = definition else {
+            panic!("{name}: a schema that is no object")
+        };
+        assert!(
+            !TEMPLATE.contains(&format!("\n    {name}:\n")),
+            "the type {name} is named as a schema of openapi.template.yaml too"
+        );
+        out.push_str(&schema(&name, &definition));
+    }
+    out
+}
+
+/// The request schemas: each route's body, `/v1/call`'s request and each verb's options.
+fn request_schemas() -> String {
     let mut out = String::new();
     for verb in Verb::all().iter().filter(|v| v.on(Face::Route)) {
         let mut body = verb.args_schema(true);
@@ -229,11 +268,29 @@ fn generated() -> String {
     out
 }
 
+/// The whole file.
+fn document() -> String {
+    let mut generator = cairn_engine::output_schemas(DEFINITIONS);
+    let routes = routes(&mut generator);
+    let schemas = type_schemas(generator) + &request_schemas();
+    for line in [ROUTES, SCHEMAS] {
+        assert_eq!(
+            TEMPLATE.matches(line).count(),
+            1,
+            "openapi.template.yaml must have the line {line:?} once"
+        );
+    }
+    format!(
+        "# Generated by crates/cli/src/commands/openapi.rs from openapi.template.yaml beside it and\n\
+         # cairn-engine's types: edit those, then CAIRN_WRITE_OPENAPI=1 cargo test -p cairn-cli openapi.\n{}",
+        TEMPLATE.replace(ROUTES, &routes).replace(SCHEMAS, &schemas)
+    )
+}
+
 #[test]
 fn the_openapi_file_is_generated_from_the_engine_types() {
     let file = std::fs::read_to_string(FILE).expect("docs/openapi.yaml");
-    let want = between(&file, BEGIN_ROUTES, END_ROUTES, &routes(&file));
-    let want = between(&want, BEGIN, END, &generated());
+    let want = document();
     if std::env::var_os("CAIRN_WRITE_OPENAPI").is_some() {
         std::fs::write(FILE, &want).expect("docs/openapi.yaml written");
         return;

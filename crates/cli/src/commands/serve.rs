@@ -161,7 +161,23 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The codes only the server answers with, beside the engine's ([`cairn_engine::Code`]):
+/// a malformed request, an object the object routes refuse. `docs/openapi.yaml` lists both.
+pub(crate) const ROUTE_CODES: &[&str] = &[
+    "invalid_json",
+    "unknown_verb",
+    "missing_argument",
+    "invalid_id",
+    "hash_mismatch",
+    "invalid_object",
+    "dangling",
+];
+
 fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+    debug_assert!(
+        ROUTE_CODES.contains(&code) || code.parse::<cairn_engine::Code>().is_ok(),
+        "{code} is neither an engine code nor among ROUTE_CODES"
+    );
     ApiError {
         status,
         code,
