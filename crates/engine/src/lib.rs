@@ -30,8 +30,8 @@
 //! verb                               a verb as routes and tools see it: schema, reading
 //! request                            Request / Outcome of every verb, Engine::handle
 //! limits                             how large a request's arguments may be (as JSON)
-//! view, reversible, merge, objects,  the verbs
-//! remotes, transfer, run
+//! verbs, view, reversible, merge,    the verbs (verbs/: one module each, declared by build.rs)
+//! objects, remotes, transfer, run
 //! worktrees                          onboard, snapshot, checkout, rollback, the registry
 //! mounts                             worktrees served by this engine (FUSE)
 //! engine                             Engine, Call, resolving snapshot names
@@ -39,7 +39,7 @@
 //! store                              finding and holding the store; thread pools
 //! path                               PathArg, RawPath; directories against the caller's
 //! texts                              the strings a value holds (through Serialize)
-//! spec                               the verb table, each verb as a type, VerbSpec
+//! spec                               verb!, the verb table, each verb as a type, VerbSpec
 //! error                              Error: a Code, its exit status, the typed source
 //! ```
 //!
@@ -97,6 +97,7 @@ mod store;
 mod texts;
 mod transfer;
 mod verb;
+pub mod verbs;
 mod view;
 pub mod wire;
 mod worktrees;
@@ -145,7 +146,7 @@ pub use reversible::{
     UndoDone, UndoOptions, UndoOutcome,
 };
 pub use run::{RunError, RunOptions, RunOutcome, RunSnapshot, RunSteps, Runner, Violation};
-pub use spec::{VerbSpec, VerbTypes, verbs};
+pub use spec::{VerbSpec, VerbTypes};
 pub use store::discover_store;
 pub use transfer::TransferError;
 pub use verb::{ArgumentsError, JsonObject, output_schemas};
@@ -153,6 +154,8 @@ pub use view::{
     Detail, DiffOptions, DiffOutcome, EntrySide, FileChange, LogEntry, LogOptions, LogOutcome,
     ReviewOptions, ReviewOutcome, SourceOut, Stats, StatusOptions, StatusOutcome, ViewError,
 };
+// The public items of each module of `verbs/` (a verb of its own), written by `build.rs`.
+include!(concat!(env!("OUT_DIR"), "/verb_exports.rs"));
 pub use worktrees::{
     CheckoutOptions, CheckoutOutcome, GitState, ImportOptions, ImportOutcome, OnboardOptions,
     OnboardOutcome, RollbackOptions, RollbackOutcome, SkippedPath, SnapshotOptions,

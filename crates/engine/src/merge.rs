@@ -8,7 +8,7 @@ use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::Error;
 use crate::git::GitMerge;
 use crate::path::RawPath;
-use crate::spec::{VerbSpec, verbs};
+use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
 use crate::worktrees::canonical_dir as canonical;
 
@@ -177,6 +177,11 @@ impl Engine {
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// Three-way merge a snapshot into the git repository it came from, as a commit on a new branch (or with checkout: the current branch, index and files). Conflicts are reported and the repository is left exactly as it was.
+    Merge(MergeOptions) -> MergeOutcome = "merge" via merge [Route, Tool];
+}
 
 impl VerbSpec for verbs::Merge {
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::{Code, Error};
-use crate::spec::{VerbSpec, verbs};
+use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::{Access, Claim};
 
 /// `cairn mount SNAP DIR [--read-only]` / `cairn mount DIR`.
@@ -512,6 +512,13 @@ fn identity(path: &Utf8Path) -> Option<fs_manager::DirIdentity> {
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// Mount a snapshot as a copy-on-write worktree, ready at once: files are read from the store when first opened and writes stay in the worktree's own layer; snapshot, status, diff and rollback work on it as on any worktree. Without a snapshot, attaches a registered mount again (its layer keeps every change).
+    Mount(MountOptions) -> MountOutcome = "mount" via mount [Route, Tool];
+    /// Unmount a mounted worktree; its layer stays, so a later mount brings every change back. With materialize: leave an ordinary directory with the worktree's current files instead.
+    Unmount(UnmountOptions) -> UnmountOutcome = "unmount" via unmount [Route, Tool];
+}
 
 impl VerbSpec for verbs::Mount {
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {

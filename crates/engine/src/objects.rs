@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::{Code, Error};
-use crate::spec::{VerbSpec, verbs};
+use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
 
 /// The store `init` made (or found).
@@ -694,6 +694,21 @@ impl Engine {
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// A snapshot's (or tree's) listing, SNAP or SNAP:PATH.
+    Show(ShowOptions) -> ShowOutcome = "show" via show [Route];
+    /// Point a ref at a snapshot; NAME@REMOTE sets a ref on a remote, only if it still holds `expect` (or does not exist), so two machines never overwrite each other.
+    RefSet(RefSetOptions) -> RefsOutcome = "ref_set" via ref_set [Route, Tool];
+    /// Remove a ref (NAME@REMOTE: on the remote; ID@REMOTE: unpin a snapshot pushed by id).
+    RefRm(RefRmOptions) -> RefsOutcome = "ref_rm" via ref_rm [Route];
+    /// The refs of the store, or of a remote.
+    RefList(RefListOptions) -> RefsOutcome = "ref_list" via ref_list [Route, Tool];
+    /// Verify every object and reference of the store.
+    Fsck(FsckOptions) -> FsckOutcome = "fsck" via fsck [Route];
+    /// Drop what nothing reaches and shrink the store file. keep_within drops op-log entries older than that many days; max_size then drops older history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest first, until the store's database file takes at most that many bytes (mount layers are not counted); refs, worktree heads, named checkpoints, task baselines, each worktree's newest undoable change and what is within keep_within always stay, and `retained` says what they keep. Waits until no other call uses the store.
+    Gc(GcOptions) -> GcOutcome = "gc" via gc [Route, Tool];
+}
 
 impl VerbSpec for verbs::Show {
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {

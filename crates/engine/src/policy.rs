@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, registered};
 use crate::error::{Code, Error, IoError};
-use crate::spec::{VerbSpec, verbs};
+use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
 
 /// Longest `reason` of a request or grant, in bytes.
@@ -762,6 +762,17 @@ fn open_request<'a>(
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// A worktree's remembered sandbox grants: the paths `cairn run` of it may write beyond the worktree, and whether it may use the network; `once` holds those for the next run only; `requests` lists the grants asked for that wait for a person. Reading is allowed everywhere.
+    Policy(PolicyOptions) -> PolicyOutcome = "policy" via policy [Route, Tool];
+    /// Ask for a grant: writing beneath paths, or the network, for every later `cairn run` of a worktree (or, with once, the next one only). Granting is the user's decision: this records a request (who asked, what, why) that `cairn policy` lists and a person grants or denies on a terminal; an MCP client that supports elicitation asks its user at once. Ask for exactly what a run's `denied` listed, and say why. A path must be absolute, existing and canonical, never the store's folder; /proc, /sys and /dev are never granted; system directories and the user's credentials are granted only when the person names them.
+    PolicyAllow(PolicyAllowOptions) -> PolicyOutcome = "policy_allow" via policy_allow [Route, Tool];
+    /// Take back grants of a worktree (with once: next-run-only grants), recorded in its op log; one that was not granted is an error.
+    PolicyRevoke(PolicyRevokeOptions) -> PolicyOutcome = "policy_revoke" via policy_revoke [Route, Tool];
+    /// Record a grant an agent asks for, for a person to decide on.
+    PolicyRequest(PolicyRequestOptions) -> PolicyOutcome = "policy_request" via policy_request [];
+}
 
 impl VerbSpec for verbs::Policy {
     const EXAMPLE: Option<&'static str> =

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Call, Engine, remote_ref, resolve_snapshot};
 use crate::error::{ArgumentError, Code, Error};
 use crate::objects::RefEntry;
-use crate::spec::{VerbSpec, verbs};
+use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
 
 /// `remote add NAME URL [--endpoint URL] [--region R]`.
@@ -714,6 +714,19 @@ impl RemotesError {
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// Add a remote (s3://BUCKET[/PREFIX] or file:///PATH), checking it is reachable and whether it enforces conditional writes.
+    RemoteAdd(RemoteAddOptions) -> RemotesOutcome = "remote_add" via remote_add [Route];
+    /// Forget a remote (nothing on it changes).
+    RemoteRm(RemoteRmOptions) -> RemotesOutcome = "remote_rm" via remote_rm [Route];
+    /// The remotes this store knows, and whether refs can be updated on each.
+    RemoteList(RemoteListOptions) -> RemotesOutcome = "remote_list" via remote_list [Route, Tool];
+    /// Copy snapshots (with their history) to a remote so other machines can check them out by id, sending only what it lacks; a ref also sets REF@REMOTE if nobody moved it meanwhile.
+    Push(PushOptions) -> PushOutcome = "push" via push [Route, Tool];
+    /// Copy snapshots (with their history) from a remote, verifying every object; updates NAME@REMOTE, never a local ref.
+    Pull(PullOptions) -> PullOutcome = "pull" via pull [Route, Tool];
+}
 
 impl VerbSpec for verbs::RemoteAdd {
     const EXAMPLE: Option<&'static str> = Some(

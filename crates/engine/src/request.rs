@@ -6,35 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine};
 use crate::error::Error;
-use crate::merge::{MergeOptions, MergeOutcome};
-use crate::mounts::{MountOptions, MountOutcome, UnmountOptions, UnmountOutcome};
-use crate::objects::{
-    FsckOptions, FsckOutcome, GcOptions, GcOutcome, RefListOptions, RefRmOptions, RefSetOptions,
-    RefsOutcome, ShowOptions, ShowOutcome,
-};
-use crate::policy::{
-    PolicyAllowOptions, PolicyOptions, PolicyOutcome, PolicyRequestOptions, PolicyRevokeOptions,
-};
-use crate::remotes::{
-    PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteListOptions,
-    RemoteRmOptions, RemotesOutcome,
-};
-use crate::reversible::{
-    AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,
-    DiscardOutcome, OpLogOptions, OpLogOutcome, RecoverOptions, RecoverOutcome, RewindOptions,
-    TimelineOptions, TimelineOutcome, UndoOptions, UndoOutcome,
-};
-use crate::run::{RunOptions, RunOutcome};
 use crate::spec::{VerbSpec, VerbTypes, verbs};
-use crate::view::{
-    DiffOptions, DiffOutcome, LogOptions, LogOutcome, ReviewOptions, ReviewOutcome, StatusOptions,
-    StatusOutcome,
-};
-use crate::worktrees::{
-    CheckoutOptions, CheckoutOutcome, ImportOptions, ImportOutcome, OnboardOptions, OnboardOutcome,
-    RollbackOptions, RollbackOutcome, SnapshotOptions, SnapshotOutcome, WorktreeListOptions,
-    WorktreeListOutcome, WorktreePathOptions, WorktreesChanged,
-};
 
 /// Where a verb is offered besides the command line and `/v1/call`, which take every verb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,12 +40,6 @@ pub struct Verb {
 
 macro_rules! verbs {
     ($( $(#[doc = $doc:literal])+ $variant:ident($options:ty) -> $outcome:ty = $verb:literal via $method:ident [$($face:ident),*]; )*) => {
-        $( impl VerbTypes for verbs::$variant {
-            type Options = $options;
-            type Outcome = $outcome;
-            const NAME: &'static str = $verb;
-        } )*
-
         /// Calls the macro named by its argument with every verb's type name (each of
         /// [`verbs`]), so a face can write one generic arm for all of them.
         #[macro_export]
@@ -85,7 +51,7 @@ macro_rules! verbs {
         #[derive(Debug, Clone, Serialize, Deserialize)]
         #[serde(tag = "verb", content = "args", try_from = "Tagged")]
         pub enum Request {
-            $( $(#[doc = $doc])+ #[serde(rename = $verb)] $variant($options), )*
+            $( $(#[doc = $doc])+ #[serde(rename = $verb)] $variant(<verbs::$variant as VerbTypes>::Options), )*
         }
 
         /// Every verb as the faces that call verbs by name describe it (see [`Verb`]).
@@ -94,10 +60,12 @@ macro_rules! verbs {
                 name: $verb,
                 doc: &[$($doc),+],
                 faces: &[$(Face::$face),*],
-                schema: <$options as schemars::JsonSchema>::json_schema,
+                schema: <<verbs::$variant as VerbTypes>::Options as schemars::JsonSchema>::json_schema,
                 parse: |args| serde_path_to_error::deserialize(args).map(Request::$variant),
                 outcome: stringify!($outcome),
-                outcome_schema: |generator| generator.subschema_for::<$outcome>(),
+                outcome_schema: |generator| {
+                    generator.subschema_for::<<verbs::$variant as VerbTypes>::Outcome>()
+                },
                 refused: <verbs::$variant as VerbSpec>::REFUSED,
                 example: <verbs::$variant as VerbSpec>::EXAMPLE,
             },
@@ -123,7 +91,7 @@ macro_rules! verbs {
         #[serde(tag = "verb", content = "outcome")]
         #[allow(missing_docs)]
         pub enum Outcome {
-            $( #[serde(rename = $verb)] $variant($outcome), )*
+            $( #[serde(rename = $verb)] $variant(<verbs::$variant as VerbTypes>::Outcome), )*
         }
 
         impl Request {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Call, Engine, registered, resolve_in};
 use crate::error::Error;
 use crate::path::{PathArg, tree_paths};
-use crate::spec::{VerbSpec, verbs};
+use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
 use crate::view::{LogEntry, log_entry};
 use crate::worktrees::{RollbackOutcome, SkippedPath, SnapshotOutcome, skipped};
@@ -655,6 +655,27 @@ fn undo_refusal(outcome: &UndoOutcome) -> Option<&str> {
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// Snapshot a directory onto its checkpoint stack, optionally named (onboards it in place if new; nothing git owns is touched). The first checkpoint starts a task.
+    Checkpoint(CheckpointOptions) -> CheckpointOutcome = "checkpoint" via checkpoint [Route, Tool];
+    /// Roll the worktree back to a checkpoint (default: the latest); later checkpoints stay reachable.
+    Rewind(RewindOptions) -> RollbackOutcome = "rewind" via rewind [Route, Tool];
+    /// Revert the newest change set of the worktree that is not undone yet. Refuses, changing nothing, if any file it would touch changed since; each such file is listed with the reason.
+    Undo(UndoOptions) -> UndoOutcome = "undo" via undo [Route, Tool];
+    /// Re-apply the newest undone change set of the worktree.
+    Redo(UndoOptions) -> UndoOutcome = "redo" via redo [Route, Tool];
+    /// The worktree's op log: every recorded change, oldest first.
+    OpLog(OpLogOptions) -> OpLogOutcome = "op_log" via op_log [];
+    /// The worktree's snapshots and checkpoints, newest first.
+    Timeline(TimelineOptions) -> TimelineOutcome = "timeline" via timeline [];
+    /// Accept the task's changes (or only the given paths): the baseline moves forward to them.
+    Accept(AcceptOptions) -> AcceptOutcome = "accept" via accept [];
+    /// Discard the task's changes (or only the given paths): the worktree goes back to the baseline.
+    Discard(DiscardOptions) -> DiscardOutcome = "discard" via discard [];
+    /// Finish or roll back an operation a crash interrupted.
+    Recover(RecoverOptions) -> RecoverOutcome = "recover" via recover [];
+}
 
 impl VerbSpec for verbs::Checkpoint {
     const EXAMPLE: Option<&'static str> =

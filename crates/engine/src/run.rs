@@ -22,7 +22,7 @@ use crate::engine::{Call, Engine};
 use crate::error::{Code, Error, IoError};
 use crate::path::RawPath;
 use crate::policy::{PolicyOptions, PolicyOutcome, check_writable};
-use crate::spec::{VerbSpec, verbs};
+use crate::spec::{VerbSpec, verb, verbs};
 use crate::view::{StatusOptions, StatusOutcome};
 use crate::worktrees::{SkippedPath, SnapshotOptions, SnapshotOutcome};
 
@@ -644,6 +644,11 @@ impl Engine {
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// Run a command in a worktree, confined by the OS sandbox (Landlock): it may write only in the worktree (and `also`), the worktrees' remembered grants and a private $TMPDIR; it reads everywhere but the store; no network unless a grant allows it. The command runs where the engine runs: through cairn serve or cairn mcp, on the server's machine, with no stdin; its stdout and stderr are returned (each cut at 1 MiB). Afterwards each worktree is snapshotted and every denied path (secret) the command changed is put back and listed in `violations`; `denied` lists what the kernel refused it, to ask for with policy_allow. Only a person on a terminal widens the sandbox (`cairn run --network`, `--allow-write`, `--no-sandbox`).
+    Run(RunOptions) -> Box<RunOutcome> = "run" via run_boxed [Route, Tool];
+}
 
 impl VerbSpec for verbs::Run {
     fn refusal(outcome: &Self::Outcome) -> Option<&str> {

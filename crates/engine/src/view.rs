@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Call, Engine, registered, resolve_snapshot};
 use crate::error::{ArgumentError, Code, Error, IoError};
 use crate::path::{PathArg, absolute, tree_paths};
-use crate::spec::{VerbSpec, verbs};
+use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
 use crate::worktrees::{SkippedPath, skipped};
 
@@ -748,6 +748,17 @@ impl ViewError {
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// Compare two snapshots or worktrees (a directory means its live files): added, removed, modified and renamed files with line counts.
+    Diff(DiffOptions) -> DiffOutcome = "diff" via diff [Route, Tool];
+    /// Changes in a worktree since its head snapshot.
+    Status(StatusOptions) -> StatusOutcome = "status" via status [Route, Tool];
+    /// The task's changes against its baseline (the first checkpoint).
+    Review(ReviewOptions) -> ReviewOutcome = "review" via review [Route, Tool];
+    /// Snapshot history, newest first, of a worktree or from a snapshot.
+    Log(LogOptions) -> LogOutcome = "log" via log [Route, Tool];
+}
 
 impl VerbSpec for verbs::Diff {
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {

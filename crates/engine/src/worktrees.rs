@@ -10,7 +10,7 @@ use crate::engine::{Call, Engine, labels, registered, resolve_in, resolve_snapsh
 use crate::error::Error;
 use crate::git::GitImport;
 use crate::path::{PathArg, RawPath, tree_paths};
-use crate::spec::{VerbSpec, verbs};
+use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
 
 /// A path left out of a capture, and why.
@@ -586,6 +586,25 @@ impl Engine {
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// Snapshot a directory and register it as an in-place worktree.
+    Onboard(OnboardOptions) -> OnboardOutcome = "onboard" via onboard [];
+    /// Snapshot a git revision of a repository, without a worktree.
+    Import(ImportOptions) -> ImportOutcome = "import" via import [];
+    /// Snapshot a worktree: a new immutable snapshot whose parent is its head (changed: false if nothing changed). Returns the snapshot id to pass to other agents.
+    Snapshot(SnapshotOptions) -> SnapshotOutcome = "snapshot" via snapshot [Route, Tool];
+    /// Hydrate a snapshot into a new or empty directory and register it as an isolated worktree.
+    Checkout(CheckoutOptions) -> CheckoutOutcome = "checkout" via checkout [Route, Tool];
+    /// Make a worktree equal a snapshot (only the given paths, if any). The live state is captured first, so `undo` brings it back.
+    Rollback(RollbackOptions) -> RollbackOutcome = "rollback" via rollback [Route, Tool];
+    /// The worktrees the store knows.
+    WorktreeList(WorktreeListOptions) -> WorktreeListOutcome = "worktree_list" via worktree_list [];
+    /// Forget a worktree (its files stay).
+    WorktreeRemove(WorktreePathOptions) -> WorktreesChanged = "worktree_remove" via worktree_remove [];
+    /// Register a moved worktree at its new path.
+    WorktreeRebind(WorktreePathOptions) -> WorktreesChanged = "worktree_rebind" via worktree_rebind [];
+}
 
 impl VerbSpec for verbs::Onboard {}
 
