@@ -22,8 +22,9 @@ use std::process::ExitCode;
 
 use cairn_engine::Request;
 use camino::Utf8PathBuf;
-use clap::{Parser, Subcommand};
+use clap::Parser;
 
+use commands::Command;
 use context::Ctx;
 use error::{CliError, Error};
 use output::Rendered;
@@ -49,50 +50,6 @@ struct Cli {
     offline: bool,
     #[command(subcommand)]
     command: Command,
-}
-
-/// Every command; each one's arguments, help and what it becomes are in its file under
-/// `commands/`.
-#[derive(Subcommand, Debug)]
-enum Command {
-    Init(commands::init::Args),
-    Onboard(commands::onboard::Args),
-    Snapshot(commands::snapshot::Args),
-    Checkout(commands::checkout::Args),
-    Mount(commands::mount::Args),
-    Unmount(commands::unmount::Args),
-    Rollback(commands::rollback::Args),
-    Merge(commands::merge::Args),
-    Policy(commands::policy::Args),
-    Worktree(commands::worktree::Args),
-    Diff(commands::diff::Args),
-    Status(commands::status::Args),
-    Run(commands::run::Args),
-    #[command(name = cairn_engine::MATERIALIZE_COPY, hide = true)]
-    MaterializeCopy(commands::materialize_copy::Args),
-    #[command(name = "__sandbox-exec", hide = true)]
-    SandboxExec(commands::run::SandboxExecArgs),
-    Show(commands::show::Args),
-    Log(commands::log::Args),
-    Ref(commands::refs::Args),
-    Remote(commands::remote::Args),
-    Push(commands::push::Args),
-    Pull(commands::pull::Args),
-    Fsck(commands::fsck::Args),
-    Gc(commands::gc::Args),
-    Checkpoint(commands::checkpoint::Args),
-    Rewind(commands::rewind::Args),
-    Undo(commands::undo::Args),
-    Redo(commands::redo::Args),
-    Op(commands::op::Args),
-    Review(commands::review::Args),
-    Accept(commands::accept::Args),
-    Discard(commands::discard::Args),
-    Recover(commands::recover::Args),
-    Mcp(commands::mcp::Args),
-    Serve(commands::serve::Args),
-    Completions(commands::completions::Args),
-    Man(commands::man::Args),
 }
 
 fn main() -> ExitCode {
@@ -216,7 +173,7 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
         }
         Command::Serve(args) => commands::serve::run(ctx, args)?,
         other => {
-            let (request, view) = request_of(other, ctx.json)?;
+            let (request, view) = other.request(ctx.json)?;
             return perform(ctx, request, view);
         }
     };
@@ -262,61 +219,6 @@ fn perform(ctx: &Ctx, request: Request, mut view: View) -> Result<Rendered, Erro
         .into());
     }
     Ok(Rendered::report(ctx.json, render::report(&outcome, &view)))
-}
-
-/// The engine request a command line asks for, and how to show its outcome.
-fn request_of(command: Command, json: bool) -> Result<(Request, View), Error> {
-    let view = View::default();
-    let request = match command {
-        Command::Onboard(args) => args.request(),
-        Command::Snapshot(args) => Request::Snapshot(args.into()),
-        Command::Checkout(args) => Request::Checkout(args.into()),
-        Command::Mount(args) => Request::Mount(args.into()),
-        Command::Unmount(args) => Request::Unmount(args.into()),
-        Command::Rollback(args) => Request::Rollback(args.into()),
-        Command::Merge(args) => Request::Merge(args.into()),
-        Command::Policy(args) => args.request(),
-        Command::Worktree(args) => args.request(),
-        Command::Diff(args) => {
-            let view = args.view();
-            return Ok((Request::Diff(args.options(json)), view));
-        }
-        Command::Status(args) => {
-            let view = args.view();
-            return Ok((Request::Status(args.into()), view));
-        }
-        Command::Show(args) => Request::Show(args.options(json)),
-        Command::Log(args) => Request::Log(args.into()),
-        Command::Ref(args) => args.request(),
-        Command::Remote(args) => args.request(),
-        Command::Push(args) => Request::Push(args.into()),
-        Command::Pull(args) => Request::Pull(args.into()),
-        Command::Fsck(args) => Request::Fsck(args.into()),
-        Command::Gc(args) => {
-            let view = args.view();
-            return Ok((Request::Gc(args.into()), view));
-        }
-        Command::Checkpoint(args) => Request::Checkpoint(args.into()),
-        Command::Rewind(args) => Request::Rewind(args.into()),
-        Command::Undo(args) => Request::Undo(args.into()),
-        Command::Redo(args) => Request::Redo(args.into()),
-        Command::Op(args) => args.request(),
-        Command::Review(args) => Request::Review(args.options(json)),
-        Command::Accept(args) => Request::Accept(args.into()),
-        Command::Discard(args) => Request::Discard(args.into()),
-        Command::Recover(args) => Request::Recover(args.into()),
-        Command::Init(_)
-        | Command::Run(_)
-        | Command::SandboxExec(_)
-        | Command::MaterializeCopy(_)
-        | Command::Mcp(_)
-        | Command::Completions(_)
-        | Command::Man(_)
-        | Command::Serve(_) => {
-            return Err(CliError::OwnProcessOnly.into());
-        }
-    };
-    Ok((request, view))
 }
 
 fn fail(json: bool, e: &Error) -> ExitCode {

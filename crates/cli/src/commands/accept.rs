@@ -2,20 +2,28 @@
 
 use std::ffi::OsString;
 
-use cairn_engine::{AcceptOptions, AcceptOutcome, verbs};
+use cairn_engine::{Request, AcceptOptions, AcceptOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::{Report, quote_path};
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Keep the task's changes (only under the given paths, if any; else the task ends).
 #[derive(clap::Args, Debug)]
+#[command(display_order = 32)]
 pub struct Args {
     /// The worktree (default: the one holding the current directory).
     dir: Option<Utf8PathBuf>,
     /// Paths relative to the worktree root.
     #[arg(last = true)]
     paths: Vec<OsString>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Accept(self.into()))
+    }
 }
 
 impl From<Args> for AcceptOptions {

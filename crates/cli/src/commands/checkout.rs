@@ -1,18 +1,26 @@
 //! `cairn checkout SNAP DEST`: hydrate a snapshot into a new worktree.
 
-use cairn_engine::{CheckoutOptions, CheckoutOutcome, verbs};
+use cairn_engine::{Request, CheckoutOptions, CheckoutOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Hydrate a snapshot into a new or empty directory and register it as a worktree.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 6)]
 pub struct Args {
     /// The snapshot (ref name or id prefix).
     snapshot: String,
     /// The destination directory.
     dest: Utf8PathBuf,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Checkout(self.into()))
+    }
 }
 
 impl From<Args> for CheckoutOptions {

@@ -1,14 +1,16 @@
 //! `cairn checkpoint [DIR]`: a named snapshot on the worktree's checkpoint stack.
 
-use cairn_engine::{CheckpointOptions, CheckpointOutcome, verbs};
+use cairn_engine::{Request, CheckpointOptions, CheckpointOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View, skipped_human};
+use crate::commands::{IntoRequest, Requested};
 
 /// Snapshot with a name on the worktree's checkpoint stack (onboards DIR in place if it
 /// is not a worktree yet; nothing git owns is touched). The first one starts a task.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 26)]
 pub struct Args {
     /// The directory (default: the current one).
     dir: Option<Utf8PathBuf>,
@@ -21,6 +23,12 @@ pub struct Args {
     /// Leave files larger than this many bytes out of this worktree's captures.
     #[arg(long, value_name = "BYTES")]
     max_file_size: Option<u64>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Checkpoint(self.into()))
+    }
 }
 
 impl From<Args> for CheckpointOptions {

@@ -2,14 +2,18 @@
 //! definition, so it names every command and option there is.
 
 use clap::CommandFactory;
+use crate::commands::OwnCommand;
 
 /// Print a completion script for SHELL (`source <(cairn completions bash)`, or save it
 /// where your shell reads completions).
 #[derive(clap::Args, Debug)]
+#[command(display_order = 37)]
 pub struct Args {
     /// The shell.
     shell: clap_complete::Shell,
 }
+
+impl OwnCommand for Args {}
 
 /// Writes the completion script for the shell asked for to stdout (a reader that goes
 /// away is no error).

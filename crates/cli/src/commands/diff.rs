@@ -3,13 +3,15 @@
 
 use std::ffi::OsString;
 
-use cairn_engine::{Detail, DiffOptions, DiffOutcome, FileChange, verbs};
+use cairn_engine::{Request, Detail, DiffOptions, DiffOutcome, FileChange, verbs};
 
 use crate::output::{Report, quote_path};
 use crate::render::{Format, Human, View, palette, patch, stat_text};
+use crate::commands::{IntoRequest, Requested};
 
 /// Compare two snapshots or worktrees (a path means its live files).
 #[derive(clap::Args, Debug)]
+#[command(display_order = 13)]
 pub struct Args {
     /// A snapshot (ref name or id prefix) or a worktree path.
     a: String,
@@ -30,6 +32,13 @@ pub struct Args {
     /// Only these paths (relative to the tree root; a directory means all below it).
     #[arg(last = true)]
     paths: Vec<OsString>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, json: bool) -> Requested {
+        let view = self.view();
+        Ok((Request::Diff(self.options(json)), view))
+    }
 }
 
 impl Args {

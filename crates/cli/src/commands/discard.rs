@@ -4,17 +4,19 @@
 use std::ffi::OsString;
 use std::io::IsTerminal;
 
-use cairn_engine::{DiscardOptions, DiscardOutcome, verbs};
+use cairn_engine::{Request, DiscardOptions, DiscardOutcome, verbs};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::context::prompt;
 use crate::error::{CliError, Error};
 use crate::output::{Report, quote_path};
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Put the task's changes back to its baseline (only under the given paths, if any;
 /// else the task ends). `cairn undo` brings them back.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 33)]
 pub struct Args {
     /// The worktree (default: the one holding the current directory).
     dir: Option<Utf8PathBuf>,
@@ -24,6 +26,12 @@ pub struct Args {
     /// Paths relative to the worktree root.
     #[arg(last = true)]
     paths: Vec<OsString>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Discard(self.into()))
+    }
 }
 
 impl From<Args> for DiscardOptions {

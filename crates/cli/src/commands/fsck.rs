@@ -1,14 +1,22 @@
 //! `cairn fsck`: verify the store.
 
-use cairn_engine::{FsckOptions, FsckOutcome, verbs};
+use cairn_engine::{Request, FsckOptions, FsckOutcome, verbs};
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Verify every object and reference.
 #[derive(clap::Args, Debug)]
 #[group(skip)]
+#[command(display_order = 24)]
 pub struct Args {}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Fsck(self.into()))
+    }
+}
 
 impl From<Args> for FsckOptions {
     fn from(_: Args) -> FsckOptions {

@@ -1,12 +1,14 @@
 //! `cairn gc`: drop what nothing reaches, in the store or on a remote.
 
-use cairn_engine::{GcOptions, GcOutcome, verbs};
+use cairn_engine::{Request, GcOptions, GcOutcome, verbs};
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Drop what nothing reaches (with --remote: on that remote).
 #[derive(clap::Args, Debug)]
+#[command(display_order = 25)]
 pub struct Args {
     /// Report what would be removed; change nothing.
     #[arg(long)]
@@ -27,6 +29,13 @@ pub struct Args {
     /// so a push in progress elsewhere is never cut.
     #[arg(long, value_name = "HOURS", requires = "remote")]
     grace: Option<u32>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        let view = self.view();
+        Ok((Request::Gc(self.into()), view))
+    }
 }
 
 impl Args {

@@ -6,13 +6,17 @@ use serde::Serialize;
 use crate::context::{Ctx, absolute, current_dir};
 use crate::error::Error;
 use crate::output::Report;
+use crate::commands::OwnCommand;
 
 /// Create a store: PATH, else the one --store or $CAIRN_STORE names, else ./.cairn.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 3)]
 pub struct Args {
     /// The store folder to create.
     path: Option<Utf8PathBuf>,
 }
+
+impl OwnCommand for Args {}
 
 #[derive(Serialize)]
 struct Initialized<'a> {

@@ -1,12 +1,14 @@
 //! `cairn log [TARGET]`: history, newest first.
 
-use cairn_engine::{LogEntry, LogOptions, LogOutcome, verbs};
+use cairn_engine::{Request, LogEntry, LogOptions, LogOutcome, verbs};
 
 use crate::output::Report;
 use crate::render::{Human, View, stat_text};
+use crate::commands::{IntoRequest, Requested};
 
 /// History, newest first.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 19)]
 pub struct Args {
     /// A snapshot (ref name or id prefix) or a worktree path (default: the worktree
     /// holding the current directory).
@@ -17,6 +19,12 @@ pub struct Args {
     /// Each snapshot's change summary against its first parent.
     #[arg(long)]
     stat: bool,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Log(self.into()))
+    }
 }
 
 impl From<Args> for LogOptions {

@@ -7,15 +7,19 @@ use camino::{Utf8Path, Utf8PathBuf};
 use clap::CommandFactory;
 
 use crate::error::{CliError, Error, io_error};
+use crate::commands::OwnCommand;
 
 /// Write man pages for cairn and every command into DIR (`cairn.1`,
 /// `cairn-snapshot.1`, ...); prints each path.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 38)]
 pub struct Args {
     /// An existing directory (for `man` to find them, one in its path, e.g.
     /// `~/.local/share/man/man1`).
     pub dir: Utf8PathBuf,
 }
+
+impl OwnCommand for Args {}
 
 /// Writes `cairn.1` and a page for every command below it (`cairn-worktree-list.1`, ...)
 /// into `dir`, which must exist; the paths written.

@@ -4,13 +4,17 @@
 use std::path::PathBuf;
 
 use crate::error::Error;
+use crate::commands::OwnCommand;
 
 // Copies FROM to TO; hidden, so it has no help text.
 #[derive(clap::Args, Debug)]
+#[command(name = cairn_engine::MATERIALIZE_COPY, hide = true, display_order = 16)]
 pub struct Args {
     from: PathBuf,
     to: PathBuf,
 }
+
+impl OwnCommand for Args {}
 
 pub fn run(args: &Args) -> Result<(), Error> {
     cairn_engine::materialize_copy(&args.from, &args.to)?;

@@ -26,6 +26,7 @@ use crate::commands::verbs::schema;
 use crate::error::{CliError, Error, io_error};
 use crate::progress::Bar;
 use crate::target::{Shared, Target};
+use crate::commands::OwnCommand;
 
 #[derive(Clone)]
 struct Server {
@@ -222,7 +223,10 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 /// A Model Context Protocol server on stdio exposing cairn's verbs as tools.
 #[derive(clap::Args, Debug)]
 #[group(skip)]
+#[command(display_order = 35)]
 pub struct Args {}
+
+impl OwnCommand for Args {}
 
 /// `cairn mcp`: serves until the client closes stdin.
 pub fn run(store: Option<Utf8PathBuf>) -> Result<(), Error> {

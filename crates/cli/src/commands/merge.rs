@@ -1,15 +1,17 @@
 //! `cairn merge SNAP --into REPO`: a snapshot merged back into git as a commit.
 
-use cairn_engine::{MergeOptions, MergeOutcome, verbs};
+use cairn_engine::{Request, MergeOptions, MergeOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::{Report, quote_path};
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Three-way merge a snapshot into the git repository it was onboarded from, as a
 /// commit on a new branch (or, with --checkout, the current one); with conflicts, report
 /// them and change nothing.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 10)]
 pub struct Args {
     /// The snapshot (ref name or id prefix).
     snapshot: String,
@@ -29,6 +31,12 @@ pub struct Args {
     /// Commit message (default: the snapshot's).
     #[arg(short, long)]
     message: Option<String>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Merge(self.into()))
+    }
 }
 
 impl From<Args> for MergeOptions {

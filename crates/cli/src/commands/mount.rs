@@ -1,14 +1,16 @@
 //! `cairn mount [SNAP] DIR`: a copy-on-write worktree served by `cairn serve`.
 
-use cairn_engine::{MountOptions, MountOutcome, verbs};
+use cairn_engine::{Request, MountOptions, MountOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Mount a snapshot at DIR as a copy-on-write worktree, ready at once (`cairn mount DIR`
 /// attaches a registered mount again). Served by `cairn serve`, started if none runs.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 7)]
 pub struct Args {
     /// The snapshot, then the directory; or only the directory of a registered mount.
     #[arg(num_args = 1..=2, value_name = "SNAP DIR")]
@@ -16,6 +18,12 @@ pub struct Args {
     /// Refuse every write.
     #[arg(long)]
     read_only: bool,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Mount(self.into()))
+    }
 }
 
 impl From<Args> for MountOptions {

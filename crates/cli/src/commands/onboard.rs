@@ -6,10 +6,12 @@ use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View, skipped_human};
+use crate::commands::{IntoRequest, Requested};
 
 /// Snapshot directory SRC (working files, uncommitted changes included) and register it
 /// as an in-place worktree.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 4)]
 pub struct Args {
     /// The directory.
     src: Utf8PathBuf,
@@ -31,9 +33,8 @@ pub struct Args {
     max_file_size: Option<u64>,
 }
 
-impl Args {
-    /// An onboarding, or with `--git` an import.
-    pub fn request(self) -> Request {
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
         let Args {
             src,
             message,
@@ -42,7 +43,7 @@ impl Args {
             git,
             max_file_size,
         } = self;
-        match git {
+        let request = match git {
             Some(rev) => Request::Import(ImportOptions {
                 src,
                 rev,
@@ -57,7 +58,8 @@ impl Args {
                 include_denied,
                 max_file_size,
             }),
-        }
+        };
+        super::with_default_view(request)
     }
 }
 

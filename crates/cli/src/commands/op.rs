@@ -6,9 +6,11 @@ use clap::Subcommand;
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// The worktree's operation log.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 30)]
 pub struct Args {
     #[command(subcommand)]
     action: OpAction,
@@ -23,11 +25,12 @@ enum OpAction {
     },
 }
 
-impl Args {
-    pub fn request(self) -> Request {
-        match self.action {
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        let request = match self.action {
             OpAction::Log { dir } => Request::OpLog(OpLogOptions { dir }),
-        }
+        };
+        super::with_default_view(request)
     }
 }
 

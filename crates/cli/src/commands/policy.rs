@@ -16,11 +16,12 @@ use crate::output::Report;
 use crate::progress::Bar;
 use crate::render::{Human, View};
 use crate::target::Target;
+use crate::commands::{IntoRequest, Requested};
 
 /// A worktree's remembered sandbox grants (what `cairn run` may write beyond the
 /// worktree, and the network); reading stays allowed everywhere.
 #[derive(clap::Args, Debug)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(args_conflicts_with_subcommands = true, display_order = 11)]
 pub struct Args {
     /// The worktree (default: the one holding the current directory).
     worktree: Option<Utf8PathBuf>,
@@ -28,9 +29,9 @@ pub struct Args {
     action: Option<PolicyAction>,
 }
 
-impl Args {
-    pub fn request(self) -> Request {
-        match self.action {
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        let request = match self.action {
             None => Request::Policy(PolicyOptions {
                 worktree: self.worktree,
                 take_once: false,
@@ -57,7 +58,8 @@ impl Args {
                 once: grant.once,
                 request: grant.request,
             }),
-        }
+        };
+        super::with_default_view(request)
     }
 }
 

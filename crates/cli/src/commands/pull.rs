@@ -1,19 +1,27 @@
 //! `cairn pull [SNAPSHOTS]`: copy snapshots from a remote.
 
-use cairn_engine::{PullOptions, PullOutcome, verbs};
+use cairn_engine::{Request, PullOptions, PullOutcome, verbs};
 
 use crate::output::Report;
 use crate::render::{Human, View, human_bytes};
+use crate::commands::{IntoRequest, Requested};
 
 /// Copy snapshots (with their history) from a remote, verifying every object; updates
 /// NAME@REMOTE, never a local ref. No argument: every remote ref.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 23)]
 pub struct Args {
     /// Snapshot ids or the remote's refs.
     snapshots: Vec<String>,
     /// The remote (default: origin).
     #[arg(long, value_name = "NAME")]
     remote: Option<String>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Pull(self.into()))
+    }
 }
 
 impl From<Args> for PullOptions {

@@ -1,20 +1,28 @@
 //! `cairn push [SNAPSHOTS]`: copy snapshots to a remote.
 
-use cairn_engine::{PushOptions, PushOutcome, verbs};
+use cairn_engine::{Request, PushOptions, PushOutcome, verbs};
 
 use crate::output::Report;
 use crate::render::{Human, View, human_bytes};
+use crate::commands::{IntoRequest, Requested};
 
 /// Copy snapshots (with their history) to a remote, sending only what it lacks; a ref
 /// also sets REF@REMOTE if it still holds what this store last saw there. No argument:
 /// every local ref.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 22)]
 pub struct Args {
     /// Snapshots or refs.
     snapshots: Vec<String>,
     /// The remote (default: origin).
     #[arg(long, value_name = "NAME")]
     remote: Option<String>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Push(self.into()))
+    }
 }
 
 impl From<Args> for PushOptions {

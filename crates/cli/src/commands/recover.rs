@@ -1,16 +1,24 @@
 //! `cairn recover [DIR]`: finish an interrupted operation.
 
-use cairn_engine::{RecoverOptions, RecoverOutcome, verbs};
+use cairn_engine::{Request, RecoverOptions, RecoverOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Finish an operation that was interrupted (nothing to do: exit 0).
 #[derive(clap::Args, Debug)]
+#[command(display_order = 34)]
 pub struct Args {
     /// The worktree (default: the one holding the current directory).
     dir: Option<Utf8PathBuf>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Recover(self.into()))
+    }
 }
 
 impl From<Args> for RecoverOptions {

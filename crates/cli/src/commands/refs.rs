@@ -5,9 +5,11 @@ use clap::Subcommand;
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Named pointers that keep snapshots alive for gc.
 #[derive(clap::Args, Debug)]
+#[command(name = "ref", display_order = 20)]
 pub struct Args {
     #[command(subcommand)]
     action: RefAction,
@@ -42,9 +44,9 @@ enum RefAction {
     },
 }
 
-impl Args {
-    pub fn request(self) -> Request {
-        match self.action {
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        let request = match self.action {
             RefAction::Set {
                 name,
                 snapshot,
@@ -56,7 +58,8 @@ impl Args {
             }),
             RefAction::Rm { name, expect } => Request::RefRm(RefRmOptions { name, expect }),
             RefAction::List { remote } => Request::RefList(RefListOptions { remote }),
-        }
+        };
+        super::with_default_view(request)
     }
 }
 

@@ -7,9 +7,11 @@ use clap::Subcommand;
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Remotes: where snapshots go to be shared across machines.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 21)]
 pub struct Args {
     #[command(subcommand)]
     action: RemoteAction,
@@ -40,9 +42,9 @@ enum RemoteAction {
     List,
 }
 
-impl Args {
-    pub fn request(self) -> Request {
-        match self.action {
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        let request = match self.action {
             RemoteAction::Add {
                 name,
                 url,
@@ -56,7 +58,8 @@ impl Args {
             }),
             RemoteAction::Rm { name } => Request::RemoteRm(RemoteRmOptions { name }),
             RemoteAction::List => Request::RemoteList(RemoteListOptions {}),
-        }
+        };
+        super::with_default_view(request)
     }
 }
 

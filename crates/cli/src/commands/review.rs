@@ -1,16 +1,24 @@
 //! `cairn review [DIR]`: the task's changes against its baseline.
 
-use cairn_engine::{Detail, ReviewOptions, ReviewOutcome, verbs};
+use cairn_engine::{Request, Detail, ReviewOptions, ReviewOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View, palette, patch, summary};
+use crate::commands::{IntoRequest, Requested};
 
 /// The task's changes against its baseline.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 31)]
 pub struct Args {
     /// The worktree (default: the one holding the current directory).
     dir: Option<Utf8PathBuf>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, json: bool) -> Requested {
+        super::with_default_view(Request::Review(self.options(json)))
+    }
 }
 
 impl Args {

@@ -1,14 +1,16 @@
 //! `cairn rewind [DIR]`: roll the worktree back to a checkpoint, named or (with `-i`)
 //! picked in a terminal ([`super::picker`]).
 
-use cairn_engine::{RewindOptions, RollbackOutcome, TimelineOutcome, verbs};
+use cairn_engine::{Request, RewindOptions, RollbackOutcome, TimelineOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View, rollback_text};
+use crate::commands::{IntoRequest, Requested};
 
 /// Roll the worktree back to a checkpoint (default: the latest); later ones stay.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 27)]
 pub struct Args {
     /// The worktree (default: the one holding the current directory).
     pub dir: Option<Utf8PathBuf>,
@@ -22,6 +24,12 @@ pub struct Args {
     /// first; Enter previews, a second Enter rewinds, Esc changes nothing.
     #[arg(short, long, conflicts_with_all = ["to", "dry_run"])]
     pub interactive: bool,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Rewind(self.into()))
+    }
 }
 
 impl From<Args> for RewindOptions {

@@ -2,14 +2,16 @@
 
 use std::ffi::OsString;
 
-use cairn_engine::{RollbackOptions, RollbackOutcome, verbs};
+use cairn_engine::{Request, RollbackOptions, RollbackOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View, rollback_text};
+use crate::commands::{IntoRequest, Requested};
 
 /// Make a worktree's scope equal a snapshot (only the given paths, if any).
 #[derive(clap::Args, Debug)]
+#[command(display_order = 9)]
 pub struct Args {
     /// The worktree.
     worktree: Utf8PathBuf,
@@ -21,6 +23,12 @@ pub struct Args {
     /// Paths relative to the worktree root.
     #[arg(last = true)]
     paths: Vec<OsString>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Rollback(self.into()))
+    }
 }
 
 impl From<Args> for RollbackOptions {

@@ -16,11 +16,13 @@ use crate::output::Report;
 use crate::progress::Bar;
 use crate::render::{Human, View};
 use crate::target::Target;
+use crate::commands::OwnCommand;
 
 /// Run a command confined to a worktree (Landlock): it may write only there (and in the
 /// other worktrees given, the worktrees' remembered grants and a private temporary
 /// directory); secrets it touches are put back; what the kernel denied is reported.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 15)]
 pub struct Args {
     /// The worktree.
     worktree: Utf8PathBuf,
@@ -45,6 +47,8 @@ pub struct Args {
     command: Vec<std::ffi::OsString>,
 }
 
+impl OwnCommand for Args {}
+
 impl From<Args> for RunOptions {
     fn from(args: Args) -> RunOptions {
         RunOptions {
@@ -62,6 +66,7 @@ impl From<Args> for RunOptions {
 // The sandbox helper's arguments (`POLICY SCRATCH REPORT -- COMMAND…`); hidden, so it has
 // no help text.
 #[derive(clap::Args, Debug)]
+#[command(name = "__sandbox-exec", hide = true, display_order = 17)]
 pub struct SandboxExecArgs {
     policy: String,
     scratch: PathBuf,
@@ -69,6 +74,8 @@ pub struct SandboxExecArgs {
     #[arg(last = true)]
     command: Vec<std::ffi::OsString>,
 }
+
+impl OwnCommand for SandboxExecArgs {}
 
 /// The store calls of `run`, where the store is (its server, or here).
 struct Steps {

@@ -29,6 +29,7 @@ use tokio::net::{UnixListener, UnixStream};
 use crate::context::Ctx;
 use crate::output::Report;
 use cairn_engine::wire::{CallReply, CallRequest};
+use crate::commands::OwnCommand;
 
 /// Largest request body accepted (a `put_objects` batch).
 pub const MAX_BODY: usize = 64 << 20;
@@ -725,6 +726,7 @@ async fn mounts_gone(engine: Arc<Engine>) {
 /// A foreground daemon that owns the store so many processes can use it at once; every
 /// other command uses it while it runs. Stops on SIGTERM.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 36)]
 pub struct Args {
     /// The socket (default: `serve.sock` in the store folder).
     #[arg(long, value_name = "PATH")]
@@ -733,6 +735,8 @@ pub struct Args {
     #[arg(long, hide = true)]
     for_mounts: bool,
 }
+
+impl OwnCommand for Args {}
 
 /// `cairn serve [--socket PATH]`: runs in the foreground until SIGTERM (with
 /// `--for-mounts`, also once no mount is left).

@@ -1,15 +1,23 @@
 //! `cairn show OBJECT`: a file's bytes or a tree listing.
 
-use cairn_engine::{ShowOptions, ShowOutcome, verbs};
+use cairn_engine::{Request, ShowOptions, ShowOutcome, verbs};
 
 use crate::output::{Report, quote_path};
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Print a file's bytes or a tree listing: SNAP, SNAP:PATH, or any object id.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 18)]
 pub struct Args {
     /// A snapshot (ref name or id prefix), optionally `:PATH`, or a tree or blob id.
     object: String,
+}
+
+impl IntoRequest for Args {
+    fn request(self, json: bool) -> Requested {
+        super::with_default_view(Request::Show(self.options(json)))
+    }
 }
 
 impl Args {

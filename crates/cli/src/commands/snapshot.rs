@@ -1,13 +1,15 @@
 //! `cairn snapshot WORKTREE`: a new snapshot of a worktree.
 
-use cairn_engine::{SnapshotOptions, SnapshotOutcome, verbs};
+use cairn_engine::{Request, SnapshotOptions, SnapshotOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View, skipped_human};
+use crate::commands::{IntoRequest, Requested};
 
 /// New snapshot of a worktree, parent = its head.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 5)]
 pub struct Args {
     /// The worktree (or a directory inside it).
     worktree: Utf8PathBuf,
@@ -17,6 +19,12 @@ pub struct Args {
     /// A `key=value` label (repeatable).
     #[arg(long = "label", value_name = "K=V")]
     labels: Vec<String>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Snapshot(self.into()))
+    }
 }
 
 impl From<Args> for SnapshotOptions {

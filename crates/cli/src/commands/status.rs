@@ -1,19 +1,28 @@
 //! `cairn status [WORKTREE]`: changes since the worktree's head snapshot.
 
-use cairn_engine::{StatusOptions, StatusOutcome, verbs};
+use cairn_engine::{Request, StatusOptions, StatusOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View, skipped_human, summary};
+use crate::commands::{IntoRequest, Requested};
 
 /// Changes in a worktree since its head snapshot.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 14)]
 pub struct Args {
     /// The worktree (default: the one holding the current directory).
     worktree: Option<Utf8PathBuf>,
     /// One status line: `[checkpoint: N files changed]`.
     #[arg(long)]
     short: bool,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        let view = self.view();
+        Ok((Request::Status(self.into()), view))
+    }
 }
 
 impl Args {

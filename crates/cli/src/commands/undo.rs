@@ -1,16 +1,24 @@
 //! `cairn undo [DIR]`: revert the newest change set.
 
-use cairn_engine::{UndoOptions, UndoOutcome, verbs};
+use cairn_engine::{Request, UndoOptions, UndoOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View, undo_refused, undo_report};
+use crate::commands::{IntoRequest, Requested};
 
 /// Revert the newest change set not yet undone, if its files are as it left them.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 28)]
 pub struct Args {
     /// The worktree (default: the one holding the current directory).
     dir: Option<Utf8PathBuf>,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Undo(self.into()))
+    }
 }
 
 impl From<Args> for UndoOptions {

@@ -1,19 +1,27 @@
 //! `cairn unmount DIR`: unmount a mounted worktree.
 
-use cairn_engine::{UnmountOptions, UnmountOutcome, verbs};
+use cairn_engine::{Request, UnmountOptions, UnmountOutcome, verbs};
 use camino::Utf8PathBuf;
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// Unmount a mounted worktree (its layer stays for the next `mount`).
 #[derive(clap::Args, Debug)]
+#[command(display_order = 8)]
 pub struct Args {
     /// The mounted worktree.
     dir: Utf8PathBuf,
     /// Leave an ordinary directory with the worktree's current files instead.
     #[arg(long)]
     materialize: bool,
+}
+
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        super::with_default_view(Request::Unmount(self.into()))
+    }
 }
 
 impl From<Args> for UnmountOptions {

@@ -8,9 +8,11 @@ use clap::Subcommand;
 
 use crate::output::Report;
 use crate::render::{Human, View};
+use crate::commands::{IntoRequest, Requested};
 
 /// The worktree registry.
 #[derive(clap::Args, Debug)]
+#[command(display_order = 12)]
 pub struct Args {
     #[command(subcommand)]
     action: WorktreeAction,
@@ -33,9 +35,9 @@ enum WorktreeAction {
     },
 }
 
-impl Args {
-    pub fn request(self) -> Request {
-        match self.action {
+impl IntoRequest for Args {
+    fn request(self, _json: bool) -> Requested {
+        let request = match self.action {
             WorktreeAction::List => Request::WorktreeList(WorktreeListOptions {}),
             WorktreeAction::Remove { path } => {
                 Request::WorktreeRemove(WorktreePathOptions { path })
@@ -43,7 +45,8 @@ impl Args {
             WorktreeAction::Rebind { path } => {
                 Request::WorktreeRebind(WorktreePathOptions { path })
             }
-        }
+        };
+        super::with_default_view(request)
     }
 }
 
