@@ -1,6 +1,7 @@
 //! The crates' structure, as `docs/design.md` draws it: no crate's modules use each other in
 //! a circle, only `merge_back`, `cairn-git` (the engine's git backend) and the binary
-//! depend on gitoxide, and no public type name is declared in two crates.
+//! depend on gitoxide, no public type name is declared in two crates, and a verb is named
+//! only in its two files (its engine module and its command file) and where it is used.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -454,4 +455,149 @@ fn the_type_name_check_sees_a_name_in_two_crates() {
     );
     assert_eq!(types.get("Inner"), None);
     assert_eq!(types.get("Said"), None);
+}
+
+/// Every `.rs` file below `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            stack.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Each verb (the `Name` of its line in a `verb!` block) and the engine file declaring it.
+fn declared_verbs(engine_src: &Path) -> BTreeMap<String, PathBuf> {
+    let mut out = BTreeMap::new();
+    for file in rust_files(engine_src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let mut inside = false;
+        for line in text.lines() {
+            match (inside, line.trim()) {
+                (false, _) => inside = line == "verb! {",
+                (true, "}") => inside = false,
+                (true, t) if t.is_empty() || t.starts_with("//") => {}
+                (true, t) => {
+                    out.insert(ident(t).to_owned(), file.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Where `code` names verb `name` as `verbs::NAME`, `Request::NAME` or `Outcome::NAME`.
+fn names_verb(code: &str, name: &str) -> bool {
+    ["verbs::", "Request::", "Outcome::"].iter().any(|prefix| {
+        let needle = format!("{prefix}{name}");
+        code.match_indices(&needle).any(|(at, _)| {
+            let before = code[..at].chars().next_back();
+            let after = code[at + needle.len()..].chars().next();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !after.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        })
+    })
+}
+
+/// A verb is written in two files: the engine module holding its `verb!` block and the
+/// command file holding its `impl Human` (the lists that name every verb or command are
+/// written by the crates' `build.rs` from those). Anywhere else a verb is named (outside
+/// comments and tests), it is for what that verb alone does there, listed here with why; a
+/// hand-kept list of verbs or a dispatch arm for one fails here.
+#[test]
+fn a_verb_is_named_only_in_its_two_files_and_where_it_is_used() {
+    let used_elsewhere: BTreeSet<(&str, &str)> = [
+        // Granting asks a person: on this terminal, through MCP elicitation, or refused
+        // to an agent by the server.
+        ("cli/src/main.rs", "PolicyAllow"),
+        ("cli/src/main.rs", "PolicyRequest"),
+        ("cli/src/commands/mcp.rs", "PolicyAllow"),
+        ("cli/src/commands/mcp_grant.rs", "PolicyAllow"),
+        ("cli/src/commands/mcp_grant.rs", "PolicyRevoke"),
+        ("cli/src/commands/mcp_grant.rs", "PolicyRequest"),
+        ("cli/src/commands/serve.rs", "PolicyAllow"),
+        ("cli/src/commands/serve.rs", "PolicyRequest"),
+        // Discarding everything asks this terminal first.
+        ("cli/src/main.rs", "Discard"),
+        // The rewind picker lists the timeline, previews a diff and rewinds.
+        ("cli/src/commands/picker.rs", "Diff"),
+        ("cli/src/commands/picker.rs", "Rewind"),
+        ("cli/src/commands/picker.rs", "Timeline"),
+        // `cairn run` reads grants, the status before, and snapshots after.
+        ("cli/src/commands/run.rs", "Policy"),
+        ("cli/src/commands/run.rs", "Status"),
+        ("cli/src/commands/run.rs", "Snapshot"),
+        // A mount starts the server that serves it.
+        ("cli/src/target.rs", "Mount"),
+        // A command that ran is never run again after a fetch.
+        ("engine/src/request.rs", "Run"),
+        // A diff's refusal comes back from its exit status on the wire.
+        ("engine/src/wire.rs", "Diff"),
+    ]
+    .into_iter()
+    .collect();
+    let crates = workspace().join("crates");
+    let verbs = declared_verbs(&crates.join("engine/src"));
+    assert!(verbs.len() > 30, "only {} verbs found", verbs.len());
+    let mut human = BTreeMap::new();
+    for file in rust_files(&crates.join("cli/src/commands")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (at, _) in text.match_indices("impl Human for verbs::") {
+            let name = ident(&text[at + "impl Human for verbs::".len()..]);
+            human.insert(name.to_owned(), file.clone());
+        }
+    }
+    let mut found = BTreeSet::new();
+    for file in rust_files(&crates) {
+        if !file.components().any(|c| c.as_os_str() == "src") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        // Without its test module and comments (`code` would also drop what follows a
+        // `#[cfg(test)] mod` line near the top, such as main.rs's).
+        let text = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
+        let text: String = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let rel = file
+            .strip_prefix(&crates)
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_owned();
+        for (verb, module) in &verbs {
+            if &file == module || human.get(verb) == Some(&file) {
+                continue;
+            }
+            if names_verb(&text, verb) {
+                found.insert((rel.clone(), verb.clone()));
+            }
+        }
+    }
+    let found: BTreeSet<(&str, &str)> = found
+        .iter()
+        .map(|(f, v)| (f.as_str(), v.as_str()))
+        .collect();
+    let new: Vec<_> = found.difference(&used_elsewhere).collect();
+    let gone: Vec<_> = used_elsewhere.difference(&found).collect();
+    assert!(
+        new.is_empty(),
+        "verbs named outside their engine module and command file, not listed in this test \
+         with why: {new:?}"
+    );
+    assert!(
+        gone.is_empty(),
+        "listed here but no longer named there: {gone:?}"
+    );
 }
