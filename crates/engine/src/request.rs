@@ -41,13 +41,15 @@ pub struct Verb {
 macro_rules! verbs {
     ($( $(#[doc = $doc:literal])+ $variant:ident($options:ty) -> $outcome:ty = $verb:literal via $method:ident [$($face:ident),*]; )*) => {
         /// Calls the macro named by its argument with every verb's type name (each of
-        /// [`verbs`]), so a face can write one generic arm for all of them.
+        /// [`crate::verbs`]), so a face can write one generic arm for all of them.
         #[macro_export]
         macro_rules! with_verbs {
             ($callback:ident) => { $callback! { $($variant)* } };
         }
-        /// One call of any verb, with its options. Serialized as
-        /// `{"verb": NAME, "args": {...}}`; the args' names are the verb's JSON arguments.
+        /// One call of any verb, with its options (each variant's is its verb's
+        /// [`VerbTypes::Options`], the options type its `verb!` block names, such as
+        /// [`crate::SnapshotOptions`]). Serialized as `{"verb": NAME, "args": {...}}`; the
+        /// args' names are the verb's JSON arguments.
         #[derive(Debug, Clone, Serialize, Deserialize)]
         #[serde(tag = "verb", content = "args", try_from = "Tagged")]
         pub enum Request {

@@ -11,18 +11,19 @@
 
 /// A verb's types, as its `verb!` block gives them.
 pub trait VerbTypes {
-    /// Its options: the arguments of its [`Request`] variant.
+    /// Its options: the arguments of its [`Request`](crate::Request) variant.
     type Options;
-    /// Its outcome: what its [`Outcome`] variant holds.
+    /// Its outcome: what its [`Outcome`](crate::Outcome) variant holds.
     type Outcome;
-    /// Its name ([`Request::verb`]).
+    /// Its name ([`Request::verb`](crate::Request::verb)).
     const NAME: &'static str;
 }
 
 /// What a verb says of itself beyond its types, written in its engine module beside its
 /// options and outcome (`impl VerbSpec for verbs::Snapshot {}` says it needs none of it).
-/// [`Request::named_snapshots`], [`Outcome::refusal`] and the verb's entry in
-/// `docs/openapi.yaml` read it; every verb of the table must implement it.
+/// [`Request::named_snapshots`](crate::Request::named_snapshots),
+/// [`Outcome::refusal`](crate::Outcome::refusal) and the verb's entry in `docs/openapi.yaml`
+/// read it; every verb of the table must implement it.
 pub trait VerbSpec: VerbTypes {
     /// The snapshots `options` name as they name them (ids, prefixes, refs, checkpoint
     /// names) that a remote could supply when the store lacks them.
