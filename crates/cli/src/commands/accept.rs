@@ -2,12 +2,12 @@
 
 use std::ffi::OsString;
 
-use cairn_engine::{Request, AcceptOptions, AcceptOutcome, verbs};
+use cairn_engine::{AcceptOptions, AcceptOutcome, Request, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::{Report, quote_path};
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Keep the task's changes (only under the given paths, if any; else the task ends).
 #[derive(clap::Args, Debug)]

@@ -1,11 +1,11 @@
 //! `cairn checkout SNAP DEST`: hydrate a snapshot into a new worktree.
 
-use cairn_engine::{Request, CheckoutOptions, CheckoutOutcome, verbs};
+use cairn_engine::{CheckoutOptions, CheckoutOutcome, Request, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Hydrate a snapshot into a new or empty directory and register it as a worktree.
 #[derive(clap::Args, Debug)]

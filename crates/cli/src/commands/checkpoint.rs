@@ -1,11 +1,11 @@
 //! `cairn checkpoint [DIR]`: a named snapshot on the worktree's checkpoint stack.
 
-use cairn_engine::{Request, CheckpointOptions, CheckpointOutcome, verbs};
+use cairn_engine::{CheckpointOptions, CheckpointOutcome, Request, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, skipped_human};
-use crate::commands::{IntoRequest, Requested};
 
 /// Snapshot with a name on the worktree's checkpoint stack (onboards DIR in place if it
 /// is not a worktree yet; nothing git owns is touched). The first one starts a task.

@@ -1,8 +1,8 @@
 //! `cairn completions SHELL`: a completion script made from the command line's own
 //! definition, so it names every command and option there is.
 
-use clap::CommandFactory;
 use crate::commands::OwnCommand;
+use clap::CommandFactory;
 
 /// Print a completion script for SHELL (`source <(cairn completions bash)`, or save it
 /// where your shell reads completions).

@@ -3,11 +3,11 @@
 
 use std::ffi::OsString;
 
-use cairn_engine::{Request, Detail, DiffOptions, DiffOutcome, FileChange, verbs};
+use cairn_engine::{Detail, DiffOptions, DiffOutcome, FileChange, Request, verbs};
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::{Report, quote_path};
 use crate::render::{Format, Human, View, palette, patch, stat_text};
-use crate::commands::{IntoRequest, Requested};
 
 /// Compare two snapshots or worktrees (a path means its live files).
 #[derive(clap::Args, Debug)]

@@ -4,14 +4,14 @@
 use std::ffi::OsString;
 use std::io::IsTerminal;
 
-use cairn_engine::{Request, DiscardOptions, DiscardOutcome, verbs};
+use cairn_engine::{DiscardOptions, DiscardOutcome, Request, verbs};
 use camino::{Utf8Path, Utf8PathBuf};
 
+use crate::commands::{IntoRequest, Requested};
 use crate::context::prompt;
 use crate::error::{CliError, Error};
 use crate::output::{Report, quote_path};
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Put the task's changes back to its baseline (only under the given paths, if any;
 /// else the task ends). `cairn undo` brings them back.

@@ -1,10 +1,10 @@
 //! `cairn fsck`: verify the store.
 
-use cairn_engine::{Request, FsckOptions, FsckOutcome, verbs};
+use cairn_engine::{FsckOptions, FsckOutcome, Request, verbs};
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Verify every object and reference.
 #[derive(clap::Args, Debug)]

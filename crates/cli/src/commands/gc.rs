@@ -1,10 +1,10 @@
 //! `cairn gc`: drop what nothing reaches, in the store or on a remote.
 
-use cairn_engine::{Request, GcOptions, GcOutcome, verbs};
+use cairn_engine::{GcOptions, GcOutcome, Request, verbs};
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Drop what nothing reaches (with --remote: on that remote).
 #[derive(clap::Args, Debug)]

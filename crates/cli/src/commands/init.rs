@@ -3,10 +3,10 @@
 use camino::{Utf8Path, Utf8PathBuf};
 use serde::Serialize;
 
+use crate::commands::OwnCommand;
 use crate::context::{Ctx, absolute, current_dir};
 use crate::error::Error;
 use crate::output::Report;
-use crate::commands::OwnCommand;
 
 /// Create a store: PATH, else the one --store or $CAIRN_STORE names, else ./.cairn.
 #[derive(clap::Args, Debug)]

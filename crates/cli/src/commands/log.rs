@@ -1,10 +1,10 @@
 //! `cairn log [TARGET]`: history, newest first.
 
-use cairn_engine::{Request, LogEntry, LogOptions, LogOutcome, verbs};
+use cairn_engine::{LogEntry, LogOptions, LogOutcome, Request, verbs};
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, stat_text};
-use crate::commands::{IntoRequest, Requested};
 
 /// History, newest first.
 #[derive(clap::Args, Debug)]

@@ -6,8 +6,8 @@ use std::io::Write;
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::CommandFactory;
 
-use crate::error::{CliError, Error, io_error};
 use crate::commands::OwnCommand;
+use crate::error::{CliError, Error, io_error};
 
 /// Write man pages for cairn and every command into DIR (`cairn.1`,
 /// `cairn-snapshot.1`, ...); prints each path.

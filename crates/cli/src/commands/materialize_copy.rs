@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::error::Error;
 use crate::commands::OwnCommand;
+use crate::error::Error;
 
 // Copies FROM to TO; hidden, so it has no help text.
 #[derive(clap::Args, Debug)]

@@ -21,12 +21,12 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 
 use cairn_engine::{Call, Face, Outcome, Request, Verb};
 
+use crate::commands::OwnCommand;
 use crate::commands::mcp_stdio::{Calls, Stdio};
 use crate::commands::verbs::schema;
 use crate::error::{CliError, Error, io_error};
 use crate::progress::Bar;
 use crate::target::{Shared, Target};
-use crate::commands::OwnCommand;
 
 #[derive(Clone)]
 struct Server {

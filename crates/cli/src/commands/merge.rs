@@ -1,11 +1,11 @@
 //! `cairn merge SNAP --into REPO`: a snapshot merged back into git as a commit.
 
-use cairn_engine::{Request, MergeOptions, MergeOutcome, verbs};
+use cairn_engine::{MergeOptions, MergeOutcome, Request, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::{Report, quote_path};
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Three-way merge a snapshot into the git repository it was onboarded from, as a
 /// commit on a new branch (or, with --checkout, the current one); with conflicts, report

@@ -1,11 +1,11 @@
 //! `cairn mount [SNAP] DIR`: a copy-on-write worktree served by `cairn serve`.
 
-use cairn_engine::{Request, MountOptions, MountOutcome, verbs};
+use cairn_engine::{MountOptions, MountOutcome, Request, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Mount a snapshot at DIR as a copy-on-write worktree, ready at once (`cairn mount DIR`
 /// attaches a registered mount again). Served by `cairn serve`, started if none runs.

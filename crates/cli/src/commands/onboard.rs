@@ -4,9 +4,9 @@
 use cairn_engine::{ImportOptions, ImportOutcome, OnboardOptions, OnboardOutcome, Request, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, skipped_human};
-use crate::commands::{IntoRequest, Requested};
 
 /// Snapshot directory SRC (working files, uncommitted changes included) and register it
 /// as an in-place worktree.

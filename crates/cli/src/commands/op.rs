@@ -4,9 +4,9 @@ use cairn_engine::{OpLogOptions, OpLogOutcome, Request, verbs};
 use camino::Utf8PathBuf;
 use clap::Subcommand;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// The worktree's operation log.
 #[derive(clap::Args, Debug)]

@@ -10,13 +10,13 @@ use cairn_engine::{
 use camino::{Utf8Path, Utf8PathBuf};
 use clap::Subcommand;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::context::prompt;
 use crate::error::{CliError, Error};
 use crate::output::Report;
 use crate::progress::Bar;
 use crate::render::{Human, View};
 use crate::target::Target;
-use crate::commands::{IntoRequest, Requested};
 
 /// A worktree's remembered sandbox grants (what `cairn run` may write beyond the
 /// worktree, and the network); reading stays allowed everywhere.

@@ -1,10 +1,10 @@
 //! `cairn pull [SNAPSHOTS]`: copy snapshots from a remote.
 
-use cairn_engine::{Request, PullOptions, PullOutcome, verbs};
+use cairn_engine::{PullOptions, PullOutcome, Request, verbs};
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, human_bytes};
-use crate::commands::{IntoRequest, Requested};
 
 /// Copy snapshots (with their history) from a remote, verifying every object; updates
 /// NAME@REMOTE, never a local ref. No argument: every remote ref.

@@ -1,10 +1,10 @@
 //! `cairn push [SNAPSHOTS]`: copy snapshots to a remote.
 
-use cairn_engine::{Request, PushOptions, PushOutcome, verbs};
+use cairn_engine::{PushOptions, PushOutcome, Request, verbs};
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, human_bytes};
-use crate::commands::{IntoRequest, Requested};
 
 /// Copy snapshots (with their history) to a remote, sending only what it lacks; a ref
 /// also sets REF@REMOTE if it still holds what this store last saw there. No argument:

@@ -1,11 +1,11 @@
 //! `cairn recover [DIR]`: finish an interrupted operation.
 
-use cairn_engine::{Request, RecoverOptions, RecoverOutcome, verbs};
+use cairn_engine::{RecoverOptions, RecoverOutcome, Request, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Finish an operation that was interrupted (nothing to do: exit 0).
 #[derive(clap::Args, Debug)]

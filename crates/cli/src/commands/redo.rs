@@ -4,9 +4,9 @@
 use cairn_engine::{Request, UndoOptions, UndoOutcome, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, undo_refused, undo_report};
-use crate::commands::{IntoRequest, Requested};
 
 /// Re-apply the newest undone change set, if its files are as the undo left them.
 #[derive(clap::Args, Debug)]

@@ -3,9 +3,9 @@
 use cairn_engine::{RefListOptions, RefRmOptions, RefSetOptions, RefsOutcome, Request, verbs};
 use clap::Subcommand;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Named pointers that keep snapshots alive for gc.
 #[derive(clap::Args, Debug)]

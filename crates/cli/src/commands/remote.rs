@@ -5,9 +5,9 @@ use cairn_engine::{
 };
 use clap::Subcommand;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Remotes: where snapshots go to be shared across machines.
 #[derive(clap::Args, Debug)]

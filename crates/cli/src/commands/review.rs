@@ -1,11 +1,11 @@
 //! `cairn review [DIR]`: the task's changes against its baseline.
 
-use cairn_engine::{Request, Detail, ReviewOptions, ReviewOutcome, verbs};
+use cairn_engine::{Detail, Request, ReviewOptions, ReviewOutcome, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, palette, patch, summary};
-use crate::commands::{IntoRequest, Requested};
 
 /// The task's changes against its baseline.
 #[derive(clap::Args, Debug)]

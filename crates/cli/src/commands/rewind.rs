@@ -4,9 +4,9 @@
 use cairn_engine::{Request, RewindOptions, RollbackOutcome, TimelineOutcome, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, rollback_text};
-use crate::commands::{IntoRequest, Requested};
 
 /// Roll the worktree back to a checkpoint (default: the latest); later ones stay.
 #[derive(clap::Args, Debug)]

@@ -5,9 +5,9 @@ use std::ffi::OsString;
 use cairn_engine::{Request, RollbackOptions, RollbackOutcome, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, rollback_text};
-use crate::commands::{IntoRequest, Requested};
 
 /// Make a worktree's scope equal a snapshot (only the given paths, if any).
 #[derive(clap::Args, Debug)]

@@ -10,13 +10,13 @@ use cairn_engine::{
 };
 use camino::{Utf8Path, Utf8PathBuf};
 
+use crate::commands::OwnCommand;
 use crate::context::{Ctx, current_dir};
 use crate::error::{CliError, Error};
 use crate::output::Report;
 use crate::progress::Bar;
 use crate::render::{Human, View};
 use crate::target::Target;
-use crate::commands::OwnCommand;
 
 /// Run a command confined to a worktree (Landlock): it may write only there (and in the
 /// other worktrees given, the worktrees' remembered grants and a private temporary

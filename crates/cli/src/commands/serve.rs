@@ -26,10 +26,10 @@ use cas::OpenOptions;
 use serde_json::{Value, json};
 use tokio::net::{UnixListener, UnixStream};
 
+use crate::commands::OwnCommand;
 use crate::context::Ctx;
 use crate::output::Report;
 use cairn_engine::wire::{CallReply, CallRequest};
-use crate::commands::OwnCommand;
 
 /// Largest request body accepted (a `put_objects` batch).
 pub const MAX_BODY: usize = 64 << 20;

@@ -2,9 +2,9 @@
 
 use cairn_engine::{Request, ShowOptions, ShowOutcome, verbs};
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::{Report, quote_path};
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Print a file's bytes or a tree listing: SNAP, SNAP:PATH, or any object id.
 #[derive(clap::Args, Debug)]

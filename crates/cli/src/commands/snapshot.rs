@@ -3,9 +3,9 @@
 use cairn_engine::{Request, SnapshotOptions, SnapshotOutcome, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, skipped_human};
-use crate::commands::{IntoRequest, Requested};
 
 /// New snapshot of a worktree, parent = its head.
 #[derive(clap::Args, Debug)]

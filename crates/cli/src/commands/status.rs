@@ -3,9 +3,9 @@
 use cairn_engine::{Request, StatusOptions, StatusOutcome, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, skipped_human, summary};
-use crate::commands::{IntoRequest, Requested};
 
 /// Changes in a worktree since its head snapshot.
 #[derive(clap::Args, Debug)]

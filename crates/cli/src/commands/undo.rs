@@ -3,9 +3,9 @@
 use cairn_engine::{Request, UndoOptions, UndoOutcome, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View, undo_refused, undo_report};
-use crate::commands::{IntoRequest, Requested};
 
 /// Revert the newest change set not yet undone, if its files are as it left them.
 #[derive(clap::Args, Debug)]

@@ -3,9 +3,9 @@
 use cairn_engine::{Request, UnmountOptions, UnmountOutcome, verbs};
 use camino::Utf8PathBuf;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// Unmount a mounted worktree (its layer stays for the next `mount`).
 #[derive(clap::Args, Debug)]

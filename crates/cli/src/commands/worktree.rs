@@ -6,9 +6,9 @@ use cairn_engine::{
 use camino::Utf8PathBuf;
 use clap::Subcommand;
 
+use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
 use crate::render::{Human, View};
-use crate::commands::{IntoRequest, Requested};
 
 /// The worktree registry.
 #[derive(clap::Args, Debug)]
