@@ -179,6 +179,24 @@ impl Signature {
         self.0.public_key().fingerprint(HashAlg::Sha256).to_string()
     }
 
+    /// Whether it is a signature of `message` in [`NAMESPACE`] by the key it carries: that
+    /// the bytes are what was signed, not who signed them (an [`AllowedSigners`] file says
+    /// whose signatures count).
+    pub fn matches(&self, message: &[u8]) -> Result<(), Untrusted> {
+        let fingerprint = self.fingerprint();
+        if self.0.namespace() != NAMESPACE {
+            return Err(Untrusted::Namespace {
+                found: self.0.namespace().to_owned(),
+            });
+        }
+        let key = ssh_key::PublicKey::from(self.0.public_key().clone());
+        key.verify(NAMESPACE, message, &self.0)
+            .map_err(|source| Untrusted::Mismatch {
+                fingerprint,
+                source,
+            })
+    }
+
     /// The namespace it was made in.
     pub fn namespace(&self) -> &str {
         self.0.namespace()

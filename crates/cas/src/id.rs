@@ -129,6 +129,12 @@ typed_id!(
     SnapshotId
 );
 
+id_type!(
+    /// The id of an attestation (a check's record): BLAKE3 (derive-key mode) of its canonical
+    /// encoding. Not an object of the graph: nothing names it but the index of its tree.
+    AttestationId
+);
+
 impl ObjectId {
     /// Views this id as a blob id.
     pub const fn as_blob(self) -> BlobId {

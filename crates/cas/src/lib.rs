@@ -54,6 +54,7 @@
 #![deny(unsafe_code, clippy::unwrap_used)]
 #![warn(missing_docs)]
 
+mod attestation;
 mod id;
 mod name;
 mod object;
@@ -61,7 +62,13 @@ mod progress;
 mod store;
 mod verify;
 
-pub use id::{BlobId, HEX_LEN, ID_LEN, IdPrefix, ObjectId, ParseIdError, SnapshotId, TreeId};
+pub use attestation::{
+    ATTESTATION_CONTEXT, Attestation, CheckOutput, Exit, MAX_CHECK_OUTPUT, decode_attestation,
+    validate_env_name,
+};
+pub use id::{
+    AttestationId, BlobId, HEX_LEN, ID_LEN, IdPrefix, ObjectId, ParseIdError, SnapshotId, TreeId,
+};
 pub use name::{MAX_DEPTH, MAX_NAME_LEN, MAX_PATH_LEN, NameError, check_name, check_path};
 pub use object::{
     EntryKind, GitSource, ObjectError, ObjectKind, SNAPSHOT_CONTEXT, Snapshot, Source,
@@ -69,14 +76,15 @@ pub use object::{
 };
 pub use progress::{Progress, Silent};
 pub use store::{
-    BlobChunks, BlobPayload, BlobSource, BoxError, CHUNK_BYTES, Checked, Chunk, DATABASE_FILE,
-    Damage, FORMAT_VERSION, Format1Keys, Format1Table, Frame, FrameMember, FrameRef, HistoryEntry,
-    InvalidLockTimeout, JOURNALS, Keeper, KeyValue, LOCK_TIMEOUT_VAR, MAX_FRAME_BYTES,
-    MaintenanceError, OpenError, OpenOptions, PROMISED, PRUNED, PayloadError, PreparedBlob,
-    Problem, ReadError, Reader, ReceivedFrame, RefError, ResolveError, Retained, Rewrite, Roots,
-    ScopedEntry, SideKey, SideOwner, SideTable, StorageFailure, Store, StoreError,
-    StoreFsckOptions, StoreFsckOutcome, StoreGcOptions, StoreGcOutcome, WriteBatch, WriteError,
-    WriteOutcome, ZstdError, sequence_key, sequence_of, store_bytes, validate_ref_name,
+    ATTESTATION_SIGNATURES, ATTESTATIONS, AttestationReadError, BlobChunks, BlobPayload,
+    BlobSource, BoxError, CHUNK_BYTES, Checked, Chunk, DATABASE_FILE, Damage, FORMAT_VERSION,
+    Format1Keys, Format1Table, Frame, FrameMember, FrameRef, HistoryEntry, InvalidLockTimeout,
+    JOURNALS, Keeper, KeyValue, LOCK_TIMEOUT_VAR, MAX_FRAME_BYTES, MaintenanceError, OpenError,
+    OpenOptions, PROMISED, PRUNED, PayloadError, PreparedBlob, Problem, ReadError, Reader,
+    ReceivedFrame, RefError, ResolveError, Retained, Rewrite, Roots, ScopedEntry, SideKey,
+    SideOwner, SideTable, StorageFailure, Store, StoreError, StoreFsckOptions, StoreFsckOutcome,
+    StoreGcOptions, StoreGcOutcome, WriteBatch, WriteError, WriteOutcome, ZstdError, sequence_key,
+    sequence_of, store_bytes, validate_ref_name,
 };
 pub use verify::{VerifiedObject, VerifyError, verify_blob_payload, verify_frame, verify_object};
 

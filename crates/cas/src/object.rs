@@ -472,19 +472,19 @@ fn len_u32(n: usize) -> u32 {
     u32::try_from(n).unwrap_or(u32::MAX)
 }
 
-fn put_u32(out: &mut Vec<u8>, v: u32) {
+pub(crate) fn put_u32(out: &mut Vec<u8>, v: u32) {
     out.extend_from_slice(&v.to_le_bytes());
 }
 
-fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+pub(crate) fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_u32(out, len_u32(b.len()));
     out.extend_from_slice(b);
 }
 
-struct Decoder<'a>(&'a [u8]);
+pub(crate) struct Decoder<'a>(pub(crate) &'a [u8]);
 
 impl<'a> Decoder<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], ObjectError> {
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], ObjectError> {
         if self.0.len() < n {
             return Err(ObjectError::Truncated);
         }
@@ -492,32 +492,32 @@ impl<'a> Decoder<'a> {
         self.0 = tail;
         Ok(head)
     }
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], ObjectError> {
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], ObjectError> {
         let mut out = [0u8; N];
         out.copy_from_slice(self.take(N)?);
         Ok(out)
     }
-    fn u8(&mut self) -> Result<u8, ObjectError> {
+    pub(crate) fn u8(&mut self) -> Result<u8, ObjectError> {
         Ok(self.take(1)?[0])
     }
-    fn u32(&mut self) -> Result<u32, ObjectError> {
+    pub(crate) fn u32(&mut self) -> Result<u32, ObjectError> {
         Ok(u32::from_le_bytes(self.array()?))
     }
-    fn u64(&mut self) -> Result<u64, ObjectError> {
+    pub(crate) fn u64(&mut self) -> Result<u64, ObjectError> {
         Ok(u64::from_le_bytes(self.array()?))
     }
-    fn id(&mut self) -> Result<[u8; 32], ObjectError> {
+    pub(crate) fn id(&mut self) -> Result<[u8; 32], ObjectError> {
         self.array()
     }
-    fn bytes(&mut self) -> Result<&'a [u8], ObjectError> {
+    pub(crate) fn bytes(&mut self) -> Result<&'a [u8], ObjectError> {
         let n = self.u32()? as usize;
         self.take(n)
     }
-    fn string(&mut self, field: &'static str) -> Result<String, ObjectError> {
+    pub(crate) fn string(&mut self, field: &'static str) -> Result<String, ObjectError> {
         let b = self.bytes()?;
         String::from_utf8(b.to_vec()).map_err(|_| ObjectError::NotUtf8 { field })
     }
-    fn finish(self) -> Result<(), ObjectError> {
+    pub(crate) fn finish(self) -> Result<(), ObjectError> {
         if self.0.is_empty() {
             Ok(())
         } else {

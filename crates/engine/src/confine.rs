@@ -96,6 +96,11 @@ pub struct Confined<'a> {
     pub dir: &'a Path,
     /// Where its output goes.
     pub output: Output,
+    /// Environment variables set for it, on top of the caller's.
+    pub env: &'a [(OsString, OsString)],
+    /// How long it may run: past that, it and every process of its group are killed
+    /// (the command then runs in a process group of its own).
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Where a confined command's standard streams go.
@@ -119,6 +124,10 @@ pub enum Output {
 pub struct Ran {
     /// Its exit status (128 + the signal's number if a signal ended it).
     pub exit_code: i32,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// Whether it outlived [`Confined::timeout`] and was killed for it.
+    pub timed_out: bool,
     /// What the kernel denied it, or why that cannot be told.
     pub denied: Result<Vec<Denial>, String>,
     /// Its stdout, when captured.

@@ -291,6 +291,9 @@ pub struct FsckChecked {
     pub snapshots: u64,
     /// References.
     pub references: u64,
+    /// Attestations and their signatures.
+    #[serde(default)]
+    pub attestations: u64,
 }
 
 /// What `fsck` found; problems make it a refusal.
@@ -333,7 +336,7 @@ pub struct GcOptions {
 /// An object gc removed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GcRemoved {
-    /// `blob`, `tree` or `snapshot` (`pack` for `gc --remote`).
+    /// `blob`, `tree`, `snapshot` or `attestation` (`pack` for `gc --remote`).
     pub kind: String,
     /// Its id.
     pub id: String,
@@ -581,7 +584,9 @@ impl Engine {
             ..fs_manager::Registry::default()
         };
         let owners: [&dyn cas::SideOwner; 2] = [&registry, &remote::RemotesOwner];
-        let out = store.fsck(&cas::StoreFsckOptions::default(), &owners)?;
+        let mut out = store.fsck(&cas::StoreFsckOptions::default(), &owners)?;
+        out.problems
+            .extend(crate::verbs::checks::signature_problems(&store.reader()?)?);
         let n = out.problems.len();
         let message = (n > 0).then(|| {
             format!(
@@ -605,6 +610,7 @@ impl Engine {
                 trees: out.trees,
                 snapshots: out.snapshots,
                 references: out.references,
+                attestations: out.attestations,
             },
             message,
         })
@@ -669,6 +675,10 @@ impl Engine {
                     kind: object_kind(*kind).to_owned(),
                     id: id.to_hex(),
                 })
+                .chain(out.attestations_removed.iter().map(|id| GcRemoved {
+                    kind: "attestation".to_owned(),
+                    id: id.to_hex(),
+                }))
                 .collect(),
             bytes_freed: out.bytes_freed,
             ops_pruned: fs_manager::Registry::ops_pruned(&out.dropped),

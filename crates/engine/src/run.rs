@@ -406,6 +406,8 @@ impl Runner<'_> {
             command: &options.command,
             dir: root.as_std_path(),
             output: self.output,
+            env: &[],
+            timeout: None,
         };
         let ran = self.sandbox.run(&confined).map_err(|e| match e {
             ConfineError::Unavailable if self.person => RunError::UnconfinedOnTerminal {
@@ -528,7 +530,8 @@ impl Runner<'_> {
         members: &[Member],
         store_dir: &Path,
     ) -> Result<SandboxPolicy, Error> {
-        let hidden = hidden_dirs(store_dir, members);
+        let roots: Vec<&Utf8Path> = members.iter().map(|m| m.root.as_path()).collect();
+        let hidden = hidden_dirs(store_dir, &roots);
         if options.no_sandbox {
             return Ok(SandboxPolicy::DangerFullAccess);
         }
@@ -580,13 +583,13 @@ impl Runner<'_> {
 /// (`$XDG_RUNTIME_DIR`, else `/run/user/UID`) with the session bus and systemd's sockets,
 /// through which a command could start programs outside the sandbox; not if a worktree lives
 /// there.
-fn hidden_dirs(store_dir: &Path, members: &[Member]) -> Vec<PathBuf> {
+pub(crate) fn hidden_dirs(store_dir: &Path, roots: &[&Utf8Path]) -> Vec<PathBuf> {
     let runtime = std::env::var_os("XDG_RUNTIME_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| format!("/run/user/{}", rustix::process::getuid().as_raw()).into());
     let runtime = std::fs::canonicalize(runtime)
         .ok()
-        .filter(|r| r.is_dir() && !members.iter().any(|m| m.root.as_std_path().starts_with(r)));
+        .filter(|r| r.is_dir() && !roots.iter().any(|root| root.as_std_path().starts_with(r)));
     std::iter::once(store_dir.to_owned())
         .chain(runtime)
         .collect()

@@ -83,6 +83,7 @@ pub use worktree_scope::{
     RulesPresent, RulesSource, ScanError, Scope, ScopeSettings, SkipReason, Skipped, Special,
     Verdict, read_live_file, read_live_link, read_patterns,
 };
+pub use worktree_state::checkout::write_tree;
 pub use worktree_state::{
     CaptureError, CaptureOptions, CaptureOutcome, CheckoutError, GitProbe, Interrupted, LiveState,
     RecoverError, RollbackError, RootChanged, WorktreeCheckoutOptions, WorktreeCheckoutOutcome,

@@ -92,8 +92,15 @@ impl Sandbox for Landlock {
             .arg("--")
             .args(confined.command);
         cmd.current_dir(confined.dir)
+            .envs(confined.env.iter().map(|(k, v)| (k, v)))
             .env("CAIRN_SANDBOX", policy.label())
             .env("TMPDIR", scratch.path());
+        if confined.timeout.is_some() {
+            // A group of its own, so a timeout kills what it started too (a shell's
+            // children would otherwise outlive it, holding its output open).
+            use std::os::unix::process::CommandExt;
+            cmd.process_group(0);
+        }
         if policy.network() {
             cmd.env_remove("CAIRN_SANDBOX_NETWORK_DISABLED");
         } else {
@@ -126,10 +133,16 @@ impl Sandbox for Landlock {
             Output::Capture { limit } => capture(&mut child, limit),
             _ => (None, None),
         };
-        let status = child.wait().map_err(spawn_error)?;
+        let (status, timed_out) = match confined.timeout {
+            None => (child.wait().map_err(spawn_error)?, false),
+            Some(limit) => wait_for(&mut child, limit).map_err(spawn_error)?,
+        };
         let stdout = stdout.map(|r| r.join().unwrap_or_default());
         let stderr = stderr.map(|r| r.join().unwrap_or_default());
-        let exit_code = status.code().unwrap_or(128 + 9);
+        let signal = std::os::unix::process::ExitStatusExt::signal(&status);
+        let exit_code = status
+            .code()
+            .unwrap_or(128 + signal.unwrap_or(rustix::process::Signal::KILL.as_raw()));
         if exit_code == SANDBOX_UNAVAILABLE {
             return Err(ConfineError::Unavailable);
         }
@@ -141,11 +154,49 @@ impl Sandbox for Landlock {
         let denied = log.and_then(|log| log.denials(pid, logged).map_err(|e| e.to_string()));
         Ok(Ran {
             exit_code,
+            signal,
+            timed_out,
             denied,
             stdout,
             stderr,
         })
     }
+}
+
+/// Waits for `child`, the leader of a process group of its own, at most `limit`; then kills
+/// the group. Either way what is left of the group is killed once the leader is gone, so
+/// nothing it started holds its output open. Returns its status, and whether it timed out.
+fn wait_for(
+    child: &mut Child,
+    limit: std::time::Duration,
+) -> std::io::Result<(std::process::ExitStatus, bool)> {
+    // A limit too far to count is none.
+    let deadline = std::time::Instant::now().checked_add(limit);
+    let group = i32::try_from(child.id())
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
+    let kill_group = || {
+        if let Some(group) = group {
+            // Gone already (ESRCH) is what is hoped for.
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
+    };
+    loop {
+        if let Some(status) = child.try_wait()? {
+            kill_group();
+            return Ok((status, false));
+        }
+        let now = std::time::Instant::now();
+        let left = deadline.map_or(std::time::Duration::MAX, |d| {
+            d.saturating_duration_since(now)
+        });
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(std::time::Duration::from_millis(10)));
+    }
+    kill_group();
+    Ok((child.wait()?, true))
 }
 
 type Reading = std::thread::JoinHandle<Captured>;

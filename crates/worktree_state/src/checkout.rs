@@ -214,6 +214,32 @@ pub fn checkout(
     })
 }
 
+/// Writes the files of `tree` into `dest`, an empty directory the caller made and owns,
+/// as [`checkout`] writes them, but registers nothing and keeps no stat cache: a throwaway
+/// copy (`verify`'s view). Paths a checkout refuses are refused here too, before anything is
+/// written. Returns the files and bytes written; on failure what was written stays, for the
+/// caller to remove with its directory.
+pub fn write_tree(
+    reader: &Reader,
+    tree: TreeId,
+    dest: &Utf8Path,
+    progress: &dyn Progress,
+) -> Result<(u64, u64), CheckoutError> {
+    let counted = survey(reader, tree, |path| {
+        path_policy::check_path(path.as_bytes())
+            .err()
+            .map(|e| e.reason())
+    })?;
+    if let Some((path, reason)) = counted.refused {
+        return Err(CheckoutError::Refused {
+            path: path.to_fs_path(dest.as_std_path()),
+            reason,
+        });
+    }
+    hydrate(reader, dest, tree, &counted, progress)?;
+    Ok((counted.files, counted.bytes))
+}
+
 /// What a walk of a snapshot's trees found, before anything is written.
 struct Survey {
     files: u64,

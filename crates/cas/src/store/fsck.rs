@@ -35,6 +35,8 @@ pub struct StoreFsckOutcome {
     pub snapshots: u64,
     /// Refs, and records of side-table owners, checked.
     pub references: u64,
+    /// Attestation records and their signatures checked.
+    pub attestations: u64,
 }
 
 fn problem(kind: &'static str, name: impl ToString, message: impl ToString) -> Problem {
@@ -212,6 +214,10 @@ impl Store {
 
         // References into the object graph.
         self.fsck_part(&mut out, "refs", |out| check_refs(&reader, out));
+        self.fsck_part(&mut out, "attestations", |out| {
+            out.attestations = super::attested::check(&reader, &mut out.problems)?;
+            Ok(())
+        });
         for owner in owners {
             self.fsck_part(&mut out, owner.name(), |out| {
                 let checked = owner

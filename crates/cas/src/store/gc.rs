@@ -17,7 +17,7 @@ use super::owner::{HistoryEntry, SideOwner};
 use super::reader::{TREE_IN_LOG, tree_record_bytes};
 use super::side::{PRUNED, SideDef, SideKey};
 use super::tables::{BLOBS, LOG_END_KEY, META, SEGMENTS, SNAPSHOTS, TREES};
-use crate::id::{BlobId, ObjectId, SnapshotId, TreeId};
+use crate::id::{AttestationId, BlobId, ObjectId, SnapshotId, TreeId};
 use crate::object::ObjectKind;
 use camino::Utf8Path;
 
@@ -40,6 +40,9 @@ pub struct StoreGcOptions {
 pub struct StoreGcOutcome {
     /// Every unreachable object.
     pub removed: Vec<(ObjectKind, ObjectId)>,
+    /// Attestations whose tree no snapshot that stays has (their records and signatures are
+    /// in `dropped`).
+    pub attestations_removed: Vec<AttestationId>,
     /// Stored bytes of those objects.
     pub bytes_freed: u64,
     /// Side entries dropped at their owners' request (see [`Roots::drop`]) or because the
@@ -186,6 +189,9 @@ impl Store {
         });
         swept.map_err(|e| self.after_failed_write(len_before, e))?;
         outcome.dropped.extend(marked.drop);
+        outcome
+            .attestations_removed
+            .extend(marked.attestations_dropped);
         outcome.dropped_parts.extend(marked.dropped_parts);
         outcome.retained = marked.retained;
         Ok(())

@@ -3,13 +3,14 @@
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
 
+use super::attested::{ATTESTATION_SIGNATURES, ATTESTATIONS};
 use super::blob::Location;
 use super::error::MaintenanceError;
 use super::frame::member_share;
 use super::owner::{HistoryEntry, Keeper, Roots, SideOwner};
 use super::reader::Reader;
 use super::side::{Rewrite, SideKey};
-use crate::id::{BlobId, SnapshotId, TreeId};
+use crate::id::{AttestationId, BlobId, SnapshotId, TreeId};
 use crate::object::ObjectKind;
 
 /// Objects that stay.
@@ -18,6 +19,8 @@ pub(super) struct Live {
     pub(super) snapshots: HashSet<SnapshotId>,
     pub(super) trees: HashSet<TreeId>,
     pub(super) blobs: HashSet<BlobId>,
+    /// Root trees of live snapshots: their attestations stay.
+    pub(super) roots: HashSet<TreeId>,
 }
 
 /// Stored bytes that something named or recent keeps, so no budget can free them.
@@ -53,6 +56,9 @@ pub(super) struct Marked {
     pub(super) cut: Vec<SnapshotId>,
     /// History entries and ancestors the budget kept that added bytes (0 without a budget).
     pub(super) optional_kept: usize,
+    /// Attestations whose tree no live snapshot has (their records and signatures are in
+    /// `drop`).
+    pub(super) attestations_dropped: Vec<AttestationId>,
 }
 
 /// What some roots reach beyond what is already live.
@@ -167,6 +173,7 @@ pub(super) fn mark(
             })?);
         }
     }
+    let attestations_dropped = marker.attestations(&mut drop)?;
     let cut = marker.cut()?;
     Ok(Marked {
         live: marker.live,
@@ -178,6 +185,7 @@ pub(super) fn mark(
         retained,
         cut,
         optional_kept,
+        attestations_dropped,
     })
 }
 
@@ -214,6 +222,7 @@ impl Marker<'_> {
             out.added.snapshots.insert(id);
             let snap = reader.snapshot(id).map_err(MaintenanceError::Unsafe)?;
             out.bytes += reader.record_len(ObjectKind::Snapshot, id.into())?;
+            out.added.roots.insert(snap.tree);
             trees.push(snap.tree);
             out.parents.extend(&snap.parents);
             if ancestry {
@@ -268,6 +277,7 @@ impl Marker<'_> {
         self.live.snapshots.extend(reach.added.snapshots);
         self.live.trees.extend(reach.added.trees);
         self.live.blobs.extend(reach.added.blobs);
+        self.live.roots.extend(reach.added.roots);
         self.bytes += reach.bytes;
         self.parents.extend(reach.parents);
     }
@@ -336,6 +346,55 @@ impl Marker<'_> {
             candidates.push((vec![p], None));
         }
         Ok(())
+    }
+
+    /// Keeps the output blobs of the attestations of live root trees; adds the records of
+    /// the others, with their signatures, to `drop`, and returns their ids. A record that
+    /// does not say its tree or its blobs is kept as it is, for `fsck` to report.
+    fn attestations(
+        &mut self,
+        drop: &mut Vec<SideKey>,
+    ) -> Result<Vec<AttestationId>, MaintenanceError> {
+        let mut dropped = Vec::new();
+        for (scope, key, value) in self.reader.attestation_records()? {
+            let (Ok(tree), Ok(id)) = (
+                scope.parse::<TreeId>(),
+                <[u8; 32]>::try_from(key.as_slice()),
+            ) else {
+                continue;
+            };
+            let id = AttestationId::from_bytes(id);
+            if self.live.roots.contains(&tree) {
+                let Ok(attestation) = crate::attestation::decode_attestation(id, &value) else {
+                    continue;
+                };
+                let mut reach = Reach::default();
+                for output in [attestation.stdout, attestation.stderr] {
+                    if self.reader.has_blob(output.blob)? {
+                        self.reach_blob(output.blob, &mut reach)?;
+                    }
+                }
+                self.take(reach);
+                continue;
+            }
+            drop.push(SideKey {
+                table: ATTESTATIONS,
+                scope,
+                key,
+            });
+            for (fingerprint, _) in self
+                .reader
+                .side_scope(ATTESTATION_SIGNATURES, &id.to_hex())?
+            {
+                drop.push(SideKey {
+                    table: ATTESTATION_SIGNATURES,
+                    scope: id.to_hex(),
+                    key: fingerprint,
+                });
+            }
+            dropped.push(id);
+        }
+        Ok(dropped)
     }
 
     /// Parents of live snapshots that will be missing on purpose: not live, and either

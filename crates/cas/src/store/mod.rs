@@ -1,6 +1,7 @@
 //! The store: one folder holding a redb database of blobs, trees, snapshots, refs, and the
 //! side tables of the layers above.
 
+mod attested;
 mod batch;
 mod blob;
 mod chunks;
@@ -26,6 +27,7 @@ mod transfer;
 mod upgrade;
 mod versions;
 
+pub use attested::{ATTESTATION_SIGNATURES, ATTESTATIONS, AttestationReadError};
 pub use batch::{WriteBatch, WriteOutcome, validate_ref_name};
 pub use blob::{CHUNK_BYTES, PreparedBlob};
 pub use chunks::{BlobChunks, Chunk};

@@ -1,0 +1,596 @@
+//! `verify`: a check run against a snapshot in a throwaway view, inside the sandbox `run`
+//! uses, and recorded as an attestation of the snapshot's tree (`cas::Attestation`); or,
+//! when the same check of the same tree is recorded already, that record.
+//!
+//! The view is a checkout of the snapshot's tree into a private folder under the system's
+//! temporary directory (`cairn-verify-UID/PID-…`), unregistered, removed when the check
+//! ends whatever happened. One that a killed `verify` left is removed by the next `verify`
+//! of any store (its process is gone). It is not a FUSE mount yet: a mount registers a
+//! worktree and serves it from a process of its own, which a `verify` killed half way would
+//! leave behind.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::time::{Duration, Instant};
+
+use camino::{Utf8Path, Utf8PathBuf};
+use cas::{
+    Attestation, AttestationId, CheckOutput, Exit, MAX_CHECK_OUTPUT, PreparedBlob, SnapshotId,
+    TreeId, WriteBatch,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::confine::{Captured, ConfineError, Confined, Output, SandboxPolicy};
+use crate::engine::{Call, Engine, resolve_snapshot};
+use crate::error::{Code, Error, IoError};
+use crate::spec::{VerbSpec, verb, verbs};
+use crate::store::Access;
+
+/// `verify SNAP [--check NAME] [--env NAME]… [--network] [--timeout SECS] [--rerun] [--sign
+/// KEY] -- CMD…`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyOptions {
+    /// The snapshot to check (a ref, id prefix or checkpoint name).
+    #[schemars(extend("x-snapshot" = true))]
+    pub snapshot: String,
+    /// The check's name (default: the command's first word).
+    #[serde(default)]
+    pub check: Option<String>,
+    /// An environment variable the check depends on: NAME=VALUE, or NAME for its value where it is asked (the command line's environment; a server's own for a request that gives only NAME). The command gets it, the attestation records it, and other values make another check.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Allow TCP bind and connect.
+    #[serde(default)]
+    #[schemars(extend("x-cli-only" = true))]
+    pub network: bool,
+    /// Seconds the command may run; then it, with everything it started, is killed and the check fails.
+    #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
+    pub timeout: Option<u64>,
+    /// Run the check even if the same check of the same tree is recorded, and record another.
+    #[serde(default)]
+    pub rerun: bool,
+    /// An SSH private key file (OpenSSH format, Ed25519 or ECDSA, no passphrase) to sign the attestation with.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub sign: Option<Utf8PathBuf>,
+    /// The command and its arguments.
+    pub command: Vec<String>,
+}
+
+impl VerifyOptions {
+    /// Check `snapshot` with `command`.
+    pub fn new<S: Into<String>>(
+        snapshot: impl Into<String>,
+        command: impl IntoIterator<Item = S>,
+    ) -> VerifyOptions {
+        VerifyOptions {
+            snapshot: snapshot.into(),
+            command: command.into_iter().map(Into::into).collect(),
+            ..VerifyOptions::default()
+        }
+    }
+}
+
+/// What `verify` found.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerifyOutcome {
+    /// The attestation: the record of this run, or of the one recorded before.
+    #[schemars(with = "String")]
+    pub attestation: AttestationId,
+    /// The snapshot checked.
+    #[schemars(with = "String")]
+    pub snapshot: SnapshotId,
+    /// Its tree, which the attestation is about.
+    #[schemars(with = "String")]
+    pub tree: TreeId,
+    /// The check's name.
+    pub check: String,
+    /// Whether it passed: exit status 0, not killed, not timed out.
+    pub passed: bool,
+    /// The command's exit status (128 + the signal's number if a signal ended it).
+    pub exit_code: i32,
+    /// The signal that ended it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<u32>,
+    /// Whether it outlived the timeout and was killed.
+    #[serde(default)]
+    pub timed_out: bool,
+    /// Whether the answer is a record made before (the command did not run).
+    pub cached: bool,
+    /// How long the command ran.
+    pub duration_ms: u64,
+    /// Whether the attestation is signed (by this call's key, or before).
+    pub signed: bool,
+    /// Why this is a refusal (exit 1): the check failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Why a check was not run or not recorded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CheckRunError {
+    /// No command.
+    #[error("cairn verify {snapshot}: no command given after --")]
+    NoCommand {
+        /// The snapshot.
+        snapshot: String,
+    },
+    /// A check name that cannot be recorded.
+    #[error("--check {name:?}: a check's name is 1 to 255 characters, no control characters")]
+    CheckName {
+        /// The name.
+        name: String,
+    },
+    /// An `--env` entry that is not NAME or NAME=VALUE.
+    #[error("--env {entry:?}: {source}")]
+    Env {
+        /// The entry.
+        entry: String,
+        /// Why.
+        source: cas::ObjectError,
+    },
+    /// `--env NAME` of a variable not set where the engine runs.
+    #[error("--env {name}: the variable is not set (give NAME=VALUE)")]
+    EnvUnset {
+        /// The name.
+        name: String,
+    },
+    /// A timeout of 0 seconds.
+    #[error("--timeout 0: a check needs at least a second")]
+    ZeroTimeout,
+    /// The signing key cannot sign.
+    #[error(transparent)]
+    Key(#[from] attest::KeyError),
+    /// An engine opened without a sandbox.
+    #[error(
+        "cairn verify {snapshot}: this engine has no sandbox (it was opened without one), so it runs no check"
+    )]
+    NoSandbox {
+        /// The snapshot.
+        snapshot: String,
+    },
+    /// The kernel cannot confine the command.
+    #[error("cairn verify {snapshot}: {source}")]
+    Unconfined {
+        /// The snapshot.
+        snapshot: String,
+        /// Why.
+        source: ConfineError,
+    },
+    /// Starting the confined command failed.
+    #[error("cairn verify {snapshot}: {source}")]
+    Confine {
+        /// The snapshot.
+        snapshot: String,
+        /// Why.
+        source: ConfineError,
+    },
+    /// The recorded attestations of the tree cannot be read.
+    #[error(transparent)]
+    Record(#[from] cas::AttestationReadError),
+}
+
+crate::error::coded!(CheckRunError);
+
+impl CheckRunError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        match self {
+            CheckRunError::NoCommand { .. } | CheckRunError::ZeroTimeout => Code::Usage,
+            CheckRunError::CheckName { .. } | CheckRunError::Env { .. } => Code::InvalidInput,
+            CheckRunError::EnvUnset { .. } => Code::InvalidEnv,
+            CheckRunError::Key(attest::KeyError::Read { .. }) => Code::InvalidPath,
+            CheckRunError::Key(_) => Code::InvalidInput,
+            CheckRunError::NoSandbox { .. } | CheckRunError::Unconfined { .. } => {
+                Code::SandboxUnavailable
+            }
+            CheckRunError::Confine { .. } => Code::Io,
+            CheckRunError::Record(cas::AttestationReadError::Corrupt { .. }) => Code::Corrupt,
+            CheckRunError::Record(_) => Code::Store,
+        }
+    }
+}
+
+/// The check's name, command and environment values, checked: what makes two runs the
+/// same check.
+struct Check {
+    name: String,
+    command: Vec<String>,
+    env: BTreeMap<String, String>,
+}
+
+fn check_of(options: &VerifyOptions) -> Result<Check, CheckRunError> {
+    let Some(first) = options.command.first() else {
+        return Err(CheckRunError::NoCommand {
+            snapshot: options.snapshot.clone(),
+        });
+    };
+    let name = options.check.clone().unwrap_or_else(|| first.clone());
+    if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
+        return Err(CheckRunError::CheckName { name });
+    }
+    let mut env = BTreeMap::new();
+    for entry in &options.env {
+        let (key, value) = match entry.split_once('=') {
+            Some((key, value)) => (key.to_owned(), value.to_owned()),
+            None => {
+                let value = std::env::var(entry).map_err(|_| CheckRunError::EnvUnset {
+                    name: entry.clone(),
+                })?;
+                (entry.clone(), value)
+            }
+        };
+        cas::validate_env_name(&key).map_err(|source| CheckRunError::Env {
+            entry: entry.clone(),
+            source,
+        })?;
+        if value.contains('\0') {
+            return Err(CheckRunError::Env {
+                entry: entry.clone(),
+                source: cas::ObjectError::InvalidField {
+                    field: "environment variable value (holds NUL)",
+                },
+            });
+        }
+        env.insert(key, value);
+    }
+    Ok(Check {
+        name,
+        command: options.command.clone(),
+        env,
+    })
+}
+
+/// This machine's name, as the kernel has it.
+fn host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// A throwaway folder for one check's view, removed when dropped.
+struct View {
+    dir: Utf8PathBuf,
+}
+
+/// The folder the views of this user's checks are made in: `cairn-verify-UID` in the
+/// system's temporary directory, this user's alone.
+fn views_dir() -> Result<Utf8PathBuf, Error> {
+    let tmp = std::env::temp_dir();
+    let tmp = Utf8PathBuf::from_path_buf(tmp)
+        .unwrap_or_else(|p| Utf8PathBuf::from(p.to_string_lossy().into_owned()));
+    let uid = rustix::process::getuid().as_raw();
+    let dir = tmp.join(format!("cairn-verify-{uid}"));
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(IoError::new(&dir, e).into()),
+    }
+    // Not a link someone else put there, and not another user's.
+    let meta = std::fs::symlink_metadata(&dir).map_err(|e| IoError::new(&dir, e))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(IoError::new(
+            &dir,
+            std::io::Error::other("not a private directory of this user's (remove it)"),
+        )
+        .into());
+    }
+    Ok(dir)
+}
+
+/// Removes the views whose `verify` is gone (killed before it could).
+fn remove_stale_views(dir: &Utf8Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        let alive = pid.is_some_and(|p| std::path::Path::new(&format!("/proc/{p}")).exists());
+        if !alive {
+            remove_all(&entry.path());
+        }
+    }
+}
+
+/// Removes `path` and what is below it, making directories the command made unwritable
+/// writable again first if that is what stops it.
+fn remove_all(path: &std::path::Path) {
+    if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
+        return;
+    }
+    for entry in walkdir_dirs(path) {
+        let _ = std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o700));
+    }
+    if let Err(e) = std::fs::remove_dir_all(path) {
+        tracing::warn!(path = %path.display(), error = %e, "could not remove a verify view");
+    }
+}
+
+/// Every directory at and below `root`, links not followed.
+fn walkdir_dirs(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut pending = vec![root.to_owned()];
+    while let Some(dir) = pending.pop() {
+        let is_dir = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
+        if !is_dir {
+            continue;
+        }
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            pending.extend(entries.flatten().map(|e| e.path()));
+        }
+        out.push(dir);
+    }
+    out
+}
+
+impl View {
+    /// A new empty view folder, named after this process so that a later `verify` can tell
+    /// it was left behind.
+    fn new() -> Result<View, Error> {
+        let parent = views_dir()?;
+        remove_stale_views(&parent);
+        let made = tempfile::Builder::new()
+            .prefix(&format!("{}-", std::process::id()))
+            .tempdir_in(&parent)
+            .map_err(|e| IoError::new(&parent, e))?;
+        // Kept by this guard, not by tempfile's (which would not undo a chmod).
+        let dir = made.keep();
+        let dir = std::fs::canonicalize(&dir).map_err(|e| IoError::new(dir.display(), e))?;
+        let dir = Utf8PathBuf::from_path_buf(dir)
+            .map_err(|p| IoError::new(p.display(), std::io::Error::other("not UTF-8")))?;
+        Ok(View { dir })
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        remove_all(self.dir.as_std_path());
+    }
+}
+
+impl Engine {
+    /// Runs a check against a snapshot, or answers with the one recorded: the command runs
+    /// in a throwaway view of the snapshot (its working directory), confined by this
+    /// engine's sandbox (it may write only in the view and a private $TMPDIR, reads
+    /// everywhere but the store, and has no network unless `network`), with no stdin, killed
+    /// (with everything it started) after `timeout` seconds. Its run is recorded as an
+    /// attestation of the snapshot's tree: its name, command, `env` values, exit status,
+    /// duration, start time, host, cairn version and its stdout and stderr (each up to
+    /// [`cas::MAX_CHECK_OUTPUT`], cut at the end). If the same check (tree, name, command
+    /// and env values) is recorded already, that record is the answer (`cached`), unless
+    /// `rerun`. With `sign`, the attestation is signed with that SSH key (SSHSIG, namespace
+    /// `cairn-attestation`). A failed check is a refusal (exit 1).
+    pub fn verify(&self, call: &Call, options: VerifyOptions) -> Result<VerifyOutcome, Error> {
+        let check = check_of(&options)?;
+        if options.timeout == Some(0) {
+            return Err(CheckRunError::ZeroTimeout.into());
+        }
+        let key = options
+            .sign
+            .as_ref()
+            .map(|path| attest::SigningKey::read(&call.path(path)))
+            .transpose()
+            .map_err(CheckRunError::from)?;
+        let (snapshot, tree, recorded) = {
+            let store = self.store(Access::Write)?;
+            let reader = store.reader()?;
+            let snapshot = resolve_snapshot(&reader, &call.cwd, &options.snapshot)?;
+            let tree = reader.snapshot(snapshot)?.tree;
+            let recorded = if options.rerun {
+                None
+            } else {
+                newest_same(&reader, tree, &check)?
+            };
+            (snapshot, tree, recorded)
+        };
+        if let Some((id, attestation)) = recorded {
+            let signed = self.sign(id, &attestation, key.as_ref())?;
+            return Ok(outcome(id, snapshot, &attestation, true, signed));
+        }
+        let Some(sandbox) = self.sandbox() else {
+            return Err(CheckRunError::NoSandbox {
+                snapshot: options.snapshot,
+            }
+            .into());
+        };
+        let store_dir = std::fs::canonicalize(self.store_path())
+            .map_err(|e| IoError::new(self.store_path(), e))?;
+
+        let view = View::new()?;
+        {
+            let store = self.store(Access::Read)?;
+            let reader = store.reader()?;
+            fs_manager::write_tree(&reader, tree, &view.dir, call.progress)?;
+        }
+        let policy = SandboxPolicy::WorkspaceWrite {
+            writable_roots: vec![view.dir.clone().into_std_path_buf()],
+            read_only_subpaths: Vec::new(),
+            hidden: crate::run::hidden_dirs(&store_dir, &[&view.dir]),
+            network: options.network,
+        };
+        let command: Vec<OsString> = check.command.iter().map(OsString::from).collect();
+        let env: Vec<(OsString, OsString)> = (check.env.iter())
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+            .collect();
+        // Without a timeout, still a group of its own: what it started is killed with it.
+        let timeout = Duration::from_secs(options.timeout.unwrap_or(u64::MAX));
+        let started = jiff::Timestamp::now();
+        let clock = Instant::now();
+        let ran = sandbox
+            .run(&Confined {
+                policy: &policy,
+                command: &command,
+                dir: view.dir.as_std_path(),
+                output: Output::Capture {
+                    limit: MAX_CHECK_OUTPUT,
+                },
+                env: &env,
+                timeout: Some(timeout),
+            })
+            .map_err(|source| match source {
+                ConfineError::Unavailable => CheckRunError::Unconfined {
+                    snapshot: options.snapshot.clone(),
+                    source,
+                },
+                source => CheckRunError::Confine {
+                    snapshot: options.snapshot.clone(),
+                    source,
+                },
+            })?;
+        let duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        drop(view);
+
+        let mut batch = WriteBatch::new();
+        let mut output = |captured: Option<Captured>| {
+            let captured = captured.unwrap_or_default();
+            let blob = batch.add_blob(PreparedBlob::new(&captured.bytes));
+            CheckOutput {
+                blob,
+                cut: captured.cut,
+            }
+        };
+        let stdout = output(ran.stdout);
+        let stderr = output(ran.stderr);
+        let attestation = Attestation {
+            tree,
+            check: check.name,
+            command: check.command,
+            env: check.env,
+            exit: Exit {
+                code: ran.exit_code,
+                signal: ran.signal.and_then(|s| u32::try_from(s).ok()),
+                timed_out: ran.timed_out,
+            },
+            started,
+            duration_ms,
+            host: host(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            stdout,
+            stderr,
+        };
+        let id = batch.add_attestation(&attestation);
+        let signed = match &key {
+            Some(key) => {
+                let signature = key
+                    .sign(&attestation.encode())
+                    .map_err(CheckRunError::from)?;
+                batch.add_attestation_signature(id, &key.fingerprint(), signature.to_pem().into());
+                true
+            }
+            None => false,
+        };
+        self.store(Access::Write)?.write(&batch)?;
+        Ok(outcome(id, snapshot, &attestation, false, signed))
+    }
+
+    /// Signs the recorded attestation `id` with `key` unless that key signed it already;
+    /// returns whether it is signed at all.
+    fn sign(
+        &self,
+        id: AttestationId,
+        attestation: &Attestation,
+        key: Option<&attest::SigningKey>,
+    ) -> Result<bool, Error> {
+        let store = self.store(Access::Write)?;
+        let signatures = store.reader()?.attestation_signatures(id)?;
+        let Some(key) = key else {
+            return Ok(!signatures.is_empty());
+        };
+        let fingerprint = key.fingerprint();
+        if signatures.iter().any(|(f, _)| *f == fingerprint) {
+            return Ok(true);
+        }
+        let signature = key
+            .sign(&attestation.encode())
+            .map_err(CheckRunError::from)?;
+        let mut batch = WriteBatch::new();
+        batch.add_attestation_signature(id, &fingerprint, signature.to_pem().into());
+        store.write(&batch)?;
+        Ok(true)
+    }
+}
+
+/// The newest recorded attestation of the same check of `tree`.
+fn newest_same(
+    reader: &cas::Reader,
+    tree: TreeId,
+    check: &Check,
+) -> Result<Option<(AttestationId, Attestation)>, Error> {
+    let found = reader.attestations(tree).map_err(CheckRunError::from)?;
+    Ok(found
+        .into_iter()
+        .filter(|(_, a)| a.same_check(tree, &check.name, &check.command, &check.env))
+        .max_by_key(|(id, a)| (a.started, *id)))
+}
+
+fn outcome(
+    id: AttestationId,
+    snapshot: SnapshotId,
+    attestation: &Attestation,
+    cached: bool,
+    signed: bool,
+) -> VerifyOutcome {
+    let passed = attestation.exit.passed();
+    let message = (!passed).then(|| {
+        let how = if attestation.exit.timed_out {
+            "timed out".to_owned()
+        } else if let Some(signal) = attestation.exit.signal {
+            format!("killed by signal {signal}")
+        } else {
+            format!("exit status {}", attestation.exit.code)
+        };
+        format!(
+            "check {} of snapshot {snapshot} failed ({how}); attestation {id}",
+            attestation.check
+        )
+    });
+    VerifyOutcome {
+        attestation: id,
+        snapshot,
+        tree: attestation.tree,
+        check: attestation.check.clone(),
+        passed,
+        exit_code: attestation.exit.code,
+        signal: attestation.exit.signal,
+        timed_out: attestation.exit.timed_out,
+        cached,
+        duration_ms: attestation.duration_ms,
+        signed,
+        message,
+    }
+}
+
+verb! {
+    /// Run a check against a snapshot in a throwaway view of it (a private checkout), confined as `run` is (it may write only in the view and a private $TMPDIR; no network unless allowed), killed after `timeout` seconds, and record it as an attestation of the snapshot's tree: name, command, env values, exit status, duration, start time, host, cairn version, stdout and stderr. The same check of the same tree recorded before (by any snapshot with that tree) is the answer at once (`cached`), unless `rerun`. With `sign`, the attestation is signed with that SSH key. A failed check is a refusal. The command runs where the engine runs, with no stdin.
+    Verify(VerifyOptions) -> VerifyOutcome = "verify" via verify [Route, Tool];
+}
+
+// What this verb says of itself beyond its types (see `VerbSpec`).
+
+impl VerbSpec for verbs::Verify {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        vec![options.snapshot.as_str()]
+    }
+
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        outcome.message.as_deref()
+    }
+
+    const REFUSED: Option<&'static str> = Some(
+        "The check failed (exit status not 0, killed, or timed out); its attestation is recorded and `message` says how. Or what the request names is busy (an error).",
+    );
+
+    const EXAMPLE: Option<&'static str> = Some(
+        r#"{"snapshot": "3f2a9c", "check": "tests", "command": ["cargo", "test"], "timeout": 600, "cwd": "/home/agent/project"}"#,
+    );
+}
