@@ -1,5 +1,6 @@
 //! Integration tests for the `cas` crate, one module per area of `src/`.
 
+mod attestation;
 mod budget;
 mod frames;
 mod maintenance;
