@@ -33,4 +33,5 @@ mod store_budget;
 mod store_commands;
 mod store_upgrade;
 mod support;
+mod verify_commands;
 mod worktree_commands;

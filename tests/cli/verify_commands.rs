@@ -1,0 +1,539 @@
+//! `cairn verify` and `cairn checks` with real commands under the real sandbox: exit codes
+//! and JSON, the cache by tree, the view's confinement and removal, timeouts, the output
+//! cap, signatures against the real `ssh-keygen`, and what `fsck` and `gc` do with
+//! attestations.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::support::{Env, Server, stdout};
+
+/// A small Python project whose test passes, onboarded: its folder and snapshot.
+fn project(env: &Env, name: &str) -> (Utf8PathBuf, String) {
+    let dir = env.path().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("calc.py"), "def add(a, b):\n    return a + b\n").unwrap();
+    std::fs::write(
+        dir.join("test_calc.py"),
+        "import calc\nassert calc.add(2, 2) == 4, 'add is broken'\nprint('1 passed')\n",
+    )
+    .unwrap();
+    let (code, v) = env.json(&["onboard", dir.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    (dir, v["snapshot"].as_str().unwrap().to_owned())
+}
+
+/// `cairn --json verify ARGS…` with `TMPDIR` at `tmp`, so its views are seen there.
+fn verify_in(env: &Env, tmp: &Utf8Path, args: &[&str]) -> (i32, serde_json::Value) {
+    std::fs::create_dir_all(tmp).unwrap();
+    let out = env
+        .command()
+        .env("TMPDIR", tmp.as_str())
+        .arg("--store")
+        .arg(env.store().as_str())
+        .arg("--json")
+        .arg("verify")
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {text:?}"));
+    (out.status.code().unwrap(), value)
+}
+
+fn verify(env: &Env, args: &[&str]) -> (i32, serde_json::Value) {
+    verify_in(env, &env.path().join("tmp"), args)
+}
+
+/// What is left in the folder the views are made in.
+fn views_left(tmp: &Utf8Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    // This process's user: it made `tmp`.
+    let uid = std::fs::metadata(tmp).unwrap().uid();
+    match std::fs::read_dir(tmp.join(format!("cairn-verify-{uid}"))) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn checks(env: &Env, snapshot: &str) -> Vec<serde_json::Value> {
+    let (code, v) = env.json(&["checks", snapshot]);
+    assert_eq!(code, 0, "{v}");
+    v["checks"].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_passing_check_exits_0_and_a_failing_one_1_each_recorded() {
+    let env = Env::new();
+    let (dir, snap) = project(&env, "p");
+    let (code, v) = verify(
+        &env,
+        &[&snap, "--check", "tests", "--", "python3", "test_calc.py"],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["passed"], true);
+    assert_eq!(v["exit_code"], 0);
+    assert_eq!(v["cached"], false);
+    assert_eq!(v["signed"], false);
+    assert_eq!(v["check"], "tests");
+    assert_eq!(v["snapshot"], snap.as_str());
+    let (_, log) = env.json(&["log", dir.as_str(), "-n", "1"]);
+    assert_eq!(v["tree"], log["snapshots"][0]["tree"]);
+    assert!(v["attestation"].as_str().unwrap().len() == 64);
+
+    // A broken attempt: its check fails, exit 1 with the result object and a message.
+    std::fs::write(dir.join("calc.py"), "def add(a, b):\n    return a - b\n").unwrap();
+    let (_, s) = env.json(&["snapshot", dir.as_str()]);
+    let broken = s["snapshot"].as_str().unwrap();
+    let (code, v) = verify(
+        &env,
+        &[broken, "--check", "tests", "--", "python3", "test_calc.py"],
+    );
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["passed"], false);
+    assert_eq!(v["exit_code"], 1);
+    assert!(v["message"].as_str().unwrap().contains("tests"), "{v}");
+    let (code, out) = env.json(&["checks", broken, "--log", "tests"]);
+    assert_eq!(code, 0);
+    assert!(
+        out["log"]["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("add is broken"),
+        "{out}"
+    );
+    // Human: the output as it was, stdout then stderr.
+    let human = env.cairn(&["checks", broken, "--log", "tests"]);
+    assert!(stdout(&human).contains("add is broken"));
+    let listed = checks(&env, broken);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["passed"], false);
+    assert_eq!(
+        listed[0]["command"],
+        serde_json::json!(["python3", "test_calc.py"])
+    );
+    assert!(listed[0]["signed_by"].is_null());
+    assert!(!listed[0]["host"].as_str().unwrap().is_empty());
+}
+
+#[test]
+fn an_equal_tree_answers_from_the_record_and_other_commands_or_env_do_not() {
+    let env = Env::new();
+    let (_, first) = project(&env, "a");
+    let (_, second) = project(&env, "b");
+    assert_ne!(first, second, "two onboards, two snapshots");
+    let args = |snap: &str| -> Vec<String> {
+        [snap, "--env", "SEED=1", "--", "python3", "test_calc.py"]
+            .map(str::to_owned)
+            .to_vec()
+    };
+    let run = |args: Vec<String>| {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        verify(&env, &args)
+    };
+    let (code, one) = run(args(&first));
+    assert_eq!(
+        (code, &one["cached"]),
+        (0, &serde_json::json!(false)),
+        "{one}"
+    );
+    let (code, two) = run(args(&second));
+    assert_eq!(code, 0, "{two}");
+    assert_eq!(two["cached"], true, "{two}");
+    assert_eq!(two["attestation"], one["attestation"]);
+    assert_eq!(two["snapshot"], second.as_str());
+    assert_eq!(two["tree"], one["tree"]);
+    // Another env value, another command: other checks, run and recorded.
+    let (_, env2) = run(
+        [&second, "--env", "SEED=2", "--", "python3", "test_calc.py"]
+            .map(|s| s.to_string())
+            .to_vec(),
+    );
+    assert_eq!(env2["cached"], false, "{env2}");
+    let (_, other) = run([
+        &second,
+        "--env",
+        "SEED=1",
+        "--",
+        "python3",
+        "-B",
+        "test_calc.py",
+    ]
+    .map(|s| s.to_string())
+    .to_vec());
+    assert_eq!(other["cached"], false, "{other}");
+    // The command sees the value it is recorded with.
+    let (_, seen) = run([
+        &second,
+        "--env",
+        "SEED=7",
+        "--",
+        "sh",
+        "-c",
+        "test \"$SEED\" = 7",
+    ]
+    .map(|s| s.to_string())
+    .to_vec());
+    assert_eq!(seen["passed"], true, "{seen}");
+    assert_eq!(checks(&env, &first).len(), 4);
+
+    // --rerun runs anyway and records another.
+    let mut again = args(&first);
+    again.insert(1, "--rerun".into());
+    let (code, three) = run(again);
+    assert_eq!(code, 0);
+    assert_eq!(three["cached"], false);
+    assert_ne!(three["attestation"], one["attestation"]);
+    let listed = checks(&env, &first);
+    assert_eq!(listed.len(), 5);
+    // Newest first.
+    assert_eq!(listed[0]["attestation"], three["attestation"]);
+}
+
+#[test]
+fn a_write_outside_the_view_is_refused_and_the_view_is_gone_afterwards() {
+    let env = Env::new();
+    let (dir, snap) = project(&env, "p");
+    let outside = env.path().join("outside.txt");
+    let tmp = env.path().join("tmp");
+    let script =
+        format!("echo changed > calc.py && echo pwned > {outside}; s=$?; pwd > where; echo $s");
+    let (code, v) = verify_in(&env, &tmp, &[&snap, "--", "sh", "-c", &script]);
+    assert_eq!(code, 0, "the shell's last status is echo's: {v}");
+    assert!(
+        !outside.exists(),
+        "the sandbox let the check write outside its view"
+    );
+    let (_, log) = env.json(&["checks", &snap, "--log", "sh"]);
+    assert_ne!(log["log"]["stdout"].as_str().unwrap().trim(), "0", "{log}");
+    // The check wrote in its view, not in the worktree.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
+    assert!(!dir.join("where").exists());
+    assert_eq!(views_left(&tmp), Vec::<String>::new());
+}
+
+#[test]
+fn a_check_past_its_timeout_is_killed_and_recorded_as_timed_out() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let tmp = env.path().join("tmp");
+    let started = Instant::now();
+    // Through a shell: its child is killed too, else it would hold the output open.
+    let (code, v) = verify_in(
+        &env,
+        &tmp,
+        &[
+            &snap,
+            "--timeout",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "sleep 30; echo never",
+        ],
+    );
+    let took = started.elapsed();
+    assert_eq!(code, 1, "{v}");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert_eq!(v["passed"], false);
+    assert_eq!(v["timed_out"], true);
+    assert!(v["duration_ms"].as_u64().unwrap() >= 1000);
+    assert_eq!(views_left(&tmp), Vec::<String>::new());
+    let listed = checks(&env, &snap);
+    assert_eq!(listed[0]["timed_out"], true);
+    assert_eq!(listed[0]["passed"], false);
+    // A timeout of 0 is bad usage.
+    let (code, v) = verify(&env, &[&snap, "--timeout", "0", "--", "true"]);
+    assert_eq!(code, 2, "{v}");
+}
+
+#[test]
+fn output_past_16_mib_is_cut_and_marked() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let (code, v) = verify(
+        &env,
+        &[
+            &snap,
+            "--check",
+            "loud",
+            "--",
+            "sh",
+            "-c",
+            "yes | head -c 17000000; echo done >&2",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    let (_, log) = env.json(&["checks", &snap, "--log", "loud"]);
+    let log = &log["log"];
+    assert_eq!(log["stdout_cut"], true);
+    assert_eq!(log["stdout"].as_str().unwrap().len(), 16 << 20);
+    assert_eq!(log["stderr_cut"], false);
+    assert_eq!(log["stderr"], "done\n");
+}
+
+/// An ed25519 key pair `ssh-keygen` makes in `dir`: the private key's path and its public
+/// line.
+fn ssh_key(dir: &Utf8Path) -> (Utf8PathBuf, String) {
+    let key = dir.join("verifier");
+    let made = Command::new("ssh-keygen")
+        .args([
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "ci",
+            "-f",
+            key.as_str(),
+        ])
+        .status()
+        .expect("ssh-keygen runs (Debian's openssh-client)");
+    assert!(made.success());
+    let public = std::fs::read_to_string(format!("{key}.pub")).unwrap();
+    (key, public.trim().to_owned())
+}
+
+/// `ssh-keygen -Y verify` of `signature` over `message`, by `public`'s key.
+fn ssh_keygen_accepts(dir: &Utf8Path, public: &str, message: &[u8], signature: &[u8]) -> bool {
+    let signers = dir.join("allowed_signers");
+    std::fs::write(&signers, format!("ci@example {public}\n")).unwrap();
+    let sig = dir.join("attestation.sig");
+    std::fs::write(&sig, signature).unwrap();
+    let mut child = Command::new("ssh-keygen")
+        .args(["-Y", "verify", "-f", signers.as_str(), "-I", "ci@example"])
+        .args(["-n", "cairn-attestation", "-s", sig.as_str()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child.stdin.take().unwrap().write_all(message).unwrap();
+    child.wait().unwrap().success()
+}
+
+/// The stored bytes of attestation `id` of `tree`, and its signatures.
+fn stored(env: &Env, tree: &str, id: &str) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
+    let store = cas::Store::open(&env.store(), &cas::OpenOptions::default()).unwrap();
+    let reader = store.reader().unwrap();
+    let id: cas::AttestationId = id.parse().unwrap();
+    let bytes = reader
+        .side_get(cas::ATTESTATIONS, tree, id.as_bytes())
+        .unwrap()
+        .expect("the attestation is filed under its tree");
+    let signatures = reader.attestation_signatures(id).unwrap();
+    (bytes, signatures)
+}
+
+#[test]
+fn a_signed_attestation_checks_with_ssh_keygen_and_altered_bytes_do_not() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let keys = env.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let (key, public) = ssh_key(&keys);
+    let (code, v) = verify(
+        &env,
+        &[
+            &snap,
+            "--sign",
+            key.as_str(),
+            "--",
+            "python3",
+            "test_calc.py",
+        ],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["signed"], true);
+    let (bytes, signatures) = stored(
+        &env,
+        v["tree"].as_str().unwrap(),
+        v["attestation"].as_str().unwrap(),
+    );
+    assert_eq!(signatures.len(), 1);
+    let (fingerprint, signature) = &signatures[0];
+    assert!(ssh_keygen_accepts(&keys, &public, &bytes, signature));
+    let mut altered = bytes.clone();
+    // The check's name.
+    altered[36] ^= 1;
+    assert!(!ssh_keygen_accepts(&keys, &public, &altered, signature));
+    // `checks` names the key, as `ssh-keygen -l` does.
+    let listed = checks(&env, &snap);
+    assert_eq!(listed[0]["signed_by"], fingerprint.as_str());
+    let printed = Command::new("ssh-keygen")
+        .args(["-l", "-f", &format!("{key}.pub")])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&printed.stdout).contains(fingerprint.as_str()));
+    // A cached answer signed by the key already is signed.
+    let (code, again) = verify(&env, &[&snap, "--", "python3", "test_calc.py"]);
+    assert_eq!(
+        (code, &again["cached"], &again["signed"]),
+        (0, &true.into(), &true.into())
+    );
+    assert_eq!(env.json(&["fsck"]).0, 0);
+}
+
+#[test]
+fn fsck_reports_a_signature_that_does_not_match_its_attestation() {
+    let env = Env::new();
+    let (dir, snap) = project(&env, "p");
+    let keys = env.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let (key, _) = ssh_key(&keys);
+    let (_, signed) = verify(&env, &[&snap, "--sign", key.as_str(), "--", "true"]);
+    let (_, plain) = verify(&env, &[&snap, "--", "false"]);
+    let (_, signatures) = stored(
+        &env,
+        signed["tree"].as_str().unwrap(),
+        signed["attestation"].as_str().unwrap(),
+    );
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["checked"]["attestations"], 3,
+        "two records, one signature: {v}"
+    );
+    // The signature of one filed as the other's.
+    {
+        let store = cas::Store::open(&env.store(), &cas::OpenOptions::default()).unwrap();
+        let mut batch = cas::WriteBatch::new();
+        let (fingerprint, signature) = signatures[0].clone();
+        batch.add_attestation_signature(
+            plain["attestation"].as_str().unwrap().parse().unwrap(),
+            &fingerprint,
+            signature,
+        );
+        store.write(&batch).unwrap();
+    }
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 1, "{v}");
+    let problems = v["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{v}");
+    assert_eq!(problems[0]["kind"], "signature");
+    assert!(
+        problems[0]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with(plain["attestation"].as_str().unwrap())
+    );
+    let listed = checks(&env, &snap);
+    let of_plain = listed
+        .iter()
+        .find(|c| c["attestation"] == plain["attestation"])
+        .unwrap();
+    assert!(
+        of_plain["signed_by"].is_null(),
+        "a signature of other bytes counts for nothing"
+    );
+    drop(dir);
+}
+
+#[test]
+fn gc_keeps_attestations_while_a_snapshot_has_their_tree_and_then_drops_them() {
+    let env = Env::new();
+    let (dir, snap) = project(&env, "p");
+    let (_, v) = verify(&env, &[&snap, "--", "sh", "-c", "echo kept output"]);
+    let attestation = v["attestation"].as_str().unwrap().to_owned();
+    let (code, gc) = env.json(&["gc"]);
+    assert_eq!(code, 0, "{gc}");
+    let removed = gc["removed"].as_array().unwrap();
+    assert!(removed.is_empty(), "{gc}");
+    let (_, log) = env.json(&["checks", &snap, "--log", "sh"]);
+    assert_eq!(log["log"]["stdout"], "kept output\n");
+    assert_eq!(env.json(&["fsck"]).0, 0);
+
+    // The last snapshot with the tree goes: so does its attestation, and its output.
+    let out = env.cairn(&["worktree", "remove", dir.as_str()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, gc) = env.json(&["gc", "--keep-within", "0"]);
+    assert_eq!(code, 0, "{gc}");
+    let removed = gc["removed"].as_array().unwrap();
+    assert!(
+        removed
+            .iter()
+            .any(|r| r["kind"] == "attestation" && r["id"] == attestation.as_str()),
+        "{gc}"
+    );
+    let output = cas::BlobId::of(b"kept output\n").to_hex();
+    assert!(removed.iter().any(|r| r["id"] == output.as_str()), "{gc}");
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["checked"]["attestations"], 0, "{v}");
+}
+
+#[test]
+fn a_killed_verify_leaves_no_view_that_a_later_one_trips_on() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = env
+        .command()
+        .env("TMPDIR", tmp.as_str())
+        .args([
+            "--store",
+            env.store().as_str(),
+            "verify",
+            &snap,
+            "--check",
+            "slow",
+        ])
+        .args(["--", "sleep", "3"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while views_left(&tmp).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no view appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left = views_left(&tmp);
+    // Killed while its check runs (the check itself, its own process group, ends alone).
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(views_left(&tmp), left, "the killed verify left its view");
+    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "slow", "--", "true"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["cached"], false, "the killed run recorded nothing: {v}");
+    assert_eq!(
+        views_left(&tmp),
+        Vec::<String>::new(),
+        "the next verify removed it"
+    );
+    assert_eq!(checks(&env, &snap).len(), 1);
+    // Wait the orphaned check out, so no process of this test outlives it.
+    std::thread::sleep(Duration::from_secs(3).saturating_sub(started.elapsed()));
+}
+
+#[test]
+fn verify_through_a_server_answers_from_the_record() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let server = Server::start(&env);
+    let (code, one) = verify(&env, &[&snap, "--", "python3", "test_calc.py"]);
+    assert_eq!(code, 0, "{one}");
+    let (code, two) = verify(&env, &[&snap, "--", "python3", "test_calc.py"]);
+    assert_eq!(code, 0, "{two}");
+    assert_eq!(two["cached"], true);
+    assert_eq!(two["attestation"], one["attestation"]);
+    assert!(server.stop().success());
+}
