@@ -3,7 +3,9 @@
 //! It knows three kinds of object, each named by a 32-byte BLAKE3 id:
 //! blobs (file bytes, id = plain BLAKE3 so `b3sum` agrees), trees (sorted directory listings)
 //! and snapshots (commit objects). Trees and snapshots have one canonical encoding each,
-//! written down with test vectors in `docs/format.md`. Objects live in a redb database in the
+//! written down with test vectors in `docs/format.md`; so do [`Attestation`]s, the records
+//! of checks run against a tree, which it files by tree beside the objects
+//! ([`ATTESTATIONS`]) and keeps while a snapshot has that tree. Objects live in a redb database in the
 //! store folder, blobs zstd-compressed in a packed log (`docs/design.md`), next to refs and
 //! the side tables that layers above own ([`SideTable`]): records they commit in the same
 //! transaction as the objects those records name.
