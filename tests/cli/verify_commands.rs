@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
 
+use crate::mcp_client::Mcp;
 use crate::support::{Env, Server, stdout};
 
 /// A small Python project whose test passes, onboarded: its folder and snapshot.
@@ -536,4 +537,64 @@ fn verify_through_a_server_answers_from_the_record() {
     assert_eq!(two["cached"], true);
     assert_eq!(two["attestation"], one["attestation"]);
     assert!(server.stop().success());
+}
+
+/// `network` and `sign` are the command line's: a server route and an MCP tool refuse them
+/// naming them, and the check never runs (else an agent could have a machine's key sign
+/// `-- true` named `tests`). The route and the tool run checks like the command line.
+#[test]
+fn routes_and_tools_verify_but_take_neither_network_nor_sign() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let keys = env.path().join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let (key, _) = ssh_key(&keys);
+    let args = |extra: Option<(&str, serde_json::Value)>| {
+        let mut args = serde_json::json!({
+            "snapshot": snap, "check": "tests", "command": ["python3", "test_calc.py"],
+        });
+        if let Some((k, v)) = extra {
+            args[k] = v;
+        }
+        args
+    };
+    let refused = [
+        ("network", serde_json::json!(true)),
+        ("sign", serde_json::json!(key)),
+    ];
+    {
+        let server = Server::start(&env);
+        let client = server.client();
+        for (k, v) in &refused {
+            let (status, answer) = client.call("verify", &args(Some((k, v.clone())))).unwrap();
+            assert_eq!(status, 400, "{k}: {answer}");
+            assert!(answer.to_string().contains(k), "{k}: {answer}");
+        }
+        assert!(
+            checks(&env, &snap).is_empty(),
+            "a refused request ran its check"
+        );
+        let (status, answer) = client.call("verify", &args(None)).unwrap();
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["passed"], true, "{answer}");
+        assert!(server.stop().success());
+    }
+    let mut mcp = Mcp::start(&env, &[]);
+    for (id, (k, v)) in (1..).zip(&refused) {
+        mcp.call(id, "verify", args(Some((k, v.clone()))));
+        let (is_error, answer) = mcp.tool_answer(id, Duration::from_secs(60));
+        assert!(is_error, "{k}: {answer}");
+        assert!(answer.to_string().contains(k), "{k}: {answer}");
+    }
+    mcp.call(9, "verify", args(None));
+    let (is_error, answer) = mcp.tool_answer(9, Duration::from_secs(60));
+    assert!(!is_error, "{answer}");
+    assert_eq!(
+        answer["cached"], true,
+        "the route's record answers the tool: {answer}"
+    );
+    mcp.call(10, "checks", serde_json::json!({ "snapshot": snap }));
+    let (is_error, answer) = mcp.tool_answer(10, Duration::from_secs(60));
+    assert!(!is_error, "{answer}");
+    assert_eq!(answer["checks"].as_array().unwrap().len(), 1, "{answer}");
 }

@@ -41,6 +41,9 @@ pub struct VerifyOptions {
     /// An environment variable the check depends on: NAME=VALUE, or NAME for its value where it is asked (the command line's environment; a server's own for a request that gives only NAME). The command gets it, the attestation records it, and other values make another check.
     #[serde(default)]
     pub env: Vec<String>,
+    // `network` and `sign` are the command line's alone (as `run`'s widening options):
+    // through a route or a tool an agent could reach the network, or have the engine sign
+    // a check it named with a key of the machine's (`-- true` named `tests`).
     /// Allow TCP bind and connect.
     #[serde(default)]
     #[schemars(extend("x-cli-only" = true))]
@@ -53,7 +56,7 @@ pub struct VerifyOptions {
     pub rerun: bool,
     /// An SSH private key file (OpenSSH format, Ed25519 or ECDSA, no passphrase) to sign the attestation with.
     #[serde(default)]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<String>", extend("x-cli-only" = true))]
     pub sign: Option<Utf8PathBuf>,
     /// The command and its arguments.
     pub command: Vec<String>,
