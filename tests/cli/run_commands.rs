@@ -852,3 +852,13 @@ fn a_grant_swapped_for_a_symlink_while_runs_start_never_opens_anything_else() {
     );
     assert!(ran > 0, "no run got through the swaps");
 }
+
+#[test]
+fn a_command_ended_by_a_signal_exits_128_plus_its_number() {
+    let env = Env::new();
+    let w = setup(&env);
+    // SIGTERM is 15: 143, not the 137 of a SIGKILL whatever the signal was.
+    let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(v["exit_code"], 143, "{v}");
+    assert_eq!(code, 143, "{v}");
+}

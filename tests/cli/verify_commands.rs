@@ -598,3 +598,15 @@ fn routes_and_tools_verify_but_take_neither_network_nor_sign() {
     assert!(!is_error, "{answer}");
     assert_eq!(answer["checks"].as_array().unwrap().len(), 1, "{answer}");
 }
+
+#[test]
+fn a_check_ended_by_a_signal_fails_and_names_it() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let (code, v) = verify(&env, &[&snap, "--", "sh", "-c", "kill -TERM $$"]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["exit_code"], 143, "{v}");
+    assert_eq!(v["signal"], 15, "{v}");
+    assert_eq!(v["timed_out"], false, "{v}");
+    assert!(v["message"].as_str().unwrap().contains("signal 15"), "{v}");
+}
