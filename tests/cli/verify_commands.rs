@@ -474,7 +474,7 @@ fn gc_keeps_attestations_while_a_snapshot_has_their_tree_and_then_drops_them() {
     assert!(removed.iter().any(|r| r["id"] == output.as_str()), "{gc}");
     let (code, v) = env.json(&["fsck"]);
     assert_eq!(code, 0, "{v}");
-    assert_eq!(v["checked"]["attestations"], 0, "{v}");
+    assert!(v["checked"]["attestations"].is_null(), "none left: {v}");
 }
 
 #[test]

@@ -291,8 +291,9 @@ pub struct FsckChecked {
     pub snapshots: u64,
     /// References.
     pub references: u64,
-    /// Attestations and their signatures.
-    #[serde(default)]
+    /// Attestations and their signatures (left out when there are none, as before there
+    /// were any).
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub attestations: u64,
 }
 
@@ -392,6 +393,10 @@ pub struct GcOutcome {
     /// With `--remote`: what remote gc did (`removed` then lists packs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<remote::RemoteGcOutcome>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn entry_kind(kind: EntryKind) -> &'static str {
