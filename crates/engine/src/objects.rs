@@ -590,8 +590,7 @@ impl Engine {
         };
         let owners: [&dyn cas::SideOwner; 2] = [&registry, &remote::RemotesOwner];
         let mut out = store.fsck(&cas::StoreFsckOptions::default(), &owners)?;
-        out.problems
-            .extend(crate::verbs::checks::signature_problems(&store.reader()?)?);
+        out.problems.extend(signature_problems(&store.reader()?)?);
         let n = out.problems.len();
         let message = (n > 0).then(|| {
             format!(
@@ -706,6 +705,42 @@ impl Engine {
             remote: None,
         })
     }
+}
+
+/// What `fsck` finds wrong with the attestations' signatures, which the store keeps without
+/// reading: one that is not an SSH signature, is filed under another key's fingerprint, or
+/// does not match its attestation's bytes (they were altered). A signature of no recorded
+/// attestation the store itself reports.
+fn signature_problems(reader: &cas::Reader) -> Result<Vec<cas::Problem>, Error> {
+    let records: std::collections::HashMap<Vec<u8>, Vec<u8>> = reader
+        .side_entries(cas::ATTESTATIONS)?
+        .into_iter()
+        .map(|(_, key, value)| (key, value))
+        .collect();
+    let mut problems = Vec::new();
+    for (scope, key, armored) in reader.side_entries(cas::ATTESTATION_SIGNATURES)? {
+        let fingerprint = String::from_utf8_lossy(&key).into_owned();
+        let name = format!("{scope} {fingerprint}");
+        let Some(bytes) = scope
+            .parse::<cas::AttestationId>()
+            .ok()
+            .and_then(|id| records.get(id.as_bytes().as_slice()))
+        else {
+            continue;
+        };
+        let problem = match attest::Signature::from_pem(&String::from_utf8_lossy(&armored)) {
+            Err(e) => Some(e.to_string()),
+            Ok(signature) if signature.fingerprint() != fingerprint => Some(format!(
+                "made by {}, filed as {fingerprint}'s",
+                signature.fingerprint()
+            )),
+            Ok(signature) => signature.matches(bytes).err().map(|e| e.to_string()),
+        };
+        if let Some(message) = problem {
+            problems.push(cas::Problem::new("signature", name, message));
+        }
+    }
+    Ok(problems)
 }
 
 // What each verb of this module says of itself beyond its types (see `VerbSpec`).
