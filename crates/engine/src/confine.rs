@@ -129,11 +129,23 @@ pub struct Ran {
     /// Whether it outlived [`Confined::timeout`] and was killed for it.
     pub timed_out: bool,
     /// What the kernel denied it, or why that cannot be told.
-    pub denied: Result<Vec<Denial>, String>,
+    pub denied: Result<Vec<Denial>, DenialsUnknown>,
     /// Its stdout, when captured.
     pub stdout: Option<Captured>,
     /// Its stderr, when captured.
     pub stderr: Option<Captured>,
+}
+
+/// Why what the kernel denied a command cannot be told.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DenialsUnknown {
+    /// It ran unconfined, so nothing was denied it.
+    #[error("the command ran unconfined (--no-sandbox)")]
+    Unconfined,
+    /// The kernel's log of denials could not be read.
+    #[error(transparent)]
+    Log(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A stream of the command, captured.

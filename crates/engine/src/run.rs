@@ -497,7 +497,7 @@ impl Runner<'_> {
         });
         let (denied, denied_unavailable) = match ran.denied {
             Ok(d) => (Some(d), None),
-            Err(why) => (None, Some(why)),
+            Err(why) => (None, Some(why.to_string())),
         };
         let text = |c: &Option<crate::confine::Captured>| {
             c.as_ref()

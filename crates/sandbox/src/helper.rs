@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use cairn_engine::{
-    Captured, ConfineError, Confined, Output, PutBack, Ran, Sandbox, SandboxPolicy, SavedSecrets,
+    Captured, ConfineError, Confined, DenialsUnknown, Output, PutBack, Ran, Sandbox, SandboxPolicy,
+    SavedSecrets,
 };
 use path_policy::{BeneathError, Root};
 
@@ -118,10 +119,8 @@ impl Sandbox for Landlock {
             }
         }
         let log = match policy {
-            SandboxPolicy::DangerFullAccess => {
-                Err("the command ran unconfined (--no-sandbox)".to_owned())
-            }
-            _ => DenialLog::open().map_err(|e| e.to_string()),
+            SandboxPolicy::DangerFullAccess => Err(DenialsUnknown::Unconfined),
+            _ => DenialLog::open().map_err(|e| DenialsUnknown::Log(e.into())),
         };
         let spawn_error = |source| ConfineError::Spawn {
             command: format!("{:?}", confined.command),
@@ -151,7 +150,10 @@ impl Sandbox for Landlock {
             return Err(ConfineError::Grant(why.to_owned()));
         }
         let logged = reported.trim() == "1";
-        let denied = log.and_then(|log| log.denials(pid, logged).map_err(|e| e.to_string()));
+        let denied = log.and_then(|log| {
+            log.denials(pid, logged)
+                .map_err(|e| DenialsUnknown::Log(e.into()))
+        });
         Ok(Ran {
             exit_code,
             signal,
