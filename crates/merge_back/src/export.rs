@@ -1,5 +1,7 @@
 //! Writing a snapshot's tree into a git object database.
 
+use std::collections::HashMap;
+
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{EntryKind, ObjectId, Store, Tree, TreeId, WriteBatch};
 
@@ -95,6 +97,41 @@ pub(crate) fn export_into(
     repo_path: &Utf8Path,
     root: TreeId,
 ) -> Result<ExportOutcome, ExportError> {
+    let (outcome, map) = export_objects(store, repo, repo_path, root, &mut Exported::default())?;
+    store.write(&map).map_err(cas::StoreError::from)?;
+    Ok(outcome)
+}
+
+/// What exports into one repository learned: the git id of each store object written or
+/// found there, and back (with the entry's size), so that a later export skips them and a
+/// git tree made of them is read back without reading or hashing their bytes again.
+#[derive(Debug, Default)]
+pub(crate) struct Exported {
+    to_git: HashMap<ObjectId, gix::ObjectId>,
+    from_git: HashMap<gix::ObjectId, (ObjectId, u64)>,
+}
+
+impl Exported {
+    fn learn(&mut self, id: ObjectId, size: u64, oid: gix::ObjectId) {
+        self.to_git.insert(id, oid);
+        self.from_git.insert(oid, (id, size));
+    }
+
+    /// The store object (and its entry size) exported as the git object `oid`, if any.
+    pub(crate) fn stored_as(&self, oid: &gix::ObjectId) -> Option<(ObjectId, u64)> {
+        self.from_git.get(oid).copied()
+    }
+}
+
+/// The work of [`export_into`], which learns into `memo` and leaves the store unchanged: the
+/// git ids to remember are returned as a batch, for the caller to write or drop.
+pub(crate) fn export_objects(
+    store: &Store,
+    repo: &gix::Repository,
+    repo_path: &Utf8Path,
+    root: TreeId,
+    memo: &mut Exported,
+) -> Result<(ExportOutcome, WriteBatch), ExportError> {
     let git_err = |source: BoxError| ExportError::Git {
         path: repo_path.to_owned(),
         source,
@@ -102,7 +139,10 @@ pub(crate) fn export_into(
     let reader = store
         .reader()
         .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
-    let known = |id: ObjectId| -> Result<Option<gix::ObjectId>, ExportError> {
+    let known = |memo: &Exported, id: ObjectId| -> Result<Option<gix::ObjectId>, ExportError> {
+        if let Some(oid) = memo.to_git.get(&id) {
+            return Ok(Some(*oid));
+        }
         let mapped = reader
             .side_of_object(GIT_OIDS, id)
             .map_err(|e| cas::StoreError::from(cas::ReadError::from(e)))?;
@@ -115,12 +155,12 @@ pub(crate) fn export_into(
         written: 0,
         reused: 0,
     };
-    if let Some(oid) = known(root.into())? {
+    let mut map = WriteBatch::new();
+    if let Some(oid) = known(memo, root.into())? {
         outcome.reused += 1;
         outcome.tree = oid.to_string();
-        return Ok(outcome);
+        return Ok((outcome, map));
     }
-    let mut map = WriteBatch::new();
     let tree = reader.tree(root).map_err(cas::StoreError::from)?;
     let mut stack = vec![Frame {
         id: root,
@@ -142,6 +182,7 @@ pub(crate) fn export_into(
                 .map_err(|e| git_err(e.into()))?
                 .detach();
             outcome.written += 1;
+            memo.learn(done.id.into(), done.tree.size(), oid);
             map.put_side(GIT_OIDS, "", done.id.as_bytes(), oid.as_bytes().to_vec());
             let name = stack
                 .last()
@@ -161,9 +202,10 @@ pub(crate) fn export_into(
         }
         let entry = frame.tree.entries()[frame.next].clone();
         frame.next += 1;
-        let oid = match known(entry.id)? {
+        let oid = match known(memo, entry.id)? {
             Some(oid) => {
                 outcome.reused += 1;
+                memo.learn(entry.id, entry.size, oid);
                 oid
             }
             None if entry.kind == EntryKind::Tree => {
@@ -187,6 +229,7 @@ pub(crate) fn export_into(
                     .map_err(|e| git_err(e.into()))?
                     .detach();
                 outcome.written += 1;
+                memo.learn(entry.id, entry.size, oid);
                 map.put_side(GIT_OIDS, "", entry.id.as_bytes(), oid.as_bytes().to_vec());
                 oid
             }
@@ -199,10 +242,8 @@ pub(crate) fn export_into(
             });
         }
     };
-    drop(reader);
-    store.write(&map).map_err(cas::StoreError::from)?;
     outcome.tree = root_oid.to_string();
-    Ok(outcome)
+    Ok((outcome, map))
 }
 
 #[cfg(test)]

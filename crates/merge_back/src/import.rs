@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{
-    EntryKind, GitSource, PreparedBlob, Snapshot, SnapshotId, Source, Store, Tree, TreeEntry,
-    TreeId, WriteBatch,
+    EntryKind, GitSource, ObjectId, PreparedBlob, Snapshot, SnapshotId, Source, Store, Tree,
+    TreeEntry, TreeId, WriteBatch,
 };
 
 use crate::git::BoxError;
@@ -130,9 +130,109 @@ pub fn import(
     let commit_hex = commit.id.to_string();
     let root = commit.tree_id().map_err(|e| git_err(e.into()))?.detach();
 
+    let refuse = |name: &[u8], reason: cas::ObjectError| ImportError::Refused {
+        path: repo_path.to_owned(),
+        commit: commit_hex.clone(),
+        name: String::from_utf8_lossy(name).into_owned(),
+        reason,
+    };
+    let mut batch = WriteBatch::new();
+    let how = TreeImport {
+        deny,
+        known: &|_| None,
+    };
+    let stored = store_tree(store, &repo, root, &how, &mut batch).map_err(|e| match e {
+        TreeImportError::Git(source) => git_err(source),
+        TreeImportError::Refused { name, reason } => refuse(&name, reason),
+        TreeImportError::Store(e) => ImportError::Store(e),
+    })?;
+    let (root_tree, files, bytes, skipped) =
+        (stored.root, stored.files, stored.bytes, stored.skipped);
+
+    let snapshot = Snapshot {
+        tree: root_tree,
+        parents: Vec::new(),
+        created: jiff::Timestamp::now(),
+        message: message.to_owned(),
+        labels: labels.clone(),
+        source: Some(Source {
+            path: repo_path.to_owned(),
+            git: Some(GitSource {
+                commit: commit_hex.clone(),
+                dirty: false,
+            }),
+        }),
+    };
+    let id = batch.add_snapshot(snapshot);
+    records(&mut batch, id).map_err(|source| ImportError::Record {
+        path: repo_path.to_owned(),
+        source,
+    })?;
+    store.write(&batch).map_err(cas::StoreError::from)?;
+    Ok(ImportedCommit {
+        snapshot: id,
+        tree: root_tree,
+        commit: commit_hex,
+        files,
+        bytes,
+        skipped,
+    })
+}
+
+/// How [`store_tree`] treats what it meets.
+pub(crate) struct TreeImport<'a> {
+    /// Paths left out (secrets), reported as skipped.
+    pub(crate) deny: &'a path_policy::DenyList,
+    /// The store object (and entry size) a git object is already known as, if any: taken as
+    /// it is, neither read nor hashed, nor (a tree) walked.
+    pub(crate) known: &'a dyn Fn(&gix::ObjectId) -> Option<(ObjectId, u64)>,
+}
+
+/// What [`store_tree`] added.
+pub(crate) struct StoredTree {
+    /// The root tree, in the batch (or in the store).
+    pub(crate) root: TreeId,
+    /// Files and symlinks read from the repository.
+    pub(crate) files: u64,
+    /// Their bytes.
+    pub(crate) bytes: u64,
+    /// Entries left out (submodules, denied paths), with reasons.
+    pub(crate) skipped: Vec<(Vec<u8>, String)>,
+}
+
+/// Why [`store_tree`] failed; each caller names its repository or commit around it.
+#[derive(Debug)]
+pub(crate) enum TreeImportError {
+    /// Reading from the repository failed.
+    Git(BoxError),
+    /// A path cairn refuses; the whole tree is refused.
+    Refused {
+        /// The offending path.
+        name: Vec<u8>,
+        /// The rule.
+        reason: cas::ObjectError,
+    },
+    /// The store failed.
+    Store(cas::StoreError),
+}
+
+/// Adds the git tree `root` of `repo` (with every blob and subtree below it) to `batch` as a
+/// store tree, writing the batch to the store whenever it holds more than 64 MiB (blobs and
+/// trees only, which nothing references until the caller writes the rest). Modes map 100644
+/// → file, 100755 → executable, 120000 → symlink, 040000 → tree; submodules (160000) and the
+/// paths `deny` matches are skipped; a directory left empty by skipping is not kept, as git
+/// keeps no empty trees. Every name passes the tree rules or the whole tree is refused.
+pub(crate) fn store_tree(
+    store: &Store,
+    repo: &gix::Repository,
+    root: gix::ObjectId,
+    how: &TreeImport<'_>,
+    batch: &mut WriteBatch,
+) -> Result<StoredTree, TreeImportError> {
+    let git_err = TreeImportError::Git;
     let read_tree = |id: gix::ObjectId| -> Result<
         Vec<(Vec<u8>, gix::objs::tree::EntryKind, gix::ObjectId)>,
-        ImportError,
+        TreeImportError,
     > {
         let tree = repo.find_tree(id).map_err(|e| git_err(e.into()))?;
         let decoded = tree.decode().map_err(|e| git_err(e.into()))?;
@@ -142,14 +242,12 @@ pub fn import(
             .map(|e| (e.filename.to_vec(), e.mode.kind(), e.oid.to_owned()))
             .collect())
     };
-    let refuse = |name: &[u8], reason: cas::ObjectError| ImportError::Refused {
-        path: repo_path.to_owned(),
-        commit: commit_hex.clone(),
-        name: String::from_utf8_lossy(name).into_owned(),
+    let refuse = |name: &[u8], reason: cas::ObjectError| TreeImportError::Refused {
+        name: name.to_vec(),
         reason,
     };
+    let store_err = |e: cas::StoreError| TreeImportError::Store(e);
 
-    let mut batch = WriteBatch::new();
     let mut skipped = Vec::new();
     let (mut files, mut bytes) = (0u64, 0u64);
     let mut stack = vec![Frame {
@@ -199,12 +297,23 @@ pub fn import(
         path.extend_from_slice(&name);
         cas::validate_name(&name).map_err(|e| refuse(&path, e))?;
         use gix::objs::tree::EntryKind as G;
-        if let Some(pattern) = deny.denied(&path, kind == G::Tree) {
+        if let Some(pattern) = how.deny.denied(&path, kind == G::Tree) {
             skipped.push((path, format!("denied by pattern {pattern}")));
             continue;
         }
         let kind = match kind {
-            G::Tree => {
+            G::Commit => {
+                skipped.push((path, "submodule (gitlink) not imported".to_owned()));
+                continue;
+            }
+            G::Tree => EntryKind::Tree,
+            G::Blob => EntryKind::File,
+            G::BlobExecutable => EntryKind::Executable,
+            G::Link => EntryKind::Symlink,
+        };
+        let (id, size) = match (how.known)(&oid) {
+            Some(known) => known,
+            None if kind == EntryKind::Tree => {
                 let entries = read_tree(oid)?;
                 stack.push(Frame {
                     prefix: path,
@@ -214,58 +323,30 @@ pub fn import(
                 });
                 continue;
             }
-            G::Commit => {
-                skipped.push((path, "submodule (gitlink) not imported".to_owned()));
-                continue;
+            None => {
+                let object = repo.find_object(oid).map_err(|e| git_err(e.into()))?;
+                let prepared = PreparedBlob::new(&object.data);
+                let size = prepared.size();
+                files += 1;
+                bytes += size;
+                (batch.add_blob(prepared).into(), size)
             }
-            G::Blob => EntryKind::File,
-            G::BlobExecutable => EntryKind::Executable,
-            G::Link => EntryKind::Symlink,
         };
-        let object = repo.find_object(oid).map_err(|e| git_err(e.into()))?;
-        let prepared = PreparedBlob::new(&object.data);
-        let size = prepared.size();
-        files += 1;
-        bytes += size;
-        let id = batch.add_blob(prepared);
         if let Some(frame) = stack.last_mut() {
             frame.built.push(TreeEntry {
                 name,
                 kind,
-                id: id.into(),
+                id,
                 size,
             });
         }
         if batch.stored_bytes() > 64 << 20 {
-            store.write(&batch).map_err(cas::StoreError::from)?;
-            batch = WriteBatch::new();
+            store.write(batch).map_err(|e| store_err(e.into()))?;
+            *batch = WriteBatch::new();
         }
     };
-
-    let snapshot = Snapshot {
-        tree: root_tree,
-        parents: Vec::new(),
-        created: jiff::Timestamp::now(),
-        message: message.to_owned(),
-        labels: labels.clone(),
-        source: Some(Source {
-            path: repo_path.to_owned(),
-            git: Some(GitSource {
-                commit: commit_hex.clone(),
-                dirty: false,
-            }),
-        }),
-    };
-    let id = batch.add_snapshot(snapshot);
-    records(&mut batch, id).map_err(|source| ImportError::Record {
-        path: repo_path.to_owned(),
-        source,
-    })?;
-    store.write(&batch).map_err(cas::StoreError::from)?;
-    Ok(ImportedCommit {
-        snapshot: id,
-        tree: root_tree,
-        commit: commit_hex,
+    Ok(StoredTree {
+        root: root_tree,
         files,
         bytes,
         skipped,
