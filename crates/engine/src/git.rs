@@ -8,9 +8,9 @@ use cas::{SnapshotId, TreeId};
 
 use crate::error::{Error, GitError};
 
-/// A git backend: the engine's `onboard` (its git source), `onboard --git`, `merge` and the
-/// `recover` of an interrupted `merge --checkout` go through it. An engine without one
-/// records no git source and refuses those calls.
+/// A git backend: the engine's `onboard` (its git source), `onboard --git`, `merge`,
+/// `combine` and the `recover` of an interrupted `merge --checkout` go through it. An engine
+/// without one records no git source and refuses those calls.
 pub trait Git: Send + Sync {
     /// The commit `dir`'s files come from: `None` when `dir` is not the top of a git work
     /// tree, its HEAD is unborn, or it cannot be read (git's view is provenance only, so
@@ -22,6 +22,14 @@ pub trait Git: Send + Sync {
 
     /// Brings a snapshot back into a repository as a commit.
     fn merge(&self, store: &cas::Store, merge: &GitMerge<'_>) -> Result<GitMerged, GitError>;
+
+    /// Three-way merges several trees' changes against a base into one tree, with git's
+    /// rules, inside the store: no repository, worktree or record changes.
+    fn combine(
+        &self,
+        store: &cas::Store,
+        combine: &GitCombine<'_>,
+    ) -> Result<GitCombined, GitError>;
 
     /// Finishes an interrupted `merge --checkout` of the repository at or above `dir`;
     /// `None` if none is pending there.
@@ -94,6 +102,28 @@ pub struct GitMerged {
     pub conflicts: Vec<(Vec<u8>, String)>,
     /// With `checkout`: the paths it must change that have uncommitted changes.
     pub dirty: Vec<Vec<u8>>,
+}
+
+/// What to combine.
+#[derive(Debug)]
+pub struct GitCombine<'a> {
+    /// The common ancestor's tree.
+    pub base: TreeId,
+    /// The trees whose changes against `base` are merged, in this order.
+    pub inputs: &'a [TreeId],
+}
+
+/// What a combination made.
+#[derive(Debug)]
+pub struct GitCombined {
+    /// The merged tree, when nothing conflicts; its new objects are in `objects`.
+    pub tree: Option<TreeId>,
+    /// The objects the merged tree needs that the store lacks, unwritten (nothing when
+    /// conflicting): the caller writes them with what refers to them.
+    pub objects: cas::WriteBatch,
+    /// The conflicting paths, how (`content`, `add/add`, `modify/delete`, ...) and between
+    /// which inputs (positions in `inputs`).
+    pub conflicts: Vec<(Vec<u8>, String, Vec<usize>)>,
 }
 
 /// An interrupted `merge --checkout`, finished.

@@ -1,8 +1,8 @@
 //! `cairn-git`: the gitoxide backend of `cairn-engine`. [`Gitoxide`] implements
 //! [`cairn_engine::Git`] with `merge_back` (the one crate that knows gitoxide): the git
-//! source of an onboarded directory, `onboard --git`, `merge` and recovering an interrupted
-//! `merge --checkout`, with each failure's exit status and `--json` code. It is the only glue
-//! between the engine and git; the engine itself links neither.
+//! source of an onboarded directory, `onboard --git`, `merge`, `combine` and recovering an
+//! interrupted `merge --checkout`, with each failure's exit status and `--json` code. It is
+//! the only glue between the engine and git; the engine itself links neither.
 //!
 //! An embedder adds both crates and gives the engine this backend; here a whole agent loop,
 //! from onboarding a git repository to merging the agent's work back as a commit:
@@ -60,10 +60,11 @@
 pub use merge_back::FORMAT_1_TABLES;
 
 use cairn_engine::{
-    Code, Git, GitError, GitImport, GitImported, GitMerge, GitMerged, GitRecovered,
+    Code, Git, GitCombine, GitCombined, GitError, GitImport, GitImported, GitMerge, GitMerged,
+    GitRecovered,
 };
 use camino::Utf8Path;
-use merge_back::{ExportError, ImportError, MergeError, MergeSnapshotError};
+use merge_back::{CombineTreesError, ExportError, ImportError, MergeError, MergeSnapshotError};
 
 /// The engine's git backend through gitoxide (`merge_back`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -117,6 +118,24 @@ impl Git for Gitoxide {
         })
     }
 
+    fn combine(
+        &self,
+        store: &cas::Store,
+        combine: &GitCombine<'_>,
+    ) -> Result<GitCombined, GitError> {
+        let out = merge_back::combine_trees(store, combine.base, combine.inputs)
+            .map_err(combine_error)?;
+        Ok(GitCombined {
+            tree: out.tree,
+            objects: out.objects,
+            conflicts: out
+                .conflicts
+                .into_iter()
+                .map(|c| (c.path, kind_name(c.kind), c.inputs))
+                .collect(),
+        })
+    }
+
     fn recover_merge(
         &self,
         store: &cas::Store,
@@ -152,6 +171,18 @@ fn merge_error(e: MergeSnapshotError) -> GitError {
         E::NoBase { .. } => Code::NoBase,
         E::InvalidBranch { .. } => Code::InvalidName,
         _ => Code::InvalidInput,
+    };
+    GitError::new(code, e)
+}
+
+fn combine_error(e: CombineTreesError) -> GitError {
+    let code = match &e {
+        CombineTreesError::Store(s) | CombineTreesError::Export(ExportError::Store(s)) => {
+            Code::of_store(s)
+        }
+        CombineTreesError::Scratch { .. } => Code::Io,
+        CombineTreesError::Refused { .. } => Code::InvalidInput,
+        _ => Code::Git,
     };
     GitError::new(code, e)
 }
