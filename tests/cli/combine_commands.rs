@@ -1,0 +1,540 @@
+//! `cairn combine SNAP SNAP…`: attempts' changes merged into one snapshot inside the store,
+//! checked against `git merge-tree --write-tree` on the same trees.
+
+use std::time::Duration;
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::mcp_client::Mcp;
+use crate::support::{Env, Server, stderr, stdout};
+
+/// Ten numbered lines: attempts edit different hunks of it.
+const LINES: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n";
+
+/// A project onboarded in place: a text file, an executable, a symlink, an empty file and
+/// a folder. Its snapshot is the attempts' base.
+fn project(env: &Env) -> String {
+    let dir = env.path().join("project");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("lines.txt"), LINES).unwrap();
+    std::fs::write(dir.join("notes.txt"), "notes\n").unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "pub fn lib() {}\n").unwrap();
+    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho run\n").unwrap();
+    set_executable(&dir.join("run.sh"), true);
+    std::os::unix::fs::symlink("lines.txt", dir.join("link")).unwrap();
+    std::fs::write(dir.join("empty"), "").unwrap();
+    let (code, v) = env.json(&["onboard", dir.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    v["snapshot"].as_str().unwrap().to_owned()
+}
+
+fn set_executable(path: &Utf8Path, on: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if on { 0o755 } else { 0o644 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// An attempt: `base` checked out as `name`, edited by `edit`, snapshotted.
+fn attempt(env: &Env, base: &str, name: &str, edit: impl FnOnce(&Utf8Path)) -> String {
+    let dir = env.path().join(name);
+    let (code, v) = env.json(&["checkout", base, dir.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    edit(&dir);
+    let (code, v) = env.json(&["snapshot", dir.as_str(), "-m", name]);
+    assert_eq!(code, 0, "{v}");
+    v["snapshot"].as_str().unwrap().to_owned()
+}
+
+fn replace(dir: &Utf8Path, file: &str, from: &str, to: &str) {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{file} lacks {from:?}");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+}
+
+/// A scratch git repository (no work tree of its own) that snapshots are imported into
+/// through cairn checkouts, so that git can merge their trees.
+struct Scratch {
+    git_dir: Utf8PathBuf,
+    home: Utf8PathBuf,
+    views: Utf8PathBuf,
+}
+
+impl Scratch {
+    fn new(env: &Env) -> Scratch {
+        let scratch = Scratch {
+            git_dir: env.path().join("scratch.git"),
+            home: env.path().join("home"),
+            views: env.path().join("views"),
+        };
+        std::fs::create_dir_all(&scratch.home).unwrap();
+        std::fs::create_dir_all(&scratch.views).unwrap();
+        let out = scratch.git(&["init", "-q", "--bare", scratch.git_dir.as_str()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        scratch
+    }
+
+    /// git with the same (empty) configuration as cairn's tests give it.
+    fn git(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("git")
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GIT_DIR")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// The git tree of `snapshot`'s files: checked out by cairn, added by git.
+    fn tree_of(&self, env: &Env, snapshot: &str) -> String {
+        let view = self.views.join(&snapshot[..16]);
+        if !view.exists() {
+            let (code, v) = env.json(&["checkout", snapshot, view.as_str()]);
+            assert_eq!(code, 0, "{v}");
+        }
+        let index = self.views.join(format!("{}.index", &snapshot[..16]));
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .env("HOME", &self.home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_INDEX_FILE", &index)
+                .args([
+                    "--git-dir",
+                    self.git_dir.as_str(),
+                    "--work-tree",
+                    view.as_str(),
+                ])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+            stdout(&out).trim().to_owned()
+        };
+        git(&["add", "-A", "."]);
+        git(&["write-tree"])
+    }
+
+    /// `git merge-tree --write-tree --merge-base=BASE OURS THEIRS`: the merged tree, or
+    /// `None` when git finds conflicts.
+    fn merge(&self, base: &str, ours: &str, theirs: &str) -> Option<String> {
+        let merge_base = format!("--merge-base={base}");
+        let out = self.git(&[
+            "--git-dir",
+            self.git_dir.as_str(),
+            "merge-tree",
+            "--write-tree",
+            &merge_base,
+            ours,
+            theirs,
+        ]);
+        match out.status.code() {
+            Some(0) => Some(stdout(&out).lines().next().unwrap().to_owned()),
+            Some(1) => None,
+            _ => panic!("git merge-tree: {}", stderr(&out)),
+        }
+    }
+
+    /// The mode, type and object of each path of a git tree, as `ls-tree -r` lists them.
+    fn listing(&self, tree: &str) -> String {
+        let out = self.git(&["--git-dir", self.git_dir.as_str(), "ls-tree", "-r", tree]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    }
+}
+
+/// What the store holds, as `fsck` counts it (objects and references).
+fn store_counts(env: &Env) -> serde_json::Value {
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 0, "{v}");
+    v["checked"].clone()
+}
+
+fn refs(env: &Env) -> serde_json::Value {
+    let (code, v) = env.json(&["ref", "list"]);
+    assert_eq!(code, 0, "{v}");
+    v
+}
+
+fn ids(v: &serde_json::Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn two_attempts_on_different_files_and_hunks_combine_as_git_merges_them() {
+    let env = Env::new();
+    let base = project(&env);
+    let a = attempt(&env, &base, "a", |d| {
+        replace(d, "lines.txt", "two\n", "TWO\n");
+        std::fs::write(d.join("src/a.rs"), "pub fn a() {}\n").unwrap();
+    });
+    let b = attempt(&env, &base, "b", |d| {
+        replace(d, "lines.txt", "nine\n", "NINE\n");
+        std::fs::write(d.join("notes.txt"), "notes, by b\n").unwrap();
+    });
+
+    let (code, v) = env.json(&["combine", &a, &b, "-m", "a and b"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["combined"], true, "{v}");
+    assert_eq!(v["conflicts"], serde_json::json!([]));
+    assert_eq!(v["base"], base.as_str(), "the nearest common ancestor");
+    assert_eq!(ids(&v["parents"]), [a.clone(), b.clone()]);
+    let combined = v["snapshot"].as_str().unwrap().to_owned();
+
+    // The same merge by git, on the same trees.
+    let git = Scratch::new(&env);
+    let (tb, ta, tbb) = (
+        git.tree_of(&env, &base),
+        git.tree_of(&env, &a),
+        git.tree_of(&env, &b),
+    );
+    let expected = git.merge(&tb, &ta, &tbb).expect("git merges them cleanly");
+    assert_eq!(
+        git.listing(&git.tree_of(&env, &combined)),
+        git.listing(&expected)
+    );
+    let lines = std::fs::read_to_string(git.views.join(&combined[..16]).join("lines.txt")).unwrap();
+    assert_eq!(
+        lines,
+        LINES.replace("two\n", "TWO\n").replace("nine\n", "NINE\n")
+    );
+
+    // A snapshot with those parents, in that order, and the message given.
+    let (code, log) = env.json(&["log", &combined, "-n", "1"]);
+    assert_eq!(code, 0, "{log}");
+    let entry = &log["snapshots"][0];
+    assert_eq!(entry["id"], combined.as_str());
+    assert_eq!(ids(&entry["parents"]), [a, b]);
+    assert_eq!(entry["message"], "a and b");
+    // Kept by gc (an op-log entry), not collected as garbage.
+    let (code, gc) = env.json(&["gc"]);
+    assert_eq!(code, 0, "{gc}");
+    let (code, show) = env.json(&["show", &combined]);
+    assert_eq!(code, 0, "gc kept the combined snapshot: {show}");
+}
+
+#[test]
+fn three_attempts_combine_one_after_the_other_as_git_would() {
+    let env = Env::new();
+    let base = project(&env);
+    let a = attempt(&env, &base, "a", |d| {
+        replace(d, "lines.txt", "one\n", "ONE\n");
+        // The same file, the same bytes as c adds: agreement, not a conflict.
+        std::fs::write(d.join("src/shared.rs"), "pub fn shared() {}\n").unwrap();
+    });
+    let b = attempt(&env, &base, "b", |d| {
+        replace(d, "lines.txt", "five\n", "FIVE\n");
+        set_executable(&d.join("run.sh"), false);
+        std::fs::remove_file(d.join("notes.txt")).unwrap();
+        std::fs::write(d.join("new-empty"), "").unwrap();
+    });
+    let c = attempt(&env, &base, "c", |d| {
+        replace(d, "lines.txt", "ten\n", "TEN\n");
+        std::fs::write(d.join("src/shared.rs"), "pub fn shared() {}\n").unwrap();
+        std::fs::remove_file(d.join("link")).unwrap();
+        std::os::unix::fs::symlink("src/lib.rs", d.join("link")).unwrap();
+        std::fs::write(d.join("tool"), "#!/bin/sh\n").unwrap();
+        set_executable(&d.join("tool"), true);
+    });
+
+    // Given out of their creation order: the parents keep the order given.
+    let (code, v) = env.json(&["combine", &c, &a, &b]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(ids(&v["parents"]), [c.clone(), a.clone(), b.clone()]);
+    let combined = v["snapshot"].as_str().unwrap().to_owned();
+
+    // git: c and a merged, then b merged into that, each against the base.
+    let git = Scratch::new(&env);
+    let tree = |s: &str| git.tree_of(&env, s);
+    let tb = tree(&base);
+    let ca = git.merge(&tb, &tree(&c), &tree(&a)).expect("c and a merge");
+    let cab = git.merge(&tb, &ca, &tree(&b)).expect("then b");
+    let listing = git.listing(&tree(&combined));
+    assert_eq!(listing, git.listing(&cab));
+
+    // Modes, links and empty files as the attempts left them.
+    let mode_of = |path: &str| {
+        listing
+            .lines()
+            .find(|l| l.ends_with(&format!("\t{path}")))
+            .unwrap_or_else(|| panic!("{path} missing from {listing}"))
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(mode_of("run.sh"), "100644", "b's chmod -x");
+    assert_eq!(mode_of("tool"), "100755", "c's new executable");
+    assert_eq!(mode_of("link"), "120000");
+    assert_eq!(mode_of("empty"), "100644");
+    assert_eq!(mode_of("new-empty"), "100644");
+    assert!(!listing.contains("\tnotes.txt"), "b deleted it: {listing}");
+    let view = git.views.join(&combined[..16]);
+    assert_eq!(
+        std::fs::read_link(view.join("link")).unwrap(),
+        Utf8Path::new("src/lib.rs")
+    );
+    assert_eq!(std::fs::read(view.join("new-empty")).unwrap(), b"");
+    assert_eq!(
+        std::fs::read_to_string(view.join("lines.txt")).unwrap(),
+        LINES
+            .replace("one\n", "ONE\n")
+            .replace("five\n", "FIVE\n")
+            .replace("ten\n", "TEN\n")
+    );
+    let (code, show) = env.json(&["show", &combined]);
+    assert_eq!(code, 0, "{show}");
+    let text = show.to_string();
+    assert!(text.contains("tool"), "{text}");
+}
+
+/// A conflict of `kind` between two attempts: exit 1 listing it with both attempts,
+/// git agrees it conflicts, and the store holds exactly what it held.
+fn refuses_with(kind: &str, path: &str, edit_a: fn(&Utf8Path), edit_b: fn(&Utf8Path)) {
+    let env = Env::new();
+    let base = project(&env);
+    let a = attempt(&env, &base, "a", |d| {
+        edit_a(d);
+        // A change of its own elsewhere, which merges.
+        replace(d, "lines.txt", "three\n", "THREE\n");
+    });
+    let b = attempt(&env, &base, "b", edit_b);
+    let counts = store_counts(&env);
+    let before_refs = refs(&env);
+
+    let (code, v) = env.json(&["combine", &a, &b]);
+    assert_eq!(code, 1, "{kind}: {v}");
+    assert_eq!(v["combined"], false, "{v}");
+    assert_eq!(v["snapshot"], serde_json::Value::Null);
+    assert_eq!(
+        v["conflicts"],
+        serde_json::json!([{ "path": path, "kind": kind, "inputs": [a, b] }]),
+        "{kind}"
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was recorded"),
+        "{v}"
+    );
+    // Human output names the path and kind, and the refusal.
+    let out = env.cairn(&["combine", &a, &b]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains(&format!(
+            "CONFLICT ({kind}): {path} (changed by {}, {})",
+            &a[..12],
+            &b[..12]
+        )),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stderr(&out).contains("nothing was recorded"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Nothing recorded: no snapshot, tree, blob or op-log entry, no ref.
+    assert_eq!(store_counts(&env), counts, "{kind}");
+    assert_eq!(refs(&env), before_refs);
+
+    // git finds a conflict too.
+    let git = Scratch::new(&env);
+    let tree = |s: &str| git.tree_of(&env, s);
+    assert_eq!(
+        git.merge(&tree(&base), &tree(&a), &tree(&b)),
+        None,
+        "{kind}"
+    );
+}
+
+#[test]
+fn conflicting_content_is_refused_and_nothing_is_recorded() {
+    refuses_with(
+        "content",
+        "lines.txt",
+        |d| replace(d, "lines.txt", "six\n", "six by a\n"),
+        |d| replace(d, "lines.txt", "six\n", "six by b\n"),
+    );
+}
+
+#[test]
+fn two_different_additions_of_one_path_are_refused_and_nothing_is_recorded() {
+    refuses_with(
+        "add/add",
+        "src/new.rs",
+        |d| std::fs::write(d.join("src/new.rs"), "fn by_a() {}\n").unwrap(),
+        |d| std::fs::write(d.join("src/new.rs"), "fn by_b() {}\n").unwrap(),
+    );
+}
+
+#[test]
+fn a_change_and_a_deletion_of_one_file_are_refused_and_nothing_is_recorded() {
+    refuses_with(
+        "modify/delete",
+        "notes.txt",
+        |d| std::fs::write(d.join("notes.txt"), "notes, changed by a\n").unwrap(),
+        |d| std::fs::remove_file(d.join("notes.txt")).unwrap(),
+    );
+}
+
+#[test]
+fn a_third_attempt_that_conflicts_is_named_with_those_it_conflicts_with() {
+    let env = Env::new();
+    let base = project(&env);
+    let a = attempt(&env, &base, "a", |d| {
+        replace(d, "lines.txt", "four\n", "4 by a\n")
+    });
+    let b = attempt(&env, &base, "b", |d| {
+        std::fs::write(d.join("src/b.rs"), "fn b() {}\n").unwrap()
+    });
+    let c = attempt(&env, &base, "c", |d| {
+        replace(d, "lines.txt", "four\n", "4 by c\n")
+    });
+    let counts = store_counts(&env);
+    let (code, v) = env.json(&["combine", &a, &b, &c]);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(
+        v["conflicts"],
+        serde_json::json!([{ "path": "lines.txt", "kind": "content", "inputs": [a, c] }])
+    );
+    assert_eq!(store_counts(&env), counts);
+}
+
+#[test]
+fn bad_inputs_are_usage_errors_naming_them() {
+    let env = Env::new();
+    let base = project(&env);
+    let a = attempt(&env, &base, "a", |d| {
+        std::fs::write(d.join("a.txt"), "a\n").unwrap()
+    });
+    let counts = store_counts(&env);
+
+    // One snapshot: nothing to combine.
+    let out = env.cairn(&["combine", &a]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let (code, v) = env.json(&["combine", &a]);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "usage", "{v}");
+
+    // The same snapshot twice, by id and by prefix.
+    let (code, v) = env.json(&["combine", &a, &a[..10]]);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "usage", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&a) && message.contains("twice"),
+        "{message}"
+    );
+
+    // An id the store does not know.
+    let (code, v) = env.json(&["combine", &a, "0123456789abcdef"]);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "unknown_id", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("0123456789abcdef"),
+        "{v}"
+    );
+
+    // Histories that never meet: no base, unless one is named.
+    let other = env.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("o.txt"), "o\n").unwrap();
+    let (code, v) = env.json(&["onboard", other.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let lone = v["snapshot"].as_str().unwrap().to_owned();
+    let counts_with_lone = store_counts(&env);
+    let (code, v) = env.json(&["combine", &a, &lone]);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "no_base", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&a) && message.contains(&lone), "{message}");
+    assert_ne!(counts, counts_with_lone);
+    assert_eq!(store_counts(&env), counts_with_lone, "nothing recorded");
+
+    // With --base named, the same two combine: both sides' files.
+    let (code, v) = env.json(&["combine", &a, &lone, "--base", &base]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["base"], base.as_str());
+}
+
+#[test]
+fn combine_is_a_route_and_an_mcp_tool() {
+    let env = Env::new();
+    let base = project(&env);
+    let a = attempt(&env, &base, "a", |d| {
+        std::fs::write(d.join("a.txt"), "a\n").unwrap()
+    });
+    let b = attempt(&env, &base, "b", |d| {
+        std::fs::write(d.join("b.txt"), "b\n").unwrap()
+    });
+    let c = attempt(&env, &base, "c", |d| {
+        std::fs::write(d.join("a.txt"), "not a\n").unwrap()
+    });
+    {
+        let server = Server::start(&env);
+        let client = server.client();
+        let (status, v) = client
+            .call(
+                "combine",
+                &serde_json::json!({ "snapshots": [a, b], "cwd": env.path() }),
+            )
+            .unwrap();
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(ids(&v["parents"]), [a.clone(), b.clone()]);
+        let (status, v) = client
+            .call(
+                "combine",
+                &serde_json::json!({ "snapshots": [a, c], "cwd": env.path() }),
+            )
+            .unwrap();
+        assert_eq!(status, 409, "a conflict is a refusal: {v}");
+        assert_eq!(v["conflicts"][0]["kind"], "add/add", "{v}");
+        server.stop();
+    }
+    let mut mcp = Mcp::start(&env, &[]);
+    mcp.call(
+        1,
+        "combine",
+        serde_json::json!({ "snapshots": [b, a], "message": "by mcp" }),
+    );
+    let (is_error, v) = mcp.tool_answer(1, Duration::from_secs(60));
+    assert!(!is_error, "{v}");
+    assert_eq!(ids(&v["parents"]), [b, a]);
+}
+
+#[test]
+fn the_base_is_the_nearest_snapshot_all_inputs_descend_from() {
+    let env = Env::new();
+    let base = project(&env);
+    let a = attempt(&env, &base, "a", |d| {
+        std::fs::write(d.join("a.txt"), "a\n").unwrap()
+    });
+    // a's worktree goes on: a2 descends from a, which descends from the base.
+    std::fs::write(env.path().join("a/a2.txt"), "a2\n").unwrap();
+    let (code, v) = env.json(&["snapshot", env.path().join("a").as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let a2 = v["snapshot"].as_str().unwrap().to_owned();
+    let b = attempt(&env, &base, "b", |d| {
+        std::fs::write(d.join("b.txt"), "b\n").unwrap()
+    });
+
+    let (code, v) = env.json(&["combine", &a2, &b]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["base"], base.as_str(), "{v}");
+    // An input and its own descendant: the base is the input, the result the descendant's tree.
+    let (code, v) = env.json(&["combine", &a, &a2]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["base"], a.as_str(), "{v}");
+    let (_, log) = env.json(&["log", &a2, "-n", "1"]);
+    assert_eq!(v["tree"], log["snapshots"][0]["tree"], "{v}");
+}
