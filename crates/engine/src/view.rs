@@ -639,6 +639,22 @@ impl Engine {
     }
 }
 
+/// Every change from stored tree `old` to stored tree `new` (either may be the empty
+/// tree), with line counts: `log --stat`'s and `compare`'s summary, counted as `diff`'s.
+pub(crate) fn stored_changes(
+    reader: &Reader,
+    old: TreeId,
+    new: TreeId,
+) -> Result<DiffOutcome, Error> {
+    let empty = cas::Tree::default();
+    let side = |tree| Side {
+        tree,
+        memory: [(empty.id(), empty.clone())].into(),
+        root: None,
+    };
+    compare(reader, &side(old), &side(new), &[], Detail::Counts)
+}
+
 /// One snapshot as `log` shows it; with `stat`, its changes against its first parent (a
 /// root snapshot against the empty tree; none when gc pruned that parent).
 pub(crate) fn log_entry(
@@ -652,23 +668,11 @@ pub(crate) fn log_entry(
         None => false,
     };
     let stat = if stat && !parent_pruned {
-        let empty = cas::Tree::default();
         let parent_tree = match snap.parents.first() {
             Some(p) => reader.snapshot(*p)?.tree,
-            None => empty.id(),
+            None => cas::Tree::default().id(),
         };
-        let side = |tree| Side {
-            tree,
-            memory: [(empty.id(), empty.clone())].into(),
-            root: None,
-        };
-        Some(compare(
-            reader,
-            &side(parent_tree),
-            &side(snap.tree),
-            &[],
-            Detail::Counts,
-        )?)
+        Some(stored_changes(reader, parent_tree, snap.tree)?)
     } else {
         None
     };
