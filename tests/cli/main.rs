@@ -4,6 +4,7 @@
 mod api_contract;
 mod big_files;
 mod combine_commands;
+mod compare_commands;
 mod crash_recovery;
 mod damaged_store;
 mod diff_commands;
