@@ -88,6 +88,8 @@ pub struct GitMerge<'a> {
     pub message: Option<&'a str>,
     /// Commit to the current branch and move index and working files with it.
     pub checkout: bool,
+    /// Trailers (key, value) the commit message carries after `Cairn-Snapshot`, in order.
+    pub trailers: &'a [(String, String)],
 }
 
 /// What a merge did.

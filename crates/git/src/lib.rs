@@ -104,6 +104,7 @@ impl Git for Gitoxide {
             branch: merge.branch,
             message: merge.message,
             checkout: merge.checkout,
+            trailers: merge.trailers,
         };
         let out = merge_back::merge_snapshot(store, &options).map_err(merge_error)?;
         Ok(GitMerged {

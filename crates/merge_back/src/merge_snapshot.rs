@@ -31,6 +31,9 @@ pub struct MergeSnapshotOptions<'a> {
     /// Commit to the checked-out branch (or detached `HEAD`) and move the index and working
     /// files with it, if every path that changes is clean there; `branch` is then unused.
     pub checkout: bool,
+    /// Trailers (key, value) the commit message carries after `Cairn-Snapshot`, in order
+    /// (the caller's: `Cairn-Verified`); a value holds no line break.
+    pub trailers: &'a [(String, String)],
 }
 
 /// What [`merge_snapshot`] did.
@@ -186,7 +189,10 @@ pub fn merge_snapshot(
         None if !theirs_tree.message.trim().is_empty() => theirs_tree.message.trim_end().to_owned(),
         None => format!("cairn: merge snapshot {}", &hex[..12.min(hex.len())]),
     };
-    let message = format!("{subject}\n\nCairn-Snapshot: {hex}\n");
+    let mut message = format!("{subject}\n\nCairn-Snapshot: {hex}\n");
+    for (key, value) in options.trailers {
+        message.push_str(&format!("{key}: {value}\n"));
+    }
     let committer = signature(&repo, false);
     let commit = gix::objs::Commit {
         message: message.into(),

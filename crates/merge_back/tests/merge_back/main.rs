@@ -425,6 +425,7 @@ fn gitoxide_errors_are_kept_as_sources_and_messages_do_not_change() {
         branch: Some("two..dots"),
         message: None,
         checkout: false,
+        trailers: &[],
     };
     let err = merge_back::merge_snapshot(&store, &options).unwrap_err();
     assert!(
