@@ -31,6 +31,14 @@ pub struct Args {
     /// Commit message (default: the snapshot's).
     #[arg(short, long)]
     message: Option<String>,
+    /// Checks the snapshot's tree must have a passing attestation of (`verify`), or nothing
+    /// is merged; each becomes a `Cairn-Verified: NAME ATTESTATION` trailer of the commit.
+    #[arg(long, value_name = "NAME")]
+    require: Vec<String>,
+    /// An allowed-signers file (ssh-keygen's format): a required check counts only if a
+    /// key it lists signed its attestation.
+    #[arg(long, value_name = "FILE")]
+    signed_by: Option<Utf8PathBuf>,
 }
 
 impl IntoRequest for Args {
@@ -48,12 +56,14 @@ impl From<Args> for MergeOptions {
             branch: args.branch,
             checkout: args.checkout,
             message: args.message,
+            require: args.require,
+            signed_by: args.signed_by,
         }
     }
 }
 
 impl Human for verbs::Merge {
-    fn report(o: &MergeOutcome, json: serde_json::Value, _: &View) -> Report {
+    fn report(o: &Box<MergeOutcome>, json: serde_json::Value, _: &View) -> Report {
         Report::new(json, merge(o))
     }
 }
@@ -64,6 +74,11 @@ fn merge(o: &MergeOutcome) -> String {
             "merged {} into {}: branch {branch} at {commit}\n",
             o.snapshot, o.repository
         ),
+        _ if !o.unverified.is_empty() => o
+            .unverified
+            .iter()
+            .map(|u| format!("unverified: {}: {}\n", u.check, u.reason))
+            .collect(),
         _ if !o.dirty.is_empty() => o
             .dirty
             .iter()

@@ -212,9 +212,7 @@ fn check_of(options: &VerifyOptions) -> Result<Check, CheckRunError> {
         });
     };
     let name = options.check.clone().unwrap_or_else(|| first.clone());
-    if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
-        return Err(CheckRunError::CheckName { name });
-    }
+    check_name(&name)?;
     let mut env = BTreeMap::new();
     for entry in &options.env {
         let (key, value) = match entry.split_once('=') {
@@ -245,6 +243,17 @@ fn check_of(options: &VerifyOptions) -> Result<Check, CheckRunError> {
         command: options.command.clone(),
         env,
     })
+}
+
+/// Refuses a name no check can have: empty, over 255 bytes, or holding a control character
+/// (it goes into a line of a commit message as `merge --require` names it).
+pub(crate) fn check_name(name: &str) -> Result<(), CheckRunError> {
+    if name.is_empty() || name.len() > 255 || name.chars().any(char::is_control) {
+        return Err(CheckRunError::CheckName {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// This machine's name, as the kernel has it.
