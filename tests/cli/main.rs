@@ -24,6 +24,7 @@ mod pjdfstest;
 mod policy_commands;
 mod remote_commands;
 mod remote_engines;
+mod require_commands;
 mod reversible_commands;
 mod run_commands;
 mod run_faces;

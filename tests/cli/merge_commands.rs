@@ -4,13 +4,13 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::support::{Env, git, stderr};
 
-fn text(out: Vec<u8>) -> String {
+pub(crate) fn text(out: Vec<u8>) -> String {
     String::from_utf8(out).unwrap().trim().to_owned()
 }
 
 /// A repository with one commit, onboarded in place (the base), and an agent worktree
 /// checked out from that snapshot.
-fn setup(env: &Env) -> (Utf8PathBuf, Utf8PathBuf, String) {
+pub(crate) fn setup(env: &Env) -> (Utf8PathBuf, Utf8PathBuf, String) {
     let repo = env.path().join("repo");
     std::fs::create_dir_all(repo.join("src")).unwrap();
     git(&repo, &["init", "-q", "-b", "main"]);
@@ -29,7 +29,7 @@ fn setup(env: &Env) -> (Utf8PathBuf, Utf8PathBuf, String) {
     (repo, agent, base)
 }
 
-fn snapshot(env: &Env, worktree: &Utf8Path, message: &str) -> String {
+pub(crate) fn snapshot(env: &Env, worktree: &Utf8Path, message: &str) -> String {
     let (code, v) = env.json(&["snapshot", worktree.as_str(), "-m", message]);
     assert_eq!(code, 0, "{v}");
     v["snapshot"].as_str().unwrap().to_owned()
@@ -368,7 +368,7 @@ fn bytes_below(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Vec<u8>)> {
 }
 
 /// [`bytes_below`], the object database included: not even an object was written.
-fn every_byte_below(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Vec<u8>)> {
+pub(crate) fn every_byte_below(dir: &Utf8Path) -> Vec<(Utf8PathBuf, Vec<u8>)> {
     walk_bytes(dir, true)
 }
 

@@ -45,7 +45,7 @@ fn verify_in(env: &Env, tmp: &Utf8Path, args: &[&str]) -> (i32, serde_json::Valu
     (out.status.code().unwrap(), value)
 }
 
-fn verify(env: &Env, args: &[&str]) -> (i32, serde_json::Value) {
+pub(crate) fn verify(env: &Env, args: &[&str]) -> (i32, serde_json::Value) {
     verify_in(env, &env.path().join("tmp"), args)
 }
 
@@ -283,7 +283,7 @@ fn output_past_16_mib_is_cut_and_marked() {
 
 /// An ed25519 key pair `ssh-keygen` makes in `dir`: the private key's path and its public
 /// line.
-fn ssh_key(dir: &Utf8Path) -> (Utf8PathBuf, String) {
+pub(crate) fn ssh_key(dir: &Utf8Path) -> (Utf8PathBuf, String) {
     let key = dir.join("verifier");
     let made = Command::new("ssh-keygen")
         .args([
@@ -324,7 +324,7 @@ fn ssh_keygen_accepts(dir: &Utf8Path, public: &str, message: &[u8], signature: &
 }
 
 /// The stored bytes of attestation `id` of `tree`, and its signatures.
-fn stored(env: &Env, tree: &str, id: &str) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
+pub(crate) fn stored(env: &Env, tree: &str, id: &str) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
     let store = cas::Store::open(&env.store(), &cas::OpenOptions::default()).unwrap();
     let reader = store.reader().unwrap();
     let id: cas::AttestationId = id.parse().unwrap();
