@@ -539,9 +539,10 @@ fn verify_through_a_server_answers_from_the_record() {
     assert!(server.stop().success());
 }
 
-/// `network` and `sign` are the command line's: a server route and an MCP tool refuse them
-/// naming them, and the check never runs (else an agent could have a machine's key sign
-/// `-- true` named `tests`). The route and the tool run checks like the command line.
+/// `network` and `sign` are the command line's, by `run`'s rule: a server route, the typed
+/// `/v1/call` from another program and an MCP tool refuse them naming them, and the check
+/// never runs (else an agent could have a machine's key sign `-- true` named `tests`).
+/// The route and the tool run checks like the command line.
 #[test]
 fn routes_and_tools_verify_but_take_neither_network_nor_sign() {
     let env = Env::new();
@@ -574,9 +575,47 @@ fn routes_and_tools_verify_but_take_neither_network_nor_sign() {
             checks(&env, &snap).is_empty(),
             "a refused request ran its check"
         );
+        // The typed request takes them, and the engine refuses them, by `run`'s rule.
+        for (k, v) in &refused {
+            let (status, answer) = client
+                .post_json(
+                    "/v1/call",
+                    &serde_json::json!({
+                        "cwd": env.path(),
+                        "request": { "verb": "verify", "args": args(Some((k, v.clone()))) },
+                    }),
+                )
+                .unwrap();
+            assert_eq!(status, 403, "{k}: {answer}");
+            assert_eq!(answer["error"]["code"], "not_permitted", "{k}: {answer}");
+            let message = answer["error"]["message"].as_str().unwrap();
+            assert!(
+                message.contains(&format!("--{k}")) && message.contains(snap.as_str()),
+                "{answer}"
+            );
+        }
+        assert!(
+            checks(&env, &snap).is_empty(),
+            "a refused request ran its check or signed"
+        );
         let (status, answer) = client.call("verify", &args(None)).unwrap();
         assert_eq!(status, 200, "{answer}");
         assert_eq!(answer["passed"], true, "{answer}");
+        // The command line is a person's terminal, through the server too.
+        let (code, v) = verify(
+            &env,
+            &[
+                &snap,
+                "--check",
+                "tests",
+                "--sign",
+                key.as_str(),
+                "--",
+                "python3",
+                "test_calc.py",
+            ],
+        );
+        assert_eq!((code, &v["signed"]), (0, &true.into()), "{v}");
         assert!(server.stop().success());
     }
     let mut mcp = Mcp::start(&env, &[]);

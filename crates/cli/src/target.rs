@@ -162,7 +162,9 @@ fn local(
     bar: &Bar,
     offline: bool,
 ) -> Result<(Outcome, u8), Error> {
+    // This process is the command line: a person's terminal.
     let call = Call::new(cwd.to_owned())
+        .by_person(true)
         .with_progress(bar)
         .offline(offline);
     let outcome = engine.handle(&call, request)?;

@@ -38,6 +38,11 @@ pub struct Call<'a> {
     pub progress: &'a dyn Progress,
     /// Never fetch from a remote (`--offline`).
     pub offline: bool,
+    /// A person on a terminal asks (the command line): options only a person may give are
+    /// taken (`run`'s and `verify`'s `network`, `run`'s `allow_write` and `no_sandbox`,
+    /// `verify`'s `sign`). Anyone else is refused them (`not_permitted`): the command runs
+    /// where the engine runs, with the keys of the engine's machine.
+    pub person: bool,
 }
 
 impl Call<'static> {
@@ -47,6 +52,7 @@ impl Call<'static> {
             cwd: cwd.into(),
             progress: &Silent,
             offline: false,
+            person: false,
         }
     }
 }
@@ -58,7 +64,14 @@ impl<'a> Call<'a> {
             cwd: self.cwd,
             progress,
             offline: self.offline,
+            person: self.person,
         }
+    }
+
+    /// The same call, made by a person on a terminal when `person` (see [`Call::person`]).
+    pub fn by_person(mut self, person: bool) -> Call<'a> {
+        self.person = person;
+        self
     }
 
     /// The same call, never fetching from a remote when `offline`.

@@ -148,7 +148,9 @@ pub use reversible::{
     RecoverOutcome, RefusedPath, RewindOptions, TimelineEntry, TimelineOptions, TimelineOutcome,
     UndoDone, UndoOptions, UndoOutcome,
 };
-pub use run::{RunError, RunOptions, RunOutcome, RunSnapshot, RunSteps, Runner, Violation};
+pub use run::{
+    RunError, RunOptions, RunOutcome, RunSnapshot, RunSteps, Runner, Violation, WideningError,
+};
 pub use spec::{VerbSpec, VerbTypes};
 pub use store::discover_store;
 pub use transfer::TransferError;

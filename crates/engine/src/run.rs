@@ -41,7 +41,7 @@ pub struct RunOptions {
     #[serde(default)]
     pub read_only: bool,
     // `network`, `allow_write` and `no_sandbox` widen the sandbox: only a person on a
-    // terminal gives them (`Runner::person`), so no route or tool takes them.
+    // terminal gives them (`Runner::person`, `Call::person`), so no route or tool takes them.
     /// Allow TCP bind and connect.
     #[serde(default)]
     #[schemars(extend("x-cli-only" = true))]
@@ -241,16 +241,6 @@ pub struct Runner<'a> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunError {
-    /// A wider sandbox asked for where no person can grant it.
-    #[error(
-        "{worktree}: {widening} may only be given by a person on a terminal (cairn run); run through a server or the library, a command stays confined to its worktrees and their remembered grants (ask for more with policy_allow)"
-    )]
-    Widening {
-        /// The worktree.
-        worktree: Utf8PathBuf,
-        /// What widens it (`--network, --allow-write`).
-        widening: String,
-    },
     /// No command.
     #[error("cairn run: no command given after --")]
     NoCommand,
@@ -320,7 +310,6 @@ impl RunError {
     /// Its code.
     pub fn code(&self) -> Code {
         match self {
-            RunError::Widening { .. } => Code::NotPermitted,
             RunError::NoCommand => Code::Usage,
             RunError::NoSandbox { .. }
             | RunError::Unconfined { .. }
@@ -353,15 +342,42 @@ fn denied(skipped: &[SkippedPath]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// Refuses `options` that give the command more than its worktrees and their remembered
-/// grants, unless a person asks.
-fn refuse_widening(options: &RunOptions, person: bool) -> Result<(), Error> {
-    let widening = options.widening();
+/// Options only a person on a terminal may give, asked for by someone else: a command
+/// that would run with more than its confinement (`run`'s worktrees and remembered grants,
+/// `verify`'s view), or an attestation signed with a key of the machine the engine runs on.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{subject}: {widening} may only be given by a person on a terminal (the cairn command line); through a server, a tool or the library a command stays confined to what it was given (ask for more with policy_allow) and nothing is signed with this machine's keys"
+)]
+pub struct WideningError {
+    /// The worktree or snapshot of the call.
+    pub subject: String,
+    /// The options, as the command line spells them (`--network, --allow-write`).
+    pub widening: String,
+}
+
+crate::error::coded!(WideningError);
+
+impl WideningError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        Code::NotPermitted
+    }
+}
+
+/// Refuses `widening` (options as the command line spells them that give a command more
+/// than its confinement, or sign with this machine's keys) unless a person asks: the one
+/// rule of `run` and `verify`.
+pub(crate) fn refuse_widening(
+    subject: &str,
+    widening: &[&'static str],
+    person: bool,
+) -> Result<(), Error> {
     if person || widening.is_empty() {
         return Ok(());
     }
-    Err(RunError::Widening {
-        worktree: options.worktree.clone(),
+    Err(WideningError {
+        subject: subject.to_owned(),
         widening: widening.join(", "),
     }
     .into())
@@ -372,7 +388,7 @@ impl Runner<'_> {
     /// worktree's, even when a step fails for one of them; the first failure is returned
     /// after that).
     pub fn run(&self, options: RunOptions) -> Result<RunOutcome, Error> {
-        refuse_widening(&options, self.person)?;
+        refuse_widening(options.worktree.as_str(), &options.widening(), self.person)?;
         if options.command.is_empty() {
             return Err(RunError::NoCommand.into());
         }
@@ -611,10 +627,10 @@ impl Engine {
     /// network only if a grant gives it. Its stdout and stderr are captured and returned
     /// (each up to [`crate::limits::MAX_OUTPUT_BYTES`]); it gets no stdin. Each worktree is
     /// snapshotted afterwards and its denied paths (secrets) put back. `network`,
-    /// `allow_write` and `no_sandbox` are refused (`not_permitted`): only a person on a
-    /// terminal widens a sandbox. Needs the sandbox given to [`Engine::with_sandbox`].
+    /// `allow_write` and `no_sandbox` are refused (`not_permitted`) unless the call is a
+    /// person's ([`Call::person`]): only a person on a terminal widens a sandbox. Needs the sandbox given to [`Engine::with_sandbox`].
     pub fn run(&self, call: &Call, options: RunOptions) -> Result<RunOutcome, Error> {
-        refuse_widening(&options, false)?;
+        refuse_widening(options.worktree.as_str(), &options.widening(), call.person)?;
         let Some(sandbox) = self.sandbox() else {
             return Err(RunError::NoSandbox {
                 worktree: options.worktree,

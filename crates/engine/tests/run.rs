@@ -215,6 +215,34 @@ fn widening_options_are_refused_and_nothing_runs() {
         let e = run.request(args).expect_err(key);
         assert!(matches!(&e, ArgumentsError::Unknown(k) if k == key), "{e}");
     }
+    // `verify` follows the same rule: its `network` and `sign` are a person's.
+    let check = || cairn_engine::VerifyOptions::new("any", ["touch", marker.as_str()]);
+    let key = w.dir.join("no-such-key");
+    let widened = [
+        cairn_engine::VerifyOptions {
+            network: true,
+            ..check()
+        },
+        cairn_engine::VerifyOptions {
+            sign: Some(key.clone()),
+            ..check()
+        },
+    ];
+    for (options, flag) in widened.into_iter().zip(["--network", "--sign"]) {
+        let e = w
+            .engine
+            .handle(&w.call(), Request::Verify(options.clone()))
+            .expect_err(flag);
+        assert_eq!((e.code(), e.exit()), ("not_permitted", EXIT_USAGE), "{e}");
+        assert!(e.to_string().contains(flag), "{e}");
+        // A person's call gets past the rule (to the next check: the key, the snapshot).
+        let e = w
+            .engine
+            .handle(&w.call().by_person(true), Request::Verify(options))
+            .expect_err(flag);
+        assert_ne!(e.code(), "not_permitted", "{e}");
+        assert!(!marker.exists(), "{flag}: the check ran");
+    }
     // The confined run of the same command works.
     let out = w.engine.run(&w.call(), touch()).expect("run");
     assert_eq!(

@@ -278,12 +278,13 @@ async fn perform(
     cwd: Utf8PathBuf,
     request: Request,
     offline: bool,
+    person: bool,
     stream: bool,
     answer: Answer,
 ) -> Response {
     if !stream {
         let result = run_blocking(move || {
-            let call = Call::new(cwd).offline(offline);
+            let call = Call::new(cwd).offline(offline).by_person(person);
             engine.isolated(|| engine.handle(&call, request))
         })
         .await;
@@ -301,7 +302,10 @@ async fn perform(
         state: Mutex::default(),
     };
     tokio::task::spawn_blocking(move || {
-        let call = Call::new(cwd).with_progress(&progress).offline(offline);
+        let call = Call::new(cwd)
+            .with_progress(&progress)
+            .offline(offline)
+            .by_person(person);
         let result = engine.isolated(|| engine.handle(&call, request));
         let (status, body) = answer(result);
         let _ = tx.send(StreamLine::Reply {
@@ -415,11 +419,15 @@ async fn call(
             return (status, Json(body)).into_response();
         }
     };
+    // The command line (this executable) is a person's terminal, as for `policy_allow`;
+    // any other program is not, whatever it sends.
+    let person = peer.is_cairn();
     perform(
         s.engine.clone(),
         body.cwd,
         request,
         body.offline,
+        person,
         wants_stream(&headers),
         answer,
     )
@@ -509,6 +517,7 @@ async fn verb(
         s.engine.clone(),
         cwd,
         request,
+        false,
         false,
         wants_stream(&headers),
         answer,

@@ -41,9 +41,9 @@ pub struct VerifyOptions {
     /// An environment variable the check depends on: NAME=VALUE, or NAME for its value where it is asked (the command line's environment; a server's own for a request that gives only NAME). The command gets it, the attestation records it, and other values make another check.
     #[serde(default)]
     pub env: Vec<String>,
-    // `network` and `sign` are the command line's alone (as `run`'s widening options):
-    // through a route or a tool an agent could reach the network, or have the engine sign
-    // a check it named with a key of the machine's (`-- true` named `tests`).
+    // `network` and `sign` are a person's alone, by `run`'s rule (`refuse_widening`):
+    // through a route, a tool or `/v1/call` an agent could reach the network, or have the
+    // engine sign a check it named with a key of the machine's (`-- true` named `tests`).
     /// Allow TCP bind and connect.
     #[serde(default)]
     #[schemars(extend("x-cli-only" = true))]
@@ -63,6 +63,14 @@ pub struct VerifyOptions {
 }
 
 impl VerifyOptions {
+    /// The options only a person may give, as the command line spells them.
+    fn widening(&self) -> Vec<&'static str> {
+        [(self.network, "--network"), (self.sign.is_some(), "--sign")]
+            .into_iter()
+            .filter_map(|(given, name)| given.then_some(name))
+            .collect()
+    }
+
     /// Check `snapshot` with `command`.
     pub fn new<S: Into<String>>(
         snapshot: impl Into<String>,
@@ -381,8 +389,11 @@ impl Engine {
     /// [`cas::MAX_CHECK_OUTPUT`], cut at the end). If the same check (tree, name, command
     /// and env values) is recorded already, that record is the answer (`cached`), unless
     /// `rerun`. With `sign`, the attestation is signed with that SSH key (SSHSIG, namespace
-    /// `cairn-attestation`). A failed check is a refusal (exit 1).
+    /// `cairn-attestation`). `network` and `sign` are refused (`not_permitted`) unless the
+    /// call is a person's ([`Call::person`]), by `run`'s rule. A failed check is a refusal
+    /// (exit 1).
     pub fn verify(&self, call: &Call, options: VerifyOptions) -> Result<VerifyOutcome, Error> {
+        crate::run::refuse_widening(&options.snapshot, &options.widening(), call.person)?;
         let check = check_of(&options)?;
         if options.timeout == Some(0) {
             return Err(CheckRunError::ZeroTimeout.into());
