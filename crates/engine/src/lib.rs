@@ -84,7 +84,6 @@ mod engine;
 mod error;
 mod git;
 pub mod limits;
-mod merge;
 mod mounts;
 mod objects;
 pub mod path;
@@ -121,7 +120,6 @@ pub use fs_manager::{GrantRequest, GrantSet, SandboxGrants};
 pub use git::{
     Git, GitCombine, GitCombined, GitImport, GitImported, GitMerge, GitMerged, GitRecovered, NoGit,
 };
-pub use merge::{MergeConflictOut, MergeOptions, MergeOutcome};
 pub use mounts::{
     MATERIALIZE_COPY, MountOptions, MountOutcome, MountsError, UnmountOptions, UnmountOutcome,
     materialize_copy,
