@@ -120,10 +120,7 @@ pub use fs_manager::{GrantRequest, GrantSet, SandboxGrants};
 pub use git::{
     Git, GitCombine, GitCombined, GitImport, GitImported, GitMerge, GitMerged, GitRecovered, NoGit,
 };
-pub use mounts::{
-    MATERIALIZE_COPY, MountOptions, MountOutcome, MountsError, UnmountOptions, UnmountOutcome,
-    materialize_copy,
-};
+pub use mounts::{MATERIALIZE_COPY, MountsError, materialize_copy};
 pub use objects::{
     FsckChecked, FsckOptions, FsckOutcome, FsckProblem, GcError, GcOptions, GcOutcome, GcRemoved,
     GcRetained, InitError, InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions,
