@@ -1,12 +1,17 @@
 //! [`Sandbox`]: what `run` asks of the operating system's sandbox, injected by the embedder
 //! (`sandbox::Landlock`), so that the engine itself never links Landlock or reads audit
-//! records; and the values that pass between the two.
+//! records; and the values that pass between the two. Also what `run` and `verify` both
+//! rule of a confined command: what it cannot see, and who may widen its confinement.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use camino::Utf8Path;
+
 use path_policy::{BeneathError, Root};
 use serde::{Deserialize, Serialize};
+
+use crate::error::{Code, Error};
 
 /// The sandbox a command of `run` is confined in. An engine without one refuses `run`.
 pub trait Sandbox: Send + Sync {
@@ -231,4 +236,61 @@ pub struct PutBack {
     /// Set when the saved copy could not be put back (something that is not a directory
     /// now stands on its way): where the copy was kept instead.
     pub kept: Option<PathBuf>,
+}
+
+/// Options only a person on a terminal may give, asked for by someone else: a command
+/// that would run with more than its confinement (`run`'s worktrees and remembered grants,
+/// `verify`'s view), or an attestation signed with a key of the machine the engine runs on.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{subject}: {widening} may only be given by a person on a terminal (the cairn command line); through a server, a tool or the library a command stays confined to what it was given (ask for more with policy_allow) and nothing is signed with this machine's keys"
+)]
+pub struct WideningError {
+    /// The worktree or snapshot of the call.
+    pub subject: String,
+    /// The options, as the command line spells them (`--network, --allow-write`).
+    pub widening: String,
+}
+
+crate::error::coded!(WideningError);
+
+impl WideningError {
+    /// Its code.
+    pub fn code(&self) -> Code {
+        Code::NotPermitted
+    }
+}
+
+/// Refuses `widening` (options as the command line spells them that give a command more
+/// than its confinement, or sign with this machine's keys) unless a person asks: the one
+/// rule of `run` and `verify`.
+pub(crate) fn refuse_widening(
+    subject: &str,
+    widening: &[&'static str],
+    person: bool,
+) -> Result<(), Error> {
+    if person || widening.is_empty() {
+        return Ok(());
+    }
+    Err(WideningError {
+        subject: subject.to_owned(),
+        widening: widening.join(", "),
+    }
+    .into())
+}
+
+/// What the command cannot see: the store's folder, and the user's runtime directory
+/// (`$XDG_RUNTIME_DIR`, else `/run/user/UID`) with the session bus and systemd's sockets,
+/// through which a command could start programs outside the sandbox; not if a worktree lives
+/// there.
+pub(crate) fn hidden_dirs(store_dir: &Path, roots: &[&Utf8Path]) -> Vec<PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| format!("/run/user/{}", rustix::process::getuid().as_raw()).into());
+    let runtime = std::fs::canonicalize(runtime)
+        .ok()
+        .filter(|r| r.is_dir() && !roots.iter().any(|root| root.as_std_path().starts_with(r)));
+    std::iter::once(store_dir.to_owned())
+        .chain(runtime)
+        .collect()
 }

@@ -91,7 +91,6 @@ mod policy;
 mod remotes;
 mod request;
 mod reversible;
-mod run;
 mod spec;
 mod store;
 mod texts;
@@ -109,7 +108,7 @@ pub use cas::{Progress, Silent};
 // Outcomes name tree paths by these, so an embedder needs no other crate for them.
 pub use confine::{
     Captured, Change, ConfineError, Confined, Denial, DenialsUnknown, Output, PutBack, Ran,
-    Sandbox, SandboxPolicy, SavedSecrets,
+    Sandbox, SandboxPolicy, SavedSecrets, WideningError,
 };
 pub use engine::{Call, Engine};
 pub use error::{
@@ -142,9 +141,6 @@ pub use reversible::{
     DiscardOutcome, NothingToUndo, OpItem, OpLogOptions, OpLogOutcome, RecoverOptions,
     RecoverOutcome, RefusedPath, RewindOptions, TimelineEntry, TimelineOptions, TimelineOutcome,
     UndoDone, UndoOptions, UndoOutcome,
-};
-pub use run::{
-    RunError, RunOptions, RunOutcome, RunSnapshot, RunSteps, Runner, Violation, WideningError,
 };
 pub use spec::{VerbSpec, VerbTypes};
 pub use store::discover_store;

@@ -317,7 +317,7 @@ mod tests {
     use crate::objects::{GcError, ShowError};
     use crate::policy::PolicyError;
     use crate::remotes::RemotesError;
-    use crate::run::RunError;
+    use crate::verbs::run::RunError;
     use crate::view::ViewError;
 
     fn too_long() -> std::io::Error {

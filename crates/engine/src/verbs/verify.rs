@@ -393,7 +393,7 @@ impl Engine {
     /// call is a person's ([`Call::person`]), by `run`'s rule. A failed check is a refusal
     /// (exit 1).
     pub fn verify(&self, call: &Call, options: VerifyOptions) -> Result<VerifyOutcome, Error> {
-        crate::run::refuse_widening(&options.snapshot, &options.widening(), call.person)?;
+        crate::confine::refuse_widening(&options.snapshot, &options.widening(), call.person)?;
         let check = check_of(&options)?;
         if options.timeout == Some(0) {
             return Err(CheckRunError::ZeroTimeout.into());
@@ -438,7 +438,7 @@ impl Engine {
         let policy = SandboxPolicy::WorkspaceWrite {
             writable_roots: vec![view.dir.clone().into_std_path_buf()],
             read_only_subpaths: Vec::new(),
-            hidden: crate::run::hidden_dirs(&store_dir, &[&view.dir]),
+            hidden: crate::confine::hidden_dirs(&store_dir, &[&view.dir]),
             network: options.network,
         };
         let command: Vec<OsString> = check.command.iter().map(OsString::from).collect();
