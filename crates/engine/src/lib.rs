@@ -131,10 +131,7 @@ pub use policy::{
     MAX_ASKER, MAX_GRANT_PATHS, MAX_OPEN_REQUESTS, MAX_REASON, PolicyAllowOptions, PolicyError,
     PolicyOptions, PolicyOutcome, PolicyRequestOptions, PolicyRevokeOptions, check_writable,
 };
-pub use remotes::{
-    PullOptions, PullOutcome, PushOptions, PushOutcome, RemoteAddOptions, RemoteEntry,
-    RemoteListOptions, RemoteRmOptions, RemotesError, RemotesOutcome,
-};
+pub use remotes::{RemoteEntry, RemotesError, RemotesOutcome};
 pub use request::{Face, Outcome, Request, RequestError, Verb};
 pub use reversible::{
     AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,

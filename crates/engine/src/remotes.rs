@@ -1,5 +1,5 @@
-//! Remotes: `remote add|rm|list`, `push`, `pull`, refs on remotes (`NAME@REMOTE`), remote
-//! gc, and fetching on demand what a call names but the store lacks.
+//! Remotes: what `remote add|rm|list`, `push` and `pull` share, refs on remotes
+//! (`NAME@REMOTE`), remote gc, and fetching on demand what a call names but the store lacks.
 
 use cas::{Reader, SnapshotId, WriteBatch};
 use remote::{Need, RefUpdate, Remote, RemoteConfig, RemoteError};
@@ -8,37 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::engine::{Call, Engine, remote_ref, resolve_snapshot};
 use crate::error::{ArgumentError, Code, Error};
 use crate::objects::RefEntry;
-use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
-
-/// `remote add NAME URL [--endpoint URL] [--region R]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RemoteAddOptions {
-    /// Its name here.
-    pub name: String,
-    /// s3://BUCKET[/PREFIX] or file:///PATH.
-    pub url: String,
-    /// The S3 endpoint (engines other than AWS).
-    #[serde(default)]
-    pub endpoint: Option<String>,
-    /// The S3 region.
-    #[serde(default)]
-    pub region: Option<String>,
-}
-
-/// `remote rm NAME`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RemoteRmOptions {
-    /// Its name.
-    pub name: String,
-}
-
-/// `remote list`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RemoteListOptions {}
 
 /// A remote as listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -64,76 +34,7 @@ pub struct RemotesOutcome {
     pub remotes: Vec<RemoteEntry>,
 }
 
-/// `push [SNAP|REF]… [--remote NAME]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PushOptions {
-    /// Snapshot ids or local refs (none: every local ref).
-    #[serde(default)]
-    #[schemars(extend("x-snapshot" = true))]
-    pub snapshots: Vec<String>,
-    /// The remote (default origin).
-    #[serde(default)]
-    pub remote: Option<String>,
-}
-
-/// What `push` did.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PushOutcome {
-    /// The remote.
-    pub remote: String,
-    /// The snapshots now on the remote.
-    pub pushed: Vec<SnapshotId>,
-    /// Objects sent.
-    pub objects_sent: u64,
-    /// Bytes sent.
-    pub bytes_sent: u64,
-    /// Objects the remote had already.
-    pub objects_present: u64,
-    /// Remote refs set (`NAME@REMOTE` as `name`).
-    pub refs: Vec<RefEntry>,
-    /// The refusal: a remote ref that moved since this store last saw it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// What of the remote was skipped (a file under its `index/` that is no readable
-    /// index), each naming the file and the remote.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-}
-
-/// `pull [SNAP|REF]… [--remote NAME]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PullOptions {
-    /// Snapshot ids or refs of the remote (none: every remote ref).
-    #[serde(default)]
-    #[schemars(extend("x-snapshot" = true))]
-    pub snapshots: Vec<String>,
-    /// The remote (default origin).
-    #[serde(default)]
-    pub remote: Option<String>,
-}
-
-/// What `pull` did.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct PullOutcome {
-    /// The remote.
-    pub remote: String,
-    /// The snapshots now here, with their history.
-    pub pulled: Vec<SnapshotId>,
-    /// Objects received.
-    pub objects_received: u64,
-    /// Bytes received.
-    pub bytes_received: u64,
-    /// Remote refs updated here (`NAME@REMOTE`).
-    pub refs: Vec<RefEntry>,
-    /// What of the remote was skipped (a file under its `index/` that is no readable
-    /// index), each naming the file and the remote.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-}
-
-fn entry(c: &RemoteConfig) -> RemoteEntry {
+pub(crate) fn entry(c: &RemoteConfig) -> RemoteEntry {
     RemoteEntry {
         name: c.name.clone(),
         url: c.url.clone(),
@@ -148,133 +49,13 @@ pub(crate) fn is_full_id(spec: &str) -> bool {
 }
 
 impl Engine {
-    fn open_remote(&self, reader: &Reader, name: Option<&str>) -> Result<Remote, Error> {
+    pub(crate) fn open_remote(&self, reader: &Reader, name: Option<&str>) -> Result<Remote, Error> {
         let name = name.unwrap_or(remote::DEFAULT_REMOTE);
         let config = remote::remote_config(reader, name)?;
         Ok(Remote::connect(&config)?)
     }
 
-    /// `cairn remote add NAME URL`: checks the remote is reachable and what it enforces.
-    pub fn remote_add(
-        &self,
-        _call: &Call,
-        options: RemoteAddOptions,
-    ) -> Result<RemotesOutcome, Error> {
-        remote::validate_remote_name(&options.name)?;
-        remote::RemoteUrl::parse(&options.url).map_err(RemoteError::from)?;
-        let store = self.store(Access::Create)?;
-        if let Ok(existing) = remote::remote_config(&store.reader()?, &options.name) {
-            return Err(RemoteError::Exists {
-                name: options.name,
-                url: existing.url,
-            }
-            .into());
-        }
-        let config = remote::probe(&RemoteConfig {
-            name: options.name,
-            url: options.url,
-            endpoint: options.endpoint,
-            region: options.region,
-            conditional: remote::Conditional {
-                create: false,
-                stale_update: remote::Probe::Unsupported,
-            },
-            ranged_reads: true,
-        })?;
-        let mut batch = WriteBatch::new();
-        remote::add_remote(&mut batch, &config);
-        store.write(&batch)?;
-        Ok(RemotesOutcome {
-            remotes: vec![entry(&config)],
-        })
-    }
-
-    /// `cairn remote rm NAME`: forgets it here (nothing on the remote changes).
-    pub fn remote_rm(
-        &self,
-        _call: &Call,
-        options: RemoteRmOptions,
-    ) -> Result<RemotesOutcome, Error> {
-        let store = self.store(Access::Write)?;
-        let config = remote::remote_config(&store.reader()?, &options.name)?;
-        let mut batch = WriteBatch::new();
-        remote::remove_remote(&mut batch, &options.name);
-        store.write(&batch)?;
-        Ok(RemotesOutcome {
-            remotes: vec![entry(&config)],
-        })
-    }
-
-    /// `cairn remote list`.
-    pub fn remote_list(
-        &self,
-        _call: &Call,
-        _options: RemoteListOptions,
-    ) -> Result<RemotesOutcome, Error> {
-        let store = self.store(Access::Read)?;
-        let remotes = remote::remotes(&store.reader()?)?;
-        Ok(RemotesOutcome {
-            remotes: remotes.iter().map(entry).collect(),
-        })
-    }
-
-    /// `cairn push`: snapshots by id are pinned there; refs set `REF@REMOTE` if it still
-    /// holds what this store last saw (else a refusal naming its value).
-    pub fn push(&self, call: &Call, options: PushOptions) -> Result<PushOutcome, Error> {
-        let store = self.store(Access::Write)?;
-        let reader = store.reader()?;
-        let remote = self.open_remote(&reader, options.remote.as_deref())?;
-        let name = remote.name().to_owned();
-        // (local ref name if pushed by ref, snapshot)
-        let mut targets: Vec<(Option<String>, SnapshotId)> = Vec::new();
-        if options.snapshots.is_empty() {
-            for (r, id) in reader.refs()? {
-                targets.push((Some(r), id));
-            }
-        }
-        for spec in &options.snapshots {
-            match reader.ref_target(spec)? {
-                Some(id) => targets.push((Some(spec.clone()), id)),
-                None => targets.push((None, resolve_snapshot(&reader, &call.cwd, spec)?)),
-            }
-        }
-        drop(reader);
-        let ids: Vec<SnapshotId> = targets.iter().map(|(_, id)| *id).collect();
-        let pushed = remote::push(&remote, &store, &ids, call.progress)?;
-        let mut refs = Vec::new();
-        let mut refused = Vec::new();
-        for (r, id) in &targets {
-            match r {
-                None => remote::refs::pin(&remote, *id)?,
-                Some(r) => {
-                    let seen = remote::tracking_ref(&store.reader()?, &name, r)?;
-                    match remote::refs::update(&remote, r, RefUpdate::Set(*id), seen) {
-                        Ok(()) => {
-                            self.track(&store, &name, r, Some(*id))?;
-                            refs.push(RefEntry {
-                                name: format!("{r}@{name}"),
-                                snapshot: *id,
-                            });
-                        }
-                        Err(e @ RemoteError::RefMoved { .. }) => refused.push(e.to_string()),
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-            }
-        }
-        Ok(PushOutcome {
-            remote: name,
-            pushed: pushed.pushed,
-            objects_sent: pushed.objects_sent,
-            bytes_sent: pushed.bytes_sent,
-            objects_present: pushed.objects_present,
-            warnings: pushed.warnings,
-            refs,
-            message: (!refused.is_empty()).then(|| refused.join("; ")),
-        })
-    }
-
-    fn track(
+    pub(crate) fn track(
         &self,
         store: &cas::Store,
         remote: &str,
@@ -285,82 +66,6 @@ impl Engine {
         remote::set_tracking(&mut batch, remote, name, id);
         store.write(&batch)?;
         Ok(())
-    }
-
-    /// `cairn pull`: snapshots with their history, verified; updates `NAME@REMOTE` here,
-    /// never a local ref.
-    pub fn pull(&self, call: &Call, options: PullOptions) -> Result<PullOutcome, Error> {
-        if call.offline {
-            return Err(RemotesError::PullOffline.into());
-        }
-        let store = self.store(Access::Create)?;
-        let remote = self.open_remote(&store.reader()?, options.remote.as_deref())?;
-        let name = remote.name().to_owned();
-        let mut ids = Vec::new();
-        let mut refs = Vec::new();
-        if options.snapshots.is_empty() {
-            for r in remote::refs::list(&remote)? {
-                ids.push(r.snapshot);
-                refs.push((r.name, r.snapshot));
-            }
-        }
-        for spec in &options.snapshots {
-            if is_full_id(spec) {
-                ids.push(spec.parse().map_err(ArgumentError::Id)?);
-                continue;
-            }
-            let r = match remote_ref(spec) {
-                Some((r, at)) if at == name => r,
-                Some((_, at)) => {
-                    return Err(RemotesError::OtherRemote {
-                        spec: spec.clone(),
-                        at: at.to_owned(),
-                        name,
-                    }
-                    .into());
-                }
-                None => spec.as_str(),
-            };
-            let id = remote::refs::get(&remote, r)?.ok_or_else(|| RemoteError::NoSuchRef {
-                remote: name.clone(),
-                name: r.to_owned(),
-            })?;
-            ids.push(id);
-            refs.push((r.to_owned(), id));
-        }
-        let _guard = self
-            .fetching
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let got = remote::fetch(&remote, &store, &ids, Need::History, call.progress)?;
-        let mut batch = WriteBatch::new();
-        if options.snapshots.is_empty() {
-            // Every ref of the remote was read: one this store saw there and that is gone
-            // now is gone here too.
-            for (gone, _) in remote::tracking_refs(&store.reader()?, &name)? {
-                if !refs.iter().any(|(r, _)| *r == gone) {
-                    remote::set_tracking(&mut batch, &name, &gone, None);
-                }
-            }
-        }
-        for (r, id) in &refs {
-            remote::set_tracking(&mut batch, &name, r, Some(*id));
-        }
-        store.write(&batch)?;
-        Ok(PullOutcome {
-            remote: name.clone(),
-            pulled: got.pulled,
-            objects_received: got.objects_received,
-            bytes_received: got.bytes_received,
-            warnings: got.warnings,
-            refs: refs
-                .into_iter()
-                .map(|(r, snapshot)| RefEntry {
-                    name: format!("{r}@{name}"),
-                    snapshot,
-                })
-                .collect(),
-        })
     }
 
     /// `ref set NAME@REMOTE SNAP [--expect OLD]`: pushes SNAP, then moves the ref if it
@@ -711,49 +416,4 @@ impl RemotesError {
             RemotesError::OtherRemote { .. } => Code::Usage,
         }
     }
-}
-
-// What each verb of this module says of itself beyond its types (see `VerbSpec`).
-
-verb! {
-    /// Add a remote (s3://BUCKET[/PREFIX] or file:///PATH), checking it is reachable and whether it enforces conditional writes.
-    RemoteAdd(RemoteAddOptions) -> RemotesOutcome = "remote_add" via remote_add [Route];
-    /// Forget a remote (nothing on it changes).
-    RemoteRm(RemoteRmOptions) -> RemotesOutcome = "remote_rm" via remote_rm [Route];
-    /// The remotes this store knows, and whether refs can be updated on each.
-    RemoteList(RemoteListOptions) -> RemotesOutcome = "remote_list" via remote_list [Route, Tool];
-    /// Copy snapshots (with their history) to a remote so other machines can check them out by id, sending only what it lacks; a ref also sets REF@REMOTE if nobody moved it meanwhile.
-    Push(PushOptions) -> PushOutcome = "push" via push [Route, Tool];
-    /// Copy snapshots (with their history) from a remote, verifying every object; updates NAME@REMOTE, never a local ref.
-    Pull(PullOptions) -> PullOutcome = "pull" via pull [Route, Tool];
-}
-
-impl VerbSpec for verbs::RemoteAdd {
-    const EXAMPLE: Option<&'static str> = Some(
-        r#"{"name": "origin", "url": "s3://team-bucket/agents", "endpoint": "http://10.0.0.5:8333"}"#,
-    );
-}
-
-impl VerbSpec for verbs::RemoteRm {
-    const EXAMPLE: Option<&'static str> = Some(r#"{"name": "origin"}"#);
-}
-
-impl VerbSpec for verbs::RemoteList {
-    const EXAMPLE: Option<&'static str> = Some(r#"{}"#);
-}
-
-impl VerbSpec for verbs::Push {
-    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
-        outcome.message.as_deref()
-    }
-
-    const REFUSED: Option<&'static str> = Some(
-        "A refusal: a remote ref moved since this store last saw it (the snapshots were pushed); `message` names its value.",
-    );
-
-    const EXAMPLE: Option<&'static str> = Some(r#"{"snapshots": ["main"], "remote": "origin"}"#);
-}
-
-impl VerbSpec for verbs::Pull {
-    const EXAMPLE: Option<&'static str> = Some(r#"{"snapshots": ["main"], "remote": "origin"}"#);
 }

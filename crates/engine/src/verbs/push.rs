@@ -1,0 +1,126 @@
+//! `push`: snapshots (with their history) copied to a remote, refs on it set if nobody
+//! moved them meanwhile.
+
+use cas::SnapshotId;
+use remote::{RefUpdate, RemoteError};
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Call, Engine, resolve_snapshot};
+use crate::error::Error;
+use crate::objects::RefEntry;
+use crate::spec::{VerbSpec, verb, verbs};
+use crate::store::Access;
+
+/// `push [SNAP|REF]… [--remote NAME]`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PushOptions {
+    /// Snapshot ids or local refs (none: every local ref).
+    #[serde(default)]
+    #[schemars(extend("x-snapshot" = true))]
+    pub snapshots: Vec<String>,
+    /// The remote (default origin).
+    #[serde(default)]
+    pub remote: Option<String>,
+}
+
+/// What `push` did.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PushOutcome {
+    /// The remote.
+    pub remote: String,
+    /// The snapshots now on the remote.
+    pub pushed: Vec<SnapshotId>,
+    /// Objects sent.
+    pub objects_sent: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Objects the remote had already.
+    pub objects_present: u64,
+    /// Remote refs set (`NAME@REMOTE` as `name`).
+    pub refs: Vec<RefEntry>,
+    /// The refusal: a remote ref that moved since this store last saw it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// What of the remote was skipped (a file under its `index/` that is no readable
+    /// index), each naming the file and the remote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl Engine {
+    /// `cairn push`: snapshots by id are pinned there; refs set `REF@REMOTE` if it still
+    /// holds what this store last saw (else a refusal naming its value).
+    pub fn push(&self, call: &Call, options: PushOptions) -> Result<PushOutcome, Error> {
+        let store = self.store(Access::Write)?;
+        let reader = store.reader()?;
+        let remote = self.open_remote(&reader, options.remote.as_deref())?;
+        let name = remote.name().to_owned();
+        // (local ref name if pushed by ref, snapshot)
+        let mut targets: Vec<(Option<String>, SnapshotId)> = Vec::new();
+        if options.snapshots.is_empty() {
+            for (r, id) in reader.refs()? {
+                targets.push((Some(r), id));
+            }
+        }
+        for spec in &options.snapshots {
+            match reader.ref_target(spec)? {
+                Some(id) => targets.push((Some(spec.clone()), id)),
+                None => targets.push((None, resolve_snapshot(&reader, &call.cwd, spec)?)),
+            }
+        }
+        drop(reader);
+        let ids: Vec<SnapshotId> = targets.iter().map(|(_, id)| *id).collect();
+        let pushed = remote::push(&remote, &store, &ids, call.progress)?;
+        let mut refs = Vec::new();
+        let mut refused = Vec::new();
+        for (r, id) in &targets {
+            match r {
+                None => remote::refs::pin(&remote, *id)?,
+                Some(r) => {
+                    let seen = remote::tracking_ref(&store.reader()?, &name, r)?;
+                    match remote::refs::update(&remote, r, RefUpdate::Set(*id), seen) {
+                        Ok(()) => {
+                            self.track(&store, &name, r, Some(*id))?;
+                            refs.push(RefEntry {
+                                name: format!("{r}@{name}"),
+                                snapshot: *id,
+                            });
+                        }
+                        Err(e @ RemoteError::RefMoved { .. }) => refused.push(e.to_string()),
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+        Ok(PushOutcome {
+            remote: name,
+            pushed: pushed.pushed,
+            objects_sent: pushed.objects_sent,
+            bytes_sent: pushed.bytes_sent,
+            objects_present: pushed.objects_present,
+            warnings: pushed.warnings,
+            refs,
+            message: (!refused.is_empty()).then(|| refused.join("; ")),
+        })
+    }
+}
+
+// What the verb says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// Copy snapshots (with their history) to a remote so other machines can check them out by id, sending only what it lacks; a ref also sets REF@REMOTE if nobody moved it meanwhile.
+    Push(PushOptions) -> PushOutcome = "push" via push [Route, Tool];
+}
+
+impl VerbSpec for verbs::Push {
+    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
+        outcome.message.as_deref()
+    }
+
+    const REFUSED: Option<&'static str> = Some(
+        "A refusal: a remote ref moved since this store last saw it (the snapshots were pushed); `message` names its value.",
+    );
+
+    const EXAMPLE: Option<&'static str> = Some(r#"{"snapshots": ["main"], "remote": "origin"}"#);
+}
