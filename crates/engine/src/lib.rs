@@ -128,8 +128,8 @@ pub use objects::{
 pub use path::{PathArg, PathError, RawPath};
 pub use path_policy::{RepoPath, RepoPathBuf};
 pub use policy::{
-    MAX_ASKER, MAX_GRANT_PATHS, MAX_OPEN_REQUESTS, MAX_REASON, PolicyAllowOptions, PolicyError,
-    PolicyOptions, PolicyOutcome, PolicyRequestOptions, PolicyRevokeOptions, check_writable,
+    MAX_ASKER, MAX_GRANT_PATHS, MAX_OPEN_REQUESTS, MAX_REASON, PolicyError, PolicyOutcome,
+    check_writable,
 };
 pub use remotes::{RemoteEntry, RemotesError, RemotesOutcome};
 pub use request::{Face, Outcome, Request, RequestError, Verb};

@@ -1,4 +1,4 @@
-//! `policy`, `policy allow`, `policy revoke`, and the grant requests of agents: a worktree's
+//! What `policy`, `policy allow`, `policy revoke` and `policy_request` share: a worktree's
 //! remembered sandbox grants, which every later `cairn run` of it applies (reading stays
 //! allowed everywhere).
 //!
@@ -15,10 +15,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use fs_manager::{GrantRequest, GrantRequests, GrantSet, OpRecord, SandboxGrants};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Call, Engine, registered};
 use crate::error::{Code, Error, IoError};
-use crate::spec::{VerbSpec, verb, verbs};
-use crate::store::Access;
 
 /// Longest `reason` of a request or grant, in bytes.
 pub const MAX_REASON: usize = 1000;
@@ -28,128 +25,6 @@ pub const MAX_ASKER: usize = 200;
 pub const MAX_GRANT_PATHS: usize = 64;
 /// Most open requests a worktree holds; more are refused until a person decides.
 pub const MAX_OPEN_REQUESTS: usize = 64;
-
-/// `policy [WORKTREE]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyOptions {
-    /// The worktree (default: the caller's directory).
-    #[serde(default)]
-    #[schemars(with = "Option<String>", extend("x-default-cwd" = true))]
-    pub worktree: Option<Utf8PathBuf>,
-    /// Set by `cairn run` as a sandboxed run starts: the next-run grants are taken in the
-    /// same transaction that reads them (logged `policy_spent`) and returned in `taken`,
-    /// so two runs never both get them.
-    #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
-    pub take_once: bool,
-}
-
-/// `policy allow WORKTREE (--write PATH… | --network | --request ID) [--once] [--yes]
-/// [--confirm PATH]…`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyAllowOptions {
-    /// The worktree.
-    #[schemars(with = "String")]
-    pub worktree: Utf8PathBuf,
-    /// Absolute, existing, canonical paths to make writable.
-    #[serde(default)]
-    #[schemars(with = "Vec<String>")]
-    pub write: Vec<Utf8PathBuf>,
-    /// Allow TCP bind and connect.
-    #[serde(default)]
-    pub network: bool,
-    /// For the next run only.
-    #[serde(default)]
-    pub once: bool,
-    /// A person confirmed the grant (asked on a terminal, `--yes`, or MCP elicitation).
-    #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
-    pub yes: bool,
-    /// Paths the person named again: every system directory or credentials path granted
-    /// must be among them.
-    #[serde(default)]
-    #[schemars(with = "Vec<String>", extend("x-cli-only" = true))]
-    pub confirm: Vec<Utf8PathBuf>,
-    /// Grant what the open request of this number asks for (instead of `write`,
-    /// `network` and `once`), and close it.
-    #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
-    pub request: Option<u64>,
-    /// Why the grant is needed, shown to the person who decides (at most 1000 bytes).
-    #[serde(default)]
-    pub reason: Option<String>,
-}
-
-/// `policy revoke WORKTREE (--write PATH… | --network | --request ID) [--once]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyRevokeOptions {
-    /// The worktree.
-    #[schemars(with = "String")]
-    pub worktree: Utf8PathBuf,
-    /// Writable paths, as granted.
-    #[serde(default)]
-    #[schemars(with = "Vec<String>")]
-    pub write: Vec<Utf8PathBuf>,
-    /// The network.
-    #[serde(default)]
-    pub network: bool,
-    /// Next-run-only grants.
-    #[serde(default)]
-    pub once: bool,
-    /// Deny the open request of this number (instead of taking grants back).
-    #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
-    pub request: Option<u64>,
-}
-
-/// An agent's request for a grant, which a person decides on.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct PolicyRequestOptions {
-    /// The worktree.
-    #[schemars(with = "String")]
-    pub worktree: Utf8PathBuf,
-    /// Absolute, existing, canonical paths to make writable.
-    #[serde(default)]
-    #[schemars(with = "Vec<String>")]
-    pub write: Vec<Utf8PathBuf>,
-    /// TCP bind and connect.
-    #[serde(default)]
-    pub network: bool,
-    /// For the next run only.
-    #[serde(default)]
-    pub once: bool,
-    /// Why, in the asker's words.
-    #[serde(default)]
-    pub reason: Option<String>,
-    /// Who asks: the MCP client, or the HTTP peer (set by the face, not by the asker).
-    pub by: String,
-}
-
-impl PolicyAllowOptions {
-    /// What a `policy_allow` from an agent (MCP, HTTP) becomes: a request asked by `by`.
-    /// Granting a listed request is a person's decision, so naming one is refused.
-    pub fn into_request(self, by: String) -> Result<PolicyRequestOptions, Error> {
-        if let Some(id) = self.request {
-            return Err(PolicyError::RequestIsAPersons {
-                worktree: self.worktree,
-                id,
-            }
-            .into());
-        }
-        Ok(PolicyRequestOptions {
-            worktree: self.worktree,
-            write: self.write,
-            network: self.network,
-            once: self.once,
-            reason: self.reason,
-            by,
-        })
-    }
-}
 
 /// A worktree's sandbox grants and the requests waiting for a person.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
@@ -175,7 +50,7 @@ pub struct PolicyOutcome {
 }
 
 impl PolicyOutcome {
-    fn of(record: fs_manager::WorktreeRecord) -> PolicyOutcome {
+    pub(crate) fn of(record: fs_manager::WorktreeRecord) -> PolicyOutcome {
         PolicyOutcome {
             worktree: record.root,
             policy: record.grants,
@@ -367,7 +242,11 @@ impl PolicyError {
 }
 
 /// The grants a call names; naming none is bad usage.
-fn asked(verb: &'static str, writable: Vec<Utf8PathBuf>, network: bool) -> Result<GrantSet, Error> {
+pub(crate) fn asked(
+    verb: &'static str,
+    writable: Vec<Utf8PathBuf>,
+    network: bool,
+) -> Result<GrantSet, Error> {
     let asked = GrantSet { writable, network };
     if asked.is_empty() {
         return Err(PolicyError::NothingNamed { verb }.into());
@@ -383,7 +262,7 @@ fn asked(verb: &'static str, writable: Vec<Utf8PathBuf>, network: bool) -> Resul
 }
 
 /// A free text argument no longer than `max` bytes.
-fn bounded(name: &'static str, text: Option<&str>, max: usize) -> Result<(), Error> {
+pub(crate) fn bounded(name: &'static str, text: Option<&str>, max: usize) -> Result<(), Error> {
     match text {
         Some(t) if t.len() > max => Err(PolicyError::TooLong {
             name,
@@ -396,7 +275,7 @@ fn bounded(name: &'static str, text: Option<&str>, max: usize) -> Result<(), Err
 }
 
 /// Who is changing the grants: the user this engine runs as.
-fn user() -> Option<String> {
+pub(crate) fn user() -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     std::env::var("USER")
         .or_else(|_| std::env::var("LOGNAME"))
@@ -410,7 +289,7 @@ fn user() -> Option<String> {
 }
 
 /// The grant's words in the op log: `--write P… --network --once`.
-fn words(what: &GrantSet, once: bool) -> String {
+pub(crate) fn words(what: &GrantSet, once: bool) -> String {
     let mut words: Vec<String> = what
         .writable
         .iter()
@@ -425,7 +304,7 @@ fn words(what: &GrantSet, once: bool) -> String {
     words.join(" ")
 }
 
-fn entry(op: &str, detail: String, by: Option<String>) -> OpRecord {
+pub(crate) fn entry(op: &str, detail: String, by: Option<String>) -> OpRecord {
     OpRecord {
         detail: Some(detail),
         by,
@@ -434,7 +313,7 @@ fn entry(op: &str, detail: String, by: Option<String>) -> OpRecord {
 }
 
 /// The user's home directory, canonical, for [`path_policy::sensitive`].
-fn home() -> Option<std::path::PathBuf> {
+pub(crate) fn home() -> Option<std::path::PathBuf> {
     std::env::var_os("HOME").and_then(|h| std::fs::canonicalize(h).ok())
 }
 
@@ -499,255 +378,8 @@ pub fn check_writable(
     Ok(path_policy::sensitive(&canonical, home().as_deref()))
 }
 
-/// Refuses a grant the person did not confirm, or a system directory or credentials path
-/// they did not name.
-fn confirmed(
-    root: &Utf8Path,
-    what: &GrantSet,
-    once: bool,
-    sensitive: &[(Utf8PathBuf, path_policy::Sensitive)],
-    options: &PolicyAllowOptions,
-) -> Result<(), Error> {
-    for named in &options.confirm {
-        if !what.writable.contains(named) {
-            return Err(PolicyError::ConfirmsNothing {
-                path: named.clone(),
-            }
-            .into());
-        }
-    }
-    if !options.yes {
-        return Err(PolicyError::NotConfirmed {
-            root: root.to_owned(),
-            grant: words(what, once),
-        }
-        .into());
-    }
-    if let Some((path, why)) = sensitive
-        .iter()
-        .find(|(path, _)| !options.confirm.contains(path))
-    {
-        return Err(PolicyError::NotNamed {
-            path: path.clone(),
-            why: why.clone(),
-        }
-        .into());
-    }
-    Ok(())
-}
-
-impl Engine {
-    /// `cairn policy [WORKTREE]`; with `take_once`, also takes the next-run grants.
-    pub fn policy(&self, call: &Call, options: PolicyOptions) -> Result<PolicyOutcome, Error> {
-        let dir = call.dir(options.worktree.as_deref());
-        if options.take_once {
-            let store = self.store(Access::Write)?;
-            let root = registered(&store.reader()?, &dir)?.root;
-            let mut taken = GrantSet::default();
-            let record = self.worktrees.change_grants(&store, &root, |grants, _| {
-                taken = std::mem::take(&mut grants.once);
-                Ok::<_, Error>(
-                    (!taken.is_empty()).then(|| entry("policy_spent", words(&taken, true), user())),
-                )
-            })?;
-            return Ok(PolicyOutcome {
-                taken: Some(taken),
-                ..PolicyOutcome::of(record)
-            });
-        }
-        let store = self.store(Access::Read)?;
-        let record = registered(&store.reader()?, &dir)?;
-        Ok(PolicyOutcome::of(record))
-    }
-
-    /// `cairn policy allow`: validates grants a person confirmed and remembers them, logged
-    /// as `policy_allow`; with `request`, grants an open request and closes it.
-    pub fn policy_allow(
-        &self,
-        call: &Call,
-        options: PolicyAllowOptions,
-    ) -> Result<PolicyOutcome, Error> {
-        bounded("reason", options.reason.as_deref(), MAX_REASON)?;
-        let store = self.store(Access::Write)?;
-        let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
-        let (what, once, request) = match options.request {
-            Some(id) => {
-                if !options.write.is_empty() || options.network {
-                    return Err(PolicyError::RequestAndGrant { verb: "allow", id }.into());
-                }
-                let record = registered(&store.reader()?, &root)?;
-                let request = open_request(&root, &record.requests, id)?.clone();
-                (request.grant.clone(), request.once, Some(request))
-            }
-            None => (
-                asked("allow", options.write.clone(), options.network)?,
-                options.once,
-                None,
-            ),
-        };
-        let store_dir = std::fs::canonicalize(store.root().as_std_path())
-            .map_err(|e| IoError::new(store.root(), e))?;
-        let mut sensitive = Vec::new();
-        for path in &what.writable {
-            if let Some(why) = check_writable(path, &store_dir)? {
-                sensitive.push((path.clone(), why));
-            }
-        }
-        confirmed(&root, &what, once, &sensitive, &options)?;
-        let mut detail = words(&what, once);
-        if let Some(r) = &request {
-            detail.push_str(&format!(" (request {} by {})", r.id, r.by));
-        }
-        if let Some(reason) = &options.reason {
-            detail.push_str(&format!(": {reason}"));
-        }
-        let record = self
-            .worktrees
-            .change_grants(&store, &root, |grants, requests| {
-                if let Some(r) = &request {
-                    // Still open: not denied since it was read (its number is never reused).
-                    open_request(&root, requests, r.id)?;
-                    requests.open.retain(|o| o.id != r.id);
-                }
-                let set = if once {
-                    &mut grants.once
-                } else {
-                    &mut grants.always
-                };
-                let mut added = GrantSet::default();
-                for path in &what.writable {
-                    if !set.writable.contains(path) {
-                        set.writable.push(path.clone());
-                        added.writable.push(path.clone());
-                    }
-                }
-                added.network = what.network && !set.network;
-                set.network |= what.network;
-                Ok::<_, Error>(
-                    (!added.is_empty() || request.is_some())
-                        .then(|| entry("policy_allow", detail, user())),
-                )
-            })?;
-        Ok(PolicyOutcome::of(record))
-    }
-
-    /// `cairn policy revoke`: takes grants back, logged as `policy_revoke` (one that was
-    /// not granted is an error); with `request`, denies an open request (`policy_deny`).
-    pub fn policy_revoke(
-        &self,
-        call: &Call,
-        options: PolicyRevokeOptions,
-    ) -> Result<PolicyOutcome, Error> {
-        let store = self.store(Access::Write)?;
-        let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
-        if let Some(id) = options.request {
-            if !options.write.is_empty() || options.network {
-                return Err(PolicyError::RequestAndGrant { verb: "revoke", id }.into());
-            }
-            let record = self.worktrees.change_grants(&store, &root, |_, requests| {
-                let r = open_request(&root, requests, id)?.clone();
-                requests.open.retain(|o| o.id != id);
-                let detail = format!("request {id} by {}: {}", r.by, words(&r.grant, r.once));
-                Ok::<_, Error>(Some(entry("policy_deny", detail, user())))
-            })?;
-            return Ok(PolicyOutcome::of(record));
-        }
-        let asked = asked("revoke", options.write, options.network)?;
-        let once = options.once;
-        let kind = if once { "next-run " } else { "" };
-        let record = self.worktrees.change_grants(&store, &root, |grants, _| {
-            let set = if once {
-                &mut grants.once
-            } else {
-                &mut grants.always
-            };
-            let missing = |what: String| PolicyError::NoSuchGrant {
-                root: root.clone(),
-                kind,
-                what,
-            };
-            let mut taken = GrantSet::default();
-            for path in &asked.writable {
-                match set.writable.iter().position(|p| p == path) {
-                    Some(i) => taken.writable.push(set.writable.remove(i)),
-                    None => return Err(Error::from(missing(format!("to write {path}")))),
-                }
-            }
-            if asked.network && !set.network {
-                return Err(Error::from(missing("of the network".into())));
-            }
-            taken.network = asked.network;
-            set.network &= !asked.network;
-            Ok((!taken.is_empty()).then(|| entry("policy_revoke", words(&taken, once), user())))
-        })?;
-        Ok(PolicyOutcome::of(record))
-    }
-
-    /// An agent's `policy_allow` (through MCP or HTTP): checks what it asks for as a grant
-    /// would be checked, and records it as a request for a person to decide on, logged as
-    /// `policy_request`. Asking again for what an open request asks answers with that one.
-    pub fn policy_request(
-        &self,
-        call: &Call,
-        options: PolicyRequestOptions,
-    ) -> Result<PolicyOutcome, Error> {
-        bounded("reason", options.reason.as_deref(), MAX_REASON)?;
-        bounded("by", Some(&options.by), MAX_ASKER)?;
-        let what = asked("allow", options.write, options.network)?;
-        let store = self.store(Access::Write)?;
-        let root = registered(&store.reader()?, &call.path(&options.worktree))?.root;
-        let store_dir = std::fs::canonicalize(store.root().as_std_path())
-            .map_err(|e| IoError::new(store.root(), e))?;
-        for path in &what.writable {
-            check_writable(path, &store_dir)?;
-        }
-        let once = options.once;
-        let mut id = 0;
-        let record = self.worktrees.change_grants(&store, &root, |_, requests| {
-            if let Some(same) = requests
-                .open
-                .iter()
-                .find(|r| r.grant == what && r.once == once)
-            {
-                id = same.id;
-                return Ok(None);
-            }
-            if requests.open.len() >= MAX_OPEN_REQUESTS {
-                return Err(PolicyError::TooManyRequests { root: root.clone() }.into());
-            }
-            requests.last += 1;
-            id = requests.last;
-            let mut detail = format!("request {id}: {}", words(&what, once));
-            if let Some(reason) = &options.reason {
-                detail.push_str(&format!(": {reason}"));
-            }
-            requests.open.push(GrantRequest {
-                id,
-                grant: what.clone(),
-                once,
-                by: options.by.clone(),
-                reason: options.reason.clone(),
-                asked: jiff::Timestamp::now(),
-            });
-            Ok::<_, Error>(Some(entry(
-                "policy_request",
-                detail,
-                Some(options.by.clone()),
-            )))
-        })?;
-        let message = format!(
-            "request {id} recorded, nothing granted yet: a person grants it with `cairn policy allow {root} --request {id}` or denies it with `cairn policy revoke {root} --request {id}`"
-        );
-        Ok(PolicyOutcome {
-            requested: Some(id),
-            message: Some(message),
-            ..PolicyOutcome::of(record)
-        })
-    }
-}
-
 /// The open request `id` of the worktree at `root`.
-fn open_request<'a>(
+pub(crate) fn open_request<'a>(
     root: &Utf8Path,
     requests: &'a GrantRequests,
     id: u64,
@@ -760,33 +392,3 @@ fn open_request<'a>(
         .into()
     })
 }
-
-// What each verb of this module says of itself beyond its types (see `VerbSpec`).
-
-verb! {
-    /// A worktree's remembered sandbox grants: the paths `cairn run` of it may write beyond the worktree, and whether it may use the network; `once` holds those for the next run only; `requests` lists the grants asked for that wait for a person. Reading is allowed everywhere.
-    Policy(PolicyOptions) -> PolicyOutcome = "policy" via policy [Route, Tool];
-    /// Ask for a grant: writing beneath paths, or the network, for every later `cairn run` of a worktree (or, with once, the next one only). Granting is the user's decision: this records a request (who asked, what, why) that `cairn policy` lists and a person grants or denies on a terminal; an MCP client that supports elicitation asks its user at once. Ask for exactly what a run's `denied` listed, and say why. A path must be absolute, existing and canonical, never the store's folder; /proc, /sys and /dev are never granted; system directories and the user's credentials are granted only when the person names them.
-    PolicyAllow(PolicyAllowOptions) -> PolicyOutcome = "policy_allow" via policy_allow [Route, Tool];
-    /// Take back grants of a worktree (with once: next-run-only grants), recorded in its op log; one that was not granted is an error.
-    PolicyRevoke(PolicyRevokeOptions) -> PolicyOutcome = "policy_revoke" via policy_revoke [Route, Tool];
-    /// Record a grant an agent asks for, for a person to decide on.
-    PolicyRequest(PolicyRequestOptions) -> PolicyOutcome = "policy_request" via policy_request [];
-}
-
-impl VerbSpec for verbs::Policy {
-    const EXAMPLE: Option<&'static str> =
-        Some(r#"{"worktree": "wt", "cwd": "/home/agent/project"}"#);
-}
-
-impl VerbSpec for verbs::PolicyAllow {
-    const EXAMPLE: Option<&'static str> =
-        Some(r#"{"worktree": "wt", "write": ["/home/agent/cache"], "cwd": "/home/agent/project"}"#);
-}
-
-impl VerbSpec for verbs::PolicyRevoke {
-    const EXAMPLE: Option<&'static str> =
-        Some(r#"{"worktree": "wt", "network": true, "cwd": "/home/agent/project"}"#);
-}
-
-impl VerbSpec for verbs::PolicyRequest {}

@@ -22,8 +22,9 @@ use crate::confine::{
 use crate::engine::{Call, Engine};
 use crate::error::{Code, Error, IoError};
 use crate::path::RawPath;
-use crate::policy::{PolicyOptions, PolicyOutcome, check_writable};
+use crate::policy::{PolicyOutcome, check_writable};
 use crate::spec::{VerbSpec, verb, verbs};
+use crate::verbs::policy::PolicyOptions;
 use crate::view::{StatusOptions, StatusOutcome};
 use crate::worktrees::{SkippedPath, SnapshotOptions, SnapshotOutcome};
 
