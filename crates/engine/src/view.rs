@@ -1,4 +1,5 @@
-//! `diff`, `status`, `review` and `log`: comparisons of snapshots and live worktrees.
+//! What `diff`, `status`, `review` and `log` share: comparisons of snapshots and live
+//! worktrees, and the entries of a history.
 
 use fs_manager::RegistryRead as _;
 use std::collections::HashMap;
@@ -10,20 +11,17 @@ use diff::{FileDiff, FileEntry, Status};
 use path_policy::{RepoPath, RepoPathBuf};
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Call, Engine, registered, resolve_snapshot};
+use crate::engine::resolve_snapshot;
 use crate::error::{ArgumentError, Code, Error, IoError};
-use crate::path::{PathArg, absolute, tree_paths};
-use crate::spec::{VerbSpec, verb, verbs};
-use crate::store::Access;
-use crate::worktrees::{SkippedPath, skipped};
+use crate::path::absolute;
 
 /// One side of a comparison: a stored snapshot, or a worktree's live files.
-struct Side {
-    tree: TreeId,
+pub(crate) struct Side {
+    pub(crate) tree: TreeId,
     /// Trees of a live state that the store does not hold.
-    memory: HashMap<TreeId, Tree>,
+    pub(crate) memory: HashMap<TreeId, Tree>,
     /// For a live side, where its files are.
-    root: Option<Utf8PathBuf>,
+    pub(crate) root: Option<Utf8PathBuf>,
 }
 
 /// How much of each changed file a comparison reads.
@@ -183,113 +181,6 @@ impl DiffOutcome {
     }
 }
 
-/// `diff A B`: two snapshots or worktrees (a directory means its live files).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DiffOptions {
-    /// A snapshot or a worktree directory.
-    #[schemars(extend("x-snapshot" = true))]
-    pub a: String,
-    /// A snapshot or a worktree directory.
-    #[schemars(extend("x-snapshot" = true))]
-    pub b: String,
-    /// Only these paths.
-    #[serde(default)]
-    pub paths: Vec<PathArg>,
-    /// How much to read.
-    #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
-    pub detail: Detail,
-    /// Refuse (exit 1) if anything differs.
-    #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
-    pub exit_code: bool,
-}
-
-impl DiffOptions {
-    /// Compare `a` and `b`.
-    pub fn new(a: impl Into<String>, b: impl Into<String>) -> DiffOptions {
-        DiffOptions {
-            a: a.into(),
-            b: b.into(),
-            ..DiffOptions::default()
-        }
-    }
-}
-
-/// `status [WORKTREE]`: changes since the head snapshot.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StatusOptions {
-    /// The worktree directory.
-    #[serde(default)]
-    #[schemars(with = "Option<String>", extend("x-default-cwd" = true))]
-    pub worktree: Option<Utf8PathBuf>,
-}
-
-/// What `status` found.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct StatusOutcome {
-    /// The changes.
-    #[serde(flatten)]
-    pub changes: DiffOutcome,
-    /// The worktree.
-    #[schemars(with = "String")]
-    pub worktree: Utf8PathBuf,
-    /// Its head.
-    pub head: Option<SnapshotId>,
-    /// Paths left out.
-    pub skipped: Vec<SkippedPath>,
-}
-
-/// `review [DIR]`: the task's changes against its baseline.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ReviewOptions {
-    /// The worktree directory.
-    #[serde(default)]
-    #[schemars(with = "Option<String>", extend("x-default-cwd" = true))]
-    pub dir: Option<Utf8PathBuf>,
-    /// How much to read.
-    #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
-    pub detail: Detail,
-}
-
-/// What `review` found.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct ReviewOutcome {
-    /// The changes.
-    #[serde(flatten)]
-    pub changes: DiffOutcome,
-    /// The worktree.
-    #[schemars(with = "String")]
-    pub worktree: Utf8PathBuf,
-    /// The task's baseline.
-    pub baseline: SnapshotId,
-}
-
-/// `log [TARGET] [-n N] [--stat]`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LogOptions {
-    /// A worktree directory or a snapshot.
-    #[serde(default)]
-    #[schemars(extend("x-default-cwd" = true, "x-snapshot" = true))]
-    pub target: Option<String>,
-    /// At most this many.
-    #[serde(
-        default,
-        deserialize_with = "crate::engine::whole_number::at_least_one"
-    )]
-    #[schemars(range(min = 1))]
-    pub max_count: Option<usize>,
-    /// Each snapshot's changes against its first parent.
-    #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
-    pub stat: bool,
-}
-
 /// Where a snapshot was captured from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SourceOut {
@@ -329,13 +220,6 @@ pub struct LogEntry {
     /// With `stat`: its changes against its first parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stat: Option<DiffOutcome>,
-}
-
-/// A history, newest first.
-#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct LogOutcome {
-    /// The snapshots.
-    pub snapshots: Vec<LogEntry>,
 }
 
 fn mode(kind: EntryKind) -> &'static str {
@@ -421,7 +305,7 @@ fn file_change(
 
 /// Everything that differs between two sides, filtered by `paths` (tree paths; a
 /// directory names everything below it), read as deep as `detail` says.
-fn compare(
+pub(crate) fn compare(
     reader: &Reader,
     a: &Side,
     b: &Side,
@@ -479,7 +363,7 @@ fn compare(
 
 /// Resolves `spec`: an existing directory is a worktree's live files; anything else a
 /// snapshot (ref name or id prefix).
-fn side(
+pub(crate) fn side(
     worktrees: &fs_manager::Worktrees,
     store: &Store,
     reader: &Reader,
@@ -501,142 +385,6 @@ fn side(
         memory: HashMap::new(),
         root: None,
     })
-}
-
-/// The paths asked for that nothing changed under.
-fn unmatched(paths: &[RepoPathBuf], changes: &DiffOutcome) -> Vec<String> {
-    let all = changes.changes();
-    paths
-        .iter()
-        .filter(|f| {
-            !all.iter().any(|c| {
-                [c.old_path(), c.new_path()]
-                    .into_iter()
-                    .flatten()
-                    .any(|p| path_policy::raw_path::is_under(p, f.as_bytes()))
-            })
-        })
-        .map(|f| diff::quote_path(f.as_bytes()))
-        .collect()
-}
-
-impl Engine {
-    /// `cairn diff A B [-- PATH…]`.
-    pub fn diff(&self, call: &Call, options: DiffOptions) -> Result<DiffOutcome, Error> {
-        let store = self.store(Access::Read)?;
-        let reader = store.reader()?;
-        let a = side(&self.worktrees, &store, &reader, &call.cwd, &options.a)?;
-        let b = side(&self.worktrees, &store, &reader, &call.cwd, &options.b)?;
-        let root = a.root.as_deref().or(b.root.as_deref());
-        let paths = tree_paths(root, &options.paths)?;
-        let mut out = compare(&reader, &a, &b, &paths, options.detail)?;
-        let missing = unmatched(&paths, &out);
-        if !missing.is_empty() {
-            out.message = Some(format!("no changes under {}", missing.join(", ")));
-        }
-        if options.exit_code && !out.is_empty() {
-            let n = out.stats.files;
-            out.message = Some(format!("{n} file{} differ", if n == 1 { "" } else { "s" }));
-            out.differ = true;
-        }
-        Ok(out)
-    }
-
-    /// `cairn status [WORKTREE]`.
-    pub fn status(&self, call: &Call, options: StatusOptions) -> Result<StatusOutcome, Error> {
-        let store = self.store(Access::Read)?;
-        let path = call.dir(options.worktree.as_deref());
-        let live =
-            self.worktrees
-                .live_state(&store, &path, &fs_manager::CaptureOptions::default())?;
-        let reader = store.reader()?;
-        let empty = Tree::default();
-        let base = match live.head {
-            Some(h) => Side {
-                tree: reader.snapshot(h)?.tree,
-                memory: HashMap::new(),
-                root: None,
-            },
-            None => Side {
-                tree: empty.id(),
-                memory: [(empty.id(), empty.clone())].into(),
-                root: None,
-            },
-        };
-        let now = Side {
-            tree: live.tree,
-            memory: live.trees,
-            root: Some(live.root.clone()),
-        };
-        let changes = compare(&reader, &base, &now, &[], Detail::Counts)?;
-        Ok(StatusOutcome {
-            changes,
-            worktree: live.root,
-            head: live.head,
-            skipped: skipped(&live.skipped),
-        })
-    }
-
-    /// `cairn review [DIR]`.
-    pub fn review(&self, call: &Call, options: ReviewOptions) -> Result<ReviewOutcome, Error> {
-        let dir = call.dir(options.dir.as_deref());
-        let store = self.store(Access::Read)?;
-        let record = registered(&store.reader()?, &dir)?;
-        let task = record.task.clone().ok_or_else(|| {
-            Error::from(fs_manager::TaskError::NoTask {
-                root: record.root.clone(),
-            })
-        })?;
-        let live = self.worktrees.live_state(
-            &store,
-            &record.root,
-            &fs_manager::CaptureOptions::default(),
-        )?;
-        let reader = store.reader()?;
-        let base = Side {
-            tree: reader.snapshot(task.baseline)?.tree,
-            memory: HashMap::new(),
-            root: None,
-        };
-        let now = Side {
-            tree: live.tree,
-            memory: live.trees,
-            root: Some(live.root.clone()),
-        };
-        let changes = compare(&reader, &base, &now, &[], options.detail)?;
-        Ok(ReviewOutcome {
-            changes,
-            worktree: record.root,
-            baseline: task.baseline,
-        })
-    }
-
-    /// `cairn log [TARGET] [-n N] [--stat]`.
-    pub fn log(&self, call: &Call, options: LogOptions) -> Result<LogOutcome, Error> {
-        // As every face reads a count (`whole_number::at_least_one`): a caller building
-        // the options itself gets the same answer.
-        if options.max_count == Some(0) {
-            return Err(ArgumentError::Zero { name: "max_count" }.into());
-        }
-        let store = self.store(Access::Read)?;
-        let reader = store.reader()?;
-        let start = match &options.target {
-            Some(t) if absolute(&call.cwd, Utf8Path::new(t)).is_dir() => {
-                worktree_head(&reader, &absolute(&call.cwd, Utf8Path::new(t)), true)?
-            }
-            Some(t) => Some(resolve_snapshot(&reader, &call.cwd, t)?),
-            None => worktree_head(&reader, &call.cwd, false)?,
-        };
-        let history = match start {
-            Some(id) => reader.log(id, options.max_count)?,
-            None => Vec::new(),
-        };
-        let snapshots = history
-            .into_iter()
-            .map(|(id, snap)| log_entry(&reader, id, snap, options.stat))
-            .collect::<Result<_, _>>()?;
-        Ok(LogOutcome { snapshots })
-    }
 }
 
 /// Every change from stored tree `old` to stored tree `new` (either may be the empty
@@ -699,7 +447,7 @@ pub(crate) fn log_entry(
 }
 
 /// The head of the worktree at `dir` (exactly, or the registered worktree containing it).
-fn worktree_head(
+pub(crate) fn worktree_head(
     reader: &Reader,
     dir: &Utf8Path,
     exact: bool,
@@ -749,54 +497,6 @@ impl ViewError {
             ViewError::BlobMissing { .. } => Code::Corrupt,
         }
     }
-}
-
-// What each verb of this module says of itself beyond its types (see `VerbSpec`).
-
-verb! {
-    /// Compare two snapshots or worktrees (a directory means its live files): added, removed, modified and renamed files with line counts.
-    Diff(DiffOptions) -> DiffOutcome = "diff" via diff [Route, Tool];
-    /// Changes in a worktree since its head snapshot.
-    Status(StatusOptions) -> StatusOutcome = "status" via status [Route, Tool];
-    /// The task's changes against its baseline (the first checkpoint).
-    Review(ReviewOptions) -> ReviewOutcome = "review" via review [Route, Tool];
-    /// Snapshot history, newest first, of a worktree or from a snapshot.
-    Log(LogOptions) -> LogOutcome = "log" via log [Route, Tool];
-}
-
-impl VerbSpec for verbs::Diff {
-    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
-        vec![&options.a, &options.b]
-    }
-
-    fn refusal(outcome: &Self::Outcome) -> Option<&str> {
-        if outcome.differ {
-            outcome.message.as_deref()
-        } else {
-            None
-        }
-    }
-
-    const EXAMPLE: Option<&'static str> =
-        Some(r#"{"a": "base", "b": "wt", "cwd": "/home/agent/project"}"#);
-}
-
-impl VerbSpec for verbs::Status {
-    const EXAMPLE: Option<&'static str> =
-        Some(r#"{"worktree": "wt", "cwd": "/home/agent/project"}"#);
-}
-
-impl VerbSpec for verbs::Review {
-    const EXAMPLE: Option<&'static str> = Some(r#"{"dir": "wt", "cwd": "/home/agent/project"}"#);
-}
-
-impl VerbSpec for verbs::Log {
-    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
-        options.target.as_deref().into_iter().collect()
-    }
-
-    const EXAMPLE: Option<&'static str> =
-        Some(r#"{"target": "wt", "max_count": 5, "cwd": "/home/agent/project"}"#);
 }
 
 #[cfg(test)]

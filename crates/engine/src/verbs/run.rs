@@ -25,7 +25,7 @@ use crate::path::RawPath;
 use crate::policy::{PolicyOutcome, check_writable};
 use crate::spec::{VerbSpec, verb, verbs};
 use crate::verbs::policy::PolicyOptions;
-use crate::view::{StatusOptions, StatusOutcome};
+use crate::verbs::status::{StatusOptions, StatusOutcome};
 use crate::worktrees::{SkippedPath, SnapshotOptions, SnapshotOutcome};
 
 /// `run WORKTREE [--also WORKTREE]… [--read-only] -- CMD…`.
