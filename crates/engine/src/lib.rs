@@ -120,11 +120,7 @@ pub use git::{
     Git, GitCombine, GitCombined, GitImport, GitImported, GitMerge, GitMerged, GitRecovered, NoGit,
 };
 pub use mounts::{MATERIALIZE_COPY, MountsError, materialize_copy};
-pub use objects::{
-    FsckChecked, FsckOptions, FsckOutcome, FsckProblem, GcError, GcOptions, GcOutcome, GcRemoved,
-    GcRetained, InitError, InitOutcome, RefEntry, RefListOptions, RefRmOptions, RefSetOptions,
-    RefsError, RefsOutcome, ShowEntry, ShowError, ShowOptions, ShowOutcome, init_store,
-};
+pub use objects::{InitError, InitOutcome, RefEntry, RefsError, RefsOutcome, init_store};
 pub use path::{PathArg, PathError, RawPath};
 pub use path_policy::{RepoPath, RepoPathBuf};
 pub use policy::{

@@ -314,10 +314,11 @@ mod tests {
 
     use super::*;
     use crate::mounts::MountsError;
-    use crate::objects::{GcError, ShowError};
     use crate::policy::PolicyError;
     use crate::remotes::RemotesError;
+    use crate::verbs::gc::GcError;
     use crate::verbs::run::RunError;
+    use crate::verbs::show::ShowError;
     use crate::view::ViewError;
 
     fn too_long() -> std::io::Error {
