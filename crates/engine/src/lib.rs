@@ -142,9 +142,4 @@ pub use verb::{ArgumentsError, JsonObject, output_schemas};
 pub use view::{Detail, DiffOutcome, EntrySide, FileChange, LogEntry, SourceOut, Stats, ViewError};
 // The public items of each module of `verbs/` (a verb of its own), written by `build.rs`.
 include!(concat!(env!("OUT_DIR"), "/verb_exports.rs"));
-pub use worktrees::{
-    CheckoutOptions, CheckoutOutcome, GitState, ImportOptions, ImportOutcome, OnboardOptions,
-    OnboardOutcome, RollbackOptions, RollbackOutcome, SkippedPath, SnapshotOptions,
-    SnapshotOutcome, WorktreeHead, WorktreeItem, WorktreeListOptions, WorktreeListOutcome,
-    WorktreePathOptions, WorktreesChanged,
-};
+pub use worktrees::{GitState, SkippedPath, WorktreeHead, WorktreePathOptions, WorktreesChanged};

@@ -12,8 +12,10 @@ use crate::error::Error;
 use crate::path::{PathArg, tree_paths};
 use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
+use crate::verbs::rollback::RollbackOutcome;
+use crate::verbs::snapshot::SnapshotOutcome;
 use crate::view::{LogEntry, log_entry};
-use crate::worktrees::{RollbackOutcome, SkippedPath, SnapshotOutcome, skipped};
+use crate::worktrees::{SkippedPath, skipped};
 
 /// `checkpoint [DIR] [--name NAME]`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]

@@ -25,8 +25,9 @@ use crate::path::RawPath;
 use crate::policy::{PolicyOutcome, check_writable};
 use crate::spec::{VerbSpec, verb, verbs};
 use crate::verbs::policy::PolicyOptions;
+use crate::verbs::snapshot::{SnapshotOptions, SnapshotOutcome};
 use crate::verbs::status::{StatusOptions, StatusOutcome};
-use crate::worktrees::{SkippedPath, SnapshotOptions, SnapshotOutcome};
+use crate::worktrees::SkippedPath;
 
 /// `run WORKTREE [--also WORKTREE]… [--read-only] -- CMD…`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]

@@ -1,0 +1,88 @@
+//! `checkout SNAP DEST`: a snapshot hydrated into a new or empty directory.
+
+use camino::Utf8PathBuf;
+use cas::SnapshotId;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Call, Engine, resolve_snapshot};
+use crate::error::Error;
+use crate::spec::{VerbSpec, verb, verbs};
+use crate::store::Access;
+
+/// `checkout`: hydrate a snapshot into a new or empty directory.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CheckoutOptions {
+    /// Snapshot id prefix, ref or checkpoint name.
+    #[schemars(extend("x-snapshot" = true))]
+    pub snapshot: String,
+    /// The destination directory.
+    #[schemars(with = "String")]
+    pub dest: Utf8PathBuf,
+}
+
+impl CheckoutOptions {
+    /// Check `snapshot` out into `dest`.
+    pub fn new(snapshot: impl Into<String>, dest: impl Into<Utf8PathBuf>) -> CheckoutOptions {
+        CheckoutOptions {
+            snapshot: snapshot.into(),
+            dest: dest.into(),
+        }
+    }
+}
+
+/// What `checkout` wrote.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckoutOutcome {
+    /// The new worktree.
+    #[schemars(with = "String")]
+    pub worktree: Utf8PathBuf,
+    /// The snapshot.
+    pub snapshot: SnapshotId,
+    /// Files written.
+    pub files: u64,
+    /// Bytes written.
+    pub bytes: u64,
+}
+
+impl Engine {
+    /// `cairn checkout SNAP DEST`.
+    pub fn checkout(
+        &self,
+        call: &Call,
+        options: CheckoutOptions,
+    ) -> Result<CheckoutOutcome, Error> {
+        let store = self.store(Access::Write)?;
+        let id = resolve_snapshot(&store.reader()?, &call.cwd, &options.snapshot)?;
+        let out = self.worktrees.checkout(
+            &store,
+            id,
+            &call.path(&options.dest),
+            &fs_manager::WorktreeCheckoutOptions {
+                progress: call.progress,
+            },
+        )?;
+        Ok(CheckoutOutcome {
+            worktree: out.worktree,
+            snapshot: out.snapshot,
+            files: out.files,
+            bytes: out.bytes,
+        })
+    }
+}
+
+// What the verb says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// Hydrate a snapshot into a new or empty directory and register it as an isolated worktree.
+    Checkout(CheckoutOptions) -> CheckoutOutcome = "checkout" via checkout [Route, Tool];
+}
+
+impl VerbSpec for verbs::Checkout {
+    fn named_snapshots(options: &Self::Options) -> Vec<&str> {
+        vec![&options.snapshot]
+    }
+
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"snapshot": "base", "dest": "wt-copy", "cwd": "/home/agent/project"}"#);
+}
