@@ -129,12 +129,7 @@ pub use policy::{
 };
 pub use remotes::{RemoteEntry, RemotesError, RemotesOutcome};
 pub use request::{Face, Outcome, Request, RequestError, Verb};
-pub use reversible::{
-    AcceptOptions, AcceptOutcome, CheckpointOptions, CheckpointOutcome, DiscardOptions,
-    DiscardOutcome, NothingToUndo, OpItem, OpLogOptions, OpLogOutcome, RecoverOptions,
-    RecoverOutcome, RefusedPath, RewindOptions, TimelineEntry, TimelineOptions, TimelineOutcome,
-    UndoDone, UndoOptions, UndoOutcome,
-};
+pub use reversible::{NothingToUndo, RefusedPath, UndoDone, UndoOptions, UndoOutcome};
 pub use spec::{VerbSpec, VerbTypes};
 pub use store::discover_store;
 pub use transfer::TransferError;

@@ -1,0 +1,141 @@
+//! `rewind -i`'s list: the states a worktree can be rewound to.
+
+use camino::Utf8PathBuf;
+use cas::SnapshotId;
+use fs_manager::RegistryRead as _;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Call, Engine, registered};
+use crate::error::Error;
+use crate::spec::{VerbSpec, verb, verbs};
+use crate::store::Access;
+use crate::view::{LogEntry, log_entry};
+
+/// `rewind -i`'s list: the states a worktree can be rewound to.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimelineOptions {
+    /// The worktree (default: the caller's directory).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub dir: Option<Utf8PathBuf>,
+    /// At most this many, the newest (default 500).
+    #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
+    pub max_count: Option<usize>,
+}
+
+/// One state of a worktree: a snapshot as `log --stat` shows it, its checkpoint name, and
+/// whether it is the head.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimelineEntry {
+    /// The snapshot, with its changes against its first parent.
+    #[serde(flatten)]
+    pub snapshot: LogEntry,
+    /// Its checkpoint's name, if it is a named checkpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// Whether the worktree's head is this snapshot.
+    pub head: bool,
+}
+
+/// A worktree's states, newest first: its checkpoints, the snapshots its op log went
+/// through, and its head's history.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TimelineOutcome {
+    /// The worktree.
+    #[schemars(with = "String")]
+    pub worktree: Utf8PathBuf,
+    /// Its head.
+    pub head: Option<SnapshotId>,
+    /// Its states.
+    pub entries: Vec<TimelineEntry>,
+}
+
+impl Engine {
+    /// The states `rewind -i` offers: checkpoints (named or not), the heads the op log
+    /// recorded, and the head's history, each once, newest first.
+    pub fn timeline(
+        &self,
+        call: &Call,
+        options: TimelineOptions,
+    ) -> Result<TimelineOutcome, Error> {
+        const DEFAULT_COUNT: usize = 500;
+        let dir = call.dir(options.dir.as_deref());
+        let store = self.store(Access::Read)?;
+        let reader = store.reader()?;
+        let record = registered(&reader, &dir)?;
+        let most = options.max_count.unwrap_or(DEFAULT_COUNT);
+        let mut ids: Vec<SnapshotId> = record.checkpoints.iter().map(|c| c.snapshot).collect();
+        for op in reader.ops(&record.root)? {
+            ids.extend(op.before.into_iter().chain(op.after));
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut states = Vec::new();
+        let mut keep = |id: SnapshotId| -> Result<Option<cas::Snapshot>, Error> {
+            if !seen.insert(id) {
+                return Ok(None);
+            }
+            match reader.snapshot(id) {
+                Ok(snap) => {
+                    states.push((id, snap.clone()));
+                    Ok(Some(snap))
+                }
+                // A state gc has since collected, or a parent left on a remote, is not offered.
+                Err(cas::ReadError::NotFound { .. }) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        };
+        for id in ids {
+            keep(id)?;
+        }
+        // The head's first-parent history.
+        let mut next = record.head;
+        for _ in 0..most {
+            let Some(id) = next else { break };
+            next = match reader.snapshot(id) {
+                Ok(snap) => snap.parents.first().copied(),
+                Err(cas::ReadError::NotFound { .. }) => None,
+                Err(e) => return Err(e.into()),
+            };
+            keep(id)?;
+        }
+        states.sort_by(|a, b| b.1.created.cmp(&a.1.created).then(b.0.cmp(&a.0)));
+        states.truncate(most);
+        let entries = states
+            .into_iter()
+            .map(|(id, snap)| {
+                // A parent left on a remote or pruned by gc leaves no change summary (and
+                // is not fetched for one).
+                let parent_absent = match snap.parents.first() {
+                    Some(p) => reader.absent_by_design(*p)?,
+                    None => false,
+                };
+                Ok(TimelineEntry {
+                    snapshot: log_entry(&reader, id, snap, !parent_absent)?,
+                    // The newest checkpoint of that snapshot with a name names it.
+                    checkpoint: record
+                        .checkpoints
+                        .iter()
+                        .rev()
+                        .find(|c| c.snapshot == id)
+                        .and_then(|c| c.name.clone()),
+                    head: record.head == Some(id),
+                })
+            })
+            .collect::<Result<_, Error>>()?;
+        Ok(TimelineOutcome {
+            worktree: record.root,
+            head: record.head,
+            entries,
+        })
+    }
+}
+
+// What the verb says of itself beyond its types (see `VerbSpec`).
+
+verb! {
+    /// The worktree's snapshots and checkpoints, newest first.
+    Timeline(TimelineOptions) -> TimelineOutcome = "timeline" via timeline [];
+}
+
+impl VerbSpec for verbs::Timeline {}
