@@ -31,9 +31,10 @@
 //! verb                               a verb as routes and tools see it: schema, reading
 //! request                            Request / Outcome of every verb, Engine::handle
 //! limits                             how large a request's arguments may be (as JSON)
-//! verbs, view, reversible, merge,    the verbs (verbs/: one module each, declared by build.rs)
-//! objects, remotes, transfer, run
-//! worktrees                          onboard, snapshot, checkout, rollback, the registry
+//! verbs                              the verbs, one module each (verbs/, declared by build.rs)
+//! view, reversible, objects,         what several verbs share: comparing trees, undo and
+//! remotes, transfer, policy          redo, refs, remotes and fetching, grants
+//! worktrees                          worktree types the worktree verbs share
 //! mounts                             worktrees served by this engine (FUSE)
 //! engine                             Engine, Call, resolving snapshot names
 //! git, confine                       Git, Sandbox: the backends an embedder injects
