@@ -216,6 +216,9 @@ pub enum LocalStoreError {
     /// The database.
     #[error(transparent)]
     Storage(#[from] cas::StorageFailure),
+    /// An attestation record of the store that is not what its key says.
+    #[error(transparent)]
+    Attestation(#[from] cas::AttestationReadError),
 }
 
 impl From<cas::ReadError> for RemoteError {
@@ -225,6 +228,11 @@ impl From<cas::ReadError> for RemoteError {
 }
 impl From<cas::WriteError> for RemoteError {
     fn from(e: cas::WriteError) -> Self {
+        RemoteError::Store(e.into())
+    }
+}
+impl From<cas::AttestationReadError> for RemoteError {
+    fn from(e: cas::AttestationReadError) -> Self {
         RemoteError::Store(e.into())
     }
 }

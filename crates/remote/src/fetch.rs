@@ -38,6 +38,9 @@ pub struct FetchOutcome {
     pub objects_received: u64,
     /// Payload bytes received.
     pub bytes_received: u64,
+    /// Attestation records and signatures received (of the snapshots' trees).
+    #[serde(default)]
+    pub attestations_received: u64,
     /// What of the remote was skipped (files under `index/` that are no readable index),
     /// each naming the file and the remote.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -89,6 +92,8 @@ pub fn fetch(
     let mut snaps: Vec<(SnapshotId, Snapshot)> = Vec::new();
     let mut promised: Vec<SnapshotId> = Vec::new();
     let mut seen: HashSet<SnapshotId> = HashSet::new();
+    // The root trees of every snapshot met: their attestations come too.
+    let mut checked_trees: HashSet<TreeId> = HashSet::new();
     let mut level: Vec<SnapshotId> = snapshots.to_vec();
     while !level.is_empty() {
         let reader = store.reader()?;
@@ -97,9 +102,13 @@ pub fn fetch(
         for id in level.drain(..).filter(|id| seen.insert(*id)) {
             if !reader.has_snapshot(id)? {
                 wanted.push(id.into());
-            } else if need == Need::History {
-                // Here, but its history may be only promised.
-                next.extend(reader.snapshot(id)?.parents);
+            } else {
+                let snap = reader.snapshot(id)?;
+                checked_trees.insert(snap.tree);
+                if need == Need::History {
+                    // Here, but its history may be only promised.
+                    next.extend(snap.parents);
+                }
             }
         }
         let got = read_objects(remote, &catalog, &wanted, ObjectKind::Snapshot, &mut out)?;
@@ -114,6 +123,7 @@ pub fn fetch(
                     Need::Closure => {}
                 }
             }
+            checked_trees.insert(snap.tree);
             snaps.push((snap.id(), snap));
         }
         level = next;
@@ -203,7 +213,12 @@ pub fn fetch(
         store.write(&batch)?;
     }
 
-    // Last, trees and snapshots together: the snapshots appear whole or not at all.
+    // Their attestations, checked before anything of them is written.
+    let reader = store.reader()?;
+    let attestations = crate::attestations::fetch(remote, &reader, &checked_trees)?;
+
+    // Last, trees, snapshots and attestations together: the snapshots appear whole or not
+    // at all, with the checks recorded of them.
     let mut batch = WriteBatch::new();
     for tree in trees {
         batch.add_tree(tree);
@@ -214,6 +229,24 @@ pub fn fetch(
     for p in promised {
         batch.promise(p.into(), name);
     }
+    for received in attestations {
+        if let Some((stdout, stderr)) = &received.outputs {
+            for bytes in [stdout, stderr] {
+                let (_, blob) =
+                    cas::PreparedBlob::new_unless(bytes, |id| reader.has_blob(id).unwrap_or(false));
+                if let Some(blob) = blob {
+                    batch.add_blob(blob);
+                }
+            }
+            batch.add_attestation(&received.attestation);
+            out.attestations_received += 1;
+        }
+        for (fingerprint, armored) in received.signatures {
+            batch.add_attestation_signature(received.id, &fingerprint, armored);
+            out.attestations_received += 1;
+        }
+    }
+    drop(reader);
     store.write(&batch)?;
     Ok(out)
 }

@@ -46,6 +46,10 @@ pub struct RemoteGcOutcome {
     pub ref_entries_dropped: u64,
     /// Objects the refs and pins reach.
     pub reachable: u64,
+    /// Attestations deleted: no snapshot kept has their tree, and they are older than the
+    /// grace period.
+    #[serde(default)]
+    pub attestations_removed: u64,
 }
 
 /// Runs remote gc on `remote`; `store` supplies objects it holds (others are read from
@@ -63,8 +67,8 @@ pub fn gc(
     roots.extend(refs::pins(remote)?);
     // A pack kept for one live object keeps every snapshot its index shows visible, so
     // those snapshots must stay whole too: they are roots as well, until nothing is added.
-    let (live, live_packs) = loop {
-        let live = reachable(remote, store, &catalog, roots.clone())?;
+    let (live, live_packs, live_trees) = loop {
+        let (live, live_trees) = reachable(remote, store, &catalog, roots.clone())?;
         let live_packs = packs_holding(&catalog, &live);
         let shown: Vec<cas::SnapshotId> = catalog
             .packs()
@@ -74,7 +78,7 @@ pub fn gc(
             .map(|e| e.id.as_snapshot())
             .collect();
         if shown.is_empty() {
-            break (live, live_packs);
+            break (live, live_packs, live_trees);
         }
         roots.extend(shown);
     };
@@ -125,6 +129,13 @@ pub fn gc(
     out.bytes_freed = delete.iter().map(|(_, size)| *size).sum();
     if options.dry_run {
         out.ref_entries_dropped = remote.block_on(refs::compact(remote, true))?;
+        out.attestations_removed = remote.block_on(crate::attestations::gc(
+            remote,
+            &live_trees,
+            options.grace_seconds,
+            now,
+            true,
+        ))?;
         return Ok(out);
     }
     remote.block_on(async {
@@ -160,6 +171,8 @@ pub fn gc(
             remote.delete(&index_key(pack)).await?;
         }
         out.ref_entries_dropped = refs::compact(remote, false).await?;
+        out.attestations_removed =
+            crate::attestations::gc(remote, &live_trees, options.grace_seconds, now, false).await?;
         Ok::<_, RemoteError>(())
     })?;
     Ok(out)
@@ -180,17 +193,19 @@ fn packs_holding(catalog: &Catalog, live: &HashSet<ObjectId>) -> HashSet<String>
 }
 
 /// Every object the roots reach, reading trees and snapshots from the store where it has
-/// them and from the remote otherwise.
+/// them and from the remote otherwise; and the root trees of the snapshots among them,
+/// whose attestations stay.
 fn reachable(
     remote: &Remote,
     store: &cas::Store,
     catalog: &Catalog,
     roots: Vec<cas::SnapshotId>,
-) -> Result<HashSet<ObjectId>, RemoteError> {
+) -> Result<(HashSet<ObjectId>, HashSet<cas::TreeId>), RemoteError> {
     let reader = store.reader()?;
     let mut live: HashSet<ObjectId> = HashSet::new();
     let mut snaps: Vec<cas::SnapshotId> = roots;
     let mut trees: Vec<cas::TreeId> = Vec::new();
+    let mut root_trees: HashSet<cas::TreeId> = HashSet::new();
     let mut scratch = crate::fetch::FetchOutcome::default();
     while !snaps.is_empty() {
         let level: Vec<cas::SnapshotId> = snaps
@@ -201,6 +216,7 @@ fn reachable(
         for id in level {
             if reader.has_snapshot(id)? {
                 let s = reader.snapshot(id)?;
+                root_trees.insert(s.tree);
                 trees.push(s.tree);
                 snaps.extend(s.parents);
             } else {
@@ -217,6 +233,7 @@ fn reachable(
         .objects
         {
             if let VerifiedObject::Snapshot(s) = object {
+                root_trees.insert(s.tree);
                 trees.push(s.tree);
                 snaps.extend(s.parents);
             }
@@ -264,5 +281,5 @@ fn reachable(
     for (_, _, chunks) in read_chunk_lists(remote, catalog, lists, &mut scratch)? {
         live.extend(chunks.into_iter().map(ObjectId::from));
     }
-    Ok(live)
+    Ok((live, root_trees))
 }

@@ -14,6 +14,7 @@
 //! remotes (their configuration, what it last saw of their refs, a cache of their
 //! indexes). It must not know worktrees, git, the command line or HTTP.
 
+mod attestations;
 mod catalog;
 mod config;
 mod credentials;
@@ -27,6 +28,7 @@ pub mod refs;
 mod transport;
 mod url;
 
+pub use attestations::ReceivedAttestation;
 /// Pushes and fetches report through the workspace's one progress trait.
 pub use cas::{Progress, Silent};
 pub use catalog::Catalog;

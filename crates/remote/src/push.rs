@@ -46,6 +46,10 @@ pub struct RemotePushOutcome {
     pub bytes_sent: u64,
     /// Objects the remote had already (counted where the walk met them).
     pub objects_present: u64,
+    /// Attestation records and signatures sent (of the snapshots' trees and their
+    /// history's, those the remote lacked).
+    #[serde(default)]
+    pub attestations_sent: u64,
     /// What of the remote was skipped (files under `index/` that are no readable index),
     /// each naming the file and the remote.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -304,6 +308,10 @@ pub fn push(
         }
         uploaded.push(remote.block_on(upload(remote, builder.finish(), &sent_bytes))?);
     }
+    // Then the attestations of every tree of the history here, not only of what was sent:
+    // a check recorded after an earlier push goes with the next one.
+    let attestations_sent =
+        crate::attestations::push(remote, &reader, &history_trees(&reader, snapshots)?)?;
     progress.finish();
 
     // The next sync need not read back what this push wrote.
@@ -320,8 +328,29 @@ pub fn push(
         objects_sent: objects,
         bytes_sent: sent_bytes.load(Ordering::Relaxed),
         objects_present: missing.present,
+        attestations_sent,
         warnings: catalog.warnings().to_vec(),
     })
+}
+
+/// The root trees of `snapshots` and of their history this store holds (a parent only
+/// promised by a remote ends the walk there).
+fn history_trees(
+    reader: &Reader,
+    snapshots: &[SnapshotId],
+) -> Result<HashSet<TreeId>, RemoteError> {
+    let mut trees = HashSet::new();
+    let mut seen = HashSet::new();
+    let mut pending = snapshots.to_vec();
+    while let Some(id) = pending.pop() {
+        if !seen.insert(id) || !reader.has_snapshot(id)? {
+            continue;
+        }
+        let snap = reader.snapshot(id)?;
+        trees.insert(snap.tree);
+        pending.extend(snap.parents);
+    }
+    Ok(trees)
 }
 
 fn tokio_stream<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures_util::Stream<Item = T> {

@@ -36,6 +36,10 @@ pub struct PullOutcome {
     pub objects_received: u64,
     /// Bytes received.
     pub bytes_received: u64,
+    /// Attestations (records and signatures) received: those of the snapshots' trees that
+    /// this store lacked, each verified.
+    #[serde(default)]
+    pub attestations_received: u64,
     /// Remote refs updated here (`NAME@REMOTE`).
     pub refs: Vec<RefEntry>,
     /// What of the remote was skipped (a file under its `index/` that is no readable
@@ -110,6 +114,7 @@ impl Engine {
             pulled: got.pulled,
             objects_received: got.objects_received,
             bytes_received: got.bytes_received,
+            attestations_received: got.attestations_received,
             warnings: got.warnings,
             refs: refs
                 .into_iter()
@@ -125,7 +130,7 @@ impl Engine {
 // What the verb says of itself beyond its types (see `VerbSpec`).
 
 verb! {
-    /// Copy snapshots (with their history) from a remote, verifying every object; updates NAME@REMOTE, never a local ref.
+    /// Copy snapshots (with their history and the checks recorded of them) from a remote, verifying every object and attestation; updates NAME@REMOTE, never a local ref.
     Pull(PullOptions) -> PullOutcome = "pull" via pull [Route, Tool];
 }
 

@@ -37,6 +37,10 @@ pub struct PushOutcome {
     pub bytes_sent: u64,
     /// Objects the remote had already.
     pub objects_present: u64,
+    /// Attestations (records and signatures) sent: those of the snapshots' trees, and of
+    /// their history's, that the remote lacked.
+    #[serde(default)]
+    pub attestations_sent: u64,
     /// Remote refs set (`NAME@REMOTE` as `name`).
     pub refs: Vec<RefEntry>,
     /// The refusal: a remote ref that moved since this store last saw it.
@@ -99,6 +103,7 @@ impl Engine {
             objects_sent: pushed.objects_sent,
             bytes_sent: pushed.bytes_sent,
             objects_present: pushed.objects_present,
+            attestations_sent: pushed.attestations_sent,
             warnings: pushed.warnings,
             refs,
             message: (!refused.is_empty()).then(|| refused.join("; ")),
@@ -109,7 +114,7 @@ impl Engine {
 // What the verb says of itself beyond its types (see `VerbSpec`).
 
 verb! {
-    /// Copy snapshots (with their history) to a remote so other machines can check them out by id, sending only what it lacks; a ref also sets REF@REMOTE if nobody moved it meanwhile.
+    /// Copy snapshots (with their history and the checks recorded of them) to a remote so other machines can check them out by id, sending only what it lacks; a ref also sets REF@REMOTE if nobody moved it meanwhile.
     Push(PushOptions) -> PushOutcome = "push" via push [Route, Tool];
 }
 
