@@ -320,3 +320,13 @@ pub(crate) fn undo_refused(o: &UndoOutcome, report: Report, message: &str) -> Re
         UndoOutcome::Done(_) => report.refused(message),
     }
 }
+
+/// A snapshot's checks as `log` and `show` mark them: `✓tests ✗lint`, the newest run of
+/// each by name.
+pub fn check_marks(checks: &[cairn_engine::CheckMark]) -> String {
+    checks
+        .iter()
+        .map(|c| format!("{}{}", if c.passed { '✓' } else { '✗' }, c.check))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

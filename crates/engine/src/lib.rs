@@ -135,7 +135,9 @@ pub use spec::{VerbSpec, VerbTypes};
 pub use store::discover_store;
 pub use transfer::TransferError;
 pub use verb::{ArgumentsError, JsonObject, output_schemas};
-pub use view::{Detail, DiffOutcome, EntrySide, FileChange, LogEntry, SourceOut, Stats, ViewError};
+pub use view::{
+    CheckMark, Detail, DiffOutcome, EntrySide, FileChange, LogEntry, SourceOut, Stats, ViewError,
+};
 // The public items of each module of `verbs/` (a verb of its own), written by `build.rs`.
 include!(concat!(env!("OUT_DIR"), "/verb_exports.rs"));
 pub use worktrees::{GitState, SkippedPath, WorktreeHead, WorktreePathOptions, WorktreesChanged};

@@ -220,6 +220,54 @@ pub struct LogEntry {
     /// With `stat`: its changes against its first parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stat: Option<DiffOutcome>,
+    /// The checks recorded of its tree (`verify`), the newest run of each, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckMark>,
+}
+
+/// A check recorded of a tree, as `log` and `show` mark it (`checks` lists it whole).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct CheckMark {
+    /// The check's name.
+    pub check: String,
+    /// Whether its newest run passed.
+    pub passed: bool,
+    /// The attestation of that run.
+    #[schemars(with = "String")]
+    pub attestation: cas::AttestationId,
+}
+
+/// The checks recorded of `tree`, the newest run of each name, by name: one lookup of the
+/// tree's attestations.
+pub(crate) fn check_marks(reader: &Reader, tree: TreeId) -> Result<Vec<CheckMark>, Error> {
+    let found = reader.attestations(tree).map_err(|e| {
+        let code = match e {
+            cas::AttestationReadError::Corrupt { .. } => Code::Corrupt,
+            _ => Code::Store,
+        };
+        Error::new(code, e)
+    })?;
+    let mut newest: std::collections::BTreeMap<
+        String,
+        (jiff::Timestamp, cas::AttestationId, bool),
+    > = std::collections::BTreeMap::new();
+    for (id, a) in found {
+        let run = (a.started, id, a.exit.passed());
+        match newest.get(&a.check) {
+            Some(have) if (have.0, have.1) >= (run.0, run.1) => {}
+            _ => {
+                newest.insert(a.check, run);
+            }
+        }
+    }
+    Ok(newest
+        .into_iter()
+        .map(|(check, (_, attestation, passed))| CheckMark {
+            check,
+            passed,
+            attestation,
+        })
+        .collect())
 }
 
 fn mode(kind: EntryKind) -> &'static str {
@@ -443,6 +491,7 @@ pub(crate) fn log_entry(
         }),
         message: snap.message,
         stat,
+        checks: check_marks(reader, snap.tree)?,
     })
 }
 

@@ -4,7 +4,7 @@ use cairn_engine::{LogEntry, LogOptions, LogOutcome, Request, verbs};
 
 use crate::commands::{IntoRequest, Requested};
 use crate::output::Report;
-use crate::render::{Human, View, stat_text};
+use crate::render::{Human, View, check_marks, stat_text};
 
 /// History, newest first.
 #[derive(clap::Args, Debug)]
@@ -56,7 +56,11 @@ fn log(o: &LogOutcome) -> String {
 }
 
 fn log_entry(e: &LogEntry) -> String {
-    let mut out = format!("snapshot {}\n", e.id);
+    let mut out = format!("snapshot {}", e.id);
+    if !e.checks.is_empty() {
+        out.push_str(&format!("  {}", check_marks(&e.checks)));
+    }
+    out.push('\n');
     for p in &e.parents {
         out.push_str(&format!("Parent:  {}\n", p.short(12)));
     }

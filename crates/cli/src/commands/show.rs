@@ -4,7 +4,7 @@ use cairn_engine::{Request, ShowOptions, ShowOutcome, verbs};
 
 use crate::commands::{IntoRequest, Requested};
 use crate::output::{Report, quote_path};
-use crate::render::{Human, View};
+use crate::render::{Human, View, check_marks};
 
 /// Print a file's bytes or a tree listing: SNAP, SNAP:PATH, or any object id.
 #[derive(clap::Args, Debug)]
@@ -36,8 +36,14 @@ impl Human for verbs::Show {
             ShowOutcome::Blob { contents, .. } => {
                 Report::new(json, "").with_bytes(contents.clone().unwrap_or_default())
             }
-            ShowOutcome::Tree { entries, .. } => {
-                let human = entries
+            ShowOutcome::Tree {
+                entries, checks, ..
+            } => {
+                let mut human = String::new();
+                if !checks.is_empty() {
+                    human = format!("checks: {}\n", check_marks(checks));
+                }
+                human += &entries
                     .iter()
                     .map(|e| {
                         let kind = match e.kind.as_str() {

@@ -8,6 +8,7 @@ use crate::engine::{Call, Engine};
 use crate::error::{Code, Error};
 use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
+use crate::view::{CheckMark, check_marks};
 
 /// Why `show SNAP:PATH` names nothing.
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +102,10 @@ pub enum ShowOutcome {
         path: String,
         /// Its entries.
         entries: Vec<ShowEntry>,
+        /// For a snapshot's (or a tree's) whole listing: the checks recorded of its tree
+        /// (`verify`), the newest run of each, by name.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        checks: Vec<CheckMark>,
     },
 }
 
@@ -174,10 +179,17 @@ impl Engine {
                 size: e.size,
             })
             .collect();
+        // Checks are of a whole tree: a listing below its root has none of its own.
+        let checks = if walked.is_empty() {
+            check_marks(&reader, current)?
+        } else {
+            Vec::new()
+        };
         Ok(ShowOutcome::Tree {
             tree: current,
             path: walked,
             entries,
+            checks,
         })
     }
 }
@@ -217,7 +229,7 @@ fn show_blob(
 // What the verb says of itself beyond its types (see `VerbSpec`).
 
 verb! {
-    /// A snapshot's (or tree's) listing, SNAP or SNAP:PATH.
+    /// A snapshot's (or tree's) listing, SNAP or SNAP:PATH; a whole snapshot's with the checks recorded of its tree.
     Show(ShowOptions) -> ShowOutcome = "show" via show [Route];
 }
 
