@@ -307,3 +307,290 @@ fn a_full_seaweedfs_fails_the_push_naming_the_remote_and_shows_nothing() {
     let (code, v) = b.json(&["checkout", &big, "big"]);
     assert_eq!(code, 2, "nothing of it is visible: {v}");
 }
+
+/// `rclone cat` of `path` on the engine: its bytes.
+fn read_key(endpoint: &str, path: &str) -> Vec<u8> {
+    let out = rclone(endpoint, ACCESS_KEY, SECRET_KEY)
+        .args(["cat", path])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "rclone cat {path}");
+    out.stdout
+}
+
+/// `rclone rcat`: writes `bytes` at `path` on the engine.
+fn write_key(endpoint: &str, path: &str, bytes: &[u8]) {
+    use std::io::Write;
+    let mut child = rclone(endpoint, ACCESS_KEY, SECRET_KEY)
+        .args(["rcat", path])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    assert!(child.wait().unwrap().success(), "rclone rcat {path}");
+}
+
+#[test]
+fn attestations_travel_through_seaweedfs_so_another_store_merges_without_running_the_check() {
+    let cluster = Seaweed::start("127.0.0.1");
+    cluster.create_bucket("cairn-proofs");
+    let endpoint = cluster.endpoint();
+    let target = s3_target(&endpoint, "cairn-proofs", true);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = camino::Utf8Path::from_path(tmp.path()).unwrap();
+    let a = Machine::new(root, "a", Vec::new(), &target);
+    let b = Machine::new(root, "b", Vec::new(), &target);
+    for m in [&a, &b] {
+        m.ok(&["init"]);
+        m.add_remote(&target);
+    }
+
+    // Machine A: a repository, an agent's change to it, and CI's key.
+    let repo = a.dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    crate::support::git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+    crate::support::git(&repo, &["add", "-A"]);
+    crate::support::git(&repo, &["commit", "-qm", "first"]);
+    let base = a.ok(&["onboard", repo.as_str()])["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let agent = a.dir.join("agent");
+    a.ok(&["checkout", &base, agent.as_str()]);
+    std::fs::write(agent.join("new.txt"), "new\n").unwrap();
+    let snap = a.ok(&["snapshot", agent.as_str(), "-m", "agent"])["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let keys = a.dir.join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let (key, public) = crate::verify_commands::ssh_key(&keys);
+    let signers = b.dir.join("allowed_signers");
+    std::fs::write(&signers, format!("ci@example {public}\n")).unwrap();
+
+    // The check passes only while A's witness file exists: once it is gone, running the
+    // check anywhere records a failure.
+    let witness = a.dir.join("witness");
+    std::fs::write(&witness, "").unwrap();
+    let (code, tests) = a.json(&[
+        "verify",
+        &snap,
+        "--check",
+        "tests",
+        "--sign",
+        key.as_str(),
+        "--",
+        "test",
+        "-f",
+        witness.as_str(),
+    ]);
+    assert_eq!(code, 0, "{tests}");
+    let attestation = tests["attestation"].as_str().unwrap().to_owned();
+    let tree = tests["tree"].as_str().unwrap().to_owned();
+    std::fs::remove_file(&witness).unwrap();
+
+    // A pushes the snapshot by ref: its attestation and signature go with it.
+    a.ok(&["ref", "set", "work", &snap]);
+    let pushed = a.ok(&["push", "work"]);
+    assert_eq!(pushed["attestations_sent"], 2, "{pushed}");
+    let on_remote = listing(
+        &endpoint,
+        &format!("eng:cairn-proofs/team/attestations/{tree}"),
+    );
+    assert_eq!(
+        on_remote.len(),
+        2,
+        "the record and its signature: {on_remote:?}"
+    );
+    // Pushed again: nothing more to send.
+    assert_eq!(a.ok(&["push", "work"])["attestations_sent"], 0);
+
+    // B pulls: the attestation comes, verified, with who signed it.
+    let pulled = b.ok(&["pull", "work"]);
+    assert_eq!(pulled["attestations_received"], 2, "{pulled}");
+    let listed = b.ok(&["checks", &snap]);
+    assert_eq!(listed["checks"].as_array().unwrap().len(), 1, "{listed}");
+    let check = &listed["checks"][0];
+    assert_eq!(check["attestation"], attestation.as_str());
+    assert_eq!(check["passed"], true);
+    assert!(check["signed_by"].as_str().unwrap().starts_with("SHA256:"));
+    // B's log marks the snapshot with it.
+    let log = b.ok(&["log", &snap, "-n", "1"]);
+    assert_eq!(
+        log["snapshots"][0]["checks"],
+        serde_json::json!([{"check": "tests", "passed": true, "attestation": attestation}])
+    );
+
+    // B merges into its clone of the repository, requiring the signed check: A's record
+    // proves it; nothing ran the check again (it would fail now, and be recorded).
+    let clone = b.dir.join("repo");
+    let out = std::process::Command::new("git")
+        .args(["clone", "-q", repo.as_str(), clone.as_str()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let (code, merged) = b.json(&[
+        "merge",
+        &snap,
+        "--into",
+        clone.as_str(),
+        "--base",
+        &base,
+        "--require",
+        "tests",
+        "--signed-by",
+        signers.as_str(),
+    ]);
+    assert_eq!(code, 0, "{merged}");
+    assert_eq!(merged["merged"], true, "{merged}");
+    assert_eq!(merged["verified"][0]["attestation"], attestation.as_str());
+    let trailers = crate::support::git(
+        &clone,
+        &[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Cairn-Verified)",
+            merged["branch"].as_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&trailers).trim(),
+        format!("Cairn-Verified: tests {attestation}")
+    );
+    let after = b.ok(&["checks", &snap]);
+    assert_eq!(after["checks"].as_array().unwrap().len(), 1, "{after}");
+    assert_eq!(after["checks"][0]["host"], check["host"]);
+    assert_eq!(after["checks"][0]["started"], check["started"]);
+
+    // `verify --push` on A after the push: another store sees it once it pulls.
+    let (code, lint) = a.json(&["verify", &snap, "--check", "lint", "--push", "--", "true"]);
+    assert_eq!(code, 0, "{lint}");
+    assert_eq!(lint["pushed"]["remote"], "origin", "{lint}");
+    assert_eq!(lint["pushed"]["attestations_sent"], 1, "{lint}");
+    // A retried step answers from the record and pushes again (nothing left to send).
+    let (code, again) = a.json(&["verify", &snap, "--check", "lint", "--push", "--", "true"]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(again["cached"], true);
+    assert_eq!(again["pushed"]["attestations_sent"], 0, "{again}");
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        let mut names: Vec<String> = v["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["check"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&b.ok(&["checks", &snap])), ["tests"]);
+    assert_eq!(b.ok(&["pull", "work"])["attestations_received"], 1);
+    assert_eq!(names(&b.ok(&["checks", &snap])), ["lint", "tests"]);
+
+    // A third store fetches the snapshot on demand, and its checks come with it.
+    let c = Machine::new(root, "c", Vec::new(), &target);
+    c.ok(&["init"]);
+    c.add_remote(&target);
+    assert_eq!(names(&c.ok(&["checks", &snap])), ["lint", "tests"]);
+    let shown = c.ok(&["show", &snap]);
+    assert_eq!(shown["checks"].as_array().unwrap().len(), 2, "{shown}");
+
+    // Remote gc keeps them while a snapshot with their tree is kept there.
+    let gc = a.ok(&["gc", "--remote", "origin", "--grace", "0"]);
+    assert_eq!(gc["remote"]["attestations_removed"], 0, "{gc}");
+    let kept = listing(
+        &endpoint,
+        &format!("eng:cairn-proofs/team/attestations/{tree}"),
+    );
+    assert_eq!(kept.len(), 3, "{kept:?}");
+
+    // A record altered on the remote is refused naming it and the remote; nothing of the
+    // pull is kept.
+    let record = format!("eng:cairn-proofs/team/attestations/{tree}/{attestation}");
+    let mut bytes = read_key(&endpoint, &record);
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    write_key(&endpoint, &record, &bytes);
+    let d = Machine::new(root, "d", Vec::new(), &target);
+    d.ok(&["init"]);
+    d.add_remote(&target);
+    let (code, v) = d.json(&["pull", "work"]);
+    assert_eq!(code, 3, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("attestation {attestation}")),
+        "{v}"
+    );
+    assert!(message.contains("origin"), "{v}");
+    let (code, v) = d.json(&["--offline", "log", &snap]);
+    assert_ne!(code, 0, "the snapshot was not stored: {v}");
+
+    // A signature replaced by one of another attestation is refused naming it.
+    let signature_key = on_remote
+        .iter()
+        .find(|k| k.contains('.'))
+        .unwrap()
+        .to_owned();
+    let lint_id = lint["attestation"].as_str().unwrap();
+    let other_sig = {
+        let (code, v) = a.json(&[
+            "verify",
+            &snap,
+            "--check",
+            "lint",
+            "--sign",
+            key.as_str(),
+            "--",
+            "true",
+        ]);
+        assert_eq!(code, 0, "{v}");
+        a.ok(&["push", "work"]);
+        let listed = listing(
+            &endpoint,
+            &format!("eng:cairn-proofs/team/attestations/{tree}"),
+        );
+        let name = listed
+            .iter()
+            .find(|k| k.starts_with(&format!("{lint_id}.")))
+            .unwrap()
+            .to_owned();
+        read_key(
+            &endpoint,
+            &format!("eng:cairn-proofs/team/attestations/{tree}/{name}"),
+        )
+    };
+    write_key(&endpoint, &record, &read_key_fixed(&bytes, last));
+    write_key(
+        &endpoint,
+        &format!("eng:cairn-proofs/team/attestations/{tree}/{signature_key}"),
+        &other_sig,
+    );
+    let e = Machine::new(root, "e", Vec::new(), &target);
+    e.ok(&["init"]);
+    e.add_remote(&target);
+    let (code, v) = e.json(&["pull", "work"]);
+    assert_eq!(code, 3, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("signature") && message.contains(&attestation),
+        "{v}"
+    );
+
+    // Once no ref or pin keeps the snapshot, remote gc removes its attestations.
+    a.ok(&["ref", "rm", "work@origin"]);
+    a.ok(&["ref", "rm", &format!("{snap}@origin")]);
+    let gc = a.ok(&["gc", "--remote", "origin", "--grace", "0"]);
+    assert_eq!(gc["remote"]["attestations_removed"], 2, "{gc}");
+    let left = listing(
+        &endpoint,
+        &format!("eng:cairn-proofs/team/attestations/{tree}"),
+    );
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// `bytes` with the bit flipped at `at` flipped back.
+fn read_key_fixed(bytes: &[u8], at: usize) -> Vec<u8> {
+    let mut fixed = bytes.to_vec();
+    fixed[at] ^= 0x01;
+    fixed
+}

@@ -204,8 +204,14 @@ pub struct Server {
 
 impl Server {
     pub fn start(env: &Env) -> Server {
+        Server::start_with(env, &[])
+    }
+
+    /// A server whose environment has `vars` too.
+    pub fn start_with(env: &Env, vars: &[(&str, &str)]) -> Server {
         let child = env
             .command()
+            .envs(vars.iter().copied())
             .arg("--store")
             .arg(env.store().as_str())
             .arg("serve")

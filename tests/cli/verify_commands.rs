@@ -638,6 +638,72 @@ fn routes_and_tools_verify_but_take_neither_network_nor_sign() {
     assert_eq!(answer["checks"].as_array().unwrap().len(), 1, "{answer}");
 }
 
+/// `--env NAME` without a value is the caller's: the command line sends its own value, also
+/// through a server; a request that gives only NAME (a route, `/v1/call`, an MCP tool) is
+/// refused naming it, never answered with the server's own value.
+#[test]
+fn env_without_a_value_is_the_callers_never_the_servers() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let server = Server::start_with(&env, &[("CAIRN_SEED", "server's")]);
+    let cli = |value: Option<&str>| {
+        let mut cmd = env.command();
+        match value {
+            Some(v) => cmd.env("CAIRN_SEED", v),
+            None => cmd.env_remove("CAIRN_SEED"),
+        };
+        let out = cmd
+            .args(["--store", env.store().as_str(), "--json", "verify", &snap])
+            .args(["--env", "CAIRN_SEED", "--", "sh", "-c"])
+            .arg("test \"$CAIRN_SEED\" = \"caller's\"")
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code().unwrap(), v)
+    };
+    let (code, v) = cli(Some("caller's"));
+    assert_eq!(code, 0, "the command line's value: {v}");
+    let (code, v) = cli(None);
+    assert_eq!(code, 2, "{v}");
+    assert_eq!(v["error"]["code"], "invalid_env", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("CAIRN_SEED"),
+        "{v}"
+    );
+    let args = serde_json::json!({
+        "snapshot": snap, "env": ["CAIRN_SEED"], "command": ["true"],
+    });
+    let client = server.client();
+    let (status, answer) = client.call("verify", &args).unwrap();
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"]["code"], "invalid_env", "{answer}");
+    assert!(answer.to_string().contains("CAIRN_SEED"), "{answer}");
+    let (status, answer) = client
+        .post_json(
+            "/v1/call",
+            &serde_json::json!({
+                "cwd": env.path(),
+                "request": { "verb": "verify", "args": args },
+            }),
+        )
+        .unwrap();
+    assert_eq!(status, 422, "{answer}");
+    assert_eq!(answer["error"]["code"], "invalid_env", "{answer}");
+    assert!(server.stop().success());
+    let mut mcp = Mcp::start(&env, &[("CAIRN_SEED", "server's")]);
+    mcp.call(1, "verify", args.clone());
+    let (is_error, answer) = mcp.tool_answer(1, Duration::from_secs(60));
+    assert!(is_error, "{answer}");
+    assert!(answer.to_string().contains("CAIRN_SEED"), "{answer}");
+    // The one check recorded is the command line's, with its value.
+    let listed = checks(&env, &snap);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["env"]["CAIRN_SEED"], "caller's");
+}
+
 #[test]
 fn a_check_ended_by_a_signal_fails_and_names_it() {
     let env = Env::new();

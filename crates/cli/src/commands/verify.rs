@@ -19,10 +19,9 @@ pub struct Args {
     /// The check's name (default: the command's first word).
     #[arg(long, value_name = "NAME")]
     check: Option<String>,
-    /// An environment variable the check depends on: NAME=VALUE, or NAME for its value
-    /// where it is asked (the command line's environment; a server's own for a request
-    /// that gives only NAME). The command gets it, the attestation records it, and other
-    /// values make another check.
+    /// An environment variable the check depends on: NAME=VALUE, or NAME for its value in
+    /// this command's environment (never a server's). The command gets it, the attestation
+    /// records it, and other values make another check.
     #[arg(long = "env", value_name = "NAME")]
     env: Vec<String>,
     /// Allow TCP bind and connect.
@@ -40,6 +39,10 @@ pub struct Args {
     /// the attestation with.
     #[arg(long, value_name = "KEY")]
     sign: Option<Utf8PathBuf>,
+    /// Then push the attestation (with the snapshot, if the remote lacks it) to the
+    /// default remote, as `cairn push SNAP` does; also when the answer was recorded before.
+    #[arg(long)]
+    push: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -71,6 +74,7 @@ impl From<Args> for VerifyOptions {
             rerun: args.rerun,
             sign: args.sign,
             command: args.command,
+            push: args.push,
         }
     }
 }
@@ -90,8 +94,15 @@ fn verify(o: &VerifyOutcome) -> String {
     };
     let cached = if o.cached { ", recorded before" } else { "" };
     let signed = if o.signed { ", signed" } else { "" };
-    format!(
+    let mut out = format!(
         "check {} {result} ({how}, {} ms{cached}{signed}): attestation {}\n",
         o.check, o.duration_ms, o.attestation
-    )
+    );
+    if let Some(p) = &o.pushed {
+        out.push_str(&format!(
+            "pushed to {}: {} objects, {} attestation records and signatures\n",
+            p.remote, p.objects_sent, p.attestations_sent
+        ));
+    }
+    out
 }

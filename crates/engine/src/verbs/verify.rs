@@ -38,7 +38,7 @@ pub struct VerifyOptions {
     /// The check's name (default: the command's first word).
     #[serde(default)]
     pub check: Option<String>,
-    /// An environment variable the check depends on: NAME=VALUE, or NAME for its value where it is asked (the command line's environment; a server's own for a request that gives only NAME). The command gets it, the attestation records it, and other values make another check.
+    /// An environment variable the check depends on, as NAME=VALUE: the command gets it, the attestation records it, and other values make another check. (The command line also takes a bare NAME, and sends its own value; the engine never reads its own environment, so a request naming only NAME is refused.)
     #[serde(default)]
     pub env: Vec<String>,
     // `network` and `sign` are a person's alone, by `run`'s rule (`refuse_widening`):
@@ -60,6 +60,9 @@ pub struct VerifyOptions {
     pub sign: Option<Utf8PathBuf>,
     /// The command and its arguments.
     pub command: Vec<String>,
+    /// Then push the attestation (with the snapshot, if the remote lacks it) to the default remote, as `push SNAP` does; also when the answer is a record made before.
+    #[serde(default)]
+    pub push: bool,
 }
 
 impl VerifyOptions {
@@ -117,6 +120,20 @@ pub struct VerifyOutcome {
     /// Why this is a refusal (exit 1): the check failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// With `push`: what was sent where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<VerifyPushed>,
+}
+
+/// What `verify --push` sent.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct VerifyPushed {
+    /// The remote.
+    pub remote: String,
+    /// Objects sent (the snapshot and what it reaches, where the remote lacked them).
+    pub objects_sent: u64,
+    /// Attestations (records and signatures) sent; 0 if the remote had them all.
+    pub attestations_sent: u64,
 }
 
 /// Why a check was not run or not recorded.
@@ -143,8 +160,11 @@ pub enum CheckRunError {
         /// Why.
         source: cas::ObjectError,
     },
-    /// `--env NAME` of a variable not set where the engine runs.
-    #[error("--env {name}: the variable is not set (give NAME=VALUE)")]
+    /// `--env NAME` without a value: the command line sends its own (when it has one); the
+    /// engine never reads its environment, which may be a server's.
+    #[error(
+        "--env {name}: no value given (give {name}=VALUE; the command line sends NAME's value from its environment, where it is not set, and the engine never reads its own)"
+    )]
     EnvUnset {
         /// The name.
         name: String,
@@ -182,6 +202,14 @@ pub enum CheckRunError {
     /// The recorded attestations of the tree cannot be read.
     #[error(transparent)]
     Record(#[from] cas::AttestationReadError),
+    /// `--push` failed after the attestation was recorded.
+    #[error("attestation {attestation} is recorded in this store but was not pushed: {source}")]
+    NotPushed {
+        /// The attestation.
+        attestation: AttestationId,
+        /// Why the push failed.
+        source: Box<Error>,
+    },
 }
 
 crate::error::coded!(CheckRunError);
@@ -201,6 +229,9 @@ impl CheckRunError {
             CheckRunError::Confine { .. } => Code::Io,
             CheckRunError::Record(cas::AttestationReadError::Corrupt { .. }) => Code::Corrupt,
             CheckRunError::Record(_) => Code::Store,
+            CheckRunError::NotPushed { source, .. } => {
+                source.known_code().unwrap_or(Code::RemoteFailed)
+            }
         }
     }
 }
@@ -225,11 +256,11 @@ fn check_of(options: &VerifyOptions) -> Result<Check, CheckRunError> {
     for entry in &options.env {
         let (key, value) = match entry.split_once('=') {
             Some((key, value)) => (key.to_owned(), value.to_owned()),
+            // Not this process's value: it may be a server's, not the caller's.
             None => {
-                let value = std::env::var(entry).map_err(|_| CheckRunError::EnvUnset {
+                return Err(CheckRunError::EnvUnset {
                     name: entry.clone(),
-                })?;
-                (entry.clone(), value)
+                });
             }
         };
         cas::validate_env_name(&key).map_err(|source| CheckRunError::Env {
@@ -418,7 +449,8 @@ impl Engine {
         };
         if let Some((id, attestation)) = recorded {
             let signed = self.sign(id, &attestation, key.as_ref())?;
-            return Ok(outcome(id, snapshot, &attestation, true, signed));
+            let answer = outcome(id, snapshot, &attestation, true, signed);
+            return self.push_checked(call, options.push, answer);
         }
         let Some(sandbox) = self.sandbox() else {
             return Err(CheckRunError::NoSandbox {
@@ -513,7 +545,8 @@ impl Engine {
             None => false,
         };
         self.store(Access::Write)?.write(&batch)?;
-        Ok(outcome(id, snapshot, &attestation, false, signed))
+        let answer = outcome(id, snapshot, &attestation, false, signed);
+        self.push_checked(call, options.push, answer)
     }
 
     /// Signs the recorded attestation `id` with `key` unless that key signed it already;
@@ -590,11 +623,44 @@ fn outcome(
         duration_ms: attestation.duration_ms,
         signed,
         message,
+        pushed: None,
+    }
+}
+
+impl Engine {
+    /// `--push`: the attestation of `answer` to the default remote, with its snapshot if the
+    /// remote lacks it, as `push SNAP` sends them. A failure says the attestation is
+    /// recorded here all the same.
+    fn push_checked(
+        &self,
+        call: &Call,
+        push: bool,
+        mut answer: VerifyOutcome,
+    ) -> Result<VerifyOutcome, Error> {
+        if !push {
+            return Ok(answer);
+        }
+        let options = crate::PushOptions {
+            snapshots: vec![answer.snapshot.to_string()],
+            remote: None,
+        };
+        let pushed = self
+            .push(call, options)
+            .map_err(|source| CheckRunError::NotPushed {
+                attestation: answer.attestation,
+                source: Box::new(source),
+            })?;
+        answer.pushed = Some(VerifyPushed {
+            remote: pushed.remote,
+            objects_sent: pushed.objects_sent,
+            attestations_sent: pushed.attestations_sent,
+        });
+        Ok(answer)
     }
 }
 
 verb! {
-    /// Run a check against a snapshot in a throwaway view of it (a private checkout), confined as `run` is (it may write only in the view and a private $TMPDIR; no network unless allowed), killed after `timeout` seconds, and record it as an attestation of the snapshot's tree: name, command, env values, exit status, duration, start time, host, cairn version, stdout and stderr. The same check of the same tree recorded before (by any snapshot with that tree) is the answer at once (`cached`), unless `rerun`. With `sign`, the attestation is signed with that SSH key. A failed check is a refusal. The command runs where the engine runs, with no stdin.
+    /// Run a check against a snapshot in a throwaway view of it (a private checkout), confined as `run` is (it may write only in the view and a private $TMPDIR; no network unless allowed), killed after `timeout` seconds, and record it as an attestation of the snapshot's tree: name, command, env values, exit status, duration, start time, host, cairn version, stdout and stderr. The same check of the same tree recorded before (by any snapshot with that tree) is the answer at once (`cached`), unless `rerun`. With `sign`, the attestation is signed with that SSH key; with `push`, it is pushed (with the snapshot) to the default remote. A failed check is a refusal. The command runs where the engine runs, with no stdin.
     Verify(VerifyOptions) -> VerifyOutcome = "verify" via verify [Route, Tool];
 }
 
