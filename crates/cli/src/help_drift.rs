@@ -41,6 +41,7 @@ const WORDED_APART: &[&str] = &[
     "log.stat",
     "log.target",
     "show.object",
+    "verify.env",
     "ref_set.expect",
     "ref_set.name",
     "ref_set.snapshot",

@@ -40,7 +40,7 @@ pub struct Args {
     #[arg(long, value_name = "KEY")]
     sign: Option<Utf8PathBuf>,
     /// Then push the attestation (with the snapshot, if the remote lacks it) to the
-    /// default remote, as `cairn push SNAP` does; also when the answer was recorded before.
+    /// default remote, as `push SNAP` does; also when the answer is a record made before.
     #[arg(long)]
     push: bool,
     /// The command and its arguments.
