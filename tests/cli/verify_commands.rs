@@ -704,6 +704,63 @@ fn env_without_a_value_is_the_callers_never_the_servers() {
     assert_eq!(listed[0]["env"]["CAIRN_SEED"], "caller's");
 }
 
+/// `log` marks each snapshot with its checks (the newest run of each name), `show` a whole
+/// snapshot's listing; a snapshot without checks has no `checks` field at all.
+#[test]
+fn log_and_show_mark_each_snapshot_with_its_checks() {
+    let env = Env::new();
+    let (dir, first) = project(&env, "p");
+    std::fs::write(dir.join("more.txt"), "more\n").unwrap();
+    let (_, s) = env.json(&["snapshot", dir.as_str()]);
+    let second = s["snapshot"].as_str().unwrap().to_owned();
+    let (code, tests) = verify(&env, &[&second, "--check", "tests", "--", "true"]);
+    assert_eq!(code, 0, "{tests}");
+    let (code, _) = verify(&env, &[&second, "--check", "lint", "--", "false"]);
+    assert_eq!(code, 1);
+    // A newer run of lint that passes is the one marked.
+    let (code, lint) = verify(&env, &[&second, "--check", "lint", "--", "true", "again"]);
+    assert_eq!(code, 0, "{lint}");
+
+    let (code, log) = env.json(&["log", &second]);
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(
+        log["snapshots"][0]["checks"],
+        serde_json::json!([
+            {"check": "lint", "passed": true, "attestation": lint["attestation"]},
+            {"check": "tests", "passed": true, "attestation": tests["attestation"]},
+        ]),
+        "{log}"
+    );
+    assert_eq!(log["snapshots"][1]["id"], first.as_str());
+    assert!(log["snapshots"][1].get("checks").is_none(), "{log}");
+    let human = stdout(&env.cairn(&["log", &second]));
+    assert!(
+        human.contains(&format!("snapshot {second}  ✓lint ✓tests\n")),
+        "{human}"
+    );
+    assert!(human.contains(&format!("snapshot {first}\n")), "{human}");
+
+    // A failing newest run is marked failed.
+    let (code, _) = verify(&env, &[&first, "--check", "tests", "--", "false"]);
+    assert_eq!(code, 1);
+    let human = stdout(&env.cairn(&["log", &first]));
+    assert!(human.contains(&format!("snapshot {first}  ✗tests\n")), "{human}");
+
+    let (code, shown) = env.json(&["show", &second]);
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(shown["checks"], log["snapshots"][0]["checks"], "{shown}");
+    let human = stdout(&env.cairn(&["show", &second]));
+    assert!(human.starts_with("checks: ✓lint ✓tests\n"), "{human}");
+    // Below the root, a listing has no checks of its own.
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("sub/x"), "x").unwrap();
+    let (_, s) = env.json(&["snapshot", dir.as_str()]);
+    let third = s["snapshot"].as_str().unwrap().to_owned();
+    verify(&env, &[&third, "--check", "tests", "--", "true"]);
+    let (_, sub) = env.json(&["show", &format!("{third}:sub")]);
+    assert!(sub.get("checks").is_none(), "{sub}");
+}
+
 #[test]
 fn a_check_ended_by_a_signal_fails_and_names_it() {
     let env = Env::new();
