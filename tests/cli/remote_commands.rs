@@ -602,3 +602,73 @@ fn remote_gc_keeps_what_refs_and_pins_reach_and_deletes_the_rest_after_the_grace
     let (code, v) = a.json(&["gc", "--grace", "1"]);
     assert_eq!(code, 2, "--grace is for --remote: {v}");
 }
+
+/// Attestations through a folder remote: a signed check and a later one travel by push and
+/// pull; a second store's `checks` and `log` see them with their signer; an old remote
+/// (no `attestations/` folder) pulls as before.
+#[test]
+fn attestations_travel_through_a_folder_remote() {
+    let env = crate::support::Env::new();
+    let folder = env.path().join("remote");
+    let target = RemoteTarget {
+        url: format!("file://{folder}"),
+        endpoint: None,
+        env: Vec::new(),
+        conditional: true,
+    };
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    let b = Machine::new(env.path(), "b", Vec::new(), &target);
+    let proj = a.dir.join("proj");
+    std::fs::create_dir_all(&proj).unwrap();
+    std::fs::write(proj.join("x.txt"), "x\n").unwrap();
+    let snap = id_of(&a.ok(&["onboard", proj.as_str()]), "snapshot");
+    a.add_remote(&target);
+    b.add_remote(&target);
+    a.ok(&["ref", "set", "main", &snap]);
+    // Nothing verified yet: the remote has no attestations, and a pull works as before.
+    assert_eq!(a.ok(&["push", "main"])["attestations_sent"], 0);
+    assert!(!folder.join("attestations").exists());
+    assert_eq!(b.ok(&["pull", "main"])["attestations_received"], 0);
+
+    let keys = a.dir.join("keys");
+    std::fs::create_dir_all(&keys).unwrap();
+    let (key, _) = crate::verify_commands::ssh_key(&keys);
+    let tests = a.ok(&[
+        "verify",
+        &snap,
+        "--check",
+        "tests",
+        "--sign",
+        key.as_str(),
+        "--",
+        "true",
+    ]);
+    // Verified after the push: the next push sends it.
+    assert_eq!(a.ok(&["push", "main"])["attestations_sent"], 2);
+    let tree = tests["tree"].as_str().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(folder.join("attestations").join(tree))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(names[0], tests["attestation"].as_str().unwrap());
+    assert!(names[1].starts_with(&format!("{}.", names[0])), "{names:?}");
+
+    // B has the snapshot already: the pull brings what is new of it.
+    assert_eq!(b.ok(&["pull", "main"])["attestations_received"], 2);
+    let listed = b.ok(&["checks", &snap]);
+    assert_eq!(listed["checks"][0]["attestation"], tests["attestation"]);
+    assert!(
+        listed["checks"][0]["signed_by"]
+            .as_str()
+            .unwrap()
+            .starts_with("SHA256:")
+    );
+    assert_eq!(
+        b.ok(&["log", &snap])["snapshots"][0]["checks"][0]["check"],
+        "tests"
+    );
+    // Nothing new: nothing comes.
+    assert_eq!(b.ok(&["pull", "main"])["attestations_received"], 0);
+}
