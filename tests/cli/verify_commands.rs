@@ -744,7 +744,10 @@ fn log_and_show_mark_each_snapshot_with_its_checks() {
     let (code, _) = verify(&env, &[&first, "--check", "tests", "--", "false"]);
     assert_eq!(code, 1);
     let human = stdout(&env.cairn(&["log", &first]));
-    assert!(human.contains(&format!("snapshot {first}  ✗tests\n")), "{human}");
+    assert!(
+        human.contains(&format!("snapshot {first}  ✗tests\n")),
+        "{human}"
+    );
 
     let (code, shown) = env.json(&["show", &second]);
     assert_eq!(code, 0, "{shown}");
@@ -759,6 +762,28 @@ fn log_and_show_mark_each_snapshot_with_its_checks() {
     verify(&env, &[&third, "--check", "tests", "--", "true"]);
     let (_, sub) = env.json(&["show", &format!("{third}:sub")]);
     assert!(sub.get("checks").is_none(), "{sub}");
+}
+
+/// `verify --push` whose push fails: an error saying the attestation is recorded here (its
+/// id) but not pushed; the record stays, and answers the next `verify`.
+#[test]
+fn a_failed_push_after_verify_says_the_attestation_is_recorded_here() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let (code, v) = verify(&env, &[&snap, "--check", "tests", "--push", "--", "true"]);
+    assert_eq!(code, 2, "no remote origin: {v}");
+    assert_eq!(v["error"]["code"], "unknown_remote", "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    let listed = checks(&env, &snap);
+    assert_eq!(listed.len(), 1, "recorded all the same: {listed:?}");
+    let id = listed[0]["attestation"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("attestation {id} is recorded")) && message.contains("origin"),
+        "{v}"
+    );
+    let (code, v) = verify(&env, &[&snap, "--check", "tests", "--", "true"]);
+    assert_eq!((code, &v["cached"]), (0, &true.into()), "{v}");
+    assert!(v.get("pushed").is_none(), "{v}");
 }
 
 #[test]

@@ -37,6 +37,9 @@ const MAX_STORED: u64 = MAX_DECODED as u64 + (1 << 20);
 const MAX_SIGNATURE: u64 = 64 << 10;
 /// Up to this many trees, each tree's folder is listed; for more, `attestations/` once.
 const LIST_EACH: usize = 16;
+/// Records read at once: each may be [`MAX_STORED`] bytes, so this bounds what a fetch
+/// holds of them (their outputs are stored as each group arrives).
+const RECORDS_AT_ONCE: usize = 4;
 
 /// A record's key.
 fn record_key(tree: TreeId, id: AttestationId) -> String {
@@ -147,9 +150,9 @@ pub struct ReceivedAttestation {
     pub id: AttestationId,
     /// It.
     pub attestation: Attestation,
-    /// Its stdout's and stderr's bytes (the blobs it names), if the store lacks the record;
-    /// `None`: the store has it, and only signatures of it are new.
-    pub outputs: Option<(Vec<u8>, Vec<u8>)>,
+    /// Whether the store lacked it (its output blobs are stored already); else only
+    /// signatures of it are new.
+    pub new: bool,
     /// Its signatures: (the signing key's fingerprint, the armored signature).
     pub signatures: Vec<(String, Vec<u8>)>,
 }
@@ -239,16 +242,18 @@ fn decode_signature(
 }
 
 /// Brings the attestations of `trees` the store lacks (and signatures of those it has that
-/// it lacks), each checked; nothing is stored here.
+/// it lacks), each checked. Only their output blobs are stored here (unreachable until the
+/// caller records the attestations), a few records at a time, so a remote's records of any
+/// size or number never all sit in memory.
 pub(crate) fn fetch(
     remote: &Remote,
-    reader: &Reader,
+    store: &cas::Store,
     trees: &HashSet<TreeId>,
 ) -> Result<Vec<ReceivedAttestation>, RemoteError> {
     if trees.is_empty() {
         return Ok(Vec::new());
     }
-    let name = remote.name();
+    let reader = store.reader()?;
     let listing = remote.block_on(list(remote, trees))?;
     // What is wanted: (tree, id, whether its record is, the signature names).
     let mut wanted: Vec<(TreeId, AttestationId, Option<Vec<u8>>, Vec<String>)> = Vec::new();
@@ -275,6 +280,39 @@ pub(crate) fn fetch(
         }
         wanted.push((tree, id, here.map(|a| a.encode()), signatures));
     }
+    drop(reader);
+    let mut out = Vec::new();
+    let mut wanted = wanted.into_iter().peekable();
+    while wanted.peek().is_some() {
+        let group: Vec<_> = wanted.by_ref().take(RECORDS_AT_ONCE).collect();
+        let got = fetch_group(remote, group)?;
+        let reader = store.reader()?;
+        let mut batch = cas::WriteBatch::new();
+        for (received, outputs) in got {
+            for bytes in outputs.iter().flat_map(|(o, e)| [o, e]) {
+                let (_, blob) =
+                    cas::PreparedBlob::new_unless(bytes, |id| reader.has_blob(id).unwrap_or(false));
+                if let Some(blob) = blob {
+                    batch.add_blob(blob);
+                }
+            }
+            out.push(received);
+        }
+        drop(reader);
+        if !batch.is_empty() {
+            store.write(&batch)?;
+        }
+    }
+    Ok(out)
+}
+
+/// One group of [`fetch`]: each record read and checked (with its outputs, if the store
+/// lacked it), and its wanted signatures.
+fn fetch_group(
+    remote: &Remote,
+    wanted: Vec<(TreeId, AttestationId, Option<Vec<u8>>, Vec<String>)>,
+) -> Result<Vec<(ReceivedAttestation, Option<(Vec<u8>, Vec<u8>)>)>, RemoteError> {
+    let name = remote.name();
     remote.block_on(async {
         futures_util::stream::iter(wanted.into_iter().map(
             |(tree, id, here, signatures)| async move {
@@ -307,12 +345,13 @@ pub(crate) fn fetch(
                     };
                     received.push(decode_signature(name, id, &signature, &encoding, &bytes)?);
                 }
-                Ok::<_, RemoteError>(Some(ReceivedAttestation {
+                let received = ReceivedAttestation {
                     id,
                     attestation,
-                    outputs,
+                    new: outputs.is_some(),
                     signatures: received,
-                }))
+                };
+                Ok::<_, RemoteError>(Some((received, outputs)))
             },
         ))
         .buffer_unordered(CONCURRENCY)

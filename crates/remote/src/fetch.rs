@@ -213,9 +213,9 @@ pub fn fetch(
         store.write(&batch)?;
     }
 
-    // Their attestations, checked before anything of them is written.
-    let reader = store.reader()?;
-    let attestations = crate::attestations::fetch(remote, &reader, &checked_trees)?;
+    // Their attestations, checked before any is recorded (their outputs are stored as
+    // blobs are, unreachable until then).
+    let attestations = crate::attestations::fetch(remote, store, &checked_trees)?;
 
     // Last, trees, snapshots and attestations together: the snapshots appear whole or not
     // at all, with the checks recorded of them.
@@ -230,14 +230,7 @@ pub fn fetch(
         batch.promise(p.into(), name);
     }
     for received in attestations {
-        if let Some((stdout, stderr)) = &received.outputs {
-            for bytes in [stdout, stderr] {
-                let (_, blob) =
-                    cas::PreparedBlob::new_unless(bytes, |id| reader.has_blob(id).unwrap_or(false));
-                if let Some(blob) = blob {
-                    batch.add_blob(blob);
-                }
-            }
+        if received.new {
             batch.add_attestation(&received.attestation);
             out.attestations_received += 1;
         }
@@ -246,7 +239,6 @@ pub fn fetch(
             out.attestations_received += 1;
         }
     }
-    drop(reader);
     store.write(&batch)?;
     Ok(out)
 }
