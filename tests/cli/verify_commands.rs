@@ -765,7 +765,8 @@ fn log_and_show_mark_each_snapshot_with_its_checks() {
 }
 
 /// `verify --push` whose push fails: an error saying the attestation is recorded here (its
-/// id) but not pushed; the record stays, and answers the next `verify`.
+/// id) but not pushed; the record stays, and answers the next `verify`. With a remote, a
+/// route and an MCP tool push as the command line does.
 #[test]
 fn a_failed_push_after_verify_says_the_attestation_is_recorded_here() {
     let env = Env::new();
@@ -784,6 +785,33 @@ fn a_failed_push_after_verify_says_the_attestation_is_recorded_here() {
     let (code, v) = verify(&env, &[&snap, "--check", "tests", "--", "true"]);
     assert_eq!((code, &v["cached"]), (0, &true.into()), "{v}");
     assert!(v.get("pushed").is_none(), "{v}");
+
+    // With a remote, a route and an MCP tool push too: `push` is no widening.
+    let remote = env.path().join("remote");
+    let (code, v) = env.json(&["remote", "add", "origin", &format!("file://{remote}")]);
+    assert_eq!(code, 0, "{v}");
+    let args = serde_json::json!({
+        "snapshot": snap, "check": "tests", "command": ["true"], "push": true,
+    });
+    let server = Server::start(&env);
+    let (status, answer) = server.client().call("verify", &args).unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["cached"], true, "{answer}");
+    assert_eq!(answer["pushed"]["remote"], "origin", "{answer}");
+    assert_eq!(answer["pushed"]["attestations_sent"], 1, "{answer}");
+    assert!(server.stop().success());
+    let mut mcp = Mcp::start(&env, &[]);
+    mcp.call(1, "verify", args);
+    let (is_error, answer) = mcp.tool_answer(1, Duration::from_secs(60));
+    assert!(!is_error, "{answer}");
+    assert_eq!(
+        answer["pushed"]["attestations_sent"], 0,
+        "sent already: {answer}"
+    );
+    let trees = std::fs::read_dir(remote.join("attestations"))
+        .unwrap()
+        .count();
+    assert_eq!(trees, 1, "the snapshot's tree's folder");
 }
 
 #[test]

@@ -255,8 +255,7 @@ pub(crate) fn fetch(
     }
     let reader = store.reader()?;
     let listing = remote.block_on(list(remote, trees))?;
-    // What is wanted: (tree, id, whether its record is, the signature names).
-    let mut wanted: Vec<(TreeId, AttestationId, Option<Vec<u8>>, Vec<String>)> = Vec::new();
+    let mut wanted: Vec<Wanted> = Vec::new();
     for ((tree, id), listed) in listing {
         // A signature whose record is not there (yet) is not read.
         if !listed.record {
@@ -278,7 +277,12 @@ pub(crate) fn fetch(
         if here.is_some() && signatures.is_empty() {
             continue;
         }
-        wanted.push((tree, id, here.map(|a| a.encode()), signatures));
+        wanted.push(Wanted {
+            tree,
+            id,
+            here,
+            signatures,
+        });
     }
     drop(reader);
     let mut out = Vec::new();
@@ -306,35 +310,47 @@ pub(crate) fn fetch(
     Ok(out)
 }
 
+/// An attestation a fetch wants of the remote: its record unless the store has it
+/// (`here`), and the signatures of it the store lacks (their names).
+struct Wanted {
+    tree: TreeId,
+    id: AttestationId,
+    here: Option<Attestation>,
+    signatures: Vec<String>,
+}
+
+/// A received record's stdout and stderr (`None`: the store had the record).
+type Outputs = Option<(Vec<u8>, Vec<u8>)>;
+
 /// One group of [`fetch`]: each record read and checked (with its outputs, if the store
 /// lacked it), and its wanted signatures.
 fn fetch_group(
     remote: &Remote,
-    wanted: Vec<(TreeId, AttestationId, Option<Vec<u8>>, Vec<String>)>,
-) -> Result<Vec<(ReceivedAttestation, Option<(Vec<u8>, Vec<u8>)>)>, RemoteError> {
+    wanted: Vec<Wanted>,
+) -> Result<Vec<(ReceivedAttestation, Outputs)>, RemoteError> {
     let name = remote.name();
     remote.block_on(async {
         futures_util::stream::iter(wanted.into_iter().map(
-            |(tree, id, here, signatures)| async move {
+            |Wanted {
+                 tree,
+                 id,
+                 here,
+                 signatures,
+             }| async move {
                 let key = record_key(tree, id);
-                let (attestation, outputs, encoding) = match here {
+                let (attestation, outputs) = match here {
                     // Only its new signatures are wanted: they are checked against it.
-                    Some(encoding) => {
-                        let attestation = cas::decode_attestation(id, &encoding).map_err(|e| {
-                            RemoteError::corrupt(name, format!("attestation {id}"), e)
-                        })?;
-                        (attestation, None, encoding)
-                    }
+                    Some(attestation) => (attestation, None),
                     None => {
                         let Some(bytes) = remote.get(&key, MAX_STORED).await? else {
                             // Removed by a remote gc since the listing.
                             return Ok(None);
                         };
                         let (attestation, stdout, stderr) = decode_record(name, tree, id, &bytes)?;
-                        let encoding = attestation.encode();
-                        (attestation, Some((stdout, stderr)), encoding)
+                        (attestation, Some((stdout, stderr)))
                     }
                 };
+                let encoding = attestation.encode();
                 let mut received = Vec::with_capacity(signatures.len());
                 for signature in signatures {
                     let Some(bytes) = remote
@@ -477,7 +493,7 @@ mod tests {
             "x",
             &format!("{id}.sig"),
             &format!("{id}x"),
-            &format!("{}", "A".repeat(64)),
+            &"A".repeat(64),
         ] {
             assert!(parse_name(junk).is_none(), "{junk}");
         }
