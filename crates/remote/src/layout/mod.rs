@@ -11,6 +11,7 @@
 //!                            (a name's parts of 16 hex digits are written `=<part>`: `refs`)
 //! pins/<snapshot id>         a snapshot pushed by id, kept by remote gc until `ref rm ID@REMOTE`
 //! gc/<time>-<nonce>          packs remote gc condemned, deleted by a later gc after the grace
+//! attestations/<tree id>/…   the checks recorded of a tree, in no pack (`attestations`)
 //! ```
 //!
 //! A pack id is the BLAKE3 of the pack's bytes. Snapshots go in the last pack of a push,
