@@ -603,9 +603,10 @@ fn remote_gc_keeps_what_refs_and_pins_reach_and_deletes_the_rest_after_the_grace
     assert_eq!(code, 2, "--grace is for --remote: {v}");
 }
 
-/// Attestations through a folder remote: a signed check and a later one travel by push and
-/// pull; a second store's `checks` and `log` see them with their signer; an old remote
-/// (no `attestations/` folder) pulls as before.
+/// Attestations through a folder remote: a signed check made after a push travels with
+/// the next push and a pull; a second store's `checks` and `log` see it with its signer;
+/// an old remote (no `attestations/` folder) pulls as before; remote gc keeps it while the
+/// snapshot is kept there and for the grace period after.
 #[test]
 fn attestations_travel_through_a_folder_remote() {
     let env = crate::support::Env::new();
@@ -671,4 +672,26 @@ fn attestations_travel_through_a_folder_remote() {
     );
     // Nothing new: nothing comes.
     assert_eq!(b.ok(&["pull", "main"])["attestations_received"], 0);
+
+    // Remote gc: kept while the ref keeps the snapshot; once nothing does, kept still
+    // within the grace period (a push under way elsewhere may be about to need them), and
+    // then removed with their signatures.
+    let removed = |grace: &str| {
+        let gc = a.ok(&["gc", "--remote", "origin", "--grace", grace]);
+        gc["remote"]["attestations_removed"].as_u64().unwrap()
+    };
+    assert_eq!(removed("0"), 0);
+    a.ok(&["ref", "rm", "main@origin"]);
+    assert_eq!(removed("24"), 0);
+    assert_eq!(
+        std::fs::read_dir(folder.join("attestations").join(tree))
+            .unwrap()
+            .count(),
+        2
+    );
+    assert_eq!(removed("0"), 1);
+    let left = std::fs::read_dir(folder.join("attestations").join(tree))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(left, 0);
 }
