@@ -1,6 +1,6 @@
 //! `cairn run` under real Landlock.
 
-use crate::support::{Env, stderr, stdout};
+use crate::support::{Env, pids_in, stderr, stdout, still_running};
 
 fn setup(env: &Env) -> camino::Utf8PathBuf {
     let w = env.path().join("w");
@@ -861,4 +861,84 @@ fn a_command_ended_by_a_signal_exits_128_plus_its_number() {
     let (code, v) = run(&env, &[w.as_str(), "--", "sh", "-c", "kill -TERM $$"]);
     assert_eq!(v["exit_code"], 143, "{v}");
     assert_eq!(code, 143, "{v}");
+}
+
+/// What `run`s left in `tmp`: what is in their private folders (`cairn-run-UID/`), and the
+/// temporary folders and files an older `run` made there (`cairn-run-tmp-*`, `.tmp*`). The
+/// copies of a worktree's secrets a killed run leaves (`cairn-run-secrets-*`) are not
+/// counted: they may be all that is left of them.
+pub(crate) fn tmp_left(tmp: &camino::Utf8Path) -> Vec<String> {
+    let names = |dir: &camino::Utf8Path| -> Vec<String> {
+        match std::fs::read_dir(dir) {
+            Ok(entries) => entries
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect(),
+            Err(_) => Vec::new(),
+        }
+    };
+    let mut left = Vec::new();
+    for name in names(tmp) {
+        if name.starts_with("cairn-run-tmp-") || name.starts_with(".tmp") {
+            left.push(name);
+        } else if name
+            .strip_prefix("cairn-run-")
+            .is_some_and(|uid| uid.parse::<u32>().is_ok())
+        {
+            left.extend(
+                names(&tmp.join(&name))
+                    .into_iter()
+                    .map(|n| format!("{name}/{n}")),
+            );
+        }
+    }
+    left
+}
+
+/// kill -9 of a `cairn run` leaves nothing: the command and what it started die with it,
+/// and the next run removes the private folder it left.
+#[test]
+fn a_killed_run_leaves_no_process_and_no_temporary_folder() {
+    let env = Env::new();
+    let w = setup(&env);
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let script = "sleep 300 & echo $! >> pids; sleep 300 & echo $! >> pids; echo $$ >> pids; wait";
+    let mut child = env
+        .command()
+        .env("TMPDIR", tmp.as_str())
+        .args(["--store", env.store().as_str(), "run", w.as_str()])
+        .args(["--", "sh", "-c", script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = pids_in(&w.join("pids"), 3);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        still_running(&pids),
+        Vec::<u32>::new(),
+        "the command outlived its killed run"
+    );
+    let out = env
+        .command()
+        .env("TMPDIR", tmp.as_str())
+        .args([
+            "--store",
+            env.store().as_str(),
+            "run",
+            w.as_str(),
+            "--",
+            "true",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        tmp_left(&tmp),
+        Vec::<String>::new(),
+        "the next run removed it"
+    );
 }

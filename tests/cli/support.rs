@@ -301,3 +301,56 @@ pub fn read_beneath(root: &Utf8Path, rel: &str) -> std::io::Result<Vec<u8>> {
     std::io::Read::read_to_end(&mut std::fs::File::from(fd), &mut bytes)?;
     Ok(bytes)
 }
+
+/// The process ids written to `file`, one a line, once it holds `n` of them (waits up to 20
+/// seconds for a background command to write them).
+pub fn pids_in(file: &Utf8Path, n: usize) -> Vec<u32> {
+    let started = Instant::now();
+    loop {
+        let pids: Vec<u32> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if pids.len() >= n {
+            return pids;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{file} never named {n} processes: {pids:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether process `pid` runs (a zombie, ended but not yet waited for, does not).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next())
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    })
+}
+
+/// The processes of `pids` still running after up to 5 seconds.
+pub fn still_running(pids: &[u32]) -> Vec<u32> {
+    let started = Instant::now();
+    loop {
+        let running: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+        if running.is_empty() || started.elapsed() > Duration::from_secs(5) {
+            return running;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The mount points at or below `dir` in this process's mount table.
+pub fn mounts_under(dir: &Utf8Path) -> Vec<String> {
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .filter(|point| Utf8Path::new(point).starts_with(dir))
+        .map(str::to_owned)
+        .collect()
+}

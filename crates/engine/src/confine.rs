@@ -294,3 +294,115 @@ pub(crate) fn hidden_dirs(store_dir: &Path, roots: &[&Utf8Path]) -> Vec<PathBuf>
         .chain(runtime)
         .collect()
 }
+
+/// A private folder of this process's in the system's temporary directory,
+/// `cairn-KIND-UID/PID-…` (the `cairn-KIND-UID` folder this user's alone), removed with what
+/// is in it when dropped. One whose process is gone (killed before it could remove it) is
+/// removed by the next one made of its kind, after `clear` was called on it (to detach a
+/// mount its dead process served there). What `run`'s commands get as `$TMPDIR` and where
+/// `verify`'s views are made.
+#[derive(Debug)]
+pub struct ProcessDir {
+    path: PathBuf,
+}
+
+impl ProcessDir {
+    /// A new empty folder of kind `kind` (`run`, `verify`).
+    pub fn new(kind: &str, clear: fn(&Path)) -> Result<ProcessDir, ConfineError> {
+        let parent = kinds_dir(kind)?;
+        for stale in stale_dirs(&parent) {
+            clear(&stale);
+            remove_all(&stale);
+        }
+        let made = tempfile::Builder::new()
+            .prefix(&format!("{}-", std::process::id()))
+            .tempdir_in(&parent)
+            .map_err(|source| ConfineError::Io {
+                path: parent.clone(),
+                source,
+            })?;
+        // Kept by this guard, not by tempfile's (which would not undo a chmod).
+        let path = made.keep();
+        let path = std::fs::canonicalize(&path).map_err(|source| ConfineError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(ProcessDir { path })
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for ProcessDir {
+    fn drop(&mut self) {
+        remove_all(&self.path);
+    }
+}
+
+/// `cairn-KIND-UID` in the system's temporary directory, made if missing, refused unless
+/// it is a directory (not a link) of this user's that no one else may enter.
+fn kinds_dir(kind: &str) -> Result<PathBuf, ConfineError> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let uid = rustix::process::getuid().as_raw();
+    let dir = std::env::temp_dir().join(format!("cairn-{kind}-{uid}"));
+    let io = |source| ConfineError::Io {
+        path: dir.clone(),
+        source,
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io(e)),
+    }
+    let meta = std::fs::symlink_metadata(&dir).map_err(io)?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(io(std::io::Error::other(
+            "not a private directory of this user's (remove it)",
+        )));
+    }
+    Ok(dir)
+}
+
+/// The folders in `parent` whose process is gone.
+fn stale_dirs(parent: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok());
+            !pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
+        })
+        .map(|entry| entry.path())
+        .collect()
+}
+
+/// Removes `path` and what is below it, making directories a command made unwritable
+/// writable again first if that is what stops it.
+fn remove_all(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if std::fs::remove_dir_all(path).is_ok() || std::fs::symlink_metadata(path).is_err() {
+        return;
+    }
+    let mut pending = vec![path.to_owned()];
+    while let Some(dir) = pending.pop() {
+        if !std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            pending.extend(entries.flatten().map(|e| e.path()));
+        }
+    }
+    if let Err(e) = std::fs::remove_dir_all(path) {
+        tracing::warn!(path = %path.display(), error = %e, "could not remove a private folder");
+    }
+}

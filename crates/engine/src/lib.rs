@@ -108,8 +108,8 @@ pub use cas::OpenOptions;
 pub use cas::{Progress, Silent};
 // Outcomes name tree paths by these, so an embedder needs no other crate for them.
 pub use confine::{
-    Captured, Change, ConfineError, Confined, Denial, DenialsUnknown, Output, PutBack, Ran,
-    Sandbox, SandboxPolicy, SavedSecrets, WideningError,
+    Captured, Change, ConfineError, Confined, Denial, DenialsUnknown, Output, ProcessDir, PutBack,
+    Ran, Sandbox, SandboxPolicy, SavedSecrets, WideningError,
 };
 pub use engine::{Call, Engine};
 pub use error::{

@@ -3,13 +3,13 @@
 //! so no `unsafe` `pre_exec` runs in a process that may have many threads.
 
 use std::ffi::OsString;
-use std::io::Read;
+use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use cairn_engine::{
-    Captured, ConfineError, Confined, DenialsUnknown, Output, PutBack, Ran, Sandbox, SandboxPolicy,
-    SavedSecrets,
+    Captured, ConfineError, Confined, DenialsUnknown, Output, ProcessDir, PutBack, Ran, Sandbox,
+    SandboxPolicy, SavedSecrets,
 };
 use path_policy::{BeneathError, Root};
 
@@ -25,8 +25,8 @@ const GRANT_REFUSED: i32 = 232;
 const REFUSED: &str = "refused: ";
 
 /// Confines commands with Landlock through a helper: the program `helper`, given `args`
-/// and then `POLICY SCRATCH REPORT -- COMMAND…`, calls [`exec`] with those (`cairn`'s
-/// hidden `__sandbox-exec`).
+/// and then `POLICY SCRATCH REPORT -- COMMAND…`, calls [`exec`] with those, and given
+/// `args` and then `--reap`, calls [`reap`] (`cairn`'s hidden `__sandbox-exec`).
 #[derive(Debug, Clone)]
 pub struct Landlock {
     helper: PathBuf,
@@ -74,33 +74,45 @@ impl Sandbox for Landlock {
 
     fn run(&self, confined: &Confined<'_>) -> Result<Ran, ConfineError> {
         let policy = confined.policy;
-        let scratch = tempfile::Builder::new()
-            .prefix("cairn-run-tmp-")
-            .tempdir()
-            .map_err(io(&std::env::temp_dir()))?;
-        // The sandbox opens every writable path without following a symlink.
-        let scratch_dir = std::fs::canonicalize(scratch.path()).map_err(io(scratch.path()))?;
+        // Named after this process, so that the next run removes it if this one is killed.
+        let private = ProcessDir::new("run", |_| {})?;
+        let scratch = private.path().join("tmp");
+        std::fs::create_dir(&scratch).map_err(io(&scratch))?;
+        let report = private.path().join("report");
+        std::fs::File::create(&report).map_err(io(&report))?;
         let policy_json = serde_json::to_string(policy).map_err(|e| ConfineError::Io {
-            path: scratch_dir.clone(),
+            path: scratch.clone(),
             source: std::io::Error::other(e),
         })?;
-        let report = tempfile::NamedTempFile::new().map_err(io(&std::env::temp_dir()))?;
+        let spawn_error = |source| ConfineError::Spawn {
+            command: format!("{:?}", confined.command),
+            source,
+        };
+        // The command gets a process group of its own, led by a reaper that kills it when
+        // this process ends however it ends (a kill -9 too), so that nothing it started
+        // outlives it; unless it is a person's terminal's (its job control needs the
+        // command in the foreground group).
+        let terminal =
+            !matches!(confined.output, Output::Capture { .. }) && std::io::stdin().is_terminal();
+        let reaper = if terminal {
+            None
+        } else {
+            Some(Reaper::start(&self.helper, &self.args).map_err(spawn_error)?)
+        };
         let mut cmd = Command::new(&self.helper);
         cmd.args(&self.args)
             .arg(&policy_json)
-            .arg(&scratch_dir)
-            .arg(report.path())
+            .arg(&scratch)
+            .arg(&report)
             .arg("--")
             .args(confined.command);
         cmd.current_dir(confined.dir)
             .envs(confined.env.iter().map(|(k, v)| (k, v)))
             .env("CAIRN_SANDBOX", policy.label())
-            .env("TMPDIR", scratch.path());
-        if confined.timeout.is_some() {
-            // A group of its own, so a timeout kills what it started too (a shell's
-            // children would otherwise outlive it, holding its output open).
+            .env("TMPDIR", &scratch);
+        if let Some(reaper) = &reaper {
             use std::os::unix::process::CommandExt;
-            cmd.process_group(0);
+            cmd.process_group(reaper.group());
         }
         if policy.network() {
             cmd.env_remove("CAIRN_SANDBOX_NETWORK_DISABLED");
@@ -122,20 +134,24 @@ impl Sandbox for Landlock {
             SandboxPolicy::DangerFullAccess => Err(DenialsUnknown::Unconfined),
             _ => DenialLog::open().map_err(|e| DenialsUnknown::Log(e.into())),
         };
-        let spawn_error = |source| ConfineError::Spawn {
-            command: format!("{:?}", confined.command),
-            source,
-        };
         let mut child = cmd.spawn().map_err(spawn_error)?;
         let pid = child.id();
         let (stdout, stderr) = match confined.output {
             Output::Capture { limit } => capture(&mut child, limit),
             _ => (None, None),
         };
-        let (status, timed_out) = match confined.timeout {
-            None => (child.wait().map_err(spawn_error)?, false),
-            Some(limit) => wait_for(&mut child, limit).map_err(spawn_error)?,
+        let (status, timed_out) = match (confined.timeout, &reaper) {
+            (Some(limit), Some(reaper)) => {
+                wait_for(&mut child, limit, reaper).map_err(spawn_error)?
+            }
+            _ => (child.wait().map_err(spawn_error)?, false),
         };
+        if confined.timeout.is_none()
+            && let Some(reaper) = reaper
+        {
+            // Without a timeout, what the command started may outlive it, as before.
+            reaper.disarm();
+        }
         let stdout = stdout.map(|r| r.join().unwrap_or_default());
         let stderr = stderr.map(|r| r.join().unwrap_or_default());
         let signal = std::os::unix::process::ExitStatusExt::signal(&status);
@@ -145,7 +161,7 @@ impl Sandbox for Landlock {
         if exit_code == SANDBOX_UNAVAILABLE {
             return Err(ConfineError::Unavailable);
         }
-        let reported = std::fs::read_to_string(report.path()).unwrap_or_default();
+        let reported = std::fs::read_to_string(&report).unwrap_or_default();
         if let (GRANT_REFUSED, Some(why)) = (exit_code, reported.strip_prefix(REFUSED)) {
             return Err(ConfineError::Grant(why.to_owned()));
         }
@@ -165,24 +181,17 @@ impl Sandbox for Landlock {
     }
 }
 
-/// Waits for `child`, the leader of a process group of its own, at most `limit`; then kills
+/// Waits for `child`, in the process group `reaper` leads, at most `limit`; then kills
 /// the group. Either way what is left of the group is killed once the leader is gone, so
 /// nothing it started holds its output open. Returns its status, and whether it timed out.
 fn wait_for(
     child: &mut Child,
     limit: std::time::Duration,
+    reaper: &Reaper,
 ) -> std::io::Result<(std::process::ExitStatus, bool)> {
     // A limit too far to count is none.
     let deadline = std::time::Instant::now().checked_add(limit);
-    let group = i32::try_from(child.id())
-        .ok()
-        .and_then(rustix::process::Pid::from_raw);
-    let kill_group = || {
-        if let Some(group) = group {
-            // Gone already (ESRCH) is what is hoped for.
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        }
-    };
+    let kill_group = || reaper.kill_group();
     loop {
         if let Some(status) = child.try_wait()? {
             kill_group();
@@ -199,6 +208,97 @@ fn wait_for(
     }
     kill_group();
     Ok((child.wait()?, true))
+}
+
+/// The leader of a command's process group: a helper process (`HELPER ARGS… --reap`,
+/// [`reap`]) that kills its group, itself with it, when its stdin, a pipe from this
+/// process, ends without a word: when this process ends, however it ends. Dropped, it kills
+/// the group and is waited for; [`Reaper::disarm`] lets the group live on instead.
+struct Reaper {
+    child: Child,
+    group: rustix::process::Pid,
+    armed: bool,
+}
+
+impl Reaper {
+    fn start(helper: &Path, args: &[OsString]) -> std::io::Result<Reaper> {
+        use std::os::unix::process::CommandExt;
+        let mut child = Command::new(helper)
+            .args(args)
+            .arg(REAP)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let group = i32::try_from(child.id())
+            .ok()
+            .and_then(rustix::process::Pid::from_raw);
+        match group {
+            Some(group) => Ok(Reaper {
+                child,
+                group,
+                armed: true,
+            }),
+            None => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(std::io::Error::other("the reaper has no process id"))
+            }
+        }
+    }
+
+    /// Its process group's id, for the command to join.
+    fn group(&self) -> i32 {
+        self.group.as_raw_nonzero().get()
+    }
+
+    fn kill_group(&self) {
+        // Gone already (ESRCH) is what is hoped for.
+        let _ = rustix::process::kill_process_group(self.group, rustix::process::Signal::KILL);
+    }
+
+    /// Tells it to end without killing its group, and waits for it.
+    fn disarm(mut self) {
+        use std::io::Write as _;
+        if let Some(mut stdin) = self.child.stdin.take() {
+            let _ = stdin.write_all(b"x");
+        }
+        let _ = self.child.wait();
+        self.armed = false;
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if self.armed {
+            self.kill_group();
+        }
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The argument that makes the helper the reaper of its process group ([`reap`]).
+const REAP: &str = "--reap";
+
+/// The reaper ([`Reaper`]): waits for its stdin to end; unless a byte came first, kills its
+/// process group (itself with it).
+pub fn reap() -> ! {
+    let mut byte = [0u8; 1];
+    let mut stdin = std::io::stdin().lock();
+    let told = loop {
+        match stdin.read(&mut byte) {
+            Ok(0) => break false,
+            Ok(_) => break true,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break false,
+        }
+    };
+    if !told {
+        let _ = rustix::process::kill_current_process_group(rustix::process::Signal::KILL);
+    }
+    std::process::exit(0)
 }
 
 type Reading = std::thread::JoinHandle<Captured>;
@@ -237,6 +337,9 @@ fn capture(child: &mut Child, limit: usize) -> (Option<Reading>, Option<Reading>
 pub fn exec(policy_json: &str, scratch: &Path, report: &Path, command: &[OsString]) -> ! {
     use std::io::Write as _;
     use std::os::unix::process::CommandExt;
+    // Killed when the process that started it ends, however it ends (what the command
+    // starts is killed by its group's reaper); the setting outlives the exec below.
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     // Opened before the sandbox closes it off; closed on exec.
     let mut report = std::fs::OpenOptions::new().write(true).open(report).ok();
     let policy: SandboxPolicy = match serde_json::from_str(policy_json) {
@@ -279,9 +382,11 @@ pub fn exec(policy_json: &str, scratch: &Path, report: &Path, command: &[OsStrin
 }
 
 /// [`exec`] with its arguments as the helper is given them: `POLICY SCRATCH REPORT --
-/// COMMAND…` (for a helper that has no parser of its own); exits 2 if they are not that.
+/// COMMAND…`, or [`reap`] for `--reap` (for a helper that has no parser of its own); exits 2
+/// if they are not that.
 pub fn exec_args(args: &[OsString]) -> ! {
     match args {
+        [reaper] if reaper == REAP => reap(),
         [policy, scratch, report, dashes, command @ ..] if dashes == "--" => {
             let Some(policy) = policy.to_str() else {
                 eprintln!("cairn: the sandbox policy is not UTF-8");

@@ -27,6 +27,6 @@ mod helper;
 mod policy;
 mod putback;
 
-pub use helper::{Landlock, SANDBOX_UNAVAILABLE, exec, exec_args};
+pub use helper::{Landlock, SANDBOX_UNAVAILABLE, exec, exec_args, reap};
 pub use policy::{Enforced, SandboxError, enforce};
 pub use putback::SecretCopy;

@@ -63,14 +63,19 @@ impl From<Args> for RunOptions {
     }
 }
 
-// The sandbox helper's arguments (`POLICY SCRATCH REPORT -- COMMAND…`); hidden, so it has
-// no help text.
+// The sandbox helper's arguments (`POLICY SCRATCH REPORT -- COMMAND…`, or `--reap`);
+// hidden, so it has no help text.
 #[derive(clap::Args, Debug)]
 #[command(name = "__sandbox-exec", hide = true, display_order = 17)]
 pub struct SandboxExecArgs {
-    policy: String,
-    scratch: PathBuf,
-    report: PathBuf,
+    #[arg(long, exclusive = true)]
+    reap: bool,
+    #[arg(required_unless_present = "reap")]
+    policy: Option<String>,
+    #[arg(required_unless_present = "reap")]
+    scratch: Option<PathBuf>,
+    #[arg(required_unless_present = "reap")]
+    report: Option<PathBuf>,
     #[arg(last = true)]
     command: Vec<std::ffi::OsString>,
 }
@@ -197,9 +202,15 @@ fn denial_notes(o: &RunOutcome) -> Vec<String> {
 }
 
 /// The hidden helper `__sandbox-exec`: confine this process to the policy, then become the
-/// command.
+/// command; or, with `--reap`, lead the command's process group and kill it when `cairn`
+/// ends.
 pub fn sandbox_exec(args: &SandboxExecArgs) -> ! {
-    sandbox::exec(&args.policy, &args.scratch, &args.report, &args.command)
+    match (&args.policy, &args.scratch, &args.report) {
+        (Some(policy), Some(scratch), Some(report)) if !args.reap => {
+            sandbox::exec(policy, scratch, report, &args.command)
+        }
+        _ => sandbox::reap(),
+    }
 }
 
 impl Human for verbs::Run {
