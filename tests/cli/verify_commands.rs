@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::mcp_client::Mcp;
-use crate::support::{Env, Server, stdout};
+use crate::support::{Env, Server, mounts_under, pids_in, stdout, still_running};
 
 /// A small Python project whose test passes, onboarded: its folder and snapshot.
 fn project(env: &Env, name: &str) -> (Utf8PathBuf, String) {
@@ -824,4 +824,281 @@ fn a_check_ended_by_a_signal_fails_and_names_it() {
     assert_eq!(v["signal"], 15, "{v}");
     assert_eq!(v["timed_out"], false, "{v}");
     assert!(v["message"].as_str().unwrap().contains("signal 15"), "{v}");
+}
+
+/// `cairn serve` of `env`'s store with `TMPDIR` at `tmp` (where its views are made), FUSE
+/// turned off if `no_fuse`.
+fn serve_in(env: &Env, tmp: &Utf8Path, no_fuse: bool) -> Server {
+    std::fs::create_dir_all(tmp).unwrap();
+    let mut command = env.command();
+    command
+        .env("TMPDIR", tmp.as_str())
+        .args(["--store", env.store().as_str(), "serve"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if no_fuse {
+        command.env("CAIRN_NO_FUSE", "1");
+    }
+    let child = command.spawn().unwrap();
+    let socket = cairn_client::Client::socket_of(&env.store());
+    let started = Instant::now();
+    while cairn_client::Client::connect(&socket).is_err() {
+        assert!(started.elapsed() < Duration::from_secs(20), "no server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Server { child, socket }
+}
+
+/// The one view folder in `tmp` once one is there: its `view/` is the check's directory.
+fn the_view(tmp: &Utf8Path) -> Utf8PathBuf {
+    use std::os::unix::fs::MetadataExt as _;
+    let started = Instant::now();
+    loop {
+        if let [one] = views_left(tmp).as_slice() {
+            let uid = std::fs::metadata(tmp).unwrap().uid();
+            return tmp
+                .join(format!("cairn-verify-{uid}"))
+                .join(one)
+                .join("view");
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no view appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A project with what a listing tells apart: nested folders, an executable, a symlink, an
+/// empty file.
+fn rich_project(env: &Env) -> String {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (dir, _) = project(env, "rich");
+    std::fs::create_dir_all(dir.join("src/deep/er")).unwrap();
+    std::fs::write(dir.join("src/deep/er/leaf.txt"), "leaf\n").unwrap();
+    std::fs::write(dir.join("src/empty"), "").unwrap();
+    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho hi\n").unwrap();
+    std::fs::set_permissions(dir.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("src/deep/er/leaf.txt", dir.join("link")).unwrap();
+    let (code, v) = env.json(&["snapshot", dir.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    v["snapshot"].as_str().unwrap().to_owned()
+}
+
+/// Lists the view: each path's kind, mode and link target, then each file's hash.
+const LISTING: &str = "find . -printf '%p %y %m %l\\n' | LC_ALL=C sort && find . -type f | LC_ALL=C sort | xargs sha256sum";
+
+/// A check through a server runs in a FUSE mount of the snapshot: it sees exactly the
+/// files a checkout shows (same listing and bytes), its writes stay out of the store and
+/// the worktree, a write outside the view is refused by Landlock on the mount, and the
+/// mount and its folder are gone afterwards. With FUSE turned off the server checks out.
+#[test]
+fn through_a_server_the_view_is_a_mount_that_shows_what_a_checkout_shows() {
+    let env = Env::new();
+    let snap = rich_project(&env);
+    let tmp = env.path().join("tmp");
+    let outside = env.path().join("outside.txt");
+
+    // The command line with no server: a checkout.
+    let (code, checkout) = verify_in(
+        &env,
+        &tmp,
+        &[
+            &snap,
+            "--check",
+            "listed-checkout",
+            "--",
+            "sh",
+            "-c",
+            LISTING,
+        ],
+    );
+    assert_eq!(code, 0, "{checkout}");
+    assert_eq!(checkout["view"], "checkout", "{checkout}");
+
+    let server = serve_in(&env, &tmp, false);
+    let (code, mounted) = verify_in(
+        &env,
+        &tmp,
+        &[&snap, "--check", "listed-mount", "--", "sh", "-c", LISTING],
+    );
+    assert_eq!(code, 0, "{mounted}");
+    assert_eq!(mounted["view"], "mount", "{mounted}");
+    let log = |name: &str| {
+        let (code, v) = env.json(&["checks", &snap, "--log", name]);
+        assert_eq!(code, 0, "{v}");
+        v["log"]["stdout"].as_str().unwrap().to_owned()
+    };
+    let listed = log("listed-mount");
+    assert!(
+        listed.contains("./src/deep/er/leaf.txt f 644 \n"),
+        "{listed}"
+    );
+    assert!(listed.contains("./link l 777"), "{listed}");
+    assert_eq!(
+        listed,
+        log("listed-checkout"),
+        "the mount shows what a checkout shows"
+    );
+
+    // Writes go to the view's layer; outside it they are refused.
+    let script = format!(
+        "echo changed > calc.py && mkdir -p new/dir && echo x > new/dir/f && cat calc.py new/dir/f; echo pwned > {outside}; echo $?"
+    );
+    let (code, v) = verify_in(
+        &env,
+        &tmp,
+        &[&snap, "--check", "writes", "--", "sh", "-c", &script],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["view"], "mount", "{v}");
+    let written = log("writes");
+    assert!(written.starts_with("changed\nx\n"), "{written}");
+    assert_ne!(written.lines().last(), Some("0"), "{written}");
+    assert!(!outside.exists(), "the check wrote outside its mount");
+    let shown = env.cairn(&["show", &format!("{snap}:calc.py")]);
+    assert_eq!(shown.stdout, b"def add(a, b):\n    return a + b\n");
+    assert_eq!(views_left(&tmp), Vec::<String>::new());
+    assert_eq!(mounts_under(&tmp), Vec::<String>::new());
+    assert!(server.stop().success());
+
+    let server = serve_in(&env, &tmp, true);
+    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "no-fuse", "--", "true"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["view"], "checkout", "{v}");
+    assert!(server.stop().success());
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 0, "{v}");
+}
+
+/// Many checks at once through one server, each in a mount of its own, all gone after.
+#[test]
+fn many_checks_at_once_through_a_server_each_get_a_mount() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let tmp = env.path().join("tmp");
+    let server = serve_in(&env, &tmp, false);
+    let started: Vec<_> = (0..6)
+        .map(|i| {
+            env.command()
+                .args(["--store", env.store().as_str(), "--json", "verify", &snap])
+                .args(["--check", &format!("c{i}"), "--", "sh", "-c"])
+                .arg(format!(
+                    "python3 test_calc.py && echo {i} > mine && sleep 1 && cat mine"
+                ))
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for (i, child) in started.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(out.status.code(), Some(0), "{v}");
+        assert_eq!(v["view"], "mount", "{v}");
+        let (_, log) = env.json(&["checks", &snap, "--log", &format!("c{i}")]);
+        assert_eq!(
+            log["log"]["stdout"].as_str().unwrap(),
+            format!("1 passed\n{i}\n"),
+            "each check saw its own writes alone"
+        );
+    }
+    assert_eq!(views_left(&tmp), Vec::<String>::new());
+    assert_eq!(mounts_under(&tmp), Vec::<String>::new());
+    assert!(server.stop().success());
+}
+
+/// Writes the shell's pid and two children's into `pids` in the view, then waits.
+const TWO_SLEEPS: &str =
+    "sleep 300 & echo $! >> pids; sleep 300 & echo $! >> pids; echo $$ >> pids; wait";
+
+/// kill -9 of a `cairn verify` while its check runs leaves nothing: the check's processes
+/// die with it, nothing is recorded, and the next verify removes the view.
+#[test]
+fn a_verify_killed_while_its_check_runs_leaves_nothing_running_or_recorded() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = env
+        .command()
+        .env("TMPDIR", tmp.as_str())
+        .args(["--store", env.store().as_str(), "verify", &snap])
+        .args(["--check", "slow", "--", "sh", "-c", TWO_SLEEPS])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pids = pids_in(&the_view(&tmp).join("pids"), 3);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        still_running(&pids),
+        Vec::<u32>::new(),
+        "the check outlived its killed verify"
+    );
+    assert!(checks(&env, &snap).is_empty(), "nothing was recorded");
+    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "next", "--", "true"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        views_left(&tmp),
+        Vec::<String>::new(),
+        "the next verify removed it"
+    );
+    assert_eq!(tmp_left(&tmp), Vec::<String>::new());
+    assert_eq!(checks(&env, &snap).len(), 1);
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 0, "{v}");
+}
+
+/// kill -9 of the server whose mount is a check's view: the check's processes die with it,
+/// nothing is recorded, and the next verify detaches the mount left and removes its folder.
+#[test]
+fn a_killed_server_leaves_no_check_running_and_its_mount_is_cleared_next_time() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let tmp = env.path().join("tmp");
+    let mut server = serve_in(&env, &tmp, false);
+    let client = env
+        .command()
+        .args(["--store", env.store().as_str(), "verify", &snap])
+        .args(["--check", "slow", "--", "sh", "-c", TWO_SLEEPS])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let view = the_view(&tmp);
+    let pids = pids_in(&view.join("pids"), 3);
+    assert_eq!(mounts_under(&tmp), vec![view.to_string()]);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let _ = client.wait_with_output();
+    assert_eq!(
+        still_running(&pids),
+        Vec::<u32>::new(),
+        "the check outlived the process serving its view"
+    );
+    assert!(checks(&env, &snap).is_empty(), "nothing was recorded");
+    // No server now: the command line checks out, and clears what the dead one left.
+    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "next", "--", "true"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        mounts_under(&tmp),
+        Vec::<String>::new(),
+        "the stale mount was detached"
+    );
+    assert_eq!(
+        views_left(&tmp),
+        Vec::<String>::new(),
+        "and its folder removed"
+    );
+    assert_eq!(checks(&env, &snap).len(), 1);
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 0, "{v}");
+}
+
+/// What `run`s left in `tmp`: private folders of processes that are gone, or the temporary
+/// folders and files an older `run` made (`cairn-run-tmp-*`, `.tmp*`).
+fn tmp_left(tmp: &Utf8Path) -> Vec<String> {
+    crate::run_commands::tmp_left(tmp)
 }

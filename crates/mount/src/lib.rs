@@ -97,7 +97,14 @@ pub enum FuseUnavailable {
     /// The kernel refused the mount (not permitted, or no FUSE in it).
     #[error("{0}")]
     Refused(#[source] std::io::Error),
+    /// Turned off by the environment.
+    #[error("turned off: {NO_FUSE} is set")]
+    TurnedOff,
 }
+
+/// The environment variable that, set (to anything but empty or `0`), makes FUSE
+/// unavailable to cairn: no mount is made, and `verify` checks out its view instead.
+pub const NO_FUSE: &str = "CAIRN_NO_FUSE";
 
 /// What failed in making, ending, materializing or recovering a mount (see
 /// [`MountError::Failed`], which names the mount point).
@@ -215,9 +222,14 @@ impl std::fmt::Debug for Mounted {
     }
 }
 
-/// Whether the kernel can serve a FUSE mount for this process.
+/// Whether the kernel can serve a FUSE mount for this process (and [`NO_FUSE`] does not
+/// turn it off). Whether a mount is permitted shows only when one is made
+/// ([`Mounted::start`]).
 pub fn fuse_available() -> Result<(), FuseUnavailable> {
     use std::os::unix::fs::FileTypeExt;
+    if std::env::var_os(NO_FUSE).is_some_and(|v| !v.is_empty() && v != "0") {
+        return Err(FuseUnavailable::TurnedOff);
+    }
     match std::fs::metadata("/dev/fuse") {
         Ok(m) if m.file_type().is_char_device() => Ok(()),
         Ok(_) => Err(FuseUnavailable::NotTheDevice),

@@ -2,16 +2,21 @@
 //! uses, and recorded as an attestation of the snapshot's tree (`cas::Attestation`); or,
 //! when the same check of the same tree is recorded already, that record.
 //!
-//! The view is a checkout of the snapshot's tree into a private folder under the system's
-//! temporary directory (`cairn-verify-UID/PID-…`), unregistered, removed when the check
-//! ends whatever happened. One that a killed `verify` left is removed by the next `verify`
-//! of any store (its process is gone). It is not a FUSE mount yet: a mount registers a
-//! worktree and serves it from a process of its own, which a `verify` killed half way would
-//! leave behind.
+//! The view lives in a private folder of the verifying process's under the system's
+//! temporary directory (`cairn-verify-UID/PID-…`, a [`ProcessDir`]), unregistered. Where this
+//! engine holds its store open (`cairn serve`, a library's engine) and FUSE is available,
+//! it is a mount of the snapshot served by this process (the `mount` crate, as `cairn mount`
+//! serves one) with a layer of its own in that folder: ready at once, nothing copied, and
+//! the check's writes stay in the layer. Else it is a checkout of the snapshot's tree there
+//! (a command line opens the store per call: serving a mount from it would hold the store
+//! for the check's whole run). Either way it goes when the check ends, whatever happened:
+//! the mount is unmounted, then the folder removed. One that a killed `verify` left (its
+//! process is gone) is removed by the next `verify` of any store, its mount, no longer
+//! served, detached first.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
@@ -21,9 +26,10 @@ use cas::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::confine::{Captured, ConfineError, Confined, Output, SandboxPolicy};
+use crate::confine::{Captured, ConfineError, Confined, Output, ProcessDir, SandboxPolicy};
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::{Code, Error, IoError};
+use crate::mounts::mount_error;
 use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
 
@@ -113,6 +119,10 @@ pub struct VerifyOutcome {
     pub timed_out: bool,
     /// Whether the answer is a record made before (the command did not run).
     pub cached: bool,
+    /// The view the command ran in (none when `cached`): `mount`, a FUSE mount of the
+    /// snapshot with a throwaway layer, or `checkout`, a throwaway copy of its files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<ViewKind>,
     /// How long the command ran.
     pub duration_ms: u64,
     /// Whether the attestation is signed (by this call's key, or before).
@@ -134,6 +144,16 @@ pub struct VerifyPushed {
     pub objects_sent: u64,
     /// Attestations (records and signatures) sent; 0 if the remote had them all.
     pub attestations_sent: u64,
+}
+
+/// The kind of view a check ran in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ViewKind {
+    /// A FUSE mount of the snapshot with a layer of its own, dropped afterwards.
+    Mount,
+    /// A checkout of the snapshot's files, removed afterwards.
+    Checkout,
 }
 
 /// Why a check was not run or not recorded.
@@ -304,109 +324,50 @@ fn host() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
-/// A throwaway folder for one check's view, removed when dropped.
+/// One check's throwaway view of a snapshot, in a private folder of this process's: `view/`
+/// (the check's working directory) and, for a mount, `layer/` (its layer). Dropped, the
+/// mount is unmounted (detached if still in use) and then the folder removed.
 struct View {
-    dir: Utf8PathBuf,
-}
-
-/// The folder the views of this user's checks are made in: `cairn-verify-UID` in the
-/// system's temporary directory, this user's alone.
-fn views_dir() -> Result<Utf8PathBuf, Error> {
-    let tmp = std::env::temp_dir();
-    let tmp = Utf8PathBuf::from_path_buf(tmp)
-        .unwrap_or_else(|p| Utf8PathBuf::from(p.to_string_lossy().into_owned()));
-    let uid = rustix::process::getuid().as_raw();
-    let dir = tmp.join(format!("cairn-verify-{uid}"));
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(IoError::new(&dir, e).into()),
-    }
-    // Not a link someone else put there, and not another user's.
-    let meta = std::fs::symlink_metadata(&dir).map_err(|e| IoError::new(&dir, e))?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(IoError::new(
-            &dir,
-            std::io::Error::other("not a private directory of this user's (remove it)"),
-        )
-        .into());
-    }
-    Ok(dir)
-}
-
-/// Removes the views whose `verify` is gone (killed before it could).
-fn remove_stale_views(dir: &Utf8Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let pid = name
-            .to_str()
-            .and_then(|n| n.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok());
-        let alive = pid.is_some_and(|p| std::path::Path::new(&format!("/proc/{p}")).exists());
-        if !alive {
-            remove_all(&entry.path());
-        }
-    }
-}
-
-/// Removes `path` and what is below it, making directories the command made unwritable
-/// writable again first if that is what stops it.
-fn remove_all(path: &std::path::Path) {
-    if std::fs::remove_dir_all(path).is_ok() || !path.exists() {
-        return;
-    }
-    for entry in walkdir_dirs(path) {
-        let _ = std::fs::set_permissions(&entry, std::fs::Permissions::from_mode(0o700));
-    }
-    if let Err(e) = std::fs::remove_dir_all(path) {
-        tracing::warn!(path = %path.display(), error = %e, "could not remove a verify view");
-    }
-}
-
-/// Every directory at and below `root`, links not followed.
-fn walkdir_dirs(root: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut pending = vec![root.to_owned()];
-    while let Some(dir) = pending.pop() {
-        let is_dir = std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir());
-        if !is_dir {
-            continue;
-        }
-        let _ = std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700));
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            pending.extend(entries.flatten().map(|e| e.path()));
-        }
-        out.push(dir);
-    }
-    out
+    mounted: Option<mount::Mounted>,
+    root: Utf8PathBuf,
+    layer: Utf8PathBuf,
+    /// Removed last, when dropped after the mount.
+    _dir: ProcessDir,
 }
 
 impl View {
-    /// A new empty view folder, named after this process so that a later `verify` can tell
-    /// it was left behind.
-    fn new() -> Result<View, Error> {
-        let parent = views_dir()?;
-        remove_stale_views(&parent);
-        let made = tempfile::Builder::new()
-            .prefix(&format!("{}-", std::process::id()))
-            .tempdir_in(&parent)
-            .map_err(|e| IoError::new(&parent, e))?;
-        // Kept by this guard, not by tempfile's (which would not undo a chmod).
-        let dir = made.keep();
-        let dir = std::fs::canonicalize(&dir).map_err(|e| IoError::new(dir.display(), e))?;
-        let dir = Utf8PathBuf::from_path_buf(dir)
-            .map_err(|p| IoError::new(p.display(), std::io::Error::other("not UTF-8")))?;
-        Ok(View { dir })
+    fn kind(&self) -> ViewKind {
+        match self.mounted {
+            Some(_) => ViewKind::Mount,
+            None => ViewKind::Checkout,
+        }
     }
 }
 
 impl Drop for View {
     fn drop(&mut self) {
-        remove_all(self.dir.as_std_path());
+        if let Some(mounted) = self.mounted.take()
+            && let Err(e) = mounted.unmount(true)
+        {
+            tracing::warn!("verify view: {e}");
+        }
     }
+}
+
+/// Detaches the mount of a view whose process is gone (a killed `verify`), so its folder
+/// can be removed.
+fn clear_stale_view(dir: &std::path::Path) {
+    if let Some(root) = Utf8Path::from_path(&dir.join(VIEW)) {
+        mount::clear_stale(root);
+    }
+}
+
+/// The view's folder in its private folder.
+const VIEW: &str = "view";
+
+fn utf8(path: std::path::PathBuf) -> Result<Utf8PathBuf, Error> {
+    Utf8PathBuf::from_path_buf(path)
+        .map_err(|p| IoError::new(p.display(), std::io::Error::other("not UTF-8")).into())
 }
 
 impl Engine {
@@ -461,16 +422,14 @@ impl Engine {
         let store_dir = std::fs::canonicalize(self.store_path())
             .map_err(|e| IoError::new(self.store_path(), e))?;
 
-        let view = View::new()?;
-        {
-            let store = self.store(Access::Read)?;
-            let reader = store.reader()?;
-            fs_manager::write_tree(&reader, tree, &view.dir, call.progress)?;
-        }
+        let view = self.view(call, &options.snapshot, snapshot)?;
+        let mut hidden = crate::confine::hidden_dirs(&store_dir, &[&view.root]);
+        // The layer is the mount's: the check sees its writes through the mount alone.
+        hidden.push(view.layer.clone().into_std_path_buf());
         let policy = SandboxPolicy::WorkspaceWrite {
-            writable_roots: vec![view.dir.clone().into_std_path_buf()],
+            writable_roots: vec![view.root.clone().into_std_path_buf()],
             read_only_subpaths: Vec::new(),
-            hidden: crate::confine::hidden_dirs(&store_dir, &[&view.dir]),
+            hidden,
             network: options.network,
         };
         let command: Vec<OsString> = check.command.iter().map(OsString::from).collect();
@@ -485,7 +444,7 @@ impl Engine {
             .run(&Confined {
                 policy: &policy,
                 command: &command,
-                dir: view.dir.as_std_path(),
+                dir: view.root.as_std_path(),
                 output: Output::Capture {
                     limit: MAX_CHECK_OUTPUT,
                 },
@@ -503,6 +462,7 @@ impl Engine {
                 },
             })?;
         let duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let view_kind = view.kind();
         drop(view);
 
         let mut batch = WriteBatch::new();
@@ -545,8 +505,65 @@ impl Engine {
             None => false,
         };
         self.store(Access::Write)?.write(&batch)?;
-        let answer = outcome(id, snapshot, &attestation, false, signed);
+        let mut answer = outcome(id, snapshot, &attestation, false, signed);
+        answer.view = Some(view_kind);
         self.push_checked(call, options.push, answer)
+    }
+
+    /// A throwaway view of `snapshot` (named `spec` by the call): a mount served here if
+    /// this engine holds its store open and FUSE is available, else a checkout.
+    fn view(&self, call: &Call, spec: &str, snapshot: SnapshotId) -> Result<View, Error> {
+        let dir = ProcessDir::new("verify", clear_stale_view).map_err(|source| {
+            CheckRunError::Confine {
+                snapshot: spec.to_owned(),
+                source,
+            }
+        })?;
+        let root = utf8(dir.path().join(VIEW))?;
+        let layer = utf8(dir.path().join("layer"))?;
+        std::fs::create_dir(&root).map_err(|e| IoError::new(&root, e))?;
+        let (tree, created) = {
+            let store = self.store(Access::Read)?;
+            let snap = store.reader()?.snapshot(snapshot)?;
+            (snap.tree, snap.created)
+        };
+        let mut view = View {
+            mounted: None,
+            root,
+            layer,
+            _dir: dir,
+        };
+        if let Some(shared) = self.shared_store() {
+            let readers: mount::Readers = Arc::new(move || {
+                shared
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .reader()
+            });
+            let started = mount::Mounted::start(
+                mount::FuseMountOptions {
+                    root: view.root.clone(),
+                    layer: view.layer.clone(),
+                    base: Some(tree),
+                    base_time: std::time::SystemTime::UNIX_EPOCH
+                        + Duration::from_secs(created.as_second().max(0).unsigned_abs()),
+                    read_only: false,
+                },
+                readers,
+            );
+            match started {
+                Ok(mounted) => {
+                    view.mounted = Some(mounted);
+                    return Ok(view);
+                }
+                Err(mount::MountError::Unavailable { .. }) => {}
+                Err(e) => return Err(mount_error(e)),
+            }
+        }
+        let store = self.store(Access::Read)?;
+        let reader = store.reader()?;
+        fs_manager::write_tree(&reader, tree, &view.root, call.progress)?;
+        Ok(view)
     }
 
     /// Signs the recorded attestation `id` with `key` unless that key signed it already;
@@ -620,6 +637,7 @@ fn outcome(
         signal: attestation.exit.signal,
         timed_out: attestation.exit.timed_out,
         cached,
+        view: None,
         duration_ms: attestation.duration_ms,
         signed,
         message,
@@ -660,7 +678,7 @@ impl Engine {
 }
 
 verb! {
-    /// Run a check against a snapshot in a throwaway view of it (a private checkout), confined as `run` is (it may write only in the view and a private $TMPDIR; no network unless allowed), killed after `timeout` seconds, and record it as an attestation of the snapshot's tree: name, command, env values, exit status, duration, start time, host, cairn version, stdout and stderr. The same check of the same tree recorded before (by any snapshot with that tree) is the answer at once (`cached`), unless `rerun`. With `sign`, the attestation is signed with that SSH key; with `push`, it is pushed (with the snapshot) to the default remote. A failed check is a refusal. The command runs where the engine runs, with no stdin.
+    /// Run a check against a snapshot in a throwaway view of it (a FUSE mount with its own layer where the engine holds its store open and FUSE is available, else a private checkout), confined as `run` is (it may write only in the view and a private $TMPDIR; no network unless allowed), killed after `timeout` seconds, and record it as an attestation of the snapshot's tree: name, command, env values, exit status, duration, start time, host, cairn version, stdout and stderr. The same check of the same tree recorded before (by any snapshot with that tree) is the answer at once (`cached`), unless `rerun`. With `sign`, the attestation is signed with that SSH key; with `push`, it is pushed (with the snapshot) to the default remote. A failed check is a refusal. The command runs where the engine runs, with no stdin.
     Verify(VerifyOptions) -> VerifyOutcome = "verify" via verify [Route, Tool];
 }
 
