@@ -1102,3 +1102,29 @@ fn a_killed_server_leaves_no_check_running_and_its_mount_is_cleared_next_time() 
 fn tmp_left(tmp: &Utf8Path) -> Vec<String> {
     crate::run_commands::tmp_left(tmp)
 }
+
+/// What a check starts in a session of its own (`setsid`, out of its process group) runs
+/// on, as it would beside a checkout, but does not hold the verify: the mount of its view
+/// is detached, and the verify answers.
+#[test]
+fn what_a_check_starts_outside_its_process_group_does_not_hold_the_verify() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let tmp = env.path().join("tmp");
+    let server = serve_in(&env, &tmp, false);
+    let script = "setsid sleep 60 </dev/null >/dev/null 2>&1 & echo $! > pid; cat pid";
+    let started = Instant::now();
+    let (code, v) = verify_in(&env, &tmp, &[&snap, "--", "sh", "-c", script]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["view"], "mount", "{v}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "the verify waited for what its check left running"
+    );
+    assert_eq!(mounts_under(&tmp), Vec::<String>::new());
+    assert_eq!(views_left(&tmp), Vec::<String>::new());
+    let (_, log) = env.json(&["checks", &snap, "--log", "sh"]);
+    let pid = log["log"]["stdout"].as_str().unwrap().trim();
+    Command::new("kill").args(["-KILL", pid]).status().unwrap();
+    assert!(server.stop().success());
+}

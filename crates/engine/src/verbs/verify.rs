@@ -346,13 +346,35 @@ impl View {
 
 impl Drop for View {
     fn drop(&mut self) {
-        if let Some(mounted) = self.mounted.take()
-            && let Err(e) = mounted.unmount(true)
-        {
-            tracing::warn!("verify view: {e}");
+        let Some(mounted) = self.mounted.take() else {
+            return;
+        };
+        // Detached at once; but its session ends only once nothing uses it, which a process
+        // the check started out of its group (`setsid`) puts off for as long as it runs:
+        // waited for a while, then left to end on its own.
+        let (done, ended) = std::sync::mpsc::channel();
+        let unmounting = std::thread::Builder::new()
+            .name("verify-unmount".to_owned())
+            .spawn(move || {
+                let _ = done.send(mounted.unmount(true));
+            });
+        if let Err(e) = unmounting {
+            tracing::warn!("verify view {}: {e}", self.root);
+            return;
+        }
+        match ended.recv_timeout(UNMOUNT_WAIT) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::warn!("verify view: {e}"),
+            Err(_) => tracing::warn!(
+                "verify view {}: still in use by a process the check left running; its mount ends when that process does",
+                self.root
+            ),
         }
     }
 }
+
+/// How long a view's unmount is waited for.
+const UNMOUNT_WAIT: Duration = Duration::from_secs(2);
 
 /// Detaches the mount of a view whose process is gone (a killed `verify`), so its folder
 /// can be removed.
