@@ -1052,49 +1052,65 @@ fn a_verify_killed_while_its_check_runs_leaves_nothing_running_or_recorded() {
 }
 
 /// kill -9 of the server whose mount is a check's view: the check's processes die with it,
-/// nothing is recorded, and the next verify detaches the mount left and removes its folder.
+/// nothing is recorded, and the next verify (or a `recover`) detaches the mount left and
+/// removes its folder.
 #[test]
 fn a_killed_server_leaves_no_check_running_and_its_mount_is_cleared_next_time() {
     let env = Env::new();
-    let (_, snap) = project(&env, "p");
+    let (dir, snap) = project(&env, "p");
     let tmp = env.path().join("tmp");
-    let mut server = serve_in(&env, &tmp, false);
-    let client = env
-        .command()
-        .args(["--store", env.store().as_str(), "verify", &snap])
-        .args(["--check", "slow", "--", "sh", "-c", TWO_SLEEPS])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let view = the_view(&tmp);
-    let pids = pids_in(&view.join("pids"), 3);
-    assert_eq!(mounts_under(&tmp), vec![view.to_string()]);
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
-    let _ = client.wait_with_output();
-    assert_eq!(
-        still_running(&pids),
-        Vec::<u32>::new(),
-        "the check outlived the process serving its view"
-    );
-    assert!(checks(&env, &snap).is_empty(), "nothing was recorded");
-    // No server now: the command line checks out, and clears what the dead one left.
-    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "next", "--", "true"]);
-    assert_eq!(code, 0, "{v}");
-    assert_eq!(
-        mounts_under(&tmp),
-        Vec::<String>::new(),
-        "the stale mount was detached"
-    );
-    assert_eq!(
-        views_left(&tmp),
-        Vec::<String>::new(),
-        "and its folder removed"
-    );
-    assert_eq!(checks(&env, &snap).len(), 1);
-    let (code, v) = env.json(&["fsck"]);
-    assert_eq!(code, 0, "{v}");
+    for clear_by_recover in [false, true] {
+        let mut server = serve_in(&env, &tmp, false);
+        let client = env
+            .command()
+            .args(["--store", env.store().as_str(), "verify", &snap])
+            .args(["--check", "slow", "--", "sh", "-c", TWO_SLEEPS])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let view = the_view(&tmp);
+        let pids = pids_in(&view.join("pids"), 3);
+        assert_eq!(mounts_under(&tmp), vec![view.to_string()]);
+        server.child.kill().unwrap();
+        server.child.wait().unwrap();
+        let _ = client.wait_with_output();
+        assert_eq!(
+            still_running(&pids),
+            Vec::<u32>::new(),
+            "the check outlived the process serving its view"
+        );
+        assert!(
+            checks(&env, &snap).iter().all(|c| c["check"] != "slow"),
+            "nothing was recorded"
+        );
+        if clear_by_recover {
+            let out = env
+                .command()
+                .env("TMPDIR", tmp.as_str())
+                .args(["--store", env.store().as_str(), "recover", dir.as_str()])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", crate::support::stderr(&out));
+        } else {
+            // No server now: the command line checks out, and clears what the dead one left.
+            let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "next", "--", "true"]);
+            assert_eq!(code, 0, "{v}");
+            assert_eq!(v["view"], "checkout", "{v}");
+        }
+        assert_eq!(
+            mounts_under(&tmp),
+            Vec::<String>::new(),
+            "the stale mount was detached"
+        );
+        assert_eq!(
+            views_left(&tmp),
+            Vec::<String>::new(),
+            "and its folder removed"
+        );
+        let (code, v) = env.json(&["fsck"]);
+        assert_eq!(code, 0, "{v}");
+    }
 }
 
 /// What `run`s left in `tmp`: private folders of processes that are gone, or the temporary

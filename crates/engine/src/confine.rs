@@ -310,10 +310,7 @@ impl ProcessDir {
     /// A new empty folder of kind `kind` (`run`, `verify`).
     pub fn new(kind: &str, clear: fn(&Path)) -> Result<ProcessDir, ConfineError> {
         let parent = kinds_dir(kind)?;
-        for stale in stale_dirs(&parent) {
-            clear(&stale);
-            remove_all(&stale);
-        }
+        remove_stale(&parent, clear);
         let made = tempfile::Builder::new()
             .prefix(&format!("{}-", std::process::id()))
             .tempdir_in(&parent)
@@ -333,6 +330,23 @@ impl ProcessDir {
     /// Where it is.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Removes the folders of kind `kind` whose process is gone, after calling `clear` on
+    /// each (what [`ProcessDir::new`] does first).
+    pub fn remove_stale(kind: &str, clear: fn(&Path)) {
+        let uid = rustix::process::getuid().as_raw();
+        remove_stale(
+            &std::env::temp_dir().join(format!("cairn-{kind}-{uid}")),
+            clear,
+        );
+    }
+}
+
+fn remove_stale(parent: &Path, clear: fn(&Path)) {
+    for stale in stale_dirs(parent) {
+        clear(&stale);
+        remove_all(&stale);
     }
 }
 

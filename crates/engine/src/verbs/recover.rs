@@ -1,4 +1,5 @@
-//! `recover [DIR]`: an operation a crash interrupted finished or rolled back.
+//! `recover [DIR]`: an operation a crash interrupted finished or rolled back (and the views
+//! killed `verify`s left removed).
 
 use camino::Utf8PathBuf;
 use serde::{Deserialize, Serialize};
@@ -37,6 +38,8 @@ impl Engine {
     /// `cairn recover [DIR]`.
     pub fn recover(&self, call: &Call, options: RecoverOptions) -> Result<RecoverOutcome, Error> {
         let dir = call.dir(options.dir.as_deref());
+        // What a killed `verify` left, whichever worktree this is about.
+        crate::verbs::verify::remove_stale_views();
         let store = self.store(Access::Write)?;
         // A repository left half way by `merge --checkout` (registered as a worktree or not).
         let recovered = match self.git() {

@@ -376,6 +376,15 @@ impl Drop for View {
 /// How long a view's unmount is waited for.
 const UNMOUNT_WAIT: Duration = Duration::from_secs(2);
 
+/// Removes the views whose process is gone (a killed `verify`, or server), their mounts
+/// detached first (what the next `verify` does first; `recover` too).
+pub(crate) fn remove_stale_views() {
+    ProcessDir::remove_stale(VIEWS, clear_stale_view);
+}
+
+/// The kind of the views' private folders (`cairn-verify-UID`).
+const VIEWS: &str = "verify";
+
 /// Detaches the mount of a view whose process is gone (a killed `verify`), so its folder
 /// can be removed.
 fn clear_stale_view(dir: &std::path::Path) {
@@ -535,12 +544,11 @@ impl Engine {
     /// A throwaway view of `snapshot` (named `spec` by the call): a mount served here if
     /// this engine holds its store open and FUSE is available, else a checkout.
     fn view(&self, call: &Call, spec: &str, snapshot: SnapshotId) -> Result<View, Error> {
-        let dir = ProcessDir::new("verify", clear_stale_view).map_err(|source| {
-            CheckRunError::Confine {
+        let dir =
+            ProcessDir::new(VIEWS, clear_stale_view).map_err(|source| CheckRunError::Confine {
                 snapshot: spec.to_owned(),
                 source,
-            }
-        })?;
+            })?;
         let root = utf8(dir.path().join(VIEW))?;
         let layer = utf8(dir.path().join("layer"))?;
         std::fs::create_dir(&root).map_err(|e| IoError::new(&root, e))?;
