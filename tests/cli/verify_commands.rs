@@ -935,6 +935,12 @@ fn through_a_server_the_view_is_a_mount_that_shows_what_a_checkout_shows() {
         "{listed}"
     );
     assert!(listed.contains("./link l 777"), "{listed}");
+    let human = env.cairn(&["verify", &snap, "--check", "human", "--", "true"]);
+    assert!(
+        stdout(&human).contains("ms, in a mount): attestation"),
+        "{}",
+        stdout(&human)
+    );
     assert_eq!(
         listed,
         log("listed-checkout"),

@@ -1,7 +1,7 @@
 //! `cairn verify SNAP -- CMD…`: a check run against a snapshot in a throwaway view, and
 //! recorded as an attestation of its tree (or answered from the one recorded).
 
-use cairn_engine::{Request, VerifyOptions, VerifyOutcome, verbs};
+use cairn_engine::{Request, VerifyOptions, VerifyOutcome, ViewKind, verbs};
 use camino::Utf8PathBuf;
 
 use crate::commands::{IntoRequest, Requested};
@@ -92,10 +92,15 @@ fn verify(o: &VerifyOutcome) -> String {
     } else {
         format!("exit {}", o.exit_code)
     };
+    let view = match o.view {
+        Some(ViewKind::Mount) => ", in a mount",
+        Some(ViewKind::Checkout) => ", in a checkout",
+        None => "",
+    };
     let cached = if o.cached { ", recorded before" } else { "" };
     let signed = if o.signed { ", signed" } else { "" };
     let mut out = format!(
-        "check {} {result} ({how}, {} ms{cached}{signed}): attestation {}\n",
+        "check {} {result} ({how}, {} ms{view}{cached}{signed}): attestation {}\n",
         o.check, o.duration_ms, o.attestation
     );
     if let Some(p) = &o.pushed {
