@@ -1150,3 +1150,53 @@ fn what_a_check_starts_outside_its_process_group_does_not_hold_the_verify() {
     Command::new("kill").args(["-KILL", pid]).status().unwrap();
     assert!(server.stop().success());
 }
+
+/// kill -9 of a `cairn verify` while its view is being checked out: nothing ran, nothing is
+/// recorded, and the next verify removes the half-written view.
+#[test]
+fn a_verify_killed_while_its_view_is_made_leaves_nothing() {
+    let env = Env::new();
+    let (dir, _) = project(&env, "p");
+    for d in 0..40 {
+        let sub = dir.join(format!("d{d}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..50 {
+            std::fs::write(sub.join(format!("f{f}")), format!("{d} {f}\n").repeat(50)).unwrap();
+        }
+    }
+    let (code, v) = env.json(&["snapshot", dir.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let snap = v["snapshot"].as_str().unwrap().to_owned();
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut child = env
+        .command()
+        .env("TMPDIR", tmp.as_str())
+        .args(["--store", env.store().as_str(), "verify", &snap])
+        .args(["--check", "slow", "--", "sh", "-c", "echo ran > ran"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while views_left(&tmp).is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(20), "no view");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let view = the_view(&tmp);
+    assert!(!view.join("ran").exists(), "killed before its check ran");
+    assert!(checks(&env, &snap).is_empty(), "nothing was recorded");
+    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "next", "--", "true"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        views_left(&tmp),
+        Vec::<String>::new(),
+        "the next verify removed it"
+    );
+    assert_eq!(mounts_under(&tmp), Vec::<String>::new());
+    assert_eq!(checks(&env, &snap).len(), 1);
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 0, "{v}");
+}
