@@ -1200,3 +1200,89 @@ fn a_verify_killed_while_its_view_is_made_leaves_nothing() {
     let (code, v) = env.json(&["fsck"]);
     assert_eq!(code, 0, "{v}");
 }
+
+/// A check has no network unless `--network`: its connection to a listener on this host
+/// fails the check; with `--network` the same connection succeeds.
+#[test]
+fn a_check_reaches_the_network_only_with_network() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepting = std::thread::spawn(move || listener.accept().map(|_| ()));
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{port}");
+    let (code, v) = verify(
+        &env,
+        &[&snap, "--check", "offline", "--", "bash", "-c", &connect],
+    );
+    assert_eq!(code, 1, "no network without --network: {v}");
+    assert_eq!(v["passed"], false, "{v}");
+    let (code, v) = verify(
+        &env,
+        &[
+            &snap,
+            "--check",
+            "online",
+            "--network",
+            "--",
+            "bash",
+            "-c",
+            &connect,
+        ],
+    );
+    assert_eq!(code, 0, "--network lets it connect: {v}");
+    accepting.join().unwrap().unwrap();
+}
+
+/// Checks sent to one server run at the same time: each of four waits for a word that the
+/// test sends only once all four are connected, so run one after another the first would
+/// wait until its timeout and fail.
+#[test]
+fn checks_through_one_server_run_at_the_same_time() {
+    use std::io::Write as _;
+    const CHECKS: usize = 4;
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let server = Server::start(&env);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let barrier = std::thread::spawn(move || {
+        let mut waiting = Vec::new();
+        for _ in 0..CHECKS {
+            waiting.push(listener.accept().unwrap().0);
+        }
+        for mut stream in waiting {
+            stream.write_all(b"go\n").unwrap();
+        }
+    });
+    let wait_for_all =
+        format!("exec 3<>/dev/tcp/127.0.0.1/{port}; read -r word <&3; test \"$word\" = go");
+    let runs: Vec<_> = (0..CHECKS)
+        .map(|i| {
+            let name = format!("barrier-{i}");
+            env.command()
+                .arg("--store")
+                .arg(env.store().as_str())
+                .arg("--json")
+                .args(["verify", &snap, "--check", &name, "--network"])
+                .args(["--timeout", "30", "--", "bash", "-c", &wait_for_all])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for run in runs {
+        let out = run.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&out),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    barrier.join().unwrap();
+    assert_eq!(checks(&env, &snap).len(), CHECKS);
+    assert!(server.stop().success());
+}
