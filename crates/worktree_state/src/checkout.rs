@@ -72,19 +72,7 @@ pub fn checkout(
 ) -> Result<WorktreeCheckoutOutcome, CheckoutError> {
     let reader = store.reader()?;
     let snap = reader.snapshot(snapshot)?;
-    // Names were checked when the trees were decoded; whole paths are checked here, before
-    // anything is written. This walk keeps only counts: the trees are read again to write.
-    let counted = survey(&reader, snap.tree, |path| {
-        path_policy::check_path(path.as_bytes())
-            .err()
-            .map(|e| e.reason())
-    })?;
-    if let Some((path, reason)) = counted.refused {
-        return Err(CheckoutError::Refused {
-            path: path.to_fs_path(dest.as_std_path()),
-            reason,
-        });
-    }
+    let counted = checked(&reader, snap.tree, dest)?;
     // One checkout into a folder at a time: the emptiness check below must still hold when
     // writing starts.
     let _dest_busy = ws.locks.lock(dest);
@@ -225,6 +213,16 @@ pub fn write_tree(
     dest: &Utf8Path,
     progress: &dyn Progress,
 ) -> Result<(u64, u64), CheckoutError> {
+    let counted = checked(reader, tree, dest)?;
+    hydrate(reader, dest, tree, &counted, progress)?;
+    Ok((counted.files, counted.bytes))
+}
+
+/// The files of `tree` counted, or the first path that may not be written beneath `dest`
+/// refused. Names were checked when the trees were decoded; whole paths are checked here,
+/// before anything is written. This walk keeps only counts: the trees are read again to
+/// write.
+fn checked(reader: &Reader, tree: TreeId, dest: &Utf8Path) -> Result<Survey, CheckoutError> {
     let counted = survey(reader, tree, |path| {
         path_policy::check_path(path.as_bytes())
             .err()
@@ -236,8 +234,7 @@ pub fn write_tree(
             reason,
         });
     }
-    hydrate(reader, dest, tree, &counted, progress)?;
-    Ok((counted.files, counted.bytes))
+    Ok(counted)
 }
 
 /// What a walk of a snapshot's trees found, before anything is written.
