@@ -33,7 +33,8 @@
 //! limits                             how large a request's arguments may be (as JSON)
 //! verbs                              the verbs, one module each (verbs/, declared by build.rs)
 //! view, reversible, objects,         what several verbs share: comparing trees, undo and
-//! remotes, transfer, policy          redo, refs, remotes and fetching, grants
+//! remotes, transfer, policy,         redo, refs, remotes and fetching, grants, the base
+//! ancestry                           of several snapshots' changes
 //! worktrees                          worktree types the worktree verbs share
 //! mounts                             worktrees served by this engine (FUSE)
 //! engine                             Engine, Call, resolving snapshot names
@@ -80,6 +81,7 @@
 //! ```
 #![deny(clippy::unwrap_used)]
 
+mod ancestry;
 mod confine;
 mod engine;
 mod error;
@@ -107,6 +109,7 @@ mod worktrees;
 pub use cas::OpenOptions;
 pub use cas::{Progress, Silent};
 // Outcomes name tree paths by these, so an embedder needs no other crate for them.
+pub use ancestry::AncestryError;
 pub use confine::{
     Captured, Change, ConfineError, Confined, Denial, DenialsUnknown, Output, ProcessDir, PutBack,
     Ran, Sandbox, SandboxPolicy, SavedSecrets, WideningError,

@@ -1,11 +1,10 @@
 //! `combine`: several snapshots' changes merged into one new snapshot, inside the store.
 
-use std::collections::{HashMap, VecDeque};
-
 use cas::{SnapshotId, TreeId};
 use fs_manager::RegistryWrite as _;
 use serde::{Deserialize, Serialize};
 
+use crate::ancestry::{Named, base_of};
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::{Code, Error};
 use crate::git::GitCombine;
@@ -96,25 +95,6 @@ pub enum CombineError {
         /// How many were given.
         given: usize,
     },
-    /// One snapshot named twice.
-    #[error("combine: snapshot {id} is named twice ({first}, {second}); name each snapshot once")]
-    Twice {
-        /// The first name given for it.
-        first: String,
-        /// The second.
-        second: String,
-        /// The snapshot.
-        id: SnapshotId,
-    },
-    /// No snapshot is an ancestor of all of them.
-    #[error(
-        "combine: snapshots {} have no common ancestor in their history; name one with --base",
-        .snapshots.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-    )]
-    NoBase {
-        /// The snapshots.
-        snapshots: Vec<SnapshotId>,
-    },
     /// An engine opened without a git backend, whose merge combine uses.
     #[error("combine: this engine has no git support (it was opened without a git backend)")]
     NoGit,
@@ -126,8 +106,7 @@ impl CombineError {
     /// Its code.
     pub fn code(&self) -> Code {
         match self {
-            CombineError::TooFew { .. } | CombineError::Twice { .. } => Code::Usage,
-            CombineError::NoBase { .. } => Code::NoBase,
+            CombineError::TooFew { .. } => Code::Usage,
             CombineError::NoGit => Code::NoGit,
         }
     }
@@ -151,27 +130,22 @@ impl Engine {
         let store = self.store(Access::Write)?;
         let (parents, base, base_tree, trees) = {
             let reader = store.reader()?;
-            let mut parents: Vec<SnapshotId> = Vec::new();
-            for spec in &options.snapshots {
-                let id = resolve_snapshot(&reader, &call.cwd, spec)?;
-                if let Some(at) = parents.iter().position(|p| *p == id) {
-                    return Err(CombineError::Twice {
-                        first: options.snapshots[at].clone(),
-                        second: spec.clone(),
-                        id,
-                    }
-                    .into());
-                }
-                parents.push(id);
-            }
+            let named = options
+                .snapshots
+                .iter()
+                .map(|spec| Ok((spec.as_str(), resolve_snapshot(&reader, &call.cwd, spec)?)))
+                .collect::<Result<Vec<_>, Error>>()?;
             let base = match &options.base {
-                Some(spec) => resolve_snapshot(&reader, &call.cwd, spec)?,
-                None => nearest_common_ancestor(&reader, &parents)?.ok_or_else(|| {
-                    CombineError::NoBase {
-                        snapshots: parents.clone(),
-                    }
-                })?,
+                Some(spec) => Some(resolve_snapshot(&reader, &call.cwd, spec)?),
+                None => None,
             };
+            let named = Named {
+                verb: "combine",
+                snapshots: &named,
+                advice: "; name one with --base",
+            };
+            let base = base_of(&reader, &named, base)?;
+            let parents: Vec<SnapshotId> = named.snapshots.iter().map(|&(_, id)| id).collect();
             let base_tree = reader.snapshot(base)?.tree;
             let trees = parents
                 .iter()
@@ -240,41 +214,6 @@ impl Engine {
             message: None,
         })
     }
-}
-
-/// The nearest snapshot that is an ancestor of (or is) every one of `snapshots`: of the
-/// common ancestors, the one with the fewest steps from them all together (then the
-/// smallest id), walking parents history gc kept. `None` if their histories never meet.
-pub(crate) fn nearest_common_ancestor(
-    reader: &cas::Reader,
-    snapshots: &[SnapshotId],
-) -> Result<Option<SnapshotId>, Error> {
-    let mut steps: HashMap<SnapshotId, (usize, u64)> = HashMap::new();
-    for &start in snapshots {
-        let mut seen = HashMap::from([(start, 0u64)]);
-        let mut queue = VecDeque::from([start]);
-        while let Some(id) = queue.pop_front() {
-            let depth = seen[&id];
-            for parent in reader.snapshot(id)?.parents {
-                // History gc pruned (or never fetched) is not walked.
-                if seen.contains_key(&parent) || !reader.has_snapshot(parent)? {
-                    continue;
-                }
-                seen.insert(parent, depth + 1);
-                queue.push_back(parent);
-            }
-        }
-        for (id, depth) in seen {
-            let entry = steps.entry(id).or_insert((0, 0));
-            entry.0 += 1;
-            entry.1 += depth;
-        }
-    }
-    Ok(steps
-        .into_iter()
-        .filter(|(_, (reached, _))| *reached == snapshots.len())
-        .min_by_key(|&(id, (_, total))| (total, id))
-        .map(|(id, _)| id))
 }
 
 // What the verb of this module says of itself beyond its types (see `VerbSpec`).

@@ -8,12 +8,12 @@ use cas::{ObjectId, SnapshotId, TreeId};
 use path_policy::RepoPathBuf;
 use serde::{Deserialize, Serialize};
 
+use crate::ancestry::{Named, base_of};
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::{Code, Error};
 use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
 use crate::verbs::checks::{CheckEntry, ChecksOptions};
-use crate::verbs::combine::nearest_common_ancestor;
 use crate::view::stored_changes;
 
 /// `compare SNAP SNAP… [--base SNAP]`.
@@ -111,25 +111,6 @@ pub enum CompareError {
         /// How many were given.
         given: usize,
     },
-    /// One snapshot named twice.
-    #[error("compare: snapshot {id} is named twice ({first}, {second}); name each snapshot once")]
-    Twice {
-        /// The first name given for it.
-        first: String,
-        /// The second.
-        second: String,
-        /// The snapshot.
-        id: SnapshotId,
-    },
-    /// No snapshot is an ancestor of all of them.
-    #[error(
-        "compare: snapshots {} have no common ancestor in their history; name one with --base",
-        .snapshots.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-    )]
-    NoBase {
-        /// The snapshots.
-        snapshots: Vec<SnapshotId>,
-    },
     /// A name resolved to another snapshot while `compare` ran (a ref moved).
     #[error("compare: {spec} named snapshot {was}, then {now} (it moved); compare again")]
     Moved {
@@ -148,8 +129,7 @@ impl CompareError {
     /// Its code.
     pub fn code(&self) -> Code {
         match self {
-            CompareError::TooFew { .. } | CompareError::Twice { .. } => Code::Usage,
-            CompareError::NoBase { .. } => Code::NoBase,
+            CompareError::TooFew { .. } => Code::Usage,
             CompareError::Moved { .. } => Code::RefMoved,
         }
     }
@@ -176,27 +156,22 @@ impl Engine {
         }
         let store = self.store(Access::Read)?;
         let reader = store.reader()?;
-        let mut ids: Vec<SnapshotId> = Vec::with_capacity(options.snapshots.len());
-        for spec in &options.snapshots {
-            let id = resolve_snapshot(&reader, &call.cwd, spec)?;
-            if let Some(at) = ids.iter().position(|p| *p == id) {
-                return Err(CompareError::Twice {
-                    first: options.snapshots[at].clone(),
-                    second: spec.clone(),
-                    id,
-                }
-                .into());
-            }
-            ids.push(id);
-        }
+        let named = options
+            .snapshots
+            .iter()
+            .map(|spec| Ok((spec.as_str(), resolve_snapshot(&reader, &call.cwd, spec)?)))
+            .collect::<Result<Vec<_>, Error>>()?;
         let base = match &options.base {
-            Some(spec) => resolve_snapshot(&reader, &call.cwd, spec)?,
-            None => {
-                nearest_common_ancestor(&reader, &ids)?.ok_or_else(|| CompareError::NoBase {
-                    snapshots: ids.clone(),
-                })?
-            }
+            Some(spec) => Some(resolve_snapshot(&reader, &call.cwd, spec)?),
+            None => None,
         };
+        let named = Named {
+            verb: "compare",
+            snapshots: &named,
+            advice: "; name one with --base",
+        };
+        let base = base_of(&reader, &named, base)?;
+        let ids: Vec<SnapshotId> = named.snapshots.iter().map(|&(_, id)| id).collect();
         let base_tree = reader.snapshot(base)?.tree;
 
         let mut snapshots = Vec::with_capacity(ids.len());
