@@ -85,9 +85,10 @@ pub use worktree_scope::{
 };
 pub use worktree_state::checkout::write_tree;
 pub use worktree_state::{
-    CaptureError, CaptureOptions, CaptureOutcome, CheckoutError, GitProbe, Interrupted, LiveState,
-    RecoverError, RollbackError, RootChanged, WorktreeCheckoutOptions, WorktreeCheckoutOutcome,
-    WorktreeError, WorktreeOnboardOptions, WorktreeOnboardOutcome, WorktreeRecoverOutcome,
-    WorktreeRollbackOptions, WorktreeRollbackOutcome, find_worktree, list_worktrees,
+    CaptureError, CaptureOptions, CaptureOutcome, CheckoutError, GitProbe, Interrupted,
+    LiveCapture, LiveState, MakeTarget, RecoverError, RollbackError, RootChanged,
+    WorktreeCheckoutOptions, WorktreeCheckoutOutcome, WorktreeError, WorktreeOnboardOptions,
+    WorktreeOnboardOutcome, WorktreeRecoverOutcome, WorktreeRollbackOptions,
+    WorktreeRollbackOutcome, find_worktree, list_worktrees,
 };
 pub use worktrees::Worktrees;

@@ -87,6 +87,20 @@ impl Worktrees {
         worktree_state::rollback::rollback(&self.kept, store, path, target, options)
     }
 
+    /// Captures the worktree's live state, makes a target of it with `make`, and makes
+    /// the worktree equal that target as one change set; `None` when `make` made none and
+    /// nothing was recorded (see [`worktree_state::rollback::rebase`]).
+    pub fn rebase<E: From<RollbackError>>(
+        &self,
+        store: &Store,
+        path: &Utf8Path,
+        onto: SnapshotId,
+        make: crate::MakeTarget<'_, E>,
+        options: &WorktreeRollbackOptions<'_>,
+    ) -> Result<Option<WorktreeRollbackOutcome>, E> {
+        worktree_state::rollback::rebase(&self.kept, store, path, onto, options, "rebase", make)
+    }
+
     /// A named snapshot on the worktree's checkpoint stack (onboarding `dir` if needed).
     pub fn checkpoint(
         &self,

@@ -54,5 +54,5 @@ pub use journal::Interrupted;
 pub use kept::Kept;
 pub use records::{find as find_worktree, list as list_worktrees};
 pub use recover::WorktreeRecoverOutcome;
-pub use rollback::{WorktreeRollbackOptions, WorktreeRollbackOutcome};
+pub use rollback::{LiveCapture, MakeTarget, WorktreeRollbackOptions, WorktreeRollbackOutcome};
 pub use root::RootChanged;

@@ -39,6 +39,18 @@ impl Pending<'_> {
         self.batch.set_journal(root, Some(journal));
     }
 
+    /// Stores its blobs and trees now, ahead of the rest (which refers to them): so that
+    /// what reads only the store sees the captured files, while the snapshot, head and op
+    /// log wait for [`commit`](Pending::commit). Unreferenced until then; gc drops them if
+    /// the rest is never committed.
+    pub fn store_contents(&mut self, store: &Store) -> Result<(), cas::WriteError> {
+        let contents = self.batch.take_contents();
+        if !contents.is_empty() {
+            store.write(&contents)?;
+        }
+        Ok(())
+    }
+
     /// Stores everything (if there is anything) in one transaction: every id in it
     /// survives a crash once this returns.
     pub fn commit(self, store: &Store) -> Result<(), cas::WriteError> {

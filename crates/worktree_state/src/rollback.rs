@@ -125,12 +125,98 @@ pub fn restore(
     op: &str,
     edit: &dyn Fn(&mut worktree_registry::WorktreeRecord),
 ) -> Result<WorktreeRollbackOutcome, RollbackError> {
-    let held = crate::held::hold(ws, store, path)?;
-    let record = held.record.clone();
-    let target_tree = store.reader()?.snapshot(target)?.tree;
-    let root = record.root.clone();
+    let restored =
+        restore_to::<RollbackError>(ws, store, path, Toward::Stored(target), options, op, edit)?;
+    Ok(restored.expect("a stored target is always restored to"))
+}
 
-    let message = format!("live state before {op} to {}", target.short(12));
+/// The live state a [`rebase`] captured, handed to the step that makes its target.
+pub struct LiveCapture<'p, 'a> {
+    /// The worktree root.
+    pub root: &'p Utf8Path,
+    /// The head before the capture.
+    pub head: Option<SnapshotId>,
+    /// The captured state: a new snapshot (parent: the head), stored only with the change
+    /// set, or the head itself if nothing changed since it.
+    pub snapshot: SnapshotId,
+    tree: TreeId,
+    pending: &'p mut Pending<'a>,
+    store: &'p Store,
+}
+
+impl LiveCapture<'_, '_> {
+    /// The captured tree, its trees and blobs stored (ahead of the snapshot, head and op
+    /// log, which wait for the change set), so that what reads only the store sees it.
+    pub fn stored_tree(&mut self) -> Result<TreeId, RollbackError> {
+        self.pending
+            .store_contents(self.store)
+            .map_err(|e| RollbackError::Store(e.into()))?;
+        Ok(self.tree)
+    }
+}
+
+/// Makes the target from the live state: `Some` snapshot, stored by then, to restore to;
+/// `None` to record nothing at all (the capture included).
+pub type MakeTarget<'f, E> =
+    &'f mut dyn FnMut(&mut LiveCapture<'_, '_>) -> Result<Option<SnapshotId>, E>;
+
+/// `rebase`: captures the live state of the worktree holding `path` as [`rollback`] does,
+/// hands it to `make`, and makes the worktree equal the snapshot `make` returns, recorded
+/// as `op` in one change set (the capture first, as for a rollback), so `undo` brings the
+/// live state back. If `make` returns `None` or fails, nothing is recorded: the worktree's
+/// files, head and op log are as they were (the capture's trees and blobs may be stored,
+/// unreferenced). `onto` is named in the capture's message.
+pub fn rebase<E: From<RollbackError>>(
+    ws: &Kept,
+    store: &Store,
+    path: &Utf8Path,
+    onto: SnapshotId,
+    options: &WorktreeRollbackOptions<'_>,
+    op: &str,
+    make: MakeTarget<'_, E>,
+) -> Result<Option<WorktreeRollbackOutcome>, E> {
+    restore_to(
+        ws,
+        store,
+        path,
+        Toward::Made { onto, make },
+        options,
+        op,
+        &|_| {},
+    )
+}
+
+/// Where a restore takes the worktree.
+enum Toward<'f, E> {
+    /// A stored snapshot.
+    Stored(SnapshotId),
+    /// A snapshot made from the live state, once captured.
+    Made {
+        /// What the capture's message names.
+        onto: SnapshotId,
+        make: MakeTarget<'f, E>,
+    },
+}
+
+fn restore_to<E: From<RollbackError>>(
+    ws: &Kept,
+    store: &Store,
+    path: &Utf8Path,
+    toward: Toward<'_, E>,
+    options: &WorktreeRollbackOptions<'_>,
+    op: &str,
+    edit: &dyn Fn(&mut worktree_registry::WorktreeRecord),
+) -> Result<Option<WorktreeRollbackOutcome>, E> {
+    let held = crate::held::hold(ws, store, path).map_err(RollbackError::from)?;
+    let record = held.record.clone();
+    let (named, known_tree) = match &toward {
+        Toward::Stored(target) => (*target, Some(tree_of(store, *target)?)),
+        Toward::Made { onto, .. } => (*onto, None),
+    };
+    let root = record.root.clone();
+    let head = record.head;
+
+    let message = format!("live state before {op} to {}", named.short(12));
     let capture_options = CaptureOptions {
         message: &message,
         threads: options.threads,
@@ -154,8 +240,29 @@ pub fn restore(
         recording,
         edit: None,
     };
-    let mut captured = capture::capture(ws, store, record, &how)?;
+    let mut captured = capture::capture(ws, store, record, &how).map_err(RollbackError::from)?;
     let mut first = captured.pending.take().unwrap_or_default();
+    let (target, target_tree) = match (toward, known_tree) {
+        (Toward::Stored(target), Some(tree)) => (target, tree),
+        (Toward::Made { make, .. }, _) => {
+            let mut live = LiveCapture {
+                root: &root,
+                head,
+                snapshot: captured.snapshot,
+                tree: captured.tree,
+                pending: &mut first,
+                store,
+            };
+            // Nothing made: `first` is dropped, so nothing of the capture is recorded.
+            let Some(target) = make(&mut live)? else {
+                return Ok(None);
+            };
+            (target, tree_of(store, target)?)
+        }
+        (Toward::Stored(target), known) => {
+            (target, known.map_or_else(|| tree_of(store, target), Ok)?)
+        }
+    };
     let planned = match plan(
         store,
         &captured,
@@ -170,9 +277,9 @@ pub fn restore(
             // Refused before anything changed: the live state is still worth keeping.
             if let Err(stored) = first.commit(store) {
                 tracing::warn!("{op} refused ({e}); the live state was not stored either");
-                return Err(stored.into());
+                return Err(RollbackError::from(stored).into());
             }
-            return Err(e);
+            return Err(e.into());
         }
     };
     let written: Vec<RepoPathBuf> = planned.plan.writes.iter().map(|(p, _)| p.clone()).collect();
@@ -187,7 +294,7 @@ pub fn restore(
         skipped: planned.skipped,
     };
     if options.dry_run {
-        return Ok(outcome);
+        return Ok(Some(outcome));
     }
     let mut record = captured.record;
     edit(&mut record);
@@ -204,7 +311,11 @@ pub fn restore(
         first,
     )
     .map_err(applied)?;
-    Ok(outcome)
+    Ok(Some(outcome))
+}
+
+fn tree_of(store: &Store, snapshot: SnapshotId) -> Result<TreeId, RollbackError> {
+    Ok(store.reader()?.snapshot(snapshot)?.tree)
 }
 
 /// What a restore changes, once checked.

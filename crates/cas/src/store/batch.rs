@@ -207,6 +207,17 @@ impl WriteBatch {
         self.stored_bytes() + (trees + side) as u64
     }
 
+    /// The batch's blobs, frames and trees, moved into a batch of their own (to be stored
+    /// ahead of the rest, which keeps its snapshots, refs and side-table changes).
+    pub fn take_contents(&mut self) -> WriteBatch {
+        WriteBatch {
+            blobs: std::mem::take(&mut self.blobs),
+            frames: std::mem::take(&mut self.frames),
+            trees: std::mem::take(&mut self.trees),
+            ..WriteBatch::default()
+        }
+    }
+
     /// True if the batch holds nothing.
     pub fn is_empty(&self) -> bool {
         self.blobs.is_empty()
