@@ -22,6 +22,7 @@ mod mount_scope;
 mod picker;
 mod pjdfstest;
 mod policy_commands;
+mod rebase_commands;
 mod remote_commands;
 mod remote_engines;
 mod require_commands;

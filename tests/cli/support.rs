@@ -354,3 +354,147 @@ pub fn mounts_under(dir: &Utf8Path) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+// Attempts at one task, and git merging their trees (combine and rebase).
+
+/// Ten numbered lines: attempts edit different hunks of it.
+pub const LINES: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n";
+
+/// A project onboarded in place: a text file, an executable, a symlink, an empty file and
+/// a folder. Its snapshot is the attempts' base.
+pub fn project(env: &Env) -> String {
+    let dir = env.path().join("project");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(dir.join("lines.txt"), LINES).unwrap();
+    std::fs::write(dir.join("notes.txt"), "notes\n").unwrap();
+    std::fs::write(dir.join("src/lib.rs"), "pub fn lib() {}\n").unwrap();
+    std::fs::write(dir.join("run.sh"), "#!/bin/sh\necho run\n").unwrap();
+    set_executable(&dir.join("run.sh"), true);
+    std::os::unix::fs::symlink("lines.txt", dir.join("link")).unwrap();
+    std::fs::write(dir.join("empty"), "").unwrap();
+    let (code, v) = env.json(&["onboard", dir.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    v["snapshot"].as_str().unwrap().to_owned()
+}
+
+pub fn set_executable(path: &Utf8Path, on: bool) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if on { 0o755 } else { 0o644 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// An attempt: `base` checked out as `name`, edited by `edit`, snapshotted.
+pub fn attempt(env: &Env, base: &str, name: &str, edit: impl FnOnce(&Utf8Path)) -> String {
+    let dir = env.path().join(name);
+    let (code, v) = env.json(&["checkout", base, dir.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    edit(&dir);
+    let (code, v) = env.json(&["snapshot", dir.as_str(), "-m", name]);
+    assert_eq!(code, 0, "{v}");
+    v["snapshot"].as_str().unwrap().to_owned()
+}
+
+pub fn replace(dir: &Utf8Path, file: &str, from: &str, to: &str) {
+    let path = dir.join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{file} lacks {from:?}");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+}
+
+/// A scratch git repository (no work tree of its own) that snapshots are imported into
+/// through cairn checkouts, so that git can merge their trees.
+pub struct Scratch {
+    pub git_dir: Utf8PathBuf,
+    pub home: Utf8PathBuf,
+    pub views: Utf8PathBuf,
+}
+
+impl Scratch {
+    pub fn new(env: &Env) -> Scratch {
+        let scratch = Scratch {
+            git_dir: env.path().join("scratch.git"),
+            home: env.path().join("home"),
+            views: env.path().join("views"),
+        };
+        std::fs::create_dir_all(&scratch.home).unwrap();
+        std::fs::create_dir_all(&scratch.views).unwrap();
+        let out = scratch.git(&["init", "-q", "--bare", scratch.git_dir.as_str()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        scratch
+    }
+
+    /// git with the same (empty) configuration as cairn's tests give it.
+    pub fn git(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new("git")
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GIT_DIR")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    /// The git tree of `snapshot`'s files: checked out by cairn, added by git.
+    pub fn tree_of(&self, env: &Env, snapshot: &str) -> String {
+        let view = self.views.join(&snapshot[..16]);
+        if !view.exists() {
+            let (code, v) = env.json(&["checkout", snapshot, view.as_str()]);
+            assert_eq!(code, 0, "{v}");
+        }
+        let index = self.views.join(format!("{}.index", &snapshot[..16]));
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .env("HOME", &self.home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_INDEX_FILE", &index)
+                .args([
+                    "--git-dir",
+                    self.git_dir.as_str(),
+                    "--work-tree",
+                    view.as_str(),
+                ])
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+            stdout(&out).trim().to_owned()
+        };
+        git(&["add", "-A", "."]);
+        git(&["write-tree"])
+    }
+
+    /// `git merge-tree --write-tree --merge-base=BASE OURS THEIRS`: the merged tree, or
+    /// `None` when git finds conflicts.
+    pub fn merge(&self, base: &str, ours: &str, theirs: &str) -> Option<String> {
+        let merge_base = format!("--merge-base={base}");
+        let out = self.git(&[
+            "--git-dir",
+            self.git_dir.as_str(),
+            "merge-tree",
+            "--write-tree",
+            &merge_base,
+            ours,
+            theirs,
+        ]);
+        match out.status.code() {
+            Some(0) => Some(stdout(&out).lines().next().unwrap().to_owned()),
+            Some(1) => None,
+            _ => panic!("git merge-tree: {}", stderr(&out)),
+        }
+    }
+
+    /// The mode, type and object of each path of a git tree, as `ls-tree -r` lists them.
+    pub fn listing(&self, tree: &str) -> String {
+        let out = self.git(&["--git-dir", self.git_dir.as_str(), "ls-tree", "-r", tree]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    }
+}
+
+/// What the store holds, as `fsck` counts it (objects and references).
+pub fn store_counts(env: &Env) -> serde_json::Value {
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 0, "{v}");
+    v["checked"].clone()
+}

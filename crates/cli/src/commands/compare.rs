@@ -11,7 +11,7 @@ use crate::render::{Human, View};
 /// changed against their base, which agree; each one's changes and checks; which have
 /// equal trees.
 #[derive(clap::Args, Debug)]
-#[command(display_order = 42)]
+#[command(display_order = 43)]
 pub struct Args {
     /// The snapshots to compare (at least two, each once): refs, id prefixes or checkpoint
     /// names.
