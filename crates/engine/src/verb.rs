@@ -511,6 +511,24 @@ mod tests {
                 .starts_with("Revert the newest change set")
         );
     }
+
+    /// An argument without which the verb cannot work is required in its schema, so a
+    /// client learns it from the schema rather than from a refusal.
+    #[test]
+    fn the_snapshots_to_combine_and_the_worktree_to_rebase_are_required() {
+        let combine = spec("combine").args_schema(false);
+        assert_eq!(
+            combine.get("required"),
+            Some(&json!(["snapshots"])),
+            "{combine:?}"
+        );
+        let rebase = spec("rebase").args_schema(false);
+        assert_eq!(
+            rebase.get("required"),
+            Some(&json!(["worktree", "onto"])),
+            "{rebase:?}"
+        );
+    }
 }
 
 /// What each verb says of itself through its `VerbSpec` (written by hand in its module, so

@@ -18,7 +18,6 @@ use crate::store::Access;
 pub struct CombineOptions {
     /// The snapshots whose changes to combine (at least two, each once); the new snapshot's
     /// parents, in this order.
-    #[serde(default)]
     #[schemars(extend("x-snapshot" = true))]
     pub snapshots: Vec<String>,
     /// The common ancestor the changes are taken against (default: the snapshots' nearest
