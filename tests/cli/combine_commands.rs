@@ -399,3 +399,75 @@ fn the_base_is_the_nearest_snapshot_all_inputs_descend_from() {
     let (_, log) = env.json(&["log", &a2, "-n", "1"]);
     assert_eq!(v["tree"], log["snapshots"][0]["tree"], "{v}");
 }
+
+/// The `cairn-combine-*` scratch folders in `tmp`.
+fn scratch_folders(tmp: &Utf8Path) -> Vec<String> {
+    let mut found: Vec<String> = std::fs::read_dir(tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("cairn-combine-"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// gix merges in a repository folder, even with its objects in memory: a `combine` killed
+/// while merging left its empty `cairn-combine-*` folder in `$TMPDIR` for good. The next
+/// combination now removes it (and its own, as before).
+#[test]
+fn a_scratch_folder_a_killed_combine_left_is_removed_by_the_next() {
+    let env = Env::new();
+    let base = project(&env);
+    // Enough files that the merge is still under way once its folder is there.
+    let a = attempt(&env, &base, "a", |d| {
+        std::fs::create_dir(d.join("many")).unwrap();
+        for i in 0..4000 {
+            std::fs::write(d.join(format!("many/{i}.txt")), format!("{i}\n")).unwrap();
+        }
+    });
+    let b = attempt(&env, &base, "b", |d| {
+        replace(d, "lines.txt", "two\n", "TWO\n")
+    });
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let combine = || {
+        let mut cmd = env.command();
+        cmd.env("TMPDIR", &tmp)
+            .args(["--store", env.store().as_str(), "combine", &a, &b]);
+        cmd
+    };
+
+    // kill -9 once its scratch folder is there.
+    let mut left = Vec::new();
+    for _ in 0..5 {
+        let mut child = combine()
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let killed = loop {
+            if !scratch_folders(&tmp).is_empty() {
+                child.kill().unwrap();
+                break true;
+            }
+            if child.try_wait().unwrap().is_some() {
+                break false;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        child.wait().unwrap();
+        left = scratch_folders(&tmp);
+        if killed && !left.is_empty() {
+            break;
+        }
+    }
+    assert!(!left.is_empty(), "no combine was killed while merging");
+
+    let out = combine().output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        scratch_folders(&tmp),
+        Vec::<String>::new(),
+        "left: {left:?}"
+    );
+}

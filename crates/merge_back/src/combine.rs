@@ -76,9 +76,9 @@ pub enum CombineTreesError {
 /// merged, so every conflict is reported at once. Equal changes on two sides agree.
 ///
 /// The merge runs in a scratch object database held in memory: its repository folder holds
-/// only git's skeleton (no object), in the temporary folder (`$TMPDIR`), removed afterwards
-/// (a killed process leaves that skeleton, `cairn-combine-*`, and nothing else). No git
-/// repository, worktree or store record changes. A clean result comes back as objects to
+/// only git's skeleton (no object), in the temporary folder (`$TMPDIR`), removed afterwards;
+/// a skeleton a killed process left (`cairn-combine-PID-*`) is removed by the next
+/// combination ([`scratch_dir`]). No git repository, worktree or store record changes. A clean result comes back as objects to
 /// write, reusing every tree and blob of the inputs as it is, so modes, symlinks and empty
 /// files survive.
 pub fn combine_trees(
@@ -86,10 +86,7 @@ pub fn combine_trees(
     base: TreeId,
     inputs: &[TreeId],
 ) -> Result<CombinedTrees, CombineTreesError> {
-    let scratch = tempfile::Builder::new()
-        .prefix("cairn-combine-")
-        .tempdir()
-        .map_err(|e| CombineTreesError::Scratch { source: e.into() })?;
+    let scratch = scratch_dir().map_err(|e| CombineTreesError::Scratch { source: e.into() })?;
     let path = camino::Utf8PathBuf::from_path_buf(scratch.path().to_owned()).map_err(|p| {
         CombineTreesError::Scratch {
             source: format!("{}: not UTF-8", p.display()).into(),
@@ -190,6 +187,51 @@ pub fn combine_trees(
         objects,
         conflicts,
     })
+}
+
+/// What the scratch folders' names start with, before the process id.
+const SCRATCH_PREFIX: &str = "cairn-combine-";
+
+/// A new scratch folder in `$TMPDIR`, `cairn-combine-PID-…`, after removing those of this
+/// user's processes that are gone: gix needs a repository folder (even for objects held in
+/// memory), and a process killed while merging cannot remove its own.
+fn scratch_dir() -> std::io::Result<tempfile::TempDir> {
+    let made = tempfile::Builder::new()
+        .prefix(&format!("{SCRATCH_PREFIX}{}-", std::process::id()))
+        .tempdir()?;
+    remove_stale_scratch(made.path());
+    Ok(made)
+}
+
+/// Removes the scratch folders beside `ours` whose process is gone, if this user's.
+fn remove_stale_scratch(ours: &std::path::Path) {
+    use std::os::unix::fs::MetadataExt;
+    let (Some(tmp), Ok(own)) = (ours.parent(), ours.symlink_metadata()) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let pid = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok());
+        let Some(pid) = pid else { continue };
+        if std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let path = entry.path();
+        // Not a link, and not another user's.
+        let mine = path
+            .symlink_metadata()
+            .is_ok_and(|m| m.is_dir() && m.uid() == own.uid());
+        if mine && let Err(e) = std::fs::remove_dir_all(&path) {
+            tracing::warn!(path = %path.display(), error = %e, "could not remove a stale combine scratch folder");
+        }
+    }
 }
 
 /// Whether the git tree `side` holds something else at `path` than `base` does (a deletion
