@@ -9,7 +9,7 @@ use cas::{SnapshotId, TreeId};
 use crate::error::{Error, GitError};
 
 /// A git backend: the engine's `onboard` (its git source), `onboard --git`, `merge`,
-/// `combine` and the `recover` of an interrupted `merge --checkout` go through it. An engine
+/// `combine`, `rebase` and the `recover` of an interrupted `merge --checkout` go through it. An engine
 /// without one records no git source and refuses those calls.
 pub trait Git: Send + Sync {
     /// The commit `dir`'s files come from: `None` when `dir` is not the top of a git work

@@ -6,11 +6,11 @@
 //! outcome that serializes to the JSON object SPEC.md names for that verb (extra fields
 //! allowed) and deserializes back, so a face can render an outcome from another process.
 //!
-//! Nor does it link git: `onboard`'s git source, `onboard --git`, `merge`, `combine` and
-//! recovering a `merge --checkout` go through the [`Git`] backend given to
+//! Nor does it link git: `onboard`'s git source, `onboard --git`, `merge`, `combine`,
+//! `rebase` and recovering a `merge --checkout` go through the [`Git`] backend given to
 //! [`Engine::with_git`] (the `cairn-git` crate's gitoxide one). An engine without one
 //! records no git source and refuses those calls (code `no_git`), naming the repository
-//! (`combine`, which has none, naming itself). Nor does it confine
+//! (`combine` and `rebase`, which have none, naming themselves). Nor does it confine
 //! processes: `run` starts its command through the [`Sandbox`] given to
 //! [`Engine::with_sandbox`] (the `sandbox` crate's Landlock one), which also puts back the
 //! secrets the command touched; an engine without one refuses `run`.
