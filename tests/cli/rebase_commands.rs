@@ -398,3 +398,52 @@ fn rebase_is_a_route_and_an_mcp_tool() {
     assert_eq!(v["rebased"], true, "{v}");
     assert_eq!(std::fs::read(wt.join("up.txt")).unwrap(), b"up\n");
 }
+
+/// Two rebases of one worktree at once (through one server, as agents would send them): the
+/// worktree is held for one at a time, so one moves it onto SNAP and the other then finds it
+/// there already; one `rebase` entry in the op log, and every file once.
+#[test]
+fn two_rebases_at_once_move_the_worktree_once() {
+    let env = Env::new();
+    let base = project(&env);
+    let up = attempt(&env, &base, "upstream", |d| {
+        std::fs::write(d.join("up.txt"), "up\n").unwrap()
+    });
+    let wt = env.path().join("agent");
+    let (code, v) = env.json(&["checkout", &base, wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    std::fs::write(wt.join("mine.txt"), "mine\n").unwrap();
+    let server = Server::start(&env);
+    let answers: Vec<serde_json::Value> = std::thread::scope(|s| {
+        let calls: Vec<_> = (0..2)
+            .map(|_| {
+                let client = server.client();
+                let args = serde_json::json!({ "worktree": wt, "onto": up, "cwd": env.path() });
+                s.spawn(move || {
+                    let (status, v) = client.call("rebase", &args).unwrap();
+                    assert_eq!(status, 200, "{v}");
+                    v
+                })
+            })
+            .collect();
+        calls.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    server.stop();
+    let mut rebased: Vec<bool> = answers
+        .iter()
+        .map(|v| v["rebased"].as_bool().unwrap())
+        .collect();
+    rebased.sort_unstable();
+    assert_eq!(rebased, [false, true], "{answers:?}");
+    let (code, ops) = env.json(&["op", "log", wt.as_str()]);
+    assert_eq!(code, 0, "{ops}");
+    let rebases = ops["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|o| o["op"] == "rebase")
+        .count();
+    assert_eq!(rebases, 1, "{ops}");
+    assert_eq!(std::fs::read(wt.join("up.txt")).unwrap(), b"up\n");
+    assert_eq!(std::fs::read(wt.join("mine.txt")).unwrap(), b"mine\n");
+}
