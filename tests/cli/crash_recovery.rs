@@ -8,33 +8,7 @@ use std::time::{Duration, Instant};
 use camino::Utf8Path;
 
 use crate::reversible_commands::files;
-use crate::support::{Env, stderr};
-
-/// xorshift64*: reproducible from the printed seed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
-/// `CAIRN_CRASH_SEED`, else one from the clock.
-fn seed() -> u64 {
-    std::env::var("CAIRN_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        })
-}
+use crate::support::{Env, Rng, crash_seed, stderr};
 
 fn write_tree(root: &Utf8Path, variant: u32) {
     for d in 0..10 {
@@ -91,7 +65,7 @@ fn sigkill_at_random_moments_then_recover_leaves_before_or_after_and_fsck_clean(
         assert!(out.status.success(), "{}", stderr(&out));
     }
     let span = (started.elapsed() / 2).max(Duration::from_millis(5));
-    let seed = seed();
+    let seed = crash_seed();
     eprintln!("crash test seed {seed} (set CAIRN_CRASH_SEED to replay), span {span:?}");
     let mut rng = Rng(seed);
 
@@ -256,7 +230,7 @@ fn sigkill_during_merge_checkout_then_recover_leaves_the_repository_before_or_af
     assert_eq!(code, 0, "{v}");
     reset();
 
-    let seed = seed();
+    let seed = crash_seed();
     eprintln!("merge crash test seed {seed} (set CAIRN_CRASH_SEED to replay), span {span:?}");
     let mut rng = Rng(seed);
     let runs = 60;

@@ -3,47 +3,21 @@
 //! conflicts change nothing; `undo` and `redo` move the worktree back and forth exactly.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use camino::Utf8Path;
 
 use crate::mcp_client::Mcp;
+use crate::reversible_commands::files;
 use crate::support::{
-    Env, LINES, Scratch, Server, attempt, project, replace, set_executable, stderr, stdout,
+    Env, LINES, Rng, Scratch, Server, attempt, crash_seed, project, replace, set_executable,
+    stderr, stdout,
 };
-
-/// Every entry under `dir`: a file's mode and bytes, a symlink's target, a directory.
-fn files(dir: &Utf8Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut pending = vec![dir.to_owned()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = camino::Utf8PathBuf::try_from(entry.unwrap().path()).unwrap();
-            let rel = path.strip_prefix(dir).unwrap().to_string();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let what = if meta.file_type().is_symlink() {
-                format!("link {}", std::fs::read_link(&path).unwrap().display())
-            } else if meta.is_dir() {
-                pending.push(path.clone());
-                "dir".to_owned()
-            } else {
-                format!(
-                    "{:o} {:?}",
-                    meta.permissions().mode() & 0o777,
-                    String::from_utf8_lossy(&std::fs::read(&path).unwrap())
-                )
-            };
-            out.insert(rel, what);
-        }
-    }
-    out
-}
 
 /// What a refusal must leave as it was: the files, the head, the history and the op log.
 #[derive(Debug, PartialEq)]
 struct State {
-    files: BTreeMap<String, String>,
+    files: BTreeMap<String, (Vec<u8>, bool)>,
     log: serde_json::Value,
     ops: serde_json::Value,
 }
@@ -446,4 +420,94 @@ fn two_rebases_at_once_move_the_worktree_once() {
     assert_eq!(rebases, 1, "{ops}");
     assert_eq!(std::fs::read(wt.join("up.txt")).unwrap(), b"up\n");
     assert_eq!(std::fs::read(wt.join("mine.txt")).unwrap(), b"mine\n");
+}
+
+/// SIGKILL at random moments of a rebase with live edits: after `cairn recover` the
+/// worktree is exactly the live state before or the rebased state after, `fsck` is clean,
+/// and a finished rebase still undoes to the live state.
+#[test]
+fn sigkill_during_rebase_then_recover_leaves_before_or_after() {
+    let env = Env::new();
+    let base = project(&env);
+    let wt = env.path().join("agent");
+    let (code, v) = env.json(&["checkout", &base, wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    // Enough files on both sides that the kills land in every step.
+    for n in 0..300 {
+        let path = wt.join(format!("mine/d{}/f{n}.txt", n % 10));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, format!("mine {n}\n").repeat(40)).unwrap();
+    }
+    replace(&wt, "lines.txt", "two\n", "TWO\n");
+    let before = files(&wt);
+    let onto = attempt(&env, &base, "upstream", |d| {
+        for n in 0..300 {
+            let path = d.join(format!("theirs/d{}/f{n}.txt", n % 10));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, format!("theirs {n}\n").repeat(40)).unwrap();
+        }
+        replace(d, "lines.txt", "nine\n", "NINE\n");
+    });
+    let rebase = |wt: &Utf8Path| {
+        let mut cmd = env.command();
+        cmd.args([
+            "--store",
+            env.store().as_str(),
+            "rebase",
+            wt.as_str(),
+            "--onto",
+        ])
+        .arg(&onto)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+        cmd
+    };
+
+    // Uninterrupted rebases, to spread the kills over one; each undone.
+    let mut after = BTreeMap::new();
+    let mut span = Duration::ZERO;
+    for _ in 0..2 {
+        let started = Instant::now();
+        assert!(rebase(&wt).status().unwrap().success());
+        span += started.elapsed() / 2;
+        after = files(&wt);
+        assert_ne!(before, after);
+        let (code, v) = env.json(&["undo", wt.as_str()]);
+        assert_eq!(code, 0, "{v}");
+        assert_eq!(files(&wt), before);
+    }
+    let span = span.max(Duration::from_millis(5));
+
+    let seed = crash_seed();
+    eprintln!("rebase crash test seed {seed} (set CAIRN_CRASH_SEED to replay), span {span:?}");
+    let mut rng = Rng(seed);
+    let (mut done, mut recovered) = (0, 0);
+    for run in 0..40 {
+        let mut child = rebase(&wt).spawn().unwrap();
+        let delay = span.as_micros() as u64 * (rng.next() % 1500) / 1000;
+        std::thread::sleep(Duration::from_micros(delay));
+        let _ = child.kill();
+        child.wait().unwrap();
+        let (code, rec) = env.json(&["recover", wt.as_str()]);
+        assert_eq!(code, 0, "run {run} (seed {seed}): recover failed: {rec}");
+        if !rec["recovered"].is_null() {
+            recovered += 1;
+        }
+        let now = files(&wt);
+        if now == after {
+            done += 1;
+            let (code, v) = env.json(&["undo", wt.as_str()]);
+            assert_eq!(code, 0, "run {run} (seed {seed}): {v}");
+            assert_eq!(files(&wt), before, "run {run} (seed {seed})");
+        } else {
+            assert!(now == before, "run {run} (seed {seed}): neither state");
+        }
+        let (code, fsck) = env.json(&["fsck"]);
+        assert_eq!(code, 0, "run {run} (seed {seed}): {fsck}");
+    }
+    eprintln!("{done} of 40 rebases finished, {recovered} recovered");
+    assert!(
+        recovered > 0,
+        "no kill landed inside a rebase's journaled step (seed {seed})"
+    );
 }

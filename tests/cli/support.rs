@@ -498,3 +498,31 @@ pub fn store_counts(env: &Env) -> serde_json::Value {
     assert_eq!(code, 0, "{v}");
     v["checked"].clone()
 }
+
+// Kills at random moments, reproducible.
+
+/// xorshift64*: reproducible from the printed seed.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+}
+
+/// `CAIRN_CRASH_SEED`, else one from the clock.
+pub fn crash_seed() -> u64 {
+    std::env::var("CAIRN_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64
+                | 1
+        })
+}
