@@ -242,9 +242,12 @@ fn restore_to<E: From<RollbackError>>(
     };
     let mut captured = capture::capture(ws, store, record, &how).map_err(RollbackError::from)?;
     let mut first = captured.pending.take().unwrap_or_default();
-    let (target, target_tree) = match (toward, known_tree) {
-        (Toward::Stored(target), Some(tree)) => (target, tree),
-        (Toward::Made { make, .. }, _) => {
+    let (target, target_tree) = match toward {
+        Toward::Stored(target) => (
+            target,
+            known_tree.map_or_else(|| tree_of(store, target), Ok)?,
+        ),
+        Toward::Made { make, .. } => {
             let mut live = LiveCapture {
                 root: &root,
                 head,
@@ -258,9 +261,6 @@ fn restore_to<E: From<RollbackError>>(
                 return Ok(None);
             };
             (target, tree_of(store, target)?)
-        }
-        (Toward::Stored(target), known) => {
-            (target, known.map_or_else(|| tree_of(store, target), Ok)?)
         }
     };
     let planned = match plan(
