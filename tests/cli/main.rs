@@ -38,4 +38,5 @@ mod store_commands;
 mod store_upgrade;
 mod support;
 mod verify_commands;
+mod walkthrough;
 mod worktree_commands;
