@@ -515,13 +515,15 @@ mod tests {
     /// An argument without which the verb cannot work is required in its schema, so a
     /// client learns it from the schema rather than from a refusal.
     #[test]
-    fn the_snapshots_to_combine_and_the_worktree_to_rebase_are_required() {
-        let combine = spec("combine").args_schema(false);
-        assert_eq!(
-            combine.get("required"),
-            Some(&json!(["snapshots"])),
-            "{combine:?}"
-        );
+    fn the_snapshots_to_combine_or_compare_and_the_worktree_to_rebase_are_required() {
+        for verb in ["combine", "compare"] {
+            let schema = spec(verb).args_schema(false);
+            assert_eq!(
+                schema.get("required"),
+                Some(&json!(["snapshots"])),
+                "{verb}: {schema:?}"
+            );
+        }
         let rebase = spec("rebase").args_schema(false);
         assert_eq!(
             rebase.get("required"),

@@ -22,7 +22,6 @@ use crate::view::stored_changes;
 pub struct CompareOptions {
     /// The snapshots to compare (at least two, each once): refs, id prefixes or checkpoint
     /// names.
-    #[serde(default)]
     #[schemars(extend("x-snapshot" = true))]
     pub snapshots: Vec<String>,
     /// The snapshot their changes are taken against (default: their nearest common
