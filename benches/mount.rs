@@ -20,57 +20,8 @@ mod harness;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use harness::{median, time};
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn sh(script: &str, dir: &Path) -> String {
-    run(Command::new("bash").arg("-c").arg(script).current_dir(dir))
-}
-
-fn cairn(store: &Path, args: &[&str]) -> serde_json::Value {
-    let out = run(Command::new(harness::cairn_binary())
-        .arg("--json")
-        .arg("--store")
-        .arg(store)
-        .args(args));
-    serde_json::from_str(out.trim()).unwrap()
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    run(Command::new("git")
-        .args([
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@b",
-            "-c",
-            "gc.auto=0",
-        ])
-        .args(args)
-        .current_dir(dir))
-}
-
-fn corpus() -> PathBuf {
-    match std::env::var("CAIRN_BENCH_CORPUS").as_deref() {
-        Ok(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => {
-            let script =
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/linux-corpus.sh");
-            PathBuf::from(run(Command::new("bash").arg(script)).trim())
-        }
-    }
-}
+use harness::{Server, cairn, corpus, git, row, run, secs, sh, time};
 
 fn drop_caches() {
     let _ = Command::new("sync").status();
@@ -99,35 +50,6 @@ fn free_bytes(p: &Path) -> u64 {
     out.trim().parse().unwrap_or(0)
 }
 
-struct Server(Child);
-
-impl Server {
-    fn start(store: &Path) -> Server {
-        let child = Command::new(harness::cairn_binary())
-            .arg("--store")
-            .arg(store)
-            .arg("serve")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = Instant::now();
-        while !store.join("serve.sock").exists() {
-            assert!(started.elapsed() < Duration::from_secs(30), "no server");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        Server(child)
-    }
-
-    fn stop(mut self) {
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
 fn write_ten(dir: &Path, files: &[String], round: usize) {
     for f in files.iter().take(10) {
         let p = dir.join(f);
@@ -135,27 +57,6 @@ fn write_ten(dir: &Path, files: &[String], round: usize) {
         bytes.extend_from_slice(format!("\n/* round {round} */\n").as_bytes());
         std::fs::write(&p, bytes).unwrap();
     }
-}
-
-fn secs(d: Duration) -> String {
-    if d < Duration::from_secs(1) {
-        format!("{:.1} ms", d.as_secs_f64() * 1000.0)
-    } else {
-        format!("{:.2} s", d.as_secs_f64())
-    }
-}
-
-fn row(name: &str, cols: &[(&str, &[Duration])]) {
-    let mut line = format!("{name:<40}");
-    let base = median(cols[0].1).as_secs_f64();
-    for (label, v) in cols {
-        let m = median(v);
-        line.push_str(&format!("  {label} {:>9}", secs(m)));
-        if !std::ptr::eq(*v, cols[0].1) {
-            line.push_str(&format!(" ({:.3}x)", base / m.as_secs_f64()));
-        }
-    }
-    println!("{line}");
 }
 
 fn main() {

@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -16,6 +17,122 @@ pub fn cairn_binary() -> &'static str {
             .or_else(|| option_env!("CARGO_BIN_EXE_cairn").map(str::to_owned))
             .expect("this bench is built without the cairn binary: set CAIRN_BENCH_CAIRN")
     })
+}
+
+/// Runs `cmd`, failing the bench with its stderr unless it succeeds; its stdout.
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs a bash script in `dir`; its stdout.
+pub fn sh(script: &str, dir: &Path) -> String {
+    run(Command::new("bash").arg("-c").arg(script).current_dir(dir))
+}
+
+/// Runs `cairn --json --store STORE ARGS…`; its JSON answer.
+pub fn cairn(store: &Path, args: &[&str]) -> serde_json::Value {
+    let out = run(Command::new(cairn_binary())
+        .arg("--json")
+        .arg("--store")
+        .arg(store)
+        .args(args));
+    serde_json::from_str(out.trim()).unwrap()
+}
+
+/// Runs git in `dir` as a throwaway identity, with no automatic gc; its stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    run(Command::new("git")
+        .args([
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@b",
+            "-c",
+            "gc.auto=0",
+        ])
+        .args(args)
+        .current_dir(dir))
+}
+
+/// The Linux tree from `../shared/bench/linux-corpus.sh`, or the directory
+/// `CAIRN_BENCH_CORPUS` names.
+pub fn corpus() -> PathBuf {
+    match std::env::var("CAIRN_BENCH_CORPUS").as_deref() {
+        Ok(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => {
+            let script =
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/bench/linux-corpus.sh");
+            PathBuf::from(run(Command::new("bash").arg(script)).trim())
+        }
+    }
+}
+
+/// A `cairn serve` holding a store, stopped by [`Server::stop`].
+pub struct Server(Child);
+
+impl Server {
+    /// Starts one and returns once its socket is there.
+    pub fn start(store: &Path) -> Server {
+        let child = Command::new(cairn_binary())
+            .arg("--store")
+            .arg(store)
+            .arg("serve")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !store.join("serve.sock").exists() {
+            assert!(started.elapsed() < Duration::from_secs(30), "no server");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        Server(child)
+    }
+
+    pub fn stop(mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
+/// Milliseconds under a second, else seconds.
+pub fn secs(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+    } else {
+        format!("{:.2} s", d.as_secs_f64())
+    }
+}
+
+/// Prints a row: the median of each column, and after each but the first the first's
+/// median over its own (`0.5x`: the first took half as long).
+pub fn row(name: &str, cols: &[(&str, &[Duration])]) {
+    let mut line = format!("{name:<40}");
+    let base = median(cols[0].1).as_secs_f64();
+    for (label, v) in cols {
+        let m = median(v);
+        line.push_str(&format!("  {label} {:>9}", secs(m)));
+        if !std::ptr::eq(*v, cols[0].1) {
+            line.push_str(&format!(" ({:.3}x)", base / m.as_secs_f64()));
+        }
+    }
+    println!("{line}");
+}
+
+/// The load averages (1, 5, 15 minutes), as `uptime` prints them.
+pub fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
 }
 
 /// Runs `setup` then times `run`, for `pairs` rounds of cairn then peer, interleaved.
