@@ -14,8 +14,9 @@
 //! - view: from a `cairn verify` process's start until its command starts (the command
 //!   prints the clock, `date +%s%N`, then the file system type of its working directory;
 //!   the view is the answer's `view`, or else `fuse` there for a mount, anything else a
-//!   checkout), through the server and with no server (the command line's own engine,
-//!   whose view is a checkout), against `git worktree add` and `cp -a` of the same tree;
+//!   checkout), through the server and with no server and FUSE off (`CAIRN_NO_FUSE`: the
+//!   command line's own engine, whose view is a checkout), against `git worktree add` and
+//!   `cp -a` of the same tree;
 //! - attempts: 8 snapshots of the tree, each with an edit of its own, verified at once (8
 //!   `cairn verify` processes through the server) against 8 `cairn checkout`s one after the
 //!   other, each followed by the same command: total time.
@@ -94,12 +95,21 @@ struct Verified {
 }
 
 impl Verified {
-    fn add(&mut self, store: &Path, snapshot: &str, command: &[&str]) {
-        let mut args = vec!["verify", snapshot, "--check", "view-ready", "--rerun", "--"];
-        args.extend(command);
+    /// One verify of `command`; with `checkout`, FUSE is off for it (`CAIRN_NO_FUSE`), so
+    /// its view is a checkout wherever it runs.
+    fn add(&mut self, store: &Path, snapshot: &str, command: &[&str], checkout: bool) {
+        let mut verify = Command::new(harness::cairn_binary());
+        verify.arg("--json").arg("--store").arg(store);
+        verify.args(["verify", snapshot, "--check", "view-ready", "--rerun", "--"]);
+        verify.args(command);
+        if checkout {
+            verify.env("CAIRN_NO_FUSE", "1");
+        }
         let asked = SystemTime::now();
         let mut answer = serde_json::Value::Null;
-        self.total.push(time(|| answer = cairn(store, &args)));
+        self.total.push(time(|| {
+            answer = serde_json::from_str(run(&mut verify).trim()).unwrap()
+        }));
         let log = cairn(store, &["checks", snapshot, "--log", "view-ready"]);
         let out = log["log"]["stdout"].as_str().unwrap();
         self.ready.push(since(asked, out));
@@ -264,11 +274,11 @@ fn main() {
                 .current_dir(&base));
             itself.push(since(asked, &out));
 
-            served.add(&store, s, &command);
-            // With no server the command line's engine opens the store itself, and its view
-            // is a checkout: the side by side for a mount view.
+            served.add(&store, s, &command, false);
+            // With no server and no FUSE the command line's engine opens the store itself,
+            // and its view is a checkout: the side by side for a mount view.
             server.stop();
-            unserved.add(&store, s, &command);
+            unserved.add(&store, s, &command, true);
             server = Server::start(&store);
 
             let g = work.join("g");
@@ -317,7 +327,7 @@ fn main() {
             &[("view", &served.ready), ("cp", &copy)],
         );
         row(
-            "served vs no server (its own engine)",
+            "served vs no server, FUSE off (a checkout)",
             &[("served", &served.ready), ("no server", &unserved.ready)],
         );
         row(
