@@ -28,9 +28,23 @@ fn project(env: &Env, name: &str) -> (Utf8PathBuf, String) {
 
 /// `cairn --json verify ARGS…` with `TMPDIR` at `tmp`, so its views are seen there.
 fn verify_in(env: &Env, tmp: &Utf8Path, args: &[&str]) -> (i32, serde_json::Value) {
+    verify_in_with(env, tmp, &[], args)
+}
+
+/// FUSE turned off: the command line with no server checks out, and starts none.
+const NO_FUSE: &[(&str, &str)] = &[("CAIRN_NO_FUSE", "1")];
+
+/// [`verify_in`] with `vars` in its environment too.
+fn verify_in_with(
+    env: &Env,
+    tmp: &Utf8Path,
+    vars: &[(&str, &str)],
+    args: &[&str],
+) -> (i32, serde_json::Value) {
     std::fs::create_dir_all(tmp).unwrap();
     let out = env
         .command()
+        .envs(vars.iter().copied())
         .env("TMPDIR", tmp.as_str())
         .arg("--store")
         .arg(env.store().as_str())
@@ -485,6 +499,7 @@ fn a_killed_verify_leaves_no_view_that_a_later_one_trips_on() {
     std::fs::create_dir_all(&tmp).unwrap();
     let mut child = env
         .command()
+        .env("CAIRN_NO_FUSE", "1")
         .env("TMPDIR", tmp.as_str())
         .args([
             "--store",
@@ -512,7 +527,12 @@ fn a_killed_verify_leaves_no_view_that_a_later_one_trips_on() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert_eq!(views_left(&tmp), left, "the killed verify left its view");
-    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "slow", "--", "true"]);
+    let (code, v) = verify_in_with(
+        &env,
+        &tmp,
+        NO_FUSE,
+        &[&snap, "--check", "slow", "--", "true"],
+    );
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["cached"], false, "the killed run recorded nothing: {v}");
     assert_eq!(
@@ -899,10 +919,11 @@ fn through_a_server_the_view_is_a_mount_that_shows_what_a_checkout_shows() {
     let tmp = env.path().join("tmp");
     let outside = env.path().join("outside.txt");
 
-    // The command line with no server: a checkout.
-    let (code, checkout) = verify_in(
+    // The command line with no server and FUSE turned off: a checkout.
+    let (code, checkout) = verify_in_with(
         &env,
         &tmp,
+        NO_FUSE,
         &[
             &snap,
             "--check",
@@ -1099,10 +1120,15 @@ fn a_killed_server_leaves_no_check_running_and_its_mount_is_cleared_next_time() 
                 .unwrap();
             assert!(out.status.success(), "{}", crate::support::stderr(&out));
         } else {
-            // No server now: the command line checks out, and clears what the dead one left.
+            // No server now: the command line starts one for its view, which clears what
+            // the dead one left, and stops once the check is done.
             let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "next", "--", "true"]);
             assert_eq!(code, 0, "{v}");
-            assert_eq!(v["view"], "checkout", "{v}");
+            assert_eq!(v["view"], "mount", "{v}");
+            assert!(
+                no_server_left(&env),
+                "the server started for the view stopped"
+            );
         }
         assert_eq!(
             mounts_under(&tmp),
@@ -1171,6 +1197,7 @@ fn a_verify_killed_while_its_view_is_made_leaves_nothing() {
     std::fs::create_dir_all(&tmp).unwrap();
     let mut child = env
         .command()
+        .env("CAIRN_NO_FUSE", "1")
         .env("TMPDIR", tmp.as_str())
         .args(["--store", env.store().as_str(), "verify", &snap])
         .args(["--check", "slow", "--", "sh", "-c", "echo ran > ran"])
@@ -1188,7 +1215,12 @@ fn a_verify_killed_while_its_view_is_made_leaves_nothing() {
     let view = the_view(&tmp);
     assert!(!view.join("ran").exists(), "killed before its check ran");
     assert!(checks(&env, &snap).is_empty(), "nothing was recorded");
-    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "next", "--", "true"]);
+    let (code, v) = verify_in_with(
+        &env,
+        &tmp,
+        NO_FUSE,
+        &[&snap, "--check", "next", "--", "true"],
+    );
     assert_eq!(code, 0, "{v}");
     assert_eq!(
         views_left(&tmp),
@@ -1285,4 +1317,213 @@ fn checks_through_one_server_run_at_the_same_time() {
     barrier.join().unwrap();
     assert_eq!(checks(&env, &snap).len(), CHECKS);
     assert!(server.stop().success());
+}
+
+/// The processes whose command line is exactly `args`, once there is one (waits up to 20
+/// seconds).
+fn processes_of(args: &[&str]) -> Vec<u32> {
+    let wanted: Vec<u8> = args
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    let started = Instant::now();
+    loop {
+        let found: Vec<u32> = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .filter(|pid: &u32| {
+                std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted)
+            })
+            .collect();
+        if !found.is_empty() {
+            return found;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "no process {args:?} appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A `sleep` argument no other test's check has: its process is found by it.
+fn unique_sleep() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    format!("300.{}{nanos:09}", std::process::id())
+}
+
+/// Polls up to 10 seconds for `tmp` to hold no mount and no view, then says what is left.
+fn left_after_cancel(tmp: &Utf8Path) -> (Vec<String>, Vec<String>) {
+    let started = Instant::now();
+    loop {
+        let left = (mounts_under(tmp), views_left(tmp));
+        if (left.0.is_empty() && left.1.is_empty()) || started.elapsed() > Duration::from_secs(10) {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A server's client that goes away while its check runs (kill -9 of `cairn verify`, or an
+/// HTTP client of `/v1/verify` closing its connection) cancels it: the check is killed,
+/// its view unmounted and removed, nothing recorded; and the server serves on.
+#[test]
+fn a_servers_client_gone_while_its_check_runs_stops_it_and_nothing_is_recorded() {
+    use std::io::Write as _;
+    let env = Env::new();
+    let (dir, snap) = project(&env, "p");
+    let tmp = env.path().join("tmp");
+    let server = serve_in(&env, &tmp, false);
+    for via_route in [false, true] {
+        let seconds = unique_sleep();
+        let mut client = None;
+        let mut connection = None;
+        if via_route {
+            let body = serde_json::json!({
+                "snapshot": snap, "check": "slow", "command": ["sleep", seconds],
+                "cwd": dir.as_str(),
+            })
+            .to_string();
+            let mut stream = std::os::unix::net::UnixStream::connect(&server.socket).unwrap();
+            write!(
+                stream,
+                "POST /v1/verify HTTP/1.1\r\nHost: cairn\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+            connection = Some(stream);
+        } else {
+            let spawned = env
+                .command()
+                .args(["--store", env.store().as_str(), "verify", &snap])
+                .args(["--check", "slow", "--", "sleep", &seconds])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            client = Some(spawned);
+        }
+        let view = the_view(&tmp);
+        let pids = processes_of(&["sleep", &seconds]);
+        assert_eq!(mounts_under(&tmp), vec![view.to_string()]);
+        if let Some(mut client) = client {
+            client.kill().unwrap();
+            client.wait().unwrap();
+        }
+        drop(connection);
+        assert_eq!(
+            still_running(&pids),
+            Vec::<u32>::new(),
+            "the check outlived its caller (route: {via_route})"
+        );
+        assert_eq!(
+            left_after_cancel(&tmp),
+            (Vec::new(), Vec::new()),
+            "the view's mount and folder are gone (route: {via_route})"
+        );
+        assert!(checks(&env, &snap).is_empty(), "nothing was recorded");
+    }
+    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "next", "--", "true"]);
+    assert_eq!(code, 0, "the server serves on: {v}");
+    assert_eq!(v["view"], "mount", "{v}");
+    assert_eq!(checks(&env, &snap).len(), 1);
+    assert!(server.stop().success());
+}
+
+/// Whether, within 10 seconds, no server of `env`'s store is left: its socket gone and no
+/// `cairn serve --for-mounts` of it running.
+fn no_server_left(env: &Env) -> bool {
+    let socket = cairn_client::Client::socket_of(&env.store());
+    let store = env.store();
+    let serving = || {
+        std::fs::read_dir("/proc").unwrap().any(|e| {
+            let Some(pid) = e
+                .ok()
+                .and_then(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            else {
+                return false;
+            };
+            let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let args: Vec<&[u8]> = line.split(|&b| b == 0).collect();
+            crate::support::alive(pid)
+                && args.contains(&b"--for-mounts".as_slice())
+                && args.contains(&store.as_str().as_bytes())
+        })
+    };
+    let started = Instant::now();
+    while socket.exists() || serving() {
+        if started.elapsed() > Duration::from_secs(10) {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// The command line with no server running starts one for its check, so that the view is
+/// a mount; it stops once the check is done. A kill -9 of that command line while its
+/// check runs leaves nothing: no check running, no mount, no view, nothing recorded, no
+/// server. With FUSE turned off it checks out, and starts none.
+#[test]
+fn with_no_server_the_command_line_starts_one_for_a_mounted_view_that_then_stops() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let tmp = env.path().join("tmp");
+    let (code, v) = verify_in(&env, &tmp, &[&snap, "--check", "first", "--", "true"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["view"], "mount", "{v}");
+    assert!(
+        no_server_left(&env),
+        "the server started for the check stopped"
+    );
+
+    let seconds = unique_sleep();
+    let mut client = env
+        .command()
+        .env("TMPDIR", tmp.as_str())
+        .args(["--store", env.store().as_str(), "verify", &snap])
+        .args(["--check", "slow", "--", "sleep", &seconds])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let view = the_view(&tmp);
+    let pids = processes_of(&["sleep", &seconds]);
+    assert_eq!(mounts_under(&tmp), vec![view.to_string()]);
+    client.kill().unwrap();
+    client.wait().unwrap();
+    assert_eq!(
+        still_running(&pids),
+        Vec::<u32>::new(),
+        "the check outlived its caller"
+    );
+    assert_eq!(
+        left_after_cancel(&tmp),
+        (Vec::new(), Vec::new()),
+        "the view's mount and folder are gone"
+    );
+    assert!(
+        no_server_left(&env),
+        "the server started for the check stopped"
+    );
+    let recorded: Vec<_> = checks(&env, &snap)
+        .iter()
+        .map(|c| c["check"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(recorded, ["first"], "nothing more was recorded");
+
+    let (code, v) = verify_in_with(
+        &env,
+        &tmp,
+        NO_FUSE,
+        &[&snap, "--check", "no-fuse", "--", "true"],
+    );
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["view"], "checkout", "{v}");
+    assert!(no_server_left(&env));
+    let (code, v) = env.json(&["fsck"]);
+    assert_eq!(code, 0, "{v}");
 }

@@ -78,12 +78,23 @@ impl Target {
     }
 
     /// The target for `request`: as [`Target::for_store`], but a mount is served by the
-    /// process holding the store, so one is started for it when none answers.
+    /// process holding the store, so one is started for it when none answers; and so is
+    /// one for a check, whose view is then a mount, where FUSE is available (if it cannot
+    /// start, the check runs here, in a checkout).
     pub fn for_request(
         store: &Utf8Path,
         offline: bool,
         request: &Request,
     ) -> Result<Target, Error> {
+        if matches!(request, Request::Verify(_))
+            && cairn_engine::fuse_available().is_ok()
+            // A store, not a folder a wrong `--store` names: the server's log goes there.
+            && store.join(cas::DATABASE_FILE).is_file()
+            && cairn_client::Client::connect(&cairn_client::Client::socket_of(store)).is_err()
+            && let Err(e) = start_for_mounts(store)
+        {
+            tracing::debug!("verify: no server for a mounted view, checking out: {e}");
+        }
         Ok(
             Target::server(store, offline, request)?.unwrap_or_else(|| Target::Local {
                 engine: Box::new(local_engine(store)),
@@ -173,7 +184,8 @@ fn local(
 }
 
 /// Starts `cairn serve --for-mounts` for `store` in the background, and returns once it
-/// answers (a `mount` without a running server).
+/// answers (a `mount` or `verify` without a running server); it stops once it has no mount
+/// and no request left.
 pub fn start_for_mounts(store: &Utf8Path) -> Result<(), Error> {
     let exe = std::env::current_exe().map_err(|e| io_error("finding the cairn binary", e))?;
     let dir = store.join("mounts");

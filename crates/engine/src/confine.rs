@@ -106,6 +106,9 @@ pub struct Confined<'a> {
     /// How long it may run: past that, it and every process of its group are killed
     /// (the command then runs in a process group of its own).
     pub timeout: Option<std::time::Duration>,
+    /// Once set, it and every process of its group are killed, as past the timeout (only
+    /// watched with a timeout).
+    pub cancel: Option<&'a std::sync::atomic::AtomicBool>,
 }
 
 /// Where a confined command's standard streams go.
@@ -133,6 +136,8 @@ pub struct Ran {
     pub signal: Option<i32>,
     /// Whether it outlived [`Confined::timeout`] and was killed for it.
     pub timed_out: bool,
+    /// Whether it was killed for [`Confined::cancel`].
+    pub cancelled: bool,
     /// What the kernel denied it, or why that cannot be told.
     pub denied: Result<Vec<Denial>, DenialsUnknown>,
     /// Its stdout, when captured.

@@ -1,6 +1,8 @@
 //! [`Engine`] and [`Call`]: the open store and what lives as long as it, and one call's
 //! context; helpers every verb uses.
 
+use std::sync::atomic::AtomicBool;
+
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::OpenOptions;
@@ -43,6 +45,9 @@ pub struct Call<'a> {
     /// `verify`'s `sign`). Anyone else is refused them (`not_permitted`): the command runs
     /// where the engine runs, with the keys of the engine's machine.
     pub person: bool,
+    /// Set when the caller is gone (a server's client closed its connection): a long
+    /// operation that watches it (`verify`'s check) stops, and records nothing.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 impl Call<'static> {
@@ -53,19 +58,30 @@ impl Call<'static> {
             progress: &Silent,
             offline: false,
             person: false,
+            cancel: None,
         }
     }
 }
 
 impl<'a> Call<'a> {
     /// The same call with its progress sent to `progress`.
-    pub fn with_progress<'b>(self, progress: &'b dyn Progress) -> Call<'b> {
+    pub fn with_progress<'b>(self, progress: &'b dyn Progress) -> Call<'b>
+    where
+        'a: 'b,
+    {
         Call {
             cwd: self.cwd,
             progress,
             offline: self.offline,
             person: self.person,
+            cancel: self.cancel,
         }
+    }
+
+    /// The same call, cancelled once `cancel` is set (see [`Call::cancel`]).
+    pub fn cancelled_by(mut self, cancel: &'a AtomicBool) -> Call<'a> {
+        self.cancel = Some(cancel);
+        self
     }
 
     /// The same call, made by a person on a terminal when `person` (see [`Call::person`]).

@@ -123,6 +123,7 @@ pub use fs_manager::{GrantRequest, GrantSet, SandboxGrants};
 pub use git::{
     Git, GitCombine, GitCombined, GitImport, GitImported, GitMerge, GitMerged, GitRecovered, NoGit,
 };
+pub use mount::{FuseUnavailable, fuse_available};
 pub use mounts::{MATERIALIZE_COPY, MountsError, materialize_copy};
 pub use objects::{InitError, InitOutcome, RefEntry, RefsError, RefsOutcome, init_store};
 pub use path::{PathArg, PathError, RawPath};

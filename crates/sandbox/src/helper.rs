@@ -140,11 +140,11 @@ impl Sandbox for Landlock {
             Output::Capture { limit } => capture(&mut child, limit),
             _ => (None, None),
         };
-        let (status, timed_out) = match (confined.timeout, &reaper) {
+        let (status, ended) = match (confined.timeout, &reaper) {
             (Some(limit), Some(reaper)) => {
-                wait_for(&mut child, limit, reaper).map_err(spawn_error)?
+                wait_for(&mut child, limit, confined.cancel, reaper).map_err(spawn_error)?
             }
-            _ => (child.wait().map_err(spawn_error)?, false),
+            _ => (child.wait().map_err(spawn_error)?, Ended::Itself),
         };
         if confined.timeout.is_none()
             && let Some(reaper) = reaper
@@ -173,7 +173,8 @@ impl Sandbox for Landlock {
         Ok(Ran {
             exit_code,
             signal,
-            timed_out,
+            timed_out: ended == Ended::TimedOut,
+            cancelled: ended == Ended::Cancelled,
             denied,
             stdout,
             stderr,
@@ -181,33 +182,49 @@ impl Sandbox for Landlock {
     }
 }
 
-/// Waits for `child`, in the process group `reaper` leads, at most `limit`; then kills
-/// the group. Either way what is left of the group is killed once the leader is gone, so
-/// nothing it started holds its output open. Returns its status, and whether it timed out.
+/// Why a command waited for by [`wait_for`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ended {
+    /// On its own.
+    Itself,
+    /// Killed past its time.
+    TimedOut,
+    /// Killed once `cancel` was set.
+    Cancelled,
+}
+
+/// Waits for `child`, in the process group `reaper` leads, at most `limit` and until
+/// `cancel` is set; then kills the group. Either way what is left of the group is killed
+/// once the leader is gone, so nothing it started holds its output open. Returns its
+/// status, and why it ended.
 fn wait_for(
     child: &mut Child,
     limit: std::time::Duration,
+    cancel: Option<&std::sync::atomic::AtomicBool>,
     reaper: &Reaper,
-) -> std::io::Result<(std::process::ExitStatus, bool)> {
+) -> std::io::Result<(std::process::ExitStatus, Ended)> {
     // A limit too far to count is none.
     let deadline = std::time::Instant::now().checked_add(limit);
     let kill_group = || reaper.kill_group();
-    loop {
+    let ended = loop {
         if let Some(status) = child.try_wait()? {
             kill_group();
-            return Ok((status, false));
+            return Ok((status, Ended::Itself));
+        }
+        if cancel.is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed)) {
+            break Ended::Cancelled;
         }
         let now = std::time::Instant::now();
         let left = deadline.map_or(std::time::Duration::MAX, |d| {
             d.saturating_duration_since(now)
         });
         if left.is_zero() {
-            break;
+            break Ended::TimedOut;
         }
         std::thread::sleep(left.min(std::time::Duration::from_millis(10)));
-    }
+    };
     kill_group();
-    Ok((child.wait()?, true))
+    Ok((child.wait()?, ended))
 }
 
 /// The leader of a command's process group: a helper process (`HELPER ARGS… --reap`,

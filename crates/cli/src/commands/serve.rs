@@ -4,9 +4,12 @@
 //! reads in parallel, operations on different worktrees in parallel, two on the same
 //! worktree one after the other; `gc` waits for the store to itself. SIGTERM (or SIGINT)
 //! stops accepting, lets running requests finish (what a request changes on disk is
-//! journaled, see `cairn recover`), removes the socket and exits.
+//! journaled, see `cairn recover`), removes the socket and exits. A request whose client
+//! closes its connection is cancelled ([`Call::cancel`]): a check it runs is stopped.
 
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -42,16 +45,18 @@ struct SameUid {
     uid: u32,
 }
 
-/// Who is on the other end of a connection: its uid and process (SO_PEERCRED).
-#[derive(Debug, Clone, Copy)]
+/// Who is on the other end of a connection: its uid and process (SO_PEERCRED), and the
+/// connection, to tell when it closes (a copy of its descriptor).
+#[derive(Debug, Clone)]
 struct Peer {
     uid: u32,
     pid: Option<i32>,
+    conn: Option<Arc<OwnedFd>>,
 }
 
 impl Connected<IncomingStream<'_, SameUid>> for Peer {
     fn connect_info(stream: IncomingStream<'_, SameUid>) -> Peer {
-        *stream.remote_addr()
+        stream.remote_addr().clone()
     }
 }
 
@@ -108,6 +113,7 @@ impl Listener for SameUid {
                         let peer = Peer {
                             uid: c.uid(),
                             pid: c.pid(),
+                            conn: stream.as_fd().try_clone_to_owned().ok().map(Arc::new),
                         };
                         return (stream, peer);
                     }
@@ -131,6 +137,7 @@ impl Listener for SameUid {
         Ok(Peer {
             uid: self.uid,
             pid: i32::try_from(std::process::id()).ok(),
+            conn: None,
         })
     }
 }
@@ -146,6 +153,32 @@ fn same_mounts(pid: Option<i32>) -> bool {
 #[derive(Clone)]
 struct Served {
     engine: Arc<Engine>,
+    requests: Arc<Requests>,
+}
+
+/// The requests ([`perform`]) this server has begun and is running: one started for a
+/// mount or a check stops once none runs (and no mount is left).
+#[derive(Default)]
+struct Requests {
+    running: std::sync::atomic::AtomicUsize,
+    begun: AtomicBool,
+}
+
+/// One running request, counted while it lives.
+struct Running(Arc<Requests>);
+
+impl Running {
+    fn begin(requests: &Arc<Requests>) -> Running {
+        requests.begun.store(true, Ordering::SeqCst);
+        requests.running.fetch_add(1, Ordering::SeqCst);
+        Running(requests.clone())
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// An error answer: status and `{"error": {"code", "message"}}`.
@@ -270,21 +303,83 @@ fn wants_stream(headers: &HeaderMap) -> bool {
 /// An answer's status and JSON body, from a call's result.
 type Answer = fn(Result<Outcome, Error>) -> (StatusCode, Value);
 
+/// How often a running request's connection is looked at for its client's going.
+const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// Whether the client of `conn` closed it (or it broke): what it sends while its request
+/// runs does not count.
+fn caller_gone(conn: &OwnedFd) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let mut fds = [PollFd::new(conn, PollFlags::RDHUP)];
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    match rustix::event::poll(&mut fds, Some(&now)) {
+        Ok(_) => fds[0]
+            .revents()
+            .intersects(PollFlags::RDHUP | PollFlags::HUP | PollFlags::ERR),
+        Err(_) => false,
+    }
+}
+
+/// Sets a request's cancel flag once its client closes the connection `conn`; stops
+/// watching when dropped (the request ended).
+struct Watch(Option<tokio::task::JoinHandle<()>>);
+
+impl Watch {
+    fn start(conn: Option<Arc<OwnedFd>>, cancel: Arc<AtomicBool>) -> Watch {
+        Watch(conn.map(|conn| {
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(WATCH_EVERY).await;
+                    if caller_gone(&conn) {
+                        cancel.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                }
+            })
+        }))
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
 /// Runs `request` from `cwd` on a pool no other request uses (a checkout's hydration must
 /// not hold up a snapshot of another worktree), answered by `answer`; with `stream`, as
-/// NDJSON: progress lines, then the answer.
+/// NDJSON: progress lines, then the answer. Cancelled once the client closes `conn`.
+#[allow(clippy::too_many_arguments)]
 async fn perform(
-    engine: Arc<Engine>,
+    served: Served,
     cwd: Utf8PathBuf,
     request: Request,
     offline: bool,
     person: bool,
     stream: bool,
+    conn: Option<Arc<OwnedFd>>,
     answer: Answer,
 ) -> Response {
+    let engine = served.engine;
+    let cancel = Arc::new(AtomicBool::new(false));
+    // Moved into the request's thread: watched and counted for as long as the request
+    // runs, even once the client's going dropped this future.
+    let watch = (
+        Watch::start(conn, cancel.clone()),
+        Running::begin(&served.requests),
+    );
     if !stream {
         let result = run_blocking(move || {
-            let call = Call::new(cwd).offline(offline).by_person(person);
+            let _watch = watch;
+            let call = Call::new(cwd)
+                .offline(offline)
+                .by_person(person)
+                .cancelled_by(&cancel);
             engine.isolated(|| engine.handle(&call, request))
         })
         .await;
@@ -302,10 +397,12 @@ async fn perform(
         state: Mutex::default(),
     };
     tokio::task::spawn_blocking(move || {
+        let _watch = watch;
         let call = Call::new(cwd)
             .with_progress(&progress)
             .offline(offline)
-            .by_person(person);
+            .by_person(person)
+            .cancelled_by(&cancel);
         let result = engine.isolated(|| engine.handle(&call, request));
         let (status, body) = answer(result);
         let _ = tx.send(StreamLine::Reply {
@@ -423,12 +520,13 @@ async fn call(
     // any other program is not, whatever it sends.
     let person = peer.is_cairn();
     perform(
-        s.engine.clone(),
+        s.clone(),
         body.cwd,
         request,
         body.offline,
         person,
         wants_stream(&headers),
+        peer.conn,
         answer,
     )
     .await
@@ -514,12 +612,13 @@ async fn verb(
         other => other,
     };
     perform(
-        s.engine.clone(),
+        s.clone(),
         cwd,
         request,
         false,
         false,
         wants_stream(&headers),
+        peer.conn,
         answer,
     )
     .await
@@ -719,18 +818,36 @@ async fn shutdown_signal() {
     eprintln!("cairn serve: stopping; finishing running requests");
 }
 
-/// Resolves once a server started for mounts has none left (checked every half second,
-/// after the mount that started it had time to arrive).
-async fn mounts_gone(engine: Arc<Engine>) {
-    tokio::time::sleep(Duration::from_secs(10)).await;
+/// Resolves once a server started for a mount or a check has nothing left to serve: no
+/// mount and no running request, once a request came (or the one that started it had 10
+/// seconds to arrive). Its `socket` is removed first, so that a command started meanwhile
+/// opens the store itself (waiting for this process to let it go) rather than reach a
+/// server that stops; a request that came just before is still served.
+async fn nothing_left(served: Served, socket: Utf8PathBuf) {
+    let started = Instant::now();
+    let idle =
+        || served.engine.live_mounts() == 0 && served.requests.running.load(Ordering::SeqCst) == 0;
     loop {
-        if engine.live_mounts() == 0 {
-            eprintln!("cairn serve: no mount left; stopping");
-            return;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let waited = served.requests.begun.load(Ordering::SeqCst)
+            || started.elapsed() >= Duration::from_secs(10);
+        if !(idle() && waited) {
+            continue;
         }
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        let _ = std::fs::remove_file(&socket);
+        // A client that connected just before sends its request at once.
+        tokio::time::sleep(LAST_REQUESTS).await;
+        while !idle() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        eprintln!("cairn serve: no mount or request left; stopping");
+        return;
     }
 }
+
+/// How long a server that has nothing left waits, its socket removed, for the requests of
+/// clients that connected just before.
+const LAST_REQUESTS: Duration = Duration::from_millis(500);
 
 /// A foreground daemon that owns the store so many processes can use it at once; every
 /// other command uses it while it runs. Stops on SIGTERM.
@@ -740,7 +857,7 @@ pub struct Args {
     /// The socket (default: `serve.sock` in the store folder).
     #[arg(long, value_name = "PATH")]
     socket: Option<Utf8PathBuf>,
-    /// Started by `mount`: stop once no mount is left.
+    /// Started by `mount` or `verify`: stop once no mount and no request is left.
     #[arg(long, hide = true)]
     for_mounts: bool,
 }
@@ -775,6 +892,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
     let engine = Arc::new(engine);
     let served = Served {
         engine: engine.clone(),
+        requests: Arc::default(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -798,13 +916,13 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
                 .map_err(|e| io_error(format!("{pointer}: linking to {socket}"), e))?;
         }
         eprintln!("cairn serve: store {path} on {socket}");
+        let watched = (served.clone(), socket.clone());
         let app = router(served);
-        let watched = engine.clone();
         let stop = async move {
             if for_mounts {
                 tokio::select! {
                     _ = shutdown_signal() => {}
-                    _ = mounts_gone(watched) => {}
+                    _ = nothing_left(watched.0, watched.1) => {}
                 }
             } else {
                 shutdown_signal().await;

@@ -386,6 +386,7 @@ impl Runner<'_> {
             output: self.output,
             env: &[],
             timeout: None,
+            cancel: None,
         };
         let ran = self.sandbox.run(&confined).map_err(|e| match e {
             ConfineError::Unavailable if self.person => RunError::UnconfinedOnTerminal {

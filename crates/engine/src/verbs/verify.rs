@@ -219,6 +219,17 @@ pub enum CheckRunError {
         /// Why.
         source: ConfineError,
     },
+    /// The caller went away while the check ran ([`Call::cancel`]): it was killed, its view
+    /// dropped, and nothing recorded.
+    #[error(
+        "cairn verify {snapshot}: cancelled, its caller gone; check {check} was stopped and nothing recorded"
+    )]
+    Cancelled {
+        /// The snapshot.
+        snapshot: String,
+        /// The check.
+        check: String,
+    },
     /// The recorded attestations of the tree cannot be read.
     #[error(transparent)]
     Record(#[from] cas::AttestationReadError),
@@ -247,6 +258,7 @@ impl CheckRunError {
                 Code::SandboxUnavailable
             }
             CheckRunError::Confine { .. } => Code::Io,
+            CheckRunError::Cancelled { .. } => Code::Interrupted,
             CheckRunError::Record(cas::AttestationReadError::Corrupt { .. }) => Code::Corrupt,
             CheckRunError::Record(_) => Code::Store,
             CheckRunError::NotPushed { source, .. } => {
@@ -481,6 +493,7 @@ impl Engine {
                 },
                 env: &env,
                 timeout: Some(timeout),
+                cancel: call.cancel,
             })
             .map_err(|source| match source {
                 ConfineError::Unavailable => CheckRunError::Unconfined {
@@ -495,6 +508,17 @@ impl Engine {
         let duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
         let view_kind = view.kind();
         drop(view);
+        // Gone while the check ended, too: a caller that went is answered by nobody.
+        let gone = call
+            .cancel
+            .is_some_and(|c| c.load(std::sync::atomic::Ordering::Relaxed));
+        if ran.cancelled || gone {
+            return Err(CheckRunError::Cancelled {
+                snapshot: options.snapshot,
+                check: check.name,
+            }
+            .into());
+        }
 
         let mut batch = WriteBatch::new();
         let mut output = |captured: Option<Captured>| {
