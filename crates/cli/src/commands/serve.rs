@@ -872,10 +872,15 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
     let cwd = crate::context::current_dir()?;
     let path = ctx.store_path(&cwd)?;
     // Another process holding the store (a server, or a long command) is an error now,
-    // not a wait.
+    // not a wait; but one started for a mount or a check waits a while: the server it
+    // follows may be stopping (its socket gone already).
     let options = crate::target::with_format_1_tables(OpenOptions {
         create: false,
-        lock_timeout: Duration::ZERO,
+        lock_timeout: if for_mounts {
+            Duration::from_secs(10)
+        } else {
+            Duration::ZERO
+        },
         ..OpenOptions::from_env()
     });
     let engine = Engine::open(&path, &options).map_err(|e| match opened_as(&e) {
