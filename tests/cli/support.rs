@@ -209,6 +209,7 @@ impl Server {
 
     /// A server whose environment has `vars` too.
     pub fn start_with(env: &Env, vars: &[(&str, &str)]) -> Server {
+        wait_for_no_server(env);
         let child = env
             .command()
             .envs(vars.iter().copied())
@@ -250,6 +251,16 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// Waits up to 10 seconds for the server a command-line `verify` or `mount` started for
+/// `env`'s store to stop (its socket gone), so that another can start.
+pub fn wait_for_no_server(env: &Env) {
+    let socket = Client::socket_of(&env.store());
+    let started = Instant::now();
+    while socket.exists() && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -850,6 +850,7 @@ fn a_check_ended_by_a_signal_fails_and_names_it() {
 /// turned off if `no_fuse`.
 fn serve_in(env: &Env, tmp: &Utf8Path, no_fuse: bool) -> Server {
     std::fs::create_dir_all(tmp).unwrap();
+    crate::support::wait_for_no_server(env);
     let mut command = env.command();
     command
         .env("TMPDIR", tmp.as_str())

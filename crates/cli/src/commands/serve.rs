@@ -871,15 +871,16 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
     let socket = socket.as_deref();
     let cwd = crate::context::current_dir()?;
     let path = ctx.store_path(&cwd)?;
-    // Another process holding the store (a server, or a long command) is an error now,
-    // not a wait; but one started for a mount or a check waits a while: the server it
-    // follows may be stopping (its socket gone already).
+    // Another process holding the store (a server, or a long command) is an error soon,
+    // not a long wait: a server started for a mount or a check that has nothing left lets
+    // it go within a second or so. One started so waits longer: the server it follows may
+    // be stopping (its socket gone already).
     let options = crate::target::with_format_1_tables(OpenOptions {
         create: false,
         lock_timeout: if for_mounts {
             Duration::from_secs(10)
         } else {
-            Duration::ZERO
+            Duration::from_secs(2)
         },
         ..OpenOptions::from_env()
     });
