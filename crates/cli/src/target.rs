@@ -111,11 +111,20 @@ impl Target {
         request: &Request,
     ) -> Result<Option<Target>, Error> {
         let socket = cairn_client::Client::socket_of(store);
-        if matches!(request, Request::Mount(_)) && cairn_client::Client::connect(&socket).is_err() {
+        let mount = matches!(request, Request::Mount(_));
+        if mount && cairn_client::Client::connect(&socket).is_err() {
             start_for_mounts(store)?;
         }
         Ok(match Target::for_store(store, offline) {
             server @ Target::Server { .. } => Some(server),
+            // The server that answered was stopping (it had nothing left): start another.
+            Target::Local { .. } if mount => {
+                start_for_mounts(store)?;
+                match Target::for_store(store, offline) {
+                    server @ Target::Server { .. } => Some(server),
+                    Target::Local { .. } => None,
+                }
+            }
             Target::Local { .. } => None,
         })
     }
