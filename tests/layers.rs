@@ -535,6 +535,8 @@ fn a_verb_is_named_only_in_its_two_files_and_where_it_is_used() {
         ("cli/src/commands/run.rs", "Snapshot"),
         // A mount starts the server that serves it.
         ("cli/src/target.rs", "Mount"),
+        // So does a check, whose view is then a mount.
+        ("cli/src/target.rs", "Verify"),
         // A command that ran is never run again after a fetch.
         ("engine/src/request.rs", "Run"),
         // A diff's refusal comes back from its exit status on the wire.
