@@ -1528,3 +1528,30 @@ fn with_no_server_the_command_line_starts_one_for_a_mounted_view_that_then_stops
     let (code, v) = env.json(&["fsck"]);
     assert_eq!(code, 0, "{v}");
 }
+
+/// A running check reports its seconds as progress: a server streams `check NAME` events,
+/// one item a second out of its timeout's, the last one done.
+#[test]
+fn a_long_check_streams_its_seconds_as_progress() {
+    let env = Env::new();
+    let (_, snap) = project(&env, "p");
+    let server = Server::start(&env);
+    let request = serde_json::json!({
+        "snapshot": snap, "check": "slow", "command": ["sleep", "3"], "timeout": 60,
+    });
+    let mut events = Vec::new();
+    let (status, v) = server
+        .client()
+        .post_json_streaming("/v1/verify", &request, |e| events.push(e.clone()))
+        .unwrap();
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["passed"], true, "{v}");
+    let check: Vec<_> = events.iter().filter(|e| e.what == "check slow").collect();
+    let first = check
+        .first()
+        .unwrap_or_else(|| panic!("no check progress: {events:?}"));
+    assert_eq!((first.files, first.total_files), (0, 60), "{events:?}");
+    let last = check.last().unwrap();
+    assert!(last.done && last.files >= 2, "{events:?}");
+    assert!(server.stop().success());
+}

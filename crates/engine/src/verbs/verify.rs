@@ -483,8 +483,11 @@ impl Engine {
         let timeout = Duration::from_secs(options.timeout.unwrap_or(u64::MAX));
         let started = jiff::Timestamp::now();
         let clock = Instant::now();
-        let ran = sandbox
-            .run(&Confined {
+        let ended = std::sync::atomic::AtomicBool::new(false);
+        let ran = std::thread::scope(|scope| {
+            let ticking = scope
+                .spawn(|| tick_while_running(call.progress, &check.name, options.timeout, &ended));
+            let ran = sandbox.run(&Confined {
                 policy: &policy,
                 command: &command,
                 dir: view.root.as_std_path(),
@@ -494,17 +497,21 @@ impl Engine {
                 env: &env,
                 timeout: Some(timeout),
                 cancel: call.cancel,
-            })
-            .map_err(|source| match source {
-                ConfineError::Unavailable => CheckRunError::Unconfined {
-                    snapshot: options.snapshot.clone(),
-                    source,
-                },
-                source => CheckRunError::Confine {
-                    snapshot: options.snapshot.clone(),
-                    source,
-                },
-            })?;
+            });
+            ended.store(true, std::sync::atomic::Ordering::Release);
+            ticking.thread().unpark();
+            ran
+        })
+        .map_err(|source| match source {
+            ConfineError::Unavailable => CheckRunError::Unconfined {
+                snapshot: options.snapshot.clone(),
+                source,
+            },
+            source => CheckRunError::Confine {
+                snapshot: options.snapshot.clone(),
+                source,
+            },
+        })?;
         let duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
         let view_kind = view.kind();
         drop(view);
@@ -645,6 +652,30 @@ impl Engine {
         store.write(&batch)?;
         Ok(true)
     }
+}
+
+/// While a check runs, reports its seconds to `progress` (`check NAME`, one item a second,
+/// out of its timeout's seconds if it has one), so a long check shows it is alive: the
+/// command line draws it, a server streams it.
+fn tick_while_running(
+    progress: &dyn cas::Progress,
+    name: &str,
+    timeout: Option<u64>,
+    ended: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering;
+    progress.start(&format!("check {name}"), timeout.unwrap_or(0), 0);
+    let mut next = Instant::now() + Duration::from_secs(1);
+    while !ended.load(Ordering::Acquire) {
+        let now = Instant::now();
+        if now >= next {
+            progress.advance(1, 0);
+            next += Duration::from_secs(1);
+        } else {
+            std::thread::park_timeout(next - now);
+        }
+    }
+    progress.finish();
 }
 
 /// The newest recorded attestation of the same check of `tree`.
