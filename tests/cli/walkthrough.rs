@@ -23,6 +23,11 @@ fn normalized(text: &str) -> String {
         (r"Date: +\S+", "Date: DATE"),
         (r", in a (mount|checkout)", ", in a VIEW"),
         (r" +\n", "\n"),
+        // A command that meets the server a check started while it stops waits for it.
+        (
+            r"cairn: waiting for store \S+: another process holds it\n",
+            "",
+        ),
     ];
     let mut text = text.to_owned();
     for (pattern, with) in rules {

@@ -96,7 +96,10 @@ impl Store {
                             waited,
                         });
                     }
-                    if !announced {
+                    // A wait too short to notice (a server that is stopping lets go within
+                    // a second) is not worth a line; half the allowed wait always is.
+                    let noticeable = Duration::from_secs(1).min(options.lock_timeout / 2);
+                    if !announced && waited >= noticeable {
                         announced = true;
                         tracing::info!(store = %root, "store is held by another process; waiting");
                         if let Some(notify) = options.on_wait {
