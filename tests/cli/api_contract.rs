@@ -38,13 +38,41 @@ impl Drop for Server {
         let _ = self.0.wait();
         // A killed server leaves its mounts dead ("not connected"): detach them, so no
         // test run leaves mounts behind on the machine.
-        let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-        for point in table.lines().filter_map(|l| l.split(' ').nth(4)) {
-            if Path::new(point).starts_with(&self.1) {
-                let _ = Command::new("umount").args(["-l", point]).output();
+        let table = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
+        for line in table.split(|b| *b == b'\n') {
+            let Some(field) = line.split(|b| *b == b' ').nth(4) else {
+                continue;
+            };
+            let point = unescaped(field);
+            if Path::new(&point).starts_with(&self.1) {
+                let _ = Command::new("umount").arg("-l").arg(&point).output();
             }
         }
     }
+}
+
+/// A mount point as mountinfo writes it, its octal escapes (`\\040` for a space, `\\012`
+/// for a newline: schemathesis makes such names) undone.
+fn unescaped(field: &[u8]) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt as _;
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        let octal = field
+            .get(i + 1..i + 4)
+            .filter(|d| field[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) => {
+                out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8) + (c - b'0')));
+                i += 4;
+            }
+            None => {
+                out.push(field[i]);
+                i += 1;
+            }
+        }
+    }
+    std::ffi::OsString::from_vec(out)
 }
 
 #[test]
