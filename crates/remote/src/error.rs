@@ -319,6 +319,19 @@ impl RemoteError {
         }
     }
 
+    /// True for what a catalog of the remote's new indexes only may cause: an object or
+    /// snapshot not found where or as its indexes say, a pack that is gone. Listing every
+    /// index and trying again settles it.
+    pub fn may_be_stale_catalog(&self) -> bool {
+        match self {
+            RemoteError::NotOnRemote { .. } | RemoteError::Corrupt { .. } => true,
+            RemoteError::Transport { source, .. } | RemoteError::Read { source, .. } => {
+                matches!(**source, object_store::Error::NotFound { .. })
+            }
+            _ => false,
+        }
+    }
+
     /// True for bad usage or input (exit 2): an unknown remote, id or ref.
     pub fn is_usage(&self) -> bool {
         matches!(

@@ -58,7 +58,9 @@ const MAX_BLOB: u64 = cas::CHUNK_BYTES as u64;
 const MAX_TREE: u64 = 256 << 20;
 
 /// Brings `snapshots` from `remote` into `store` as `need` says; what the store has
-/// already is not fetched.
+/// already is not fetched. A fetch that lists only the remote's new indexes and then
+/// misses an object, or a pack, lists them all once and tries again (`docs/format.md`:
+/// a writer's clock may lag, a gc may have deleted a pack).
 pub fn fetch(
     remote: &Remote,
     store: &cas::Store,
@@ -67,6 +69,28 @@ pub fn fetch(
     progress: &dyn Progress,
 ) -> Result<FetchOutcome, RemoteError> {
     let catalog = Catalog::sync(remote, store)?;
+    let mut out = FetchOutcome::default();
+    match fetch_with(remote, store, &catalog, snapshots, need, progress, &mut out) {
+        Err(e) if !catalog.is_full() && e.may_be_stale_catalog() => {
+            tracing::debug!("remote {}: {e}; listing every index", remote.name());
+            let catalog = Catalog::sync_full(remote, store)?;
+            fetch_with(remote, store, &catalog, snapshots, need, progress, &mut out)?;
+            Ok(out)
+        }
+        done => done.map(|()| out),
+    }
+}
+
+/// [`fetch`] with `catalog`, counting into `out`.
+fn fetch_with(
+    remote: &Remote,
+    store: &cas::Store,
+    catalog: &Catalog,
+    snapshots: &[SnapshotId],
+    need: Need,
+    progress: &dyn Progress,
+    out: &mut FetchOutcome,
+) -> Result<(), RemoteError> {
     let name = remote.name();
     for id in snapshots {
         let here = store.reader()?.has_snapshot(*id)?;
@@ -82,11 +106,8 @@ pub fn fetch(
             });
         }
     }
-    let mut out = FetchOutcome {
-        pulled: snapshots.to_vec(),
-        warnings: catalog.warnings().to_vec(),
-        ..FetchOutcome::default()
-    };
+    out.pulled = snapshots.to_vec();
+    out.warnings = catalog.warnings().to_vec();
 
     // Snapshots, level by level through the history when it is wanted.
     let mut snaps: Vec<(SnapshotId, Snapshot)> = Vec::new();
@@ -111,7 +132,7 @@ pub fn fetch(
                 }
             }
         }
-        let got = read_objects(remote, &catalog, &wanted, ObjectKind::Snapshot, &mut out)?;
+        let got = read_objects(remote, catalog, &wanted, ObjectKind::Snapshot, out)?;
         for object in got.objects {
             let VerifiedObject::Snapshot(snap) = object else {
                 continue;
@@ -143,7 +164,7 @@ pub fn fetch(
                 wanted.push(t.into());
             }
         }
-        for object in read_objects(remote, &catalog, &wanted, ObjectKind::Tree, &mut out)?.objects {
+        for object in read_objects(remote, catalog, &wanted, ObjectKind::Tree, out)?.objects {
             let VerifiedObject::Tree(tree) = object else {
                 continue;
             };
@@ -166,14 +187,14 @@ pub fn fetch(
     let mut whole: Vec<Located> = Vec::new();
     let mut small: Vec<BlobId> = Vec::with_capacity(blobs.len());
     for b in blobs {
-        let located = locate(remote, &catalog, b.into(), ObjectKind::Blob)?;
+        let located = locate(remote, catalog, b.into(), ObjectKind::Blob)?;
         match route(&located.entry) {
             Route::Chunks => lists.push(located.clone()),
             Route::Streamed => whole.push(located.clone()),
             Route::Read => small.push(b),
         }
     }
-    let lists = read_chunk_lists(remote, &catalog, lists, &mut out)?;
+    let lists = read_chunk_lists(remote, catalog, lists, out)?;
     {
         let reader = store.reader()?;
         for (_, _, chunks) in &lists {
@@ -188,15 +209,15 @@ pub fn fetch(
     fetch_blobs(
         remote,
         store,
-        &catalog,
+        catalog,
         small,
         (whole.len() as u64, streamed_bytes),
         progress,
-        &mut out,
+        out,
     )?;
     let mut batch = WriteBatch::new();
     for located in &whole {
-        batch.add_blob(receive_whole(remote, store, located, &mut out)?);
+        batch.add_blob(receive_whole(remote, store, located, out)?);
         progress.advance(1, u64::from(located.entry.len));
     }
     progress.finish();
@@ -240,7 +261,7 @@ pub fn fetch(
         }
     }
     store.write(&batch)?;
-    Ok(out)
+    Ok(())
 }
 
 /// How a blob comes from a remote.

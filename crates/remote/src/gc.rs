@@ -16,7 +16,9 @@ use cas::{ObjectId, ObjectKind, VerifiedObject};
 use crate::catalog::{Catalog, Condemned, Located, is_hex_id};
 use crate::error::RemoteError;
 use crate::fetch::{read_chunk_lists, read_objects};
-use crate::layout::{Encoding, index_key, pack_key};
+use crate::layout::{
+    Encoding, PACK_TARGET, PackBuilder, PackEntry, decode_pack, index_key, pack_key,
+};
 use crate::refs;
 use crate::transport::Remote;
 
@@ -50,7 +52,23 @@ pub struct RemoteGcOutcome {
     /// grace period.
     #[serde(default)]
     pub attestations_removed: u64,
+    /// Small packs (under [`REPACK_BELOW`] bytes, older than the grace period, once there
+    /// are [`REPACK_AT`] of them) whose live objects were copied into new packs; they are condemned, and deleted by a gc after
+    /// the grace period.
+    #[serde(default)]
+    pub packs_repacked: u64,
+    /// The new packs they were copied into.
+    #[serde(default)]
+    pub packs_written: u64,
 }
+
+/// Live packs smaller than this are copied together into packs near
+/// [`PACK_TARGET`](crate::layout::PACK_TARGET), so their count stays bounded however many
+/// small pushes a remote takes.
+pub const REPACK_BELOW: u64 = 4 << 20;
+/// Small packs are repacked once there are at least this many: fewer cost little to list
+/// and read, and copying them again at every gc would be churn.
+pub const REPACK_AT: usize = 32;
 
 /// Runs remote gc on `remote`; `store` supplies objects it holds (others are read from
 /// the remote, checked, and not stored).
@@ -59,7 +77,8 @@ pub fn gc(
     store: &cas::Store,
     options: &RemoteGcOptions,
 ) -> Result<RemoteGcOutcome, RemoteError> {
-    let catalog = Catalog::sync(remote, store)?;
+    // A gc sees everything: an incremental listing could miss what a lagging clock named.
+    let catalog = Catalog::sync_full(remote, store)?;
     let mut roots: Vec<cas::SnapshotId> = refs::list(remote)?
         .into_iter()
         .map(|r| r.snapshot)
@@ -124,6 +143,24 @@ pub fn gc(
         .map(|(p, _)| p.to_string())
         .filter(|p| !listed_packs.contains(p))
         .collect();
+    // Small live packs, old enough that no push under way still writes them.
+    let mut small: Vec<String> = listed
+        .iter()
+        .filter(|(pack, meta)| {
+            meta.size < REPACK_BELOW
+                && live_packs.contains(pack)
+                && !catalog.condemned.contains_key(pack)
+                && !catalog.unreadable.contains(pack)
+                && now.saturating_sub(meta.last_modified.timestamp())
+                    >= options.grace_seconds as i64
+        })
+        .map(|(pack, _)| pack.clone())
+        .collect();
+    small.sort();
+    if small.len() < REPACK_AT {
+        small.clear();
+    }
+    out.packs_repacked = small.len() as u64;
     out.packs_removed = delete.len() as u64;
     out.removed = delete.iter().map(|(pack, _)| pack.clone()).collect();
     out.bytes_freed = delete.iter().map(|(_, size)| *size).sum();
@@ -138,12 +175,32 @@ pub fn gc(
         ))?;
         return Ok(out);
     }
+    if !small.is_empty() {
+        // The copies are written, indexes and all, before the originals are condemned: a
+        // gc killed in between leaves both, whole.
+        out.packs_written = remote.block_on(repack(remote, &small, &live))?;
+        keep.entry(now).or_default().extend(small.iter().cloned());
+    }
+    // What is about to be deleted is recorded as condemned too: a store that lists only
+    // new indexes keeps its cached ones until `gc/` changes, and must not count on these
+    // meanwhile; the next gc's records leave them out, and so tell it to list whole.
+    let mut recorded = keep.clone();
+    for (pack, _) in &delete {
+        let at = catalog.condemned.get(pack).copied().unwrap_or(now);
+        recorded.entry(at).or_default().push(pack.clone());
+    }
+    if !stray_indexes.is_empty() {
+        recorded
+            .entry(now)
+            .or_default()
+            .extend(stray_indexes.iter().cloned());
+    }
     remote.block_on(async {
         // The new condemnation records first, then the old ones go: a gc cut off in
         // between leaves duplicates, read as the earliest time.
         let nonce = blake3::hash(format!("{now}-{}", std::process::id()).as_bytes()).to_hex();
         let mut written = Vec::new();
-        for (at, packs) in &keep {
+        for (at, packs) in &recorded {
             let key = format!("gc/{at:012}-{}", &nonce[..12]);
             let body = serde_json::to_vec(&Condemned {
                 at: *at,
@@ -164,11 +221,15 @@ pub fn gc(
         // The index first: a pack without an index is invisible; an index without its
         // pack would not be.
         for (pack, _) in &delete {
-            remote.delete(&index_key(pack)).await?;
+            for name in catalog.index_names(pack) {
+                remote.delete(&index_key(name)).await?;
+            }
             remote.delete(&pack_key(pack)).await?;
         }
         for pack in &stray_indexes {
-            remote.delete(&index_key(pack)).await?;
+            for name in catalog.index_names(pack) {
+                remote.delete(&index_key(name)).await?;
+            }
         }
         out.ref_entries_dropped = refs::compact(remote, false).await?;
         out.attestations_removed =
@@ -176,6 +237,61 @@ pub fn gc(
         Ok::<_, RemoteError>(())
     })?;
     Ok(out)
+}
+
+/// Copies the payloads of `packs` that hold a `live` object into new packs of about
+/// [`PACK_TARGET`](crate::layout::PACK_TARGET) bytes, each checked against its id as read;
+/// gives back how many packs it wrote.
+async fn repack(
+    remote: &Remote,
+    packs: &[String],
+    live: &HashSet<ObjectId>,
+) -> Result<u64, RemoteError> {
+    use futures_util::StreamExt;
+    crate::probe::mark_for_push(remote).await?;
+    let new_pack = || PackBuilder::with_capacity(PACK_TARGET + (1 << 20));
+    let mut builder = new_pack();
+    let mut written = 0;
+    let sent = std::sync::atomic::AtomicU64::new(0);
+    let mut reads = futures_util::stream::iter(packs.to_vec().into_iter().map(|pack| async move {
+        let bytes = remote.get(&pack_key(&pack), REPACK_BELOW).await?;
+        Ok::<_, RemoteError>((pack, bytes))
+    }))
+    .buffered(crate::catalog::CONCURRENCY);
+    while let Some(read) = reads.next().await {
+        let (pack, bytes) = read?;
+        // Gone since the listing (another gc): its objects are wherever that gc left them.
+        let Some(bytes) = bytes else { continue };
+        let entries = decode_pack(&bytes, &pack)
+            .map_err(|e| RemoteError::corrupt(remote.name(), pack_key(&pack), e))?;
+        // A frame's members share one payload: it goes once, whole, if any is live.
+        let mut payloads: BTreeMap<u64, (Vec<PackEntry>, &[u8])> = BTreeMap::new();
+        for (entry, payload) in entries {
+            payloads
+                .entry(entry.offset)
+                .or_insert_with(|| (Vec::new(), payload))
+                .0
+                .push(entry);
+        }
+        for (held, payload) in payloads.into_values() {
+            if !held.iter().any(|e| live.contains(&e.id)) {
+                continue;
+            }
+            builder
+                .copy_payload(&held, payload)
+                .map_err(|e| RemoteError::unpackable(remote.name(), e))?;
+            if builder.len() >= PACK_TARGET {
+                let full = std::mem::replace(&mut builder, new_pack());
+                crate::push::upload(remote, full.finish(), &sent).await?;
+                written += 1;
+            }
+        }
+    }
+    if !builder.is_empty() {
+        crate::push::upload(remote, builder.finish(), &sent).await?;
+        written += 1;
+    }
+    Ok(written)
 }
 
 /// The packs that hold a copy of a `live` object that readers use (an object in a

@@ -31,7 +31,7 @@ mod url;
 pub use attestations::ReceivedAttestation;
 /// Pushes and fetches report through the workspace's one progress trait.
 pub use cas::{Progress, Silent};
-pub use catalog::Catalog;
+pub use catalog::{Catalog, LIST_MARGIN_MILLIS, Listing};
 pub use config::{
     Conditional, INDEX_CACHE, Probe, REMOTES, RemoteConfig, RemotesOwner, TRACKING, add_remote,
     remote_config, remotes, remove_remote, set_tracking, tracking_ref, tracking_refs,
@@ -39,11 +39,11 @@ pub use config::{
 };
 pub use error::{CorruptCause, InvalidRemote, RemoteError};
 pub use fetch::{FetchOutcome, Need, fetch};
-pub use gc::{RemoteGcOptions, RemoteGcOutcome, gc};
+pub use gc::{REPACK_AT, REPACK_BELOW, RemoteGcOptions, RemoteGcOutcome, gc};
 pub use probe::probe;
 pub use push::{RemotePushOutcome, push};
 pub use refs::{RefUpdate, RemoteRef};
-pub use transport::Remote;
+pub use transport::{REQUESTS, Remote};
 pub use url::{RemoteUrl, UrlError};
 
 /// The remote used when none is named.

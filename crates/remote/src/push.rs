@@ -19,7 +19,9 @@ use crate::Progress;
 use crate::catalog::Catalog;
 use crate::config::INDEX_CACHE;
 use crate::error::RemoteError;
-use crate::layout::{Encoding, MAX_FRAME_MEMBERS, Pack, PackBuilder, index_key, pack_key};
+use crate::layout::{
+    Encoding, MAX_FRAME_MEMBERS, Pack, PackBuilder, index_key, index_name_now, pack_key,
+};
 use crate::transport::Remote;
 
 /// Packs uploaded at once, and packs built and waiting for an upload: with the one being
@@ -316,8 +318,8 @@ pub fn push(
 
     // The next sync need not read back what this push wrote.
     let mut batch = WriteBatch::new();
-    for (pack, index) in uploaded {
-        batch.put_side(INDEX_CACHE, remote.name(), pack.as_bytes(), index);
+    for (name, index) in uploaded {
+        batch.put_side(INDEX_CACHE, remote.name(), name.as_bytes(), index);
     }
     drop(reader);
     if !batch.is_empty() {
@@ -357,9 +359,9 @@ fn tokio_stream<T>(mut rx: tokio::sync::mpsc::Receiver<T>) -> impl futures_util:
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
-/// A pack, then its index (so an index never names a pack that is not there); gives
-/// back the pack's id and index.
-async fn upload(
+/// A pack, then its index (so an index never names a pack that is not there), named by
+/// the clock once the pack is there; gives back the index's name and bytes.
+pub(crate) async fn upload(
     remote: &Remote,
     pack: Pack,
     sent: &AtomicU64,
@@ -373,16 +375,17 @@ async fn upload(
         )
         .await
         .map_err(|e| remote.fail(e))?;
+    let name = index_name_now(&pack.id);
     remote
         .put(
-            &index_key(&pack.id),
+            &index_key(&name),
             Bytes::copy_from_slice(&pack.index),
             PutMode::Overwrite,
         )
         .await
         .map_err(|e| remote.fail(e))?;
     sent.fetch_add(size, Ordering::Relaxed);
-    Ok((pack.id, pack.index))
+    Ok((name, pack.index))
 }
 
 /// Reads the missing blobs (in parallel, each verified, a frame once) and trees into

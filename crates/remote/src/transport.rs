@@ -67,6 +67,9 @@ fn walk_folder(dir: &std::path::Path) -> std::io::Result<(Vec<String>, Vec<Strin
     Ok((keys, unreadable))
 }
 
+/// The tracing target every request to a remote is logged under, at debug level.
+pub const REQUESTS: &str = "cairn::remote::request";
+
 /// Network buffers a [`RangeReader`] holds ahead of its reader.
 const RANGE_BUFFERS: usize = 8;
 
@@ -243,6 +246,7 @@ impl Remote {
     /// The object at `rel`, or `None` if there is none; refused unread if it is larger
     /// than `most` bytes, so a hostile remote cannot make a read hold unbounded memory.
     pub(crate) async fn get(&self, rel: &str, most: u64) -> Result<Option<Bytes>, RemoteError> {
+        tracing::debug!(target: REQUESTS, op = "GET", key = rel, "remote {}: GET {rel}", self.name());
         let got = match self.store.get(&self.path(rel)).await {
             Ok(got) => got,
             Err(object_store::Error::NotFound { .. }) => return Ok(None),
@@ -256,6 +260,7 @@ impl Remote {
 
     /// Whether an object is at `rel`, without reading it.
     pub(crate) async fn exists(&self, rel: &str) -> Result<bool, RemoteError> {
+        tracing::debug!(target: REQUESTS, op = "HEAD", key = rel, "remote {}: HEAD {rel}", self.name());
         match self.store.head(&self.path(rel)).await {
             Ok(_) => Ok(true),
             Err(object_store::Error::NotFound { .. }) => Ok(false),
@@ -282,6 +287,7 @@ impl Remote {
         bytes: Bytes,
         mode: PutMode,
     ) -> Result<PutResult, object_store::Error> {
+        tracing::debug!(target: REQUESTS, op = "PUT", key = rel, "remote {}: PUT {rel}", self.name());
         let opts = PutOptions {
             mode,
             ..PutOptions::default()
@@ -293,6 +299,7 @@ impl Remote {
 
     /// Every object under directory `rel`, with its key relative to `rel`.
     pub(crate) async fn list(&self, rel: &str) -> Result<Vec<(String, ObjectMeta)>, RemoteError> {
+        tracing::debug!(target: REQUESTS, op = "LIST", prefix = rel, "remote {}: LIST {rel}/", self.name());
         let dir = self.path(rel);
         let metas: Vec<ObjectMeta> = self
             .store
@@ -316,16 +323,62 @@ impl Remote {
             .collect())
     }
 
-    /// The keys under directory `rel`, relative to it, and apart, each named, what is there
-    /// but cannot be a key: a file a folder remote holds under a name no key can have
-    /// (object_store's listing of a folder would end at the first such file).
-    pub(crate) async fn list_names(
+    /// The keys under directory `rel` that sort after `after` (relative to `rel`; all of
+    /// them if `None`), relative to it, and apart, each named, what is there but cannot be
+    /// a key: a file a folder remote holds under a name no key can have (object_store's
+    /// listing of a folder would end at the first such file). On S3 the listing starts
+    /// there (`StartAfter`), so what sorts before it costs no request.
+    pub(crate) async fn list_names_after(
         &self,
         rel: &str,
+        after: Option<&str>,
+    ) -> Result<(Vec<String>, Vec<String>), RemoteError> {
+        let listed = self.list_names_from(rel, after).await?;
+        tracing::debug!(
+            target: REQUESTS,
+            op = "LIST",
+            prefix = rel,
+            after = after.unwrap_or(""),
+            keys = listed.0.len(),
+            "remote {}: LIST {rel}/ after {:?}: {} keys",
+            self.name(),
+            after.unwrap_or(""),
+            listed.0.len()
+        );
+        Ok(listed)
+    }
+
+    async fn list_names_from(
+        &self,
+        rel: &str,
+        after: Option<&str>,
     ) -> Result<(Vec<String>, Vec<String>), RemoteError> {
         let Some(folder) = &self.folder else {
-            let listed = self.list(rel).await?;
-            return Ok((listed.into_iter().map(|(k, _)| k).collect(), Vec::new()));
+            let dir = self.path(rel);
+            let metas: Vec<ObjectMeta> = match after {
+                Some(after) => {
+                    let offset = self.path(&format!("{rel}/{after}"));
+                    self.store
+                        .list_with_offset(Some(&dir), &offset)
+                        .try_collect()
+                        .await
+                }
+                None => self.store.list(Some(&dir)).try_collect().await,
+            }
+            .map_err(|e| self.fail(e))?;
+            let skip = dir.parts().count();
+            let names = metas
+                .into_iter()
+                .map(|m| {
+                    m.location
+                        .parts()
+                        .skip(skip)
+                        .map(|p| p.as_ref().to_owned())
+                        .collect::<Vec<_>>()
+                        .join("/")
+                })
+                .collect();
+            return Ok((names, Vec::new()));
         };
         let dir = folder.join(rel);
         let name = self.name().to_owned();
@@ -338,17 +391,22 @@ impl Remote {
                     source: Box::new(e),
                 }),
             })?;
-        walked.map_err(|e| RemoteError::Transport {
+        let (mut keys, unreadable) = walked.map_err(|e| RemoteError::Transport {
             remote: name,
             source: Box::new(object_store::Error::Generic {
                 store: "folder",
                 source: Box::new(e),
             }),
-        })
+        })?;
+        if let Some(after) = after {
+            keys.retain(|k| k.as_str() > after);
+        }
+        Ok((keys, unreadable))
     }
 
     /// Deletes `rel` (absent already is fine).
     pub(crate) async fn delete(&self, rel: &str) -> Result<(), RemoteError> {
+        tracing::debug!(target: REQUESTS, op = "DELETE", key = rel, "remote {}: DELETE {rel}", self.name());
         match self.store.delete(&self.path(rel)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.fail(e)),
@@ -363,6 +421,16 @@ impl Remote {
         ranges: &[std::ops::Range<u64>],
     ) -> Result<Vec<Bytes>, RemoteError> {
         if self.config.ranged_reads {
+            // The whole object otherwise, logged by `get`.
+            tracing::debug!(
+                target: REQUESTS,
+                op = "GET",
+                key = rel,
+                ranges = ranges.len(),
+                "remote {}: GET {rel} ({} ranges)",
+                self.name(),
+                ranges.len()
+            );
             return self
                 .store
                 .get_ranges(&self.path(rel), ranges)
@@ -396,6 +464,15 @@ impl Remote {
     /// long the range: from a request for the range, or where the engine does not serve
     /// ranges, from the whole object with what comes before the range skipped.
     pub(crate) fn read_range(&self, rel: &str, range: std::ops::Range<u64>) -> RangeReader {
+        tracing::debug!(
+            target: REQUESTS,
+            op = "GET",
+            key = rel,
+            "remote {}: GET {rel} {}..{}",
+            self.name(),
+            range.start,
+            range.end
+        );
         let (tx, rx) = tokio::sync::mpsc::channel(RANGE_BUFFERS);
         let store = Arc::clone(&self.store);
         let path = self.path(rel);

@@ -70,8 +70,12 @@ impl Human for verbs::Gc {
 fn gc(o: &GcOutcome, view: &View) -> String {
     let verb = if o.dry_run { "would remove" } else { "removed" };
     if let Some(r) = &o.remote {
+        let repacked = match r.packs_repacked {
+            0 => String::new(),
+            n => format!("; {n} small packs repacked into {}", r.packs_written),
+        };
         return format!(
-            "{verb} {} packs ({} bytes); {} packs condemned, waiting for the grace period; {} rescued; {} old ref entries dropped; {} objects reachable\n",
+            "{verb} {} packs ({} bytes); {} packs condemned, waiting for the grace period; {} rescued; {} old ref entries dropped; {} objects reachable{repacked}\n",
             r.packs_removed,
             r.bytes_freed,
             r.packs_condemned,

@@ -1,12 +1,15 @@
-//! The remote layout, version 3 (`docs/format.md` describes it byte by byte; versions 1
-//! and 2 are still read). Under the remote's prefix:
+//! The remote layout, version 4 (`docs/format.md` describes it byte by byte; versions 1
+//! to 3 are still read). Under the remote's prefix:
 //!
 //! ```text
-//! cairn-remote               {"format": 3}: what is here, written by the first `remote add`
+//! cairn-remote               {"format": 4}: what is here, written by the first `remote add`
 //! packs/<pack id>            payloads, each a whole object, a group frame of small blobs
 //!                            (byte for byte the store's) or a large blob's list of chunks
 //!                            (each chunk a blob of its own), with the objects it holds
-//! index/<pack id>            the pack's index: where each object is; written after the pack
+//! index/t<ms>-<pack id>      the pack's index: where each object is; written after the pack,
+//!                            named by the writer's clock (Unix milliseconds, 16 digits) so
+//!                            that a listing can start after what a store saw last
+//!                            (versions 1 to 3 wrote `index/<pack id>`, still read)
 //! refs/<name>/<seq>          a ref's history: create-only, the highest <seq> is its value
 //!                            (a name's parts of 16 hex digits are written `=<part>`: `refs`)
 //! pins/<snapshot id>         a snapshot pushed by id, kept by remote gc until `ref rm ID@REMOTE`
@@ -20,12 +23,15 @@
 
 use cas::{BlobId, CHUNK_BYTES, FrameMember, MAX_FRAME_BYTES, ObjectId, ObjectKind};
 
-/// The layout version this build writes.
-pub const FORMAT: u64 = 3;
+/// The layout version this build writes (its packs and indexes are version 3's; only
+/// the names of indexes changed).
+pub const FORMAT: u64 = 4;
 /// The older versions it reads (and rewrites the marker of before its first pack there).
 pub const FORMAT_1: u64 = 1;
 /// See [`FORMAT_1`].
 pub const FORMAT_2: u64 = 2;
+/// See [`FORMAT_1`].
+pub const FORMAT_3: u64 = 3;
 /// The marker object.
 pub const MARKER: &str = "cairn-remote";
 /// Packs are cut once they reach this many bytes (restic found tens of MB fast on S3).
@@ -72,9 +78,53 @@ pub const MAX_RECORD: u64 = 16 << 20;
 pub fn pack_key(pack: &str) -> String {
     format!("packs/{pack}")
 }
-/// The key of a pack's index.
-pub fn index_key(pack: &str) -> String {
-    format!("index/{pack}")
+/// The name under `index/` of the index of `pack`, written at `millis` (Unix
+/// milliseconds by the writer's clock): `t<16 digits>-<pack id>`. They sort by time, and
+/// after every name of layouts 1 to 3 (a bare pack id, hex).
+pub fn index_name(millis: u64, pack: &str) -> String {
+    format!("{}-{pack}", time_prefix(millis))
+}
+
+/// What the names written at `millis` start with; a listing from here on meets every
+/// name written at or after it.
+pub fn time_prefix(millis: u64) -> String {
+    format!("t{millis:016}")
+}
+
+/// The name under `index/` of an index written now.
+pub fn index_name_now(pack: &str) -> String {
+    index_name(now_millis(), pack)
+}
+
+/// The clock, in Unix milliseconds (0 before 1970).
+pub fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The pack a name under `index/` indexes, and when it was written (`None` for a name of
+/// layouts 1 to 3: a bare pack id); `None` for a name that is neither.
+pub fn parse_index_name(name: &str) -> Option<(&str, Option<u64>)> {
+    if is_pack_id(name) {
+        return Some((name, None));
+    }
+    let (time, pack) = name.strip_prefix('t')?.split_once('-')?;
+    if time.len() != 16 || !time.bytes().all(|b| b.is_ascii_digit()) || !is_pack_id(pack) {
+        return None;
+    }
+    Some((pack, time.parse().ok()))
+}
+
+fn is_pack_id(s: &str) -> bool {
+    s.len() == 64
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// The key of an index named `name` (see [`index_name`]).
+pub fn index_key(name: &str) -> String {
+    format!("index/{name}")
 }
 /// The key of a pin.
 pub fn pin_key(id: &cas::SnapshotId) -> String {
@@ -468,6 +518,25 @@ impl PackBuilder {
         .map_err(|len| LayoutError::ChunkListTooLong { id, len })
     }
 
+    /// Appends a payload of another pack as it is, with the objects it holds (`entries`,
+    /// all of that payload, as that pack's index or [`decode_pack`] gives them): what
+    /// remote gc's repacking copies.
+    pub fn copy_payload(
+        &mut self,
+        entries: &[PackEntry],
+        payload: &[u8],
+    ) -> Result<(), LayoutError> {
+        let Some(first) = entries.first() else {
+            return Ok(());
+        };
+        let held: Vec<Held> = entries
+            .iter()
+            .map(|e| (e.kind, e.id, e.size, e.start))
+            .collect();
+        self.append(first.encoding, &held, payload)
+            .map_err(|len| LayoutError::PayloadTooLong { len })
+    }
+
     /// Appends `payload` holding `held`; `Err` is its length, if longer than an entry holds.
     fn append(&mut self, encoding: Encoding, held: &[Held], payload: &[u8]) -> Result<(), usize> {
         let len = u32::try_from(payload.len()).map_err(|_| payload.len())?;
@@ -576,7 +645,7 @@ pub fn decode_chunk_list(id: ObjectId, size: u64, list: &[u8]) -> Result<Vec<Blo
 fn version(bytes: &[u8], magics: [&[u8; 8]; 3], what: &'static str) -> Result<u64, LayoutError> {
     let [v1, v2, v3] = magics;
     match bytes.get(..8) {
-        Some(m) if m == v3 => Ok(FORMAT),
+        Some(m) if m == v3 => Ok(FORMAT_3),
         Some(m) if m == v2 => Ok(FORMAT_2),
         Some(m) if m == v1 => Ok(FORMAT_1),
         Some(m) if m[..7] == v3[..7] => Err(LayoutError::Version {

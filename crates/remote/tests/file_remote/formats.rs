@@ -37,7 +37,7 @@ fn a_format_1_remote_still_pulls_and_its_first_push_marks_it_format_3() {
         .map(|e| e.unwrap().file_name())
         .collect();
     push(&remote, &a, &[third], &Silent).unwrap();
-    assert_eq!(marker(), r#"{"format":3}"#);
+    assert_eq!(marker(), r#"{"format":4}"#);
     let mut versions = std::collections::BTreeMap::new();
     for pack in std::fs::read_dir(f.root.join("remote/packs")).unwrap() {
         let entry = pack.unwrap();
@@ -136,10 +136,10 @@ fn a_format_2_remote_streams_its_whole_large_blobs_and_its_crossed_refs_update_a
             .is_file()
     );
 
-    // A push marks it format 3 first; a fresh store reads across both versions.
+    // A push marks it format 4 first; a fresh store reads across the versions.
     let third = commit(&a, &as_map_files(&expected(false)), vec![second]);
     push(&remote, &a, &[third], &Silent).unwrap();
-    assert_eq!(marker(), r#"{"format":3}"#);
+    assert_eq!(marker(), r#"{"format":4}"#);
     let b = f.store("b");
     fetch(&remote, &b, &[third], Need::History, &Silent).unwrap();
     assert_eq!(files_of(&b, third), expected(false));

@@ -261,3 +261,14 @@ pub(crate) fn noise(seed: u64, n: usize) -> Vec<u8> {
         })
         .collect()
 }
+
+/// The file of the index of `pack` on the remote under `root`, whatever its name's layout.
+pub(crate) fn index_path(root: &Utf8Path, pack: &str) -> camino::Utf8PathBuf {
+    let dir = root.join("remote/index");
+    std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .find(|name| name.ends_with(pack))
+        .map(|name| dir.join(name))
+        .unwrap_or_else(|| panic!("no index of pack {pack}"))
+}
