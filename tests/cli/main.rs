@@ -25,6 +25,7 @@ mod policy_commands;
 mod rebase_commands;
 mod remote_commands;
 mod remote_engines;
+mod remote_index;
 mod require_commands;
 mod reversible_commands;
 mod run_commands;

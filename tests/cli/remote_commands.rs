@@ -155,7 +155,7 @@ pub fn project(dir: &Utf8Path) {
     std::os::unix::fs::symlink("src/lib.rs", dir.join("link")).unwrap();
 }
 
-fn id_of(v: &Value, field: &str) -> String {
+pub fn id_of(v: &Value, field: &str) -> String {
     v[field]
         .as_str()
         .unwrap_or_else(|| panic!("no {field} in {v}"))

@@ -1,0 +1,318 @@
+//! A remote that stays fast as packs pile up: a push or fetch lists only the indexes
+//! named after what its store saw last, finds what a lagging clock named earlier by one
+//! full listing, and remote gc repacks small packs so their count stays bounded.
+
+use camino::{Utf8Path, Utf8PathBuf};
+
+use crate::remote_commands::{Machine, RemoteTarget, id_of, tree_of};
+use crate::support::stderr;
+
+fn file_target(root: &Utf8Path) -> RemoteTarget {
+    RemoteTarget {
+        url: format!("file://{}", root.join("remote")),
+        endpoint: None,
+        env: Vec::new(),
+        conditional: true,
+    }
+}
+
+/// A snapshot of a folder `name` holding `files`; its id.
+fn snap(m: &Machine, name: &str, files: &[(&str, String)]) -> String {
+    let p = m.dir.join(name);
+    std::fs::create_dir_all(&p).unwrap();
+    for (file, content) in files {
+        std::fs::write(p.join(file), content).unwrap();
+    }
+    id_of(&m.ok(&["onboard", p.as_str()]), "snapshot")
+}
+
+/// Runs `args` logging every request to the remote; its JSON and the keys each listing
+/// of `index/` returned, in order.
+fn listed(m: &Machine, args: &[&str]) -> (serde_json::Value, Vec<u64>) {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = m
+        .command(&all)
+        .env("RUST_LOG", "cairn::remote::request=debug")
+        .output()
+        .unwrap();
+    let log = stderr(&out);
+    assert!(out.status.success(), "cairn {args:?}: {log}");
+    let keys = log
+        .lines()
+        .filter(|l| l.contains("cairn::remote::request") && l.contains("LIST index/"))
+        .map(|l| {
+            let (_, tail) = l.rsplit_once("keys=").unwrap();
+            let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().unwrap()
+        })
+        .collect();
+    let json = serde_json::from_slice(&out.stdout).unwrap();
+    (json, keys)
+}
+
+fn index_names(root: &Utf8Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(root.join("remote/index"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Renames the index `name` as if written `minutes_ago` minutes ago; its new name.
+fn age_index(root: &Utf8Path, name: &str, minutes_ago: u64) -> String {
+    let (_, pack) = name.split_once('-').expect("a layout 4 index name");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let renamed = format!("t{:016}-{pack}", now - minutes_ago * 60_000);
+    let dir = root.join("remote/index");
+    std::fs::rename(dir.join(name), dir.join(&renamed)).unwrap();
+    renamed
+}
+
+#[test]
+fn a_second_push_and_fetch_list_only_the_indexes_named_since_the_last() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    let b = Machine::new(env.path(), "b", Vec::new(), &target);
+    a.add_remote(&target);
+    b.add_remote(&target);
+    for i in 0..5 {
+        let s = snap(&a, &format!("s{i}"), &[("f", format!("snapshot {i}"))]);
+        a.ok(&["push", &s]);
+    }
+    // The remote as if those pushes were spread over the last hours.
+    let old = index_names(env.path());
+    assert_eq!(old.len(), 10, "{old:?}");
+    for (i, name) in old.iter().enumerate() {
+        age_index(env.path(), name, 60 + 20 * i as u64);
+    }
+    let first = snap(&a, "first", &[("f", "first".to_owned())]);
+    a.ok(&["push", &first]);
+
+    // A fresh store lists everything once.
+    let (_, keys) = listed(&b, &["pull", &first]);
+    assert_eq!(keys, vec![12], "a first listing is a full one");
+    // Then each store lists only what was named since (less the margin): a's next push
+    // meets its own last push's indexes, b's next fetch those and the new ones.
+    let second = snap(&a, "second", &[("f", "second".to_owned())]);
+    let (_, keys) = listed(&a, &["push", &second]);
+    assert_eq!(keys, vec![2], "a push lists only the recent indexes");
+    let (pulled, keys) = listed(&b, &["pull", &second]);
+    assert_eq!(
+        keys,
+        vec![4],
+        "a fetch lists only the recent indexes: {pulled}"
+    );
+    b.ok(&["checkout", &second, "second"]);
+    assert_eq!(
+        std::fs::read_to_string(b.dir.join("second/f")).unwrap(),
+        "second"
+    );
+}
+
+#[test]
+fn a_pack_named_by_a_lagging_clock_is_still_found_by_a_fetch_that_needs_it() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    let b = Machine::new(env.path(), "b", Vec::new(), &target);
+    a.add_remote(&target);
+    b.add_remote(&target);
+    let first = snap(&a, "first", &[("f", "first".to_owned())]);
+    a.ok(&["push", &first]);
+    b.ok(&["pull", &first]);
+
+    // A pushes from a machine whose clock lags by two hours.
+    let before = index_names(env.path());
+    let late = snap(
+        &a,
+        "late",
+        &[("f", "late".to_owned()), ("g", "more".to_owned())],
+    );
+    a.ok(&["push", &late]);
+    for name in index_names(env.path()) {
+        if !before.contains(&name) {
+            age_index(env.path(), &name, 120);
+        }
+    }
+    // b's listing starts after what it saw less the margin (first's two indexes): it
+    // misses late's, then lists whole.
+    let (_, keys) = listed(&b, &["pull", &late]);
+    assert_eq!(keys, vec![2, 4], "an incremental listing, then a full one");
+    b.ok(&["checkout", &late, "late"]);
+    assert_eq!(tree_of(&b.dir.join("late")), tree_of(&a.dir.join("late")));
+}
+
+/// `n` snapshots pushed by a, each kept by a ref: `2n` small packs.
+fn small_pushes(a: &Machine, n: usize) -> Vec<(String, Utf8PathBuf)> {
+    (0..n)
+        .map(|i| {
+            let name = format!("s{i}");
+            let s = snap(
+                a,
+                &name,
+                &[("f", format!("file {i}")), ("shared", "same".repeat(500))],
+            );
+            a.ok(&["ref", "set", &format!("{name}@origin"), &s]);
+            (s, a.dir.join(name))
+        })
+        .collect()
+}
+
+/// Two hours pass for remote gc: every pack and condemnation on the remote is that much
+/// older (`--grace` counts hours).
+fn two_hours_pass(root: &Utf8Path) {
+    let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    for entry in std::fs::read_dir(root.join("remote/packs")).unwrap() {
+        let file = std::fs::File::options()
+            .write(true)
+            .open(entry.unwrap().path())
+            .unwrap();
+        file.set_modified(earlier).unwrap();
+    }
+    let Ok(records) = std::fs::read_dir(root.join("remote/gc")) else {
+        return;
+    };
+    for entry in records {
+        let path = entry.unwrap().path();
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        record["at"] = (record["at"].as_i64().unwrap() - 7200).into();
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    }
+}
+
+fn packs(root: &Utf8Path) -> usize {
+    std::fs::read_dir(root.join("remote/packs"))
+        .unwrap()
+        .count()
+}
+
+/// Every snapshot, checked out on a fresh machine, is byte-identical to its source.
+fn all_whole(env: &Utf8Path, name: &str, target: &RemoteTarget, snaps: &[(String, Utf8PathBuf)]) {
+    let c = Machine::new(env, name, Vec::new(), target);
+    c.add_remote(target);
+    for (i, (s, source)) in snaps.iter().enumerate() {
+        let out = format!("out{i}");
+        c.ok(&["checkout", s, &out]);
+        assert_eq!(tree_of(&c.dir.join(&out)), tree_of(source), "{s}");
+    }
+}
+
+#[test]
+fn remote_gc_repacks_small_packs_and_every_snapshot_stays_whole() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    a.add_remote(&target);
+    let snaps = small_pushes(&a, 17);
+    assert_eq!(packs(env.path()), 34);
+
+    let dry = a.ok(&["gc", "--remote", "origin", "--grace", "0", "--dry-run"]);
+    assert_eq!(dry["remote"]["packs_repacked"], 34, "{dry}");
+    assert_eq!(packs(env.path()), 34, "a dry run writes nothing");
+    let gc = a.ok(&["gc", "--remote", "origin", "--grace", "0"]);
+    assert_eq!(gc["remote"]["packs_repacked"], 34, "{gc}");
+    assert_eq!(gc["remote"]["packs_written"], 1, "{gc}");
+    // The originals are condemned, not deleted: the next gc deletes them.
+    assert_eq!(packs(env.path()), 35);
+    let next = a.ok(&["gc", "--remote", "origin", "--grace", "0"]);
+    assert_eq!(next["remote"]["packs_removed"], 34, "{next}");
+    assert_eq!(next["remote"]["packs_repacked"], 0, "{next}");
+    assert_eq!(packs(env.path()), 1);
+    assert_eq!(index_names(env.path()).len(), 1);
+    all_whole(env.path(), "c", &target, &snaps);
+    // a's own store, which cached the old indexes, pulls whole too.
+    a.ok(&["pull"]);
+}
+
+#[test]
+fn a_push_racing_the_repack_is_never_cut() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    a.add_remote(&target);
+    let mut snaps = small_pushes(&a, 17);
+    two_hours_pass(env.path());
+
+    // A push counting on what the small packs hold, caught between its catalog read and
+    // its last index: its packs are there, unindexed, while the gc runs.
+    let before = index_names(env.path());
+    let racer = snap(
+        &a,
+        "racer",
+        &[("shared", "same".repeat(500)), ("new", "new".to_owned())],
+    );
+    a.ok(&["push", &racer]);
+    let held = env.path().join("held");
+    std::fs::create_dir_all(&held).unwrap();
+    for name in index_names(env.path()) {
+        if !before.contains(&name) {
+            std::fs::rename(
+                env.path().join("remote/index").join(&name),
+                held.join(&name),
+            )
+            .unwrap();
+        }
+    }
+    let pin = env.path().join("remote/pins").join(&racer);
+    let pin_bytes = std::fs::read(&pin).ok();
+    let _ = std::fs::remove_file(&pin);
+    let gc = a.ok(&["gc", "--remote", "origin", "--grace", "1"]);
+    assert_eq!(gc["remote"]["packs_repacked"], 34, "{gc}");
+    assert_eq!(
+        gc["remote"]["packs_condemned"], 2,
+        "the racer's, unindexed: {gc}"
+    );
+    assert_eq!(gc["remote"]["packs_removed"], 0, "{gc}");
+
+    // The push ends: its indexes and pin land.
+    for entry in std::fs::read_dir(&held).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        std::fs::rename(
+            held.join(&name),
+            env.path().join("remote/index").join(&name),
+        )
+        .unwrap();
+    }
+    if let Some(bytes) = pin_bytes {
+        std::fs::write(&pin, bytes).unwrap();
+    }
+    a.ok(&["ref", "set", "racer@origin", &racer]);
+    two_hours_pass(env.path());
+    let next = a.ok(&["gc", "--remote", "origin", "--grace", "1"]);
+    assert_eq!(next["remote"]["packs_removed"], 34, "{next}");
+    assert_eq!(next["remote"]["packs_rescued"], 2, "{next}");
+    snaps.push((racer, a.dir.join("racer")));
+    all_whole(env.path(), "c", &target, &snaps);
+}
+
+#[test]
+fn a_repack_killed_at_any_point_leaves_the_remote_whole() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    a.add_remote(&target);
+    let snaps = small_pushes(&a, 17);
+    for delay_ms in [5, 20, 40, 80, 160] {
+        let mut child = a
+            .command(&["--json", "gc", "--remote", "origin", "--grace", "0"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        all_whole(env.path(), &format!("c{delay_ms}"), &target, &snaps);
+    }
+    a.ok(&["gc", "--remote", "origin", "--grace", "0"]);
+    a.ok(&["gc", "--remote", "origin", "--grace", "0"]);
+    assert!(packs(env.path()) < 34, "{}", packs(env.path()));
+    all_whole(env.path(), "cend", &target, &snaps);
+}
