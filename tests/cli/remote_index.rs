@@ -316,3 +316,31 @@ fn a_repack_killed_at_any_point_leaves_the_remote_whole() {
     assert!(packs(env.path()) < 34, "{}", packs(env.path()));
     all_whole(env.path(), "cend", &target, &snaps);
 }
+
+#[test]
+fn a_push_after_a_gc_deleted_what_its_store_cached_sends_it_again() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    let b = Machine::new(env.path(), "b", Vec::new(), &target);
+    a.add_remote(&target);
+    b.add_remote(&target);
+    let dropped = snap(&a, "d", &[("x", "kept by nobody".repeat(50))]);
+    a.ok(&["push", &dropped]);
+    a.ok(&["ref", "rm", &format!("{dropped}@origin")]);
+    // b reads the remote's indexes (and caches them), then a gc deletes those packs.
+    let work = b.dir.join("work");
+    b.ok(&["checkout", &dropped, work.as_str()]);
+    let gc = a.ok(&["gc", "--remote", "origin", "--grace", "0"]);
+    assert_eq!(gc["remote"]["packs_removed"], 2, "{gc}");
+
+    // b's next push must not count on what its cache still names.
+    std::fs::write(work.join("y"), "new").unwrap();
+    let kept = id_of(&b.ok(&["snapshot", work.as_str(), "-m", "y"]), "snapshot");
+    let pushed = b.ok(&["push", &kept]);
+    assert!(pushed["objects_sent"].as_u64() >= Some(4), "{pushed}");
+    let c = Machine::new(env.path(), "c", Vec::new(), &target);
+    c.add_remote(&target);
+    c.ok(&["checkout", &kept, "out"]);
+    assert_eq!(tree_of(&c.dir.join("out")), tree_of(&work));
+}

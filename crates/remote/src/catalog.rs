@@ -51,8 +51,9 @@ const MARK_KEY: &[u8] = b"mark";
 /// What a store last saw of a remote's `index/` and `gc/`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 struct Mark {
-    /// The latest time an index name it listed carries (Unix milliseconds), but never
-    /// past its own clock then.
+    /// When it last listed `index/`, by its own clock (Unix milliseconds): every name
+    /// written before then by a clock within the margin of it sorts after the mark less
+    /// the margin.
     seen_millis: u64,
     /// The keys under `gc/` then, sorted: any change means a gc ran since, and may have
     /// deleted indexes, so the next listing is a full one.
@@ -133,7 +134,7 @@ impl Catalog {
         let skipped = |key: &str, reason: &dyn std::fmt::Display| {
             format!("remote {name}: skipped index/{key}: {reason}")
         };
-        let (listed, fetched, condemned, after) = remote.block_on(async {
+        let (listed, fetched, condemned, after, listed_at) = remote.block_on(async {
             // gc/ first: whether it changed decides how index/ is listed.
             let mut condemned = Vec::new();
             for (key, _) in remote.list("gc").await? {
@@ -145,6 +146,7 @@ impl Catalog {
             }
             let mut gc_keys: Vec<String> = condemned.iter().map(|(k, _)| k.clone()).collect();
             gc_keys.sort();
+            let listed_at = now_millis();
             let after = match (&mark, listing) {
                 (Some(mark), Listing::Incremental) if mark.gc == gc_keys => Some(time_prefix(
                     mark.seen_millis.saturating_sub(LIST_MARGIN_MILLIS),
@@ -182,7 +184,7 @@ impl Catalog {
                 .buffer_unordered(CONCURRENCY)
                 .try_collect()
                 .await?;
-            Ok::<_, RemoteError>((listed, fetched, condemned, after))
+            Ok::<_, RemoteError>((listed, fetched, condemned, after, listed_at))
         })?;
         let full = after.is_none();
 
@@ -222,22 +224,13 @@ impl Catalog {
                 batch.remove_side(INDEX_CACHE, &name, index.as_bytes());
             }
         }
-        // The next listing starts where this one ended, by the names' clock, but never
-        // past this machine's: a writer whose clock runs ahead must not hide the names
-        // of the others until real time catches up.
-        let latest = listed
-            .iter()
-            .filter_map(|k| parse_index_name(k).and_then(|(_, t)| t))
-            .max()
-            .unwrap_or(0)
-            .min(now_millis());
+        // The next listing starts where this one did, by this machine's clock (not the
+        // names': a writer whose clock runs ahead must not hide the others' names, and a
+        // store that only pushes must not list from its first look forever).
         let mut gc_keys: Vec<String> = condemned.iter().map(|(k, _)| k.clone()).collect();
         gc_keys.sort();
         let new_mark = Mark {
-            seen_millis: match (&mark, full) {
-                (Some(mark), false) => mark.seen_millis.max(latest),
-                _ => latest,
-            },
+            seen_millis: listed_at,
             gc: gc_keys,
         };
         if mark.as_ref() != Some(&new_mark) {

@@ -253,7 +253,7 @@ async fn repack(
     let mut builder = new_pack();
     let mut written = 0;
     let sent = std::sync::atomic::AtomicU64::new(0);
-    let mut reads = futures_util::stream::iter(packs.to_vec().into_iter().map(|pack| async move {
+    let mut reads = futures_util::stream::iter(packs.iter().cloned().map(|pack| async move {
         let bytes = remote.get(&pack_key(&pack), REPACK_BELOW).await?;
         Ok::<_, RemoteError>((pack, bytes))
     }))
