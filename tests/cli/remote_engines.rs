@@ -594,3 +594,104 @@ fn read_key_fixed(bytes: &[u8], at: usize) -> Vec<u8> {
     fixed[at] ^= 0x01;
     fixed
 }
+
+/// On SeaweedFS, as on a folder: a listing starts after the store's mark (S3 `StartAfter`),
+/// and a pack named by a lagging clock is still found by one full listing.
+#[test]
+fn seaweedfs_listings_start_at_the_mark_and_a_lagging_clock_costs_one_full_listing() {
+    let hosts = Hosts::new(2);
+    let cluster = Seaweed::start(hosts.server_ip());
+    cluster.create_bucket("cairn-index");
+    let target = s3_target(&cluster.endpoint(), "cairn-index", true);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = camino::Utf8Path::from_path(tmp.path()).unwrap();
+    let a = Machine::new(root, "a", hosts.prefix(0), &target);
+    let b = Machine::new(root, "b", hosts.prefix(1), &target);
+    a.add_remote(&target);
+    b.add_remote(&target);
+    let endpoint = cluster.endpoint();
+    let dir = "eng:cairn-index/team/index";
+    let names = || {
+        let mut names = listing(&endpoint, dir);
+        names.sort();
+        names
+    };
+    // Renames the indexes not in `before` as if written `minutes` minutes ago.
+    let age = |before: &[String], minutes: u64| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        for (i, name) in names().iter().filter(|n| !before.contains(n)).enumerate() {
+            let (_, pack) = name.split_once('-').unwrap();
+            let old = format!("t{:016}-{pack}", now - (minutes + i as u64) * 60_000);
+            let bytes = read_key(&endpoint, &format!("{dir}/{name}"));
+            write_key(&endpoint, &format!("{dir}/{old}"), &bytes);
+            let out = rclone(&endpoint, ACCESS_KEY, SECRET_KEY)
+                .args(["deletefile", &format!("{dir}/{name}")])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "rclone deletefile {name}");
+        }
+    };
+    let snap = |m: &Machine, name: &str| {
+        let p = m.dir.join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("f"), name).unwrap();
+        m.ok(&["onboard", p.as_str()])["snapshot"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let keys = |m: &Machine, args: &[&str]| -> Vec<u64> {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let out = m
+            .command(&all)
+            .env("RUST_LOG", "cairn::remote::request=debug")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{args:?}: {log}");
+        log.lines()
+            .filter(|l| l.contains("cairn::remote::request") && l.contains("LIST index/"))
+            .map(|l| {
+                let (_, tail) = l.rsplit_once("keys=").unwrap();
+                let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().unwrap()
+            })
+            .collect()
+    };
+    for i in 0..3 {
+        let s = snap(&a, &format!("old{i}"));
+        a.ok(&["push", &s]);
+    }
+    age(&[], 60);
+    let first = snap(&a, "first");
+    a.ok(&["push", &first]);
+    assert_eq!(
+        keys(&b, &["pull", &first]),
+        vec![8],
+        "a first listing is whole"
+    );
+    let second = snap(&a, "second");
+    assert_eq!(
+        keys(&a, &["push", &second]),
+        vec![2],
+        "only first's indexes"
+    );
+    assert_eq!(keys(&b, &["pull", &second]), vec![4]);
+
+    // A push from a machine whose clock lags by two hours.
+    let before = names();
+    let late = snap(&a, "late");
+    a.ok(&["push", &late]);
+    age(&before, 120);
+    assert_eq!(
+        keys(&b, &["pull", &late]),
+        vec![4, 12],
+        "an incremental listing misses them; one full listing finds them"
+    );
+    b.ok(&["checkout", &late, "late"]);
+    assert_eq!(tree_of(&b.dir.join("late")), tree_of(&a.dir.join("late")));
+}

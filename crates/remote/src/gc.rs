@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
 use object_store::PutMode;
 use serde::{Deserialize, Serialize};
 
@@ -220,12 +221,20 @@ pub fn gc(
         }
         // The index first: a pack without an index is invisible; an index without its
         // pack would not be.
-        for (pack, _) in &delete {
-            for name in catalog.index_names(pack) {
-                remote.delete(&index_key(name)).await?;
+        // Many at once: a repack condemns thousands.
+        let doomed: Vec<(String, Vec<String>)> = delete
+            .iter()
+            .map(|(pack, _)| (pack.clone(), catalog.index_names(pack).to_vec()))
+            .collect();
+        futures_util::stream::iter(doomed.into_iter().map(|(pack, names)| async move {
+            for name in names {
+                remote.delete(&index_key(&name)).await?;
             }
-            remote.delete(&pack_key(pack)).await?;
-        }
+            remote.delete(&pack_key(&pack)).await
+        }))
+        .buffer_unordered(crate::catalog::CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
         for pack in &stray_indexes {
             for name in catalog.index_names(pack) {
                 remote.delete(&index_key(name)).await?;
@@ -247,7 +256,6 @@ async fn repack(
     packs: &[String],
     live: &HashSet<ObjectId>,
 ) -> Result<u64, RemoteError> {
-    use futures_util::StreamExt;
     crate::probe::mark_for_push(remote).await?;
     let new_pack = || PackBuilder::with_capacity(PACK_TARGET + (1 << 20));
     let mut builder = new_pack();

@@ -28,10 +28,15 @@ pub struct Remote {
     runtime: tokio::runtime::Runtime,
 }
 
-/// Every file under `dir` (following links, as object_store does): its path relative to
-/// `dir` where that can be a key, else apart, as a message naming it. A staging file of a
-/// write under way (`NAME#DIGITS`) is neither. No folder: nothing.
-fn walk_folder(dir: &std::path::Path) -> std::io::Result<(Vec<String>, Vec<String>)> {
+/// Every file under `dir` (following links, as object_store does) whose key sorts after
+/// `after` (all if `None`): its path relative to `dir` where that can be a key, else apart,
+/// as a message naming it. A staging file of a write under way (`NAME#DIGITS`) is neither.
+/// No folder: nothing. What sorts before `after` is not even looked at (no `stat`), so a
+/// listing from a mark costs a read of the folder's names.
+fn walk_folder(
+    dir: &std::path::Path,
+    after: Option<&str>,
+) -> std::io::Result<(Vec<String>, Vec<String>)> {
     let mut keys = Vec::new();
     let mut unreadable = Vec::new();
     let mut stack = vec![(dir.to_owned(), String::new())];
@@ -43,11 +48,19 @@ fn walk_folder(dir: &std::path::Path) -> std::io::Result<(Vec<String>, Vec<Strin
         };
         for entry in entries {
             let entry = entry?;
+            let file_name = entry.file_name();
+            // A key before `after` whose folder's keys cannot come after it either (its
+            // name is no beginning of `after`).
+            if let (Some(after), Some(part)) = (after, file_name.to_str()) {
+                let key = format!("{prefix}{part}");
+                if key.as_str() <= after && !after.starts_with(&key) {
+                    continue;
+                }
+            }
             let Ok(meta) = std::fs::metadata(entry.path()) else {
                 // A dangling link: object_store skips it too.
                 continue;
             };
-            let file_name = entry.file_name();
             let Some(part) = file_name.to_str().filter(|p| Path::parse(p).is_ok()) else {
                 unreadable.push(format!("{:?} is a name no key can have", entry.path()));
                 continue;
@@ -382,7 +395,8 @@ impl Remote {
         };
         let dir = folder.join(rel);
         let name = self.name().to_owned();
-        let walked = tokio::task::spawn_blocking(move || walk_folder(&dir))
+        let after_owned = after.map(str::to_owned);
+        let walked = tokio::task::spawn_blocking(move || walk_folder(&dir, after_owned.as_deref()))
             .await
             .map_err(|e| RemoteError::Transport {
                 remote: name.clone(),
