@@ -27,6 +27,9 @@ pub struct Engine {
     /// Held while fetching from a remote, so concurrent calls naming one snapshot fetch
     /// it once.
     pub(crate) fetching: std::sync::Mutex<()>,
+    /// What mounts read from remotes when first used (one source per remote, shared by
+    /// every mount), and their prefetches.
+    pub(crate) lazy: std::sync::Arc<crate::lazy::LazyRemotes>,
     /// The mounts this engine serves, by root.
     pub(crate) mounts: crate::store::Live,
 }
@@ -139,6 +142,7 @@ impl Engine {
             git: None,
             sandbox: None,
             fetching: Default::default(),
+            lazy: Default::default(),
             mounts: Default::default(),
         })
     }
@@ -168,6 +172,7 @@ impl Engine {
             git: None,
             sandbox: None,
             fetching: Default::default(),
+            lazy: Default::default(),
             mounts: Default::default(),
         }
     }

@@ -86,6 +86,7 @@ mod confine;
 mod engine;
 mod error;
 mod git;
+mod lazy;
 pub mod limits;
 mod mounts;
 mod objects;

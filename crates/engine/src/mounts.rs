@@ -150,6 +150,7 @@ impl Engine {
             identity: None,
             mount_base: None,
             mount_read_only: false,
+            mount_remote: None,
             ..record.clone()
         };
         let mut batch = cas::WriteBatch::new();
@@ -161,6 +162,7 @@ impl Engine {
     }
 
     pub(crate) fn forget_mount(&self, root: &Utf8Path) {
+        self.lazy.stop_prefetch(root);
         self.worktrees.unmounted(root);
         // Dropped here, not under the map's lock.
         let forgotten = self.mounts.remove(root);
@@ -174,6 +176,7 @@ impl Engine {
 
     /// Unmounts every mount (a server stopping); their layers stay for the next mount.
     pub fn unmount_all(&self) {
+        self.lazy.stop_all();
         for (root, m) in self.mounts.take_all() {
             self.worktrees.unmounted(&root);
             if let Err(e) = m.unmount(true) {

@@ -329,9 +329,98 @@ impl Engine {
         Ok(false)
     }
 
+    /// For a mount of `spec` (a full id or `NAME@REMOTE`; prefixes are never fetched) that
+    /// the store lacks: brings the snapshot and its trees from the remote holding it (the
+    /// first that has a full id, `origin` first), its blobs promised there, to be read when
+    /// first used. The snapshot and the remote, or `None` if `spec` is no such name or no
+    /// remote has it. Offline, a refusal naming it.
+    pub(crate) fn fetch_trees_named(
+        &self,
+        call: &Call,
+        store: &cas::Store,
+        shared: &remote::SharedStore,
+        spec: &str,
+    ) -> Result<Option<(SnapshotId, String)>, Error> {
+        let reader = store.reader()?;
+        let mut candidates: Vec<(SnapshotId, RemoteConfig)> = Vec::new();
+        let mut tracking = None;
+        if let Some((name, at)) = remote_ref(spec).filter(|(n, _)| !n.is_empty()) {
+            let Ok(config) = remote::remote_config(&reader, at) else {
+                return Ok(None);
+            };
+            if call.offline {
+                return Err(RemotesError::MountOffline {
+                    spec: spec.to_owned(),
+                }
+                .into());
+            }
+            let id = match remote::tracking_ref(&reader, at, name)? {
+                Some(id) => id,
+                None => {
+                    let remote = Remote::connect(&config)?;
+                    let id = remote::refs::get(&remote, name)?.ok_or_else(|| {
+                        RemoteError::NoSuchRef {
+                            remote: at.to_owned(),
+                            name: name.to_owned(),
+                        }
+                    })?;
+                    tracking = Some((at.to_owned(), name.to_owned(), id));
+                    id
+                }
+            };
+            candidates.push((id, config));
+        } else if is_full_id(spec) {
+            if call.offline {
+                return Err(RemotesError::MountOffline {
+                    spec: spec.to_owned(),
+                }
+                .into());
+            }
+            let id: SnapshotId = spec.parse().map_err(ArgumentError::Id)?;
+            let mut order = remote::remotes(&reader)?;
+            order.sort_by_key(|c| c.name != remote::DEFAULT_REMOTE);
+            candidates.extend(order.into_iter().map(|c| (id, c)));
+        }
+        drop(reader);
+        let _guard = self
+            .fetching
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (id, config) in candidates {
+            let source = self.lazy.source(shared, store, &config.name)?;
+            match source.fetch_trees(store, id, call.progress) {
+                Ok(_) => {
+                    if let Some((at, name, id)) = &tracking {
+                        self.track(store, at, name, Some(*id))?;
+                    }
+                    return Ok(Some((id, config.name)));
+                }
+                Err(RemoteError::NotOnRemote { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(None)
+    }
+
     /// If `err` is about a snapshot this store knows only as promised by a remote, fetches
     /// it (online) and says so; offline, turns it into an error saying where it is.
-    pub(crate) fn fetch_promised(&self, call: &Call, err: &Error) -> Result<bool, Error> {
+    ///
+    /// A blob only promised (a lazily mounted snapshot's, wanted by a checkout, a diff, a
+    /// show) is fetched with every other blob the snapshots the call `named` lack, or
+    /// alone if they do not reach it.
+    pub(crate) fn fetch_promised(
+        &self,
+        call: &Call,
+        err: &Error,
+        named: &[&str],
+    ) -> Result<bool, Error> {
+        if let Some(cas::ReadError::NotFound {
+            kind: cas::ObjectKind::Blob,
+            id,
+        }) = err.typed::<cas::ReadError>()
+        {
+            return self.fetch_promised_blob(call, id.as_blob(), named);
+        }
         let id = match err.typed::<cas::ReadError>() {
             Some(cas::ReadError::NotFound {
                 kind: cas::ObjectKind::Snapshot,
@@ -370,6 +459,44 @@ impl Engine {
     }
 }
 
+impl Engine {
+    fn fetch_promised_blob(
+        &self,
+        call: &Call,
+        blob: cas::BlobId,
+        named: &[&str],
+    ) -> Result<bool, Error> {
+        let store = self.store(Access::Read)?;
+        let reader = store.reader()?;
+        let Some(at) = reader.promised(blob.into())? else {
+            return Ok(false);
+        };
+        if call.offline {
+            return Err(RemotesError::PromisedBlobOffline { id: blob, at }.into());
+        }
+        let snapshots: Vec<SnapshotId> = named
+            .iter()
+            .filter_map(|spec| resolve_snapshot(&reader, &call.cwd, spec).ok())
+            .collect();
+        let config = remote::remote_config(&reader, &at)?;
+        drop(reader);
+        drop(store);
+        let store = self.store(Access::Write)?;
+        let _guard = self
+            .fetching
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let remote = Remote::connect(&config)?;
+        if !snapshots.is_empty() {
+            remote::fetch(&remote, &store, &snapshots, Need::Closure, call.progress)?;
+        }
+        if !store.reader()?.has_blob(blob)? {
+            remote::fetch_blobs_by_id(&remote, &store, &[blob], call.progress)?;
+        }
+        Ok(store.reader()?.has_blob(blob)?)
+    }
+}
+
 /// `--expect OLD`: a full id is taken as it is (another machine's snapshot need not be in
 /// this store); anything shorter is resolved here.
 fn expected_id(reader: &Reader, cwd: &camino::Utf8Path, spec: &str) -> Result<SnapshotId, Error> {
@@ -386,6 +513,20 @@ pub enum RemotesError {
     /// `pull` with `--offline`.
     #[error("pull needs the network; --offline forbids it")]
     PullOffline,
+    /// A blob only a remote has, with `--offline`.
+    #[error("blob {id} is on remote {at}; --offline forbids fetching it")]
+    PromisedBlobOffline {
+        /// The blob.
+        id: cas::BlobId,
+        /// The remote.
+        at: String,
+    },
+    /// A mount of a snapshot the store lacks, with `--offline`.
+    #[error("{spec}: not in the store; --offline forbids fetching it from a remote")]
+    MountOffline {
+        /// The snapshot as named.
+        spec: String,
+    },
     /// A snapshot only a remote has, with `--offline`.
     #[error("snapshot {id} is on remote {at}; --offline forbids fetching it")]
     PromisedOffline {
@@ -412,7 +553,10 @@ impl RemotesError {
     /// Its code.
     pub fn code(&self) -> Code {
         match self {
-            RemotesError::PullOffline | RemotesError::PromisedOffline { .. } => Code::Offline,
+            RemotesError::PullOffline
+            | RemotesError::PromisedOffline { .. }
+            | RemotesError::PromisedBlobOffline { .. }
+            | RemotesError::MountOffline { .. } => Code::Offline,
             RemotesError::OtherRemote { .. } => Code::Usage,
         }
     }

@@ -170,7 +170,7 @@ macro_rules! verbs {
                         // A command that ran is never run again.
                         Err(e) if fetched < MAX_FETCHES_PER_CALL
                             && !matches!(request, Request::Run(_))
-                            && (self.fetch_promised(call, &e)?
+                            && (self.fetch_promised(call, &e, &request.named_snapshots())?
                                 || (fetched == 0
                                     && matches!(e.code(), "unknown_id" | "unknown_ref")
                                     && self.fetch_named(call, snapshot_specs(&request))?)) =>

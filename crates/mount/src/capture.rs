@@ -85,6 +85,12 @@ pub enum MountCaptureError {
     /// The worktree's deny list could not be read.
     #[error(transparent)]
     Deny(#[from] path_policy::DenyError),
+    /// A blob of a lazily mounted snapshot could not be fetched (the log says why).
+    #[error("blob {blob}: could not be fetched from its remote (the mount's log says why)")]
+    Lazy {
+        /// The blob.
+        blob: cas::BlobId,
+    },
     /// Reading the store failed.
     #[error(transparent)]
     Read(#[from] cas::ReadError),
@@ -350,6 +356,10 @@ impl State {
     ) -> Result<Option<Vec<u8>>, MountCaptureError> {
         match f.content {
             Content::Base(b) => {
+                // A pattern file of a lazily mounted snapshot, not read yet.
+                if self.ensure_blob(b).is_err() {
+                    return Err(MountCaptureError::Lazy { blob: b });
+                }
                 let reader = (self.readers())()?;
                 if reader.blob_size(b)? > limit {
                     return Ok(None);

@@ -17,7 +17,7 @@ use fuser::{
     ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 
-use crate::state::{Caller, Ino, Kind, S_IFMT, S_IFREG, Source, State};
+use crate::state::{Caller, Ino, Kind, Lazy, S_IFMT, S_IFREG, Source, State};
 
 /// How long the kernel may keep names and attributes: everything that changes them goes
 /// through the kernel, which updates its caches itself.
@@ -83,14 +83,22 @@ pub(crate) struct Fs {
     pub(crate) state: Arc<Mutex<State>>,
     uppers: Mutex<HashMap<u64, Arc<File>>>,
     chunks: Mutex<ChunkCache>,
+    /// Where blobs the store lacks come from (a lazily mounted snapshot's), if anywhere.
+    lazy: Option<Arc<dyn Lazy>>,
 }
 
 impl Fs {
     pub(crate) fn new(state: Arc<Mutex<State>>) -> Fs {
+        let lazy = state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .lazy
+            .clone();
         Fs {
             state,
             uppers: Mutex::new(HashMap::new()),
             chunks: Mutex::new(ChunkCache::default()),
+            lazy,
         }
     }
 
@@ -133,7 +141,8 @@ impl Fs {
     }
 
     /// Up to `len` bytes of blob `b` from `offset`, read outside every lock: only the
-    /// chunks they lie in are decoded, each verified against its id.
+    /// chunks they lie in are decoded, each verified against its id. A blob or chunk the
+    /// store lacks comes from the lazy source first (this read waits for it alone).
     fn read_blob(&self, b: cas::BlobId, offset: u64, len: usize) -> Result<Vec<u8>, Errno> {
         // A small blob is one chunk, cached under its own id.
         if let Some(whole) = self.cache().chunks.get(&b).cloned() {
@@ -161,7 +170,13 @@ impl Fs {
             None => {
                 open(&mut reader)?;
                 let r = reader.as_ref().expect("opened above");
-                let cut = Arc::new(r.blob_chunks(b).map_err(|e| failed(&e))?);
+                let cut = match (&self.lazy, r.blob_chunks(b)) {
+                    (Some(lazy), Err(cas::ReadError::NotFound { .. })) => {
+                        lazy.cut(b).map_err(|e| failed(&e))?
+                    }
+                    (_, cut) => cut.map_err(|e| failed(&e))?,
+                };
+                let cut = Arc::new(cut);
                 if cut.ids().len() > 1 {
                     self.cache().insert_cut(cut.clone());
                 }
@@ -181,6 +196,19 @@ impl Fs {
                 Some(bytes) => bytes,
                 None => {
                     open(&mut reader)?;
+                    if let Some(lazy) = &self.lazy {
+                        let r = reader.as_ref().expect("opened above");
+                        let here = r.has_blob(chunk.id).map_err(|e| failed(&e))?;
+                        // A large blob's every chunk is told, so its source reads ahead.
+                        if !here || cut.ids().len() > 1 {
+                            lazy.fetch(chunk).map_err(|e| failed(&e))?;
+                        }
+                        if !here {
+                            // A reader sees the store as it was when opened.
+                            reader = None;
+                            open(&mut reader)?;
+                        }
+                    }
                     let r = reader.as_ref().expect("opened above");
                     let bytes = Arc::new(r.chunk(chunk).map_err(|e| failed(&e))?);
                     self.cache().insert(chunk.id, bytes.clone());

@@ -42,7 +42,7 @@ pub use materialize::CopyError;
 pub use materialize::{
     COPY_COMMAND, Recovered, copy_tree, materialized, recover as recover_materialize,
 };
-pub use state::{Readers, StateError};
+pub use state::{Lazy, LazyError, Readers, StateError};
 
 /// Why a mount could not be made or ended.
 #[derive(Debug, thiserror::Error)]
@@ -200,6 +200,9 @@ pub struct FuseMountOptions {
     pub base_time: SystemTime,
     /// Refuse every change (`EROFS`).
     pub read_only: bool,
+    /// Where the blobs the store lacks come from (a snapshot only a remote holds), if
+    /// anywhere: each is fetched when first read.
+    pub lazy: Option<Arc<dyn Lazy>>,
 }
 
 /// A live mount.
@@ -289,6 +292,8 @@ impl Mounted {
                 source,
             })
         })?;
+        let mut state = state;
+        state.lazy = options.lazy.clone();
         let fs_state = Arc::new(Mutex::new(state));
         let mut config = fuser::Config::default();
         config.mount_options = vec![

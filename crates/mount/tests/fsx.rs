@@ -445,6 +445,7 @@ fn start(s: &Setup) -> mount::Mounted {
             base: Some(s.base),
             base_time: std::time::SystemTime::now(),
             read_only: false,
+            lazy: None,
         },
         readers,
     )

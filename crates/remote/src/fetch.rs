@@ -27,6 +27,10 @@ pub enum Need {
     Closure,
     /// The snapshot and all its history.
     History,
+    /// The snapshot and its trees (and symlinks' targets, which a listing shows), as
+    /// [`Need::Closure`]; every other blob it reaches that the store lacks is recorded as
+    /// promised by the remote, to be read when first used (a lazy mount).
+    Trees,
 }
 
 /// What a fetch brought (SPEC's `pull` fields).
@@ -81,8 +85,10 @@ pub fn fetch(
     }
 }
 
-/// [`fetch`] with `catalog`, counting into `out`.
-fn fetch_with(
+/// [`fetch`] with `catalog`, counting into `out`. A snapshot already here is completed
+/// (unless `need` is [`Need::Trees`]): the blobs its tree reaches that the store lacks,
+/// promised by a lazy mount, are fetched.
+pub(crate) fn fetch_with(
     remote: &Remote,
     store: &cas::Store,
     catalog: &Catalog,
@@ -115,6 +121,8 @@ fn fetch_with(
     let mut seen: HashSet<SnapshotId> = HashSet::new();
     // The root trees of every snapshot met: their attestations come too.
     let mut checked_trees: HashSet<TreeId> = HashSet::new();
+    // The root trees of the snapshots asked for that are here: completed.
+    let mut complete: Vec<TreeId> = Vec::new();
     let mut level: Vec<SnapshotId> = snapshots.to_vec();
     while !level.is_empty() {
         let reader = store.reader()?;
@@ -126,6 +134,9 @@ fn fetch_with(
             } else {
                 let snap = reader.snapshot(id)?;
                 checked_trees.insert(snap.tree);
+                if need != Need::Trees && snapshots.contains(&id) {
+                    complete.push(snap.tree);
+                }
                 if need == Need::History {
                     // Here, but its history may be only promised.
                     next.extend(snap.parents);
@@ -140,8 +151,8 @@ fn fetch_with(
             for p in &snap.parents {
                 match need {
                     Need::History => next.push(*p),
-                    Need::Closure if !reader.has_snapshot(*p)? => promised.push(*p),
-                    Need::Closure => {}
+                    Need::Closure | Need::Trees if !reader.has_snapshot(*p)? => promised.push(*p),
+                    Need::Closure | Need::Trees => {}
                 }
             }
             checked_trees.insert(snap.tree);
@@ -150,39 +161,129 @@ fn fetch_with(
         level = next;
     }
 
-    // Trees, level by level; the blobs they name that the store lacks.
+    // Trees, level by level (those here already are read here: a snapshot being completed,
+    // or one sharing them); the blobs they name that the store lacks.
     let reader = store.reader()?;
     let mut trees: Vec<Tree> = Vec::new();
     let mut blobs: Vec<BlobId> = Vec::new();
+    let mut lazy: Vec<BlobId> = Vec::new();
     let mut seen_trees: HashSet<TreeId> = HashSet::new();
     let mut seen_blobs: HashSet<BlobId> = HashSet::new();
     let mut level: Vec<TreeId> = snaps.iter().map(|(_, s)| s.tree).collect();
+    level.extend(complete);
     while !level.is_empty() {
         let mut wanted: Vec<ObjectId> = Vec::new();
+        let mut here: Vec<Tree> = Vec::new();
         for t in level.drain(..) {
-            if seen_trees.insert(t) && !reader.has_tree(t)? {
+            if !seen_trees.insert(t) {
+                continue;
+            }
+            if !reader.has_tree(t)? {
                 wanted.push(t.into());
+            } else if need != Need::Trees {
+                here.push(reader.tree(t)?);
             }
         }
-        for object in read_objects(remote, catalog, &wanted, ObjectKind::Tree, out)?.objects {
-            let VerifiedObject::Tree(tree) = object else {
-                continue;
-            };
+        let got = read_objects(remote, catalog, &wanted, ObjectKind::Tree, out)?.objects;
+        let got = got.into_iter().filter_map(|object| match object {
+            VerifiedObject::Tree(tree) => Some(tree),
+            _ => None,
+        });
+        let fetched_from = trees.len();
+        trees.extend(got);
+        for tree in here.iter().chain(&trees[fetched_from..]) {
             for entry in tree.entries() {
                 match (entry.blob(), entry.tree()) {
-                    (Some(b), _) if seen_blobs.insert(b) && !reader.has_blob(b)? => blobs.push(b),
+                    (Some(b), _) if seen_blobs.insert(b) && !reader.has_blob(b)? => {
+                        if need == Need::Trees && entry.kind != cas::EntryKind::Symlink {
+                            // Refused now if the remote lacks it, not when first read.
+                            locate(remote, catalog, b.into(), ObjectKind::Blob)?;
+                            lazy.push(b);
+                        } else {
+                            blobs.push(b);
+                        }
+                    }
                     (_, Some(t)) => level.push(t),
                     _ => {}
                 }
             }
-            trees.push(tree);
         }
     }
     drop(reader);
+    fetch_blob_set(remote, store, catalog, blobs, progress, out)?;
 
-    // Blobs over a chunk: a list of chunks (layout 3) brings its chunks along with the
-    // other blobs and is checked once they are stored; one an older layout holds whole is
-    // streamed in, a chunk at a time.
+    // Their attestations, checked before any is recorded (their outputs are stored as
+    // blobs are, unreachable until then).
+    let attestations = crate::attestations::fetch(remote, store, &checked_trees)?;
+
+    // Last, trees, snapshots and attestations together: the snapshots appear whole or not
+    // at all, with the checks recorded of them.
+    let mut batch = WriteBatch::new();
+    for tree in trees {
+        batch.add_tree(tree);
+    }
+    for snap in parents_first(snaps) {
+        batch.add_snapshot(snap);
+    }
+    for p in promised {
+        batch.promise(p.into(), name);
+    }
+    for b in lazy {
+        batch.promise(b.into(), name);
+    }
+    for received in attestations {
+        if received.new {
+            batch.add_attestation(&received.attestation);
+            out.attestations_received += 1;
+        }
+        for (fingerprint, armored) in received.signatures {
+            batch.add_attestation_signature(received.id, &fingerprint, armored);
+            out.attestations_received += 1;
+        }
+    }
+    store.write(&batch)?;
+    Ok(())
+}
+
+/// Brings `blobs` from `remote` into `store` (those it lacks; a blob of a lazily mounted
+/// snapshot, say), each checked as a fetch checks it.
+pub fn fetch_blobs_by_id(
+    remote: &Remote,
+    store: &cas::Store,
+    blobs: &[BlobId],
+    progress: &dyn Progress,
+) -> Result<FetchOutcome, RemoteError> {
+    let catalog = Catalog::sync(remote, store)?;
+    let reader = store.reader()?;
+    let mut lacking = Vec::with_capacity(blobs.len());
+    for b in blobs {
+        if !reader.has_blob(*b)? && !lacking.contains(b) {
+            lacking.push(*b);
+        }
+    }
+    drop(reader);
+    let mut out = FetchOutcome {
+        warnings: catalog.warnings().to_vec(),
+        ..FetchOutcome::default()
+    };
+    fetch_blob_set(remote, store, &catalog, lacking, progress, &mut out)?;
+    Ok(out)
+}
+
+/// Fetches `blobs` (which the store lacks) and stores them: those over a chunk as their
+/// chunks and then their own records (a list of chunks, layout 3, is checked once its
+/// chunks are stored; one an older layout holds whole is streamed in, a chunk at a time),
+/// the rest in batches as they lie on the remote.
+pub(crate) fn fetch_blob_set(
+    remote: &Remote,
+    store: &cas::Store,
+    catalog: &Catalog,
+    blobs: Vec<BlobId>,
+    progress: &dyn Progress,
+    out: &mut FetchOutcome,
+) -> Result<(), RemoteError> {
+    let name = remote.name();
+    let mut seen_blobs: HashSet<BlobId> = blobs.iter().copied().collect();
     let mut lists: Vec<Located> = Vec::new();
     let mut whole: Vec<Located> = Vec::new();
     let mut small: Vec<BlobId> = Vec::with_capacity(blobs.len());
@@ -233,34 +334,6 @@ fn fetch_with(
     if !batch.is_empty() {
         store.write(&batch)?;
     }
-
-    // Their attestations, checked before any is recorded (their outputs are stored as
-    // blobs are, unreachable until then).
-    let attestations = crate::attestations::fetch(remote, store, &checked_trees)?;
-
-    // Last, trees, snapshots and attestations together: the snapshots appear whole or not
-    // at all, with the checks recorded of them.
-    let mut batch = WriteBatch::new();
-    for tree in trees {
-        batch.add_tree(tree);
-    }
-    for snap in parents_first(snaps) {
-        batch.add_snapshot(snap);
-    }
-    for p in promised {
-        batch.promise(p.into(), name);
-    }
-    for received in attestations {
-        if received.new {
-            batch.add_attestation(&received.attestation);
-            out.attestations_received += 1;
-        }
-        for (fingerprint, armored) in received.signatures {
-            batch.add_attestation_signature(received.id, &fingerprint, armored);
-            out.attestations_received += 1;
-        }
-    }
-    store.write(&batch)?;
     Ok(())
 }
 

@@ -22,6 +22,7 @@ mod error;
 mod fetch;
 mod gc;
 pub mod layout;
+mod lazy;
 mod probe;
 mod push;
 pub mod refs;
@@ -38,8 +39,9 @@ pub use config::{
     validate_remote_name,
 };
 pub use error::{CorruptCause, InvalidRemote, RemoteError};
-pub use fetch::{FetchOutcome, Need, fetch};
+pub use fetch::{FetchOutcome, Need, fetch, fetch_blobs_by_id};
 pub use gc::{REPACK_AT, REPACK_BELOW, RemoteGcOptions, RemoteGcOutcome, gc};
+pub use lazy::{LazyBlobs, PrefetchProgress, SharedStore, missing_blobs};
 pub use probe::probe;
 pub use push::{RemotePushOutcome, push};
 pub use refs::{RefUpdate, RemoteRef};

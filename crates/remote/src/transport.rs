@@ -435,21 +435,29 @@ impl Remote {
         ranges: &[std::ops::Range<u64>],
     ) -> Result<Vec<Bytes>, RemoteError> {
         if self.config.ranged_reads {
-            // The whole object otherwise, logged by `get`.
-            tracing::debug!(
-                target: REQUESTS,
-                op = "GET",
-                key = rel,
-                ranges = ranges.len(),
-                "remote {}: GET {rel} ({} ranges)",
-                self.name(),
-                ranges.len()
-            );
-            return self
-                .store
-                .get_ranges(&self.path(rel), ranges)
-                .await
-                .map_err(|e| self.fail(e));
+            // As object_store's own `get_ranges` does (near ranges merged, a few requests
+            // at once), each request logged.
+            let path = self.path(rel);
+            return object_store::coalesce_ranges(
+                ranges,
+                |range| {
+                    tracing::debug!(
+                        target: REQUESTS,
+                        op = "GET",
+                        key = rel,
+                        start = range.start,
+                        end = range.end,
+                        "remote {}: GET {rel} {}..{}",
+                        self.name(),
+                        range.start,
+                        range.end
+                    );
+                    self.store.get_range(&path, range)
+                },
+                object_store::OBJECT_STORE_COALESCE_DEFAULT,
+            )
+            .await
+            .map_err(|e| self.fail(e));
         }
         let whole = self.get(rel, MAX_PACK).await?.ok_or_else(|| {
             self.fail(object_store::Error::NotFound {
@@ -482,6 +490,8 @@ impl Remote {
             target: REQUESTS,
             op = "GET",
             key = rel,
+            start = range.start,
+            end = range.end,
             "remote {}: GET {rel} {}..{}",
             self.name(),
             range.start,

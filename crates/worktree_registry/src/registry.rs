@@ -115,6 +115,10 @@ pub struct WorktreeRecord {
     /// its layer refuses changes too. Records from before it was kept read as writable.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub mount_read_only: bool,
+    /// For a mounted worktree of a snapshot only a remote held, that remote: its files are
+    /// fetched from it when first read, on every attach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mount_remote: Option<String>,
     /// What `cairn run` of this worktree may do beyond writing inside it (`cairn policy`).
     #[serde(default, skip_serializing_if = "SandboxGrants::is_empty")]
     pub grants: SandboxGrants,
@@ -229,6 +233,7 @@ impl WorktreeRecord {
             identity: None,
             mount_base: None,
             mount_read_only: false,
+            mount_remote: None,
             grants: SandboxGrants::default(),
             requests: GrantRequests::default(),
         }

@@ -54,6 +54,13 @@ impl BlobChunks {
         Ok(BlobChunks { id, size, chunks })
     }
 
+    /// Blob `id` of `size` bytes cut into `chunks` as another holder says (a remote's chunk
+    /// list), checked to be the cut the store makes; each chunk is still verified as read.
+    pub fn of_list(id: BlobId, size: u64, chunks: Vec<BlobId>) -> Result<BlobChunks, ReadError> {
+        BlobChunks::new(id, size, chunks)
+            .map_err(|damage| ReadError::damaged(ObjectKind::Blob, id, damage))
+    }
+
     /// The blob's id.
     pub fn id(&self) -> BlobId {
         self.id

@@ -87,8 +87,10 @@ impl Store {
     ) -> Result<StoreFsckOutcome, MaintenanceError> {
         let mut out = StoreFsckOutcome::default();
         // Nothing at all can be read: that is an error, not a finding.
-        let txn = self.health.run(|| self.db.begin_read().storage())?;
+        // The reader first: a write landing between the two (a lazy mount storing a blob
+        // and dropping its promise) then shows the object in `txn`, never neither.
         let reader = self.reader()?;
+        let txn = self.health.run(|| self.db.begin_read().storage())?;
 
         // Blobs: location records, then content in parallel.
         let sizes = self.fsck_part(&mut out, "blobs", |out| {

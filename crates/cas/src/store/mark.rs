@@ -5,7 +5,7 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 
 use super::attested::{ATTESTATION_SIGNATURES, ATTESTATIONS};
 use super::blob::Location;
-use super::error::MaintenanceError;
+use super::error::{MaintenanceError, ReadError};
 use super::frame::member_share;
 use super::owner::{HistoryEntry, Keeper, Roots, SideOwner};
 use super::reader::Reader;
@@ -253,7 +253,15 @@ impl Marker<'_> {
         if self.live.blobs.contains(&id) || !out.added.blobs.insert(id) {
             return Ok(());
         }
-        match self.reader.location(id).map_err(MaintenanceError::Unsafe)? {
+        let location = match self.reader.location(id) {
+            Ok(location) => location,
+            // Only promised by a remote (a lazily mounted snapshot's): nothing here to keep.
+            Err(ReadError::NotFound { .. }) if self.reader.promised(id.into())?.is_some() => {
+                return Ok(());
+            }
+            Err(e) => return Err(MaintenanceError::Unsafe(e)),
+        };
+        match location {
             Location::Packed { len, .. } => out.bytes += u64::from(len),
             Location::Member {
                 frame_offset,

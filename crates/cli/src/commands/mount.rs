@@ -18,6 +18,10 @@ pub struct Args {
     /// Refuse every write.
     #[arg(long)]
     read_only: bool,
+    /// For a snapshot read from a remote: fetch the rest of its files in the background
+    /// (`worktree list` shows how far it is).
+    #[arg(long)]
+    prefetch: bool,
 }
 
 impl IntoRequest for Args {
@@ -31,6 +35,7 @@ impl From<Args> for MountOptions {
         let Args {
             mut args,
             read_only,
+            prefetch,
         } = args;
         // The last one is the directory, the one before it (if any) the snapshot.
         let dir = Utf8PathBuf::from(args.pop().unwrap_or_default());
@@ -38,6 +43,7 @@ impl From<Args> for MountOptions {
             snapshot: args.pop(),
             dir,
             read_only,
+            prefetch,
         }
     }
 }
@@ -47,12 +53,16 @@ impl Human for verbs::Mount {
         Report::new(
             json,
             format!(
-                "mounted {} at {}{}\n",
+                "mounted {} at {}{}{}\n",
                 o.snapshot
                     .map(|s| s.short(12))
                     .unwrap_or_else(|| "-".into()),
                 o.worktree,
-                if o.read_only { " (read-only)" } else { "" }
+                if o.read_only { " (read-only)" } else { "" },
+                match &o.remote {
+                    Some(r) => format!(" (files fetched from remote {r} when first read)"),
+                    None => String::new(),
+                }
             ),
         )
     }

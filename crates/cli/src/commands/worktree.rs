@@ -83,7 +83,23 @@ fn worktree_list(o: &WorktreeListOutcome) -> String {
             } else {
                 ""
             };
-            format!("{}\t{}\t{head}{live}{read_only}\n", w.path, w.kind)
+            let remote = match &w.remote {
+                Some(r) => format!("\tremote {r}"),
+                None => String::new(),
+            };
+            let prefetch = match &w.prefetch {
+                Some(p) => format!(
+                    "\tprefetch {}/{} files{}",
+                    p.objects_done,
+                    p.objects_total,
+                    if p.ended { " (ended)" } else { "" }
+                ),
+                None => String::new(),
+            };
+            format!(
+                "{}\t{}\t{head}{live}{read_only}{remote}{prefetch}\n",
+                w.path, w.kind
+            )
         })
         .collect()
 }

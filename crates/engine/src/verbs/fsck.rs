@@ -44,6 +44,11 @@ pub struct FsckChecked {
     /// were any).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub attestations: u64,
+    /// Objects the store lacks but knows a remote holds (a partial history's parents, the
+    /// files of a lazily mounted snapshot not read yet); left out when none: the store is
+    /// whole.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub promised: u64,
 }
 
 /// What `fsck` found; problems make it a refusal.
@@ -69,6 +74,7 @@ impl Engine {
         let owners: [&dyn cas::SideOwner; 2] = [&registry, &remote::RemotesOwner];
         let mut out = store.fsck(&cas::StoreFsckOptions::default(), &owners)?;
         out.problems.extend(signature_problems(&store.reader()?)?);
+        let promised = promised_count(&store.reader()?)?;
         let n = out.problems.len();
         let message = (n > 0).then(|| {
             format!(
@@ -93,10 +99,27 @@ impl Engine {
                 snapshots: out.snapshots,
                 references: out.references,
                 attestations: out.attestations,
+                promised,
             },
             message,
         })
     }
+}
+
+/// How many objects the store knows only as promised by a remote.
+fn promised_count(reader: &cas::Reader) -> Result<u64, Error> {
+    let mut n = 0;
+    for (key, _) in reader.side_scope(cas::PROMISED, "")? {
+        let Ok(bytes) = <[u8; 32]>::try_from(key.as_slice()) else {
+            continue;
+        };
+        let id = cas::ObjectId::from_bytes(bytes);
+        let here = reader.has_blob(id.as_blob())?
+            || reader.has_tree(id.as_tree())?
+            || reader.has_snapshot(id.as_snapshot())?;
+        n += u64::from(!here);
+    }
+    Ok(n)
 }
 
 fn is_zero(n: &u64) -> bool {

@@ -29,6 +29,10 @@ pub struct MountOptions {
     /// Refuse every write.
     #[serde(default)]
     pub read_only: bool,
+    /// For a snapshot read from a remote: fetch the rest of its files in the background
+    /// (`worktree list` shows how far it is).
+    #[serde(default)]
+    pub prefetch: bool,
 }
 
 /// A mounted worktree.
@@ -41,6 +45,10 @@ pub struct MountOutcome {
     pub snapshot: Option<SnapshotId>,
     /// Whether writes are refused.
     pub read_only: bool,
+    /// The remote its files are fetched from when first read (a snapshot the store
+    /// lacked, or whose files it lacks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
 }
 
 impl Engine {
@@ -94,27 +102,43 @@ impl Engine {
         fs_manager::check_apart(store, &root)?;
         let existing = reader.worktree(&root)?;
         let layer = self.layer_dir(&root);
+        let mut remote = None;
         let (head, fresh, read_only) = match (&options.snapshot, existing) {
             (Some(_), Some(r)) => {
                 return Err(MountsError::WorktreeExists { root, kind: r.kind }.into());
             }
-            (Some(spec), None) => (
-                Some(resolve_snapshot(&reader, &call.cwd, spec)?),
-                true,
-                options.read_only,
-            ),
+            (Some(spec), None) => {
+                let head = match resolve_snapshot(&reader, &call.cwd, spec) {
+                    Ok(id) => id,
+                    // A snapshot the store lacks: its trees now, its files when read.
+                    Err(e) if matches!(e.code(), "unknown_id" | "unknown_ref") => {
+                        drop(reader);
+                        match self.fetch_trees_named(call, store, &shared, spec)? {
+                            Some((id, at)) => {
+                                remote = Some(at);
+                                id
+                            }
+                            None => return Err(e),
+                        }
+                    }
+                    Err(e) => return Err(e),
+                };
+                (Some(head), true, options.read_only)
+            }
             (None, Some(r)) if r.kind == WorktreeKind::Mounted => {
                 if let Some(live) = self.mounts.get(&root).filter(|m| m.is_live()) {
                     return Ok(MountOutcome {
                         worktree: root,
                         snapshot: r.head,
                         read_only: live.read_only(),
+                        remote: r.mount_remote,
                     });
                 }
                 drop(reader);
                 if self.recover_materialize(store, &r)? {
                     return Err(MountsError::Materialized { root }.into());
                 }
+                remote = r.mount_remote.clone();
                 (r.head, false, r.mount_read_only || options.read_only)
             }
             (None, _) => {
@@ -131,17 +155,26 @@ impl Engine {
             }
             None => (None, std::time::SystemTime::now()),
         };
+        if remote.is_none() && fresh {
+            // A snapshot here whose files another mount left on a remote.
+            remote = base
+                .map(|t| promised_remote(&reader, t))
+                .transpose()?
+                .flatten();
+        }
         drop(reader);
         if fresh {
             // Left by a worktree once mounted here and removed.
             self.drop_layer(&root);
         }
-        let readers: mount::Readers = Arc::new(move || {
-            shared
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .reader()
+        let lazy: Arc<dyn mount::Lazy> = Arc::new(crate::lazy::MountSource {
+            shared: shared.clone(),
+            remotes: self.lazy.clone(),
+            offline: call.offline,
         });
+        let held = shared.clone();
+        let readers: mount::Readers =
+            Arc::new(move || held.read().unwrap_or_else(PoisonError::into_inner).reader());
         let mounted = mount::Mounted::start(
             mount::FuseMountOptions {
                 root: root.clone(),
@@ -149,6 +182,7 @@ impl Engine {
                 base,
                 base_time,
                 read_only,
+                lazy: Some(lazy),
             },
             readers,
         )
@@ -159,6 +193,7 @@ impl Engine {
                 head,
                 mount_base: head,
                 mount_read_only: read_only,
+                mount_remote: remote.clone(),
                 ..WorktreeRecord::new(root.clone(), WorktreeKind::Mounted)
             };
             let mut batch = cas::WriteBatch::new();
@@ -171,12 +206,44 @@ impl Engine {
         }
         self.worktrees.mounted(&root, mounted.clone());
         self.mounts.insert(root.clone(), mounted);
+        if options.prefetch
+            && !call.offline
+            && let (Some(at), Some(tree)) = (&remote, base)
+        {
+            let source = self.lazy.source(&shared, store, at)?;
+            self.lazy.start_prefetch(&root, source, tree);
+        }
         Ok(MountOutcome {
             worktree: root,
             snapshot: head,
             read_only,
+            remote,
         })
     }
+}
+
+/// The remote promising a blob of tree `root`, if any: the first met of the first few
+/// blobs looked at (a lazily fetched snapshot's blobs are all promised by its remote).
+fn promised_remote(reader: &cas::Reader, root: cas::TreeId) -> Result<Option<String>, Error> {
+    const LOOKED_AT: usize = 256;
+    let mut trees = std::collections::VecDeque::from([root]);
+    let mut looked = 0;
+    while let Some(t) = trees.pop_front() {
+        for entry in reader.tree(t)?.entries() {
+            match (entry.blob(), entry.tree()) {
+                (Some(b), _) if !reader.has_blob(b)? => {
+                    return Ok(reader.promised(b.into())?);
+                }
+                (_, Some(t)) => trees.push_back(t),
+                _ => {}
+            }
+            looked += 1;
+            if looked >= LOOKED_AT {
+                return Ok(None);
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// The directories a `mount` made for its mount point (the point and the parents it

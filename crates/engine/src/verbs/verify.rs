@@ -441,8 +441,29 @@ impl Engine {
             .map_err(CheckRunError::from)?;
         let (snapshot, tree, recorded) = {
             let store = self.store(Access::Write)?;
-            let reader = store.reader()?;
-            let snapshot = resolve_snapshot(&reader, &call.cwd, &options.snapshot)?;
+            let mut reader = store.reader()?;
+            let snapshot = match resolve_snapshot(&reader, &call.cwd, &options.snapshot) {
+                Ok(id) => id,
+                // A snapshot the store lacks, viewed through a mount: its trees now, its
+                // files as the check reads them.
+                Err(e)
+                    if matches!(e.code(), "unknown_id" | "unknown_ref")
+                        && mount::fuse_available().is_ok() =>
+                {
+                    let Some(shared) = self.shared_store() else {
+                        return Err(e);
+                    };
+                    drop(reader);
+                    let fetched =
+                        self.fetch_trees_named(call, &store, &shared, &options.snapshot)?;
+                    reader = store.reader()?;
+                    match fetched {
+                        Some((id, _)) => id,
+                        None => return Err(e),
+                    }
+                }
+                Err(e) => return Err(e),
+            };
             let tree = reader.snapshot(snapshot)?.tree;
             let recorded = if options.rerun {
                 None
@@ -595,6 +616,11 @@ impl Engine {
             _dir: dir,
         };
         if let Some(shared) = self.shared_store() {
+            let lazy: Arc<dyn mount::Lazy> = Arc::new(crate::lazy::MountSource {
+                shared: shared.clone(),
+                remotes: self.lazy.clone(),
+                offline: call.offline,
+            });
             let readers: mount::Readers = Arc::new(move || {
                 shared
                     .read()
@@ -609,6 +635,7 @@ impl Engine {
                     base_time: std::time::SystemTime::UNIX_EPOCH
                         + Duration::from_secs(created.as_second().max(0).unsigned_abs()),
                     read_only: false,
+                    lazy: Some(lazy),
                 },
                 readers,
             );

@@ -31,6 +31,28 @@ pub struct WorktreeItem {
     /// for every attach).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
+    /// For a mounted worktree of a snapshot read from a remote, that remote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    /// For a live mount started with `--prefetch`, how far its prefetch is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch: Option<PrefetchItem>,
+}
+
+/// How far a mount's prefetch is: blobs and their bytes (decoded) fetched of those its
+/// snapshot reaches that the store lacked.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PrefetchItem {
+    /// Blobs fetched.
+    pub objects_done: u64,
+    /// Blobs to fetch.
+    pub objects_total: u64,
+    /// Bytes fetched.
+    pub bytes_done: u64,
+    /// Bytes to fetch.
+    pub bytes_total: u64,
+    /// Whether it ended (done, stopped or failed: the server's log says which).
+    pub ended: bool,
 }
 
 /// The registry.
@@ -62,6 +84,18 @@ impl Engine {
                     .then(|| self.is_mounted(&r.root)),
                 read_only: (r.kind == fs_manager::WorktreeKind::Mounted)
                     .then_some(r.mount_read_only),
+                remote: r.mount_remote.clone(),
+                prefetch: self.lazy.prefetch(&r.root).map(|p| {
+                    use std::sync::atomic::Ordering::Acquire;
+                    let p = &p.progress;
+                    PrefetchItem {
+                        objects_done: p.objects_done.load(Acquire),
+                        objects_total: p.objects_total.load(Acquire),
+                        bytes_done: p.bytes_done.load(Acquire),
+                        bytes_total: p.bytes_total.load(Acquire),
+                        ended: p.ended.load(Acquire),
+                    }
+                }),
                 path: r.root,
                 head: r.head,
             })

@@ -70,6 +70,25 @@ pub(crate) const ROOT: Ino = 1;
 /// Opens a reader of the store (verified reads) for as long as one call needs it.
 pub type Readers = Arc<dyn Fn() -> Result<cas::Reader, cas::StorageFailure> + Send + Sync>;
 
+/// Why a [`Lazy`] source could not bring an object: its message names the object, where it
+/// was to come from and why.
+pub type LazyError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where a mount reads the blobs its store lacks (a snapshot only a remote holds, its
+/// blobs promised), given at mount time: each is fetched when first read, checked, and
+/// stored, so the mount then reads it from the store as any other. This crate knows no
+/// remotes; the engine gives one.
+pub trait Lazy: Send + Sync {
+    /// How blob `id`, which the store lacks, is cut into chunks (itself alone if it is at
+    /// most a chunk).
+    fn cut(&self, id: BlobId) -> Result<cas::BlobChunks, LazyError>;
+    /// Brings `chunk` (a blob of at most a chunk, or a piece of a larger one) into the
+    /// store. A read of its blob is under way: a source may read ahead.
+    fn fetch(&self, chunk: cas::Chunk) -> Result<(), LazyError>;
+    /// Brings blob `id` into the store whole (to copy it up, or read it at once).
+    fn fetch_whole(&self, id: BlobId) -> Result<(), LazyError>;
+}
+
 /// Why a mount's tree could not be set up from its base and its layer's journal.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -248,6 +267,8 @@ pub(crate) struct State {
     pub(crate) skipping: HashSet<Ino>,
     /// The mount point (pattern files name paths through it).
     pub(crate) root: std::path::PathBuf,
+    /// Where blobs the store lacks come from, if anywhere.
+    pub(crate) lazy: Option<Arc<dyn Lazy>>,
 }
 
 fn eio(e: impl std::fmt::Display) -> Errno {
@@ -292,6 +313,7 @@ impl State {
             scope_stamp: None,
             skipping: HashSet::new(),
             root,
+            lazy: None,
         };
         let base = match records.first() {
             Some(Record::Base { tree }) => *tree,

@@ -388,6 +388,7 @@ impl State {
         };
         let (n, mut file) = self.new_upper()?;
         if !empty {
+            self.ensure_blob(blob)?;
             self.reader()?.write_blob_to(blob, &mut file).map_err(eio)?;
         }
         // An unlinked file's copy is its alone: no record names it, so re-attaching the
@@ -425,6 +426,18 @@ impl State {
             Kind::Dir(_) => Err(Errno::EISDIR),
             Kind::Link(_) | Kind::Special(_) => Err(Errno::EINVAL),
         }
+    }
+
+    /// Brings blob `b` into the store from the lazy source if the store lacks it.
+    pub(crate) fn ensure_blob(&self, b: cas::BlobId) -> Res<()> {
+        let Some(lazy) = &self.lazy else {
+            return Ok(());
+        };
+        if self.reader()?.has_blob(b).map_err(eio)? {
+            return Ok(());
+        }
+        lazy.fetch_whole(b)
+            .map_err(|e| eio(format_args!("blob {b}: {e}")))
     }
 
     /// Opens readers of the store (to read outside the state's lock).
