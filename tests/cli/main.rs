@@ -18,6 +18,7 @@ mod merge_commands;
 mod mount_commands;
 mod mount_lifecycle;
 mod mount_posix;
+mod mount_remote;
 mod mount_scope;
 mod picker;
 mod pjdfstest;

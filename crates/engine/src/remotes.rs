@@ -414,10 +414,18 @@ impl Engine {
         err: &Error,
         named: &[&str],
     ) -> Result<bool, Error> {
-        if let Some(cas::ReadError::NotFound {
-            kind: cas::ObjectKind::Blob,
-            id,
-        }) = err.typed::<cas::ReadError>()
+        // A checkout's hydration finds a blob it was told of missing: "corrupt".
+        if let Some(
+            cas::ReadError::NotFound {
+                kind: cas::ObjectKind::Blob,
+                id,
+            }
+            | cas::ReadError::Corrupt {
+                kind: cas::ObjectKind::Blob,
+                id,
+                ..
+            },
+        ) = read_error_in(err)
         {
             return self.fetch_promised_blob(call, id.as_blob(), named);
         }
@@ -495,6 +503,26 @@ impl Engine {
         }
         Ok(store.reader()?.has_blob(blob)?)
     }
+}
+
+/// The read error `err` comes of, however deep (a checkout's store error holds it).
+fn read_error_in(err: &Error) -> Option<&cas::ReadError> {
+    let mut at: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(err);
+    while let Some(e) = at {
+        if let Some(r) = e.downcast_ref::<cas::ReadError>() {
+            return Some(r);
+        }
+        if let Some(cas::StoreError::Read(r)) = e.downcast_ref::<cas::StoreError>() {
+            return Some(r);
+        }
+        if let Some(fs_manager::CheckoutError::Store(cas::StoreError::Read(r))) =
+            e.downcast_ref::<fs_manager::CheckoutError>()
+        {
+            return Some(r);
+        }
+        at = e.source();
+    }
+    None
 }
 
 /// `--expect OLD`: a full id is taken as it is (another machine's snapshot need not be in
