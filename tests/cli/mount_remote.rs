@@ -189,6 +189,9 @@ fn a_remote_only_mount_reads_back_byte_identical_fetching_only_what_is_read() {
     );
     assert!(checked["promised"].as_u64().unwrap() >= 6, "{checked}");
     assert!(!s.stored("README.md") && !s.stored("big.bin"));
+    // gc keeps what is here and leaves the promised files to the remote.
+    s.b.ok(&["gc"]);
+    assert_eq!(s.fsck()["blobs"], 1);
 
     // One file read: one request, for its payload; the large file's bytes stay remote.
     let before = s.range_reads().len();
@@ -429,6 +432,10 @@ fn writes_in_a_lazy_mount_stay_in_its_layer() {
     let mut s = setup();
     let snap = s.snap.clone();
     let (m, _) = s.mount(&[&snap], "m");
+    assert!(
+        !s.stored("src/lib.rs"),
+        "read from the remote only when first used"
+    );
     // Appending copies the file up: its bytes are fetched first.
     let mut f = std::fs::OpenOptions::new()
         .append(true)
