@@ -192,7 +192,10 @@ impl LazyBlobs {
         if let Some(cut) = self.cuts().get(&id) {
             return Ok((**cut).clone());
         }
-        let view = self.view();
+        let mut view = self.view();
+        if view.catalog.locate(id.into()).is_none() {
+            view = self.resync().map_err(Arc::new)?;
+        }
         let located = self.locate(&view, id).map_err(Arc::new)?;
         let e = located.entry;
         match e.encoding {
@@ -415,13 +418,42 @@ impl LazyBlobs {
     /// frame the store lacks, unless it is there: one request per payload, however many
     /// want it at once.
     fn ensure(&self, id: BlobId) -> Result<(), Arc<RemoteError>> {
+        let view = self.view();
+        if view.catalog.locate(id.into()).is_some() {
+            match self.ensure_in(&view, id) {
+                Err(e) if pack_gone(&e) => {}
+                other => return other,
+            }
+        } else if self.present(id).map_err(Arc::new)? {
+            return Ok(());
+        }
+        // Not in the catalog as last read (read while the remote was away), or its pack
+        // gone (a remote gc repacked it): read the catalog again and look once more.
+        let view = self.resync().map_err(Arc::new)?;
+        self.ensure_in(&view, id)
+    }
+
+    fn present(&self, id: BlobId) -> Result<bool, RemoteError> {
+        Ok(self.store().reader()?.has_blob(id)?)
+    }
+
+    /// Reads the remote's catalog again, for every later read.
+    fn resync(&self) -> Result<Arc<View>, RemoteError> {
+        let view = {
+            let store = self.store();
+            Arc::new(View::new(Catalog::sync(&self.remote, &store)?))
+        };
+        *self.view.write().unwrap_or_else(PoisonError::into_inner) = view.clone();
+        Ok(view)
+    }
+
+    fn ensure_in(&self, view: &View, id: BlobId) -> Result<(), Arc<RemoteError>> {
         let present =
             |id| -> Result<bool, RemoteError> { Ok(self.store().reader()?.has_blob(id)?) };
         if present(id).map_err(Arc::new)? {
             return Ok(());
         }
-        let view = self.view();
-        let located = self.locate(&view, id).map_err(Arc::new)?;
+        let located = self.locate(view, id).map_err(Arc::new)?;
         self.flight(&located, || {
             // Another flight may have brought it meanwhile.
             if present(id)? {
@@ -564,4 +596,12 @@ pub fn missing_blobs(reader: &cas::Reader, root: TreeId) -> Result<Vec<BlobId>, 
         }
     }
     Ok(missing)
+}
+
+/// Whether `e` says the pack read from is not on the remote.
+fn pack_gone(e: &RemoteError) -> bool {
+    matches!(
+        e,
+        RemoteError::Read { source, .. } if matches!(**source, object_store::Error::NotFound { .. })
+    )
 }
