@@ -382,15 +382,8 @@ fn prefetch_fetches_the_rest_in_the_background_to_a_whole_store() {
     assert_eq!(tree_of(&m), tree_of(&s.proj));
 }
 
-#[test]
-fn a_killed_server_leaves_a_clean_store_and_the_mount_reads_lazily_when_attached_again() {
-    let mut s = setup();
-    let snap = s.snap.clone();
-    let (m, _) = s.mount(&[&snap], "m");
-    let mut f = std::fs::File::open(m.join("big.bin")).unwrap();
-    let mut first = vec![0; 100];
-    f.read_exact(&mut first).unwrap();
-    drop(f);
+/// Kills B's mount server with SIGKILL and waits until the mount at `m` is gone.
+fn kill_server(s: &Setup, m: &Utf8Path) {
     let pids = String::from_utf8(
         Command::new("pgrep")
             .args([
@@ -419,6 +412,18 @@ fn a_killed_server_leaves_a_clean_store_and_the_mount_reads_lazily_when_attached
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn a_killed_server_leaves_a_clean_store_and_the_mount_reads_lazily_when_attached_again() {
+    let mut s = setup();
+    let snap = s.snap.clone();
+    let (m, _) = s.mount(&[&snap], "m");
+    let mut f = std::fs::File::open(m.join("big.bin")).unwrap();
+    let mut first = vec![0; 100];
+    f.read_exact(&mut first).unwrap();
+    drop(f);
+    kill_server(&s, &m);
     let checked = s.fsck();
     assert!(checked["promised"].as_u64().unwrap() >= 1, "{checked}");
     let out = s.b.ok(&["mount", m.as_str()]);
@@ -511,4 +516,34 @@ fn verify_of_a_remote_ref_the_store_never_saw_reads_only_what_its_check_reads() 
     s.fsck();
     let _ = server.kill();
     let _ = server.wait();
+}
+
+#[test]
+fn a_server_killed_during_a_prefetch_leaves_a_clean_store() {
+    let mut s = setup();
+    // Enough incompressible files that the prefetch takes several groups (it may still
+    // end before the kill lands: the store is clean either way).
+    let more = s.a.dir.join("more");
+    std::fs::create_dir_all(&more).unwrap();
+    for i in 0..40u32 {
+        let mut bytes = vec![0u8; 400_000];
+        blake3::Hasher::new()
+            .update(&i.to_le_bytes())
+            .finalize_xof()
+            .fill(&mut bytes);
+        std::fs::write(more.join(format!("f{i}.bin")), bytes).unwrap();
+    }
+    let snap = s.a.ok(&["onboard", more.as_str()])["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.a.ok(&["push", &snap]);
+    let (m, _) = s.mount(&[&snap, "--prefetch"], "m");
+    kill_server(&s, &m);
+    s.fsck();
+    let out = s.b.ok(&["mount", m.as_str()]);
+    assert_eq!(out["remote"], "origin", "{out}");
+    assert_eq!(tree_of(&m), tree_of(&more));
+    let checked = s.fsck();
+    assert!(checked.get("promised").is_none(), "{checked}");
 }
