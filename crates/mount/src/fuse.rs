@@ -224,6 +224,27 @@ impl Fs {
 
     /// The file's upper file (copied up from its blob first), for a write.
     fn writable(&self, ino: Ino) -> Result<Arc<File>, Errno> {
+        // A lazily mounted file's bytes are fetched before the state's lock is taken, so
+        // the copy-up holds up no other call on the mount.
+        if let Some(lazy) = &self.lazy {
+            let (source, readers) = {
+                let state = self.state();
+                (state.source(ino), state.readers())
+            };
+            if let Ok(Source::Base(b)) = source {
+                let reader = readers().map_err(|e| {
+                    tracing::warn!("mount: blob {b}: {e}");
+                    Errno::EIO
+                })?;
+                if !reader.has_blob(b).unwrap_or(true) {
+                    drop(reader);
+                    lazy.fetch_whole(b).map_err(|e| {
+                        tracing::warn!("mount: blob {b}: {e}");
+                        Errno::EIO
+                    })?;
+                }
+            }
+        }
         let (n, path) = {
             let mut state = self.state();
             let n = state.upper_of(ino, false)?;
