@@ -56,7 +56,10 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // A mount's prefetch reports its progress in the server's log.
+                .unwrap_or_else(|_| {
+                    tracing_subscriber::EnvFilter::new("warn,cairn::prefetch=info")
+                }),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -89,19 +89,20 @@ impl LazyRemotes {
             .spawn(move || {
                 let root = name;
                 tracing::info!(
+                    target: remote::PREFETCH,
                     "prefetch of {root} from remote {}: started",
                     source.remote_name()
                 );
                 match source.prefetch(tree, &prefetch.progress, &prefetch.stop) {
                     Ok(()) if prefetch.stop.load(Ordering::Acquire) => {
-                        tracing::info!("prefetch of {root}: stopped");
+                        tracing::info!(target: remote::PREFETCH, "prefetch of {root}: stopped");
                     }
-                    Ok(()) => tracing::info!("prefetch of {root}: done"),
-                    Err(e) => tracing::warn!("prefetch of {root}: {e}"),
+                    Ok(()) => tracing::info!(target: remote::PREFETCH, "prefetch of {root}: done"),
+                    Err(e) => tracing::warn!(target: remote::PREFETCH, "prefetch of {root}: {e}"),
                 }
             });
         if let Err(e) = spawned {
-            tracing::warn!("prefetch of {root}: {e}");
+            tracing::warn!(target: remote::PREFETCH, "prefetch of {root}: {e}");
         }
     }
 

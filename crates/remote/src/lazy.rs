@@ -25,6 +25,10 @@ use crate::transport::Remote;
 /// The store, shared by every call and mount of an engine holding it open.
 pub type SharedStore = Arc<RwLock<cas::Store>>;
 
+/// The tracing target of a prefetch's progress (at `info`: a server's log shows it
+/// unless `RUST_LOG` says otherwise).
+pub const PREFETCH: &str = "cairn::prefetch";
+
 /// Chunks read ahead of a sequential read of a large blob.
 const READ_AHEAD: usize = 4;
 /// Payload bytes a prefetch fetches and stores at a time (the store is taken per group).
@@ -338,6 +342,7 @@ impl LazyBlobs {
                 .bytes_done
                 .fetch_add(group.iter().map(size).sum(), Ordering::AcqRel);
             tracing::info!(
+                target: PREFETCH,
                 "prefetch of tree {root} from remote {}: {} of {} blobs, {} of {} bytes",
                 self.remote.name(),
                 progress.objects_done.load(Ordering::Acquire),

@@ -41,7 +41,7 @@ pub use config::{
 pub use error::{CorruptCause, InvalidRemote, RemoteError};
 pub use fetch::{FetchOutcome, Need, fetch, fetch_blobs_by_id};
 pub use gc::{REPACK_AT, REPACK_BELOW, RemoteGcOptions, RemoteGcOutcome, gc};
-pub use lazy::{LazyBlobs, PrefetchProgress, SharedStore, missing_blobs};
+pub use lazy::{LazyBlobs, PREFETCH, PrefetchProgress, SharedStore, missing_blobs};
 pub use probe::probe;
 pub use push::{RemotePushOutcome, push};
 pub use refs::{RefUpdate, RemoteRef};
