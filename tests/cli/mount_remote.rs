@@ -586,7 +586,7 @@ fn a_sequential_read_of_a_large_file_reads_ahead_a_few_chunks_not_the_whole_file
     let reads = s.range_reads().split_off(before);
     // The chunk list, the two chunks read (the kernel's own read-ahead may ask for the
     // third) and the next four; never all twelve.
-    assert!(reads.len() >= 1 + 6, "no read-ahead: {reads:?}");
+    assert!(reads.len() > 6, "no read-ahead: {reads:?}");
     assert!(reads.len() < 1 + 12, "the whole file was read: {reads:?}");
     assert_eq!(std::fs::read(m.join("large.bin")).unwrap(), bytes);
 }
