@@ -109,7 +109,11 @@ impl Setup {
         };
         strip_ansi(&self.log())
             .lines()
-            .filter(|l| l.contains("cairn::remote::request") && l.contains("GET range"))
+            .filter(|l| {
+                l.contains("cairn::remote::request")
+                    && l.contains("op=\"GET\"")
+                    && l.contains(" start=")
+            })
             .map(|l| {
                 (
                     field(l, "key"),

@@ -446,7 +446,8 @@ impl LazyBlobs {
     fn resync(&self) -> Result<Arc<View>, RemoteError> {
         let view = {
             let store = self.store();
-            Arc::new(View::new(Catalog::sync(&self.remote, &store)?))
+            // Listed whole: what is missing may be older than where the store last looked.
+            Arc::new(View::new(Catalog::sync_full(&self.remote, &store)?))
         };
         *self.view.write().unwrap_or_else(PoisonError::into_inner) = view.clone();
         Ok(view)
