@@ -594,3 +594,47 @@ fn a_sequential_read_of_a_large_file_reads_ahead_a_few_chunks_not_the_whole_file
     assert!(reads.len() < 1 + 12, "the whole file was read: {reads:?}");
     assert_eq!(std::fs::read(m.join("large.bin")).unwrap(), bytes);
 }
+
+/// A deep tree costs a round trip per pack its trees lie in, not one per level: the first
+/// time the walk needs a tree of a pack, the other trees of that pack come in the same read.
+#[test]
+fn the_trees_of_a_deep_snapshot_come_in_a_few_reads_not_one_per_level() {
+    let mut s = setup();
+    let mut dir = s.a.dir.join("deep");
+    let top = dir.clone();
+    for level in 0..16 {
+        dir = dir.join(format!("d{level}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("f"), format!("level {level}\n")).unwrap();
+        std::fs::create_dir_all(dir.join(format!("side{level}"))).unwrap();
+        std::fs::write(
+            dir.join(format!("side{level}/g")),
+            format!("side {level}\n"),
+        )
+        .unwrap();
+    }
+    let snap = s.a.ok(&["onboard", top.as_str()])["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.a.ok(&["push", &snap]);
+    let before = s.range_reads().len();
+    let (m, _) = s.mount(&[&snap], "deep");
+    let reads = s.range_reads()[before..].to_vec();
+    // The snapshot, then its root tree with every other tree of the push's pack.
+    assert!(
+        reads.len() <= 3,
+        "{} reads for 33 trees: {reads:?}",
+        reads.len()
+    );
+    assert_eq!(find(&m), 64, "every name is listed");
+    assert_eq!(
+        s.range_reads().len(),
+        before + reads.len(),
+        "a listing reads no more"
+    );
+    // Nothing of the read-ahead is kept but the trees the snapshot reaches.
+    let checked = s.fsck();
+    assert_eq!(checked["trees"], 33, "{checked}");
+    assert_eq!(tree_of(&m), tree_of(&top));
+}

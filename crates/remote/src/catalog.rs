@@ -339,6 +339,11 @@ impl Catalog {
             .is_some_and(|l| !self.condemned.contains_key(&*l.pack))
     }
 
+    /// The entries of `pack`'s index, if the remote has it.
+    pub fn pack_entries(&self, pack: &str) -> Result<Option<Vec<PackEntry>>, RemoteError> {
+        Ok(self.packs.get(pack).cloned())
+    }
+
     /// Every indexed pack and its entries.
     pub(crate) fn packs(&self) -> impl Iterator<Item = (&Arc<str>, &Vec<PackEntry>)> {
         self.packs.iter()

@@ -171,26 +171,34 @@ pub(crate) fn fetch_with(
     let mut seen_blobs: HashSet<BlobId> = HashSet::new();
     let mut level: Vec<TreeId> = snaps.iter().map(|(_, s)| s.tree).collect();
     level.extend(complete);
+    // A mount waits for its trees: those of a pack come together (see `TreesAhead`).
+    let mut ahead = TreesAhead::default();
     while !level.is_empty() {
         let mut wanted: Vec<ObjectId> = Vec::new();
         let mut here: Vec<Tree> = Vec::new();
+        let fetched_from = trees.len();
         for t in level.drain(..) {
             if !seen_trees.insert(t) {
                 continue;
             }
-            if !reader.has_tree(t)? {
+            if let Some(tree) = ahead.take(t, out) {
+                trees.push(tree);
+            } else if !reader.has_tree(t)? {
                 wanted.push(t.into());
             } else if need != Need::Trees {
                 here.push(reader.tree(t)?);
             }
         }
-        let got = read_objects(remote, catalog, &wanted, ObjectKind::Tree, out)?.objects;
-        let got = got.into_iter().filter_map(|object| match object {
-            VerifiedObject::Tree(tree) => Some(tree),
-            _ => None,
-        });
-        let fetched_from = trees.len();
-        trees.extend(got);
+        if need == Need::Trees {
+            let got = ahead.read(remote, catalog, &reader, &wanted, &seen_trees, out)?;
+            trees.extend(got);
+        } else {
+            let got = read_objects(remote, catalog, &wanted, ObjectKind::Tree, out)?.objects;
+            trees.extend(got.into_iter().filter_map(|object| match object {
+                VerifiedObject::Tree(tree) => Some(tree),
+                _ => None,
+            }));
+        }
         for tree in here.iter().chain(&trees[fetched_from..]) {
             for entry in tree.entries() {
                 match (entry.blob(), entry.tree()) {
@@ -610,30 +618,7 @@ pub(crate) fn read_objects(
     let name = remote.name();
     let mut wanted = Vec::with_capacity(ids.len());
     for id in ids {
-        let located = locate(remote, catalog, *id, kind)?;
-        let e = &located.entry;
-        // Checked before reading: a damaged or hostile index must not make a huge read
-        // (a frame's length is bounded by `decode_index`).
-        let limit = if kind == ObjectKind::Blob {
-            MAX_BLOB
-        } else {
-            MAX_TREE
-        };
-        let most_stored = e.size + e.size / 64 + 4096;
-        if e.size > limit
-            || e.encoding == Encoding::Chunks
-            || (e.encoding != Encoding::Frame && u64::from(e.len) > most_stored)
-        {
-            return Err(RemoteError::object(
-                name,
-                *id,
-                format!(
-                    "its index says {} bytes stored, {} decoded: more than cairn reads from a remote at once (pack {})",
-                    e.len, e.size, located.pack
-                ),
-            ));
-        }
-        wanted.push(located.clone());
+        wanted.push(readable(remote, catalog, *id, kind)?);
     }
     let pairs = read_payloads(remote, wanted)?;
     out.objects_received += pairs.iter().map(|(l, _)| l.len() as u64).sum::<u64>();
@@ -647,6 +632,125 @@ pub(crate) fn read_objects(
         received.extend(part);
     }
     Ok(received)
+}
+
+/// Where object `id` of `kind` is, refused before anything is read if its index entry
+/// says more than cairn reads from a remote at once: a damaged or hostile index must not
+/// make a huge read (a frame's length is bounded by `decode_index`).
+fn readable(
+    remote: &Remote,
+    catalog: &Catalog,
+    id: ObjectId,
+    kind: ObjectKind,
+) -> Result<Located, RemoteError> {
+    let located = locate(remote, catalog, id, kind)?;
+    let e = &located.entry;
+    let limit = if kind == ObjectKind::Blob {
+        MAX_BLOB
+    } else {
+        MAX_TREE
+    };
+    let most_stored = e.size + e.size / 64 + 4096;
+    if e.size > limit
+        || e.encoding == Encoding::Chunks
+        || (e.encoding != Encoding::Frame && u64::from(e.len) > most_stored)
+    {
+        return Err(RemoteError::object(
+            remote.name(),
+            id,
+            format!(
+                "its index says {} bytes stored, {} decoded: more than cairn reads from a remote at once (pack {})",
+                e.len, e.size, located.pack
+            ),
+        ));
+    }
+    Ok(located.clone())
+}
+
+/// Trees read before a walk reaches them. The first time a level of the walk needs a tree
+/// of a pack, every other tree of that pack the store lacks comes in the same request (a
+/// snapshot's trees lie together in the packs of its push, and requests for scattered
+/// ranges are merged into one read of the span anyway), so a deep tree costs a round trip
+/// per pack, not one per level, and each byte of the span is read once. Each is checked as
+/// any tree; one that fails is dropped here (nothing asked for it yet) and read again,
+/// and refused, if the walk reaches it.
+#[derive(Default)]
+struct TreesAhead {
+    trees: HashMap<TreeId, Tree>,
+    packs: HashSet<Arc<str>>,
+}
+
+impl TreesAhead {
+    /// Reads the trees `ids` (refused as [`read_objects`] refuses) and, beside them, the
+    /// other trees of their packs the store lacks, not yet read nor `seen`.
+    fn read(
+        &mut self,
+        remote: &Remote,
+        catalog: &Catalog,
+        reader: &cas::Reader,
+        ids: &[ObjectId],
+        seen: &HashSet<TreeId>,
+        out: &mut FetchOutcome,
+    ) -> Result<Vec<Tree>, RemoteError> {
+        let name = remote.name();
+        let mut wanted: Vec<Located> = Vec::with_capacity(ids.len());
+        for id in ids {
+            wanted.push(readable(remote, catalog, *id, ObjectKind::Tree)?);
+        }
+        let asked: HashSet<ObjectId> = ids.iter().copied().collect();
+        let mut extra: Vec<Located> = Vec::new();
+        let new_packs: Vec<Arc<str>> = wanted
+            .iter()
+            .map(|l| l.pack.clone())
+            .filter(|p| self.packs.insert(p.clone()))
+            .collect();
+        for pack in new_packs {
+            for entry in catalog.pack_entries(&pack)?.unwrap_or_default() {
+                let tree = entry.id.as_tree();
+                if entry.kind != ObjectKind::Tree
+                    || asked.contains(&entry.id)
+                    || seen.contains(&tree)
+                    || self.trees.contains_key(&tree)
+                    || reader.has_tree(tree)?
+                {
+                    continue;
+                }
+                // Only the copy the catalog reads, and only one it would read at once.
+                match readable(remote, catalog, entry.id, ObjectKind::Tree) {
+                    Ok(located) if located.pack == pack => extra.push(located),
+                    _ => {}
+                }
+            }
+        }
+        let mut all = wanted;
+        all.extend(extra);
+        let pairs = read_payloads(remote, all)?;
+        out.bytes_received += pairs.iter().map(|(_, d)| d.len() as u64).sum::<u64>();
+        let mut got = Vec::with_capacity(ids.len());
+        for (located, data) in pairs {
+            for l in located {
+                let asked_for = asked.contains(&l.entry.id);
+                match verify(name, &l, &data) {
+                    Ok(VerifiedObject::Tree(tree)) if asked_for => got.push(tree),
+                    Ok(VerifiedObject::Tree(tree)) => {
+                        self.trees.insert(tree.id(), tree);
+                    }
+                    Ok(_) => {}
+                    Err(e) if asked_for => return Err(e),
+                    Err(e) => tracing::debug!("remote {name}: a tree read ahead: {e}"),
+                }
+            }
+        }
+        out.objects_received += got.len() as u64;
+        Ok(got)
+    }
+
+    /// Tree `id` if it was read ahead (and counts it received).
+    fn take(&mut self, id: TreeId, out: &mut FetchOutcome) -> Option<Tree> {
+        let tree = self.trees.remove(&id)?;
+        out.objects_received += 1;
+        Some(tree)
+    }
 }
 
 /// Reads the payloads of `wanted` objects, grouped by pack and by payload (one read for
