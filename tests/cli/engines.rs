@@ -376,6 +376,10 @@ impl RcloneS3 {
 /// bridge's address. Where namespaces cannot be made, every machine is this host.
 pub struct Hosts {
     names: Vec<String>,
+    /// Each machine's end of its link to the bridge, inside its namespace.
+    links: Vec<String>,
+    /// Relays standing in for netem (see `delayed`).
+    relays: Vec<Relay>,
     bridge: Option<String>,
     server_ip: String,
 }
@@ -388,6 +392,8 @@ impl Hosts {
         let bridge = format!("cbr{id}");
         let mut hosts = Hosts {
             names: Vec::new(),
+            links: Vec::new(),
+            relays: Vec::new(),
             bridge: None,
             server_ip: "127.0.0.1".to_owned(),
         };
@@ -396,6 +402,7 @@ impl Hosts {
             Err(why) => {
                 hosts.cleanup();
                 hosts.names.clear();
+                hosts.links.clear();
                 eprintln!(
                     "network namespaces unavailable ({why}): every machine runs on this host"
                 );
@@ -433,6 +440,7 @@ impl Hosts {
                 "link", "add", &host_end, "type", "veth", "peer", "name", &ns_end,
             ])?;
             ip(&["link", "set", &ns_end, "netns", &ns])?;
+            self.links.push(ns_end.clone());
             ip(&["link", "set", &host_end, "master", bridge])?;
             ip(&["link", "set", &host_end, "up"])?;
             let in_ns = |args: &[&str]| {
@@ -479,10 +487,191 @@ impl Hosts {
             None => Vec::new(),
         }
     }
+
+    /// What runs a program on machine `i` with this host's mounts: in its network alone
+    /// (`nsenter --net`), so a FUSE mount made there is seen here, where `prefix`'s
+    /// `ip netns exec` would keep it in a mount namespace of its own.
+    pub fn net_prefix(&self, i: usize) -> Vec<String> {
+        match self.names.get(i) {
+            Some(ns) => vec!["nsenter".into(), format!("--net=/run/netns/{ns}")],
+            None => Vec::new(),
+        }
+    }
+
+    /// Adds `ms` milliseconds to every round trip between machine `i` and the others
+    /// (`tc qdisc add … netem delay` on its link, inside its namespace: what it sends
+    /// waits). `Err` says why not: no namespaces, or a kernel without netem.
+    pub fn delay(&self, i: usize, ms: u32) -> Result<(), String> {
+        let (Some(ns), Some(link)) = (self.names.get(i), self.links.get(i)) else {
+            return Err("the machines are not network namespaces".into());
+        };
+        let out = Command::new("ip")
+            .args(["netns", "exec", ns, "tc", "qdisc", "add", "dev", link])
+            .args(["root", "netem", "delay", &format!("{ms}ms")])
+            .output()
+            .unwrap_or_else(|e| panic!("tc (from the package iproute2): {e}"));
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "tc qdisc add dev {link} root netem delay {ms}ms on {ns}: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
+    /// Where machine `i` reaches `endpoint` (`http://IP:PORT` on the engines' host) with
+    /// `ms` more per round trip: the endpoint itself once `tc … netem` delays the machine's
+    /// link; where the kernel has no netem (it is a module some kernels lack), a relay on
+    /// the engines' host that holds each direction's bytes `ms / 2`.
+    pub fn delayed(&mut self, i: usize, ms: u32, endpoint: &str) -> String {
+        match self.delay(i, ms) {
+            Ok(()) => endpoint.to_owned(),
+            Err(why) => {
+                eprintln!("no netem ({why}): a relay adds the {ms} ms");
+                let upstream = endpoint.trim_start_matches("http://");
+                let relay = Relay::start(
+                    &self.server_ip,
+                    upstream,
+                    Duration::from_millis(u64::from(ms) / 2),
+                );
+                let at = format!("http://{}", relay.addr);
+                self.relays.push(relay);
+                at
+            }
+        }
+    }
+
+    /// The median time machine `i` takes for an HTTP GET of `url` (any answer).
+    pub fn get_time(&self, i: usize, url: &str) -> Duration {
+        let prefix = self.net_prefix(i);
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let mut cmd = match prefix.split_first() {
+                Some((first, rest)) => {
+                    let mut c = Command::new(first);
+                    c.args(rest).arg("curl");
+                    c
+                }
+                None => Command::new("curl"),
+            };
+            let out = cmd
+                .args(["-s", "-o", "/dev/null", "-w", "%{time_total}", url])
+                .output()
+                .unwrap_or_else(|e| panic!("curl: {e}"));
+            assert!(
+                out.status.success(),
+                "GET {url} from machine {i}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let seconds: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+            times.push(Duration::from_secs_f64(seconds));
+        }
+        times.sort();
+        times[times.len() / 2]
+    }
+}
+
+/// A TCP relay that delays each direction's bytes by `hold`: a link `2 × hold` longer
+/// per round trip, where `tc … netem` is not to be had. Stops accepting when dropped.
+pub struct Relay {
+    addr: std::net::SocketAddr,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Relay {
+    pub fn start(ip: &str, upstream: &str, hold: Duration) -> Relay {
+        let listener = TcpListener::bind((ip, 0)).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let upstream = upstream.to_owned();
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                if stopped.load(Ordering::Relaxed) {
+                    return;
+                }
+                let Ok(client) = client else { continue };
+                // A gateway that is down: the client's connection just closes.
+                let Ok(server) = std::net::TcpStream::connect(&upstream) else {
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                for (from, to) in [(&client, &server), (&server, &client)] {
+                    let (from, to) = (from.try_clone().unwrap(), to.try_clone().unwrap());
+                    Relay::pump(from, to, hold);
+                }
+            }
+        });
+        Relay { addr, stop }
+    }
+
+    /// Copies `from` to `to`, each read sent `hold` after it arrived, in order.
+    fn pump(mut from: std::net::TcpStream, mut to: std::net::TcpStream, hold: Duration) {
+        use std::io::{Read, Write};
+        let (send, held) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match from.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        if send
+                            .send((Instant::now() + hold, buf[..n].to_vec()))
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                }
+            }
+            let _ = from.shutdown(std::net::Shutdown::Read);
+        });
+        std::thread::spawn(move || {
+            for (due, bytes) in held {
+                std::thread::sleep(due.saturating_duration_since(Instant::now()));
+                if to.write_all(&bytes).is_err() {
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                    return;
+                }
+            }
+            let _ = to.shutdown(std::net::Shutdown::Write);
+        });
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = std::net::TcpStream::connect(self.addr);
+    }
 }
 
 impl Drop for Hosts {
     fn drop(&mut self) {
         self.cleanup();
     }
+}
+
+/// Added latency is real: machine 1's GETs of the gateway take that much longer (by
+/// `tc … netem` on its link, or a relay where the kernel has no netem), machine 0's do not.
+#[test]
+fn added_latency_between_machines_is_real() {
+    let mut hosts = Hosts::new(2);
+    let cluster = Seaweed::start(hosts.server_ip());
+    let direct = cluster.endpoint();
+    let before = hosts.get_time(1, &direct);
+    let delayed = hosts.delayed(1, 80, &direct);
+    let after = hosts.get_time(1, &delayed);
+    let other = hosts.get_time(0, &direct);
+    eprintln!("GET of the gateway: {before:?} before, {after:?} after, {other:?} from machine 0");
+    assert!(
+        after >= before + Duration::from_millis(70),
+        "80 ms added: {before:?} before, {after:?} after"
+    );
+    assert!(
+        other < before + Duration::from_millis(40),
+        "machine 0 is not delayed: {other:?}, machine 1 before: {before:?}"
+    );
 }
