@@ -137,6 +137,28 @@ pub fn rclone(endpoint: &str, key: &str, secret: &str) -> Command {
     cmd
 }
 
+/// `rclone cat` of `path` on the engine: its bytes.
+pub fn read_key(endpoint: &str, path: &str) -> Vec<u8> {
+    let out = rclone(endpoint, ACCESS_KEY, SECRET_KEY)
+        .args(["cat", path])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "rclone cat {path}");
+    out.stdout
+}
+
+/// `rclone rcat`: writes `bytes` at `path` on the engine.
+pub fn write_key(endpoint: &str, path: &str, bytes: &[u8]) {
+    use std::io::Write;
+    let mut child = rclone(endpoint, ACCESS_KEY, SECRET_KEY)
+        .args(["rcat", path])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    assert!(child.wait().unwrap().success(), "rclone rcat {path}");
+}
+
 /// Runs an admin `rclone` command against `endpoint` until it succeeds (the engine may
 /// still be assigning its first volumes).
 fn rclone_until_ok(endpoint: &str, args: &[&str]) {

@@ -27,6 +27,7 @@ mod rebase_commands;
 mod remote_commands;
 mod remote_engines;
 mod remote_index;
+mod remote_mounts;
 mod require_commands;
 mod reversible_commands;
 mod run_commands;

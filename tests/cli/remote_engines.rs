@@ -7,11 +7,12 @@
 use std::time::Duration;
 
 use crate::engines::{
-    ACCESS_KEY, Hosts, READER_KEY, READER_SECRET, RcloneS3, SECRET_KEY, Seaweed, rclone,
+    ACCESS_KEY, Hosts, READER_KEY, READER_SECRET, RcloneS3, SECRET_KEY, Seaweed, rclone, read_key,
+    write_key,
 };
 use crate::remote_commands::{Machine, RemoteTarget, race, tree_of, two_machines};
 
-fn s3_target(endpoint: &str, bucket: &str, conditional: bool) -> RemoteTarget {
+pub(crate) fn s3_target(endpoint: &str, bucket: &str, conditional: bool) -> RemoteTarget {
     RemoteTarget {
         url: format!("s3://{bucket}/team"),
         endpoint: Some(endpoint.to_owned()),
@@ -306,28 +307,6 @@ fn a_full_seaweedfs_fails_the_push_naming_the_remote_and_shows_nothing() {
     );
     let (code, v) = b.json(&["checkout", &big, "big"]);
     assert_eq!(code, 2, "nothing of it is visible: {v}");
-}
-
-/// `rclone cat` of `path` on the engine: its bytes.
-fn read_key(endpoint: &str, path: &str) -> Vec<u8> {
-    let out = rclone(endpoint, ACCESS_KEY, SECRET_KEY)
-        .args(["cat", path])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "rclone cat {path}");
-    out.stdout
-}
-
-/// `rclone rcat`: writes `bytes` at `path` on the engine.
-fn write_key(endpoint: &str, path: &str, bytes: &[u8]) {
-    use std::io::Write;
-    let mut child = rclone(endpoint, ACCESS_KEY, SECRET_KEY)
-        .args(["rcat", path])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(bytes).unwrap();
-    assert!(child.wait().unwrap().success(), "rclone rcat {path}");
 }
 
 #[test]
