@@ -102,13 +102,13 @@ fn pack_reads(log: &Utf8Path, from: usize) -> Vec<String> {
     requests(log)
         .into_iter()
         .skip(from)
-        .filter(|l| l.contains("packs/"))
+        .filter(|l| l.contains("GET") && l.contains("packs/"))
         .collect()
 }
 
-/// A request line's byte range `START..END`, if it names one.
+/// A request line's byte range (`start=S … end=E`), if it names one.
 fn range_of(line: &str) -> Option<(u64, u64)> {
-    let re = regex::Regex::new(r"(\d+)\.\.(\d+)").unwrap();
+    let re = regex::Regex::new(r"\bstart=(\d+)\b.*\bend=(\d+)\b").unwrap();
     let c = re.captures(line)?;
     Some((c[1].parse().ok()?, c[2].parse().ok()?))
 }
