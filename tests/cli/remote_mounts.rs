@@ -246,6 +246,11 @@ fn a_remote_only_mount_over_a_slow_link_reads_back_the_source_fetching_only_what
         .collect();
     assert_eq!(held, Vec::<&String>::new(), "a listing fetches no file");
     let listed_blobs = blobs_held(&b);
+    let partial = b.ok(&["fsck"]);
+    assert!(
+        partial["checked"]["promised"].as_u64() > Some(10),
+        "the files are known to be on the remote: {partial}"
+    );
     assert!(listed_blobs <= 1, "{listed_blobs} blobs after a listing");
 
     // One file read: one ranged read of a pack, that file's blob alone stored.
@@ -295,6 +300,12 @@ fn a_remote_only_mount_over_a_slow_link_reads_back_the_source_fetching_only_what
         d.len()
     };
     assert_eq!(distinct, ranges.len(), "a range read twice: {reads:#?}");
+    eprintln!(
+        "two readers of {} bytes in {} chunks: {} ranged reads, {fetched} bytes",
+        expected.len(),
+        expected.len().div_ceil(cas::CHUNK_BYTES),
+        reads.len()
+    );
     assert!(
         fetched < expected.len() as u64 + (256 << 10),
         "{fetched} bytes fetched for a file of {}",
@@ -305,20 +316,29 @@ fn a_remote_only_mount_over_a_slow_link_reads_back_the_source_fetching_only_what
     assert_eq!(tree_of(&m), tree_of(&source));
     b.ok(&["fsck"]);
 
-    // C mounts by full id with --prefetch: the rest comes in the background until the
-    // store holds every blob (what A's store holds) and checks out offline.
+    // C mounts by full id with --prefetch: the rest comes in the background (`worktree
+    // list` shows how far) until the store is whole, nothing promised, every blob there
+    // (what A's store holds), and checks out offline.
     let mc = c.dir.join("m");
     let (_prefetched, v) = mount(&c, &snap, &mc, &["--prefetch"]);
     assert_eq!(v["snapshot"], snap.as_str(), "{v}");
-    let all = blobs_held(&a);
-    wait_until("the prefetch completes", || {
-        let held = blobs_held(&c);
-        (held == all)
-            .then_some(())
-            .ok_or(format!("{held} of {all} blobs held"))
+    assert_eq!(v["remote"], "origin", "{v}");
+    wait_until("the prefetch ends", || {
+        let listed = c.ok(&["worktree", "list"]);
+        let item = listed["worktrees"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|w| w["path"] == mc.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("the mount is listed: {listed}"));
+        let p = &item["prefetch"];
+        (p["ended"] == true).then_some(()).ok_or(item.to_string())
     });
     let fsck = c.ok(&["fsck"]);
     assert_eq!(fsck["problems"], serde_json::json!([]), "{fsck}");
+    assert_eq!(fsck["checked"]["promised"], Value::Null, "whole: {fsck}");
+    assert_eq!(fsck["checked"]["blobs"], blobs_held(&a), "{fsck}");
     let out = c.dir.join("out");
     c.ok(&["--offline", "checkout", &snap, out.as_str()]);
     assert_eq!(tree_of(&out), tree_of(&source));
