@@ -376,7 +376,9 @@ fn a_killed_gateway_and_a_tampered_pack_give_eio_and_store_nothing_wrong() {
     let stream = noise("stream", 24 << 20);
     let tampered = noise("tampered", 300_000);
     let fine = noise("fine", 200_000);
+    let second = noise("second", 32 << 20);
     std::fs::write(source.join("stream.bin"), &stream).unwrap();
+    std::fs::write(source.join("second.bin"), &second).unwrap();
     std::fs::write(source.join("tampered.bin"), &tampered).unwrap();
     std::fs::write(source.join("fine.bin"), &fine).unwrap();
     let snap = a.ok(&["onboard", source.as_str()])["snapshot"]
@@ -420,6 +422,61 @@ fn a_killed_gateway_and_a_tampered_pack_give_eio_and_store_nothing_wrong() {
     assert_eq!(read(&m.join("stream.bin")).unwrap(), stream);
     let fsck = b.ok(&["fsck"]);
     assert_eq!(fsck["problems"], serde_json::json!([]), "{fsck}");
+
+    // The mount's server killed (-9) while a read's requests are in flight: the store
+    // stays clean, and the mount attached again reads the file lazily.
+    let before = requests(&log).len();
+    let reading = {
+        let path = m.join("second.bin");
+        std::thread::spawn(move || read(&path).map(|b| b.len()))
+    };
+    wait_until("the read's first request", || {
+        (pack_reads(&log, before).len() > 1)
+            .then_some(())
+            .ok_or("no request yet".into())
+    });
+    kill_mount_server(&b);
+    let cut = reading.join().unwrap();
+    assert!(
+        cut.as_ref().is_err() || cut.as_ref().is_ok_and(|n| *n < second.len()),
+        "the read ended with its server: {cut:?}"
+    );
+    wait_until(
+        "the mount dies with its server",
+        || match rustix::fs::statfs(m.as_std_path()) {
+            Ok(_) => Err("still mounted".into()),
+            Err(_) => Ok(()),
+        },
+    );
+    let fsck = b.ok(&["fsck"]);
+    assert_eq!(fsck["problems"], serde_json::json!([]), "{fsck}");
+    assert!(fsck["checked"]["promised"].as_u64() >= Some(1), "{fsck}");
+    let attached = b.ok(&["mount", m.as_str()]);
+    assert_eq!(attached["remote"], "origin", "{attached}");
+    assert_eq!(read(&m.join("second.bin")).unwrap(), second);
+    assert!(!holds(&b, &snap, "tampered.bin"));
+    b.ok(&["fsck"]);
+}
+
+/// SIGKILL to the server `m`'s mounts started.
+fn kill_mount_server(m: &Machine) {
+    let pattern = format!("--store {} serve --for-mounts", m.dir.join("store"));
+    let out = Command::new("pgrep")
+        .args(["-f", "--", &pattern])
+        .output()
+        .unwrap();
+    let pids = String::from_utf8_lossy(&out.stdout);
+    let pid = pids
+        .split_whitespace()
+        .next()
+        .expect("the mount's server runs");
+    assert!(
+        Command::new("kill")
+            .args(["-KILL", pid])
+            .status()
+            .unwrap()
+            .success()
+    );
 }
 
 /// `result` is the error EIO.
