@@ -259,6 +259,11 @@ fn a_remote_only_mount_over_a_slow_link_reads_back_the_source_fetching_only_what
     assert_eq!(n0, std::fs::read(source.join("noise/n0.bin")).unwrap());
     let reads = pack_reads(&log, before);
     assert_eq!(reads.len(), 1, "one request for one small file: {reads:#?}");
+    let (start, end) = range_of(&reads[0]).expect("a ranged read");
+    assert!(
+        (200_000..201_024).contains(&(end - start)),
+        "that file's range of the pack: {reads:#?}"
+    );
     assert_eq!(
         blobs_held(&b),
         listed_blobs + 1,
@@ -411,11 +416,23 @@ fn a_killed_gateway_and_a_tampered_pack_give_eio_and_store_nothing_wrong() {
     let mut head = vec![0u8; 2 << 20];
     file.read_exact(&mut head).unwrap();
     assert_eq!(head, stream[..head.len()]);
+    let logged_before = std::fs::read_to_string(&log).unwrap().len();
     site.cluster.kill_s3();
     let mut rest = Vec::new();
     assert_eio(
         file.read_to_end(&mut rest).map(drop),
         "the rest, the gateway gone",
+    );
+    // The log names the remote and the piece that failed: the file or one of its chunks.
+    let pieces: Vec<String> = std::iter::once(blob_id(&stream))
+        .chain(stream.chunks(cas::CHUNK_BYTES).map(blob_id))
+        .collect();
+    let logged = std::fs::read_to_string(&log).unwrap()[logged_before..].to_owned();
+    assert!(
+        logged
+            .lines()
+            .any(|l| l.contains("origin") && pieces.iter().any(|p| l.contains(p.as_str()))),
+        "no log line names the remote and the object:\n{logged}"
     );
     assert_eq!(read(&m.join("fine.bin")).unwrap(), fine);
     site.cluster.restart_s3();
