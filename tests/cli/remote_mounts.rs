@@ -412,10 +412,19 @@ fn a_killed_gateway_and_a_tampered_pack_give_eio_and_store_nothing_wrong() {
 
     // The gateway killed mid-read: the read fails with EIO; what was fetched still reads;
     // with the gateway back, the file reads whole.
+    let before = requests(&log).len();
     let mut file = std::fs::File::open(m.join("stream.bin")).unwrap();
     let mut head = vec![0u8; 2 << 20];
     file.read_exact(&mut head).unwrap();
     assert_eq!(head, stream[..head.len()]);
+    // A sequential read fetches ahead a few chunks, not the whole file.
+    let chunks = stream.len() / cas::CHUNK_BYTES;
+    let reads = pack_reads(&log, before);
+    assert!(
+        reads.len() < chunks / 2,
+        "{} requests for 2 of {chunks} chunks: {reads:#?}",
+        reads.len()
+    );
     let logged_before = std::fs::read_to_string(&log).unwrap().len();
     site.cluster.kill_s3();
     let mut rest = Vec::new();
@@ -720,6 +729,23 @@ fn a_fleet_verifies_a_pushed_snapshot_in_lazy_views_and_the_pusher_merges_on_its
         .filter(|l| range_of(l).is_some_and(|(s, e)| e - s >= 300_000 && e - s < 310_000))
         .collect();
     assert_eq!(whole.len(), 1, "one fetch of the shared file: {whole:#?}");
+    // Nor anything else that does not change (a ref is read by each verify: it moves).
+    let mut asked: Vec<String> = requests(&log)
+        .iter()
+        .filter(|l| l.contains("GET") && !l.contains("key=\"refs/"))
+        .map(|l| {
+            l.split_once(REQUESTS)
+                .map_or(l.as_str(), |(_, r)| r)
+                .to_owned()
+        })
+        .collect();
+    asked.sort();
+    let twice: Vec<&String> = asked
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| &w[1])
+        .collect();
+    assert_eq!(twice, Vec::<&String>::new(), "fetched twice on one host");
     assert!(!holds(&d, &snap, "assets/big.bin"));
     drop(server);
 }
