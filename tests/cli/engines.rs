@@ -527,11 +527,14 @@ impl Hosts {
         let (Some(ns), Some(link)) = (self.names.get(i), self.links.get(i)) else {
             return Err("the machines are not network namespaces".into());
         };
+        if Command::new("tc").arg("-V").output().is_err() {
+            return Err("no `tc` (Debian's iproute2 has it)".into());
+        }
         let out = Command::new("ip")
             .args(["netns", "exec", ns, "tc", "qdisc", "add", "dev", link])
             .args(["root", "netem", "delay", &format!("{ms}ms")])
             .output()
-            .unwrap_or_else(|e| panic!("tc (from the package iproute2): {e}"));
+            .unwrap_or_else(|e| panic!("ip netns exec {ns} tc: {e}"));
         if out.status.success() {
             Ok(())
         } else {
