@@ -11,6 +11,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use camino::{Utf8Path, Utf8PathBuf};
+// The tracing target of every request to a remote: at `debug` each is one log line.
+use remote::REQUESTS;
 use serde_json::Value;
 
 use crate::engines::{ACCESS_KEY, Hosts, SECRET_KEY, Seaweed, rclone, read_key, write_key};
@@ -19,9 +21,6 @@ use crate::remote_engines::s3_target;
 
 /// Milliseconds added to each round trip between a reading machine and the engines.
 const LATENCY_MS: u32 = 20;
-
-/// The tracing target of every request to a remote; at `debug` each is one log line.
-const REQUESTS: &str = "cairn::remote::request";
 
 /// One SeaweedFS cluster, machines in namespaces, and a folder for their stores.
 struct Site {
@@ -179,10 +178,6 @@ fn lazy_project(m: &Machine, name: &str) -> Utf8PathBuf {
     p
 }
 
-fn read(path: &Utf8Path) -> std::io::Result<Vec<u8>> {
-    std::fs::read(path)
-}
-
 /// Reads `rel` under each of `roots` at once, each from its own thread; each one's bytes.
 fn read_at_once(roots: &[&Utf8Path], rel: &str) -> Vec<Vec<u8>> {
     let barrier = std::sync::Barrier::new(roots.len());
@@ -194,7 +189,7 @@ fn read_at_once(roots: &[&Utf8Path], rel: &str) -> Vec<Vec<u8>> {
                 let barrier = &barrier;
                 s.spawn(move || {
                     barrier.wait();
-                    read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+                    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
                 })
             })
             .collect();
@@ -255,7 +250,7 @@ fn a_remote_only_mount_over_a_slow_link_reads_back_the_source_fetching_only_what
 
     // One file read: one ranged read of a pack, that file's blob alone stored.
     let before = requests(&log).len();
-    let n0 = read(&m.join("noise/n0.bin")).unwrap();
+    let n0 = std::fs::read(m.join("noise/n0.bin")).unwrap();
     assert_eq!(n0, std::fs::read(source.join("noise/n0.bin")).unwrap());
     let reads = pack_reads(&log, before);
     assert_eq!(reads.len(), 1, "one request for one small file: {reads:#?}");
@@ -400,7 +395,10 @@ fn a_killed_gateway_and_a_tampered_pack_give_eio_and_store_nothing_wrong() {
     let (key, mut bytes, at) = pack_holding(&site, &tampered[1000..1064]);
     bytes[at + 7] ^= 0x20;
     write_key(&site.cluster.endpoint(), &key, &bytes);
-    assert_eio(read(&m.join("tampered.bin")).map(drop), "the tampered file");
+    assert_eio(
+        std::fs::read(m.join("tampered.bin")).map(drop),
+        "the tampered file",
+    );
     let logged = std::fs::read_to_string(&log).unwrap();
     let named = logged
         .lines()
@@ -408,7 +406,7 @@ fn a_killed_gateway_and_a_tampered_pack_give_eio_and_store_nothing_wrong() {
         .unwrap_or_else(|| panic!("no log line names the object:\n{logged}"));
     assert!(named.contains("origin"), "names the remote: {named}");
     assert!(!holds(&b, &snap, "tampered.bin"), "nothing of it stored");
-    assert_eq!(read(&m.join("fine.bin")).unwrap(), fine);
+    assert_eq!(std::fs::read(m.join("fine.bin")).unwrap(), fine);
 
     // The gateway killed mid-read: the read fails with EIO; what was fetched still reads;
     // with the gateway back, the file reads whole.
@@ -443,9 +441,9 @@ fn a_killed_gateway_and_a_tampered_pack_give_eio_and_store_nothing_wrong() {
             .any(|l| l.contains("origin") && pieces.iter().any(|p| l.contains(p.as_str()))),
         "no log line names the remote and the object:\n{logged}"
     );
-    assert_eq!(read(&m.join("fine.bin")).unwrap(), fine);
+    assert_eq!(std::fs::read(m.join("fine.bin")).unwrap(), fine);
     site.cluster.restart_s3();
-    assert_eq!(read(&m.join("stream.bin")).unwrap(), stream);
+    assert_eq!(std::fs::read(m.join("stream.bin")).unwrap(), stream);
     let fsck = b.ok(&["fsck"]);
     assert_eq!(fsck["problems"], serde_json::json!([]), "{fsck}");
 
@@ -454,7 +452,7 @@ fn a_killed_gateway_and_a_tampered_pack_give_eio_and_store_nothing_wrong() {
     let before = requests(&log).len();
     let reading = {
         let path = m.join("second.bin");
-        std::thread::spawn(move || read(&path).map(|b| b.len()))
+        std::thread::spawn(move || std::fs::read(&path).map(|b| b.len()))
     };
     wait_until("the read's first request", || {
         (pack_reads(&log, before).len() > 1)
@@ -479,7 +477,7 @@ fn a_killed_gateway_and_a_tampered_pack_give_eio_and_store_nothing_wrong() {
     assert!(fsck["checked"]["promised"].as_u64() >= Some(1), "{fsck}");
     let attached = b.ok(&["mount", m.as_str()]);
     assert_eq!(attached["remote"], "origin", "{attached}");
-    assert_eq!(read(&m.join("second.bin")).unwrap(), second);
+    assert_eq!(std::fs::read(m.join("second.bin")).unwrap(), second);
     assert!(!holds(&b, &snap, "tampered.bin"));
     b.ok(&["fsck"]);
 }
