@@ -790,3 +790,52 @@ fn serve(m: &Machine) -> (Serving, Utf8PathBuf) {
     });
     (serving, log)
 }
+
+/// The marker the README puts before the fleet's console block.
+const FLEET_MARKER: &str = "<!-- the output of docs/fleet.sh -->";
+
+/// `docs/fleet.sh` run for real on SeaweedFS prints what the README shows (ids and times
+/// aside), so neither can drift from the commands.
+#[test]
+fn the_readme_fleet_is_what_docs_fleet_sh_prints() {
+    use crate::walkthrough::{first_difference, normalized, readme_block};
+    let site = Site::start(0, "cairn-fleet-doc");
+    let root = Utf8Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let bin = Utf8Path::new(env!("CARGO_BIN_EXE_cairn"))
+        .parent()
+        .expect("the binary's folder");
+    let tmp = site.root().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("exec sh \"$0\" 2>&1")
+        .arg(root.join("docs/fleet.sh"))
+        .env(
+            "PATH",
+            format!("{bin}:{}", std::env::var("PATH").unwrap_or_default()),
+        )
+        .env("TMPDIR", tmp.as_str())
+        .env("CAIRN_FLEET_URL", format!("s3://{}/team", site.bucket))
+        .env("CAIRN_FLEET_ENDPOINT", site.cluster.endpoint())
+        .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+        .env_remove("CAIRN_STORE")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "the fleet failed:\n{printed}");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let (shown, now) = (
+        normalized(&readme_block(&readme, FLEET_MARKER)),
+        normalized(&printed),
+    );
+    assert!(
+        shown == now,
+        "README.md's fleet is not what docs/fleet.sh prints now; the line that differs \
+         first:\n  README: {:?}\n  script: {:?}\nthe script's output, to paste under \
+         {FLEET_MARKER}:\n{printed}",
+        first_difference(&shown, &now).0,
+        first_difference(&shown, &now).1,
+    );
+}

@@ -12,7 +12,7 @@ use crate::support::Env;
 const MARKER: &str = "<!-- the output of docs/best-of-n.sh -->";
 
 /// What differs from one run to the next, replaced by a name for it.
-fn normalized(text: &str) -> String {
+pub(crate) fn normalized(text: &str) -> String {
     let rules = [
         (r"/\S*/cairn-best-of-n\.[A-Za-z0-9]+", "WORK"),
         (r#""/\S+/([a-z_]+\.py)""#, "\"VIEW/$1\""),
@@ -37,10 +37,11 @@ fn normalized(text: &str) -> String {
     text
 }
 
-fn readme_block(readme: &str) -> String {
+/// The console block after `marker` in the README.
+pub(crate) fn readme_block(readme: &str, marker: &str) -> String {
     let after = readme
-        .split_once(MARKER)
-        .unwrap_or_else(|| panic!("README.md has no {MARKER}"))
+        .split_once(marker)
+        .unwrap_or_else(|| panic!("README.md has no {marker}"))
         .1;
     let body = after
         .split_once("```console\n")
@@ -76,7 +77,7 @@ fn the_readme_walkthrough_is_what_the_script_prints() {
     let printed = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "the walk-through failed:\n{printed}");
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let shown = readme_block(&readme);
+    let shown = readme_block(&readme, MARKER);
     assert!(
         normalized(&printed) == normalized(&shown),
         "README.md's walk-through is not what docs/best-of-n.sh prints now; the line that \
@@ -88,7 +89,7 @@ fn the_readme_walkthrough_is_what_the_script_prints() {
 }
 
 /// The first line where `a` and `b` differ (`""` past the end of one).
-fn first_difference<'a>(a: &'a str, b: &'a str) -> (&'a str, &'a str) {
+pub(crate) fn first_difference<'a>(a: &'a str, b: &'a str) -> (&'a str, &'a str) {
     let (mut a, mut b) = (a.lines(), b.lines());
     loop {
         match (a.next(), b.next()) {
