@@ -248,6 +248,17 @@ impl Counter<'_> {
 }
 
 fn measure(reader: &Reader, counter: Option<&Counter>, f: impl FnOnce()) -> Step {
+    if let Some(log) = counter.and_then(|c| c.server_log.as_deref()) {
+        // Where each step starts in the server's log (opened to append, as the server does).
+        use std::io::Write as _;
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        let mut file = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(log)
+            .unwrap();
+        writeln!(file, "=== bench: a step starts").unwrap();
+    }
     let (rx, before) = (reader.received(), counter.map(Counter::now));
     let time = harness::time(f);
     Step {
@@ -381,6 +392,18 @@ impl Bench {
         }));
         self.cairn(&store, &["unmount", dir.to_str().unwrap()]);
         self.wait_for_no_server(&store);
+        if let Ok(keep) = std::env::var("CAIRN_BENCH_LOGS") {
+            // The server's log, its requests timed, to see where a slow row's time went.
+            std::fs::create_dir_all(&keep).unwrap();
+            let name = format!(
+                "mount-{}.log",
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_millis()
+            );
+            let _ = std::fs::copy(store.join("mounts/serve.log"), Path::new(&keep).join(name));
+        }
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::remove_dir_all(&store);
         (steps, read, files)
