@@ -27,7 +27,8 @@
 //! same bytes (their digests are compared). For every step: the time, the bytes the
 //! reader's link received, and for cairn the remote requests it logged (tracing target
 //! `cairn::remote::request` at `debug`: the server's log for a mount, the command's stderr
-//! for a pull) with the bytes they name.
+//! for a pull) with the bytes they name. `CAIRN_BENCH_LOGS=DIR` keeps each remote-only
+//! mount's server log there, the start of each step marked with the time.
 #![allow(missing_docs)]
 
 #[allow(dead_code)]
