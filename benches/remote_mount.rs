@@ -670,10 +670,11 @@ fn main() {
         &[&gitdir, "config", "uploadpack.allowAnySHA1InWant", "true"],
     );
     let port = free_port(&ip);
+    // `git-daemon` itself: `git daemon` would run it as a child that outlives a kill.
+    let exec_path = stdout(Command::new("git").arg("--exec-path"));
     let _daemon = Daemon(
-        Command::new("git")
+        Command::new(Path::new(exec_path.trim()).join("git-daemon"))
             .args([
-                "daemon",
                 "--reuseaddr",
                 "--export-all",
                 &format!("--base-path={}", work.display()),
