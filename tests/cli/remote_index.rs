@@ -344,3 +344,108 @@ fn a_push_after_a_gc_deleted_what_its_store_cached_sends_it_again() {
     c.ok(&["checkout", &kept, "out"]);
     assert_eq!(tree_of(&c.dir.join("out")), tree_of(&work));
 }
+
+/// Runs `args` on `m` logging its requests: the keys it wrote (`true`) and deleted
+/// (`false`), in the order it sent them.
+fn writes(m: &Machine, args: &[&str]) -> Vec<(bool, String)> {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = m
+        .command(&all)
+        .env("RUST_LOG", "cairn::remote::request=debug")
+        .output()
+        .unwrap();
+    let log = stderr(&out);
+    assert!(out.status.success(), "cairn {args:?}: {log}");
+    log.lines()
+        .filter(|l| l.contains("cairn::remote::request"))
+        .filter_map(|l| {
+            let (_, tail) = l.split_once(": remote origin: ")?;
+            let (op, tail) = tail.split_once(' ')?;
+            let key = tail.split_whitespace().next()?.to_owned();
+            match op {
+                "PUT" => Some((true, key)),
+                "DELETE" => Some((false, key)),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+fn copy_tree(from: &Utf8Path, to: &Utf8Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().into_string().unwrap();
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&from.join(&name), &to.join(&name));
+        } else {
+            std::fs::copy(entry.path(), to.join(&name)).unwrap();
+        }
+    }
+}
+
+/// The remote as a run that made `ops` left it when cut after the first `done` of them:
+/// the remote as it was before the run (`before`), those writes taken from what the
+/// whole run left (`after`; a run deletes nothing it wrote) and those deletions made.
+fn cut_after(
+    root: &Utf8Path,
+    before: &Utf8Path,
+    after: &Utf8Path,
+    ops: &[(bool, String)],
+    done: usize,
+) {
+    let remote = root.join("remote");
+    std::fs::remove_dir_all(&remote).unwrap();
+    copy_tree(before, &remote);
+    for (wrote, key) in &ops[..done] {
+        let at = remote.join(key);
+        if *wrote {
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            std::fs::copy(after.join(key), &at).unwrap();
+        } else {
+            let _ = std::fs::remove_file(&at);
+        }
+    }
+}
+
+#[test]
+fn a_gc_cut_after_any_of_its_writes_leaves_a_remote_the_next_gcs_keep_whole() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    a.add_remote(&target);
+    let snaps = small_pushes(&a, 17);
+    let gc = ["gc", "--remote", "origin", "--grace", "0"];
+    // The first gc repacks (and condemns), the second deletes: each is cut after each of
+    // its writes in turn, then two more gcs run on what it left.
+    for run in 0..2 {
+        let before = env.path().join(format!("before{run}"));
+        let after = env.path().join(format!("after{run}"));
+        copy_tree(&env.path().join("remote"), &before);
+        let ops = writes(&a, &gc);
+        assert!(
+            ops.iter().any(|(w, k)| *w && k.starts_with("packs/")) || run == 1,
+            "{ops:?}"
+        );
+        copy_tree(&env.path().join("remote"), &after);
+        // The second run's deletions go many at once: a few cut points among them.
+        let points: Vec<usize> = if run == 0 {
+            (0..ops.len()).collect()
+        } else {
+            vec![0, 1, 2, 3, ops.len() / 2, ops.len() - 1]
+        };
+        for done in points {
+            cut_after(env.path(), &before, &after, &ops, done);
+            let what = format!("run {run} cut after {done} of {ops:?}");
+            all_whole(env.path(), &format!("c{run}-{done}"), &target, &snaps);
+            for _ in 0..2 {
+                let (code, out) = a.json(&gc);
+                assert_eq!(code, 0, "{what}: {out}");
+            }
+            all_whole(env.path(), &format!("d{run}-{done}"), &target, &snaps);
+            assert!(packs(env.path()) < 34, "{what}: {}", packs(env.path()));
+        }
+        cut_after(env.path(), &before, &after, &ops, ops.len());
+    }
+}

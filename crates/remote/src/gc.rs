@@ -139,7 +139,7 @@ pub fn gc(
     }
     // An index whose pack is gone (a deletion cut off between the two).
     let listed_packs: HashSet<&String> = listed.iter().map(|(p, _)| p).collect();
-    let stray_indexes: Vec<String> = catalog
+    let mut stray_indexes: Vec<String> = catalog
         .packs()
         .map(|(p, _)| p.to_string())
         .filter(|p| !listed_packs.contains(p))
@@ -162,9 +162,12 @@ pub fn gc(
         small.clear();
     }
     out.packs_repacked = small.len() as u64;
-    out.packs_removed = delete.len() as u64;
-    out.removed = delete.iter().map(|(pack, _)| pack.clone()).collect();
-    out.bytes_freed = delete.iter().map(|(_, size)| *size).sum();
+    let tally = |out: &mut RemoteGcOutcome, delete: &[(String, u64)]| {
+        out.packs_removed = delete.len() as u64;
+        out.removed = delete.iter().map(|(pack, _)| pack.clone()).collect();
+        out.bytes_freed = delete.iter().map(|(_, size)| *size).sum();
+    };
+    tally(&mut out, &delete);
     if options.dry_run {
         out.ref_entries_dropped = remote.block_on(refs::compact(remote, true))?;
         out.attestations_removed = remote.block_on(crate::attestations::gc(
@@ -179,8 +182,18 @@ pub fn gc(
     if !small.is_empty() {
         // The copies are written, indexes and all, before the originals are condemned: a
         // gc killed in between leaves both, whole.
-        out.packs_written = remote.block_on(repack(remote, &small, &live))?;
+        let written = remote.block_on(repack(remote, &small, &live))?;
+        out.packs_written = written.len() as u64;
         keep.entry(now).or_default().extend(small.iter().cloned());
+        // A pack is named by its bytes: a copy can be a pack listed above without its
+        // index (a gc killed between the two writes made the same copy), now indexed
+        // and what the originals' objects are read from, so neither condemned nor deleted.
+        for packs in keep.values_mut() {
+            packs.retain(|p| !written.contains(p));
+        }
+        delete.retain(|(pack, _)| !written.contains(pack));
+        stray_indexes.retain(|pack| !written.contains(pack));
+        tally(&mut out, &delete);
     }
     // What is about to be deleted is recorded as condemned too: a store that lists only
     // new indexes keeps its cached ones until `gc/` changes, and must not count on these
@@ -250,16 +263,16 @@ pub fn gc(
 
 /// Copies the payloads of `packs` that hold a `live` object into new packs of about
 /// [`PACK_TARGET`](crate::layout::PACK_TARGET) bytes, each checked against its id as read;
-/// gives back how many packs it wrote.
+/// gives back the ids of the packs it wrote.
 async fn repack(
     remote: &Remote,
     packs: &[String],
     live: &HashSet<ObjectId>,
-) -> Result<u64, RemoteError> {
+) -> Result<HashSet<String>, RemoteError> {
     crate::probe::mark_for_push(remote).await?;
     let new_pack = || PackBuilder::with_capacity(PACK_TARGET + (1 << 20));
     let mut builder = new_pack();
-    let mut written = 0;
+    let mut written = HashSet::new();
     let sent = std::sync::atomic::AtomicU64::new(0);
     let mut reads = futures_util::stream::iter(packs.iter().cloned().map(|pack| async move {
         let bytes = remote.get(&pack_key(&pack), REPACK_BELOW).await?;
@@ -289,15 +302,16 @@ async fn repack(
                 .copy_payload(&held, payload)
                 .map_err(|e| RemoteError::unpackable(remote.name(), e))?;
             if builder.len() >= PACK_TARGET {
-                let full = std::mem::replace(&mut builder, new_pack());
-                crate::push::upload(remote, full.finish(), &sent).await?;
-                written += 1;
+                let full = std::mem::replace(&mut builder, new_pack()).finish();
+                written.insert(full.id.clone());
+                crate::push::upload(remote, full, &sent).await?;
             }
         }
     }
     if !builder.is_empty() {
-        crate::push::upload(remote, builder.finish(), &sent).await?;
-        written += 1;
+        let last = builder.finish();
+        written.insert(last.id.clone());
+        crate::push::upload(remote, last, &sent).await?;
     }
     Ok(written)
 }
