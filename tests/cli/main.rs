@@ -7,6 +7,7 @@ mod combine_commands;
 mod compare_commands;
 mod crash_recovery;
 mod damaged_store;
+mod deps_commands;
 mod diff_commands;
 mod engines;
 mod full_disk;

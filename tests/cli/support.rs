@@ -537,3 +537,39 @@ pub fn crash_seed() -> u64 {
                 | 1
         })
 }
+
+/// Fills the dependency folder `dir` (from `root`) with `files` files, as an installer
+/// would: `dir/pkg{i % 50}/f{i}.js`, a `.gitignore` that a package ships (which must not
+/// drop files from the layer) and an executable `.bin/tool`.
+pub fn fill_deps(root: &Utf8Path, dir: &str, files: usize) {
+    let deps = root.join(dir);
+    for i in 0..files {
+        let path = deps.join(format!("pkg{}/f{i}.js", i % 50));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("module.exports = {i};\n")).unwrap();
+    }
+    std::fs::write(deps.join("pkg0/.gitignore"), "*.js\n").unwrap();
+    std::fs::create_dir_all(deps.join(".bin")).unwrap();
+    std::fs::write(deps.join(".bin/tool"), "#!/bin/sh\necho tool\n").unwrap();
+    set_executable(&deps.join(".bin/tool"), true);
+}
+
+/// A project at `env/NAME` with the lockfile `lockfile` (holding `lock`) and its
+/// dependency folder `dir` filled with `files` files ([`fill_deps`]), `dir` ignored by
+/// its `.gitignore`, onboarded in place: its root and snapshot id.
+pub fn deps_project(
+    env: &Env,
+    name: &str,
+    (lockfile, lock): (&str, &str),
+    (dir, files): (&str, usize),
+) -> (Utf8PathBuf, String) {
+    let root = env.path().join(name);
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(root.join("main.js"), "require('pkg0');\n").unwrap();
+    std::fs::write(root.join(lockfile), lock).unwrap();
+    std::fs::write(root.join(".gitignore"), format!("/{dir}/\n")).unwrap();
+    fill_deps(&root, dir, files);
+    let (code, v) = env.json(&["onboard", root.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    (root, v["snapshot"].as_str().unwrap().to_owned())
+}

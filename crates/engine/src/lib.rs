@@ -34,7 +34,7 @@
 //! verbs                              the verbs, one module each (verbs/, declared by build.rs)
 //! view, reversible, objects,         what several verbs share: comparing trees, undo and
 //! remotes, transfer, policy,         redo, refs, remotes and fetching, grants, the base
-//! ancestry                           of several snapshots' changes
+//! ancestry, deps                     of several snapshots' changes, dependency layers
 //! worktrees                          worktree types the worktree verbs share
 //! mounts                             worktrees served by this engine (FUSE)
 //! engine                             Engine, Call, resolving snapshot names
@@ -83,6 +83,7 @@
 
 mod ancestry;
 mod confine;
+mod deps;
 mod engine;
 mod error;
 mod git;
@@ -114,6 +115,10 @@ pub use ancestry::AncestryError;
 pub use confine::{
     Captured, Change, ConfineError, Confined, Denial, DenialsUnknown, Output, ProcessDir, PutBack,
     Ran, Sandbox, SandboxPolicy, SavedSecrets, WideningError,
+};
+pub use deps::{
+    Attach, AttachedDeps, BUILT_IN, DepsError, DepsOutcome, LAYERS, LayerItem, LayerLockfile,
+    LayerRecord, PAIRS_FILE, ROOT_MARKER,
 };
 pub use engine::{Call, Engine};
 pub use error::{

@@ -74,9 +74,9 @@ pub use task::{
 pub use undo::{Refusal, WorktreeUndoOutcome};
 pub use worktree_registry::apart::{Overlap, StoreOverlap, check as check_apart};
 pub use worktree_registry::{
-    Checkpoint, DirIdentity, FORMAT_1_TABLES, GrantRequest, GrantRequests, GrantSet, OpRecord,
-    Registry, RegistryError, RegistryRead, RegistryWrite, SandboxGrants, Task, UndoStacks,
-    WorktreeKind, WorktreeRecord, undo_stacks,
+    AttachedLayer, Checkpoint, DirIdentity, FORMAT_1_TABLES, GrantRequest, GrantRequests, GrantSet,
+    OpRecord, Registry, RegistryError, RegistryRead, RegistryWrite, SandboxGrants, Task,
+    UndoStacks, WorktreeKind, WorktreeRecord, undo_stacks,
 };
 pub use worktree_scope::{
     DirRules, FileRecord, Leaf, MountCapture, MountedTree, OnDisk, Patterns, RACY_MARGIN,
@@ -85,10 +85,10 @@ pub use worktree_scope::{
 };
 pub use worktree_state::checkout::write_tree;
 pub use worktree_state::{
-    CaptureError, CaptureOptions, CaptureOutcome, CheckoutError, GitProbe, Interrupted,
-    LiveCapture, LiveState, MakeTarget, RecoverError, RollbackError, RootChanged,
+    CaptureError, CaptureOptions, CaptureOutcome, CheckoutError, DirCaptured, GitProbe,
+    Interrupted, LiveCapture, LiveState, MakeTarget, RecoverError, RollbackError, RootChanged,
     WorktreeCheckoutOptions, WorktreeCheckoutOutcome, WorktreeError, WorktreeOnboardOptions,
     WorktreeOnboardOutcome, WorktreeRecoverOutcome, WorktreeRollbackOptions,
-    WorktreeRollbackOutcome, find_worktree, list_worktrees,
+    WorktreeRollbackOutcome, capture_dir, find_worktree, list_worktrees,
 };
 pub use worktrees::Worktrees;

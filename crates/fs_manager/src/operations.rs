@@ -67,6 +67,18 @@ impl Worktrees {
         worktree_state::checkout::checkout(&self.kept, store, snapshot, dest, options)
     }
 
+    /// Writes dependency `layers` into the isolated worktree at `root` and names them in
+    /// its record (out of scope from then on); returns the files and bytes written.
+    pub fn attach_deps(
+        &self,
+        store: &Store,
+        root: &Utf8Path,
+        layers: &[crate::AttachedLayer],
+        progress: &dyn cas::Progress,
+    ) -> Result<(u64, u64), CheckoutError> {
+        worktree_state::checkout::attach(&self.kept, store, root, layers, progress)
+    }
+
     /// Finishes or rolls back an interrupted operation on the worktree holding `path`.
     pub fn recover(
         &self,

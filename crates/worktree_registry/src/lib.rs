@@ -22,9 +22,10 @@ pub mod apart;
 mod registry;
 
 pub use registry::{
-    Checkpoint, DirIdentity, FILE_STATES, FORMAT_1_TABLES, GrantRequest, GrantRequests, GrantSet,
-    OPLOG, OpRecord, Registry, RegistryError, RegistryRead, RegistryWrite, SandboxGrants, Task,
-    UndoStacks, WORKTREES, WorktreeKind, WorktreeRecord, decode_op, decode_worktree, undo_stacks,
+    AttachedLayer, Checkpoint, DirIdentity, FILE_STATES, FORMAT_1_TABLES, GrantRequest,
+    GrantRequests, GrantSet, OPLOG, OpRecord, Registry, RegistryError, RegistryRead, RegistryWrite,
+    SandboxGrants, Task, UndoStacks, WORKTREES, WorktreeKind, WorktreeRecord, decode_op,
+    decode_worktree, undo_stacks,
 };
 
 /// `From` every `cas` error for error enums with a `Store(cas::StoreError)` variant (each

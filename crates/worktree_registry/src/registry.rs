@@ -125,6 +125,21 @@ pub struct WorktreeRecord {
     /// Grants asked for through MCP or HTTP, waiting for a person's decision.
     #[serde(default, skip_serializing_if = "GrantRequests::is_empty")]
     pub requests: GrantRequests,
+    /// The dependency layers attached to it: never captured, never in `status`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deps: Vec<AttachedLayer>,
+}
+
+/// A dependency layer attached to a worktree (the engine's `deps` module says what a
+/// layer is).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct AttachedLayer {
+    /// The layer's directory, from the worktree root (`node_modules`).
+    pub path: Utf8PathBuf,
+    /// The layer's key.
+    pub key: String,
+    /// Its tree as written for this worktree's root (relocated), stored.
+    pub tree: cas::TreeId,
 }
 
 /// Writable paths and the network, granted to sandboxed commands.
@@ -236,6 +251,7 @@ impl WorktreeRecord {
             mount_remote: None,
             grants: SandboxGrants::default(),
             requests: GrantRequests::default(),
+            deps: Vec::new(),
         }
     }
 

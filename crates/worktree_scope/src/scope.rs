@@ -32,6 +32,9 @@ pub struct ScopeSettings {
     global_stamp: u64,
     store: Option<PathBuf>,
     max_file_size: Option<u64>,
+    /// The dependency layers attached to the worktree (the record's `deps`): out of
+    /// scope whatever the pattern files say.
+    attached: Vec<Vec<u8>>,
 }
 
 impl ScopeSettings {
@@ -58,6 +61,9 @@ impl ScopeSettings {
             global_sources,
             store: worktree_registry::apart::store_dir(store),
             max_file_size: record.max_file_size,
+            attached: (record.deps.iter())
+                .map(|d| d.path.as_str().as_bytes().to_vec())
+                .collect(),
         })
     }
 
@@ -77,7 +83,7 @@ impl ScopeSettings {
                 path.display()
             );
         }
-        Ok(Scope::new(
+        let mut scope = Scope::new(
             &self.root,
             deny,
             (
@@ -87,7 +93,9 @@ impl ScopeSettings {
             ),
             self.store.as_deref(),
             self.max_file_size,
-        ))
+        );
+        scope.leave_out(&self.attached);
+        Ok(scope)
     }
 }
 
@@ -101,6 +109,10 @@ pub struct Scope {
     max_file_size: Option<u64>,
     global_sources: Vec<PathBuf>,
     stamp: u64,
+    /// False for a dependency layer's directory, taken whole: no pattern file applies.
+    patterns: bool,
+    /// Paths left out quietly, whatever the pattern files say: attached dependency layers.
+    left_out: Vec<Vec<u8>>,
 }
 
 /// The verdict on one name.
@@ -171,7 +183,41 @@ impl Scope {
             max_file_size,
             global_sources,
             stamp: u64::from_le_bytes(first),
+            patterns: true,
+            left_out: Vec::new(),
         }
+    }
+
+    /// Everything under `root`, as a dependency layer is saved: no pattern file, global
+    /// rule, deny list or size cap applies (a package's own `.gitignore` must not drop its
+    /// files); only `.git` and the store's folder stay out, and names no tree can hold.
+    pub fn whole(root: &Path, store: &Store) -> Scope {
+        let mut scope = Scope::new(
+            root,
+            DenyList::nothing(),
+            (Gitignore::empty(), Vec::new(), 0),
+            worktree_registry::apart::store_dir(store).as_deref(),
+            None,
+        );
+        scope.patterns = false;
+        scope
+    }
+
+    /// Leaves `paths` (from the worktree root) out quietly, and everything below them.
+    fn leave_out(&mut self, paths: &[Vec<u8>]) {
+        if paths.is_empty() {
+            return;
+        }
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&self.stamp.to_le_bytes());
+        for path in paths {
+            hasher.update(path);
+            hasher.update(b"\0");
+        }
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&hasher.finalize().as_bytes()[..8]);
+        self.stamp = u64::from_le_bytes(first);
+        self.left_out = paths.to_vec();
     }
 
     /// The verdict on `rel` (a path from the worktree root, a directory if `is_dir`) found
@@ -181,7 +227,11 @@ impl Scope {
         if name == b".git" || self.store.as_deref() == Some(rel) {
             return Verdict::Out;
         }
-        if rules::ignored(rules.0.as_ref(), &self.global, rel, is_dir) {
+        // The walk does not enter a directory left out, so its own path is what matches.
+        if self.left_out.iter().any(|p| p.as_slice() == rel) {
+            return Verdict::Out;
+        }
+        if self.patterns && rules::ignored(rules.0.as_ref(), &self.global, rel, is_dir) {
             return Verdict::Out;
         }
         if let Err(err) = path_policy::check_name(name) {

@@ -708,6 +708,82 @@ pub fn live_state(
     })
 }
 
+/// What [`capture_dir`] found: a directory's whole tree, not stored yet.
+pub struct DirCaptured {
+    /// Its root tree.
+    pub tree: TreeId,
+    /// Every tree of it, to store (children before parents do not matter: one batch).
+    pub trees: HashMap<TreeId, Tree>,
+    /// What is left to store of its blobs (the scan stored the rest ahead, as any large
+    /// capture does): the caller commits it with the trees, in its own transaction.
+    pub unstored: cas::WriteBatch,
+    /// Every file and symlink: path from the directory, kind, blob, size.
+    pub files: Vec<worktree_scope::FileRecord>,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Names no tree can hold, special files: left out, with reasons.
+    pub skipped: Vec<Skipped>,
+}
+
+/// Captures every file under `dir` (a dependency layer's directory) as a capture reads a
+/// worktree, in parallel, but with no scope rule: pattern files, the deny list and the size
+/// cap do not apply; `.git` and the store's folder stay out. No stat cache is read or kept.
+/// Blobs go to the store as read (a large directory's would not fit in memory); its trees
+/// and the last blobs are handed back for the caller's transaction.
+pub fn capture_dir(
+    store: &Store,
+    dir: &Utf8Path,
+    progress: &dyn Progress,
+) -> Result<DirCaptured, CaptureError> {
+    let scope = worktree_scope::Scope::whole(dir.as_std_path(), store);
+    let options = ScanOptions {
+        scope: &scope,
+        threads: 0,
+        quiet: None,
+        dry_run: false,
+        progress,
+        group_bytes: GROUP_BYTES,
+    };
+    let mut scanned = scan::scan(store, dir, Cache::default(), &options)?;
+    let (mut dirs, _) = scanned.take_dirs();
+    let mut files = Vec::new();
+    for (path, state) in &dirs {
+        for (name, child) in state.children() {
+            if let worktree_scope::dirstate::Child::File(f) = child
+                && let Some(kind) = f.stat().kind()
+            {
+                files.push(worktree_scope::FileRecord {
+                    path: worktree_scope::build::child(path, name),
+                    kind,
+                    blob: f.blob,
+                    size: f.size,
+                });
+            }
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut trees = HashMap::new();
+    let tree = worktree_scope::build::build_from_dirs(&mut dirs, &scanned.reuse, &mut |b| {
+        if let Some(t) = b.tree {
+            trees.insert(t.id(), t);
+        }
+        Ok::<_, CaptureError>(())
+    })?;
+    // An empty directory has the empty tree, which no directory hands over.
+    if !trees.contains_key(&tree) {
+        let empty = Tree::default();
+        trees.insert(empty.id(), empty);
+    }
+    Ok(DirCaptured {
+        tree,
+        trees,
+        unstored: std::mem::take(&mut scanned.unstored),
+        files,
+        bytes: scanned.bytes,
+        skipped: std::mem::take(&mut scanned.skipped),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     /// A store and a worktree of `files` onboarded into it: (temp dir, store, its first

@@ -499,6 +499,59 @@ fn clean_up(root: &Utf8Path, created: bool) {
     }
 }
 
+/// Attaches dependency `layers` to the isolated worktree at `root` (just checked out): each
+/// layer's tree is written into its folder, which must not exist yet, as checkout writes
+/// files (in parallel, never through a symlink, never hard links: a copy, so a write in one
+/// worktree's layer never reaches another's). The record names the layers before their
+/// files are written, so their folders are out of scope from the first file on, even if a
+/// crash stops the writing. Returns the files and bytes written.
+pub fn attach(
+    ws: &Kept,
+    store: &Store,
+    root: &Utf8Path,
+    layers: &[worktree_registry::AttachedLayer],
+    progress: &dyn Progress,
+) -> Result<(u64, u64), CheckoutError> {
+    if layers.is_empty() {
+        return Ok((0, 0));
+    }
+    let _busy = ws.locks.lock(root);
+    let reader = store.reader()?;
+    let mut record = reader
+        .worktree(root)?
+        .ok_or_else(|| CheckoutError::NotAWorktree {
+            path: root.to_owned(),
+        })?;
+    let mut surveys = Vec::new();
+    for layer in layers {
+        let rel = RepoPathBuf::new(layer.path.as_str().as_bytes().to_vec()).map_err(|e| {
+            CheckoutError::Refused {
+                path: root.join(&layer.path).into(),
+                reason: e.reason.reason(),
+            }
+        })?;
+        let dest = root.join(&layer.path);
+        if dest.symlink_metadata().is_ok() {
+            return Err(CheckoutError::NotEmpty { path: dest });
+        }
+        surveys.push((rel, dest.clone(), checked(&reader, layer.tree, &dest)?));
+    }
+    record.deps.extend(layers.iter().cloned());
+    let mut batch = WriteBatch::new();
+    batch.put_worktree(&record)?;
+    store.write(&batch)?;
+    let handle = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
+    let (mut files, mut bytes) = (0, 0);
+    for ((rel, dest, counted), layer) in surveys.iter().zip(layers) {
+        // Made through the root's handle: a folder on the way is never a symlink followed.
+        fsops::ensure_dir(&handle, rel.as_bytes()).map_err(failure)?;
+        hydrate(&reader, dest, layer.tree, counted, progress)?;
+        files += counted.files;
+        bytes += counted.bytes;
+    }
+    Ok((files, bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;

@@ -126,6 +126,12 @@ pub enum CheckoutError {
     /// A registry record could not be read or written.
     #[error(transparent)]
     Registry(#[from] worktree_registry::RegistryError),
+    /// Dependency layers go to a registered worktree only.
+    #[error("{path} is not a registered worktree")]
+    NotAWorktree {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
 }
 
 /// `rollback` failed; the worktree was not changed.

@@ -45,8 +45,8 @@ pub mod rollback;
 pub mod root;
 
 pub use capture::{
-    CaptureOptions, CaptureOutcome, GitProbe, LiveState, WorktreeOnboardOptions,
-    WorktreeOnboardOutcome,
+    CaptureOptions, CaptureOutcome, DirCaptured, GitProbe, LiveState, WorktreeOnboardOptions,
+    WorktreeOnboardOutcome, capture_dir,
 };
 pub use checkout::{WorktreeCheckoutOptions, WorktreeCheckoutOutcome};
 pub use error::{CaptureError, CheckoutError, RecoverError, RollbackError, WorktreeError};

@@ -15,6 +15,9 @@ pub struct Args {
     snapshot: String,
     /// The destination directory.
     dest: Utf8PathBuf,
+    /// Leave dependency layers (node_modules, .venv, ... saved by `cairn deps save`) out.
+    #[arg(long)]
+    no_deps: bool,
 }
 
 impl IntoRequest for Args {
@@ -28,6 +31,7 @@ impl From<Args> for CheckoutOptions {
         CheckoutOptions {
             snapshot: args.snapshot,
             dest: args.dest,
+            no_deps: args.no_deps,
         }
     }
 }
@@ -39,8 +43,18 @@ impl Human for verbs::Checkout {
 }
 
 fn checkout(o: &CheckoutOutcome) -> String {
-    format!(
+    let mut text = format!(
         "checked out {} into {} ({} files, {} bytes)\n",
         o.snapshot, o.worktree, o.files, o.bytes
-    )
+    );
+    for d in &o.deps {
+        text.push_str(&format!(
+            "attached dependency layer {} at {} ({} files, {} bytes)\n",
+            d.key.chars().take(12).collect::<String>(),
+            d.path,
+            d.files,
+            d.bytes
+        ));
+    }
+    text
 }

@@ -234,6 +234,7 @@ fn checkout(e: &fs_manager::CheckoutError) -> Code {
     use fs_manager::CheckoutError as E;
     match e {
         E::NotEmpty { .. } => Code::NotEmpty,
+        E::NotAWorktree { .. } => Code::NotAWorktree,
         E::Interrupted(_) => Code::Interrupted,
         E::NotADirectory { .. } | E::UnderAFile { .. } | E::StoreOverlap(_) | E::Refused { .. } => {
             Code::InvalidPath

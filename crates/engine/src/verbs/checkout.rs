@@ -19,6 +19,9 @@ pub struct CheckoutOptions {
     /// The destination directory.
     #[schemars(with = "String")]
     pub dest: Utf8PathBuf,
+    /// Leave dependency layers (node_modules, .venv, ... saved by `cairn deps save`) out.
+    #[serde(default)]
+    pub no_deps: bool,
 }
 
 impl CheckoutOptions {
@@ -27,6 +30,7 @@ impl CheckoutOptions {
         CheckoutOptions {
             snapshot: snapshot.into(),
             dest: dest.into(),
+            no_deps: false,
         }
     }
 }
@@ -43,6 +47,8 @@ pub struct CheckoutOutcome {
     pub files: u64,
     /// Bytes written.
     pub bytes: u64,
+    /// The dependency layers attached (written into the worktree; never captured).
+    pub deps: Vec<crate::deps::AttachedDeps>,
 }
 
 impl Engine {
@@ -62,11 +68,20 @@ impl Engine {
                 progress: call.progress,
             },
         )?;
+        let attach = if options.no_deps {
+            Vec::new()
+        } else {
+            crate::deps::plan(&store, id, &out.worktree)?
+        };
+        let layers: Vec<_> = attach.iter().map(crate::deps::Attach::attached).collect();
+        self.worktrees
+            .attach_deps(&store, &out.worktree, &layers, call.progress)?;
         Ok(CheckoutOutcome {
             worktree: out.worktree,
             snapshot: out.snapshot,
             files: out.files,
             bytes: out.bytes,
+            deps: attach.iter().map(crate::deps::AttachedDeps::of).collect(),
         })
     }
 }
