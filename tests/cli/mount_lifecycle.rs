@@ -587,3 +587,137 @@ fn a_failed_mount_takes_away_exactly_the_parents_it_made() {
         "nothing registered: {list}"
     );
 }
+
+/// The pid of the `serve --for-mounts` a `mount` started for `env`'s store, if one runs.
+fn mount_server(env: &Env) -> Option<u32> {
+    let out = Command::new("pgrep")
+        .args([
+            "-f",
+            "--",
+            &format!("--store {} serve --for-mounts", env.store()),
+        ])
+        .output()
+        .unwrap();
+    stdout(&out)
+        .split_whitespace()
+        .next()
+        .map(|p| p.parse().unwrap())
+}
+
+/// Whether process `pid` holds `/dev/fuse` open.
+fn holds_dev_fuse(pid: u32) -> bool {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|fds| {
+            fds.flatten().any(|fd| {
+                std::fs::read_link(fd.path()).is_ok_and(|t| t == Utf8Path::new("/dev/fuse"))
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Waits up to `secs` for the mount server `pid` to exit; fails naming `what` if it does
+/// not (telling whether it still holds `/dev/fuse`), after killing it so that it lets the
+/// store go for the tests after.
+fn assert_server_stops(pid: u32, secs: u64, what: &str) {
+    let started = Instant::now();
+    // A zombie (exited, not yet reaped by its parent, which is gone) counts as stopped.
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| !r.trim_start().starts_with('Z'))
+        })
+    };
+    while alive() {
+        if started.elapsed() > Duration::from_secs(secs) {
+            let fuse = holds_dev_fuse(pid);
+            kill("-KILL", pid);
+            panic!(
+                "{what}: the mount server {pid} still runs {secs} s later{}",
+                if fuse { ", holding /dev/fuse" } else { "" }
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A mount unmounted from outside (`umount -l`, as `fusermount3 -uz` does) ends its
+/// session on its own: the mount is no longer live, and the server started for it stops
+/// and lets go of `/dev/fuse`, the layer and the store. So does a mount whose unmount came
+/// while a file in it was open (the session ends once the file is closed). What is
+/// mounted on the directory since is left alone, and nothing unmounts a path twice.
+#[test]
+fn a_mount_unmounted_from_outside_lets_its_server_stop() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    for round in 0..3 {
+        let (code, out) = json_within(&env, &["mount", &base, m.as_str()], 60);
+        assert_eq!(code, 0, "{out}");
+        let _guard = Mounts {
+            env: &env,
+            dirs: vec![m.clone()],
+        };
+        let pid = mount_server(&env).expect("the mount's server runs");
+        assert!(holds_dev_fuse(pid));
+        std::fs::write(m.join("written"), format!("round {round}")).unwrap();
+        // Round 1: a file held open across the lazy unmount, closed a little later.
+        let held = (round == 1).then(|| std::fs::File::open(m.join("README")).unwrap());
+        let out = Command::new("umount")
+            .args(["-l", m.as_str()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(!is_mounted(&m));
+        if let Some(held) = held {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(held);
+        }
+        // Round 2: something else mounted there at once, which the server's letting go of
+        // its ended mount must leave alone.
+        let other = round == 2;
+        if other {
+            let out = Command::new("mount")
+                .args(["-t", "tmpfs", "other", m.as_str()])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+        assert_server_stops(pid, 5, &format!("round {round}: umount -l"));
+        if other {
+            let fstype = std::fs::read_to_string("/proc/self/mountinfo")
+                .unwrap()
+                .lines()
+                .filter(|l| l.split(' ').nth(4) == Some(m.as_str()))
+                .map(|l| l.split(" - ").nth(1).unwrap_or("").to_owned())
+                .collect::<Vec<_>>();
+            assert!(
+                fstype.len() == 1 && fstype[0].starts_with("tmpfs other"),
+                "what was mounted there since is left alone: {fstype:?}"
+            );
+            let out = Command::new("umount").arg(m.as_str()).output().unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+        // Nothing written was lost: the next mount attaches the layer.
+        let (code, again) = json_within(&env, &["mount", m.as_str()], 60);
+        assert_eq!(code, 0, "{again}");
+        assert_eq!(
+            std::fs::read_to_string(m.join("written")).unwrap(),
+            format!("round {round}")
+        );
+        let (code, out) = json_within(&env, &["unmount", m.as_str()], 60);
+        assert_eq!(code, 0, "{out}");
+        let pid = mount_server(&env);
+        if let Some(pid) = pid {
+            assert_server_stops(pid, 5, &format!("round {round}: unmount"));
+        }
+        // The worktree is removed so that the next round mounts a snapshot afresh.
+        let (code, out) = json_within(&env, &["worktree", "remove", m.as_str()], 60);
+        assert_eq!(code, 0, "{out}");
+    }
+    // No unmount of a path that is no mount any more (fuser's own, at a session's end).
+    let log = std::fs::read_to_string(env.store().join("mounts/serve.log")).unwrap();
+    assert!(!log.contains("Unmount failed"), "{log}");
+}

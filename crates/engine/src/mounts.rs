@@ -174,6 +174,20 @@ impl Engine {
         self.mounts.live_count()
     }
 
+    /// Forgets the mounts whose session ended on its own (unmounted from outside): their
+    /// layers are synced, their `/dev/fuse` and files let go of, and `worktree list` shows
+    /// them not live. A mount a call is working on is left to that call.
+    pub fn forget_ended_mounts(&self) {
+        for root in self.mounts.not_live() {
+            let Some(_claim) = self.mounts.try_claim(&root) else {
+                continue;
+            };
+            if self.mounts.get(&root).is_some_and(|m| !m.is_live()) {
+                self.forget_mount(&root);
+            }
+        }
+    }
+
     /// Unmounts every mount (a server stopping); their layers stay for the next mount.
     pub fn unmount_all(&self) {
         self.lazy.stop_all();

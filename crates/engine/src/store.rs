@@ -267,6 +267,30 @@ impl Live {
         all.iter().filter(|m| m.is_live()).count()
     }
 
+    /// The mounts that no longer serve their directory (see [`mount::Mounted::is_live`]).
+    pub(crate) fn not_live(&self) -> Vec<Utf8PathBuf> {
+        let all: Vec<_> = self
+            .map()
+            .iter()
+            .map(|(root, m)| (root.clone(), m.clone()))
+            .collect();
+        all.into_iter()
+            .filter(|(_, m)| !m.is_live())
+            .map(|(root, _)| root)
+            .collect()
+    }
+
+    /// Claims `dir` if no other call holds it.
+    pub(crate) fn try_claim(&self, dir: &Utf8Path) -> Option<Claim<'_>> {
+        if !self.claims().insert(dir.to_owned()) {
+            return None;
+        }
+        Some(Claim {
+            live: self,
+            dirs: vec![dir.to_owned()],
+        })
+    }
+
     /// Claims `dir`, waiting while another call holds it.
     pub(crate) fn claim(&self, dir: &Utf8Path) -> Claim<'_> {
         let mut claims = self.claims();

@@ -251,6 +251,43 @@ pub fn clear_stale(root: &Utf8Path) {
     }
 }
 
+/// Mounts a FUSE file system at `root` with mount(2), as `fuser` would (the same source,
+/// type, flags and options), and returns its `/dev/fuse`; `None` where this process may
+/// not mount (a user's mount: `fusermount3` makes it). Mounted so, no `fuser` handle
+/// unmounts `root` once its session is over: fuser 0.17 does that by path even when the
+/// mount is gone (its `is_mounted` reads the dead connection's `POLLERR` as mounted,
+/// cberner/fuser#703), which logged "Unmount failed: Invalid argument" after every
+/// unmount, and would unmount whatever is mounted there by then.
+fn mount_here(
+    root: &Utf8Path,
+    read_only: bool,
+    acl: fuser::SessionACL,
+) -> std::io::Result<Option<OwnedFd>> {
+    use rustix::fs::{Mode, OFlags};
+    use rustix::mount::MountFlags;
+    let mode = rustix::fs::stat(root.as_std_path())?.st_mode;
+    let dev = rustix::fs::open("/dev/fuse", OFlags::RDWR | OFlags::CLOEXEC, Mode::empty())?;
+    let mut data = format!(
+        "fd={},rootmode={mode:o},user_id={},group_id={},default_permissions",
+        std::os::fd::AsRawFd::as_raw_fd(&dev),
+        rustix::process::getuid().as_raw(),
+        rustix::process::getgid().as_raw(),
+    );
+    if acl != fuser::SessionACL::Owner {
+        data.push_str(",allow_other");
+    }
+    let mut flags = MountFlags::NOSUID | MountFlags::NODEV;
+    if read_only {
+        flags |= MountFlags::RDONLY;
+    }
+    let data = std::ffi::CString::new(data).map_err(std::io::Error::other)?;
+    match rustix::mount::mount("cairn", root.as_std_path(), "fuse", flags, data.as_c_str()) {
+        Ok(()) => Ok(Some(dev)),
+        Err(rustix::io::Errno::PERM) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 impl Mounted {
     /// Mounts `options.base` with its layer at `options.root`; returns once the directory
     /// answers.
@@ -313,21 +350,35 @@ impl Mounted {
             config.acl = fuser::SessionACL::All;
         }
         config.n_threads = Some(4);
-        let session = fuser::spawn_mount2(fuse::Fs::new(fs_state.clone()), &root, &config)
-            .map_err(|e| match e.raw_os_error() {
-                Some(code)
-                    if code == rustix::io::Errno::PERM.raw_os_error()
-                        || code == rustix::io::Errno::NODEV.raw_os_error()
-                        || code == rustix::io::Errno::NOENT.raw_os_error()
-                        || code == rustix::io::Errno::ACCESS.raw_os_error() =>
-                {
-                    MountError::Unavailable {
-                        root: root.clone(),
-                        source: FuseUnavailable::Refused(e),
-                    }
+        let refused = |e: std::io::Error| match e.raw_os_error() {
+            Some(code)
+                if code == rustix::io::Errno::PERM.raw_os_error()
+                    || code == rustix::io::Errno::NODEV.raw_os_error()
+                    || code == rustix::io::Errno::NOENT.raw_os_error()
+                    || code == rustix::io::Errno::ACCESS.raw_os_error() =>
+            {
+                MountError::Unavailable {
+                    root: root.clone(),
+                    source: FuseUnavailable::Refused(e),
                 }
-                _ => failed(MountFailure::Mounting(e)),
-            })?;
+            }
+            _ => failed(MountFailure::Mounting(e)),
+        };
+        let fs = fuse::Fs::new(fs_state.clone());
+        let session = match mount_here(&root, options.read_only, config.acl).map_err(refused)? {
+            Some(dev) => fuser::Session::from_fd(fs, dev, config.acl, config)
+                .and_then(fuser::Session::spawn)
+                .map_err(|e| {
+                    // The kernel mounted it, but no session serves it.
+                    let _ = rustix::mount::unmount(
+                        root.as_std_path(),
+                        rustix::mount::UnmountFlags::DETACH,
+                    );
+                    failed(MountFailure::Mounting(e))
+                })?,
+            // A user's mount: made by fusermount3, through fuser.
+            None => fuser::spawn_mount2(fs, &root, &config).map_err(refused)?,
+        };
         Ok(Mounted {
             root,
             fs_state,
@@ -357,7 +408,11 @@ impl Mounted {
         if session.is_none() {
             return Ok(());
         }
-        self.umount(force)?;
+        // A session that ended on its own was unmounted from outside: what is mounted
+        // there now (if anything) is not ours to unmount.
+        if !ended(&session) {
+            self.umount(force)?;
+        }
         self.end(&mut session)
     }
 
@@ -526,10 +581,25 @@ impl Mounted {
         }
     }
 
-    /// Whether it still serves its directory.
+    /// Whether it still serves its directory: not once unmounted here, nor once its
+    /// session ended on its own (unmounted from outside, `umount -l`; a lazy unmount's
+    /// session ends once nothing in the mount is in use). While an unmount or materialize
+    /// of it is under way it counts as live.
     pub fn is_live(&self) -> bool {
-        self.live.load(Ordering::Acquire)
+        if !self.live.load(Ordering::Acquire) {
+            return false;
+        }
+        match self.session.try_lock() {
+            Ok(session) => !ended(&session),
+            Err(std::sync::TryLockError::Poisoned(session)) => !ended(&session.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => true,
+        }
     }
+}
+
+/// Whether `session` is over: joined, or its threads gone (the kernel ended the connection).
+fn ended(session: &Option<fuser::BackgroundSession>) -> bool {
+    session.as_ref().is_none_or(|s| s.guard.is_finished())
 }
 
 /// How [`Mounted::freeze`] refused changes, to be undone by [`Mounted::thaw`].

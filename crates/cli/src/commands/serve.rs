@@ -845,6 +845,17 @@ async fn nothing_left(served: Served, socket: Utf8PathBuf) {
     }
 }
 
+/// Every so often, lets go of the mounts unmounted from outside (`umount -l`), whose
+/// sessions ended on their own: a server started for mounts then has none left, and any
+/// server closes their `/dev/fuse` and layer files.
+async fn forget_ended_mounts(engine: Arc<Engine>) {
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let engine = engine.clone();
+        let _ = tokio::task::spawn_blocking(move || engine.forget_ended_mounts()).await;
+    }
+}
+
 /// How long a server that has nothing left waits, its socket removed, for the requests of
 /// clients that connected just before.
 const LAST_REQUESTS: Duration = Duration::from_millis(500);
@@ -922,6 +933,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
                 .map_err(|e| io_error(format!("{pointer}: linking to {socket}"), e))?;
         }
         eprintln!("cairn serve: store {path} on {socket}");
+        let reaper = tokio::spawn(forget_ended_mounts(engine.clone()));
         let watched = (served.clone(), socket.clone());
         let app = router(served);
         let stop = async move {
@@ -938,6 +950,7 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
             .with_graceful_shutdown(stop)
             .await
             .map_err(|e| io_error(&socket, e))?;
+        reaper.abort();
         Ok::<(), Error>(())
     })?;
     // The mounts go with the server; their layers stay for the next `mount`.
