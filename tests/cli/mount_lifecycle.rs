@@ -721,3 +721,94 @@ fn a_mount_unmounted_from_outside_lets_its_server_stop() {
     let log = std::fs::read_to_string(env.store().join("mounts/serve.log")).unwrap();
     assert!(!log.contains("Unmount failed"), "{log}");
 }
+
+/// A `mount` that reaches a server just as it decided to stop (it had nothing left; its
+/// socket not yet gone) is refused there and served by the next server, which `mount`
+/// starts: it used to be taken by the stopping server, which then served it with its
+/// socket gone, out of every command's reach and never stopping. The moment is widened
+/// by the server's test pause.
+#[test]
+fn a_mount_sent_to_a_stopping_server_is_served_by_the_next() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    let paused = |args: &[&str], secs: u64| {
+        let mut cmd = env.command();
+        cmd.env("CAIRN_TEST_SERVE_STOP_PAUSE_MS", "1500")
+            .args(["--json", "--store", env.store().as_str()])
+            .args(args);
+        let out = within(cmd, secs);
+        let value: serde_json::Value = serde_json::from_str(stdout(&out).trim())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stderr(&out)));
+        (out.status.code().unwrap_or(-1), value)
+    };
+    let (code, out) = paused(&["mount", &base, m.as_str()], 60);
+    assert_eq!(code, 0, "{out}");
+    let _guard = Mounts {
+        env: &env,
+        dirs: vec![m.clone()],
+    };
+    let first = mount_server(&env).expect("the mount's server runs");
+    let (code, out) = paused(&["unmount", m.as_str()], 60);
+    assert_eq!(code, 0, "{out}");
+    // The server has decided to stop by now, and keeps its socket for the pause.
+    std::thread::sleep(Duration::from_millis(500));
+    let socket = env.store().join("serve.sock");
+    assert!(socket.exists());
+    let (code, out) = paused(&["mount", m.as_str()], 60);
+    assert_eq!(code, 0, "{out}");
+    // The stopping server goes; another serves the mount.
+    assert_server_stops(first, 10, "the stopping server");
+    assert_eq!(
+        std::fs::read_to_string(m.join("README")).unwrap(),
+        "hello\n"
+    );
+    let second = mount_server(&env).expect("a server serves the mount");
+    // Reached by the next command, the mount is unmounted, and its server stops.
+    let (code, out) = paused(&["unmount", m.as_str()], 30);
+    assert_eq!(code, 0, "{out}");
+    assert!(!is_mounted(&m));
+    assert_server_stops(second, 10, "after the last unmount");
+}
+
+/// A `mount` whose command is killed (kill -9) at any moment leaves either no mount or a
+/// mount that `unmount` reaches; either way the server started for it stops afterwards
+/// (one that got no request within its first 10 seconds too).
+#[test]
+fn a_mount_whose_command_is_killed_lets_its_server_stop() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    for (round, delay) in [5u64, 60, 250].into_iter().enumerate() {
+        let m = env.path().join(format!("m{round}"));
+        let _guard = Mounts {
+            env: &env,
+            dirs: vec![m.clone()],
+        };
+        let mut child = env
+            .command()
+            .args(["--store", env.store().as_str(), "mount", &base, m.as_str()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay));
+        kill("-KILL", child.id());
+        let _ = child.wait();
+        // Whatever the server made of it, an unmount reaches it.
+        let (code, out) = json_within(&env, &["unmount", m.as_str()], 60);
+        assert!(
+            code == 0
+                || out["error"]["code"] == "not_a_mount"
+                || (out["error"]["code"] == "invalid_path" && !m.exists()),
+            "round {round}: {out}"
+        );
+        assert!(!is_mounted(&m), "round {round}");
+        if let Some(pid) = mount_server(&env) {
+            assert_server_stops(pid, 15, &format!("round {round}: killed after {delay} ms"));
+        }
+    }
+}

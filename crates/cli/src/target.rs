@@ -141,10 +141,31 @@ impl Target {
         match self {
             Target::Local { engine, offline } => local(engine, cwd, request, bar, *offline),
             Target::Server { store, offline, .. } => {
-                match self.on_server(cwd, request.clone(), bar, stream) {
+                let answer = match self.on_server(cwd, request.clone(), bar, stream) {
                     Some(answer) => answer,
                     // A stale socket (the server was killed): open the store here instead.
-                    None => local(&local_engine(store), cwd, request, bar, *offline),
+                    None => local(&local_engine(store), cwd, request.clone(), bar, *offline),
+                };
+                // The server was stopping (it had nothing left) or is gone since: a mount
+                // is served by another, started for it once the stopping one's socket is
+                // gone.
+                let mut answer = answer;
+                let started = std::time::Instant::now();
+                loop {
+                    match answer {
+                        Err(e)
+                            if e.code() == "needs_server"
+                                && matches!(request, Request::Mount(_))
+                                && started.elapsed() < SERVER_STOPS_WITHIN =>
+                        {
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                            start_for_mounts(store)?;
+                            answer = Target::for_store(store, *offline)
+                                .on_server(cwd, request.clone(), bar, stream)
+                                .unwrap_or(Err(e));
+                        }
+                        answer => return answer,
+                    }
                 }
             }
         }
@@ -191,6 +212,9 @@ fn local(
     let exit = outcome.exit();
     Ok((outcome, exit))
 }
+
+/// How long a `mount` refused by a stopping server tries to reach the next one.
+const SERVER_STOPS_WITHIN: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Starts `cairn serve --for-mounts` for `store` in the background, and returns once it
 /// answers (a `mount` or `verify` without a running server); it stops once it has no mount

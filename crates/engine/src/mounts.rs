@@ -33,6 +33,11 @@ pub enum MountsError {
         "a mount is served by the process holding the store: run it through `cairn serve` (the CLI starts one)"
     )]
     NeedsServer,
+    /// A `mount` sent to a server that is stopping (it had nothing left to serve).
+    #[error(
+        "the server of this store is stopping (it had no mount left): `cairn mount` starts another"
+    )]
+    Stopping,
     /// Mounting a new snapshot on a registered worktree.
     #[error("{root} is a registered {kind:?} worktree already")]
     WorktreeExists {
@@ -88,7 +93,7 @@ impl MountsError {
     pub fn code(&self) -> Code {
         use MountsError as E;
         match self {
-            E::NeedsServer => Code::NeedsServer,
+            E::NeedsServer | E::Stopping => Code::NeedsServer,
             E::WorktreeExists { .. } => Code::WorktreeExists,
             E::Materialized { .. } | E::NotAMountToAttach { .. } | E::NotAMount { .. } => {
                 Code::NotAMount

@@ -159,25 +159,46 @@ struct Served {
 /// The requests ([`perform`]) this server has begun and is running: one started for a
 /// mount or a check stops once none runs (and no mount is left).
 #[derive(Default)]
-struct Requests {
-    running: std::sync::atomic::AtomicUsize,
-    begun: AtomicBool,
+struct Requests(Mutex<Counts>);
+
+#[derive(Default)]
+struct Counts {
+    running: usize,
+    begun: bool,
+    /// Decided to stop ([`nothing_left`]): a `mount` is refused from then on, as this
+    /// server would no longer be reached to unmount it (its socket is gone).
+    stopping: bool,
+}
+
+impl Requests {
+    fn counts(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn running(&self) -> usize {
+        self.counts().running
+    }
 }
 
 /// One running request, counted while it lives.
 struct Running(Arc<Requests>);
 
 impl Running {
-    fn begin(requests: &Arc<Requests>) -> Running {
-        requests.begun.store(true, Ordering::SeqCst);
-        requests.running.fetch_add(1, Ordering::SeqCst);
-        Running(requests.clone())
+    /// Counts `request` as running; refuses a `mount` once the server is stopping.
+    fn begin(requests: &Arc<Requests>, request: &Request) -> Result<Running, Error> {
+        let mut counts = requests.counts();
+        if counts.stopping && matches!(request, Request::Mount(_)) {
+            return Err(cairn_engine::MountsError::Stopping.into());
+        }
+        counts.begun = true;
+        counts.running += 1;
+        Ok(Running(requests.clone()))
     }
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
-        self.0.running.fetch_sub(1, Ordering::SeqCst);
+        self.0.counts().running -= 1;
     }
 }
 
@@ -366,13 +387,17 @@ async fn perform(
     answer: Answer,
 ) -> Response {
     let engine = served.engine;
+    let running = match Running::begin(&served.requests, &request) {
+        Ok(running) => running,
+        Err(e) => {
+            let (status, body) = answer(Err(e));
+            return (status, Json(body)).into_response();
+        }
+    };
     let cancel = Arc::new(AtomicBool::new(false));
     // Moved into the request's thread: watched and counted for as long as the request
     // runs, even once the client's going dropped this future.
-    let watch = (
-        Watch::start(conn, cancel.clone()),
-        Running::begin(&served.requests),
-    );
+    let watch = (Watch::start(conn, cancel.clone()), running);
     if !stream {
         let result = run_blocking(move || {
             let _watch = watch;
@@ -822,28 +847,43 @@ async fn shutdown_signal() {
 /// mount and no running request, once a request came (or the one that started it had 10
 /// seconds to arrive). Its `socket` is removed first, so that a command started meanwhile
 /// opens the store itself (waiting for this process to let it go) rather than reach a
-/// server that stops; a request that came just before is still served.
+/// server that stops; a request that came just before is still served, but a `mount`
+/// is refused (its client starts another server): decided under the requests' lock, so
+/// no mount begins between the look at what is left and the decision.
 async fn nothing_left(served: Served, socket: Utf8PathBuf) {
     let started = Instant::now();
-    let idle =
-        || served.engine.live_mounts() == 0 && served.requests.running.load(Ordering::SeqCst) == 0;
+    // Tests widen the moment between the decision and the socket's going.
+    let pause = std::env::var(STOP_PAUSE_MS)
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map(Duration::from_millis);
     loop {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let waited = served.requests.begun.load(Ordering::SeqCst)
-            || started.elapsed() >= Duration::from_secs(10);
-        if !(idle() && waited) {
-            continue;
+        {
+            let mut counts = served.requests.counts();
+            let waited = counts.begun || started.elapsed() >= Duration::from_secs(10);
+            if !(waited && counts.running == 0 && served.engine.live_mounts() == 0) {
+                continue;
+            }
+            counts.stopping = true;
+        }
+        if let Some(pause) = pause {
+            tokio::time::sleep(pause).await;
         }
         let _ = std::fs::remove_file(&socket);
         // A client that connected just before sends its request at once.
         tokio::time::sleep(LAST_REQUESTS).await;
-        while !idle() {
+        while served.requests.running() > 0 {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         eprintln!("cairn serve: no mount or request left; stopping");
         return;
     }
 }
+
+/// For tests: milliseconds a server started for mounts waits between deciding to stop
+/// and removing its socket, to send a request at that moment.
+const STOP_PAUSE_MS: &str = "CAIRN_TEST_SERVE_STOP_PAUSE_MS";
 
 /// Every so often, lets go of the mounts unmounted from outside (`umount -l`), whose
 /// sessions ended on their own: a server started for mounts then has none left, and any
