@@ -812,3 +812,39 @@ fn a_mount_whose_command_is_killed_lets_its_server_stop() {
         }
     }
 }
+
+/// A server told to stop (SIGTERM) while a process works in one of its mounts (its
+/// working directory there) stops within seconds: it used to wait, its mount detached,
+/// for that process to leave, holding the store meanwhile.
+#[test]
+fn a_server_stops_on_sigterm_with_a_mount_in_use() {
+    let env = Env::new();
+    let proj = env.path().join("proj");
+    project(&proj);
+    let base = onboard(&env, &proj);
+    let m = env.path().join("m");
+    let (code, out) = json_within(&env, &["mount", &base, m.as_str()], 60);
+    assert_eq!(code, 0, "{out}");
+    let _guard = Mounts {
+        env: &env,
+        dirs: vec![m.clone()],
+    };
+    std::fs::write(m.join("written"), "kept").unwrap();
+    let pid = mount_server(&env).expect("the mount's server runs");
+    let mut inside = Command::new("sleep")
+        .arg("60")
+        .current_dir(m.as_std_path())
+        .spawn()
+        .unwrap();
+    kill("-TERM", pid);
+    let stopped = std::panic::catch_unwind(|| assert_server_stops(pid, 10, "SIGTERM"));
+    let _ = inside.kill();
+    let _ = inside.wait();
+    if let Err(e) = stopped {
+        std::panic::resume_unwind(e);
+    }
+    // What was written is there when it is mounted again.
+    let (code, out) = json_within(&env, &["mount", m.as_str()], 60);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(std::fs::read_to_string(m.join("written")).unwrap(), "kept");
+}

@@ -412,8 +412,62 @@ impl Mounted {
         // there now (if anything) is not ours to unmount.
         if !ended(&session) {
             self.umount(force)?;
+            if force && !self.ends_within(&session, DETACHED_ENDS_WITHIN) {
+                return self.leave_detached(&mut session);
+            }
         }
         self.end(&mut session)
+    }
+
+    /// Whether `session` ends within `wait` (a detached mount's ends once nothing in it
+    /// is in use).
+    fn ends_within(
+        &self,
+        session: &Option<fuser::BackgroundSession>,
+        wait: std::time::Duration,
+    ) -> bool {
+        let started = std::time::Instant::now();
+        while !ended(session) {
+            if started.elapsed() >= wait {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        true
+    }
+
+    /// A detached mount still in use (a working directory, an open file): served until
+    /// that ends, or this process does, by a thread of its own, so that no caller waits
+    /// for another process to let go (a server stopping would wait for ever). Its layer
+    /// is synced now, and again when its session ends.
+    fn leave_detached(
+        &self,
+        session: &mut Option<fuser::BackgroundSession>,
+    ) -> Result<(), MountError> {
+        self.live.store(false, Ordering::Release);
+        let Some(running) = session.take() else {
+            return Ok(());
+        };
+        let (fs_state, root) = (self.fs_state.clone(), self.root.clone());
+        let joiner = std::thread::Builder::new()
+            .name("cairn-detached".into())
+            .spawn(move || {
+                if let Err(e) = running.join() {
+                    tracing::warn!("{root}: ending the session: {e}");
+                }
+                let state = fs_state.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Err(e) = state.layer.sync() {
+                    tracing::warn!("{root}: syncing the layer: {e}");
+                }
+            });
+        if let Err(e) = joiner {
+            tracing::warn!("{}: no thread to end its session: {e}", self.root);
+        }
+        let state = self.fs_state.lock().unwrap_or_else(PoisonError::into_inner);
+        state
+            .layer
+            .sync()
+            .map_err(|e| self.failed(MountFailure::Sync(e)))
     }
 
     /// unmount(2) of the mount point.
@@ -596,6 +650,10 @@ impl Mounted {
         }
     }
 }
+
+/// How long a forced unmount waits for the session of the mount it detached to end
+/// before leaving it to a thread of its own (an idle mount's ends at once).
+const DETACHED_ENDS_WITHIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Whether `session` is over: joined, or its threads gone (the kernel ended the connection).
 fn ended(session: &Option<fuser::BackgroundSession>) -> bool {

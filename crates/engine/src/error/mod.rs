@@ -368,6 +368,8 @@ mod tests {
                 EXIT_USAGE,
             ),
             (MountsError::NeedsServer.into(), "needs_server", EXIT_USAGE),
+            // `mount` starts the next server on this code.
+            (MountsError::Stopping.into(), "needs_server", EXIT_USAGE),
             (
                 ShowError::BlobNotTree { spec: "abc".into() }.into(),
                 "invalid_path",
