@@ -533,8 +533,9 @@ fn a_verb_is_named_only_in_its_two_files_and_where_it_is_used() {
         ("cli/src/commands/run.rs", "Policy"),
         ("cli/src/commands/run.rs", "Status"),
         ("cli/src/commands/run.rs", "Snapshot"),
-        // A mount starts the server that serves it.
+        // A mount starts the server that serves it; one that is stopping refuses it.
         ("cli/src/target.rs", "Mount"),
+        ("cli/src/commands/serve.rs", "Mount"),
         // So does a check, whose view is then a mount.
         ("cli/src/target.rs", "Verify"),
         // A command that ran is never run again after a fetch.
