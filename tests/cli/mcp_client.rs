@@ -41,7 +41,7 @@ fn the_python_mcp_sdk_lists_and_calls_cairn_tools() {
     );
     let summary: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
     assert_eq!(summary["ok"], true);
-    assert_eq!(summary["tools"].as_array().unwrap().len(), 29);
+    assert_eq!(summary["tools"].as_array().unwrap().len(), 32);
 }
 
 /// `cairn mcp` spoken to line by line, as a client that sends what the SDK would not: lines

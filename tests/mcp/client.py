@@ -15,7 +15,7 @@ EXPECTED = {
     "snapshot", "checkout", "rollback", "diff", "status", "undo", "redo",
     "checkpoint", "rewind", "merge", "log", "review", "push", "pull", "remote_list",
     "ref_set", "ref_list", "mount", "unmount", "policy", "policy_allow", "policy_revoke", "gc",
-    "run", "verify", "checks", "combine", "rebase", "compare",
+    "run", "verify", "checks", "combine", "rebase", "compare", "deps_save", "deps_list", "deps_rm",
 }
 
 
