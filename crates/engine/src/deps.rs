@@ -87,6 +87,12 @@ pub enum DepsError {
         /// The path.
         path: Utf8PathBuf,
     },
+    /// A dependency directory was swapped for another while it was saved.
+    #[error("{path}: swapped for another folder while it was saved; nothing saved")]
+    Swapped {
+        /// The path.
+        path: Utf8PathBuf,
+    },
     /// A file could not be read.
     #[error("{path}: {source}")]
     Io {
@@ -113,7 +119,9 @@ impl DepsError {
             DepsError::UnknownKey { .. } => Code::UnknownId,
             DepsError::AmbiguousKey { .. } => Code::AmbiguousId,
             DepsError::NotAWorktree { .. } => Code::NotAWorktree,
-            DepsError::NotADirectory { .. } | DepsError::Symlink { .. } => Code::InvalidPath,
+            DepsError::NotADirectory { .. }
+            | DepsError::Symlink { .. }
+            | DepsError::Swapped { .. } => Code::InvalidPath,
             DepsError::Io { .. } => Code::Io,
             DepsError::Record { .. } => Code::Corrupt,
         }
@@ -174,6 +182,17 @@ pub fn parse_pairs(file: &Utf8Path, text: &[u8]) -> Result<Vec<Pair>, DepsError>
         let dir = path(dir, "directory")?;
         if lockfile.as_repo_path().ancestors().any(|a| a == &*dir) {
             return Err(bad("the lockfile lies inside its directory"));
+        }
+        // One layer never holds another: each is written into a folder of its own.
+        let inside = |a: &RepoPath, b: &RepoPath| a != b && a.ancestors().any(|up| up == b);
+        let others =
+            (built_in().into_iter().map(|p| p.dir)).chain(out.iter().map(|p: &Pair| p.dir.clone()));
+        for other in others.collect::<Vec<_>>() {
+            if inside(&dir, &other) || inside(&other, &dir) {
+                return Err(bad(&format!(
+                    "directory {dir} and directory {other} lie one inside the other"
+                )));
+            }
         }
         out.push(Pair { lockfile, dir });
     }
@@ -565,7 +584,23 @@ fn save_one(
     progress: &dyn cas::Progress,
 ) -> Result<LayerRecord, Error> {
     let dir = root.join(shown(&want.dir));
+    // The folder read must be the one checked (no symlink): the same before and after.
+    let identity = || -> Result<(u64, u64), DepsError> {
+        use std::os::unix::fs::MetadataExt;
+        let m = dir.symlink_metadata().map_err(|source| DepsError::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        if m.is_symlink() {
+            return Err(DepsError::Symlink { path: dir.clone() });
+        }
+        Ok((m.dev(), m.ino()))
+    };
+    let before = identity()?;
     let captured = fs_manager::capture_dir(store, &dir, progress)?;
+    if identity()? != before {
+        return Err(DepsError::Swapped { path: dir }.into());
+    }
     for s in &captured.skipped {
         tracing::warn!(layer = %dir, "left out of the dependency layer: {s:?}");
     }
@@ -868,12 +903,19 @@ mod tests {
             ("/abs.lock dir\n", "relative"),
             ("a.lock ../up\n", "relative"),
             ("dir/a.lock dir\n", "inside"),
+            ("a.lock node_modules/.cache\n", "one inside the other"),
+            ("a.lock vendor\n", "one inside the other"),
+            ("a.lock x\nb.lock x/y\n", "one inside the other"),
         ] {
             let text = format!("# ok\n{bad}");
             let err = parse_pairs(Utf8Path::new("/w/.cairn-deps"), text.as_bytes())
                 .expect_err(bad)
                 .to_string();
-            assert!(err.starts_with("/w/.cairn-deps line 2: "), "{err}");
+            let line = text.lines().count();
+            assert!(
+                err.starts_with(&format!("/w/.cairn-deps line {line}: ")),
+                "{err}"
+            );
             assert!(err.contains(why), "{bad}: {err}");
         }
     }

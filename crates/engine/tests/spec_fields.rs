@@ -92,8 +92,9 @@ fn checkout() {
         .checkout(&w.call(), CheckoutOptions::new(&w.base, w.dir.join("co")))
         .expect("checkout");
     let v = json(&out);
-    has(&v, &["worktree", "snapshot", "files", "bytes"]);
+    has(&v, &["worktree", "snapshot", "files", "bytes", "deps"]);
     assert_eq!(v["worktree"], w.dir.join("co").as_str(), "{v}");
+    assert_eq!(v["deps"], j!([]), "no lockfile, no layer: {v}");
     assert_eq!(v["snapshot"], w.base.as_str(), "{v}");
     // `src/lib.rs` (10 bytes) and `README` (6).
     assert_eq!((&v["files"], &v["bytes"]), (&j!(2), &j!(16)), "{v}");
@@ -598,6 +599,91 @@ fn worktrees() {
             .expect("list"),
     );
     assert!(!roots(&v).contains(&w.work.to_string()), "{v}");
+}
+
+#[test]
+fn deps() {
+    let w = World::new();
+    let call = w.call();
+    std::fs::write(w.work.join(".gitignore"), "node_modules/\n").expect("write");
+    std::fs::write(w.work.join("package-lock.json"), "{}\n").expect("write");
+    std::fs::create_dir_all(w.work.join("node_modules/a")).expect("mkdir");
+    std::fs::write(w.work.join("node_modules/a/index.js"), "1;\n").expect("write");
+    let save = || DepsSaveOptions {
+        worktree: Some(w.work.clone()),
+    };
+    let v = json(&w.engine.deps_save(&call, save()).expect("save"));
+    items_have(
+        &v,
+        "layers",
+        &["path", "key", "lockfiles", "files", "bytes", "new"],
+    );
+    let layer = &v["layers"][0];
+    assert_eq!(
+        (
+            &layer["path"],
+            &layer["files"],
+            &layer["bytes"],
+            &layer["new"]
+        ),
+        (&j!("node_modules"), &j!(1), &j!(3), &j!(true)),
+        "{v}"
+    );
+    assert_eq!(layer["lockfiles"][0]["path"], "package-lock.json", "{v}");
+    let key = layer["key"].as_str().expect("a key").to_owned();
+    let v = json(&w.engine.deps_save(&call, save()).expect("save again"));
+    assert_eq!(
+        (&v["layers"][0]["key"], &v["layers"][0]["new"]),
+        (&j!(key), &j!(false)),
+        "{v}"
+    );
+
+    let snap = w
+        .engine
+        .snapshot(&call, SnapshotOptions::new(&w.work))
+        .expect("snapshot");
+    let co = w.dir.join("co");
+    let v = json(
+        &w.engine
+            .checkout(&call, CheckoutOptions::new(snap.snapshot.to_string(), &co))
+            .expect("checkout"),
+    );
+    items_have(&v, "deps", &["path", "key", "files", "bytes"]);
+    assert_eq!(v["deps"][0]["key"], key.as_str(), "{v}");
+    assert_eq!(
+        std::fs::read_to_string(co.join("node_modules/a/index.js")).expect("attached"),
+        "1;\n"
+    );
+
+    let v = json(&w.engine.deps_list(&call, DepsListOptions {}).expect("list"));
+    items_have(
+        &v,
+        "layers",
+        &[
+            "path",
+            "key",
+            "lockfiles",
+            "files",
+            "bytes",
+            "saved",
+            "used",
+            "used_by",
+        ],
+    );
+    assert_eq!(v["layers"][0]["used_by"], j!([co.as_str()]), "{v}");
+    let v = json(
+        &w.engine
+            .deps_rm(
+                &call,
+                DepsRmOptions {
+                    key: key[..8].to_owned(),
+                },
+            )
+            .expect("rm"),
+    );
+    assert_eq!(v["layers"][0]["key"], key.as_str(), "{v}");
+    let v = json(&w.engine.deps_list(&call, DepsListOptions {}).expect("list"));
+    assert_eq!(v["layers"], j!([]), "{v}");
 }
 
 #[test]
