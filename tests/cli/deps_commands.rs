@@ -330,3 +330,56 @@ fn sigkill_during_deps_save_leaves_the_layer_whole_or_absent_and_fsck_clean() {
     assert_eq!(code, 0, "{saved}");
     assert_eq!(saved["layers"][0]["files"], 4002);
 }
+
+#[test]
+fn a_cairn_deps_pair_attaches_at_any_depth_and_a_bad_file_never_stops_a_checkout() {
+    let env = Env::new();
+    let (src, _) = deps_project(&env, "src", LOCK, ("node_modules", 5));
+    std::fs::create_dir_all(src.join("tools")).unwrap();
+    std::fs::write(src.join("tools/uv.lock"), "version = 1\n").unwrap();
+    std::fs::write(
+        src.join(".cairn-deps"),
+        "# extra pairs\ntools/uv.lock tools/.venv\n",
+    )
+    .unwrap();
+    std::fs::write(src.join(".gitignore"), "/node_modules/\n/tools/.venv/\n").unwrap();
+    fill_deps(&src, "tools/.venv", 7);
+    let (code, saved) = env.json(&["deps", "save", src.as_str()]);
+    assert_eq!(code, 0, "{saved}");
+    let dirs: Vec<&str> = (saved["layers"].as_array().unwrap().iter())
+        .map(|l| l["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(dirs, ["node_modules", "tools/.venv"], "{saved}");
+    let (code, snap) = env.json(&["snapshot", src.as_str()]);
+    assert_eq!(code, 0, "{snap}");
+    let snap = snap["snapshot"].as_str().unwrap().to_owned();
+    let wt = env.path().join("wt");
+    let (code, out) = env.json(&["checkout", &snap, wt.as_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["deps"].as_array().unwrap().len(), 2, "{out}");
+    assert_eq!(under(&wt, "tools/.venv"), under(&src, "tools/.venv"));
+
+    // A snapshot whose .cairn-deps is bad still checks out, with the built-in layers.
+    std::fs::write(src.join(".cairn-deps"), "one-word\n").unwrap();
+    let (code, bad) = env.json(&["snapshot", src.as_str()]);
+    assert_eq!(code, 0, "{bad}");
+    let wt = env.path().join("wt-bad");
+    let out = env.cairn(&[
+        "--json",
+        "checkout",
+        bad["snapshot"].as_str().unwrap(),
+        wt.as_str(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(".cairn-deps line 1"),
+        "{}",
+        stderr(&out)
+    );
+    let out: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dirs: Vec<&str> = (out["deps"].as_array().unwrap().iter())
+        .map(|l| l["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(dirs, ["node_modules"], "{out}");
+    assert!(!wt.join("tools/.venv").exists());
+}

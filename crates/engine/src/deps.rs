@@ -26,6 +26,9 @@ pub const LAYERS: SideTable = SideTable::new("deps.layers");
 /// The file at a worktree's root that adds pairs, a `LOCKFILE DIR` a line.
 pub const PAIRS_FILE: &str = ".cairn-deps";
 
+/// The largest `.cairn-deps` read from a snapshot (a few lines in practice).
+pub const MAX_PAIRS_FILE: u64 = 1 << 20;
+
 /// What a relocated file holds in place of the worktree root it was saved at: attach
 /// writes the new root there. Text no installer writes by itself.
 pub const ROOT_MARKER: &[u8] = b"/@@cairn-deps-root@@";
@@ -801,7 +804,17 @@ pub fn plan(store: &Store, snapshot: SnapshotId, root: &Utf8Path) -> Result<Vec<
     )? && let Some(blob) = e.blob()
         && e.kind != EntryKind::Symlink
     {
-        pairs.extend(parse_pairs(Utf8Path::new(PAIRS_FILE), &reader.blob(blob)?)?);
+        // The checkout or mount stands whatever the file says: a bad one attaches what the
+        // built-in pairs give, and says why (`deps save` refuses it, naming the line).
+        let shown = root.join(PAIRS_FILE);
+        if e.size > MAX_PAIRS_FILE {
+            tracing::warn!("{shown}: over {MAX_PAIRS_FILE} bytes; its pairs are not read");
+        } else {
+            match parse_pairs(&shown, &reader.blob(blob)?) {
+                Ok(more) => pairs.extend(more),
+                Err(e) => tracing::warn!("{e}; only the built-in pairs are attached"),
+            }
+        }
     }
     let wanted = wanted(&pairs, |lock| {
         Ok(entry_at(&reader, tree, lock)?.and_then(|e| e.blob()))
