@@ -383,3 +383,40 @@ fn a_cairn_deps_pair_attaches_at_any_depth_and_a_bad_file_never_stops_a_checkout
     assert_eq!(dirs, ["node_modules"], "{out}");
     assert!(!wt.join("tools/.venv").exists());
 }
+
+#[test]
+fn a_layer_is_not_attached_where_the_snapshot_has_a_file_on_its_way() {
+    let env = Env::new();
+    let (src, _) = deps_project(&env, "src", LOCK, ("node_modules", 3));
+    std::fs::write(src.join(".cairn-deps"), "lock.txt conf/deps\n").unwrap();
+    std::fs::write(src.join("lock.txt"), "pinned\n").unwrap();
+    std::fs::write(src.join(".gitignore"), "/node_modules/\n/conf/\n").unwrap();
+    fill_deps(&src, "conf/deps", 3);
+    let (code, saved) = env.json(&["deps", "save", src.as_str()]);
+    assert_eq!(code, 0, "{saved}");
+    assert_eq!(saved["layers"][0]["path"], "conf/deps", "{saved}");
+    // Another project with the same lockfiles, where `conf` is a file.
+    let other = env.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    for name in [".cairn-deps", "lock.txt", LOCK.0] {
+        std::fs::copy(src.join(name), other.join(name)).unwrap();
+    }
+    std::fs::write(other.join("conf"), "a file\n").unwrap();
+    let (code, onboarded) = env.json(&["onboard", other.as_str()]);
+    assert_eq!(code, 0, "{onboarded}");
+    let wt = env.path().join("wt");
+    let (code, out) = env.json(&[
+        "checkout",
+        onboarded["snapshot"].as_str().unwrap(),
+        wt.as_str(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let dirs: Vec<&str> = (out["deps"].as_array().unwrap().iter())
+        .map(|l| l["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(dirs, ["node_modules"], "{out}");
+    assert_eq!(
+        std::fs::read_to_string(wt.join("conf")).unwrap(),
+        "a file\n"
+    );
+}

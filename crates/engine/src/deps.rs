@@ -828,11 +828,21 @@ pub fn plan(store: &Store, snapshot: SnapshotId, root: &Utf8Path) -> Result<Vec<
             None => record(&reader, &key(&want.dir, &want.lockfiles, Some(root)))?,
         };
         let Some(mut stored) = stored else { continue };
-        if entry_at(&reader, tree, &want.dir)?.is_some() {
+        // The folder itself, or a file or link on its way: the snapshot's own, kept.
+        let mut taken = None;
+        for a in want.dir.as_repo_path().ancestors().filter(|a| !a.is_root()) {
+            if let Some(e) = entry_at(&reader, tree, a)?
+                && (a == &*want.dir || e.tree().is_none())
+            {
+                taken = Some(a.to_owned());
+                break;
+            }
+        }
+        if let Some(taken) = taken {
             tracing::info!(
-                "{}: the snapshot holds it; dependency layer {} is not attached",
-                want.dir,
-                stored.key
+                "{taken}: the snapshot holds it; dependency layer {} for {} is not attached",
+                stored.key,
+                want.dir
             );
             continue;
         }
