@@ -258,3 +258,85 @@ fn an_io_error_at_any_write_leaves_before_or_after_once_recovered() {
     }
     eprintln!("checkout: {writes} writes failed one by one");
 }
+
+#[test]
+fn an_io_error_attaching_dependency_layers_leaves_no_layer_folder_and_no_record_of_it() {
+    use fs_manager::RegistryRead;
+    let _scenario = fail::FailScenario::setup();
+    let env = Env::new();
+    let src = env.path("src");
+    write(&src, &tree("a"));
+    let snap = env
+        .worktrees
+        .onboard(&env.store, &src, &WorktreeOnboardOptions::default())
+        .unwrap()
+        .snapshot;
+    // A layer's tree, stored as `deps save` stores one.
+    let deps = env.path("deps");
+    write(&deps, &tree("b"));
+    let captured = fs_manager::capture_dir(&env.store, &deps, &cas::Silent).unwrap();
+    let mut batch = captured.unstored;
+    for t in captured.trees.into_values() {
+        batch.add_tree(t);
+    }
+    env.store.write(&batch).unwrap();
+    let layer = fs_manager::AttachedLayer {
+        path: "vendor/bundle".into(),
+        key: "k".into(),
+        tree: captured.tree,
+    };
+    let checkout = |n: u64| {
+        env.worktrees
+            .checkout(
+                &env.store,
+                snap,
+                &env.path(&format!("co{n}")),
+                &WorktreeCheckoutOptions::default(),
+            )
+            .unwrap()
+            .worktree
+    };
+    let root = checkout(u64::MAX);
+    let attach = |root: &Utf8Path| {
+        env.worktrees
+            .attach_deps(&env.store, root, std::slice::from_ref(&layer), &cas::Silent)
+    };
+    let writes = count_writes(&|| attach(&root).map(|_| ()).map_err(|e| e.to_string()));
+    assert!(writes > 10, "only {writes} writes");
+    assert_eq!(disk(&root.join("vendor/bundle"), &[]), disk(&deps, &[]));
+    let record = env
+        .store
+        .reader()
+        .unwrap()
+        .worktree(&root)
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.deps, std::slice::from_ref(&layer));
+    for n in 0..writes {
+        let root = checkout(n);
+        fail::cfg(POINT, &format!("{n}*off->return")).unwrap();
+        let result = attach(&root);
+        fail::remove(POINT);
+        assert!(
+            result.is_err(),
+            "write {n} of {writes} failed, yet attach succeeded"
+        );
+        assert!(
+            !root.join("vendor/bundle").exists(),
+            "write {n}: a layer folder stays"
+        );
+        let record = env
+            .store
+            .reader()
+            .unwrap()
+            .worktree(&root)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            record.deps,
+            [],
+            "write {n}: the record names a layer not written"
+        );
+        fsck_clean(&env, &format!("attach, write {n}"));
+    }
+}

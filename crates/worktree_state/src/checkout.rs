@@ -504,7 +504,8 @@ fn clean_up(root: &Utf8Path, created: bool) {
 /// files (in parallel, never through a symlink, never hard links: a copy, so a write in one
 /// worktree's layer never reaches another's). The record names the layers before their
 /// files are written, so their folders are out of scope from the first file on, even if a
-/// crash stops the writing. Returns the files and bytes written.
+/// crash stops the writing. If writing fails, the layers' folders are removed and the
+/// record names them no more. Returns the files and bytes written.
 pub fn attach(
     ws: &Kept,
     store: &Store,
@@ -544,8 +545,20 @@ pub fn attach(
     let (mut files, mut bytes) = (0, 0);
     for ((rel, dest, counted), layer) in surveys.iter().zip(layers) {
         // Made through the root's handle: a folder on the way is never a symlink followed.
-        fsops::ensure_dir(&handle, rel.as_bytes()).map_err(failure)?;
-        hydrate(&reader, dest, layer.tree, counted, progress)?;
+        let written = fsops::ensure_dir(&handle, rel.as_bytes())
+            .map_err(failure)
+            .and_then(|()| hydrate(&reader, dest, layer.tree, counted, progress));
+        if let Err(e) = written {
+            // None of these layers stays half written, nor named by the record.
+            for (rel, _, _) in &surveys {
+                let _ = handle.remove_all(rel.as_bytes());
+            }
+            record.deps.retain(|d| !layers.contains(d));
+            let mut batch = WriteBatch::new();
+            batch.put_worktree(&record)?;
+            store.write(&batch)?;
+            return Err(e);
+        }
         files += counted.files;
         bytes += counted.bytes;
     }
