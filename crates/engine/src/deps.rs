@@ -9,8 +9,9 @@
 //! Installer and runtime versions are not in the key: a layer saved under one version of
 //! node or python attaches under another.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::{BlobId, EntryKind, PreparedBlob, Reader, SideTable, SnapshotId, Store, Tree, TreeId};
@@ -607,17 +608,29 @@ fn save_one(
     for s in &captured.skipped {
         tracing::warn!(layer = %dir, "left out of the dependency layer: {s:?}");
     }
-    // Read again to find the root: the page cache holds what the scan just read.
+    // Read again to find the root (the page cache holds what the scan just read), through
+    // handles opened beneath the folder: a file swapped for a link meanwhile is not followed.
+    let beneath = |e: path_policy::BeneathError| DepsError::Io {
+        path: dir.clone(),
+        source: std::io::Error::other(e),
+    };
+    let folder = path_policy::Root::open(dir.as_std_path()).map_err(beneath)?;
+    let mut handles: HashMap<&[u8], OwnedFd> = HashMap::new();
+    for f in &captured.files {
+        let parent = f.path.split_parent().0.as_bytes();
+        if !handles.contains_key(parent) {
+            handles.insert(parent, folder.open_dir(parent).map_err(beneath)?);
+        }
+    }
     let found: Vec<(usize, Relocation)> = (captured.files.par_iter().enumerate())
         .map(|(i, f)| {
-            let path = dir.join(shown(&f.path));
-            let read = match f.kind {
-                EntryKind::Symlink => {
-                    std::fs::read_link(&path).map(|t| t.into_os_string().into_vec())
-                }
-                _ => std::fs::read(&path),
-            };
-            let bytes = read.map_err(|source| DepsError::Io { path, source })?;
+            let (parent, name) = f.path.split_parent();
+            let at = &handles[parent.as_bytes()];
+            let name = std::ffi::OsStr::from_bytes(name);
+            let bytes = read_beneath(at, name, f.kind).map_err(|source| DepsError::Io {
+                path: dir.join(shown(&f.path)),
+                source,
+            })?;
             Ok((i, relocate(&bytes, root)))
         })
         .filter(|r| !matches!(r, Ok((_, Relocation::Kept))))
@@ -676,6 +689,20 @@ fn save_one(
     batch.put_side(LAYERS, "", key.as_bytes(), record.encode());
     store.write(&batch)?;
     Ok(record)
+}
+
+/// The bytes of the file (its target, for a symlink) `name` in the directory `at`, never
+/// through a symlink.
+fn read_beneath(at: &OwnedFd, name: &std::ffi::OsStr, kind: EntryKind) -> std::io::Result<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
+    if kind == EntryKind::Symlink {
+        return Ok(rustix::fs::readlinkat(at, name, Vec::new())?.into_bytes());
+    }
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut file = std::fs::File::from(rustix::fs::openat(at, name, flags, Mode::empty())?);
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes)?;
+    Ok(bytes)
 }
 
 /// `tree` (the directory `at`) with the files `changes` names replaced by (kind, blob,
