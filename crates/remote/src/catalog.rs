@@ -2,18 +2,18 @@
 //! local store, and the packs remote gc has condemned.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use futures_util::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 
 use cas::{ObjectId, WriteBatch};
 
-use crate::config::INDEX_CACHE;
+use crate::config::{INDEX_CACHE, LOCATIONS};
 use crate::error::RemoteError;
 use crate::layout::{
-    MAX_INDEX, MAX_RECORD, PackEntry, decode_index, index_key, now_millis, parse_index_name,
-    time_prefix,
+    MAX_INDEX, MAX_RECORD, PackEntry, decode_entry, decode_index, encode_entry, index_key,
+    now_millis, parse_index_name, time_prefix,
 };
 use crate::transport::Remote;
 
@@ -58,6 +58,10 @@ struct Mark {
     /// The keys under `gc/` then, sorted: any change means a gc ran since, and may have
     /// deleted indexes, so the next listing is a full one.
     gc: Vec<String>,
+    /// Whether the store's table of locations ([`LOCATIONS`]) was made from its cached
+    /// indexes; a store that cached them before it kept locations has none.
+    #[serde(default)]
+    located: bool,
 }
 
 /// How [`Catalog`] lists `index/`.
@@ -69,13 +73,61 @@ pub enum Listing {
     Full,
 }
 
-/// The remote's objects, as its indexes say.
+/// Keys of [`LOCATIONS`] in a remote's scope: `o` + object id (32 bytes) + pack (hex)
+/// → the object's entry in that pack's index ([`encode_entry`]); `n` + pack (hex) + a
+/// name under `index/` of its index → nothing. A location counts only while its pack has
+/// a name there: a name goes with its cached index, in one write, so the table never says
+/// more than the cache; a location left behind (a sync cut off between the two is not
+/// possible, but a pack dropped while another name of it was kept, and then that one) is
+/// dead weight, never an answer.
+const OBJECT_TAG: u8 = b'o';
+const NAME_TAG: u8 = b'n';
+
+fn object_key(id: ObjectId, pack: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + 32 + pack.len());
+    key.push(OBJECT_TAG);
+    key.extend_from_slice(id.as_bytes());
+    key.extend_from_slice(pack.as_bytes());
+    key
+}
+
+fn name_key(pack: &str, index: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + pack.len() + index.len());
+    key.push(NAME_TAG);
+    key.extend_from_slice(pack.as_bytes());
+    key.extend_from_slice(index.as_bytes());
+    key
+}
+
+/// Records in `batch` that the remote holds index `index` (`bytes`, decoded as
+/// `entries`): the cached index and where each of its objects is, together.
+pub(crate) fn record_index(
+    batch: &mut WriteBatch,
+    remote: &str,
+    index: &str,
+    bytes: Vec<u8>,
+    entries: &[PackEntry],
+) {
+    let pack = pack_of(index);
+    for entry in entries {
+        batch.put_side(
+            LOCATIONS,
+            remote,
+            &object_key(entry.id, pack),
+            encode_entry(entry),
+        );
+    }
+    batch.put_side(LOCATIONS, remote, &name_key(pack, index), Vec::new());
+    batch.put_side(INDEX_CACHE, remote, index.as_bytes(), bytes);
+}
+
+/// The remote's objects, as its indexes say. Where an object is, it reads from the
+/// store's table of locations ([`LOCATIONS`]), as the store was once this catalog was
+/// read: a lookup costs per location of the object asked, not per object of the remote.
 pub struct Catalog {
-    objects: HashMap<ObjectId, Located>,
-    packs: HashMap<Arc<str>, Vec<PackEntry>>,
-    /// Pack → the names under `index/` of its index (one, unless two writers made the
-    /// same pack).
-    names: HashMap<Arc<str>, Vec<String>>,
+    name: String,
+    /// The store just after the sync, for lookups.
+    reader: cas::Reader,
     /// Pack → when a remote gc first condemned it.
     pub(crate) condemned: HashMap<String, i64>,
     /// The condemnation records read (their keys under `gc/`).
@@ -87,17 +139,21 @@ pub struct Catalog {
     warnings: Vec<String>,
     /// Whether `index/` was listed whole.
     full: bool,
+    /// Every pack's entries, read from the cache when first asked for (remote gc).
+    packs: OnceLock<HashMap<Arc<str>, Vec<PackEntry>>>,
 }
 
 impl Catalog {
     /// Reads the remote's indexes, fetching only those `store` has not cached, and
-    /// updates the cache. The listing starts [`LIST_MARGIN_MILLIS`] before the latest
-    /// index name the store saw last time (names sort by the writer's clock), unless the
-    /// store never listed this remote or `gc/` changed since (a gc may have deleted
-    /// indexes): then it is a full one, which drops cached indexes of packs the remote no
-    /// longer has. Anything under `index/` that is not a readable index (a file another
-    /// program left, a damaged index) is skipped, each named in [`Catalog::warnings`]: the
-    /// rest of the remote still serves.
+    /// updates the cache and the table of where objects are, in one write. The listing
+    /// starts [`LIST_MARGIN_MILLIS`] before the latest index name the store saw last time
+    /// (names sort by the writer's clock), unless the store never listed this remote or
+    /// `gc/` changed since (a gc may have deleted indexes): then it is a full one, which
+    /// drops cached indexes of packs the remote no longer has. Anything under `index/`
+    /// that is not a readable index (a file another program left, a damaged index) is
+    /// skipped, each named in [`Catalog::warnings`]: the rest of the remote still serves.
+    /// An incremental sync reads only the new indexes: what it costs does not grow with
+    /// the packs the remote holds.
     pub fn sync(remote: &Remote, store: &cas::Store) -> Result<Catalog, RemoteError> {
         Catalog::sync_with(remote, store, Listing::Incremental)
     }
@@ -120,21 +176,18 @@ impl Catalog {
         listing: Listing,
     ) -> Result<Catalog, RemoteError> {
         let name = remote.name().to_owned();
-        let mut mark: Option<Mark> = None;
-        let mut cached: HashMap<String, Vec<u8>> = HashMap::new();
-        for (k, v) in store.reader()?.side_scope(INDEX_CACHE, &name)? {
-            if k == MARK_KEY {
-                // An unreadable mark is no mark: the listing is a full one.
-                mark = serde_json::from_slice(&v).ok();
-            } else {
-                cached.insert(String::from_utf8_lossy(&k).into_owned(), v);
-            }
-        }
+        let before = store.reader()?;
+        // An unreadable mark is no mark: the listing is a full one, and the table of
+        // locations is built again.
+        let mark: Option<Mark> = before
+            .side_get(INDEX_CACHE, &name, MARK_KEY)?
+            .and_then(|v| serde_json::from_slice(&v).ok());
+        let rebuild = !mark.as_ref().is_some_and(|m| m.located);
         let mut warnings = Vec::new();
         let skipped = |key: &str, reason: &dyn std::fmt::Display| {
             format!("remote {name}: skipped index/{key}: {reason}")
         };
-        let (listed, fetched, condemned, after, listed_at) = remote.block_on(async {
+        let (listed, condemned, after, listed_at) = remote.block_on(async {
             // gc/ first: whether it changed decides how index/ is listed.
             let mut condemned = Vec::new();
             for (key, _) in remote.list("gc").await? {
@@ -167,13 +220,40 @@ impl Catalog {
                     warnings.push(skipped(&key, &"not a pack index (its name is no pack id)"));
                 }
             }
-            let wanted: Vec<String> = listed
-                .iter()
-                .filter(|k| !cached.contains_key(*k))
-                .cloned()
-                .collect();
-            // An index larger than any push writes is read no further, and skipped.
-            let fetched: Vec<(String, Result<Option<bytes::Bytes>, RemoteError>)> =
+            Ok::<_, RemoteError>((listed, condemned, after, listed_at))
+        })?;
+        let full = after.is_none();
+
+        // What the store caches: all of it when it is to be compared with a full listing
+        // or the table built again from it; otherwise only whether each name listed is.
+        let cached: HashMap<String, Vec<u8>> = if full || rebuild {
+            let mut all = HashMap::new();
+            before.side_scope_each(INDEX_CACHE, &name, |k, v| {
+                if k != MARK_KEY {
+                    all.insert(String::from_utf8_lossy(k).into_owned(), v.to_vec());
+                }
+                true
+            })?;
+            all
+        } else {
+            HashMap::new()
+        };
+        let mut wanted: Vec<String> = Vec::new();
+        for index in &listed {
+            let known = if full || rebuild {
+                cached.contains_key(index)
+            } else {
+                before
+                    .side_get(INDEX_CACHE, &name, index.as_bytes())?
+                    .is_some()
+            };
+            if !known {
+                wanted.push(index.clone());
+            }
+        }
+        // An index larger than any push writes is read no further, and skipped.
+        let fetched: Vec<(String, Result<Option<bytes::Bytes>, RemoteError>)> =
+            remote.block_on(
                 futures_util::stream::iter(wanted.into_iter().map(|index| async move {
                     match remote.get(&index_key(&index), MAX_INDEX).await {
                         Ok(bytes) => Ok((index, Ok(bytes))),
@@ -182,14 +262,10 @@ impl Catalog {
                     }
                 }))
                 .buffer_unordered(CONCURRENCY)
-                .try_collect()
-                .await?;
-            Ok::<_, RemoteError>((listed, fetched, condemned, after, listed_at))
-        })?;
-        let full = after.is_none();
+                .try_collect(),
+            )?;
 
         let mut batch = WriteBatch::new();
-        let mut indexes: Vec<(String, Vec<u8>)> = Vec::with_capacity(listed.len());
         let mut unreadable = std::collections::HashSet::new();
         for (index, bytes) in fetched {
             // Deleted between the listing and the read: a remote gc ran.
@@ -208,20 +284,55 @@ impl Catalog {
                 }
             };
             // Not cached: a repaired index is read again next time.
-            if let Err(reason) = decode_index(&bytes, pack_of(&index)) {
-                warnings.push(skipped(&index, &reason));
-                unreadable.insert(pack_of(&index).to_owned());
-                continue;
+            match decode_index(&bytes, pack_of(&index)) {
+                Ok(entries) => record_index(&mut batch, &name, &index, bytes.to_vec(), &entries),
+                Err(reason) => {
+                    warnings.push(skipped(&index, &reason));
+                    unreadable.insert(pack_of(&index).to_owned());
+                }
             }
-            batch.put_side(INDEX_CACHE, &name, index.as_bytes(), bytes.to_vec());
-            indexes.push((index, bytes.to_vec()));
         }
-        let listed_set: std::collections::HashSet<&String> = listed.iter().collect();
-        for (index, bytes) in cached {
-            if !full || listed_set.contains(&index) {
-                indexes.push((index, bytes));
-            } else {
+        let listed_set: std::collections::HashSet<&str> =
+            listed.iter().map(String::as_str).collect();
+        // Packs that keep a name under index/ (a full listing's; two writers may have made
+        // one pack): their locations stay when another of their names goes.
+        let kept_packs: std::collections::HashSet<&str> =
+            listed.iter().map(|i| pack_of(i)).collect();
+        if rebuild {
+            // A store that cached indexes before it kept locations, or lost its mark: the
+            // table is made again from the cache, and names of indexes it no longer caches
+            // go.
+            before.side_prefix_each(LOCATIONS, &name, &[NAME_TAG], |k, _| {
+                let index = String::from_utf8_lossy(&k[1 + PACK_HEX..]).into_owned();
+                if !cached.contains_key(&index) {
+                    batch.remove_side(LOCATIONS, &name, k);
+                }
+                true
+            })?;
+        }
+        for (index, bytes) in &cached {
+            let pack = pack_of(index);
+            if full && !listed_set.contains(index.as_str()) {
                 batch.remove_side(INDEX_CACHE, &name, index.as_bytes());
+                batch.remove_side(LOCATIONS, &name, &name_key(pack, index));
+                if !kept_packs.contains(pack) {
+                    // Undecodable, its locations stay behind, dead without a name.
+                    for entry in decode_index(bytes, pack).unwrap_or_default() {
+                        batch.remove_side(LOCATIONS, &name, &object_key(entry.id, pack));
+                    }
+                }
+            } else if rebuild {
+                // A cached index decoded when it was cached; one damaged here since is
+                // skipped, and dropped from the cache so the remote's is read next time.
+                match decode_index(bytes, pack) {
+                    Ok(entries) => record_index(&mut batch, &name, index, bytes.clone(), &entries),
+                    Err(reason) => {
+                        warnings.push(skipped(index, &reason));
+                        unreadable.insert(pack.to_owned());
+                        batch.remove_side(INDEX_CACHE, &name, index.as_bytes());
+                        batch.remove_side(LOCATIONS, &name, &name_key(pack, index));
+                    }
+                }
             }
         }
         // The next listing starts where this one did, by this machine's clock (not the
@@ -232,24 +343,28 @@ impl Catalog {
         let new_mark = Mark {
             seen_millis: listed_at,
             gc: gc_keys,
+            located: true,
         };
         if mark.as_ref() != Some(&new_mark) {
             let json = serde_json::to_vec(&new_mark).unwrap_or_default();
             batch.put_side(INDEX_CACHE, &name, MARK_KEY, json);
         }
+        drop(before);
+        // One write: the cache, the locations and the mark agree after it, or are as
+        // they were.
         if !batch.is_empty() {
             store.write(&batch)?;
         }
 
         let mut catalog = Catalog {
-            objects: HashMap::new(),
-            packs: HashMap::new(),
-            names: HashMap::new(),
+            name,
+            reader: store.reader()?,
             condemned: HashMap::new(),
             condemned_keys: Vec::new(),
             unreadable,
             warnings,
             full,
+            packs: OnceLock::new(),
         };
         for (key, record) in condemned {
             for pack in record.packs {
@@ -258,53 +373,6 @@ impl Catalog {
             }
             catalog.condemned_keys.push(key);
         }
-        for (index, bytes) in indexes {
-            let pack = pack_of(&index);
-            // A cached index decoded when it was cached; one damaged here since is
-            // skipped, and dropped from the cache so the remote's is read next time.
-            let entries = match decode_index(&bytes, pack) {
-                Ok(entries) => entries,
-                Err(reason) => {
-                    catalog.warnings.push(skipped(&index, &reason));
-                    catalog.unreadable.insert(pack.to_owned());
-                    let mut drop_it = WriteBatch::new();
-                    drop_it.remove_side(INDEX_CACHE, &name, index.as_bytes());
-                    store.write(&drop_it)?;
-                    continue;
-                }
-            };
-            let pack: Arc<str> = Arc::from(pack);
-            catalog
-                .names
-                .entry(pack.clone())
-                .or_default()
-                .push(index.clone());
-            if catalog.packs.contains_key(&pack) {
-                continue;
-            }
-            let condemned = catalog.condemned.contains_key(&*pack);
-            for entry in &entries {
-                let slot = catalog.objects.entry(entry.id);
-                match slot {
-                    std::collections::hash_map::Entry::Vacant(v) => {
-                        v.insert(Located {
-                            pack: pack.clone(),
-                            entry: *entry,
-                        });
-                    }
-                    // A copy outside condemned packs is the one to use.
-                    std::collections::hash_map::Entry::Occupied(mut o) => {
-                        if !condemned && catalog.condemned.contains_key(&*o.get().pack) {
-                            o.insert(Located {
-                                pack: pack.clone(),
-                                entry: *entry,
-                            });
-                        }
-                    }
-                }
-            }
-            catalog.packs.insert(pack, entries);
-        }
         for warning in &catalog.warnings {
             tracing::warn!("{warning}");
         }
@@ -312,8 +380,25 @@ impl Catalog {
     }
 
     /// The names under `index/` of the index of `pack`.
-    pub(crate) fn index_names(&self, pack: &str) -> &[String] {
-        self.names.get(pack).map_or(&[], Vec::as_slice)
+    pub(crate) fn index_names(&self, pack: &str) -> Result<Vec<String>, RemoteError> {
+        let mut names = Vec::new();
+        self.reader
+            .side_prefix_each(LOCATIONS, &self.name, &name_key(pack, ""), |k, _| {
+                names.push(String::from_utf8_lossy(&k[1 + pack.len()..]).into_owned());
+                true
+            })?;
+        Ok(names)
+    }
+
+    /// True if `pack` has an index the store caches.
+    fn indexed(&self, pack: &str) -> Result<bool, RemoteError> {
+        let mut any = false;
+        self.reader
+            .side_prefix_each(LOCATIONS, &self.name, &name_key(pack, ""), |_, _| {
+                any = true;
+                false
+            })?;
+        Ok(any)
     }
 
     /// What was skipped under `index/` (a file that is no readable index), each naming
@@ -322,43 +407,127 @@ impl Catalog {
         &self.warnings
     }
 
-    /// Where object `id` is, if the remote holds it.
-    pub fn locate(&self, id: ObjectId) -> Option<&Located> {
-        self.objects.get(&id)
+    /// Where object `id` is, if the remote holds it: a copy outside condemned packs is
+    /// the one to use.
+    pub fn locate(&self, id: ObjectId) -> Result<Option<Located>, RemoteError> {
+        let mut found: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut prefix = Vec::with_capacity(33);
+        prefix.push(OBJECT_TAG);
+        prefix.extend_from_slice(id.as_bytes());
+        self.reader
+            .side_prefix_each(LOCATIONS, &self.name, &prefix, |k, v| {
+                LOCATIONS_READ.with(|n| n.set(n.get() + 1));
+                found.push((String::from_utf8_lossy(&k[33..]).into_owned(), v.to_vec()));
+                true
+            })?;
+        let mut usable: Option<Located> = None;
+        for (pack, record) in found {
+            if !self.indexed(&pack)? {
+                continue;
+            }
+            let entry = decode_entry(id, &record).map_err(|e| {
+                RemoteError::undecodable(&self.name, format!("the location of {id} in {pack}"), e)
+            })?;
+            let condemned = self.condemned.contains_key(&pack);
+            let located = Located {
+                pack: Arc::from(pack),
+                entry,
+            };
+            if !condemned {
+                return Ok(Some(located));
+            }
+            usable.get_or_insert(located);
+        }
+        Ok(usable)
     }
 
     /// True if the remote holds `id`.
-    pub fn has(&self, id: ObjectId) -> bool {
-        self.objects.contains_key(&id)
+    pub fn has(&self, id: ObjectId) -> Result<bool, RemoteError> {
+        Ok(self.locate(id)?.is_some())
     }
 
     /// True if the remote holds `id` in a pack no gc has condemned: a push may count on it.
-    pub(crate) fn has_for_push(&self, id: ObjectId) -> bool {
-        self.objects
-            .get(&id)
-            .is_some_and(|l| !self.condemned.contains_key(&*l.pack))
+    pub(crate) fn has_for_push(&self, id: ObjectId) -> Result<bool, RemoteError> {
+        Ok(self
+            .locate(id)?
+            .is_some_and(|l| !self.condemned.contains_key(&*l.pack)))
     }
 
-    /// The entries of `pack`'s index, if the remote has it.
+    /// The entries of `pack`, from its cached index; `None` if the store caches none.
     pub fn pack_entries(&self, pack: &str) -> Result<Option<Vec<PackEntry>>, RemoteError> {
-        Ok(self.packs.get(pack).cloned())
+        for index in self.index_names(pack)? {
+            if let Some(bytes) = self.reader.side_get(INDEX_CACHE, &self.name, index.as_bytes())? {
+                if let Ok(entries) = decode_index(&bytes, pack) {
+                    return Ok(Some(entries));
+                }
+            }
+        }
+        Ok(None)
     }
 
-    /// Every indexed pack and its entries.
-    pub(crate) fn packs(&self) -> impl Iterator<Item = (&Arc<str>, &Vec<PackEntry>)> {
-        self.packs.iter()
+    /// Every indexed pack and its entries: read from every cached index when first asked
+    /// for (remote gc, which looks at every pack anyway).
+    pub(crate) fn packs(
+        &self,
+    ) -> Result<impl Iterator<Item = (&Arc<str>, &Vec<PackEntry>)>, RemoteError> {
+        if let Some(packs) = self.packs.get() {
+            return Ok(packs.iter());
+        }
+        let mut packs: HashMap<Arc<str>, Vec<PackEntry>> = HashMap::new();
+        let mut failed = None;
+        self.reader.side_scope_each(INDEX_CACHE, &self.name, |k, v| {
+            if k == MARK_KEY {
+                return true;
+            }
+            let index = String::from_utf8_lossy(k);
+            let pack = pack_of(&index);
+            if packs.contains_key(pack) {
+                return true;
+            }
+            match self.indexed(pack) {
+                Ok(true) => {}
+                Ok(false) => return true,
+                Err(e) => {
+                    failed = Some(e);
+                    return false;
+                }
+            }
+            // Decoded when cached; one damaged since counts for nothing here.
+            if let Ok(entries) = decode_index(v, pack) {
+                packs.insert(Arc::from(pack), entries);
+            }
+            true
+        })?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(self.packs.get_or_init(|| packs).iter())
     }
 
-    /// Number of objects.
-    pub fn len(&self) -> usize {
-        self.objects.len()
-    }
-
-    /// True if the remote holds nothing.
-    pub fn is_empty(&self) -> bool {
-        self.objects.is_empty()
+    /// True if the remote holds nothing the store knows of.
+    pub fn is_empty(&self) -> Result<bool, RemoteError> {
+        let mut any = false;
+        self.reader
+            .side_prefix_each(LOCATIONS, &self.name, &[NAME_TAG], |_, _| {
+                any = true;
+                false
+            })?;
+        Ok(!any)
     }
 }
+
+thread_local! {
+    static LOCATIONS_READ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many locations [`Catalog::locate`] read on this thread: what tests count to show a
+/// push asks about its own objects only.
+pub fn locations_read_here() -> u64 {
+    LOCATIONS_READ.with(std::cell::Cell::get)
+}
+
+/// Characters of a pack's hex id.
+const PACK_HEX: usize = 64;
 
 pub(crate) fn is_hex_id(s: &str) -> bool {
     s.len() == 64
@@ -370,3 +539,9 @@ pub(crate) fn is_hex_id(s: &str) -> bool {
 fn pack_of(index: &str) -> &str {
     parse_index_name(index).map_or(index, |(pack, _)| pack)
 }
+
+/// A catalog is shared by the threads of a lazy mount.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<Catalog>();
+};

@@ -18,6 +18,9 @@ pub const REMOTES: SideTable = SideTable::new("remote.config");
 pub const TRACKING: SideTable = SideTable::new("remote.refs");
 /// Scope: remote name; key: pack id (hex); value: that pack's index as the remote holds it.
 pub const INDEX_CACHE: SideTable = SideTable::new("remote.index");
+/// Where each object of a remote is, as its cached indexes say, kept beside them so a
+/// lookup reads only the object's entries. Scope: remote name; keys: see `catalog`.
+pub const LOCATIONS: SideTable = SideTable::new("remote.locations");
 
 /// A remote as `remote add` recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +141,7 @@ pub fn remove_remote(batch: &mut WriteBatch, name: &str) {
     batch.remove_side(REMOTES, "", name.as_bytes());
     batch.clear_side_scope(TRACKING, name);
     batch.clear_side_scope(INDEX_CACHE, name);
+    batch.clear_side_scope(LOCATIONS, name);
 }
 
 /// What this store last saw of ref `name` on `remote`.

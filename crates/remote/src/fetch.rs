@@ -103,7 +103,7 @@ pub(crate) fn fetch_with(
         // Another kind of object with that id (a blob named where a snapshot is expected)
         // is no snapshot there either.
         let there = catalog
-            .locate((*id).into())
+            .locate((*id).into())?
             .is_some_and(|l| l.entry.kind == ObjectKind::Snapshot);
         if !here && !there {
             return Err(RemoteError::NotOnRemote {
@@ -379,15 +379,19 @@ fn fetch_blobs(
     progress: &dyn Progress,
     out: &mut FetchOutcome,
 ) -> Result<(), RemoteError> {
-    blobs.sort_by_cached_key(|b| {
-        catalog
-            .locate((*b).into())
+    let mut located: Vec<(BlobId, Option<Located>)> = blobs
+        .iter()
+        .map(|b| Ok((*b, catalog.locate((*b).into())?)))
+        .collect::<Result<_, RemoteError>>()?;
+    located.sort_by_cached_key(|(_, l)| {
+        l.as_ref()
             .map(|l| (l.pack.clone(), l.entry.offset, l.entry.start))
     });
+    blobs = located.iter().map(|(b, _)| *b).collect();
     let mut last = None;
-    let costs: Vec<u64> = blobs
+    let costs: Vec<u64> = located
         .iter()
-        .map(|b| match catalog.locate((*b).into()) {
+        .map(|(_, l)| match l {
             Some(l) if last != Some((&l.pack, l.entry.offset)) => {
                 last = Some((&l.pack, l.entry.offset));
                 u64::from(l.entry.len)
@@ -582,13 +586,13 @@ fn parents_first(snaps: Vec<(SnapshotId, Snapshot)>) -> Vec<Snapshot> {
 type Payloads = BTreeMap<(u64, u32), Vec<Located>>;
 
 /// Where object `id` of `kind` is on the remote, refused if it is not there as that kind.
-fn locate<'a>(
+fn locate(
     remote: &Remote,
-    catalog: &'a Catalog,
+    catalog: &Catalog,
     id: ObjectId,
     kind: ObjectKind,
-) -> Result<&'a Located, RemoteError> {
-    let located = catalog.locate(id).ok_or_else(|| {
+) -> Result<Located, RemoteError> {
+    let located = catalog.locate(id)?.ok_or_else(|| {
         RemoteError::object(
             remote.name(),
             id,

@@ -89,9 +89,9 @@ pub fn gc(
     // those snapshots must stay whole too: they are roots as well, until nothing is added.
     let (live, live_packs, live_trees) = loop {
         let (live, live_trees) = reachable(remote, store, &catalog, roots.clone())?;
-        let live_packs = packs_holding(&catalog, &live);
+        let live_packs = packs_holding(&catalog, &live)?;
         let shown: Vec<cas::SnapshotId> = catalog
-            .packs()
+            .packs()?
             .filter(|(pack, _)| live_packs.contains(&***pack))
             .flat_map(|(_, entries)| entries)
             .filter(|e| e.kind == ObjectKind::Snapshot && !live.contains(&e.id))
@@ -140,7 +140,7 @@ pub fn gc(
     // An index whose pack is gone (a deletion cut off between the two).
     let listed_packs: HashSet<&String> = listed.iter().map(|(p, _)| p).collect();
     let mut stray_indexes: Vec<String> = catalog
-        .packs()
+        .packs()?
         .map(|(p, _)| p.to_string())
         .filter(|p| !listed_packs.contains(p))
         .collect();
@@ -237,8 +237,8 @@ pub fn gc(
         // Many at once: a repack condemns thousands.
         let doomed: Vec<(String, Vec<String>)> = delete
             .iter()
-            .map(|(pack, _)| (pack.clone(), catalog.index_names(pack).to_vec()))
-            .collect();
+            .map(|(pack, _)| Ok((pack.clone(), catalog.index_names(pack)?)))
+            .collect::<Result<_, RemoteError>>()?;
         futures_util::stream::iter(doomed.into_iter().map(|(pack, names)| async move {
             for name in names {
                 remote.delete(&index_key(&name)).await?;
@@ -249,8 +249,8 @@ pub fn gc(
         .try_collect::<Vec<()>>()
         .await?;
         for pack in &stray_indexes {
-            for name in catalog.index_names(pack) {
-                remote.delete(&index_key(name)).await?;
+            for name in catalog.index_names(pack)? {
+                remote.delete(&index_key(&name)).await?;
             }
         }
         out.ref_entries_dropped = refs::compact(remote, false).await?;
@@ -318,16 +318,20 @@ async fn repack(
 
 /// The packs that hold a copy of a `live` object that readers use (an object in a
 /// condemned pack and again in a new one is read from the new one).
-fn packs_holding(catalog: &Catalog, live: &HashSet<ObjectId>) -> HashSet<String> {
-    catalog
-        .packs()
-        .filter(|(pack, entries)| {
-            entries.iter().any(|e| {
-                live.contains(&e.id) && catalog.locate(e.id).is_some_and(|l| l.pack == **pack)
-            })
-        })
-        .map(|(pack, _)| pack.to_string())
-        .collect()
+fn packs_holding(
+    catalog: &Catalog,
+    live: &HashSet<ObjectId>,
+) -> Result<HashSet<String>, RemoteError> {
+    let mut out = HashSet::new();
+    for (pack, entries) in catalog.packs()? {
+        for e in entries {
+            if live.contains(&e.id) && catalog.locate(e.id)?.is_some_and(|l| l.pack == *pack) {
+                out.insert(pack.to_string());
+                break;
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Every object the roots reach, reading trees and snapshots from the store where it has
@@ -410,12 +414,15 @@ fn reachable(
         }
     }
     // A blob sent as a list of its chunks keeps them.
-    let lists: Vec<Located> = live
-        .iter()
-        .filter_map(|id| catalog.locate(*id))
-        .filter(|l| l.entry.kind == ObjectKind::Blob && l.entry.encoding == Encoding::Chunks)
-        .cloned()
-        .collect();
+    let mut lists: Vec<Located> = Vec::new();
+    for id in &live {
+        if let Some(l) = catalog.locate(*id)?
+            && l.entry.kind == ObjectKind::Blob
+            && l.entry.encoding == Encoding::Chunks
+        {
+            lists.push(l);
+        }
+    }
     for (_, _, chunks) in read_chunk_lists(remote, catalog, lists, &mut scratch)? {
         live.extend(chunks.into_iter().map(ObjectId::from));
     }

@@ -32,9 +32,9 @@ mod url;
 pub use attestations::ReceivedAttestation;
 /// Pushes and fetches report through the workspace's one progress trait.
 pub use cas::{Progress, Silent};
-pub use catalog::{Catalog, LIST_MARGIN_MILLIS, Listing};
+pub use catalog::{Catalog, LIST_MARGIN_MILLIS, Listing, locations_read_here};
 pub use config::{
-    Conditional, INDEX_CACHE, Probe, REMOTES, RemoteConfig, RemotesOwner, TRACKING, add_remote,
+    Conditional, INDEX_CACHE, LOCATIONS, Probe, REMOTES, RemoteConfig, RemotesOwner, TRACKING, add_remote,
     remote_config, remotes, remove_remote, set_tracking, tracking_ref, tracking_refs,
     validate_remote_name,
 };

@@ -17,10 +17,10 @@ use cas::{
 
 use crate::Progress;
 use crate::catalog::Catalog;
-use crate::config::INDEX_CACHE;
 use crate::error::RemoteError;
 use crate::layout::{
-    Encoding, MAX_FRAME_MEMBERS, Pack, PackBuilder, index_key, index_name_now, pack_key,
+    Encoding, MAX_FRAME_MEMBERS, Pack, PackBuilder, decode_index, index_key, index_name_now,
+    pack_key, parse_index_name,
 };
 use crate::transport::Remote;
 
@@ -92,7 +92,7 @@ fn find_missing(
             continue;
         }
         // A snapshot the remote has comes with everything it reaches.
-        if catalog.has_for_push(id.into()) {
+        if catalog.has_for_push(id.into())? {
             out.present += 1;
             continue;
         }
@@ -116,7 +116,7 @@ fn find_missing(
         }
         // Present trees are still walked: an interrupted push may have left a tree
         // indexed whose blobs never arrived.
-        if catalog.has_for_push(id.into()) {
+        if catalog.has_for_push(id.into())? {
             out.present += 1;
             if !reader.has_tree(id)? {
                 continue;
@@ -127,10 +127,10 @@ fn find_missing(
         for entry in reader.tree(id)?.entries() {
             match (entry.blob(), entry.tree()) {
                 (Some(b), _) if seen_blobs.insert(b) => {
-                    if catalog.has_for_push(b.into()) {
+                    if catalog.has_for_push(b.into())? {
                         out.present += 1;
                         let listed = catalog
-                            .locate(b.into())
+                            .locate(b.into())?
                             .is_some_and(|l| l.entry.encoding == Encoding::Chunks);
                         if entry.size > CHUNK_BYTES as u64 && listed && reader.has_blob(b)? {
                             out.large_present.push(b);
@@ -182,15 +182,19 @@ impl Item {
     }
 }
 
-fn items(reader: &Reader, catalog: &Catalog, missing: &Missing) -> Result<Vec<Item>, ReadError> {
+fn items(
+    reader: &Reader,
+    catalog: &Catalog,
+    missing: &Missing,
+) -> Result<Vec<Item>, RemoteError> {
     let mut out = Vec::new();
     let mut frames: HashMap<FrameRef, usize> = HashMap::new();
     // Chunks the remote lacks, each sent once however many blobs hold it.
     let mut chunks_sent: HashSet<BlobId> = HashSet::new();
-    let mut send_chunks = |out: &mut Vec<Item>, id: BlobId| -> Result<Vec<BlobId>, ReadError> {
+    let mut send_chunks = |out: &mut Vec<Item>, id: BlobId| -> Result<Vec<BlobId>, RemoteError> {
         let cut = reader.blob_chunks(id)?;
         for c in (0..cut.ids().len()).filter_map(|i| cut.chunk(i)) {
-            if !catalog.has_for_push(c.id.into()) && chunks_sent.insert(c.id) {
+            if !catalog.has_for_push(c.id.into())? && chunks_sent.insert(c.id) {
                 out.push(Item::Alone(c.id, c.len as u64));
             }
         }
@@ -319,7 +323,11 @@ pub fn push(
     // The next sync need not read back what this push wrote.
     let mut batch = WriteBatch::new();
     for (name, index) in uploaded {
-        batch.put_side(INDEX_CACHE, remote.name(), name.as_bytes(), index);
+        let pack = parse_index_name(&name).map_or(name.as_str(), |(pack, _)| pack);
+        // Just built; one that did not decode is read back by the next sync.
+        if let Ok(entries) = decode_index(&index, pack) {
+            crate::catalog::record_index(&mut batch, remote.name(), &name, index, &entries);
+        }
     }
     drop(reader);
     if !batch.is_empty() {

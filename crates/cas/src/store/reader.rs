@@ -572,6 +572,35 @@ impl Reader {
         })
     }
 
+    /// Calls `f` on every entry of `scope` in `table` whose key starts with `prefix`, in
+    /// key order, while it returns true: a lookup costing per entry matched, not per entry
+    /// of the scope.
+    pub fn side_prefix_each(
+        &self,
+        table: SideTable,
+        scope: &str,
+        prefix: &[u8],
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StorageFailure> {
+        self.health.run(|| {
+            let Some(t) = self.side_table(table) else {
+                return Ok(());
+            };
+            let (_, high) = scope_bounds(scope);
+            let range = t
+                .range::<(&str, &[u8])>((scope, prefix)..(high.as_str(), &[][..]))
+                .storage()?;
+            for item in range {
+                let (k, v) = item.storage()?;
+                let (k_scope, key) = k.value();
+                if k_scope != scope || !key.starts_with(prefix) || !f(key, v.value()) {
+                    break;
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// The last entry of `scope` in `table`, by key.
     pub fn side_last(
         &self,

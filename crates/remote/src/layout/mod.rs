@@ -388,6 +388,39 @@ pub struct PackEntry {
     pub start: u32,
 }
 
+/// Bytes of an entry as [`encode_entry`] writes it, its id apart.
+const ENTRY_RECORD: usize = 1 + 1 + 8 + 8 + 4 + 4;
+
+/// An entry, without its id, as the store's table of where objects are keeps it.
+pub(crate) fn encode_entry(e: &PackEntry) -> Vec<u8> {
+    let mut out = Vec::with_capacity(ENTRY_RECORD);
+    out.push(kind_code(e.kind));
+    out.push(e.encoding.code());
+    out.extend_from_slice(&e.size.to_le_bytes());
+    out.extend_from_slice(&e.offset.to_le_bytes());
+    out.extend_from_slice(&e.len.to_le_bytes());
+    out.extend_from_slice(&e.start.to_le_bytes());
+    out
+}
+
+/// The entry of object `id` that [`encode_entry`] wrote.
+pub(crate) fn decode_entry(id: ObjectId, b: &[u8]) -> Result<PackEntry, LayoutError> {
+    if b.len() != ENTRY_RECORD {
+        return Err(LayoutError::NotLayout {
+            what: "location record",
+        });
+    }
+    Ok(PackEntry {
+        kind: kind_of(b[0])?,
+        id,
+        encoding: Encoding::of(b[1])?,
+        size: u64_at(b, 2),
+        offset: u64_at(b, 10),
+        len: u32_at(b, 18),
+        start: u32_at(b, 22),
+    })
+}
+
 fn kind_code(kind: ObjectKind) -> u8 {
     match kind {
         ObjectKind::Blob => 0,
@@ -712,10 +745,21 @@ fn encoding_in(version: u64, code: u8) -> Result<Encoding, LayoutError> {
     }
 }
 
+thread_local! {
+    static INDEXES_DECODED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many indexes [`decode_index`] read on this thread: what tests count to show a sync
+/// or a lookup does not read every index the store caches.
+pub fn indexes_decoded_here() -> u64 {
+    INDEXES_DECODED.with(std::cell::Cell::get)
+}
+
 /// Reads the index of pack `pack` (hex id), version 1, 2 or 3, checking its checksum, that
 /// it names that pack, and that its entries lie inside a pack after the magic (and a
 /// frame's members inside a frame: [`check_entry`]).
 pub fn decode_index(bytes: &[u8], pack: &str) -> Result<Vec<PackEntry>, LayoutError> {
+    INDEXES_DECODED.with(|n| n.set(n.get() + 1));
     let version = version(
         bytes,
         [INDEX_MAGIC_1, INDEX_MAGIC_2, INDEX_MAGIC],
