@@ -7,6 +7,7 @@ mod formats;
 mod frames;
 mod gc;
 mod hostile;
+mod locations;
 mod refs;
 mod transfer;
 mod util;
