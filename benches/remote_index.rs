@@ -73,15 +73,19 @@ fn open(store: &Path) -> cas::Store {
     .unwrap()
 }
 
-/// Drops what `store` keeps of the remote's `index/`: its cached indexes and its mark
-/// (`mark_only`: the mark alone, so its next listing is a full one, as before layout 4).
+/// Drops what `store` keeps of the remote's `index/`: its cached indexes, where their
+/// objects are, and its mark (`mark_only`: sets the mark back to the epoch, so its next
+/// listing names every index, as before layout 4, and the locations it keeps still
+/// serve).
 fn forget(store: &Path, mark_only: bool) {
     let store = open(store);
     let mut batch = cas::WriteBatch::new();
     if mark_only {
-        batch.remove_side(remote::INDEX_CACHE, "origin", b"mark");
+        let epoch = br#"{"seen_millis":0,"gc":[],"located":true}"#;
+        batch.put_side(remote::INDEX_CACHE, "origin", b"mark", epoch.to_vec());
     } else {
         batch.clear_side_scope(remote::INDEX_CACHE, "origin");
+        batch.clear_side_scope(remote::LOCATIONS, "origin");
     }
     store.write(&batch).unwrap();
 }
