@@ -122,25 +122,55 @@ pub(crate) fn record_index(
 }
 
 /// The remote's objects, as its indexes say. Where an object is, it reads from the
-/// store's table of locations ([`LOCATIONS`]), as the store was once this catalog was
-/// read: a lookup costs per location of the object asked, not per object of the remote.
+/// store's table of locations ([`LOCATIONS`]) through a reader of the store taken after
+/// the sync: a lookup costs per location of the object asked, not per object of the
+/// remote. The reader holds a read transaction of the store's database while the catalog
+/// lives: whoever keeps a catalog for long (a lazy mount) keeps it [`Catalog::detach`]ed,
+/// and attaches it to the store for each use.
 pub struct Catalog {
     name: String,
-    /// The store just after the sync, for lookups.
     reader: cas::Reader,
     /// Pack → when a remote gc first condemned it.
-    pub(crate) condemned: HashMap<String, i64>,
+    pub(crate) condemned: Arc<HashMap<String, i64>>,
     /// The condemnation records read (their keys under `gc/`).
-    pub(crate) condemned_keys: Vec<String>,
+    pub(crate) condemned_keys: Arc<Vec<String>>,
     /// Packs whose index is there but could not be read: no object of theirs is counted
     /// on, and remote gc leaves them alone.
-    pub(crate) unreadable: std::collections::HashSet<String>,
+    pub(crate) unreadable: Arc<std::collections::HashSet<String>>,
     /// What under `index/` was skipped, and why (see [`Catalog::warnings`]).
-    warnings: Vec<String>,
+    warnings: Arc<Vec<String>>,
     /// Whether `index/` was listed whole.
     full: bool,
     /// Every pack's entries, read from the cache when first asked for (remote gc).
     packs: OnceLock<HashMap<Arc<str>, Vec<PackEntry>>>,
+}
+
+/// A [`Catalog`] without its reader of the store.
+#[derive(Clone)]
+pub struct Detached {
+    name: String,
+    condemned: Arc<HashMap<String, i64>>,
+    condemned_keys: Arc<Vec<String>>,
+    unreadable: Arc<std::collections::HashSet<String>>,
+    warnings: Arc<Vec<String>>,
+    full: bool,
+}
+
+impl Detached {
+    /// The catalog again, reading from `store` as it is now (which holds at least what
+    /// the sync wrote, unless the remote was removed since).
+    pub fn attach(&self, store: &cas::Store) -> Result<Catalog, RemoteError> {
+        Ok(Catalog {
+            name: self.name.clone(),
+            reader: store.reader()?,
+            condemned: self.condemned.clone(),
+            condemned_keys: self.condemned_keys.clone(),
+            unreadable: self.unreadable.clone(),
+            warnings: self.warnings.clone(),
+            full: self.full,
+            packs: OnceLock::new(),
+        })
+    }
 }
 
 impl Catalog {
@@ -167,6 +197,18 @@ impl Catalog {
     /// True if `index/` was listed whole for this catalog.
     pub fn is_full(&self) -> bool {
         self.full
+    }
+
+    /// The catalog without its reader of the store (see [`Catalog`]).
+    pub fn detach(self) -> Detached {
+        Detached {
+            name: self.name,
+            condemned: self.condemned,
+            condemned_keys: self.condemned_keys,
+            unreadable: self.unreadable,
+            warnings: self.warnings,
+            full: self.full,
+        }
     }
 
     /// [`Catalog::sync`], listing as `listing` says.
@@ -252,18 +294,17 @@ impl Catalog {
             }
         }
         // An index larger than any push writes is read no further, and skipped.
-        let fetched: Vec<(String, Result<Option<bytes::Bytes>, RemoteError>)> =
-            remote.block_on(
-                futures_util::stream::iter(wanted.into_iter().map(|index| async move {
-                    match remote.get(&index_key(&index), MAX_INDEX).await {
-                        Ok(bytes) => Ok((index, Ok(bytes))),
-                        Err(e @ RemoteError::Corrupt { .. }) => Ok((index, Err(e))),
-                        Err(e) => Err(e),
-                    }
-                }))
-                .buffer_unordered(CONCURRENCY)
-                .try_collect(),
-            )?;
+        let fetched: Vec<(String, Result<Option<bytes::Bytes>, RemoteError>)> = remote.block_on(
+            futures_util::stream::iter(wanted.into_iter().map(|index| async move {
+                match remote.get(&index_key(&index), MAX_INDEX).await {
+                    Ok(bytes) => Ok((index, Ok(bytes))),
+                    Err(e @ RemoteError::Corrupt { .. }) => Ok((index, Err(e))),
+                    Err(e) => Err(e),
+                }
+            }))
+            .buffer_unordered(CONCURRENCY)
+            .try_collect(),
+        )?;
 
         let mut batch = WriteBatch::new();
         let mut unreadable = std::collections::HashSet::new();
@@ -356,24 +397,26 @@ impl Catalog {
             store.write(&batch)?;
         }
 
-        let mut catalog = Catalog {
+        let mut condemned_at: HashMap<String, i64> = HashMap::new();
+        let mut condemned_keys = Vec::new();
+        for (key, record) in condemned {
+            for pack in record.packs {
+                let at = condemned_at.entry(pack).or_insert(record.at);
+                *at = (*at).min(record.at);
+            }
+            condemned_keys.push(key);
+        }
+        let catalog = Catalog {
             name,
             reader: store.reader()?,
-            condemned: HashMap::new(),
-            condemned_keys: Vec::new(),
-            unreadable,
-            warnings,
+            condemned: Arc::new(condemned_at),
+            condemned_keys: Arc::new(condemned_keys),
+            unreadable: Arc::new(unreadable),
+            warnings: Arc::new(warnings),
             full,
             packs: OnceLock::new(),
         };
-        for (key, record) in condemned {
-            for pack in record.packs {
-                let at = catalog.condemned.entry(pack).or_insert(record.at);
-                *at = (*at).min(record.at);
-            }
-            catalog.condemned_keys.push(key);
-        }
-        for warning in &catalog.warnings {
+        for warning in catalog.warnings.iter() {
             tracing::warn!("{warning}");
         }
         Ok(catalog)
@@ -456,10 +499,11 @@ impl Catalog {
     /// The entries of `pack`, from its cached index; `None` if the store caches none.
     pub fn pack_entries(&self, pack: &str) -> Result<Option<Vec<PackEntry>>, RemoteError> {
         for index in self.index_names(pack)? {
-            if let Some(bytes) = self.reader.side_get(INDEX_CACHE, &self.name, index.as_bytes())? {
-                if let Ok(entries) = decode_index(&bytes, pack) {
-                    return Ok(Some(entries));
-                }
+            let bytes = (self.reader).side_get(INDEX_CACHE, &self.name, index.as_bytes())?;
+            if let Some(bytes) = bytes
+                && let Ok(entries) = decode_index(&bytes, pack)
+            {
+                return Ok(Some(entries));
             }
         }
         Ok(None)
@@ -475,29 +519,30 @@ impl Catalog {
         }
         let mut packs: HashMap<Arc<str>, Vec<PackEntry>> = HashMap::new();
         let mut failed = None;
-        self.reader.side_scope_each(INDEX_CACHE, &self.name, |k, v| {
-            if k == MARK_KEY {
-                return true;
-            }
-            let index = String::from_utf8_lossy(k);
-            let pack = pack_of(&index);
-            if packs.contains_key(pack) {
-                return true;
-            }
-            match self.indexed(pack) {
-                Ok(true) => {}
-                Ok(false) => return true,
-                Err(e) => {
-                    failed = Some(e);
-                    return false;
+        self.reader
+            .side_scope_each(INDEX_CACHE, &self.name, |k, v| {
+                if k == MARK_KEY {
+                    return true;
                 }
-            }
-            // Decoded when cached; one damaged since counts for nothing here.
-            if let Ok(entries) = decode_index(v, pack) {
-                packs.insert(Arc::from(pack), entries);
-            }
-            true
-        })?;
+                let index = String::from_utf8_lossy(k);
+                let pack = pack_of(&index);
+                if packs.contains_key(pack) {
+                    return true;
+                }
+                match self.indexed(pack) {
+                    Ok(true) => {}
+                    Ok(false) => return true,
+                    Err(e) => {
+                        failed = Some(e);
+                        return false;
+                    }
+                }
+                // Decoded when cached; one damaged since counts for nothing here.
+                if let Ok(entries) = decode_index(v, pack) {
+                    packs.insert(Arc::from(pack), entries);
+                }
+                true
+            })?;
         if let Some(e) = failed {
             return Err(e);
         }
@@ -544,4 +589,5 @@ fn pack_of(index: &str) -> &str {
 const _: fn() = || {
     fn shared<T: Send + Sync>() {}
     shared::<Catalog>();
+    shared::<Detached>();
 };

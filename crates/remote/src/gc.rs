@@ -227,7 +227,7 @@ pub fn gc(
                 .map_err(|e| remote.fail(e))?;
             written.push(key.trim_start_matches("gc/").to_owned());
         }
-        for old in &catalog.condemned_keys {
+        for old in catalog.condemned_keys.iter() {
             if !written.contains(old) {
                 remote.delete(&format!("gc/{old}")).await?;
             }

@@ -32,10 +32,10 @@ mod url;
 pub use attestations::ReceivedAttestation;
 /// Pushes and fetches report through the workspace's one progress trait.
 pub use cas::{Progress, Silent};
-pub use catalog::{Catalog, LIST_MARGIN_MILLIS, Listing, locations_read_here};
+pub use catalog::{Catalog, Detached, LIST_MARGIN_MILLIS, Listing, locations_read_here};
 pub use config::{
-    Conditional, INDEX_CACHE, LOCATIONS, Probe, REMOTES, RemoteConfig, RemotesOwner, TRACKING, add_remote,
-    remote_config, remotes, remove_remote, set_tracking, tracking_ref, tracking_refs,
+    Conditional, INDEX_CACHE, LOCATIONS, Probe, REMOTES, RemoteConfig, RemotesOwner, TRACKING,
+    add_remote, remote_config, remotes, remove_remote, set_tracking, tracking_ref, tracking_refs,
     validate_remote_name,
 };
 pub use error::{CorruptCause, InvalidRemote, RemoteError};

@@ -182,11 +182,7 @@ impl Item {
     }
 }
 
-fn items(
-    reader: &Reader,
-    catalog: &Catalog,
-    missing: &Missing,
-) -> Result<Vec<Item>, RemoteError> {
+fn items(reader: &Reader, catalog: &Catalog, missing: &Missing) -> Result<Vec<Item>, RemoteError> {
     let mut out = Vec::new();
     let mut frames: HashMap<FrameRef, usize> = HashMap::new();
     // Chunks the remote lacks, each sent once however many blobs hold it.

@@ -40,7 +40,10 @@ fn a_push_of_two_files_reads_neither_every_cached_index_nor_every_location() {
     let read = remote::locations_read_here() - read;
     // The push's own two indexes, decoded to record where their objects are; not the
     // 2 × PUSHES the store caches.
-    assert!(decoded <= 2, "{decoded} indexes decoded for a push of two files");
+    assert!(
+        decoded <= 2,
+        "{decoded} indexes decoded for a push of two files"
+    );
     assert!(read <= 4, "{read} locations read for a push of two files");
 
     // The locations it recorded serve the next push, which sends nothing.
