@@ -449,3 +449,40 @@ fn a_gc_cut_after_any_of_its_writes_leaves_a_remote_the_next_gcs_keep_whole() {
         cut_after(env.path(), &before, &after, &ops, ops.len());
     }
 }
+
+#[test]
+fn a_fetch_killed_while_its_store_records_the_indexes_leaves_every_object_found() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    a.add_remote(&target);
+    let snaps = small_pushes(&a, 17);
+    let b = Machine::new(env.path(), "b", Vec::new(), &target);
+    b.add_remote(&target);
+    // Killed at points through its sync (one transaction writes the cached indexes and
+    // where their objects are), then again: each time, what it cached it locates.
+    let mut killed = 0;
+    for (i, delay_ms) in [1, 3, 6, 10, 20, 40].into_iter().enumerate() {
+        let mut child = b
+            .command(&["--json", "pull", &snaps[i].0])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        killed += usize::from(child.try_wait().unwrap().is_none());
+        let _ = child.kill();
+        let _ = child.wait();
+        let out = format!("out{i}");
+        b.ok(&["pull", &snaps[i].0]);
+        b.ok(&["checkout", &snaps[i].0, &out]);
+        assert_eq!(tree_of(&b.dir.join(&out)), tree_of(&snaps[i].1));
+    }
+    assert!(killed > 0, "no pull was still running when killed");
+    for (i, (s, source)) in snaps.iter().enumerate().skip(6) {
+        let out = format!("out{i}");
+        b.ok(&["pull", s]);
+        b.ok(&["checkout", s, &out]);
+        assert_eq!(tree_of(&b.dir.join(&out)), tree_of(source), "{s}");
+    }
+}
