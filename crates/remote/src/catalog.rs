@@ -218,10 +218,9 @@ impl Catalog {
         listing: Listing,
     ) -> Result<Catalog, RemoteError> {
         let name = remote.name().to_owned();
-        let before = store.reader()?;
         // An unreadable mark is no mark: the listing is a full one, and the table of
         // locations is built again.
-        let mark: Option<Mark> = before
+        let mark: Option<Mark> = (store.reader()?)
             .side_get(INDEX_CACHE, &name, MARK_KEY)?
             .and_then(|v| serde_json::from_slice(&v).ok());
         let rebuild = !mark.as_ref().is_some_and(|m| m.located);
@@ -265,6 +264,8 @@ impl Catalog {
             Ok::<_, RemoteError>((listed, condemned, after, listed_at))
         })?;
         let full = after.is_none();
+        // Taken after the listing, and dropped before the reads: held across no request.
+        let before = store.reader()?;
 
         // What the store caches: all of it when it is to be compared with a full listing
         // or the table built again from it; otherwise only whether each name listed is.
@@ -293,6 +294,21 @@ impl Catalog {
                 wanted.push(index.clone());
             }
         }
+        // A store that cached indexes before it kept locations, or lost its mark: the
+        // table is made again from the cache (below), and names of indexes it no longer
+        // caches go; seen by the reader `cached` was read with, so that a push's name
+        // written since is not taken for one.
+        let mut stale_names: Vec<Vec<u8>> = Vec::new();
+        if rebuild {
+            before.side_prefix_each(LOCATIONS, &name, &[NAME_TAG], |k, _| {
+                let index = String::from_utf8_lossy(k.get(1 + PACK_HEX..).unwrap_or_default());
+                if !cached.contains_key(&*index) {
+                    stale_names.push(k.to_vec());
+                }
+                true
+            })?;
+        }
+        drop(before);
         // An index larger than any push writes is read no further, and skipped.
         let fetched: Vec<(String, Result<Option<bytes::Bytes>, RemoteError>)> = remote.block_on(
             futures_util::stream::iter(wanted.into_iter().map(|index| async move {
@@ -339,17 +355,8 @@ impl Catalog {
         // one pack): their locations stay when another of their names goes.
         let kept_packs: std::collections::HashSet<&str> =
             listed.iter().map(|i| pack_of(i)).collect();
-        if rebuild {
-            // A store that cached indexes before it kept locations, or lost its mark: the
-            // table is made again from the cache, and names of indexes it no longer caches
-            // go.
-            before.side_prefix_each(LOCATIONS, &name, &[NAME_TAG], |k, _| {
-                let index = String::from_utf8_lossy(&k[1 + PACK_HEX..]).into_owned();
-                if !cached.contains_key(&index) {
-                    batch.remove_side(LOCATIONS, &name, k);
-                }
-                true
-            })?;
+        for key in &stale_names {
+            batch.remove_side(LOCATIONS, &name, key);
         }
         for (index, bytes) in &cached {
             let pack = pack_of(index);
@@ -390,7 +397,6 @@ impl Catalog {
             let json = serde_json::to_vec(&new_mark).unwrap_or_default();
             batch.put_side(INDEX_CACHE, &name, MARK_KEY, json);
         }
-        drop(before);
         // One write: the cache, the locations and the mark agree after it, or are as
         // they were.
         if !batch.is_empty() {
