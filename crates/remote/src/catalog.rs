@@ -157,6 +157,11 @@ pub struct Detached {
 }
 
 impl Detached {
+    /// True if `index/` was listed whole for this catalog.
+    pub fn is_full(&self) -> bool {
+        self.full
+    }
+
     /// The catalog again, reading from `store` as it is now (which holds at least what
     /// the sync wrote, unless the remote was removed since).
     pub fn attach(&self, store: &cas::Store) -> Result<Catalog, RemoteError> {

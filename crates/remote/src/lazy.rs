@@ -6,7 +6,7 @@
 //! payload make one request. One [`LazyBlobs`] serves every mount of an engine reading
 //! from one remote.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 
@@ -14,7 +14,7 @@ use cas::{
     BlobChunks, BlobId, Chunk, ObjectId, ObjectKind, Silent, SnapshotId, TreeId, WriteBatch,
 };
 
-use crate::catalog::{Catalog, Located};
+use crate::catalog::{Catalog, Detached, Located};
 use crate::error::RemoteError;
 use crate::fetch::{
     FetchOutcome, Need, fetch_blob_set, fetch_with, read_chunk_lists, read_objects,
@@ -37,24 +37,58 @@ const PREFETCH_GROUP_BYTES: u64 = 8 << 20;
 /// A payload on the remote: its pack and offset.
 type PayloadKey = (Arc<str>, u64);
 
-/// The remote's catalog, with the members of each group frame by payload.
+/// Packs whose group frames' members a view keeps, the last read.
+const FRAME_PACKS: usize = 16;
+
+/// Group frames' members of one pack, by the frame's offset.
+type FrameMembers = HashMap<u64, Vec<ObjectId>>;
+
+/// The remote's catalog (detached: attached to the store for each use, so the view holds
+/// no read of it), and the members of the group frames of the packs read last.
 struct View {
-    catalog: Catalog,
-    frames: HashMap<PayloadKey, Vec<ObjectId>>,
+    catalog: Detached,
+    frames: Mutex<VecDeque<(Arc<str>, Arc<FrameMembers>)>>,
 }
 
 impl View {
     fn new(catalog: Catalog) -> View {
-        let mut frames: HashMap<PayloadKey, Vec<ObjectId>> = HashMap::new();
-        for (pack, entries) in catalog.packs() {
-            for e in entries.iter().filter(|e| e.encoding == Encoding::Frame) {
-                frames
-                    .entry((pack.clone(), e.offset))
-                    .or_default()
-                    .push(e.id);
-            }
+        View {
+            catalog: catalog.detach(),
+            frames: Mutex::new(VecDeque::new()),
         }
-        View { catalog, frames }
+    }
+
+    /// The catalog, reading from `store`.
+    fn catalog(&self, store: &cas::Store) -> Result<Catalog, RemoteError> {
+        self.catalog.attach(store)
+    }
+
+    /// The members of the group frame at `key`: from its pack's cached index, decoded
+    /// when first asked for (not every pack's, which would cost per pack of the remote).
+    fn members(&self, catalog: &Catalog, key: &PayloadKey) -> Result<Vec<ObjectId>, RemoteError> {
+        let (pack, offset) = key;
+        let known = (self.frames.lock().unwrap_or_else(PoisonError::into_inner))
+            .iter()
+            .find(|(p, _)| p == pack)
+            .map(|(_, m)| m.clone());
+        let members = match known {
+            Some(members) => members,
+            None => {
+                let mut members = FrameMembers::new();
+                let entries = catalog.pack_entries(pack)?.unwrap_or_default();
+                for e in entries.iter().filter(|e| e.encoding == Encoding::Frame) {
+                    members.entry(e.offset).or_default().push(e.id);
+                }
+                let members = Arc::new(members);
+                let mut frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
+                if frames.len() >= FRAME_PACKS {
+                    frames.pop_front();
+                }
+                frames.push_back((pack.clone(), members.clone()));
+                members
+            }
+        };
+        Ok(members.get(offset).cloned().unwrap_or_default())
     }
 }
 
@@ -145,15 +179,15 @@ impl LazyBlobs {
         } else {
             self.keep(Catalog::sync(&self.remote, held)?)
         };
-        let there = |view: &View| {
-            (view.catalog.locate(snapshot.into()))
-                .is_some_and(|l| l.entry.kind == ObjectKind::Snapshot)
+        let there = |view: &View| -> Result<bool, RemoteError> {
+            Ok((view.catalog(held)?.locate(snapshot.into())?)
+                .is_some_and(|l| l.entry.kind == ObjectKind::Snapshot))
         };
-        if !there(&view) && !held.reader()?.has_snapshot(snapshot)? {
+        if !there(&view)? && !held.reader()?.has_snapshot(snapshot)? {
             if !view.catalog.is_full() {
                 view = self.keep(Catalog::sync_full(&self.remote, held)?);
             }
-            if !there(&view) {
+            if !there(&view)? {
                 return Err(RemoteError::NotOnRemote {
                     remote: self.remote.name().to_owned(),
                     id: snapshot,
@@ -165,7 +199,7 @@ impl LazyBlobs {
             fetch_with(
                 &self.remote,
                 held,
-                &view.catalog,
+                &view.catalog(held)?,
                 &[snapshot],
                 Need::Trees,
                 progress,
@@ -197,21 +231,19 @@ impl LazyBlobs {
             return Ok((**cut).clone());
         }
         let mut view = self.view();
-        if view.catalog.locate(id.into()).is_none() {
+        let mut catalog = view.catalog(&self.store()).map_err(Arc::new)?;
+        if catalog.locate(id.into()).map_err(Arc::new)?.is_none() {
             view = self.resync().map_err(Arc::new)?;
+            catalog = view.catalog(&self.store()).map_err(Arc::new)?;
         }
-        let located = self.locate(&view, id).map_err(Arc::new)?;
+        let located = self.locate(&catalog, id).map_err(Arc::new)?;
         let e = located.entry;
         match e.encoding {
             Encoding::Chunks => {
                 let got = self.flight(&located, || {
                     let mut out = FetchOutcome::default();
-                    let lists = read_chunk_lists(
-                        &self.remote,
-                        &view.catalog,
-                        vec![located.clone()],
-                        &mut out,
-                    )?;
+                    let lists =
+                        read_chunk_lists(&self.remote, &catalog, vec![located.clone()], &mut out)?;
                     for (blob, size, chunks) in lists {
                         let cut = BlobChunks::of_list(blob, size, chunks)?;
                         self.cuts().insert(blob, Arc::new(cut));
@@ -268,7 +300,7 @@ impl LazyBlobs {
         fetch_blob_set(
             &self.remote,
             &store,
-            &view.catalog,
+            &view.catalog(&store)?,
             vec![id],
             &Silent,
             &mut out,
@@ -296,11 +328,17 @@ impl LazyBlobs {
         stop: &AtomicBool,
     ) -> Result<(), RemoteError> {
         let view = self.view();
-        let missing = {
+        let (missing, sizes) = {
             let store = self.store();
-            missing_blobs(&store.reader()?, root)?
+            let missing = missing_blobs(&store.reader()?, root)?;
+            let catalog = view.catalog(&store)?;
+            let mut sizes: HashMap<BlobId, u64> = HashMap::with_capacity(missing.len());
+            for b in &missing {
+                sizes.insert(*b, catalog.locate((*b).into())?.map_or(0, |l| l.entry.size));
+            }
+            (missing, sizes)
         };
-        let size = |b: &BlobId| view.catalog.locate((*b).into()).map_or(0, |l| l.entry.size);
+        let size = |b: &BlobId| sizes.get(b).copied().unwrap_or(0);
         progress
             .objects_total
             .store(missing.len() as u64, Ordering::Release);
@@ -329,7 +367,7 @@ impl LazyBlobs {
             fetch_blob_set(
                 &self.remote,
                 &store,
-                &view.catalog,
+                &view.catalog(&store)?,
                 wanted,
                 &Silent,
                 &mut out,
@@ -368,9 +406,9 @@ impl LazyBlobs {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn locate(&self, view: &View, id: BlobId) -> Result<Located, RemoteError> {
-        match view.catalog.locate(id.into()) {
-            Some(l) if l.entry.kind == ObjectKind::Blob => Ok(l.clone()),
+    fn locate(&self, catalog: &Catalog, id: BlobId) -> Result<Located, RemoteError> {
+        match catalog.locate(id.into())? {
+            Some(l) if l.entry.kind == ObjectKind::Blob => Ok(l),
             Some(l) => Err(RemoteError::object(
                 self.remote.name(),
                 id.into(),
@@ -424,7 +462,9 @@ impl LazyBlobs {
     /// want it at once.
     fn ensure(&self, id: BlobId) -> Result<(), Arc<RemoteError>> {
         let view = self.view();
-        if view.catalog.locate(id.into()).is_some() {
+        let catalog = view.catalog(&self.store()).map_err(Arc::new)?;
+        if catalog.locate(id.into()).map_err(Arc::new)?.is_some() {
+            drop(catalog);
             match self.ensure_in(&view, id) {
                 Err(e) if pack_gone(&e) => {}
                 other => return other,
@@ -459,7 +499,8 @@ impl LazyBlobs {
         if present(id).map_err(Arc::new)? {
             return Ok(());
         }
-        let located = self.locate(view, id).map_err(Arc::new)?;
+        let catalog = view.catalog(&self.store()).map_err(Arc::new)?;
+        let located = self.locate(&catalog, id).map_err(Arc::new)?;
         self.flight(&located, || {
             // Another flight may have brought it meanwhile.
             if present(id)? {
@@ -467,25 +508,24 @@ impl LazyBlobs {
             }
             let key = (located.pack.clone(), located.entry.offset);
             let mut wanted: Vec<ObjectId> = vec![id.into()];
-            if let Some(members) = view.frames.get(&key) {
+            let members = if located.entry.encoding == Encoding::Frame {
+                view.members(&catalog, &key)?
+            } else {
+                Vec::new()
+            };
+            if !members.is_empty() {
                 let reader = self.store().reader()?;
                 for m in members {
-                    let same = (view.catalog.locate(*m)).is_some_and(|l| {
+                    let same = (catalog.locate(m)?).is_some_and(|l| {
                         l.pack == located.pack && l.entry.offset == located.entry.offset
                     });
-                    if *m != ObjectId::from(id) && same && !reader.has_blob(m.as_blob())? {
-                        wanted.push(*m);
+                    if m != ObjectId::from(id) && same && !reader.has_blob(m.as_blob())? {
+                        wanted.push(m);
                     }
                 }
             }
             let mut out = FetchOutcome::default();
-            let got = read_objects(
-                &self.remote,
-                &view.catalog,
-                &wanted,
-                ObjectKind::Blob,
-                &mut out,
-            )?;
+            let got = read_objects(&self.remote, &catalog, &wanted, ObjectKind::Blob, &mut out)?;
             let mut batch = WriteBatch::new();
             for object in got.objects {
                 batch.add_verified(object);
