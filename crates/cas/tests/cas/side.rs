@@ -299,3 +299,45 @@ fn gc_stops_while_an_operation_is_under_way_anywhere() {
     t.store.gc(&StoreGcOptions::default(), &[]).unwrap();
     assert!(!t.store.reader().unwrap().has_snapshot(s).unwrap());
 }
+
+#[test]
+fn a_prefix_lookup_reads_only_its_scope_and_keys_starting_with_it() {
+    let t = temp_store();
+    let mut batch = WriteBatch::new();
+    for key in [&b"ab"[..], b"abc", b"abd", b"ac", b"b"] {
+        batch.put_side(NOTES, "s", key, key.to_vec());
+    }
+    // The next scope, and one that extends this scope's name.
+    batch.put_side(NOTES, "s\0", b"ab", b"ab".to_vec());
+    batch.put_side(NOTES, "sa", b"abz", b"abz".to_vec());
+    t.store.write(&batch).unwrap();
+    let r = t.store.reader().unwrap();
+    let found = |scope: &str, prefix: &[u8]| {
+        let mut out = Vec::new();
+        r.side_prefix_each(NOTES, scope, prefix, |k, v| {
+            assert_eq!(k, v);
+            out.push(String::from_utf8(k.to_vec()).unwrap());
+            true
+        })
+        .unwrap();
+        out
+    };
+    assert_eq!(found("s", b"ab"), ["ab", "abc", "abd"]);
+    assert_eq!(found("s", b"abc"), ["abc"]);
+    assert_eq!(found("s", b"b"), ["b"]);
+    assert!(found("s", b"c").is_empty());
+    assert_eq!(found("s", b"").len(), 5);
+    assert!(found("t", b"").is_empty());
+    assert!(
+        found("s\0", b"a") == ["ab"] && found("sa", b"ab") == ["abz"],
+        "each scope its own"
+    );
+    // Stopped by its callback.
+    let mut seen = 0;
+    r.side_prefix_each(NOTES, "s", b"a", |_, _| {
+        seen += 1;
+        false
+    })
+    .unwrap();
+    assert_eq!(seen, 1);
+}
