@@ -256,6 +256,20 @@ fn main() {
         );
     }
 
+    // What a call costs that asks the remote nothing, on the same stores: the floor under
+    // the rows above.
+    let floor = |store: &Path| {
+        let times: Vec<Duration> = (0..pairs)
+            .map(|_| cairn(store, &["remote", "list"]).0)
+            .collect();
+        secs(median(&times))
+    };
+    println!(
+        "`remote list` (asks the remote nothing): a's store {}, b's store {}",
+        floor(&a),
+        floor(&b)
+    );
+
     // A fresh store's fetch, before and after the repack.
     let fresh = |name: &str| -> (Duration, Requests) {
         let store: PathBuf = root.join(name);
