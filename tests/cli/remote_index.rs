@@ -345,9 +345,9 @@ fn a_push_after_a_gc_deleted_what_its_store_cached_sends_it_again() {
     assert_eq!(tree_of(&c.dir.join("out")), tree_of(&work));
 }
 
-/// Runs `args` on `m` logging its requests: the keys it wrote (`true`) and deleted
-/// (`false`), in the order it sent them.
-fn writes(m: &Machine, args: &[&str]) -> Vec<(bool, String)> {
+/// Runs `args` on `m` logging its requests: each request's verb and key, in the order
+/// sent.
+fn requests(m: &Machine, args: &[&str]) -> Vec<(String, String)> {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
     let out = m
@@ -362,14 +362,31 @@ fn writes(m: &Machine, args: &[&str]) -> Vec<(bool, String)> {
         .filter_map(|l| {
             let (_, tail) = l.split_once(": remote origin: ")?;
             let (op, tail) = tail.split_once(' ')?;
-            let key = tail.split_whitespace().next()?.to_owned();
-            match op {
-                "PUT" => Some((true, key)),
-                "DELETE" => Some((false, key)),
-                _ => None,
-            }
+            let key = tail.split_whitespace().next()?;
+            Some((op.to_owned(), key.to_owned()))
         })
         .collect()
+}
+
+/// Runs `args` on `m`: the keys it wrote (`true`) and deleted (`false`), in the order it
+/// sent them.
+fn writes(m: &Machine, args: &[&str]) -> Vec<(bool, String)> {
+    requests(m, args)
+        .into_iter()
+        .filter_map(|(op, key)| match op.as_str() {
+            "PUT" => Some((true, key)),
+            "DELETE" => Some((false, key)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// How many records under `gc/` running `args` on `m` read.
+fn gc_records_read(m: &Machine, args: &[&str]) -> usize {
+    requests(m, args)
+        .iter()
+        .filter(|(op, key)| op == "GET" && key.starts_with("gc/"))
+        .count()
 }
 
 fn copy_tree(from: &Utf8Path, to: &Utf8Path) {
@@ -485,4 +502,42 @@ fn a_fetch_killed_while_its_store_records_the_indexes_leaves_every_object_found(
         b.ok(&["checkout", s, &out]);
         assert_eq!(tree_of(&b.dir.join(&out)), tree_of(source), "{s}");
     }
+}
+
+#[test]
+fn a_store_reads_the_gc_records_again_only_when_their_keys_change() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    let b = Machine::new(env.path(), "b", Vec::new(), &target);
+    a.add_remote(&target);
+    b.add_remote(&target);
+    let snaps = small_pushes(&a, 17);
+    let gc = ["gc", "--remote", "origin", "--grace", "0"];
+    let repacked = a.ok(&gc);
+    assert_eq!(repacked["remote"]["packs_repacked"], 34, "{repacked}");
+
+    // The record condemning the 34 is read once by each store, then kept in it.
+    assert_eq!(gc_records_read(&b, &["pull", &snaps[0].0]), 1);
+    assert_eq!(gc_records_read(&b, &["pull", &snaps[1].0]), 0);
+    let new = snap(&a, "new", &[("f", "new".to_owned())]);
+    assert_eq!(gc_records_read(&a, &["push", &new]), 1);
+    let newer = snap(&a, "newer", &[("f", "newer".to_owned())]);
+    assert_eq!(gc_records_read(&a, &["push", &newer]), 0);
+    // What the store kept still says what is condemned: b's push counts on none of it.
+    let work = b.dir.join("work");
+    b.ok(&["checkout", &snaps[2].0, work.as_str()]);
+    std::fs::write(work.join("g"), "b's").unwrap();
+    let mine = id_of(&b.ok(&["snapshot", work.as_str(), "-m", "g"]), "snapshot");
+    assert_eq!(gc_records_read(&b, &["push", &mine]), 0);
+
+    // A gc writes new records: each store reads them on its next sync.
+    let removed = a.ok(&gc);
+    assert_eq!(removed["remote"]["packs_removed"], 34, "{removed}");
+    assert_eq!(gc_records_read(&b, &["pull", &newer]), 1);
+    let c = Machine::new(env.path(), "c", Vec::new(), &target);
+    c.add_remote(&target);
+    c.ok(&["checkout", &mine, "out"]);
+    assert_eq!(tree_of(&c.dir.join("out")), tree_of(&work));
+    all_whole(env.path(), "d", &target, &snaps);
 }

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use cas::{ObjectId, WriteBatch};
 
-use crate::config::{INDEX_CACHE, LOCATIONS};
+use crate::config::{CONDEMNED, INDEX_CACHE, LOCATIONS};
 use crate::error::RemoteError;
 use crate::layout::{
     MAX_INDEX, MAX_RECORD, PackEntry, decode_entry, decode_index, encode_entry, index_key,
@@ -62,6 +62,10 @@ struct Mark {
     /// indexes; a store that cached them before it kept locations has none.
     #[serde(default)]
     located: bool,
+    /// Whether the store keeps the packs the records under `gc` condemn ([`CONDEMNED`]);
+    /// a store that kept no such table reads the records again.
+    #[serde(default)]
+    condemned: bool,
 }
 
 /// How [`Catalog`] lists `index/`.
@@ -130,9 +134,8 @@ pub(crate) fn record_index(
 pub struct Catalog {
     name: String,
     reader: cas::Reader,
-    /// Pack → when a remote gc first condemned it.
-    pub(crate) condemned: Arc<HashMap<String, i64>>,
-    /// The condemnation records read (their keys under `gc/`).
+    /// The condemnation records the store's condemned packs come of (their keys under
+    /// `gc/`).
     pub(crate) condemned_keys: Arc<Vec<String>>,
     /// Packs whose index is there but could not be read: no object of theirs is counted
     /// on, and remote gc leaves them alone.
@@ -149,7 +152,6 @@ pub struct Catalog {
 #[derive(Clone)]
 pub struct Detached {
     name: String,
-    condemned: Arc<HashMap<String, i64>>,
     condemned_keys: Arc<Vec<String>>,
     unreadable: Arc<std::collections::HashSet<String>>,
     warnings: Arc<Vec<String>>,
@@ -168,7 +170,6 @@ impl Detached {
         Ok(Catalog {
             name: self.name.clone(),
             reader: store.reader()?,
-            condemned: self.condemned.clone(),
             condemned_keys: self.condemned_keys.clone(),
             unreadable: self.unreadable.clone(),
             warnings: self.warnings.clone(),
@@ -208,7 +209,6 @@ impl Catalog {
     pub fn detach(self) -> Detached {
         Detached {
             name: self.name,
-            condemned: self.condemned,
             condemned_keys: self.condemned_keys,
             unreadable: self.unreadable,
             warnings: self.warnings,
@@ -233,18 +233,37 @@ impl Catalog {
         let skipped = |key: &str, reason: &dyn std::fmt::Display| {
             format!("remote {name}: skipped index/{key}: {reason}")
         };
-        let (listed, condemned, after, listed_at) = remote.block_on(async {
-            // gc/ first: whether it changed decides how index/ is listed.
-            let mut condemned = Vec::new();
-            for (key, _) in remote.list("gc").await? {
-                if let Some(bytes) = remote.get(&format!("gc/{key}"), MAX_RECORD).await? {
-                    let record: Condemned = serde_json::from_slice(&bytes)
-                        .map_err(|e| RemoteError::undecodable(&name, format!("gc/{key}"), e))?;
-                    condemned.push((key, record));
-                }
-            }
-            let mut gc_keys: Vec<String> = condemned.iter().map(|(k, _)| k.clone()).collect();
+        let (listed, condemned, gc_keys, after, listed_at) = remote.block_on(async {
+            // gc/ first: whether it changed decides how index/ is listed, and whether the
+            // records are read again (`None`: the store keeps what they say).
+            let mut gc_keys: Vec<String> = remote
+                .list("gc")
+                .await?
+                .into_iter()
+                .map(|(key, _)| key)
+                .collect();
             gc_keys.sort();
+            // A full listing (remote gc, a fetch that missed) reads them all again.
+            let kept = listing == Listing::Incremental
+                && mark
+                    .as_ref()
+                    .is_some_and(|m| m.condemned && m.gc == gc_keys);
+            let mut condemned = None;
+            if !kept {
+                let mut records = Vec::new();
+                let mut read = Vec::new();
+                for key in gc_keys {
+                    if let Some(bytes) = remote.get(&format!("gc/{key}"), MAX_RECORD).await? {
+                        let record: Condemned = serde_json::from_slice(&bytes)
+                            .map_err(|e| RemoteError::undecodable(&name, format!("gc/{key}"), e))?;
+                        records.push(record);
+                        read.push(key);
+                    }
+                }
+                // Gone between the listing and the read: not counted as seen.
+                gc_keys = read;
+                condemned = Some(records);
+            }
             let listed_at = now_millis();
             let after = match (&mark, listing) {
                 (Some(mark), Listing::Incremental) if mark.gc == gc_keys => Some(time_prefix(
@@ -266,7 +285,7 @@ impl Catalog {
                     warnings.push(skipped(&key, &"not a pack index (its name is no pack id)"));
                 }
             }
-            Ok::<_, RemoteError>((listed, condemned, after, listed_at))
+            Ok::<_, RemoteError>((listed, condemned, gc_keys, after, listed_at))
         })?;
         let full = after.is_none();
         // Taken after the listing, and dropped before the reads: held across no request.
@@ -391,12 +410,24 @@ impl Catalog {
         // The next listing starts where this one did, by this machine's clock (not the
         // names': a writer whose clock runs ahead must not hide the others' names, and a
         // store that only pushes must not list from its first look forever).
-        let mut gc_keys: Vec<String> = condemned.iter().map(|(k, _)| k.clone()).collect();
-        gc_keys.sort();
+        if let Some(records) = condemned {
+            let mut condemned_at: HashMap<String, i64> = HashMap::new();
+            for record in records {
+                for pack in record.packs {
+                    let at = condemned_at.entry(pack).or_insert(record.at);
+                    *at = (*at).min(record.at);
+                }
+            }
+            batch.clear_side_scope(CONDEMNED, &name);
+            for (pack, at) in condemned_at {
+                batch.put_side(CONDEMNED, &name, pack.as_bytes(), at.to_le_bytes().to_vec());
+            }
+        }
         let new_mark = Mark {
             seen_millis: listed_at,
-            gc: gc_keys,
+            gc: gc_keys.clone(),
             located: true,
+            condemned: true,
         };
         if mark.as_ref() != Some(&new_mark) {
             let json = serde_json::to_vec(&new_mark).unwrap_or_default();
@@ -408,20 +439,10 @@ impl Catalog {
             store.write(&batch)?;
         }
 
-        let mut condemned_at: HashMap<String, i64> = HashMap::new();
-        let mut condemned_keys = Vec::new();
-        for (key, record) in condemned {
-            for pack in record.packs {
-                let at = condemned_at.entry(pack).or_insert(record.at);
-                *at = (*at).min(record.at);
-            }
-            condemned_keys.push(key);
-        }
         let catalog = Catalog {
             name,
             reader: store.reader()?,
-            condemned: Arc::new(condemned_at),
-            condemned_keys: Arc::new(condemned_keys),
+            condemned_keys: Arc::new(gc_keys),
             unreadable: Arc::new(unreadable),
             warnings: Arc::new(warnings),
             full,
@@ -482,7 +503,7 @@ impl Catalog {
             let entry = decode_entry(id, &record).map_err(|e| {
                 RemoteError::undecodable(&self.name, format!("the location of {id} in {pack}"), e)
             })?;
-            let condemned = self.condemned.contains_key(&pack);
+            let condemned = self.condemned_at(&pack)?.is_some();
             let located = Located {
                 pack: Arc::from(pack),
                 entry,
@@ -502,9 +523,28 @@ impl Catalog {
 
     /// True if the remote holds `id` in a pack no gc has condemned: a push may count on it.
     pub(crate) fn has_for_push(&self, id: ObjectId) -> Result<bool, RemoteError> {
+        Ok(match self.locate(id)? {
+            Some(l) => self.condemned_at(&l.pack)?.is_none(),
+            None => false,
+        })
+    }
+
+    /// When a remote gc first condemned `pack`, if one did.
+    pub(crate) fn condemned_at(&self, pack: &str) -> Result<Option<i64>, RemoteError> {
         Ok(self
-            .locate(id)?
-            .is_some_and(|l| !self.condemned.contains_key(&*l.pack)))
+            .reader
+            .side_get(CONDEMNED, &self.name, pack.as_bytes())?
+            .map(|v| decode_condemned(&v)))
+    }
+
+    /// Every condemned pack and when it was first condemned (remote gc).
+    pub(crate) fn condemned(&self) -> Result<HashMap<String, i64>, RemoteError> {
+        let mut all = HashMap::new();
+        self.reader.side_scope_each(CONDEMNED, &self.name, |k, v| {
+            all.insert(String::from_utf8_lossy(k).into_owned(), decode_condemned(v));
+            true
+        })?;
+        Ok(all)
     }
 
     /// The entries of `pack`, from its cached index; `None` if the store caches none.
@@ -580,6 +620,13 @@ thread_local! {
 /// push asks about its own objects only.
 pub fn locations_read_here() -> u64 {
     LOCATIONS_READ.with(std::cell::Cell::get)
+}
+
+/// A time in [`CONDEMNED`]; one damaged in the store reads as the epoch, so long
+/// condemned: the pack is read only if no other copy is, and gc deletes it only if
+/// nothing reaches it.
+fn decode_condemned(v: &[u8]) -> i64 {
+    <[u8; 8]>::try_from(v).map_or(0, i64::from_le_bytes)
 }
 
 /// Characters of a pack's hex id.

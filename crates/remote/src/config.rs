@@ -21,6 +21,11 @@ pub const INDEX_CACHE: SideTable = SideTable::new("remote.index");
 /// Where each object of a remote is, as its cached indexes say, kept beside them so a
 /// lookup reads only the object's entries. Scope: remote name; keys: see `catalog`.
 pub const LOCATIONS: SideTable = SideTable::new("remote.locations");
+/// The packs the remote's `gc/` records condemn, as the store last read them (the keys
+/// read are in its mark): read again only when those keys change, so a sync does not
+/// parse records naming every pack a repack condemned. Scope: remote name; key: pack id
+/// (hex); value: when it was first condemned (Unix seconds, `i64` little-endian).
+pub const CONDEMNED: SideTable = SideTable::new("remote.condemned");
 
 /// A remote as `remote add` recorded it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,6 +147,7 @@ pub fn remove_remote(batch: &mut WriteBatch, name: &str) {
     batch.clear_side_scope(TRACKING, name);
     batch.clear_side_scope(INDEX_CACHE, name);
     batch.clear_side_scope(LOCATIONS, name);
+    batch.clear_side_scope(CONDEMNED, name);
 }
 
 /// What this store last saw of ref `name` on `remote`.

@@ -80,6 +80,7 @@ pub fn gc(
 ) -> Result<RemoteGcOutcome, RemoteError> {
     // A gc sees everything: an incremental listing could miss what a lagging clock named.
     let catalog = Catalog::sync_full(remote, store)?;
+    let condemned = catalog.condemned()?;
     let mut roots: Vec<cas::SnapshotId> = refs::list(remote)?
         .into_iter()
         .map(|r| r.snapshot)
@@ -122,16 +123,16 @@ pub fn gc(
             continue;
         }
         if live_packs.contains(pack) {
-            if catalog.condemned.contains_key(pack) {
+            if condemned.contains_key(pack) {
                 out.packs_rescued += 1;
             }
             continue;
         }
-        let at = catalog.condemned.get(pack).copied().unwrap_or(now);
+        let at = condemned.get(pack).copied().unwrap_or(now);
         if now.saturating_sub(at) >= options.grace_seconds as i64 {
             delete.push((pack.clone(), meta.size));
         } else {
-            if !catalog.condemned.contains_key(pack) {
+            if !condemned.contains_key(pack) {
                 out.packs_condemned += 1;
             }
             keep.entry(at).or_default().push(pack.clone());
@@ -150,7 +151,7 @@ pub fn gc(
         .filter(|(pack, meta)| {
             meta.size < REPACK_BELOW
                 && live_packs.contains(pack)
-                && !catalog.condemned.contains_key(pack)
+                && !condemned.contains_key(pack)
                 && !catalog.unreadable.contains(pack)
                 && now.saturating_sub(meta.last_modified.timestamp())
                     >= options.grace_seconds as i64
@@ -200,7 +201,7 @@ pub fn gc(
     // meanwhile; the next gc's records leave them out, and so tell it to list whole.
     let mut recorded = keep.clone();
     for (pack, _) in &delete {
-        let at = catalog.condemned.get(pack).copied().unwrap_or(now);
+        let at = condemned.get(pack).copied().unwrap_or(now);
         recorded.entry(at).or_default().push(pack.clone());
     }
     if !stray_indexes.is_empty() {

@@ -34,9 +34,9 @@ pub use attestations::ReceivedAttestation;
 pub use cas::{Progress, Silent};
 pub use catalog::{Catalog, Detached, LIST_MARGIN_MILLIS, Listing, locations_read_here};
 pub use config::{
-    Conditional, INDEX_CACHE, LOCATIONS, Probe, REMOTES, RemoteConfig, RemotesOwner, TRACKING,
-    add_remote, remote_config, remotes, remove_remote, set_tracking, tracking_ref, tracking_refs,
-    validate_remote_name,
+    CONDEMNED, Conditional, INDEX_CACHE, LOCATIONS, Probe, REMOTES, RemoteConfig, RemotesOwner,
+    TRACKING, add_remote, remote_config, remotes, remove_remote, set_tracking, tracking_ref,
+    tracking_refs, validate_remote_name,
 };
 pub use error::{CorruptCause, InvalidRemote, RemoteError};
 pub use fetch::{FetchOutcome, Need, fetch, fetch_blobs_by_id};
