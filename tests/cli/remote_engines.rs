@@ -590,8 +590,16 @@ fn seaweedfs_listings_start_at_the_mark_and_a_lagging_clock_costs_one_full_listi
     b.add_remote(&target);
     let endpoint = cluster.endpoint();
     let dir = "eng:cairn-index/team/index";
+    // Index names sit in folders of their time (layout 5).
     let names = || {
-        let mut names = listing(&endpoint, dir);
+        let out = rclone(&endpoint, ACCESS_KEY, SECRET_KEY)
+            .args(["lsf", "-R", "--files-only", dir])
+            .output()
+            .unwrap();
+        let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect();
         names.sort();
         names
     };
@@ -602,8 +610,8 @@ fn seaweedfs_listings_start_at_the_mark_and_a_lagging_clock_costs_one_full_listi
             .unwrap()
             .as_millis() as u64;
         for (i, name) in names().iter().filter(|n| !before.contains(n)).enumerate() {
-            let (_, pack) = name.split_once('-').unwrap();
-            let old = format!("t{:016}-{pack}", now - (minutes + i as u64) * 60_000);
+            let (pack, _) = remote::layout::parse_index_name(name).unwrap();
+            let old = remote::layout::index_name(now - (minutes + i as u64) * 60_000, pack);
             let bytes = read_key(&endpoint, &format!("{dir}/{name}"));
             write_key(&endpoint, &format!("{dir}/{old}"), &bytes);
             let out = rclone(&endpoint, ACCESS_KEY, SECRET_KEY)

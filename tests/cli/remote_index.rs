@@ -51,25 +51,41 @@ fn listed(m: &Machine, args: &[&str]) -> (serde_json::Value, Vec<u64>) {
     (json, keys)
 }
 
+/// Every file under `remote/index`, by its name there (folders and all).
 fn index_names(root: &Utf8Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(root.join("remote/index"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
+    let dir = root.join("remote/index");
+    let mut names = Vec::new();
+    let mut stack = vec![dir.clone()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = Utf8PathBuf::from_path_buf(entry.unwrap().path()).unwrap();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                names.push(path.strip_prefix(&dir).unwrap().to_string());
+            }
+        }
+    }
     names.sort();
     names
 }
 
+/// Moves the file under `from` named `name` to `to`, in its folders.
+fn move_named(from: &Utf8Path, to: &Utf8Path, name: &str) {
+    let target = to.join(name);
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::rename(from.join(name), target).unwrap();
+}
+
 /// Renames the index `name` as if written `minutes_ago` minutes ago; its new name.
 fn age_index(root: &Utf8Path, name: &str, minutes_ago: u64) -> String {
-    let (_, pack) = name.split_once('-').expect("a layout 4 index name");
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64;
-    let renamed = format!("t{:016}-{pack}", now - minutes_ago * 60_000);
+    let (pack, _) = remote::layout::parse_index_name(name).expect("an index name");
+    let now = remote::layout::now_millis();
+    let renamed = remote::layout::index_name(now - minutes_ago * 60_000, pack);
     let dir = root.join("remote/index");
-    std::fs::rename(dir.join(name), dir.join(&renamed)).unwrap();
+    let target = dir.join(&renamed);
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::rename(dir.join(name), target).unwrap();
     renamed
 }
 
@@ -250,15 +266,13 @@ fn a_push_racing_the_repack_is_never_cut() {
     );
     a.ok(&["push", &racer]);
     let held = env.path().join("held");
-    std::fs::create_dir_all(&held).unwrap();
-    for name in index_names(env.path()) {
-        if !before.contains(&name) {
-            std::fs::rename(
-                env.path().join("remote/index").join(&name),
-                held.join(&name),
-            )
-            .unwrap();
-        }
+    let index = env.path().join("remote/index");
+    let racers: Vec<String> = index_names(env.path())
+        .into_iter()
+        .filter(|name| !before.contains(name))
+        .collect();
+    for name in &racers {
+        move_named(&index, &held, name);
     }
     let pin = env.path().join("remote/pins").join(&racer);
     let pin_bytes = std::fs::read(&pin).ok();
@@ -272,13 +286,8 @@ fn a_push_racing_the_repack_is_never_cut() {
     assert_eq!(gc["remote"]["packs_removed"], 0, "{gc}");
 
     // The push ends: its indexes and pin land.
-    for entry in std::fs::read_dir(&held).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        std::fs::rename(
-            held.join(&name),
-            env.path().join("remote/index").join(&name),
-        )
-        .unwrap();
+    for name in &racers {
+        move_named(&held, &index, name);
     }
     if let Some(bytes) = pin_bytes {
         std::fs::write(&pin, bytes).unwrap();
@@ -540,4 +549,55 @@ fn a_store_reads_the_gc_records_again_only_when_their_keys_change() {
     c.ok(&["checkout", &mine, "out"]);
     assert_eq!(tree_of(&c.dir.join("out")), tree_of(&work));
     all_whole(env.path(), "d", &target, &snaps);
+}
+
+/// The names each listing of `index/` read from the folder remote, running `args` on `m`.
+fn names_read(m: &Machine, args: &[&str]) -> Vec<u64> {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = m
+        .command(&all)
+        .env("RUST_LOG", "cairn::remote::request=debug")
+        .output()
+        .unwrap();
+    let log = stderr(&out);
+    assert!(out.status.success(), "cairn {args:?}: {log}");
+    log.lines()
+        .filter(|l| l.contains("cairn::remote::request") && l.contains("LIST index/"))
+        .map(|l| {
+            let (_, tail) = l.split_once("read=Some(").expect("a folder's listing");
+            let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn a_listing_from_the_mark_reads_only_the_folders_of_indexes_named_since() {
+    let env = crate::support::Env::new();
+    let target = file_target(env.path());
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    a.add_remote(&target);
+    for i in 0..20 {
+        let s = snap(&a, &format!("s{i}"), &[("f", format!("snapshot {i}"))]);
+        a.ok(&["push", &s]);
+    }
+    // Forty indexes, as if pushed two days ago, a minute apart.
+    let old = index_names(env.path());
+    assert_eq!(old.len(), 40, "{old:?}");
+    for (i, name) in old.iter().enumerate() {
+        age_index(env.path(), name, 2 * 24 * 60 + i as u64);
+    }
+    let first = snap(&a, "first", &[("f", "first".to_owned())]);
+    a.ok(&["push", &first]);
+    // The next push lists from its mark: the names of the day folders, of today's
+    // folders of minutes, and of the files of the last few minutes; not the forty.
+    let second = snap(&a, "second", &[("f", "second".to_owned())]);
+    let read = names_read(&a, &["push", &second]);
+    assert_eq!(read.len(), 1, "{read:?}");
+    assert!(
+        read[0] <= 10,
+        "{} names read for a listing from the mark",
+        read[0]
+    );
 }

@@ -7,7 +7,7 @@ use object_store::{PutMode, UpdateVersion};
 
 use crate::config::{Conditional, Probe, RemoteConfig};
 use crate::error::{InvalidRemote, RemoteError};
-use crate::layout::{FORMAT, FORMAT_1, FORMAT_2, FORMAT_3, MARKER, MAX_RECORD};
+use crate::layout::{FORMAT, FORMAT_1, FORMAT_2, FORMAT_3, FORMAT_4, MARKER, MAX_RECORD};
 use crate::transport::Remote;
 
 fn nonce() -> String {
@@ -89,7 +89,7 @@ async fn check_marker(remote: &Remote) -> Result<(), RemoteError> {
         Err(e) => return Err(remote.fail(e)),
     }
     match marker_format(remote).await? {
-        Some(FORMAT | FORMAT_3 | FORMAT_2 | FORMAT_1) => Ok(()),
+        Some(FORMAT | FORMAT_4 | FORMAT_3 | FORMAT_2 | FORMAT_1) => Ok(()),
         Some(other) => Err(other_format(remote, other)),
         None => Err(RemoteError::Format {
             remote: remote.name().to_owned(),
@@ -98,14 +98,14 @@ async fn check_marker(remote: &Remote) -> Result<(), RemoteError> {
     }
 }
 
-/// Before a push writes its first pack: a remote of format 1 to 3 is marked format 4 (so
+/// Before a push writes its first pack: a remote of format 1 to 4 is marked format 5 (so
 /// an older cairn refuses it at `remote add`, naming the format, rather than meet packs or
 /// index names it cannot read); one without a marker gets one; one of a later format is
 /// refused.
 pub(crate) async fn mark_for_push(remote: &Remote) -> Result<(), RemoteError> {
     match marker_format(remote).await? {
         Some(FORMAT) => Ok(()),
-        Some(FORMAT_3 | FORMAT_2 | FORMAT_1) | None => remote
+        Some(FORMAT_4 | FORMAT_3 | FORMAT_2 | FORMAT_1) | None => remote
             .put(MARKER, marker(), PutMode::Overwrite)
             .await
             .map(|_| ())

@@ -31,14 +31,16 @@ pub struct Remote {
 /// Every file under `dir` (following links, as object_store does) whose key sorts after
 /// `after` (all if `None`): its path relative to `dir` where that can be a key, else apart,
 /// as a message naming it. A staging file of a write under way (`NAME#DIGITS`) is neither.
-/// No folder: nothing. What sorts before `after` is not even looked at (no `stat`), so a
-/// listing from a mark costs a read of the folder's names.
+/// No folder: nothing. What sorts before `after` is not even looked at (no `stat`), nor a
+/// folder of such names entered, so a listing from a mark costs a read of the names in
+/// the folders it enters; and how many names those were.
 fn walk_folder(
     dir: &std::path::Path,
     after: Option<&str>,
-) -> std::io::Result<(Vec<String>, Vec<String>)> {
+) -> std::io::Result<(Vec<String>, Vec<String>, usize)> {
     let mut keys = Vec::new();
     let mut unreadable = Vec::new();
+    let mut looked_at = 0;
     let mut stack = vec![(dir.to_owned(), String::new())];
     while let Some((at, prefix)) = stack.pop() {
         let entries = match std::fs::read_dir(&at) {
@@ -48,6 +50,7 @@ fn walk_folder(
         };
         for entry in entries {
             let entry = entry?;
+            looked_at += 1;
             let file_name = entry.file_name();
             // A key before `after` whose folder's keys cannot come after it either (its
             // name is no beginning of `after`).
@@ -77,7 +80,7 @@ fn walk_folder(
         }
     }
     keys.sort();
-    Ok((keys, unreadable))
+    Ok((keys, unreadable, looked_at))
 }
 
 /// The tracing target every request to a remote is logged under, at debug level.
@@ -340,32 +343,35 @@ impl Remote {
     /// them if `None`), relative to it, and apart, each named, what is there but cannot be
     /// a key: a file a folder remote holds under a name no key can have (object_store's
     /// listing of a folder would end at the first such file). On S3 the listing starts
-    /// there (`StartAfter`), so what sorts before it costs no request.
+    /// there (`StartAfter`), so what sorts before it costs no request; on a folder, the
+    /// log says how many names the walk read (`read`).
     pub(crate) async fn list_names_after(
         &self,
         rel: &str,
         after: Option<&str>,
     ) -> Result<(Vec<String>, Vec<String>), RemoteError> {
-        let listed = self.list_names_from(rel, after).await?;
+        let (keys, unreadable, read) = self.list_names_from(rel, after).await?;
         tracing::debug!(
             target: REQUESTS,
             op = "LIST",
             prefix = rel,
             after = after.unwrap_or(""),
-            keys = listed.0.len(),
+            keys = keys.len(),
+            read = ?read,
             "remote {}: LIST {rel}/ after {:?}: {} keys",
             self.name(),
             after.unwrap_or(""),
-            listed.0.len()
+            keys.len()
         );
-        Ok(listed)
+        Ok((keys, unreadable))
     }
 
+    /// [`Remote::list_names_after`]'s listing, and on a folder the names its walk read.
     async fn list_names_from(
         &self,
         rel: &str,
         after: Option<&str>,
-    ) -> Result<(Vec<String>, Vec<String>), RemoteError> {
+    ) -> Result<(Vec<String>, Vec<String>, Option<usize>), RemoteError> {
         let Some(folder) = &self.folder else {
             let dir = self.path(rel);
             let metas: Vec<ObjectMeta> = match after {
@@ -391,7 +397,7 @@ impl Remote {
                         .join("/")
                 })
                 .collect();
-            return Ok((names, Vec::new()));
+            return Ok((names, Vec::new(), None));
         };
         let dir = folder.join(rel);
         let name = self.name().to_owned();
@@ -405,7 +411,7 @@ impl Remote {
                     source: Box::new(e),
                 }),
             })?;
-        let (mut keys, unreadable) = walked.map_err(|e| RemoteError::Transport {
+        let (mut keys, unreadable, read) = walked.map_err(|e| RemoteError::Transport {
             remote: name,
             source: Box::new(object_store::Error::Generic {
                 store: "folder",
@@ -415,7 +421,7 @@ impl Remote {
         if let Some(after) = after {
             keys.retain(|k| k.as_str() > after);
         }
-        Ok((keys, unreadable))
+        Ok((keys, unreadable, Some(read)))
     }
 
     /// Deletes `rel` (absent already is fine).

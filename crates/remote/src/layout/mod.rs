@@ -1,15 +1,19 @@
-//! The remote layout, version 4 (`docs/format.md` describes it byte by byte; versions 1
-//! to 3 are still read). Under the remote's prefix:
+//! The remote layout, version 5 (`docs/format.md` describes it byte by byte; versions 1
+//! to 4 are still read). Under the remote's prefix:
 //!
 //! ```text
-//! cairn-remote               {"format": 4}: what is here, written by the first `remote add`
+//! cairn-remote               {"format": 5}: what is here, written by the first `remote add`
 //! packs/<pack id>            payloads, each a whole object, a group frame of small blobs
 //!                            (byte for byte the store's) or a large blob's list of chunks
 //!                            (each chunk a blob of its own), with the objects it holds
-//! index/t<ms>-<pack id>      the pack's index: where each object is; written after the pack,
+//! index/t<d>/<h>/t<ms>-<pack id>
+//!                            the pack's index: where each object is; written after the pack,
 //!                            named by the writer's clock (Unix milliseconds, 16 digits) so
-//!                            that a listing can start after what a store saw last
-//!                            (versions 1 to 3 wrote `index/<pack id>`, still read)
+//!                            that a listing can start after what a store saw last, in
+//!                            folders by its first 8 digits and the next 2 (about a day, and
+//!                            17 minutes) so that on a folder remote it reads only those
+//!                            (version 4 wrote `index/t<ms>-<pack id>`, versions 1 to 3
+//!                            `index/<pack id>`, still read)
 //! refs/<name>/<seq>          a ref's history: create-only, the highest <seq> is its value
 //!                            (a name's parts of 16 hex digits are written `=<part>`: `refs`)
 //! pins/<snapshot id>         a snapshot pushed by id, kept by remote gc until `ref rm ID@REMOTE`
@@ -25,13 +29,15 @@ use cas::{BlobId, CHUNK_BYTES, FrameMember, MAX_FRAME_BYTES, ObjectId, ObjectKin
 
 /// The layout version this build writes (its packs and indexes are version 3's; only
 /// the names of indexes changed).
-pub const FORMAT: u64 = 4;
+pub const FORMAT: u64 = 5;
 /// The older versions it reads (and rewrites the marker of before its first pack there).
 pub const FORMAT_1: u64 = 1;
 /// See [`FORMAT_1`].
 pub const FORMAT_2: u64 = 2;
 /// See [`FORMAT_1`].
 pub const FORMAT_3: u64 = 3;
+/// See [`FORMAT_1`]: indexes named by time, in one folder.
+pub const FORMAT_4: u64 = 4;
 /// The marker object.
 pub const MARKER: &str = "cairn-remote";
 /// Packs are cut once they reach this many bytes (restic found tens of MB fast on S3).
@@ -79,16 +85,26 @@ pub fn pack_key(pack: &str) -> String {
     format!("packs/{pack}")
 }
 /// The name under `index/` of the index of `pack`, written at `millis` (Unix
-/// milliseconds by the writer's clock): `t<16 digits>-<pack id>`. They sort by time, and
-/// after every name of layouts 1 to 3 (a bare pack id, hex).
+/// milliseconds by the writer's clock): `t<8 digits>/<2 digits>/t<16 digits>-<pack id>`,
+/// the folders the time's first digits. They sort by time, and after every name of
+/// layouts 1 to 3 (a bare pack id, hex); a name of layout 4 (`t<16 digits>-<pack id>`)
+/// sorts after those of its own day folder.
 pub fn index_name(millis: u64, pack: &str) -> String {
     format!("{}-{pack}", time_prefix(millis))
 }
 
+/// Digits of a name's time that name its day folder (10^8 ms, about 28 hours), and after
+/// them its span folder (10^6 ms, about 17 minutes): a listing from a mark reads the day
+/// folders' names, those of one day's spans, and the spans since the mark.
+const DAY_DIGITS: usize = 8;
+const SPAN_DIGITS: usize = 2;
+
 /// What the names written at `millis` start with; a listing from here on meets every
 /// name written at or after it.
 pub fn time_prefix(millis: u64) -> String {
-    format!("t{millis:016}")
+    let digits = format!("{millis:016}");
+    let (day, rest) = digits.split_at(DAY_DIGITS);
+    format!("t{day}/{}/t{digits}", &rest[..SPAN_DIGITS])
 }
 
 /// The name under `index/` of an index written now.
@@ -104,16 +120,22 @@ pub fn now_millis() -> u64 {
 }
 
 /// The pack a name under `index/` indexes, and when it was written (`None` for a name of
-/// layouts 1 to 3: a bare pack id); `None` for a name that is neither.
+/// layouts 1 to 3: a bare pack id); `None` for a name that is none (a layout 5 name in
+/// folders other than its time's is none either: listings from a mark would miss it).
 pub fn parse_index_name(name: &str) -> Option<(&str, Option<u64>)> {
     if is_pack_id(name) {
         return Some((name, None));
     }
-    let (time, pack) = name.strip_prefix('t')?.split_once('-')?;
+    let file = name.rsplit_once('/').map_or(name, |(_, file)| file);
+    let (time, pack) = file.strip_prefix('t')?.split_once('-')?;
     if time.len() != 16 || !time.bytes().all(|b| b.is_ascii_digit()) || !is_pack_id(pack) {
         return None;
     }
-    Some((pack, time.parse().ok()))
+    let millis: u64 = time.parse().ok()?;
+    if file.len() != name.len() && name != index_name(millis, pack) {
+        return None;
+    }
+    Some((pack, Some(millis)))
 }
 
 fn is_pack_id(s: &str) -> bool {

@@ -236,3 +236,48 @@ fn refusals_say_what_they_found_in_types() {
         )
     );
 }
+
+#[test]
+fn index_names_sit_in_folders_of_their_time_and_sort_by_it_with_older_layouts() {
+    let pack = "ab".repeat(32);
+    let name = index_name(1_795_312_345_678, &pack);
+    assert_eq!(name, format!("t00017953/12/t0001795312345678-{pack}"));
+    assert_eq!(
+        parse_index_name(&name),
+        Some((pack.as_str(), Some(1_795_312_345_678)))
+    );
+    // Layouts 4 and 1 to 3 still read.
+    let flat = format!("t0001795312345678-{pack}");
+    assert_eq!(
+        parse_index_name(&flat),
+        Some((pack.as_str(), Some(1_795_312_345_678)))
+    );
+    assert_eq!(parse_index_name(&pack), Some((pack.as_str(), None)));
+    // A name in folders other than its time's is none: a listing from a mark could miss it.
+    for wrong in [
+        format!("t00017953/13/t0001795312345678-{pack}"),
+        format!("t00017952/12/t0001795312345678-{pack}"),
+        format!("x/t0001795312345678-{pack}"),
+        format!("t00017953/12/{pack}"),
+    ] {
+        assert_eq!(parse_index_name(&wrong), None, "{wrong}");
+    }
+    // Every name written at or after a time sorts after its prefix, across folders; so
+    // does every layout 4 name of that time or later (and some of its day before it,
+    // listed again at no harm).
+    let at = 1_795_312_345_678;
+    for later in [
+        at,
+        at + 1,
+        at + 1_000_000,
+        at + 100_000_000,
+        at + 10_000_000_000,
+    ] {
+        assert!(index_name(later, &pack) > time_prefix(at), "{later}");
+        assert!(format!("t{later:016}-{pack}") > time_prefix(at), "{later}");
+    }
+    for earlier in [at - 1, at - 1_000_000, at - 100_000_000] {
+        assert!(index_name(earlier, &pack) < time_prefix(at), "{earlier}");
+    }
+    assert!(format!("t{:016}-{pack}", at - 100_000_000) < time_prefix(at));
+}

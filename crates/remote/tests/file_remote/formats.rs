@@ -37,7 +37,7 @@ fn a_format_1_remote_still_pulls_and_its_first_push_marks_it_format_3() {
         .map(|e| e.unwrap().file_name())
         .collect();
     push(&remote, &a, &[third], &Silent).unwrap();
-    assert_eq!(marker(), r#"{"format":4}"#);
+    assert_eq!(marker(), r#"{"format":5}"#);
     let mut versions = std::collections::BTreeMap::new();
     for pack in std::fs::read_dir(f.root.join("remote/packs")).unwrap() {
         let entry = pack.unwrap();
@@ -136,12 +136,49 @@ fn a_format_2_remote_streams_its_whole_large_blobs_and_its_crossed_refs_update_a
             .is_file()
     );
 
-    // A push marks it format 4 first; a fresh store reads across the versions.
+    // A push marks it format 5 first; a fresh store reads across the versions.
     let third = commit(&a, &as_map_files(&expected(false)), vec![second]);
     push(&remote, &a, &[third], &Silent).unwrap();
-    assert_eq!(marker(), r#"{"format":4}"#);
+    assert_eq!(marker(), r#"{"format":5}"#);
     let b = f.store("b");
     fetch(&remote, &b, &[third], Need::History, &Silent).unwrap();
     assert_eq!(files_of(&b, third), expected(false));
     assert_eq!(files_of(&b, first), expected(false));
+}
+
+#[test]
+fn a_format_4_remote_with_its_indexes_in_one_folder_still_pulls_and_lists_from_the_mark() {
+    let f = Fixture::new();
+    let a = f.store("a");
+    let b = f.store("b");
+    let remote = f.remote();
+    let one = commit(&a, &files(1), vec![]);
+    push(&remote, &a, &[one], &Silent).unwrap();
+    // As a version 4 cairn left it: every index named `t<ms>-<pack>` in `index/` itself.
+    let index = f.root.join("remote/index");
+    for path in index_files(&f.root) {
+        let name = path.file_name().unwrap();
+        std::fs::rename(&path, index.join(name)).unwrap();
+    }
+    std::fs::write(f.root.join("remote/cairn-remote"), r#"{"format":4}"#).unwrap();
+    fetch(&remote, &b, &[one], Need::History, &Silent).unwrap();
+    assert_eq!(files_of(&b, one), as_map(&files(1)));
+
+    // This build's push marks it 5 and names its indexes in folders; b's next listing,
+    // from its mark, finds them beside the old names.
+    let two = commit(&a, &files(2), vec![one]);
+    push(&remote, &a, &[two], &Silent).unwrap();
+    let marker = std::fs::read_to_string(f.root.join("remote/cairn-remote")).unwrap();
+    assert_eq!(marker, r#"{"format":5}"#);
+    assert!(
+        index_files(&f.root)
+            .iter()
+            .any(|p| p.strip_prefix(&index).unwrap().components().count() == 3),
+        "an index in its time's folders"
+    );
+    let catalog = remote::Catalog::sync(&remote, &b).unwrap();
+    assert!(!catalog.is_full(), "a listing from the mark");
+    drop(catalog);
+    fetch(&remote, &b, &[two], Need::History, &Silent).unwrap();
+    assert_eq!(files_of(&b, two), as_map(&files(2)));
 }

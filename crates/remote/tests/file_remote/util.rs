@@ -126,8 +126,7 @@ pub(crate) fn files(seed: u8) -> Vec<(&'static str, Vec<u8>)> {
 pub(crate) fn rewrite_indexes(root: &Utf8Path, edit: impl Fn(&mut [u8])) {
     const FIXED: usize = 8 + 32 + 4;
     const ENTRY: usize = 1 + 1 + 32 + 8 + 8 + 4 + 4;
-    for index in std::fs::read_dir(root.join("remote/index")).unwrap() {
-        let path = index.unwrap().path();
+    for path in index_files(root) {
         let mut bytes = std::fs::read(&path).unwrap();
         let body_len = bytes.len() - 32;
         for entry in bytes[FIXED..body_len].chunks_exact_mut(ENTRY) {
@@ -262,13 +261,27 @@ pub(crate) fn noise(seed: u64, n: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Every file under the remote's `index/` (in its folders, version 5's names).
+pub(crate) fn index_files(root: &Utf8Path) -> Vec<camino::Utf8PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![root.join("remote/index")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = camino::Utf8PathBuf::from_path_buf(entry.unwrap().path()).unwrap();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
 /// The file of the index of `pack` on the remote under `root`, whatever its name's layout.
 pub(crate) fn index_path(root: &Utf8Path, pack: &str) -> camino::Utf8PathBuf {
-    let dir = root.join("remote/index");
-    std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .find(|name| name.ends_with(pack))
-        .map(|name| dir.join(name))
+    index_files(root)
+        .into_iter()
+        .find(|path| path.as_str().ends_with(pack))
         .unwrap_or_else(|| panic!("no index of pack {pack}"))
 }
