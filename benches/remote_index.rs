@@ -98,17 +98,29 @@ fn explode(dir: &Path, store: &Path, millis: u64) -> usize {
     let store = open(store);
     let reader = store.reader().unwrap();
     let index_dir = dir.join("index");
-    let originals: Vec<String> = std::fs::read_dir(&index_dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
+    // Names in their time's folders (layout 5): relative paths.
+    let mut originals: Vec<String> = Vec::new();
+    let mut stack = vec![index_dir.clone()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let name = path.strip_prefix(&index_dir).unwrap();
+                originals.push(name.to_str().unwrap().to_owned());
+            }
+        }
+    }
     let mut rest = PackBuilder::default();
     let mut written = 0;
     let mut at = millis;
     let write = |builder: PackBuilder, at: u64| {
         let pack = builder.finish();
         std::fs::write(dir.join("packs").join(&pack.id), &pack.bytes).unwrap();
-        std::fs::write(index_dir.join(index_name(at, &pack.id)), &pack.index).unwrap();
+        let index = index_dir.join(index_name(at, &pack.id));
+        std::fs::create_dir_all(index.parent().unwrap()).unwrap();
+        std::fs::write(index, &pack.index).unwrap();
     };
     for name in &originals {
         let (pack, _) = parse_index_name(name).unwrap();
