@@ -3,9 +3,11 @@
 //! cairn did before layout 4, forced here by dropping the store's mark); and a fresh
 //! store's fetch before and after `gc --remote` repacks the small packs.
 //!
-//! `cargo bench -p cairn-cli --bench remote_index` on a `file://` remote; `CAIRN_BENCH_PACKS`
-//! packs (default 100,000), `CAIRN_BENCH_PAIRS` rounds (default 3), each the full listing
-//! then the incremental one. The remote is generated: one push of a tree of that many
+//! `cargo bench -p cairn-cli --bench remote_index` on a `file://` remote, or on SeaweedFS
+//! with `CAIRN_BENCH_ENGINE=seaweedfs` (started by the bench as the tests start it; the
+//! generated remote is copied there with rclone, and the repack rows, which take 300,000
+//! requests there, are left out); `CAIRN_BENCH_PACKS` packs (default 100,000),
+//! `CAIRN_BENCH_PAIRS` rounds (default 3), each the full listing then the incremental one. The remote is generated: one push of a tree of that many
 //! small files (kept by a ref), whose blob packs are then rewritten one blob per pack, each
 //! index named two days back (as if pushed one by one), and every store's index cache
 //! dropped. The pushes and fetches measured are of another project of 1,000 files, so what
@@ -13,6 +15,9 @@
 //! `cairn::remote::request` debug log.
 #![allow(missing_docs)]
 
+#[allow(dead_code)]
+#[path = "../tests/cli/engines.rs"]
+mod engines;
 #[path = "harness/mod.rs"]
 mod harness;
 
@@ -34,6 +39,8 @@ struct Requests {
 fn cairn(store: &Path, args: &[&str]) -> (Duration, Requests, serde_json::Value) {
     let started = Instant::now();
     let out = Command::new(harness::cairn_binary())
+        .env("AWS_ACCESS_KEY_ID", engines::ACCESS_KEY)
+        .env("AWS_SECRET_ACCESS_KEY", engines::SECRET_KEY)
         .env("RUST_LOG", "cairn::remote::request=debug")
         .env("NO_COLOR", "1")
         .arg("--json")
@@ -189,6 +196,44 @@ fn main() {
     let two_days_ago = remote::layout::now_millis() - 2 * 86_400_000;
     let generated = explode(&remote_dir, &a, two_days_ago - packs as u64);
     forget(&a, false);
+    // On SeaweedFS: the same remote, copied there; every store adds that one.
+    let seaweed = std::env::var("CAIRN_BENCH_ENGINE").is_ok_and(|e| e == "seaweedfs");
+    let cluster = seaweed.then(|| {
+        let cluster = engines::Seaweed::start("127.0.0.1");
+        cluster.create_bucket("cairn-index");
+        let out = engines::rclone(
+            &cluster.endpoint(),
+            engines::ACCESS_KEY,
+            engines::SECRET_KEY,
+        )
+        .args(["copy", "--transfers", "32", "--checkers", "32"])
+        .arg(&remote_dir)
+        .arg("eng:cairn-index/bench")
+        .output()
+        .unwrap();
+        assert!(
+            out.status.success(),
+            "rclone copy: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        cluster
+    });
+    let endpoint = cluster.as_ref().map(engines::Seaweed::endpoint);
+    let url = match &endpoint {
+        Some(_) => "s3://cairn-index/bench".to_owned(),
+        None => url,
+    };
+    let add = |store: &Path| {
+        let mut args = vec!["remote", "add", "origin", url.as_str()];
+        if let Some(e) = &endpoint {
+            args.extend(["--endpoint", e.as_str()]);
+        }
+        ok(store, &args);
+    };
+    if seaweed {
+        ok(&a, &["remote", "rm", "origin"]);
+        add(&a);
+    }
     let src = root.join("proj");
     for i in 0..1000 {
         let d = src.join(format!("d{:02}", i / 100));
@@ -202,7 +247,8 @@ fn main() {
         .unwrap()
         .to_owned();
     println!(
-        "remote: {generated} packs ({packs} of one small blob each), file://; machine: 2 cores shared with other builds (load {})",
+        "remote: {generated} packs ({packs} of one small blob each), {}; machine: 2 cores shared with other builds (load {})",
+        if seaweed { "SeaweedFS" } else { "file://" },
         harness::load()
     );
     // Each store reads every index once (cached from then on).
@@ -211,7 +257,7 @@ fn main() {
         "a's first push (full listing, every index read): {} {r:?}",
         secs(t)
     );
-    ok(&b, &["remote", "add", "origin", &url]);
+    add(&b);
     let (t, r, _) = cairn(&b, &["pull", &first]);
     println!(
         "b's first fetch (full, every index read): {} {r:?}",
@@ -282,10 +328,13 @@ fn main() {
         floor(&b)
     );
 
+    if seaweed {
+        return;
+    }
     // A fresh store's fetch, before and after the repack.
     let fresh = |name: &str| -> (Duration, Requests) {
         let store: PathBuf = root.join(name);
-        ok(&store, &["remote", "add", "origin", &url]);
+        add(&store);
         let (t, r, _) = cairn(&store, &["pull", &last]);
         (t, r)
     };
