@@ -215,13 +215,7 @@ pub fn gc(
         // between leaves duplicates, read as the earliest time.
         let nonce = blake3::hash(format!("{now}-{}", std::process::id()).as_bytes()).to_hex();
         let mut written = Vec::new();
-        for (at, packs) in &recorded {
-            let key = format!("gc/{at:012}-{}", &nonce[..12]);
-            let body = serde_json::to_vec(&Condemned {
-                at: *at,
-                packs: packs.clone(),
-            })
-            .unwrap_or_default();
+        for (key, body) in records(&recorded, &nonce[..12]) {
             remote
                 .put(&key, Bytes::from(body), PutMode::Overwrite)
                 .await
@@ -260,6 +254,32 @@ pub fn gc(
         Ok::<_, RemoteError>(())
     })?;
     Ok(out)
+}
+
+/// Packs one record under `gc/` names at most: some 6.7 MB of JSON, well under the
+/// [`MAX_RECORD`](crate::layout::MAX_RECORD) every reader takes, however many packs a
+/// repack condemns (a record over it would stop every sync of the remote).
+const RECORD_PACKS: usize = 100_000;
+
+/// The records under `gc/` that say `recorded` (time → packs condemned then), keys and
+/// bodies: one per time, or more, each naming at most [`RECORD_PACKS`] packs.
+fn records(recorded: &BTreeMap<i64, Vec<String>>, nonce: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for (at, packs) in recorded {
+        for (part, packs) in packs.chunks(RECORD_PACKS).enumerate() {
+            let key = match part {
+                0 => format!("gc/{at:012}-{nonce}"),
+                n => format!("gc/{at:012}-{nonce}-{n}"),
+            };
+            let body = serde_json::to_vec(&Condemned {
+                at: *at,
+                packs: packs.to_vec(),
+            })
+            .unwrap_or_default();
+            out.push((key, body));
+        }
+    }
+    out
 }
 
 /// Copies the payloads of `packs` that hold a `live` object into new packs of about
@@ -428,4 +448,34 @@ fn reachable(
         live.extend(chunks.into_iter().map(ObjectId::from));
     }
     Ok((live, root_trees))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_condemnation_of_any_number_of_packs_goes_in_records_every_reader_takes() {
+        let packs: Vec<String> = (0..250_001u64)
+            .map(|i| blake3::hash(&i.to_le_bytes()).to_hex().to_string())
+            .collect();
+        let recorded =
+            BTreeMap::from([(1_795_312_345, packs.clone()), (7, vec![packs[0].clone()])]);
+        let records = records(&recorded, "0123456789ab");
+        assert_eq!(records.len(), 4);
+        let keys: HashSet<&String> = records.iter().map(|(k, _)| k).collect();
+        assert_eq!(keys.len(), records.len(), "every key its own");
+        let mut named = HashSet::new();
+        for (key, body) in &records {
+            assert!(
+                body.len() as u64 <= crate::layout::MAX_RECORD,
+                "{key}: {} bytes",
+                body.len()
+            );
+            let record: Condemned = serde_json::from_slice(body).unwrap();
+            assert!(key.starts_with(&format!("gc/{:012}-", record.at)), "{key}");
+            named.extend(record.packs);
+        }
+        assert_eq!(named.len(), packs.len());
+    }
 }
