@@ -32,6 +32,8 @@ use harness::{median, secs};
 struct Requests {
     lists: u64,
     keys_listed: u64,
+    /// Names a folder remote's listings of `index/` read (S3: none counted).
+    names_read: u64,
     gets: u64,
 }
 
@@ -59,6 +61,10 @@ fn cairn(store: &Path, args: &[&str]) -> (Duration, Requests, serde_json::Value)
             if let Some((_, tail)) = line.rsplit_once("keys=") {
                 let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
                 requests.keys_listed += digits.parse::<u64>().unwrap_or(0);
+            }
+            if let Some((_, tail)) = line.rsplit_once("read=Some(") {
+                let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
+                requests.names_read += digits.parse::<u64>().unwrap_or(0);
             }
         } else if line.contains("op=\"GET\"") {
             requests.gets += 1;
@@ -297,12 +303,14 @@ fn main() {
             last = snap;
         }
     }
-    println!("\n| operation | listing | time (median of {pairs}) | LIST keys | GETs |");
-    println!("|---|---|---|---|---|");
+    println!(
+        "\n| operation | listing | time (median of {pairs}) | LIST keys | names read | GETs |"
+    );
+    println!("|---|---|---|---|---|---|");
     for (name, full, times, requests) in &rows {
         let r = requests[requests.len() / 2];
         println!(
-            "| {name} | {} | {} | {} | {} |",
+            "| {name} | {} | {} | {} | {} | {} |",
             if *full {
                 "full (before)"
             } else {
@@ -310,6 +318,7 @@ fn main() {
             },
             secs(median(times)),
             r.keys_listed,
+            r.names_read,
             r.gets
         );
     }
@@ -375,18 +384,19 @@ fn main() {
         fetch_requests.push(r);
     }
     println!(
-        "\n| after the repack ({left} packs) | listing | time (median of {pairs}) | LIST keys | GETs |"
+        "\n| after the repack ({left} packs) | listing | time (median of {pairs}) | LIST keys | names read | GETs |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|");
     for (name, times, requests) in [
         ("push of 10 changed files", &pushes, &push_requests),
         ("fetch of that snapshot", &fetches, &fetch_requests),
     ] {
         let r = requests[requests.len() / 2];
         println!(
-            "| {name} | incremental | {} | {} | {} |",
+            "| {name} | incremental | {} | {} | {} | {} |",
             secs(median(times)),
             r.keys_listed,
+            r.names_read,
             r.gets
         );
     }
