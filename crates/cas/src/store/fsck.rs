@@ -11,7 +11,6 @@ use super::error::{MaintenanceError, StorageResult};
 use super::handle::Store;
 use super::owner::{Problem, SideOwner};
 use super::reader::{Reader, decode_snapshot_value};
-use super::tables::{BLOBS, SNAPSHOTS, TREES};
 use crate::id::{BlobId, SnapshotId, TreeId};
 use crate::object::ObjectKind;
 
@@ -87,16 +86,15 @@ impl Store {
     ) -> Result<StoreFsckOutcome, MaintenanceError> {
         let mut out = StoreFsckOutcome::default();
         // Nothing at all can be read: that is an error, not a finding.
-        // The reader first: a write landing between the two (a lazy mount storing a blob
-        // and dropping its promise) then shows the object in `txn`, never neither.
+        // One snapshot for everything: what is listed is what is read, and a write landing
+        // meanwhile (a lazy mount storing a blob and dropping its promise) is seen whole or
+        // not at all, never listed and then missing.
         let reader = self.reader()?;
-        let txn = self.health.run(|| self.db.begin_read().storage())?;
 
         // Blobs: location records, then content in parallel.
         let sizes = self.fsck_part(&mut out, "blobs", |out| {
             let mut sizes: HashMap<BlobId, u64> = HashMap::new();
-            let blobs = txn.open_table(BLOBS).storage()?;
-            for item in blobs.iter().storage()? {
+            for item in reader.blobs.iter().storage()? {
                 let (k, v) = item.storage()?;
                 let id = BlobId::from_bytes(k.value());
                 match Location::decode(v.value()) {
@@ -126,8 +124,7 @@ impl Store {
         // Trees: hash and invariants, then references and sizes.
         let trees = self.fsck_part(&mut out, "trees", |out| {
             let mut trees = HashMap::new();
-            let table = txn.open_table(TREES).storage()?;
-            for item in table.iter().storage()? {
+            for item in reader.trees.iter().storage()? {
                 let (k, v) = item.storage()?;
                 let id = TreeId::from_bytes(k.value());
                 match reader.tree_from_record(id, v.value()) {
@@ -176,8 +173,7 @@ impl Store {
         // Snapshots.
         let snapshots = self.fsck_part(&mut out, "snapshots", |out| {
             let mut snapshots = Vec::new();
-            let table = txn.open_table(SNAPSHOTS).storage()?;
-            for item in table.iter().storage()? {
+            for item in reader.snapshots.iter().storage()? {
                 let (k, v) = item.storage()?;
                 let id = SnapshotId::from_bytes(k.value());
                 match decode_snapshot_value(id, v.value()) {
