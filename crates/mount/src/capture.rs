@@ -660,6 +660,14 @@ impl State {
         let mut judged = Vec::new();
         let mut entries = Vec::new();
         for (name, ino) in children {
+            // A graft is never this worktree's, nor what was written under it; its path is
+            // out of scope too (the scope's rule), but a moved one is left out here.
+            if let Kind::Dir(d) = &self.nodes[&ino].kind
+                && d.graft
+            {
+                judged.push((ino, false));
+                continue;
+            }
             let path = dir_path.join(&name);
             let is_dir = matches!(self.nodes[&ino].kind, Kind::Dir(_));
             let verdict = ctx.scope.name(&rules, path.as_bytes(), is_dir);

@@ -35,6 +35,9 @@ pub(crate) enum Record {
         tree: TreeId,
         size: u64,
         perm: u16,
+        /// A graft's top, moved (see [`crate::Graft`]): never captured where it is now.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        graft: bool,
     },
     /// A file whose content is a stored blob (written by compaction).
     Blob {

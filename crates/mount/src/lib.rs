@@ -4,6 +4,9 @@
 //! files and a journal of names in the store folder), so nothing is copied
 //! until it is written and a mount that was killed is attached again with nothing lost.
 //!
+//! A mount may show *grafts* ([`Graft`]): stored trees (dependency layers) at paths under
+//! its own layer, read as the snapshot is, written to its layer only, never captured.
+//!
 //! A live mount is a [`worktree_scope::MountedTree`]: a capture asks it for its tree, which it
 //! builds from the directories that changed (O(changed), no walk). The layer keeps what a
 //! directory keeps (hard links, FIFOs, sockets and devices, owners, both times); a capture
@@ -42,7 +45,7 @@ pub use materialize::CopyError;
 pub use materialize::{
     COPY_COMMAND, Recovered, copy_tree, materialized, recover as recover_materialize,
 };
-pub use state::{Lazy, LazyError, Readers, StateError};
+pub use state::{Graft, Lazy, LazyError, Readers, StateError};
 
 /// Why a mount could not be made or ended.
 #[derive(Debug, thiserror::Error)]
@@ -147,6 +150,12 @@ pub enum MountFailure {
     /// It is not mounted.
     #[error("not mounted")]
     NotMounted,
+    /// A graft's path is not plain names from the mount's root.
+    #[error("graft {path}: not a path of plain names from the mount's root")]
+    GraftPath {
+        /// The path given.
+        path: Utf8PathBuf,
+    },
     /// The copy of its files could not be made or moved up.
     #[error("materializing: {0}")]
     Materializing(#[source] std::io::Error),
@@ -203,6 +212,9 @@ pub struct FuseMountOptions {
     /// Where the blobs the store lacks come from (a snapshot only a remote holds), if
     /// anywhere: each is fetched when first read.
     pub lazy: Option<Arc<dyn Lazy>>,
+    /// Trees shown read-only under the mount's own layer (see [`Graft`]): given again each
+    /// time a layer is attached, as they are not in it.
+    pub grafts: Vec<Graft>,
 }
 
 /// A live mount.
@@ -308,6 +320,8 @@ impl Mounted {
             Ok(_) => {}
             Err(e) => return Err(failed(MountFailure::Root(e))),
         }
+        let grafts = state::Grafts::new(&options.grafts)
+            .map_err(|path| failed(MountFailure::GraftPath { path }))?;
         let (layer, records) = layer::Layer::open(&options.layer).map_err(|source| {
             failed(MountFailure::Layer {
                 layer: options.layer.clone(),
@@ -319,7 +333,7 @@ impl Mounted {
             layer,
             records,
             readers,
-            options.base,
+            (options.base, grafts),
             options.base_time,
             options.read_only,
         )

@@ -446,6 +446,7 @@ fn start(s: &Setup) -> mount::Mounted {
             base_time: std::time::SystemTime::now(),
             read_only: false,
             lazy: None,
+            grafts: Vec::new(),
         },
         readers,
     )

@@ -183,6 +183,7 @@ impl Engine {
                 base_time,
                 read_only,
                 lazy: Some(lazy),
+                grafts: Vec::new(),
             },
             readers,
         )

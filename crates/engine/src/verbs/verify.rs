@@ -636,6 +636,7 @@ impl Engine {
                         + Duration::from_secs(created.as_second().max(0).unsigned_abs()),
                     read_only: false,
                     lazy: Some(lazy),
+                    grafts: Vec::new(),
                 },
                 readers,
             );

@@ -203,6 +203,9 @@ pub(crate) struct Dir {
     /// Moved since `base` was built: its subtrees were captured under the rules of where it
     /// was, so they are judged again.
     pub moved: bool,
+    /// A graft's top: shown here, never this worktree's (a capture leaves it out, with
+    /// whatever was written under it), wherever it is moved.
+    pub graft: bool,
 }
 
 impl Dir {
@@ -216,7 +219,58 @@ impl Dir {
             skipped: Vec::new(),
             in_scope: true,
             moved: false,
+            graft: false,
         }
+    }
+}
+
+/// A tree shown read-only at a path under a mount (a dependency layer, say): read from the
+/// store as the snapshot's files are, written to the mount's own layer only (so another
+/// mount of the same tree never sees it), never captured. Where the snapshot itself has
+/// that name, the snapshot's entry is shown instead; where its parent is no directory of
+/// the mount, nothing is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Graft {
+    /// Where, from the mount's root: plain names, at least one.
+    pub path: camino::Utf8PathBuf,
+    /// The tree shown there.
+    pub tree: TreeId,
+}
+
+/// The grafts of a mount, by the path of the directory they show in: name and tree.
+#[derive(Debug, Default)]
+pub(crate) struct Grafts(HashMap<MountPath, Vec<(Vec<u8>, TreeId)>>);
+
+impl Grafts {
+    /// The grafts, each path checked (`Err`: the first that is not plain names).
+    pub(crate) fn new(grafts: &[Graft]) -> Result<Grafts, camino::Utf8PathBuf> {
+        let mut by_parent: HashMap<MountPath, Vec<(Vec<u8>, TreeId)>> = HashMap::new();
+        for g in grafts {
+            let mut names = Vec::new();
+            for c in g.path.components() {
+                match c {
+                    camino::Utf8Component::Normal(name) => names.push(name.as_bytes()),
+                    _ => return Err(g.path.clone()),
+                }
+            }
+            let Some(name) = names.pop() else {
+                return Err(g.path.clone());
+            };
+            let parent = names
+                .into_iter()
+                .fold(MountPath::root(), |at, n| at.child(n));
+            let here = by_parent.entry(parent).or_default();
+            // The first of two grafts at one path is shown.
+            if !here.iter().any(|(n, _)| n == name) {
+                here.push((name.to_vec(), g.tree));
+            }
+        }
+        Ok(Grafts(by_parent))
+    }
+
+    /// The grafts shown in the directory at `path`.
+    fn at(&self, path: &MountPath) -> &[(Vec<u8>, TreeId)] {
+        self.0.get(path).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -269,6 +323,8 @@ pub(crate) struct State {
     pub(crate) root: std::path::PathBuf,
     /// Where blobs the store lacks come from, if anywhere.
     pub(crate) lazy: Option<Arc<dyn Lazy>>,
+    /// Trees shown read-only under the tree, each in its directory when that is first read.
+    grafts: Grafts,
 }
 
 fn eio(e: impl std::fmt::Display) -> Errno {
@@ -286,13 +342,13 @@ fn perm_of(kind: EntryKind) -> u16 {
 }
 
 impl State {
-    /// The tree of `base` with the layer's `records` applied.
+    /// The tree of `base` (with `grafts` shown in it) with the layer's `records` applied.
     pub(crate) fn new(
         root: std::path::PathBuf,
         layer: Layer,
         records: Vec<Record>,
         readers: Readers,
-        base: Option<TreeId>,
+        (base, grafts): (Option<TreeId>, Grafts),
         base_time: SystemTime,
         read_only: bool,
     ) -> Result<State, StateError> {
@@ -314,6 +370,7 @@ impl State {
             skipping: HashSet::new(),
             root,
             lazy: None,
+            grafts,
         };
         let base = match records.first() {
             Some(Record::Base { tree }) => *tree,
@@ -478,6 +535,7 @@ impl State {
                     children.insert(e.name.clone(), ino);
                 }
             }
+            self.graft_into(dir, &mut children);
             let rules = match base {
                 Some((tree, _)) => RulesKey::of_base(&self.reader()?.tree(tree).map_err(eio)?),
                 None => RulesKey::default(),
@@ -492,6 +550,48 @@ impl State {
                 children: Some(c), ..
             }) => Ok(c),
             _ => Err(Errno::ENOTDIR),
+        }
+    }
+
+    /// Shows in `dir`, whose `children` were just read from its base, the grafts of its
+    /// path that the base does not hold. A graft's tree is read for its size; one the store
+    /// cannot read is shown all the same, and its listing fails (the log says why).
+    fn graft_into(&mut self, dir: Ino, children: &mut BTreeMap<Vec<u8>, Ino>) {
+        if self.grafts.0.is_empty() {
+            return;
+        }
+        let Some(path) = self.path(dir) else {
+            return;
+        };
+        let grafts: Vec<(Vec<u8>, TreeId)> = self
+            .grafts
+            .at(&path)
+            .iter()
+            .filter(|(name, _)| !children.contains_key(name))
+            .cloned()
+            .collect();
+        for (name, tree) in grafts {
+            let size = match self.reader().and_then(|r| r.tree(tree).map_err(eio)) {
+                Ok(t) => t.size(),
+                Err(_) => 0,
+            };
+            let ino = self.new_ino(Node {
+                parent: dir,
+                name: name.clone(),
+                links: Vec::new(),
+                perm: perm_of(EntryKind::Tree),
+                uid: self.uid,
+                gid: self.gid,
+                atime: self.base_time,
+                mtime: self.base_time,
+                ctime: self.base_time,
+                lookups: 0,
+                kind: Kind::Dir(Dir {
+                    graft: true,
+                    ..Dir::of_base(Some((tree, size)))
+                }),
+            });
+            children.insert(name, ino);
         }
     }
 

@@ -12,6 +12,9 @@ impl State {
         owner: Caller,
         kind: Kind,
     ) -> Res<Ino> {
+        // Read from its base first (a replayed record may be the first to reach it): a name
+        // put in before would be lost when it is.
+        self.children(parent)?;
         let now = SystemTime::now();
         let ino = self.new_ino(Node {
             parent,

@@ -78,11 +78,16 @@ impl State {
                 self.set_times(ino, Some((*atime).into()), Some((*mtime).into()))
             }
             Record::Tree {
-                tree, size, perm, ..
+                tree,
+                size,
+                perm,
+                graft,
+                ..
             } => {
                 let dir = Dir {
                     changed: true,
                     moved: true,
+                    graft: *graft,
                     ..Dir::of_base(Some((*tree, *size)))
                 };
                 let owner = self.owner();
@@ -165,7 +170,7 @@ impl State {
         if !loaded {
             return Ok(());
         }
-        let base_entries: BTreeMap<Vec<u8>, TreeEntry> = match base {
+        let mut base_entries: BTreeMap<Vec<u8>, TreeEntry> = match base {
             Some((t, _)) => self
                 .reader()?
                 .tree(t)
@@ -176,6 +181,18 @@ impl State {
                 .collect(),
             None => BTreeMap::new(),
         };
+        // The grafts a replay shows here again, as if the base held them: one left as it
+        // is takes no record, and what was written under it is recorded from its tree.
+        for (name, tree) in self.grafts.at(&path) {
+            base_entries
+                .entry(name.clone())
+                .or_insert_with(|| TreeEntry {
+                    name: name.clone(),
+                    kind: EntryKind::Tree,
+                    id: (*tree).into(),
+                    size: 0,
+                });
+        }
         let children: Vec<(Vec<u8>, Ino)> = self
             .children(dir)?
             .iter()
@@ -217,6 +234,7 @@ impl State {
                             tree,
                             size,
                             perm,
+                            graft: d.graft,
                         },
                         None => Record::Dir {
                             path: at.clone(),
