@@ -309,7 +309,7 @@ fn the_snapshot_wins_over_a_graft_at_a_path_it_holds() {
         "m",
         vec![
             graft("vendor", s.layer),
-            graft("nowhere/node_modules", s.layer),
+            graft("README/node_modules", s.layer),
         ],
     );
     let root = m.root().to_owned();
@@ -319,12 +319,66 @@ fn the_snapshot_wins_over_a_graft_at_a_path_it_holds() {
         .collect();
     names.sort();
     assert_eq!(names, ["own.txt"]);
-    // A graft whose directory the mount lacks is not shown; making it later shows nothing.
-    assert!(!root.join("nowhere").exists());
-    std::fs::create_dir(root.join("nowhere")).unwrap();
-    assert!(!root.join("nowhere/node_modules").exists());
+    // Under a file: not shown.
+    assert_eq!(read(root.join("README")), "read me\n");
     assert_eq!(capture(&s, &m, true), base_paths(&[]));
     m.unmount(false).unwrap();
+}
+
+/// A graft deeper than the snapshot's directories (`vendor/bundle` where the snapshot has
+/// no `vendor`): the directories above it are shown, and taken only once something of the
+/// worktree's own is written in them.
+#[test]
+fn a_graft_below_directories_the_snapshot_lacks_is_shown_and_they_are_not_captured_empty() {
+    let s = setup();
+    let grafts = || vec![graft("deep/er/bundle", s.layer)];
+    let m = start(&s, "m", grafts());
+    let root = m.root().to_owned();
+    assert_eq!(
+        read(root.join("deep/er/bundle/pkg/index.js")),
+        "module.exports = 1;\n"
+    );
+    assert_eq!(capture(&s, &m, true), base_paths(&[]));
+    std::fs::write(root.join("deep/er/bundle/pkg/index.js"), "changed\n").unwrap();
+    std::fs::write(root.join("deep/mine.txt"), "mine\n").unwrap();
+    assert_eq!(
+        capture(&s, &m, false),
+        base_paths(&["deep", "deep/mine.txt"])
+    );
+    m.unmount(false).unwrap();
+    drop(m);
+    for round in 0..2 {
+        let m = start(&s, "m", grafts());
+        let root = m.root().to_owned();
+        assert_eq!(
+            read(root.join("deep/er/bundle/pkg/index.js")),
+            "changed\n",
+            "{round}"
+        );
+        assert_eq!(read(root.join("deep/mine.txt")), "mine\n", "{round}");
+        assert_eq!(
+            read(root.join("deep/er/bundle/pkg/lib/a.js")),
+            "a\n",
+            "{round}"
+        );
+        assert_eq!(
+            capture(&s, &m, true),
+            base_paths(&["deep", "deep/mine.txt"]),
+            "{round}"
+        );
+        if round == 1 {
+            std::fs::remove_dir_all(root.join("deep/er")).unwrap();
+        }
+        m.unmount(false).unwrap();
+    }
+    // Removed, it stays removed when attached again (twice: the compacted journal too).
+    for round in 0..2 {
+        let m = start(&s, "m", grafts());
+        let root = m.root().to_owned();
+        assert!(!root.join("deep/er").exists(), "{round}");
+        assert_eq!(read(root.join("deep/mine.txt")), "mine\n", "{round}");
+        m.unmount(false).unwrap();
+    }
 }
 
 #[test]

@@ -227,8 +227,9 @@ impl Dir {
 /// A tree shown read-only at a path under a mount (a dependency layer, say): read from the
 /// store as the snapshot's files are, written to the mount's own layer only (so another
 /// mount of the same tree never sees it), never captured. Where the snapshot itself has
-/// that name, the snapshot's entry is shown instead; where its parent is no directory of
-/// the mount, nothing is shown.
+/// that name, the snapshot's entry is shown instead; directories above it the snapshot
+/// lacks are shown empty but for it (and are not captured unless something is written in
+/// them); where something else than a directory stands above it, it is not shown.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Graft {
     /// Where, from the mount's root: plain names, at least one.
@@ -237,14 +238,23 @@ pub struct Graft {
     pub tree: TreeId,
 }
 
-/// The grafts of a mount, by the path of the directory they show in: name and tree.
+/// What the grafts show in one directory.
 #[derive(Debug, Default)]
-pub(crate) struct Grafts(HashMap<MountPath, Vec<(Vec<u8>, TreeId)>>);
+pub(crate) struct GraftsHere {
+    /// Grafts: name and tree.
+    pub grafts: Vec<(Vec<u8>, TreeId)>,
+    /// Directories above grafts deeper down, shown if the base lacks them.
+    pub dirs: Vec<Vec<u8>>,
+}
+
+/// The grafts of a mount, by the path of the directory they show in.
+#[derive(Debug, Default)]
+pub(crate) struct Grafts(HashMap<MountPath, GraftsHere>);
 
 impl Grafts {
     /// The grafts, each path checked (`Err`: the first that is not plain names).
     pub(crate) fn new(grafts: &[Graft]) -> Result<Grafts, camino::Utf8PathBuf> {
-        let mut by_parent: HashMap<MountPath, Vec<(Vec<u8>, TreeId)>> = HashMap::new();
+        let mut by_dir: HashMap<MountPath, GraftsHere> = HashMap::new();
         for g in grafts {
             let mut names = Vec::new();
             for c in g.path.components() {
@@ -256,21 +266,26 @@ impl Grafts {
             let Some(name) = names.pop() else {
                 return Err(g.path.clone());
             };
-            let parent = names
-                .into_iter()
-                .fold(MountPath::root(), |at, n| at.child(n));
-            let here = by_parent.entry(parent).or_default();
+            let mut at = MountPath::root();
+            for dir in names {
+                let here = by_dir.entry(at.clone()).or_default();
+                if !here.dirs.iter().any(|d| d == dir) {
+                    here.dirs.push(dir.to_vec());
+                }
+                at = at.child(dir);
+            }
+            let here = by_dir.entry(at).or_default();
             // The first of two grafts at one path is shown.
-            if !here.iter().any(|(n, _)| n == name) {
-                here.push((name.to_vec(), g.tree));
+            if !here.grafts.iter().any(|(n, _)| n == name) {
+                here.grafts.push((name.to_vec(), g.tree));
             }
         }
-        Ok(Grafts(by_parent))
+        Ok(Grafts(by_dir))
     }
 
-    /// The grafts shown in the directory at `path`.
-    fn at(&self, path: &MountPath) -> &[(Vec<u8>, TreeId)] {
-        self.0.get(path).map_or(&[], Vec::as_slice)
+    /// What the grafts show in the directory at `path`.
+    pub(crate) fn at(&self, path: &MountPath) -> Option<&GraftsHere> {
+        self.0.get(path)
     }
 }
 
@@ -554,44 +569,55 @@ impl State {
     }
 
     /// Shows in `dir`, whose `children` were just read from its base, the grafts of its
-    /// path that the base does not hold. A graft's tree is read for its size; one the store
-    /// cannot read is shown all the same, and its listing fails (the log says why).
+    /// path the base does not hold, then the directories above deeper ones it lacks. A
+    /// graft's tree is read for its size; one the store cannot read is shown all the same,
+    /// and its listing fails (the log says why).
     fn graft_into(&mut self, dir: Ino, children: &mut BTreeMap<Vec<u8>, Ino>) {
         if self.grafts.0.is_empty() {
             return;
         }
-        let Some(path) = self.path(dir) else {
+        let Some(here) = self.path(dir).and_then(|p| self.grafts.at(&p)) else {
             return;
         };
-        let grafts: Vec<(Vec<u8>, TreeId)> = self
-            .grafts
-            .at(&path)
-            .iter()
+        let grafts: Vec<(Vec<u8>, TreeId)> = (here.grafts.iter())
             .filter(|(name, _)| !children.contains_key(name))
             .cloned()
             .collect();
+        let dirs = here.dirs.clone();
         for (name, tree) in grafts {
             let size = match self.reader().and_then(|r| r.tree(tree).map_err(eio)) {
                 Ok(t) => t.size(),
                 Err(_) => 0,
             };
-            let ino = self.new_ino(Node {
-                parent: dir,
-                name: name.clone(),
-                links: Vec::new(),
-                perm: perm_of(EntryKind::Tree),
-                uid: self.uid,
-                gid: self.gid,
-                atime: self.base_time,
-                mtime: self.base_time,
-                ctime: self.base_time,
-                lookups: 0,
-                kind: Kind::Dir(Dir {
-                    graft: true,
-                    ..Dir::of_base(Some((tree, size)))
-                }),
+            let kind = Kind::Dir(Dir {
+                graft: true,
+                ..Dir::of_base(Some((tree, size)))
             });
+            let ino = self.new_ino(self.base_node(dir, &name, kind));
             children.insert(name, ino);
+        }
+        for name in dirs {
+            if let std::collections::btree_map::Entry::Vacant(v) = children.entry(name) {
+                let node = self.base_node(dir, v.key(), Kind::Dir(Dir::of_base(None)));
+                v.insert(self.new_ino(node));
+            }
+        }
+    }
+
+    /// A node as the base shows it, `name` in `parent`.
+    fn base_node(&self, parent: Ino, name: &[u8], kind: Kind) -> Node {
+        Node {
+            parent,
+            name: name.to_vec(),
+            links: Vec::new(),
+            perm: perm_of(EntryKind::Tree),
+            uid: self.uid,
+            gid: self.gid,
+            atime: self.base_time,
+            mtime: self.base_time,
+            ctime: self.base_time,
+            lookups: 0,
+            kind,
         }
     }
 

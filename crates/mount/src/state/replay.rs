@@ -181,17 +181,30 @@ impl State {
                 .collect(),
             None => BTreeMap::new(),
         };
-        // The grafts a replay shows here again, as if the base held them: one left as it
-        // is takes no record, and what was written under it is recorded from its tree.
-        for (name, tree) in self.grafts.at(&path) {
-            base_entries
-                .entry(name.clone())
-                .or_insert_with(|| TreeEntry {
-                    name: name.clone(),
-                    kind: EntryKind::Tree,
-                    id: (*tree).into(),
-                    size: 0,
-                });
+        // What the grafts show here, as a replay shows it again, counts as the base: a
+        // graft left as it is takes no record, and what was written under it is recorded
+        // from its tree; so for a directory shown above a deeper graft (an empty tree here).
+        let mut shown_above = HashSet::new();
+        if let Some(here) = self.grafts.at(&path) {
+            let grafts = here.grafts.iter().map(|(n, t)| (n, *t, false));
+            let dirs = (here.dirs.iter()).map(|n| (n, Tree::default().id(), true));
+            for (name, tree, above) in grafts.chain(dirs) {
+                if base_entries.contains_key(name) {
+                    continue;
+                }
+                if above {
+                    shown_above.insert(name.clone());
+                }
+                base_entries.insert(
+                    name.clone(),
+                    TreeEntry {
+                        name: name.clone(),
+                        kind: EntryKind::Tree,
+                        id: tree.into(),
+                        size: 0,
+                    },
+                );
+            }
         }
         let children: Vec<(Vec<u8>, Ino)> = self
             .children(dir)?
@@ -226,8 +239,10 @@ impl State {
             // base's entry replaces it (the entry is removed first).
             let (record, same) = match &node.kind {
                 Kind::Dir(d) => {
-                    let same =
-                        d.base.is_some() && be.and_then(TreeEntry::tree) == d.base.map(|(t, _)| t);
+                    let same = match d.base {
+                        Some((t, _)) => be.and_then(TreeEntry::tree) == Some(t),
+                        None => shown_above.contains(&name),
+                    };
                     let record = match d.base {
                         Some((tree, size)) => Record::Tree {
                             path: at.clone(),
