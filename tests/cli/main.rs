@@ -17,6 +17,7 @@ mod import_commands;
 mod mcp_client;
 mod merge_commands;
 mod mount_commands;
+mod mount_deps;
 mod mount_lifecycle;
 mod mount_posix;
 mod mount_remote;

@@ -22,6 +22,9 @@ pub struct Args {
     /// (`worktree list` shows how far it is).
     #[arg(long)]
     prefetch: bool,
+    /// Leave out the dependency layers the snapshot's lockfiles name.
+    #[arg(long)]
+    no_deps: bool,
 }
 
 impl IntoRequest for Args {
@@ -36,6 +39,7 @@ impl From<Args> for MountOptions {
             mut args,
             read_only,
             prefetch,
+            no_deps,
         } = args;
         // The last one is the directory, the one before it (if any) the snapshot.
         let dir = Utf8PathBuf::from(args.pop().unwrap_or_default());
@@ -44,26 +48,33 @@ impl From<Args> for MountOptions {
             dir,
             read_only,
             prefetch,
+            no_deps,
         }
     }
 }
 
 impl Human for verbs::Mount {
     fn report(o: &MountOutcome, json: serde_json::Value, _: &View) -> Report {
-        Report::new(
-            json,
-            format!(
-                "mounted {} at {}{}{}\n",
-                o.snapshot
-                    .map(|s| s.short(12))
-                    .unwrap_or_else(|| "-".into()),
-                o.worktree,
-                if o.read_only { " (read-only)" } else { "" },
-                match &o.remote {
-                    Some(r) => format!(" (files fetched from remote {r} when first read)"),
-                    None => String::new(),
-                }
-            ),
-        )
+        let mut text = format!(
+            "mounted {} at {}{}{}\n",
+            o.snapshot
+                .map(|s| s.short(12))
+                .unwrap_or_else(|| "-".into()),
+            o.worktree,
+            if o.read_only { " (read-only)" } else { "" },
+            match &o.remote {
+                Some(r) => format!(" (files fetched from remote {r} when first read)"),
+                None => String::new(),
+            }
+        );
+        for d in &o.deps {
+            text.push_str(&format!(
+                "  dependency layer {} at {} ({} files)\n",
+                d.key.get(..12).unwrap_or(&d.key),
+                d.path,
+                d.files
+            ));
+        }
+        Report::new(json, text)
     }
 }

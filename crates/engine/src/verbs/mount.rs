@@ -6,9 +6,12 @@ use std::sync::{Arc, PoisonError};
 
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::SnapshotId;
-use fs_manager::{OpRecord, RegistryRead, RegistryWrite, WorktreeKind, WorktreeRecord};
+use fs_manager::{
+    AttachedLayer, OpRecord, RegistryRead, RegistryWrite, WorktreeKind, WorktreeRecord,
+};
 use serde::{Deserialize, Serialize};
 
+use crate::deps::AttachedDeps;
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::Error;
 use crate::mounts::{MountsError, claim_also, mount_error};
@@ -33,6 +36,10 @@ pub struct MountOptions {
     /// (`worktree list` shows how far it is).
     #[serde(default)]
     pub prefetch: bool,
+    /// Leave out the dependency layers the snapshot's lockfiles name (with a snapshot: a
+    /// mount attached again shows those it was made with).
+    #[serde(default)]
+    pub no_deps: bool,
 }
 
 /// A mounted worktree.
@@ -49,6 +56,24 @@ pub struct MountOutcome {
     /// lacked, or whose files it lacks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<String>,
+    /// The dependency layers shown in it, each read-only under the worktree's own layer
+    /// (what is written there stays in the worktree, never in the layer); never captured.
+    #[serde(default)]
+    pub deps: Vec<AttachedDeps>,
+}
+
+/// How a re-attached mount names a layer its record keeps: numbers from the layer's record
+/// if the store still has it (0 if `deps rm` removed it since; the tree stays in the
+/// worktree record).
+fn shown(reader: &cas::Reader, attached: &AttachedLayer) -> Result<AttachedDeps, Error> {
+    let (files, bytes) =
+        crate::deps::record(reader, &attached.key)?.map_or((0, 0), |r| (r.files, r.bytes));
+    Ok(AttachedDeps {
+        path: attached.path.clone(),
+        key: attached.key.clone(),
+        files,
+        bytes,
+    })
 }
 
 impl Engine {
@@ -103,6 +128,8 @@ impl Engine {
         let existing = reader.worktree(&root)?;
         let layer = self.layer_dir(&root);
         let mut remote = None;
+        // The layers of a mount attached again are its record's.
+        let mut attached: Vec<AttachedLayer> = Vec::new();
         let (head, fresh, read_only) = match (&options.snapshot, existing) {
             (Some(_), Some(r)) => {
                 return Err(MountsError::WorktreeExists { root, kind: r.kind }.into());
@@ -127,13 +154,18 @@ impl Engine {
             }
             (None, Some(r)) if r.kind == WorktreeKind::Mounted => {
                 if let Some(live) = self.mounts.get(&root).filter(|m| m.is_live()) {
+                    let deps = (r.deps.iter())
+                        .map(|a| shown(&reader, a))
+                        .collect::<Result<_, _>>()?;
                     return Ok(MountOutcome {
                         worktree: root,
                         snapshot: r.head,
                         read_only: live.read_only(),
                         remote: r.mount_remote,
+                        deps,
                     });
                 }
+                attached = r.deps.clone();
                 drop(reader);
                 if self.recover_materialize(store, &r)? {
                     return Err(MountsError::Materialized { root }.into());
@@ -162,7 +194,22 @@ impl Engine {
                 .transpose()?
                 .flatten();
         }
-        drop(reader);
+        let deps = match head {
+            // Found from the snapshot's lockfiles: one tree read, no walk of a layer.
+            Some(h) if fresh && !options.no_deps => {
+                drop(reader);
+                let planned = crate::deps::plan(store, h, &root)?;
+                attached = planned.iter().map(crate::deps::Attach::attached).collect();
+                planned.iter().map(AttachedDeps::of).collect()
+            }
+            _ => {
+                let kept = (attached.iter())
+                    .map(|a| shown(&reader, a))
+                    .collect::<Result<_, _>>()?;
+                drop(reader);
+                kept
+            }
+        };
         if fresh {
             // Left by a worktree once mounted here and removed.
             self.drop_layer(&root);
@@ -183,7 +230,12 @@ impl Engine {
                 base_time,
                 read_only,
                 lazy: Some(lazy),
-                grafts: Vec::new(),
+                grafts: (attached.iter())
+                    .map(|a| mount::Graft {
+                        path: a.path.clone(),
+                        tree: a.tree,
+                    })
+                    .collect(),
             },
             readers,
         )
@@ -195,6 +247,7 @@ impl Engine {
                 mount_base: head,
                 mount_read_only: read_only,
                 mount_remote: remote.clone(),
+                deps: attached,
                 ..WorktreeRecord::new(root.clone(), WorktreeKind::Mounted)
             };
             let mut batch = cas::WriteBatch::new();
@@ -219,6 +272,7 @@ impl Engine {
             snapshot: head,
             read_only,
             remote,
+            deps,
         })
     }
 }
