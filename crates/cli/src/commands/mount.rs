@@ -22,7 +22,8 @@ pub struct Args {
     /// (`worktree list` shows how far it is).
     #[arg(long)]
     prefetch: bool,
-    /// Leave out the dependency layers the snapshot's lockfiles name.
+    /// Leave out the dependency layers the snapshot's lockfiles name (with a snapshot: a
+    /// mount attached again shows those it was made with).
     #[arg(long)]
     no_deps: bool,
 }
