@@ -181,8 +181,11 @@ fn no_deps_and_a_changed_lockfile_mount_without_the_layer() {
         dirs: vec![with.clone(), plain.clone(), changed.clone()],
     };
     let layers = |out: &serde_json::Value| out["deps"].as_array().map_or(0, Vec::len);
-    let out = mount_json(&env, &[&snap, with.as_str()]);
-    assert_eq!(layers(&out), 1, "{out}");
+    let out = env.cairn(&["mount", &snap, with.as_str()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = crate::support::stdout(&out);
+    assert!(said.contains("dependency layer"), "{said}");
+    assert!(said.contains(" at node_modules (3 files)"), "{said}");
     assert!(with.join("node_modules/pkg/index.js").exists());
     let out = mount_json(&env, &[&snap, plain.as_str(), "--no-deps"]);
     assert_eq!(layers(&out), 0, "{out}");
@@ -209,4 +212,41 @@ fn no_deps_and_a_changed_lockfile_mount_without_the_layer() {
     let out = mount_json(&env, &[plain.as_str()]);
     assert_eq!(layers(&out), 0, "{out}");
     assert!(!plain.join("node_modules").exists());
+}
+
+/// A snapshot only a remote holds, with a `.cairn-deps`: the mount reads that file (its
+/// blob fetched from the remote, as the mount would when it is read) to find the layers,
+/// and is made.
+#[test]
+fn a_remote_only_mount_of_a_snapshot_with_pairs_of_its_own_is_made() {
+    use crate::remote_commands::{Machine, RemoteTarget};
+    let env = Env::new();
+    let target = RemoteTarget {
+        url: format!("file://{}", env.path().join("remote")),
+        endpoint: None,
+        env: Vec::new(),
+        conditional: true,
+    };
+    let a = Machine::new(env.path(), "a", Vec::new(), &target);
+    let b = Machine::new(env.path(), "b", Vec::new(), &target);
+    let proj = a.dir.join("proj");
+    std::fs::create_dir_all(proj.join("tools")).unwrap();
+    std::fs::write(proj.join(".cairn-deps"), "tools/deps.lock tools/deps\n").unwrap();
+    std::fs::write(proj.join("tools/deps.lock"), "pinned\n").unwrap();
+    let snap = a.ok(&["onboard", proj.as_str()])["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    a.add_remote(&target);
+    a.ok(&["push", &snap]);
+    b.add_remote(&target);
+    let m = env.path().join("m");
+    let _guard = Mounts {
+        env: &env,
+        dirs: vec![m.clone()],
+    };
+    let (code, out) = b.json(&["mount", &snap, m.as_str()]);
+    let _ = b.run(&["unmount", m.as_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(out["deps"].as_array().map_or(1, Vec::len), 0, "{out}");
 }
