@@ -470,6 +470,36 @@ mod tests {
         assert_eq!(*reason, io.to_string());
     }
 
+    /// A server that stops reading a connection before the request is whole (one dying
+    /// as a command connects: the write fails with EPIPE) ran nothing: the call is
+    /// unavailable, so the command goes elsewhere, not "went away, may or may not have
+    /// completed".
+    #[test]
+    fn a_request_cut_while_written_is_unavailable() {
+        let dir = std::env::temp_dir().join(format!("cairn-client-cut-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let socket = camino::Utf8PathBuf::try_from(dir.join("cairn.sock")).unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let server = std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            conn.shutdown(std::net::Shutdown::Read).unwrap();
+            // Held open (no EOF for the client to read) until the call is over.
+            let _ = finished.recv();
+        });
+        let client = super::Client::new(&socket).unwrap();
+        // More than a socket's buffer holds, so the write is still going.
+        let body = serde_json::json!({ "message": "x".repeat(8 << 20) });
+        let err = client.call("snapshot", &body).expect_err("nobody answers");
+        drop(done);
+        server.join().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            matches!(err, super::ClientError::Unavailable { .. }),
+            "{err:?}"
+        );
+    }
+
     /// Found by the `serve_call` fuzz target: an integer too large for 64 bits is read as a
     /// float, and without correctly rounded parsing it came back a different number once
     /// written and read again, so a streamed reply changed in transit.

@@ -82,10 +82,13 @@ impl Transport {
             let request = request
                 .body(Full::new(Bytes::from(body.unwrap_or_default())))
                 .map_err(|e| Failure::Unsent(TransportError::Request(e)))?;
-            let response = sender
-                .send_request(request)
-                .await
-                .map_err(|e| Failure::Sent(TransportError::Http(e)))?;
+            let response = sender.send_request(request).await.map_err(|e| {
+                if cut_while_written(&e) {
+                    Failure::Unsent(TransportError::Http(e))
+                } else {
+                    Failure::Sent(TransportError::Http(e))
+                }
+            })?;
             Ok(Reply {
                 status: response.status().as_u16(),
                 content_type: response
@@ -98,6 +101,21 @@ impl Transport {
             })
         })
     }
+}
+
+/// The server closed the connection while the request was still being written: a write,
+/// never a read, fails with EPIPE on a Unix socket. It never had the whole request, and a
+/// route runs only on a whole one, so nothing was done (a server that died just after
+/// accepting the connection).
+fn cut_while_written(e: &hyper::Error) -> bool {
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return io.kind() == std::io::ErrorKind::BrokenPipe;
+        }
+        cause = c.source();
+    }
+    false
 }
 
 impl Reply<'_> {
