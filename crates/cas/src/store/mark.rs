@@ -73,6 +73,11 @@ struct Reach {
 /// owner's index.
 type Candidate = (Vec<SnapshotId>, Option<(usize, HistoryEntry)>);
 
+/// A budget's tiers, kept highest first: history and ancestors (newest first), then spare
+/// entries (most recent first), so no history goes while a spare entry could instead.
+const HISTORY: u8 = 1;
+const SPARE: u8 = 0;
+
 struct Marker<'r> {
     reader: &'r Reader,
     /// What the members of each frame of small blobs add up to, by the frame's offset: a
@@ -101,6 +106,8 @@ pub(super) fn mark(
         .collect();
     // Each history entry with the index of its owner.
     let mut history: Vec<(usize, HistoryEntry)> = Vec::new();
+    let mut spare: Vec<(usize, HistoryEntry)> = Vec::new();
+    let mut kept_trees: Vec<TreeId> = Vec::new();
     let mut drop = Vec::new();
     for (index, owner) in owners.iter().enumerate() {
         let mut roots = Roots::default();
@@ -118,6 +125,8 @@ pub(super) fn mark(
                 .map(|id| (id, Keeper::new(owner.name()))),
         );
         history.extend(roots.history.into_iter().map(|e| (index, e)));
+        spare.extend(roots.spare.into_iter().map(|e| (index, e)));
+        kept_trees.extend(roots.trees);
         drop.extend(roots.drop);
     }
 
@@ -144,16 +153,18 @@ pub(super) fn mark(
         }
         marker.take(reach);
     }
+    let reach = marker.reach_from(&[], &kept_trees, false)?;
+    marker.take(reach);
     let kept_bytes = marker.bytes;
     let (optional_kept, dropped) = match budget {
         None => {
-            for (_, entry) in &history {
+            for (_, entry) in history.iter().chain(&spare) {
                 let reach = marker.reach(&entry.snapshots, true)?;
                 marker.take(reach);
             }
             (0, Vec::new())
         }
-        Some(budget) => marker.fit(history, budget)?,
+        Some(budget) => marker.fit(history, spare, budget)?,
     };
     let (parts, whole): (Vec<_>, Vec<_>) = dropped.into_iter().partition(|(_, e)| e.part.is_some());
     drop.extend(whole.into_iter().map(|(_, e)| e.key));
@@ -208,10 +219,21 @@ fn rank(reason: &str) -> u8 {
 impl Marker<'_> {
     /// What `roots` reach (with their ancestry if `ancestry`) that is not live yet.
     fn reach(&self, roots: &[SnapshotId], ancestry: bool) -> Result<Reach, MaintenanceError> {
+        self.reach_from(roots, &[], ancestry)
+    }
+
+    /// What the snapshots `roots` (with their ancestry if `ancestry`) and the trees
+    /// `tree_roots` reach that is not live yet.
+    fn reach_from(
+        &self,
+        roots: &[SnapshotId],
+        tree_roots: &[TreeId],
+        ancestry: bool,
+    ) -> Result<Reach, MaintenanceError> {
         let reader = self.reader;
         let mut out = Reach::default();
         let mut pending = roots.to_vec();
-        let mut trees = Vec::new();
+        let mut trees = tree_roots.to_vec();
         while let Some(id) = pending.pop() {
             if self.live.snapshots.contains(&id) || out.added.snapshots.contains(&id) {
                 continue;
@@ -291,19 +313,23 @@ impl Marker<'_> {
     }
 
     /// Keeps history entries (each with its owner's index) and ancestors of what is live,
-    /// newest first, while the stored bytes stay within `budget`. Returns how many that
-    /// added bytes it kept, and the entries it dropped.
+    /// newest first, then spare entries, most recent first, while the stored bytes stay
+    /// within `budget`. Returns how many that added bytes it kept, and the entries it
+    /// dropped.
     fn fit(
         &mut self,
         history: Vec<(usize, HistoryEntry)>,
+        spare: Vec<(usize, HistoryEntry)>,
         budget: u64,
     ) -> Result<(usize, Vec<(usize, HistoryEntry)>), MaintenanceError> {
         // Each candidate: the snapshots it keeps and, for a history entry, the entry.
         let mut candidates: Vec<Candidate> = Vec::new();
         let mut queue = BinaryHeap::new();
-        for (owner, entry) in history {
-            queue.push((entry.time, candidates.len()));
-            candidates.push((entry.snapshots.clone(), Some((owner, entry))));
+        for (tier, entries) in [(HISTORY, history), (SPARE, spare)] {
+            for (owner, entry) in entries {
+                queue.push((tier, entry.time, candidates.len()));
+                candidates.push((entry.snapshots.clone(), Some((owner, entry))));
+            }
         }
         let mut dropped = Vec::new();
         let mut queued: HashSet<SnapshotId> = HashSet::new();
@@ -311,7 +337,7 @@ impl Marker<'_> {
         self.queue_ancestors(&parents, &mut queued, &mut candidates, &mut queue)?;
         let mut full = false;
         let mut kept = 0;
-        while let Some((_, index)) = queue.pop() {
+        while let Some((_, _, index)) = queue.pop() {
             let reach = self.reach(&candidates[index].0, false)?;
             if reach.bytes == 0 || (!full && self.bytes + reach.bytes <= budget) {
                 if reach.bytes > 0 {
@@ -336,7 +362,7 @@ impl Marker<'_> {
         parents: &[SnapshotId],
         queued: &mut HashSet<SnapshotId>,
         candidates: &mut Vec<Candidate>,
-        queue: &mut BinaryHeap<(jiff::Timestamp, usize)>,
+        queue: &mut BinaryHeap<(u8, jiff::Timestamp, usize)>,
     ) -> Result<(), MaintenanceError> {
         for &p in parents {
             if self.live.snapshots.contains(&p)
@@ -350,7 +376,7 @@ impl Marker<'_> {
                 .snapshot(p)
                 .map_err(MaintenanceError::Unsafe)?
                 .created;
-            queue.push((created, candidates.len()));
+            queue.push((HISTORY, created, candidates.len()));
             candidates.push((vec![p], None));
         }
         Ok(())

@@ -3,7 +3,7 @@
 use super::error::BoxError;
 use super::reader::Reader;
 use super::side::{Rewrite, SideKey};
-use crate::id::SnapshotId;
+use crate::id::{SnapshotId, TreeId};
 
 /// One thing `fsck` found wrong.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -54,6 +54,12 @@ pub struct Roots {
     pub kept: Vec<(SnapshotId, Keeper)>,
     /// Entries that keep their snapshots unless a size budget drops them, oldest first.
     pub history: Vec<HistoryEntry>,
+    /// Entries kept like [`Roots::history`] without a size budget; under one, dropped
+    /// before any history, least recent first (the dependency layers no worktree uses).
+    pub spare: Vec<HistoryEntry>,
+    /// Trees to keep, with what they reach, whatever a size budget says (a worktree's
+    /// dependency layers as written for its root). `retained` does not list them.
+    pub trees: Vec<TreeId>,
     /// Entries to delete (for example op-log entries past their age).
     pub drop: Vec<SideKey>,
 }

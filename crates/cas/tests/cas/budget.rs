@@ -223,3 +223,116 @@ fn a_budget_out_of_reach_drops_only_what_does_not_fit_the_stored_bytes() {
         "the newest history entry fits the stored bytes and stays"
     );
 }
+
+const SPARE: SideTable = SideTable::new("test.spare");
+
+/// The [`Journal`]'s history, plus each `SPARE` entry as a spare entry keeping the
+/// snapshot its value names, used at the second its sequence number gives past
+/// 1,000,000 (newer than any history), and `trees` kept as trees.
+struct WithSpare {
+    journal: Journal,
+    trees: Vec<TreeId>,
+}
+
+impl SideOwner for WithSpare {
+    fn roots(&self, reader: &Reader, roots: &mut Roots) -> Result<(), BoxError> {
+        self.journal.roots(reader, roots)?;
+        roots.trees.extend(&self.trees);
+        for (scope, key, value) in reader.side_entries(SPARE)? {
+            let seq = sequence_of(&key).ok_or("not a sequence")?;
+            roots.spare.push(HistoryEntry {
+                time: jiff::Timestamp::from_second(1_000_000 + i64::try_from(seq)?)?,
+                snapshots: vec![std::str::from_utf8(&value)?.parse()?],
+                key: SideKey {
+                    table: SPARE,
+                    scope,
+                    key,
+                },
+                part: None,
+            });
+        }
+        Ok(())
+    }
+
+    fn check(&self, _: &Reader) -> Result<Checked, BoxError> {
+        Ok(Checked::default())
+    }
+
+    fn name(&self) -> &'static str {
+        "spare"
+    }
+}
+
+/// Spare entries (dependency layers no worktree uses) stay without a budget; under one
+/// they go before any history, least recent first, though they are newer than all of it;
+/// a kept tree stays whatever the budget, without the snapshot it came from.
+#[test]
+fn a_budget_drops_spare_entries_before_history_and_keeps_kept_trees() {
+    let mut t = temp_store();
+    let (chain, journal) = chain(&t);
+    let spares: Vec<SnapshotId> = (0..3u64)
+        .map(|i| {
+            let big = noise(100 + i, BIG);
+            let id = commit(&t.store, &[("big", &big[..])], vec![], "spare");
+            let mut batch = WriteBatch::new();
+            batch.append_side(SPARE, "", id.to_hex().into_bytes());
+            t.store.write(&batch).unwrap();
+            id
+        })
+        .collect();
+    let kept_file = noise(200, BIG);
+    let holder = commit(&t.store, &[("big", &kept_file[..])], vec![], "holder");
+    let kept_tree = t.store.reader().unwrap().snapshot(holder).unwrap().tree;
+    let owner = WithSpare {
+        journal,
+        trees: vec![kept_tree],
+    };
+
+    let out = t.store.gc(&StoreGcOptions::default(), &[&owner]).unwrap();
+    assert_eq!(
+        out.removed,
+        vec![(ObjectKind::Snapshot, holder.into())],
+        "without a budget only the tree's snapshot goes"
+    );
+    assert_eq!(present(&t, &spares), [true, true, true]);
+
+    // Room for the keepers, the kept tree, all history and one spare (8 + 1 + 1 files of
+    // 700 KB, about 7.3 MB with redb's overhead, within what gc aims for), not two.
+    let options = StoreGcOptions {
+        max_size: Some(7_900_000),
+        ..StoreGcOptions::default()
+    };
+    t.store.gc(&options, &[&owner]).unwrap();
+    assert_eq!(present(&t, &chain), [true; 8], "no history goes");
+    assert_eq!(
+        present(&t, &spares),
+        [false, false, true],
+        "the least recent spares go, the most recent stays"
+    );
+    let r = t.store.reader().unwrap();
+    assert_eq!(r.side_entries(SPARE).unwrap().len(), 1, "their entries too");
+    let tree = r.tree(kept_tree).unwrap();
+    let blob = tree.get(b"big").unwrap().blob().unwrap();
+    assert_eq!(
+        r.blob(blob).unwrap(),
+        kept_file,
+        "the kept tree's file stays"
+    );
+    drop(r);
+
+    // Too little for all history: every spare goes before it, and the tree stays.
+    let options = StoreGcOptions {
+        max_size: Some(4 << 20),
+        ..StoreGcOptions::default()
+    };
+    t.store.gc(&options, &[&owner]).unwrap();
+    assert_eq!(present(&t, &spares), [false, false, false]);
+    let history = present(&t, &chain);
+    assert!(history[6] && !history[0], "{history:?}");
+    assert!(t.store.reader().unwrap().has_tree(kept_tree).unwrap());
+    let fsck = t
+        .store
+        .fsck(&StoreFsckOptions::default(), &[&owner])
+        .unwrap();
+    assert!(fsck.problems.is_empty(), "{:?}", fsck.problems);
+}
