@@ -71,7 +71,8 @@ impl Engine {
             store: Some(store.root().to_owned()),
             ..fs_manager::Registry::default()
         };
-        let owners: [&dyn cas::SideOwner; 2] = [&registry, &remote::RemotesOwner];
+        let layers = crate::deps::keep::LayerRecords::default();
+        let owners: [&dyn cas::SideOwner; 3] = [&registry, &remote::RemotesOwner, &layers];
         let mut out = store.fsck(&cas::StoreFsckOptions::default(), &owners)?;
         out.problems.extend(signature_problems(&store.reader()?)?);
         let promised = promised_count(&store.reader()?)?;

@@ -3,6 +3,7 @@
 use cas::ObjectKind;
 use serde::{Deserialize, Serialize};
 
+use crate::deps::keep::LayerRecords;
 use crate::engine::{Call, Engine};
 use crate::error::{Code, Error};
 use crate::spec::{VerbSpec, verb, verbs};
@@ -43,14 +44,14 @@ pub struct GcOptions {
     /// Report what would be removed; change nothing.
     #[serde(default)]
     pub dry_run: bool,
-    /// Days: drop op-log entries older than this; newer ones are never dropped. `prune_ops` is its older name.
+    /// Days: drop op-log entries older than this, and dependency layers no worktree uses that were last used before; newer ones are never dropped. `prune_ops` is its older name.
     #[serde(
         default,
         alias = "prune_ops",
         deserialize_with = "crate::engine::whole_number::deserialize"
     )]
     pub keep_within: Option<u32>,
-    /// Bytes the store's database file may take (mount layers and other files in the store folder are not counted): older history goes, oldest first, until it fits.
+    /// Bytes the store's database file may take (mount layers and other files in the store folder are not counted): dependency layers no worktree uses go first, least recently used first, then older history, oldest first, until it fits.
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub max_size: Option<u64>,
     /// Collect this remote's garbage instead (packs no remote ref or pinned snapshot reaches).
@@ -75,9 +76,11 @@ pub struct GcRemoved {
 pub struct GcRetained {
     /// `ref`, `remote ref`, `worktree head`, `named checkpoint`, `checkpoint` (unnamed,
     /// within `keep_within`), `task baseline`, `mount base`, `undo` (the worktree's op-log
-    /// entry `undo` would revert) or `recent op`.
+    /// entry `undo` would revert), `recent op` or `dependency layer` (one a worktree uses
+    /// or, with `keep_within`, used within it).
     pub reason: String,
-    /// The ref, remote ref (`NAME@REMOTE`) or checkpoint name, or the op-log entry (`#SEQ`).
+    /// The ref, remote ref (`NAME@REMOTE`) or checkpoint name, the op-log entry (`#SEQ`),
+    /// or the dependency layer's key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// The worktree it belongs to.
@@ -167,12 +170,15 @@ impl Engine {
             prune_ops_before,
             ..fs_manager::Registry::default()
         };
+        let layers = LayerRecords {
+            used_since: prune_ops_before,
+        };
         let out = store.gc(
             &cas::StoreGcOptions {
                 dry_run: options.dry_run,
                 max_size: options.max_size,
             },
-            &[&registry, &remote::RemotesOwner],
+            &[&registry, &remote::RemotesOwner, &layers],
         )?;
         Ok(GcOutcome {
             removed: out
@@ -221,7 +227,7 @@ fn object_kind(kind: ObjectKind) -> &'static str {
 // What the verb says of itself beyond its types (see `VerbSpec`).
 
 verb! {
-    /// Drop what nothing reaches and shrink the store file. keep_within drops op-log entries older than that many days; max_size then drops older history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest first, until the store's database file takes at most that many bytes (mount layers are not counted); refs, worktree heads, named checkpoints, task baselines, each worktree's newest undoable change and what is within keep_within always stay, and `retained` says what they keep. Waits until no other call uses the store.
+    /// Drop what nothing reaches and shrink the store file. keep_within drops op-log entries older than that many days, and dependency layers no worktree uses last used before; max_size then drops the dependency layers no worktree uses (least recently used first) and older history (op-log entries, unnamed checkpoints, snapshot ancestry), oldest first, until the store's database file takes at most that many bytes (mount layers are not counted); refs, worktree heads, named checkpoints, task baselines, each worktree's newest undoable change, the dependency layers worktrees use and what is within keep_within always stay, and `retained` says what they keep. Waits until no other call uses the store.
     Gc(GcOptions) -> GcOutcome = "gc" via gc [Route, Tool];
 }
 
