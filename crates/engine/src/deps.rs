@@ -21,6 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Code, Error};
 
+pub mod keep;
+pub mod travel;
+
 /// Layer records: scope `""`, key the layer's key (hex), value a JSON [`LayerRecord`].
 pub const LAYERS: SideTable = SideTable::new("deps.layers");
 
@@ -815,6 +818,33 @@ fn entry_at(
     Ok(None)
 }
 
+/// The layers a worktree of the tree `tree` wants: its built-in pairs at its root and
+/// those its `.cairn-deps` (named `shown` in messages) adds, for the lockfiles it holds.
+/// A checkout, mount or push stands whatever that file says: a bad one gives what the
+/// built-in pairs give, and a warning saying why (`deps save` refuses it, naming the line).
+pub fn wanted_in(reader: &Reader, tree: TreeId, shown: &Utf8Path) -> Result<Vec<Wanted>, Error> {
+    let mut pairs = built_in();
+    if let Some(e) = entry_at(
+        reader,
+        tree,
+        RepoPath::new(PAIRS_FILE.as_bytes()).expect("a path"),
+    )? && let Some(blob) = e.blob()
+        && e.kind != EntryKind::Symlink
+    {
+        if e.size > MAX_PAIRS_FILE {
+            tracing::warn!("{shown}: over {MAX_PAIRS_FILE} bytes; its pairs are not read");
+        } else {
+            match parse_pairs(shown, &reader.blob(blob)?) {
+                Ok(more) => pairs.extend(more),
+                Err(e) => tracing::warn!("{e}; only the built-in pairs are used"),
+            }
+        }
+    }
+    wanted(&pairs, |lock| {
+        Ok(entry_at(reader, tree, lock)?.and_then(|e| e.blob()))
+    })
+}
+
 /// The layers to attach to a worktree of `snapshot` at `root`: for each pair whose
 /// lockfile the snapshot holds (built-in pairs at its root, `.cairn-deps` in it), the layer
 /// stored under its key, written for `root` (its relocated files with `root` in place of
@@ -823,29 +853,7 @@ fn entry_at(
 pub fn plan(store: &Store, snapshot: SnapshotId, root: &Utf8Path) -> Result<Vec<Attach>, Error> {
     let reader = store.reader()?;
     let tree = reader.snapshot(snapshot)?.tree;
-    let mut pairs = built_in();
-    if let Some(e) = entry_at(
-        &reader,
-        tree,
-        RepoPath::new(PAIRS_FILE.as_bytes()).expect("a path"),
-    )? && let Some(blob) = e.blob()
-        && e.kind != EntryKind::Symlink
-    {
-        // The checkout or mount stands whatever the file says: a bad one attaches what the
-        // built-in pairs give, and says why (`deps save` refuses it, naming the line).
-        let shown = root.join(PAIRS_FILE);
-        if e.size > MAX_PAIRS_FILE {
-            tracing::warn!("{shown}: over {MAX_PAIRS_FILE} bytes; its pairs are not read");
-        } else {
-            match parse_pairs(&shown, &reader.blob(blob)?) {
-                Ok(more) => pairs.extend(more),
-                Err(e) => tracing::warn!("{e}; only the built-in pairs are attached"),
-            }
-        }
-    }
-    let wanted = wanted(&pairs, |lock| {
-        Ok(entry_at(&reader, tree, lock)?.and_then(|e| e.blob()))
-    })?;
+    let wanted = wanted_in(&reader, tree, &root.join(PAIRS_FILE))?;
     let mut batch = cas::WriteBatch::new();
     let mut out = Vec::new();
     for want in wanted {

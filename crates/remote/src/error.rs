@@ -184,6 +184,14 @@ pub enum InvalidRemote {
         #[source]
         source: serde_json::Error,
     },
+    /// A dependency layer key that is not 64 hex digits, so names no record.
+    #[error("remote {remote}: {key:?} is not a dependency layer key (64 hex digits)")]
+    LayerKey {
+        /// The remote.
+        remote: String,
+        /// The key.
+        key: String,
+    },
     /// A `file://` remote whose folder cannot be made.
     #[error("remote {remote}: cannot make the folder {path}: {source}")]
     Folder {

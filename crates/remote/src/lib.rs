@@ -18,6 +18,7 @@ mod attestations;
 mod catalog;
 mod config;
 mod credentials;
+mod deps;
 mod error;
 mod fetch;
 mod gc;
@@ -38,6 +39,7 @@ pub use config::{
     TRACKING, add_remote, remote_config, remotes, remove_remote, set_tracking, tracking_ref,
     tracking_refs, validate_remote_name,
 };
+pub use deps::{layer_record, put_layer_record};
 pub use error::{CorruptCause, InvalidRemote, RemoteError};
 pub use fetch::{FetchOutcome, Need, fetch, fetch_blobs_by_id};
 pub use gc::{REPACK_AT, REPACK_BELOW, RemoteGcOptions, RemoteGcOutcome, gc};

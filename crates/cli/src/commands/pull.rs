@@ -16,6 +16,9 @@ pub struct Args {
     /// The remote (default: origin).
     #[arg(long, value_name = "NAME")]
     remote: Option<String>,
+    /// Also bring the dependency layers the remote holds for the snapshots (never by default).
+    #[arg(long)]
+    deps: bool,
 }
 
 impl IntoRequest for Args {
@@ -29,6 +32,7 @@ impl From<Args> for PullOptions {
         PullOptions {
             snapshots: args.snapshots,
             remote: args.remote,
+            deps: args.deps,
         }
     }
 }
@@ -50,6 +54,9 @@ fn pull(o: &PullOutcome) -> String {
     );
     for r in &o.refs {
         human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
+    }
+    for key in &o.layers {
+        human.push_str(&format!("dependency layer {key} pulled\n"));
     }
     for w in &o.warnings {
         human.push_str(&format!("warning: {w}\n"));

@@ -17,6 +17,9 @@ pub struct Args {
     /// The remote (default: origin).
     #[arg(long, value_name = "NAME")]
     remote: Option<String>,
+    /// Also push the snapshots' dependency layers stored here (never by default).
+    #[arg(long)]
+    deps: bool,
 }
 
 impl IntoRequest for Args {
@@ -30,6 +33,7 @@ impl From<Args> for PushOptions {
         PushOptions {
             snapshots: args.snapshots,
             remote: args.remote,
+            deps: args.deps,
         }
     }
 }
@@ -52,6 +56,9 @@ fn push(o: &PushOutcome) -> String {
     );
     for r in &o.refs {
         human.push_str(&format!("{} -> {}\n", r.name, r.snapshot));
+    }
+    for key in &o.layers {
+        human.push_str(&format!("dependency layer {key} pushed\n"));
     }
     for w in &o.warnings {
         human.push_str(&format!("warning: {w}\n"));

@@ -5,6 +5,7 @@ use cas::{SnapshotId, WriteBatch};
 use remote::{Need, RemoteError};
 use serde::{Deserialize, Serialize};
 
+use crate::deps;
 use crate::engine::{Call, Engine, remote_ref};
 use crate::error::{ArgumentError, Error};
 use crate::objects::RefEntry;
@@ -23,6 +24,10 @@ pub struct PullOptions {
     /// The remote (default origin).
     #[serde(default)]
     pub remote: Option<String>,
+    /// Also bring the dependency layers the remote holds for the pulled snapshots (those
+    /// their lockfiles give on this machine), each verified.
+    #[serde(default)]
+    pub deps: bool,
 }
 
 /// What `pull` did.
@@ -42,6 +47,9 @@ pub struct PullOutcome {
     pub attestations_received: u64,
     /// Remote refs updated here (`NAME@REMOTE`).
     pub refs: Vec<RefEntry>,
+    /// With `deps`: the keys of the dependency layers now here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<String>,
     /// What of the remote was skipped (a file under its `index/` that is no readable
     /// index), each naming the file and the remote.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -94,7 +102,12 @@ impl Engine {
             .fetching
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let got = remote::fetch(&remote, &store, &ids, Need::History, call.progress)?;
+        let mut got = remote::fetch(&remote, &store, &ids, Need::History, call.progress)?;
+        let layers = if options.deps {
+            self.pull_layers(&remote, &store, &ids, &mut got, call)?
+        } else {
+            Vec::new()
+        };
         let mut batch = WriteBatch::new();
         if options.snapshots.is_empty() {
             // Every ref of the remote was read: one this store saw there and that is gone
@@ -116,6 +129,7 @@ impl Engine {
             bytes_received: got.bytes_received,
             attestations_received: got.attestations_received,
             warnings: got.warnings,
+            layers,
             refs: refs
                 .into_iter()
                 .map(|(r, snapshot)| RefEntry {
@@ -127,10 +141,46 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Brings the layers the remote holds for `snapshots` (pulled already): each record,
+    /// checked to be the one its key names, then its snapshot, verified; the record is
+    /// written here last. Their transfer counts go into `got`; their keys, in order.
+    fn pull_layers(
+        &self,
+        remote: &remote::Remote,
+        store: &cas::Store,
+        snapshots: &[SnapshotId],
+        got: &mut remote::FetchOutcome,
+        call: &Call,
+    ) -> Result<Vec<String>, Error> {
+        let mut out = Vec::new();
+        let keys = deps::travel::travelling_keys(&store.reader()?, snapshots)?;
+        for key in keys {
+            let Some(bytes) = remote::layer_record(remote, &key)? else {
+                continue;
+            };
+            let record = deps::travel::received(remote.name(), &key, &bytes)?;
+            let layer = remote::fetch(
+                remote,
+                store,
+                &[record.snapshot],
+                Need::History,
+                call.progress,
+            )?;
+            got.objects_received += layer.objects_received;
+            got.bytes_received += layer.bytes_received;
+            got.warnings.extend(layer.warnings);
+            deps::travel::store_received(store, record)?;
+            out.push(key);
+        }
+        Ok(out)
+    }
+}
+
 // What the verb says of itself beyond its types (see `VerbSpec`).
 
 verb! {
-    /// Copy snapshots (with their history and the checks recorded of them) from a remote, verifying every object and attestation; updates NAME@REMOTE, never a local ref.
+    /// Copy snapshots (with their history and the checks recorded of them) from a remote, verifying every object and attestation; updates NAME@REMOTE, never a local ref. With deps, also the dependency layers the remote holds for them (never without).
     Pull(PullOptions) -> PullOutcome = "pull" via pull [Route, Tool];
 }
 

@@ -5,6 +5,7 @@ use cas::SnapshotId;
 use remote::{RefUpdate, RemoteError};
 use serde::{Deserialize, Serialize};
 
+use crate::deps;
 use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::Error;
 use crate::objects::RefEntry;
@@ -22,6 +23,10 @@ pub struct PushOptions {
     /// The remote (default origin).
     #[serde(default)]
     pub remote: Option<String>,
+    /// Also push each snapshot's dependency layers stored here (those its lockfiles give
+    /// on this machine; a layer bound to its root stays): by id, with a record of each.
+    #[serde(default)]
+    pub deps: bool,
 }
 
 /// What `push` did.
@@ -43,6 +48,9 @@ pub struct PushOutcome {
     pub attestations_sent: u64,
     /// Remote refs set (`NAME@REMOTE` as `name`).
     pub refs: Vec<RefEntry>,
+    /// With `deps`: the keys of the dependency layers now on the remote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<String>,
     /// The refusal: a remote ref that moved since this store last saw it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
@@ -73,9 +81,26 @@ impl Engine {
                 None => targets.push((None, resolve_snapshot(&reader, &call.cwd, spec)?)),
             }
         }
-        drop(reader);
         let ids: Vec<SnapshotId> = targets.iter().map(|(_, id)| *id).collect();
-        let pushed = remote::push(&remote, &store, &ids, call.progress)?;
+        let layers = if options.deps {
+            deps::travel::travelling(&reader, &ids)?
+        } else {
+            Vec::new()
+        };
+        drop(reader);
+        // The layers' snapshots go with the others, in one push: what they share is sent once.
+        let all: Vec<SnapshotId> = (ids.iter().copied())
+            .chain(layers.iter().map(|l| l.snapshot))
+            .collect();
+        let mut pushed = remote::push(&remote, &store, &all, call.progress)?;
+        pushed
+            .pushed
+            .retain(|id| !layers.iter().any(|l| l.snapshot == *id) || ids.contains(id));
+        // Pinned, so the remote's gc keeps them; the record last, once its layer is there.
+        for layer in &layers {
+            remote::refs::pin(&remote, layer.snapshot)?;
+            remote::put_layer_record(&remote, &layer.key, &deps::travel::encode(layer))?;
+        }
         let mut refs = Vec::new();
         let mut refused = Vec::new();
         for (r, id) in &targets {
@@ -106,6 +131,7 @@ impl Engine {
             attestations_sent: pushed.attestations_sent,
             warnings: pushed.warnings,
             refs,
+            layers: layers.into_iter().map(|l| l.key).collect(),
             message: (!refused.is_empty()).then(|| refused.join("; ")),
         })
     }
@@ -114,7 +140,7 @@ impl Engine {
 // What the verb says of itself beyond its types (see `VerbSpec`).
 
 verb! {
-    /// Copy snapshots (with their history and the checks recorded of them) to a remote so other machines can check them out by id, sending only what it lacks; a ref also sets REF@REMOTE if nobody moved it meanwhile.
+    /// Copy snapshots (with their history and the checks recorded of them) to a remote so other machines can check them out by id, sending only what it lacks; a ref also sets REF@REMOTE if nobody moved it meanwhile. With deps, also the snapshots' dependency layers stored here (never without).
     Push(PushOptions) -> PushOutcome = "push" via push [Route, Tool];
 }
 

@@ -774,6 +774,7 @@ impl Engine {
         let options = crate::PushOptions {
             snapshots: vec![answer.snapshot.to_string()],
             remote: None,
+            deps: false,
         };
         let pushed = self
             .push(call, options)
