@@ -8,6 +8,8 @@ mod compare_commands;
 mod crash_recovery;
 mod damaged_store;
 mod deps_commands;
+mod deps_installers;
+mod deps_life;
 mod diff_commands;
 mod engines;
 mod full_disk;
