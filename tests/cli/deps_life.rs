@@ -105,12 +105,12 @@ fn gc_keeps_a_layer_while_a_worktree_uses_it_or_it_was_used_within_keep_within()
     let user = env.path().join("user");
     let (code, out) = env.json(&["checkout", &snap_a, user.as_str()]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(attached(&out), [a.clone()]);
+    assert_eq!(attached(&out), std::slice::from_ref(&a));
 
     // Without --keep-within every layer stays.
     let out = gc(&env, &[]);
     assert_eq!(listed(&env), sorted(vec![&a, &b]), "{out}");
-    assert_eq!(retained_layers(&out), [a.clone()], "{out}");
+    assert_eq!(retained_layers(&out), std::slice::from_ref(&a), "{out}");
 
     // Both were used a moment ago: within a day.
     let out = gc(&env, &["--keep-within", "1"]);
@@ -119,8 +119,8 @@ fn gc_keeps_a_layer_while_a_worktree_uses_it_or_it_was_used_within_keep_within()
 
     // Within no time: only the layer a worktree uses stays.
     let out = gc(&env, &["--keep-within", "0"]);
-    assert_eq!(listed(&env), [a.clone()], "{out}");
-    assert_eq!(retained_layers(&out), [a.clone()], "{out}");
+    assert_eq!(listed(&env), std::slice::from_ref(&a), "{out}");
+    assert_eq!(retained_layers(&out), std::slice::from_ref(&a), "{out}");
     assert!(out["bytes_freed"].as_u64().unwrap() >= 4096, "{out}");
     let other = env.path().join("other-b");
     let (code, out) = env.json(&["checkout", &snap_b, other.as_str()]);
@@ -158,13 +158,13 @@ fn max_size_drops_unused_layers_least_recently_used_first_before_any_history() {
     let gone = env.path().join("gone");
     let (code, out) = env.json(&["checkout", &snap1, gone.as_str()]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(attached(&out), [first.clone()]);
+    assert_eq!(attached(&out), std::slice::from_ref(&first));
     assert_eq!(env.json(&["worktree", "remove", gone.as_str()]).0, 0);
     // The fourth stays attached to a worktree.
     let user = env.path().join("user");
     let (code, out) = env.json(&["checkout", &snap4, user.as_str()]);
     assert_eq!(code, 0, "{out}");
-    assert_eq!(attached(&out), [used.clone()]);
+    assert_eq!(attached(&out), std::slice::from_ref(&used));
     // History: snapshots of a worktree, newer than every layer's use; a budget drops
     // the layers first all the same.
     for i in 0..3 {
@@ -188,8 +188,8 @@ fn max_size_drops_unused_layers_least_recently_used_first_before_any_history() {
 
     // However small the budget, the layer a worktree uses stays, named in `retained`.
     let out = gc(&env, &["--max-size", "1"]);
-    assert_eq!(listed(&env), [used.clone()], "{out}");
-    assert_eq!(retained_layers(&out), [used.clone()], "{out}");
+    assert_eq!(listed(&env), std::slice::from_ref(&used), "{out}");
+    assert_eq!(retained_layers(&out), std::slice::from_ref(&used), "{out}");
     let kept = out["retained"]
         .as_array()
         .unwrap()
@@ -248,7 +248,7 @@ fn a_layer_travels_only_with_push_deps_and_pull_deps() {
     assert_eq!(list["layers"][0]["key"], key.as_str(), "{list}");
     let full = b.dir.join("full");
     let out = b.ok(&["checkout", &snap, full.as_str()]);
-    assert_eq!(attached(&out), [key.clone()], "{out}");
+    assert_eq!(attached(&out), std::slice::from_ref(&key), "{out}");
     assert_eq!(tree_of(&full.join("node_modules")), layer_files);
     let fsck = b.ok(&["fsck"]);
     assert_eq!(fsck["problems"], serde_json::json!([]), "{fsck}");
