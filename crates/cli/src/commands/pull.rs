@@ -16,7 +16,8 @@ pub struct Args {
     /// The remote (default: origin).
     #[arg(long, value_name = "NAME")]
     remote: Option<String>,
-    /// Also bring the dependency layers the remote holds for the snapshots (never by default).
+    /// Also bring the dependency layers the remote holds for the pulled snapshots (those
+    /// their lockfiles give on this machine), each verified.
     #[arg(long)]
     deps: bool,
 }

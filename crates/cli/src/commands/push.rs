@@ -17,7 +17,8 @@ pub struct Args {
     /// The remote (default: origin).
     #[arg(long, value_name = "NAME")]
     remote: Option<String>,
-    /// Also push the snapshots' dependency layers stored here (never by default).
+    /// Also push each snapshot's dependency layers stored here (those its lockfiles give
+    /// on this machine; a layer bound to its root stays): by id, with a record of each.
     #[arg(long)]
     deps: bool,
 }
