@@ -220,7 +220,6 @@ fn npm_and_uv_layers_run_in_a_checkout_at_another_path() {
 }
 
 #[test]
-#[ignore = "waits for mount to attach dependency layers (helper deps-mount)"]
 fn npm_and_uv_layers_run_in_a_mount_at_another_path() {
     let env = Env::new();
     let first = env.path().join("first");
