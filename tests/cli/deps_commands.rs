@@ -332,6 +332,55 @@ fn sigkill_during_deps_save_leaves_the_layer_whole_or_absent_and_fsck_clean() {
 }
 
 #[test]
+fn sigkill_during_a_checkouts_attach_never_leaves_a_half_layer_in_place() {
+    let env = Env::new();
+    let (src, snap) = deps_project(&env, "src", LOCK, ("node_modules", 6000));
+    let (code, saved) = env.json(&["deps", "save", src.as_str()]);
+    assert_eq!(code, 0, "{saved}");
+    let whole = under(&src, "node_modules");
+    let (mut placed, mut missing) = (0, 0);
+    // From before the checkout opens the store to after its attach ends: every kill
+    // leaves the layer's folder whole or absent, never part of it.
+    for (i, delay_ms) in [20, 100, 200, 300, 400, 600, 800, 5000]
+        .into_iter()
+        .enumerate()
+    {
+        let wt = env.path().join(format!("wt{i}"));
+        let mut child = env
+            .command()
+            .args([
+                "--store",
+                env.store().as_str(),
+                "checkout",
+                &snap,
+                wt.as_str(),
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        if wt.join("node_modules").symlink_metadata().is_ok() {
+            assert!(
+                under(&wt, "node_modules") == whole,
+                "a kill at {delay_ms} ms left a half layer in {wt}/node_modules"
+            );
+            placed += 1;
+        } else {
+            missing += 1;
+        }
+    }
+    assert!(
+        placed > 0 && missing > 0,
+        "{placed} kills left the layer in place, {missing} none"
+    );
+    let out = env.cairn(&["fsck"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
 fn a_cairn_deps_pair_attaches_at_any_depth_and_a_bad_file_never_stops_a_checkout() {
     let env = Env::new();
     let (src, _) = deps_project(&env, "src", LOCK, ("node_modules", 5));

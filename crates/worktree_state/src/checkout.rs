@@ -502,10 +502,13 @@ fn clean_up(root: &Utf8Path, created: bool) {
 /// Attaches dependency `layers` to the isolated worktree at `root` (just checked out): each
 /// layer's tree is written into its folder, which must not exist yet, as checkout writes
 /// files (in parallel, never through a symlink, never hard links: a copy, so a write in one
-/// worktree's layer never reaches another's). The record names the layers before their
-/// files are written, so their folders are out of scope from the first file on, even if a
-/// crash stops the writing. If writing fails, the layers' folders are removed and the
-/// record names them no more. Returns the files and bytes written.
+/// worktree's layer never reaches another's). Each layer is written into a staging folder
+/// beside its own (`.NAME.cairn-attach`) and renamed into place once whole, so a crash
+/// never leaves a half layer where the installer's folder goes; the record names the
+/// layers and their staging folders before a file is written, so both are out of scope
+/// from the first file on, and names the staging folders no more once renamed. If writing
+/// fails, the staging folders are removed and the record names none of these layers.
+/// Returns the files and bytes written.
 pub fn attach(
     ws: &Kept,
     store: &Store,
@@ -524,36 +527,63 @@ pub fn attach(
             path: root.to_owned(),
         })?;
     let mut surveys = Vec::new();
+    let mut staging = Vec::new();
     for layer in layers {
-        let rel = RepoPathBuf::new(layer.path.as_str().as_bytes().to_vec()).map_err(|e| {
-            CheckoutError::Refused {
-                path: root.join(&layer.path).into(),
-                reason: e.reason.reason(),
-            }
-        })?;
+        let refused = |reason: &'static str| CheckoutError::Refused {
+            path: root.join(&layer.path).into(),
+            reason,
+        };
+        let rel = RepoPathBuf::new(layer.path.as_str().as_bytes().to_vec())
+            .map_err(|e| refused(e.reason.reason()))?;
+        let name = layer
+            .path
+            .file_name()
+            .ok_or_else(|| refused("not a folder's name"))?;
+        let stage = layer.path.with_file_name(format!(".{name}.cairn-attach"));
+        let stage_rel = RepoPathBuf::new(stage.as_str().as_bytes().to_vec())
+            .map_err(|e| refused(e.reason.reason()))?;
         let dest = root.join(&layer.path);
-        if dest.symlink_metadata().is_ok() {
-            return Err(CheckoutError::NotEmpty { path: dest });
+        for taken in [&dest, &root.join(&stage)] {
+            if taken.symlink_metadata().is_ok() {
+                return Err(CheckoutError::NotEmpty {
+                    path: taken.clone(),
+                });
+            }
         }
-        surveys.push((rel, dest.clone(), checked(&reader, layer.tree, &dest)?));
+        let stage_dest = root.join(&stage);
+        surveys.push((
+            rel,
+            stage_rel,
+            stage_dest.clone(),
+            checked(&reader, layer.tree, &stage_dest)?,
+        ));
+        staging.push(worktree_registry::AttachedLayer {
+            path: stage,
+            ..layer.clone()
+        });
     }
     record.deps.extend(layers.iter().cloned());
+    record.deps.extend(staging.iter().cloned());
     let mut batch = WriteBatch::new();
     batch.put_worktree(&record)?;
     store.write(&batch)?;
     let handle = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
     let (mut files, mut bytes) = (0, 0);
-    for ((rel, dest, counted), layer) in surveys.iter().zip(layers) {
+    for ((rel, stage_rel, stage_dest, counted), layer) in surveys.iter().zip(layers) {
         // Made through the root's handle: a folder on the way is never a symlink followed.
-        let written = fsops::ensure_dir(&handle, rel.as_bytes())
+        let written = fsops::ensure_dir(&handle, stage_rel.as_bytes())
             .map_err(failure)
-            .and_then(|()| hydrate(&reader, dest, layer.tree, counted, progress));
+            .and_then(|()| hydrate(&reader, stage_dest, layer.tree, counted, progress))
+            .and_then(|_| into_place(&handle, stage_rel, rel));
         if let Err(e) = written {
             // None of these layers stays half written, nor named by the record.
-            for (rel, _, _) in &surveys {
+            for (rel, stage_rel, _, _) in &surveys {
+                let _ = handle.remove_all(stage_rel.as_bytes());
                 let _ = handle.remove_all(rel.as_bytes());
             }
-            record.deps.retain(|d| !layers.contains(d));
+            record
+                .deps
+                .retain(|d| !layers.contains(d) && !staging.contains(d));
             let mut batch = WriteBatch::new();
             batch.put_worktree(&record)?;
             store.write(&batch)?;
@@ -562,7 +592,28 @@ pub fn attach(
         files += counted.files;
         bytes += counted.bytes;
     }
+    record.deps.retain(|d| !staging.contains(d));
+    let mut batch = WriteBatch::new();
+    batch.put_worktree(&record)?;
+    store.write(&batch)?;
     Ok((files, bytes))
+}
+
+/// Renames the whole layer at `stage` to `rel`, both in one folder opened beneath the
+/// root (never through a symlink).
+fn into_place(
+    handle: &path_policy::Root,
+    stage: &RepoPathBuf,
+    rel: &RepoPathBuf,
+) -> Result<(), CheckoutError> {
+    let parent = rel
+        .parent()
+        .map(|p| p.as_bytes().to_vec())
+        .unwrap_or_default();
+    let dir = handle.open_dir(&parent).map_err(|e| failure(e.into()))?;
+    let name = |p: &RepoPathBuf| std::ffi::OsStr::from_bytes(p.name()).to_owned();
+    rustix::fs::renameat(&dir, name(stage), &dir, name(rel))
+        .map_err(|e| failure(WriteFailure::Io(handle.display(rel.as_bytes()), e.into())))
 }
 
 #[cfg(test)]
