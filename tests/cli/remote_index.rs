@@ -357,6 +357,19 @@ fn a_push_after_a_gc_deleted_what_its_store_cached_sends_it_again() {
 /// Runs `args` on `m` logging its requests: each request's verb and key, in the order
 /// sent.
 fn requests(m: &Machine, args: &[&str]) -> Vec<(String, String)> {
+    request_log(m, args)
+        .iter()
+        .filter_map(|l| {
+            let (_, tail) = l.split_once(": remote origin: ")?;
+            let (op, tail) = tail.split_once(' ')?;
+            let key = tail.split_whitespace().next()?;
+            Some((op.to_owned(), key.to_owned()))
+        })
+        .collect()
+}
+
+/// Runs `args` on `m`, which must succeed: the lines of its request log.
+fn request_log(m: &Machine, args: &[&str]) -> Vec<String> {
     let mut all = vec!["--json"];
     all.extend_from_slice(args);
     let out = m
@@ -368,12 +381,7 @@ fn requests(m: &Machine, args: &[&str]) -> Vec<(String, String)> {
     assert!(out.status.success(), "cairn {args:?}: {log}");
     log.lines()
         .filter(|l| l.contains("cairn::remote::request"))
-        .filter_map(|l| {
-            let (_, tail) = l.split_once(": remote origin: ")?;
-            let (op, tail) = tail.split_once(' ')?;
-            let key = tail.split_whitespace().next()?;
-            Some((op.to_owned(), key.to_owned()))
-        })
+        .map(str::to_owned)
         .collect()
 }
 
@@ -553,17 +561,9 @@ fn a_store_reads_the_gc_records_again_only_when_their_keys_change() {
 
 /// The names each listing of `index/` read from the folder remote, running `args` on `m`.
 fn names_read(m: &Machine, args: &[&str]) -> Vec<u64> {
-    let mut all = vec!["--json"];
-    all.extend_from_slice(args);
-    let out = m
-        .command(&all)
-        .env("RUST_LOG", "cairn::remote::request=debug")
-        .output()
-        .unwrap();
-    let log = stderr(&out);
-    assert!(out.status.success(), "cairn {args:?}: {log}");
-    log.lines()
-        .filter(|l| l.contains("cairn::remote::request") && l.contains("LIST index/"))
+    request_log(m, args)
+        .iter()
+        .filter(|l| l.contains("LIST index/"))
         .map(|l| {
             let (_, tail) = l.split_once("read=Some(").expect("a folder's listing");
             let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
