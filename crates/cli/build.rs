@@ -78,6 +78,44 @@ fn main() {
     let path = out.join("commands.rs");
     std::fs::write(&path, generated(&commands))
         .unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
+    write_ui_assets(&manifest.join("src/ui/assets"), &out.join("ui_assets.rs"));
+}
+
+/// Writes the table of the web page's files (`cairn ui`): every file under `dir`, by its
+/// path there, embedded with `include_bytes!`, so a new asset is its file and nothing else.
+fn write_ui_assets(dir: &Path, to: &Path) {
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        let entries =
+            std::fs::read_dir(&at).unwrap_or_else(|e| panic!("reading {}: {e}", at.display()));
+        for entry in entries {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut table = String::from("&[\n");
+    for path in files {
+        let name = path
+            .strip_prefix(dir)
+            .expect("under the assets folder")
+            .to_str()
+            .unwrap_or_else(|| panic!("{}: not a UTF-8 name", path.display()));
+        writeln!(
+            table,
+            "    ({name:?}, include_bytes!({:?})),",
+            path.display()
+        )
+        .expect("writing to a string");
+    }
+    table.push_str("]\n");
+    std::fs::write(to, table).unwrap_or_else(|e| panic!("writing {}: {e}", to.display()));
 }
 
 fn read(path: &Path) -> String {

@@ -44,6 +44,7 @@ mod store_budget;
 mod store_commands;
 mod store_upgrade;
 mod support;
+mod ui_server;
 mod verify_commands;
 mod walkthrough;
 mod worktree_commands;

@@ -16,6 +16,7 @@ mod output;
 mod progress;
 mod render;
 mod target;
+mod ui;
 
 use std::ffi::OsString;
 use std::process::ExitCode;
@@ -175,6 +176,10 @@ fn run(ctx: &Ctx, command: Command) -> Result<Rendered, Error> {
             return commands::picker::rewind(ctx, args.dir);
         }
         Command::Serve(args) => commands::serve::run(ctx, args)?,
+        Command::Ui(args) => {
+            commands::ui::run(ctx, args)?;
+            return Ok(Rendered::default());
+        }
         other => {
             let (request, view) = other.request(ctx.json)?;
             return perform(ctx, request, view);

@@ -203,7 +203,7 @@ impl Drop for Running {
 }
 
 /// An error answer: status and `{"error": {"code", "message"}}`.
-struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: String,
@@ -220,6 +220,10 @@ impl IntoResponse for ApiError {
 /// a malformed request, an object the object routes refuse. `docs/openapi.yaml` lists both.
 pub(crate) const ROUTE_CODES: &[&str] = &[
     "invalid_json",
+    "no_token",
+    "foreign_host",
+    "foreign_origin",
+    "unknown_asset",
     "unknown_verb",
     "missing_argument",
     "invalid_id",
@@ -228,7 +232,11 @@ pub(crate) const ROUTE_CODES: &[&str] = &[
     "dangling",
 ];
 
-fn error(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+pub(crate) fn error(
+    status: StatusCode,
+    code: &'static str,
+    message: impl Into<String>,
+) -> ApiError {
     debug_assert!(
         ROUTE_CODES.contains(&code) || code.parse::<cairn_engine::Code>().is_ok(),
         "{code} is neither an engine code nor among ROUTE_CODES"
@@ -557,6 +565,67 @@ async fn call(
     .await
 }
 
+/// The request `POST /v1/{name}` with `body` asks for, and the directory it runs from: its
+/// `"cwd"`, else `/` (refused for a verb that takes its directory from the cwd when the
+/// body names none). `cairn ui`'s verb route reads its requests here too.
+pub(crate) fn verb_request(name: &str, body: &Bytes) -> Result<(Utf8PathBuf, Request), ApiError> {
+    let Some(spec) = Verb::named(name).filter(|v| v.on(Face::Route)) else {
+        return Err(error(
+            StatusCode::NOT_FOUND,
+            "unknown_verb",
+            format!("no verb {name:?}"),
+        ));
+    };
+    let mut args: serde_json::Map<String, Value> = if body.is_empty() {
+        serde_json::Map::new()
+    } else {
+        parse(body)?
+    };
+    let cwd = match args.remove("cwd") {
+        // No caller's directory to default to: a directory left out would mean `/`.
+        None => {
+            if let Some(name) = spec
+                .default_directory()
+                .filter(|name| args.get(name).is_none_or(Value::is_null))
+            {
+                return Err(error(
+                    StatusCode::BAD_REQUEST,
+                    "missing_argument",
+                    format!(
+                        "{verb}: give {name:?} (or a \"cwd\" to take it from)",
+                        verb = spec.name()
+                    ),
+                ));
+            }
+            Utf8PathBuf::from("/")
+        }
+        Some(Value::String(c)) if Utf8Path::new(&c).is_absolute() => Utf8PathBuf::from(c),
+        Some(other) => {
+            return Err(error(
+                StatusCode::BAD_REQUEST,
+                "invalid_path",
+                format!("cwd must be an absolute path, not {other}"),
+            ));
+        }
+    };
+    let request = spec
+        .request(args)
+        .map_err(|e| error(StatusCode::BAD_REQUEST, "invalid_arguments", e.to_string()))?;
+    Ok((cwd, request))
+}
+
+/// The answer of `POST /v1/{verb}`: the outcome's JSON object (200, or 409 for a
+/// refusal), or the error's with the status of its code.
+pub(crate) fn verb_answer(result: Result<Outcome, Error>) -> (StatusCode, Value) {
+    match result {
+        Ok(outcome) => (outcome_status(outcome.exit()), outcome.to_json()),
+        Err(e) => (
+            error_status(e.code(), e.exit()),
+            crate::output::error_json(&e),
+        ),
+    }
+}
+
 /// `POST /v1/{verb}`: a verb with JSON arguments, answered with its JSON object.
 /// `policy_allow` records a request for a person to decide on: it grants nothing.
 async fn verb(
@@ -566,65 +635,11 @@ async fn verb(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some(spec) = Verb::named(&name).filter(|v| v.on(Face::Route)) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            "unknown_verb",
-            format!("no verb {name:?}"),
-        )
-        .into_response();
+    let (cwd, request) = match verb_request(&name, &body) {
+        Ok(asked) => asked,
+        Err(e) => return e.into_response(),
     };
-    let mut args: serde_json::Map<String, Value> = if body.is_empty() {
-        serde_json::Map::new()
-    } else {
-        match parse(&body) {
-            Ok(a) => a,
-            Err(e) => return e.into_response(),
-        }
-    };
-    let cwd = match args.remove("cwd") {
-        // No caller's directory to default to: a directory left out would mean `/`.
-        None => {
-            if let Some(name) = spec
-                .default_directory()
-                .filter(|name| args.get(name).is_none_or(Value::is_null))
-            {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    "missing_argument",
-                    format!(
-                        "{verb}: give {name:?} (or a \"cwd\" to take it from)",
-                        verb = spec.name()
-                    ),
-                )
-                .into_response();
-            }
-            Utf8PathBuf::from("/")
-        }
-        Some(Value::String(c)) if Utf8Path::new(&c).is_absolute() => Utf8PathBuf::from(c),
-        Some(other) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "invalid_path",
-                format!("cwd must be an absolute path, not {other}"),
-            )
-            .into_response();
-        }
-    };
-    let request = match spec.request(args) {
-        Ok(r) => r,
-        Err(e) => {
-            return error(StatusCode::BAD_REQUEST, "invalid_arguments", e.to_string())
-                .into_response();
-        }
-    };
-    let answer: Answer = |result| match result {
-        Ok(outcome) => (outcome_status(outcome.exit()), outcome.to_json()),
-        Err(e) => (
-            error_status(e.code(), e.exit()),
-            crate::output::error_json(&e),
-        ),
-    };
+    let answer: Answer = verb_answer;
     // Whoever calls this route, cairn itself included, is an agent asking.
     let request = match request {
         Request::PolicyAllow(options) => match options.into_request(peer.describe()) {
@@ -827,7 +842,8 @@ fn bind(socket: &Utf8Path) -> Result<UnixListener, Error> {
     Ok(listener)
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGTERM or SIGINT, saying on stderr that `who` stops.
+pub(crate) async fn shutdown_signal(who: &str) {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int)) = (
         signal(SignalKind::terminate()),
@@ -840,7 +856,7 @@ async fn shutdown_signal() {
         _ = term.recv() => {}
         _ = int.recv() => {}
     }
-    eprintln!("cairn serve: stopping; finishing running requests");
+    eprintln!("{who}: stopping; finishing running requests");
 }
 
 /// Resolves once a server started for a mount or a check has nothing left to serve: no
@@ -979,11 +995,11 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
         let stop = async move {
             if for_mounts {
                 tokio::select! {
-                    _ = shutdown_signal() => {}
+                    _ = shutdown_signal("cairn serve") => {}
                     _ = nothing_left(watched.0, watched.1) => {}
                 }
             } else {
-                shutdown_signal().await;
+                shutdown_signal("cairn serve").await;
             }
         };
         axum::serve(listener, app.into_make_service_with_connect_info::<Peer>())

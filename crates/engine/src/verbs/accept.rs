@@ -64,7 +64,10 @@ impl Engine {
 
 verb! {
     /// Accept the task's changes (or only the given paths): the baseline moves forward to them.
-    Accept(AcceptOptions) -> AcceptOutcome = "accept" via accept [];
+    Accept(AcceptOptions) -> AcceptOutcome = "accept" via accept [Route];
 }
 
-impl VerbSpec for verbs::Accept {}
+impl VerbSpec for verbs::Accept {
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"dir": "wt", "paths": ["src/lib.rs"], "cwd": "/home/agent/project"}"#);
+}

@@ -80,7 +80,10 @@ impl Engine {
 
 verb! {
     /// Discard the task's changes (or only the given paths): the worktree goes back to the baseline.
-    Discard(DiscardOptions) -> DiscardOutcome = "discard" via discard [];
+    Discard(DiscardOptions) -> DiscardOutcome = "discard" via discard [Route];
 }
 
-impl VerbSpec for verbs::Discard {}
+impl VerbSpec for verbs::Discard {
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"dir": "wt", "paths": ["src/lib.rs"], "cwd": "/home/agent/project"}"#);
+}

@@ -96,7 +96,9 @@ impl Engine {
 
 verb! {
     /// The worktree's op log: every recorded change, oldest first.
-    OpLog(OpLogOptions) -> OpLogOutcome = "op_log" via op_log [];
+    OpLog(OpLogOptions) -> OpLogOutcome = "op_log" via op_log [Route];
 }
 
-impl VerbSpec for verbs::OpLog {}
+impl VerbSpec for verbs::OpLog {
+    const EXAMPLE: Option<&'static str> = Some(r#"{"dir": "wt", "cwd": "/home/agent/project"}"#);
+}

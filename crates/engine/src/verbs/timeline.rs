@@ -135,7 +135,10 @@ impl Engine {
 
 verb! {
     /// The worktree's snapshots and checkpoints, newest first.
-    Timeline(TimelineOptions) -> TimelineOutcome = "timeline" via timeline [];
+    Timeline(TimelineOptions) -> TimelineOutcome = "timeline" via timeline [Route];
 }
 
-impl VerbSpec for verbs::Timeline {}
+impl VerbSpec for verbs::Timeline {
+    const EXAMPLE: Option<&'static str> =
+        Some(r#"{"dir": "wt", "max_count": 200, "cwd": "/home/agent/project"}"#);
+}

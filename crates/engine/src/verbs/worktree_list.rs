@@ -108,7 +108,9 @@ impl Engine {
 
 verb! {
     /// The worktrees the store knows.
-    WorktreeList(WorktreeListOptions) -> WorktreeListOutcome = "worktree_list" via worktree_list [];
+    WorktreeList(WorktreeListOptions) -> WorktreeListOutcome = "worktree_list" via worktree_list [Route];
 }
 
-impl VerbSpec for verbs::WorktreeList {}
+impl VerbSpec for verbs::WorktreeList {
+    const EXAMPLE: Option<&'static str> = Some(r#"{}"#);
+}
