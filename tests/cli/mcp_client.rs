@@ -363,7 +363,33 @@ fn calls_at_once_share_the_store() {
             assert!(!is_error, "{tool} (round {round}): {body}");
         }
     }
-    // Between calls the store is closed: another process can have it.
+    assert_let_go(&env);
+}
+
+/// Calls at once on a store not made yet each opened it themselves, one making it while
+/// the others found it held: with no wait allowed they failed `store_busy` ("held by
+/// another process", this one). One call now makes it while the others wait, then they
+/// share it.
+#[test]
+fn calls_at_once_on_a_store_not_made_yet_wait_for_the_one_making_it() {
+    let env = Env::new();
+    let mut mcp = Mcp::start(&env, &[("CAIRN_LOCK_TIMEOUT", "0")]);
+    let calls = 6;
+    for i in 0..calls {
+        let wt = env.path().join(format!("wt{i}"));
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join("a.txt"), format!("{i}\n")).unwrap();
+        mcp.call(i, "checkpoint", serde_json::json!({ "dir": wt }));
+    }
+    for i in 0..calls {
+        let (is_error, body) = mcp.tool_answer(i, Duration::from_secs(60));
+        assert!(!is_error, "checkpoint {i}: {body}");
+    }
+    assert_let_go(&env);
+}
+
+/// Between calls `cairn mcp` has the store closed: another process can have it at once.
+fn assert_let_go(env: &Env) {
     let out = env
         .command()
         .env("CAIRN_LOCK_TIMEOUT", "0")

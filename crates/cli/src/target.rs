@@ -4,6 +4,8 @@
 use crate::error::{CliError, io_error, opened_as};
 use cairn_engine::{Call, Engine, Error, Outcome, Request};
 use camino::{Utf8Path, Utf8PathBuf};
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::progress::Bar;
 
@@ -259,16 +261,106 @@ pub fn start_for_mounts(store: &Utf8Path) -> Result<(), Error> {
     .into())
 }
 
-/// One engine for the calls of a long-running process with no server (`cairn mcp`): calls
-/// that run at once share it, as `cairn serve`'s requests share its engine, instead of each
-/// opening the store and contending for its lock; once no call holds it, the store is
-/// closed, so other processes can have it between calls.
+/// One engine per store for the calls of a long-running process with no server (`cairn
+/// mcp`): calls that run at once share it, as `cairn serve`'s requests share its engine,
+/// instead of each opening the store and contending for its lock; once no call holds it,
+/// the store is closed, so other processes can have it between calls. One call at a time
+/// opens, closes or creates a store while the others wait: two handles on one store in
+/// this process would refuse each other as if another process held it.
 pub struct Shared {
-    /// The engine of each store while a call holds it.
-    open: std::sync::Mutex<std::collections::HashMap<Utf8PathBuf, std::sync::Weak<Engine>>>,
-    /// Held while a store is being opened, so one call opens it and the others join.
-    opening: tokio::sync::Mutex<()>,
+    /// Each store a call holds, or is opening, closing or creating.
+    slots: std::sync::Mutex<HashMap<Utf8PathBuf, Slot>>,
+    /// Told when a store is opened or stops being busy.
+    changed: tokio::sync::Notify,
     options: cairn_engine::OpenOptions,
+}
+
+/// A store in [`Shared`].
+enum Slot {
+    /// Open, held by `holders` calls.
+    Open { engine: Arc<Engine>, holders: usize },
+    /// One call is opening or closing it, or creating it (it was missing): the others wait.
+    Busy,
+}
+
+/// A call's engine from [`Shared::hold`]; dropping the last one of a store closes the store
+/// before any other call can open it again.
+pub struct HeldEngine {
+    engine: Arc<Engine>,
+    /// Let go after `engine`.
+    _claim: Claim,
+}
+
+impl std::ops::Deref for HeldEngine {
+    type Target = Engine;
+    fn deref(&self) -> &Engine {
+        &self.engine
+    }
+}
+
+/// A call's place in a store's [`Slot`], given back when dropped.
+struct Claim {
+    shared: Arc<Shared>,
+    store: Utf8PathBuf,
+    /// One of the holders of the open store; else the call has the store busy.
+    shares: bool,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.shares {
+            let mut slots = self.shared.slots();
+            let Some(Slot::Open { holders, .. }) = slots.get_mut(&self.store) else {
+                return;
+            };
+            *holders -= 1;
+            if *holders > 0 {
+                return;
+            }
+            // The last holder closes it (its own engine went first), the store busy
+            // meanwhile.
+            let last = slots.insert(self.store.clone(), Slot::Busy);
+            drop(slots);
+            drop(last);
+        }
+        let mut slots = self.shared.slots();
+        if matches!(slots.get(&self.store), Some(Slot::Busy)) {
+            slots.remove(&self.store);
+        }
+        drop(slots);
+        self.shared.changed.notify_waiters();
+    }
+}
+
+impl Claim {
+    /// Opens the store this claim has busy (trying once) and shares it; a missing store is
+    /// left busy for this call, which creates it on an engine of its own.
+    fn open(mut self, options: &cairn_engine::OpenOptions) -> Result<HeldEngine, Error> {
+        match Engine::open(&self.store, options) {
+            Ok(engine) => {
+                let engine = Arc::new(with_backends(engine));
+                let open = Slot::Open {
+                    engine: engine.clone(),
+                    holders: 1,
+                };
+                self.shared.slots().insert(self.store.clone(), open);
+                self.shares = true;
+                self.shared.changed.notify_waiters();
+                Ok(HeldEngine {
+                    engine,
+                    _claim: self,
+                })
+            }
+            Err(e) if matches!(opened_as(&e), Some(cas::OpenError::Missing { .. })) => {
+                let engine = Engine::per_call(&self.store, self.shared.options.clone());
+                Ok(HeldEngine {
+                    engine: Arc::new(with_backends(engine)),
+                    _claim: self,
+                })
+            }
+            Err(e) => Err(e),
+        }
+    }
 }
 
 impl Shared {
@@ -276,32 +368,57 @@ impl Shared {
     /// another process holds).
     pub fn new(options: cairn_engine::OpenOptions) -> Shared {
         Shared {
-            open: Default::default(),
-            opening: tokio::sync::Mutex::new(()),
+            slots: Default::default(),
+            changed: tokio::sync::Notify::new(),
             options,
         }
     }
 
-    fn live(&self, store: &Utf8Path) -> Option<std::sync::Arc<Engine>> {
-        let open = self
-            .open
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<Utf8PathBuf, Slot>> {
+        self.slots
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        open.get(store).and_then(std::sync::Weak::upgrade)
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The engine of `store`, shared with every call holding it now; opened if none does,
-    /// waiting while another process holds the store. `None` if there is no store yet (a
-    /// call that creates one runs on an engine of its own). Dropping the future stops the
-    /// wait; dropping the last `Arc` closes the store.
-    pub async fn hold(&self, store: &Utf8Path) -> Result<Option<std::sync::Arc<Engine>>, Error> {
+    /// waiting while another process holds the store. A missing store is this call's
+    /// alone, on an engine that opens it per call (to create it), until it is done.
+    /// Dropping the future stops the wait.
+    pub async fn hold(self: &Arc<Self>, store: &Utf8Path) -> Result<HeldEngine, Error> {
         let started = std::time::Instant::now();
         let mut said = false;
         loop {
-            let opening = self.opening.lock().await;
-            if let Some(engine) = self.live(store) {
-                return Ok(Some(engine));
-            }
+            // Made before the look, so a change after it wakes this call.
+            let changed = self.changed.notified();
+            let claim = {
+                let mut slots = self.slots();
+                match slots.get_mut(store) {
+                    Some(Slot::Open { engine, holders }) => {
+                        *holders += 1;
+                        return Ok(HeldEngine {
+                            engine: engine.clone(),
+                            _claim: Claim {
+                                shared: self.clone(),
+                                store: store.to_owned(),
+                                shares: true,
+                            },
+                        });
+                    }
+                    Some(Slot::Busy) => None,
+                    None => {
+                        slots.insert(store.to_owned(), Slot::Busy);
+                        Some(Claim {
+                            shared: self.clone(),
+                            store: store.to_owned(),
+                            shares: false,
+                        })
+                    }
+                }
+            };
+            let Some(claim) = claim else {
+                changed.await;
+                continue;
+            };
             // Tried without waiting, so the wait can be given up between tries.
             let options = cairn_engine::OpenOptions {
                 create: false,
@@ -309,30 +426,20 @@ impl Shared {
                 on_wait: None,
                 ..self.options.clone()
             };
-            let path = store.to_owned();
-            let opened = tokio::task::spawn_blocking(move || Engine::open(&path, &options))
+            let opened = tokio::task::spawn_blocking(move || claim.open(&options))
                 .await
                 .map_err(|source| CliError::Task {
                     what: format!("opening store {store}"),
                     source,
                 })?;
             let e = match opened {
-                Ok(engine) => {
-                    let engine = std::sync::Arc::new(with_backends(engine));
-                    self.open
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .insert(store.to_owned(), std::sync::Arc::downgrade(&engine));
-                    return Ok(Some(engine));
-                }
+                Ok(held) => return Ok(held),
                 Err(e) => e,
             };
             match opened_as(&e) {
-                Some(cas::OpenError::Missing { .. }) => return Ok(None),
                 Some(cas::OpenError::LockTimeout { .. })
                     if started.elapsed() < self.options.lock_timeout =>
                 {
-                    drop(opening);
                     if !said {
                         said = true;
                         if let Some(notify) = self.options.on_wait {
@@ -351,5 +458,56 @@ impl Shared {
                 _ => return Err(e),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Calls that overlap in part, each letting go of the store on its own thread while
+    /// the next takes it, with no wait allowed for another process: every call gets the
+    /// store, and once all are done it is closed.
+    #[test]
+    fn a_call_taking_the_store_as_the_last_one_lets_go_never_finds_it_held() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Utf8PathBuf::try_from(dir.path().join("store")).expect("utf-8 path");
+        let no_wait = cairn_engine::OpenOptions {
+            lock_timeout: std::time::Duration::ZERO,
+            ..open_options()
+        };
+        let create = cairn_engine::OpenOptions {
+            create: true,
+            ..no_wait.clone()
+        };
+        drop(cas::Store::open(&store, &create).expect("a store"));
+        let shared = Arc::new(Shared::new(no_wait.clone()));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            for round in 0..100 {
+                let calls: Vec<_> = (0..4)
+                    .map(|_| {
+                        let (shared, store) = (shared.clone(), store.clone());
+                        tokio::spawn(async move {
+                            let held = shared.hold(&store).await?;
+                            tokio::task::spawn_blocking(move || drop(held))
+                                .await
+                                .expect("let go");
+                            Ok::<_, Error>(())
+                        })
+                    })
+                    .collect();
+                for call in calls {
+                    let answer = call.await.expect("the call ran");
+                    answer.unwrap_or_else(|e| panic!("round {round}: {e}"));
+                }
+            }
+        });
+        // Between calls the store is closed: another process can have it.
+        cas::Store::open(&store, &no_wait).expect("the store was let go");
     }
 }

@@ -188,9 +188,7 @@ impl Server {
             () = context.ct.cancelled() => return None,
         };
         let engine = match engine {
-            Ok(Some(engine)) => engine,
-            // No store yet: a call that creates one opens it itself.
-            Ok(None) => Arc::new(crate::target::local_engine(&store)),
+            Ok(engine) => engine,
             Err(e) => return Some(Err(e)),
         };
         if !self.calls.proceed(id) {
