@@ -320,6 +320,9 @@ fn no_static_holds_per_store_or_per_request_state() {
         ("worktree_state/src/capture.rs", "NO_LABELS"),
         // Each verb's schema, made once from its type: the same for every store and request.
         ("engine/src/verb.rs", "ANNOTATED"),
+        // The web page's files (`cairn ui`), embedded in the binary: the same for every
+        // store and request.
+        ("cli/src/ui/assets.rs", "ASSETS"),
         // Unique temporary names.
         ("worktree_state/src/fsops.rs", "COUNTER"),
         ("merge_back/src/worktree.rs", "COUNTER"),

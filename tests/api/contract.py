@@ -93,6 +93,9 @@ def main():
         "1",
         "--request-timeout",
         "60",
+        # `cairn ui`'s event stream, not a route of `cairn serve` (tests/cli/ui_server.rs).
+        "--exclude-path",
+        "/v1/events",
         *sys.argv[6:],
     ]
     print("+", " ".join(command), flush=True)

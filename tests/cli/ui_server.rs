@@ -597,3 +597,122 @@ fn attacks_find_nothing_and_leave_it_serving() {
     let out = env.cairn(&["snapshot", wt.as_str(), "-m", "after the kill"]);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// The hunks of each file of `cairn diff A B`'s patch, by path: what follows its first
+/// `@@` up to the next file's header.
+fn cli_hunks(env: &Env, a: &str, b: &str) -> std::collections::BTreeMap<String, String> {
+    let out = env.cairn(&["diff", a, b]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut files = std::collections::BTreeMap::new();
+    for file in text.split("diff --git ").skip(1) {
+        let path = file
+            .lines()
+            .find_map(|l| l.strip_prefix("+++ b/").or(l.strip_prefix("--- a/")))
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(at) = file.find("\n@@") {
+            files.insert(path, file[at + 1..].to_owned());
+        }
+    }
+    files
+}
+
+#[test]
+fn the_verbs_give_the_page_its_data_pages_hunks_files_and_the_task() {
+    let env = Env::new();
+    let wt = worktree(&env);
+    let ui = Ui::start(&env, &[]);
+    for i in 0..7 {
+        std::fs::write(wt.join("src/lib.rs"), format!("fn a() {{ {i} }}\n")).unwrap();
+        let out = env.cairn(&["snapshot", wt.as_str(), "-m", &format!("step {i}")]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+
+    // The timeline in pages of three: together, the whole timeline, each state once.
+    let (status, whole) = ui.verb("timeline", &json!({ "dir": wt }));
+    assert_eq!(status, 200, "{whole}");
+    let all: Vec<Value> = whole["entries"].as_array().unwrap().clone();
+    assert_eq!(whole["total"], all.len(), "{whole}");
+    assert_eq!(all.len(), 9, "a checkpoint and eight snapshots: {whole}");
+    let mut paged = Vec::new();
+    for skip in (0..all.len() + 3).step_by(3) {
+        let (status, page) = ui.verb(
+            "timeline",
+            &json!({ "dir": wt, "skip": skip, "max_count": 3 }),
+        );
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(page["total"], all.len());
+        paged.extend(page["entries"].as_array().unwrap().iter().cloned());
+    }
+    assert_eq!(paged, all);
+    // The task began at the first checkpoint: the timeline names its baseline.
+    let start = all
+        .iter()
+        .find(|e| e["checkpoint"] == "start")
+        .expect("the checkpoint in the timeline")["id"]
+        .clone();
+    assert_eq!(whole["task"], start, "{whole}");
+
+    // A diff's hunks are the command line's patch, file by file.
+    std::fs::write(
+        wt.join("many.txt"),
+        (1..=40).map(|i| format!("line {i}\n")).collect::<String>(),
+    )
+    .unwrap();
+    let (code, many) = env.json(&["snapshot", wt.as_str(), "-m", "many"]);
+    assert_eq!(code, 0, "{many}");
+    std::fs::write(
+        wt.join("many.txt"),
+        (1..=40)
+            .map(|i| match i {
+                3 | 30 => format!("changed {i}\n"),
+                _ => format!("line {i}\n"),
+            })
+            .collect::<String>(),
+    )
+    .unwrap();
+    std::fs::write(wt.join("image.bin"), [0u8, 1, 2, 0, 255]).unwrap();
+    let (code, edits) = env.json(&["snapshot", wt.as_str(), "-m", "edits"]);
+    assert_eq!(code, 0, "{edits}");
+    let (many, edits) = (
+        many["snapshot"].as_str().unwrap(),
+        edits["snapshot"].as_str().unwrap(),
+    );
+    let (status, diff) = ui.verb("diff", &json!({ "a": many, "b": edits, "patch": true }));
+    assert_eq!(status, 200, "{diff}");
+    assert_eq!(diff["stats"]["files"], 2, "{diff}");
+    let expected = cli_hunks(&env, many, edits);
+    let mut seen = 0;
+    for group in ["added", "removed", "modified", "renamed"] {
+        for change in diff[group].as_array().unwrap() {
+            let path = change["path"].as_str().unwrap();
+            match expected.get(path) {
+                Some(hunks) => {
+                    assert_eq!(change["patch"].as_str(), Some(hunks.as_str()), "{path}");
+                    seen += 1;
+                }
+                None => assert!(change.get("patch").is_none(), "{path}: {change}"),
+            }
+        }
+    }
+    assert_eq!(seen, expected.len());
+    assert_eq!(expected["many.txt"].matches("@@ -").count(), 2, "two hunks");
+    let (_, plain) = ui.verb("diff", &json!({ "a": many, "b": edits }));
+    assert!(!plain.to_string().contains("\"patch\""), "{plain}");
+
+    // A file's bytes at a snapshot.
+    let (status, shown) = ui.verb(
+        "show",
+        &json!({ "object": format!("{edits}:image.bin"), "contents": true }),
+    );
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["contents"], "AAECAP8=", "{shown}");
+
+    // Accepting everything ends the task: the timeline names none.
+    let (status, accepted) = ui.verb("accept", &json!({ "dir": wt }));
+    assert_eq!(status, 200, "{accepted}");
+    let (_, after) = ui.verb("timeline", &json!({ "dir": wt, "max_count": 1 }));
+    assert!(after.get("task").is_none(), "{after}");
+    assert_eq!(after["entries"].as_array().unwrap().len(), 1);
+}

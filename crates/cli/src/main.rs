@@ -12,6 +12,7 @@ mod context;
 mod error;
 #[cfg(test)]
 mod help_drift;
+mod http;
 mod output;
 mod progress;
 mod render;

@@ -103,6 +103,10 @@ pub struct FileChange {
     )]
     #[schemars(with = "String", extend("contentEncoding" = "base64"))]
     pub new_content: Option<Vec<u8>>,
+    /// With `patch`, a text file's changed lines: its hunks as `cairn diff -p` prints them
+    /// (3 lines of context, from the first `@@`); none for a binary file or equal bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<String>,
 }
 
 impl FileChange {
@@ -324,6 +328,7 @@ fn file_change(
     counts: (u64, u64),
     binary: bool,
     bytes: Option<(Vec<u8>, Vec<u8>)>,
+    patch: Option<String>,
 ) -> FileChange {
     let renamed = d.status == Status::Renamed;
     let (old_content, new_content) = match bytes {
@@ -348,17 +353,23 @@ fn file_change(
         to: renamed.then(|| d.new_path.clone().unwrap_or_default()),
         old_content,
         new_content,
+        patch,
     }
 }
 
+/// Lines of context around a hunk of a [`FileChange::patch`], as `git diff` has.
+pub const PATCH_CONTEXT: u32 = 3;
+
 /// Everything that differs between two sides, filtered by `paths` (tree paths; a
-/// directory names everything below it), read as deep as `detail` says.
+/// directory names everything below it), read as deep as `detail` says; with `patch`,
+/// each text file's hunks too.
 pub(crate) fn compare(
     reader: &Reader,
     a: &Side,
     b: &Side,
     paths: &[RepoPathBuf],
     detail: Detail,
+    patch: bool,
 ) -> Result<DiffOutcome, Error> {
     let mut memory = a.memory.clone();
     memory.extend(b.memory.iter().map(|(k, v)| (*k, v.clone())));
@@ -374,8 +385,8 @@ pub(crate) fn compare(
         if !hit {
             continue;
         }
-        let change = if detail == Detail::Names {
-            file_change(d, (0, 0), false, None)
+        let change = if detail == Detail::Names && !patch {
+            file_change(d, (0, 0), false, None, None)
         } else {
             let old_bytes = match (&d.old, &d.old_path) {
                 (Some(e), Some(p)) => content(reader, a, p, e)?,
@@ -386,14 +397,19 @@ pub(crate) fn compare(
                 _ => Vec::new(),
             };
             let binary = diff::text::is_binary(&old_bytes) || diff::text::is_binary(&new_bytes);
-            let counts = if binary || d.status == Status::Renamed {
-                (0, 0)
+            let (counts, hunks) = if binary || d.status == Status::Renamed {
+                ((0, 0), None)
             } else {
                 let ld = LineDiff::new(&old_bytes, &new_bytes);
-                (ld.insertions(), ld.deletions())
+                let hunks = (patch && old_bytes != new_bytes).then(|| {
+                    let mut text = Vec::new();
+                    ld.write_hunks(PATCH_CONTEXT, &diff::text::Palette::PLAIN, &mut text);
+                    String::from_utf8_lossy(&text).into_owned()
+                });
+                ((ld.insertions(), ld.deletions()), hunks)
             };
             let bytes = (detail == Detail::Contents).then_some((old_bytes, new_bytes));
-            file_change(d, counts, binary, bytes)
+            file_change(d, counts, binary, bytes, hunks)
         };
         out.stats.files += 1;
         out.stats.insertions += change.insertions;
@@ -448,7 +464,7 @@ pub(crate) fn stored_changes(
         memory: [(empty.id(), empty.clone())].into(),
         root: None,
     };
-    compare(reader, &side(old), &side(new), &[], Detail::Counts)
+    compare(reader, &side(old), &side(new), &[], Detail::Counts, false)
 }
 
 /// One snapshot as `log` shows it; with `stat`, its changes against its first parent (a
@@ -571,6 +587,7 @@ mod tests {
             to: None,
             old_content: None,
             new_content: None,
+            patch: None,
         }
     }
 

@@ -71,6 +71,7 @@ impl Args {
             b: self.b,
             paths: super::tree_paths(self.paths),
             detail,
+            patch: false,
             exit_code: self.exit_code,
         }
     }

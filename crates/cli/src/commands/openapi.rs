@@ -6,7 +6,7 @@
 //! outcome type's), each route's request body, each verb's `/v1/call` options and
 //! `/v1/call`'s list of verbs. From the engine's types, derived (`schemars`, as serde writes
 //! them): every outcome and what it holds, `/v1/call`'s reply, and the error body with
-//! every code ([`Code`] and the server's own, [`super::serve::ROUTE_CODES`]). The test fails
+//! every code ([`Code`] and the server's own, [`crate::http::ROUTE_CODES`]). The test fails
 //! on any difference; `CAIRN_WRITE_OPENAPI=1 cargo test -p cairn-cli openapi` writes the
 //! file again.
 
@@ -178,7 +178,7 @@ fn error_schema() -> serde_json::Map<String, Value> {
     let codes: Vec<&str> = Code::all()
         .iter()
         .map(|c| c.as_str())
-        .chain(super::serve::ROUTE_CODES.iter().copied())
+        .chain(crate::http::ROUTE_CODES.iter().copied())
         .collect();
     let Value::Object(schema) = json!({
         "type": "object",

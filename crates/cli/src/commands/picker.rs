@@ -44,7 +44,7 @@ pub fn rewind(ctx: &Ctx, dir: Option<Utf8PathBuf>) -> Result<Rendered, Error> {
     };
     let timeline = match engine.call(Request::Timeline(TimelineOptions {
         dir,
-        max_count: None,
+        ..TimelineOptions::default()
     }))? {
         Outcome::Timeline(t) => t,
         other => return Err(unexpected(&other)),

@@ -14,6 +14,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::{CliError, io_error, opened_as};
+use crate::http::{
+    ApiError, error, error_status, outcome_status, parse, shutdown_signal, verb_answer,
+    verb_request,
+};
 use axum::body::Bytes;
 use axum::extract::connect_info::{ConnectInfo, Connected};
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -23,7 +27,7 @@ use axum::routing::{get, post};
 use axum::serve::{IncomingStream, Listener};
 use axum::{Json, Router};
 use cairn_client::{Object, ObjectRef, ProgressEvent, StreamLine, WireObjectKind};
-use cairn_engine::{Call, Engine, Error, Face, Outcome, Request, TransferError, Verb};
+use cairn_engine::{Call, Engine, Error, Outcome, Request, TransferError};
 use camino::{Utf8Path, Utf8PathBuf};
 use cas::OpenOptions;
 use serde_json::{Value, json};
@@ -199,109 +203,6 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         self.0.counts().running -= 1;
-    }
-}
-
-/// An error answer: status and `{"error": {"code", "message"}}`.
-pub(crate) struct ApiError {
-    status: StatusCode,
-    code: &'static str,
-    message: String,
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = json!({ "error": { "code": self.code, "message": self.message } });
-        (self.status, Json(body)).into_response()
-    }
-}
-
-/// The codes only the server answers with, beside the engine's ([`cairn_engine::Code`]):
-/// a malformed request, an object the object routes refuse. `docs/openapi.yaml` lists both.
-pub(crate) const ROUTE_CODES: &[&str] = &[
-    "invalid_json",
-    "no_token",
-    "foreign_host",
-    "foreign_origin",
-    "unknown_asset",
-    "unknown_verb",
-    "missing_argument",
-    "invalid_id",
-    "hash_mismatch",
-    "invalid_object",
-    "dangling",
-];
-
-pub(crate) fn error(
-    status: StatusCode,
-    code: &'static str,
-    message: impl Into<String>,
-) -> ApiError {
-    debug_assert!(
-        ROUTE_CODES.contains(&code) || code.parse::<cairn_engine::Code>().is_ok(),
-        "{code} is neither an engine code nor among ROUTE_CODES"
-    );
-    ApiError {
-        status,
-        code,
-        message: message.into(),
-    }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(|e| {
-        error(
-            StatusCode::BAD_REQUEST,
-            "invalid_json",
-            format!("request body: {e}"),
-        )
-    })
-}
-
-/// HTTP status of an outcome: 200, or 409 for a refusal (exit status 1).
-fn outcome_status(exit: u8) -> StatusCode {
-    if exit == 0 {
-        StatusCode::OK
-    } else {
-        StatusCode::CONFLICT
-    }
-}
-
-/// HTTP status of an error, from its stable code (`cairn_engine::Code`)
-/// and exit status. The one place codes become statuses: the body keeps the code and
-/// message (and `/v1/call` the exit status), so a client gets the command's own answer back
-/// whatever the status.
-fn error_status(code: &str, exit: u8) -> StatusCode {
-    match code {
-        // What the request names is not there.
-        "unknown_id" | "unknown_ref" | "unknown_remote" | "not_on_remote" | "not_a_worktree"
-        | "not_a_mount" | "no_checkpoint" | "no_task" | "unknown_grant" | "unknown_request"
-        | "store_missing" => StatusCode::NOT_FOUND,
-        // Only a person may do it (grant a listed request).
-        "not_permitted" => StatusCode::FORBIDDEN,
-        // It is there, but busy, or in a state that refuses the request.
-        "blocked"
-        | "not_empty"
-        | "worktree_exists"
-        | "worktree_moved"
-        | "remote_exists"
-        | "branch_exists"
-        | "repository_busy"
-        | "mount_busy"
-        | "not_mounted"
-        | "store_busy"
-        | "interrupted"
-        | "ref_moved"
-        | "confirmation_needed"
-        | "too_many_requests" => StatusCode::CONFLICT,
-        "remote_timeout" => StatusCode::GATEWAY_TIMEOUT,
-        "remote_failed" | "remote_corrupt" | "remote_format" | "remote_credentials" => {
-            StatusCode::BAD_GATEWAY
-        }
-        "no_space" => StatusCode::INSUFFICIENT_STORAGE,
-        // Well-formed, but not something the command can do.
-        _ if exit == cairn_engine::EXIT_USAGE => StatusCode::UNPROCESSABLE_ENTITY,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
@@ -565,67 +466,6 @@ async fn call(
     .await
 }
 
-/// The request `POST /v1/{name}` with `body` asks for, and the directory it runs from: its
-/// `"cwd"`, else `/` (refused for a verb that takes its directory from the cwd when the
-/// body names none). `cairn ui`'s verb route reads its requests here too.
-pub(crate) fn verb_request(name: &str, body: &Bytes) -> Result<(Utf8PathBuf, Request), ApiError> {
-    let Some(spec) = Verb::named(name).filter(|v| v.on(Face::Route)) else {
-        return Err(error(
-            StatusCode::NOT_FOUND,
-            "unknown_verb",
-            format!("no verb {name:?}"),
-        ));
-    };
-    let mut args: serde_json::Map<String, Value> = if body.is_empty() {
-        serde_json::Map::new()
-    } else {
-        parse(body)?
-    };
-    let cwd = match args.remove("cwd") {
-        // No caller's directory to default to: a directory left out would mean `/`.
-        None => {
-            if let Some(name) = spec
-                .default_directory()
-                .filter(|name| args.get(name).is_none_or(Value::is_null))
-            {
-                return Err(error(
-                    StatusCode::BAD_REQUEST,
-                    "missing_argument",
-                    format!(
-                        "{verb}: give {name:?} (or a \"cwd\" to take it from)",
-                        verb = spec.name()
-                    ),
-                ));
-            }
-            Utf8PathBuf::from("/")
-        }
-        Some(Value::String(c)) if Utf8Path::new(&c).is_absolute() => Utf8PathBuf::from(c),
-        Some(other) => {
-            return Err(error(
-                StatusCode::BAD_REQUEST,
-                "invalid_path",
-                format!("cwd must be an absolute path, not {other}"),
-            ));
-        }
-    };
-    let request = spec
-        .request(args)
-        .map_err(|e| error(StatusCode::BAD_REQUEST, "invalid_arguments", e.to_string()))?;
-    Ok((cwd, request))
-}
-
-/// The answer of `POST /v1/{verb}`: the outcome's JSON object (200, or 409 for a
-/// refusal), or the error's with the status of its code.
-pub(crate) fn verb_answer(result: Result<Outcome, Error>) -> (StatusCode, Value) {
-    match result {
-        Ok(outcome) => (outcome_status(outcome.exit()), outcome.to_json()),
-        Err(e) => (
-            error_status(e.code(), e.exit()),
-            crate::output::error_json(&e),
-        ),
-    }
-}
-
 /// `POST /v1/{verb}`: a verb with JSON arguments, answered with its JSON object.
 /// `policy_allow` records a request for a person to decide on: it grants nothing.
 async fn verb(
@@ -842,23 +682,6 @@ fn bind(socket: &Utf8Path) -> Result<UnixListener, Error> {
     Ok(listener)
 }
 
-/// Resolves on SIGTERM or SIGINT, saying on stderr that `who` stops.
-pub(crate) async fn shutdown_signal(who: &str) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
-    eprintln!("{who}: stopping; finishing running requests");
-}
-
 /// Resolves once a server started for a mount or a check has nothing left to serve: no
 /// mount and no running request, once a request came (or the one that started it had 10
 /// seconds to arrive). Its `socket` is removed first, so that a command started meanwhile
@@ -1027,44 +850,4 @@ pub fn run(ctx: &Ctx, args: Args) -> Result<Report, Error> {
         },
         format!("cairn serve: stopped; store {path} closed\n"),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Statuses HTTP clients expect: 400 only for a malformed request (the server's own
-    /// codes), never for a well-formed one, and never a 500 for a remote's failure.
-    #[test]
-    fn an_errors_status_comes_from_its_code() {
-        let usage = cairn_engine::EXIT_USAGE;
-        let store = cairn_engine::EXIT_STORE;
-        for (code, exit, status) in [
-            ("unknown_id", usage, 404),
-            ("unknown_ref", usage, 404),
-            ("unknown_remote", usage, 404),
-            ("not_a_worktree", usage, 404),
-            ("unknown_request", usage, 404),
-            ("not_permitted", usage, 403),
-            ("too_many_requests", usage, 409),
-            ("not_empty", usage, 409),
-            ("blocked", usage, 409),
-            ("interrupted", store, 409),
-            ("invalid_path", usage, 422),
-            ("ambiguous_id", usage, 422),
-            ("too_large", usage, 422),
-            ("remote_failed", store, 502),
-            ("remote_corrupt", store, 502),
-            ("remote_timeout", store, 504),
-            ("no_space", store, 507),
-            ("corrupt", store, 500),
-            ("io", store, 500),
-        ] {
-            assert_eq!(error_status(code, exit).as_u16(), status, "{code}");
-        }
-        let remote = cairn_engine::Error::from(remote::RemoteError::Unknown {
-            name: "nowhere".into(),
-        });
-        assert_eq!(error_status(remote.code(), remote.exit()).as_u16(), 404);
-    }
 }

@@ -2,7 +2,7 @@
 //!
 //! The page is hand-written ES modules and CSS, embedded ([`assets`]); its data are the
 //! engine's verbs, `POST /v1/{verb}` with the very body `cairn serve` takes, read by the
-//! same code ([`crate::commands::serve::verb_request`]) and run where a command of the
+//! same code ([`crate::http::verb_request`]) and run where a command of the
 //! command line runs ([`Target`]): by the `cairn serve` of the store when one runs, else
 //! here, opening the store for the call only (read-only for a read), so agents' commands go
 //! on beside it and reads change nothing. The page acts as a person, as the command line
@@ -24,8 +24,8 @@ use axum::{Json, Router};
 use camino::{Utf8Path, Utf8PathBuf};
 use tokio_util::sync::CancellationToken;
 
-use crate::commands::serve::{self as served, verb_answer, verb_request};
 use crate::error::{Error, io_error};
+use crate::http::{self, verb_answer, verb_request};
 use crate::progress::Bar;
 use crate::target::Target;
 use events::StoreChanges;
@@ -49,7 +49,7 @@ impl FromRef<Ui> for StoreChanges {
 
 /// An error answer, `{"error": {"code", "message"}}`, as every route of cairn gives one.
 pub fn refusal(status: StatusCode, code: &'static str, message: impl Into<String>) -> Response {
-    served::error(status, code, message).into_response()
+    http::error(status, code, message).into_response()
 }
 
 /// `POST /v1/{verb}`: the verb run as a person asks it, answered as `cairn serve` answers.
@@ -135,7 +135,7 @@ pub fn serve(store: &Utf8Path, port: u16, on_listening: impl FnOnce(&str)) -> Re
         let app = router(ui, Arc::new(Guard::new(token.clone(), port)));
         on_listening(&format!("http://127.0.0.1:{port}/?token={token}"));
         let stopping = async move {
-            served::shutdown_signal("cairn ui").await;
+            http::shutdown_signal("cairn ui").await;
             stop.cancel();
         };
         axum::serve(listener, app)

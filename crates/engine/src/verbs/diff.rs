@@ -27,6 +27,9 @@ pub struct DiffOptions {
     #[serde(default)]
     #[schemars(extend("x-cli-only" = true))]
     pub detail: Detail,
+    /// Each text file's hunks too (`patch`), as `cairn diff -p` prints them.
+    #[serde(default)]
+    pub patch: bool,
     /// Refuse (exit 1) if anything differs.
     #[serde(default)]
     #[schemars(extend("x-cli-only" = true))]
@@ -53,7 +56,7 @@ impl Engine {
         let b = side(&self.worktrees, &store, &reader, &call.cwd, &options.b)?;
         let root = a.root.as_deref().or(b.root.as_deref());
         let paths = tree_paths(root, &options.paths)?;
-        let mut out = compare(&reader, &a, &b, &paths, options.detail)?;
+        let mut out = compare(&reader, &a, &b, &paths, options.detail, options.patch)?;
         let missing = unmatched(&paths, &out);
         if !missing.is_empty() {
             out.message = Some(format!("no changes under {}", missing.join(", ")));

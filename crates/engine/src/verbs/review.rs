@@ -66,7 +66,7 @@ impl Engine {
             memory: live.trees,
             root: Some(live.root.clone()),
         };
-        let changes = compare(&reader, &base, &now, &[], options.detail)?;
+        let changes = compare(&reader, &base, &now, &[], options.detail, false)?;
         Ok(ReviewOutcome {
             changes,
             worktree: record.root,

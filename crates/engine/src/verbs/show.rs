@@ -56,7 +56,6 @@ pub struct ShowOptions {
     pub object: String,
     /// For a file: its bytes too.
     #[serde(default)]
-    #[schemars(extend("x-cli-only" = true))]
     pub contents: bool,
 }
 

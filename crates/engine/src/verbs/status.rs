@@ -65,7 +65,7 @@ impl Engine {
             memory: live.trees,
             root: Some(live.root.clone()),
         };
-        let changes = compare(&reader, &base, &now, &[], Detail::Counts)?;
+        let changes = compare(&reader, &base, &now, &[], Detail::Counts, false)?;
         Ok(StatusOutcome {
             changes,
             worktree: live.root,

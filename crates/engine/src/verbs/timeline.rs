@@ -22,6 +22,9 @@ pub struct TimelineOptions {
     /// At most this many, the newest (default 500).
     #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
     pub max_count: Option<usize>,
+    /// Leave out this many of the newest first (default 0): with `max_count`, one page.
+    #[serde(default, deserialize_with = "crate::engine::whole_number::deserialize")]
+    pub skip: Option<usize>,
 }
 
 /// One state of a worktree: a snapshot as `log --stat` shows it, its checkpoint name, and
@@ -47,7 +50,12 @@ pub struct TimelineOutcome {
     pub worktree: Utf8PathBuf,
     /// Its head.
     pub head: Option<SnapshotId>,
-    /// Its states.
+    /// The baseline of its task, if it has one (`review` shows the task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<SnapshotId>,
+    /// How many states it has in all (`entries` holds those of the page asked for).
+    pub total: usize,
+    /// Its states: those left after `skip`, at most `max_count`.
     pub entries: Vec<TimelineEntry>,
 }
 
@@ -65,41 +73,46 @@ impl Engine {
         let reader = store.reader()?;
         let record = registered(&reader, &dir)?;
         let most = options.max_count.unwrap_or(DEFAULT_COUNT);
+        let skip = options.skip.unwrap_or(0);
         let mut ids: Vec<SnapshotId> = record.checkpoints.iter().map(|c| c.snapshot).collect();
         for op in reader.ops(&record.root)? {
             ids.extend(op.before.into_iter().chain(op.after));
         }
-        let mut seen = std::collections::HashSet::new();
-        let mut states = Vec::new();
-        let mut keep = |id: SnapshotId| -> Result<Option<cas::Snapshot>, Error> {
-            if !seen.insert(id) {
-                return Ok(None);
-            }
-            match reader.snapshot(id) {
-                Ok(snap) => {
-                    states.push((id, snap.clone()));
-                    Ok(Some(snap))
-                }
-                // A state gc has since collected, or a parent left on a remote, is not offered.
-                Err(cas::ReadError::NotFound { .. }) => Ok(None),
-                Err(e) => Err(e.into()),
-            }
+        // Each state once. A state gc has since collected, or a parent left on a remote,
+        // is not offered.
+        let read = |id: SnapshotId| match reader.snapshot(id) {
+            Ok(snap) => Ok(Some(snap)),
+            Err(cas::ReadError::NotFound { .. }) => Ok(None),
+            Err(e) => Err(Error::from(e)),
         };
+        let mut states: std::collections::HashMap<SnapshotId, cas::Snapshot> =
+            std::collections::HashMap::new();
         for id in ids {
-            keep(id)?;
+            if !states.contains_key(&id)
+                && let Some(snap) = read(id)?
+            {
+                states.insert(id, snap);
+            }
         }
-        // The head's first-parent history.
+        // The head's first-parent history, all of it: `total` counts every state.
         let mut next = record.head;
-        for _ in 0..most {
-            let Some(id) = next else { break };
-            next = match reader.snapshot(id) {
-                Ok(snap) => snap.parents.first().copied(),
-                Err(cas::ReadError::NotFound { .. }) => None,
-                Err(e) => return Err(e.into()),
+        while let Some(id) = next {
+            next = match states.get(&id) {
+                Some(snap) => snap.parents.first().copied(),
+                None => match read(id)? {
+                    Some(snap) => {
+                        let parent = snap.parents.first().copied();
+                        states.insert(id, snap);
+                        parent
+                    }
+                    None => None,
+                },
             };
-            keep(id)?;
         }
+        let mut states: Vec<(SnapshotId, cas::Snapshot)> = states.into_iter().collect();
         states.sort_by(|a, b| b.1.created.cmp(&a.1.created).then(b.0.cmp(&a.0)));
+        let total = states.len();
+        states.drain(..skip.min(total));
         states.truncate(most);
         let entries = states
             .into_iter()
@@ -124,8 +137,10 @@ impl Engine {
             })
             .collect::<Result<_, Error>>()?;
         Ok(TimelineOutcome {
+            task: record.task.as_ref().map(|t| t.baseline),
             worktree: record.root,
             head: record.head,
+            total,
             entries,
         })
     }
