@@ -11,7 +11,7 @@ use crate::error::Error;
 #[derive(clap::Args, Debug)]
 #[command(display_order = 45)]
 pub struct Args {
-    /// The port to listen on (default 0: a free one).
+    /// The port to listen on (0: a free one).
     #[arg(long, value_name = "N", default_value_t = 0)]
     port: u16,
     /// Open the page in the browser (`xdg-open`).
@@ -26,7 +26,7 @@ impl OwnCommand for Args {}
 pub fn run(ctx: &Ctx, args: Args) -> Result<(), Error> {
     let cwd = crate::context::current_dir()?;
     let store = ctx.store_path(&cwd)?;
-    crate::ui::serve(&store, args.port, |url| {
+    crate::ui::serve(&store, args.port, ctx.offline, |url| {
         let line = if ctx.json {
             format!("{}\n", serde_json::json!({ "url": url }))
         } else {

@@ -38,6 +38,8 @@ pub const MAX_BODY: usize = 1 << 20;
 #[derive(Clone)]
 struct Ui {
     store: Utf8PathBuf,
+    /// Never fetch from a remote (`--offline`).
+    offline: bool,
     changes: StoreChanges,
 }
 
@@ -58,9 +60,9 @@ async fn verb(State(ui): State<Ui>, Path(name): Path<String>, body: Bytes) -> Re
         Ok(asked) => asked,
         Err(e) => return e.into_response(),
     };
-    let store = ui.store;
+    let (store, offline) = (ui.store, ui.offline);
     let ran = tokio::task::spawn_blocking(move || {
-        let target = Target::for_request(&store, false, &request)?;
+        let target = Target::for_request(&store, offline, &request)?;
         target.call(&cwd, request, &Bar::hidden(), false)
     })
     .await;
@@ -102,8 +104,14 @@ fn new_token() -> Result<String, Error> {
 }
 
 /// Serves the page of `store` on 127.0.0.1:`port` (0: a free one) until SIGTERM or
-/// SIGINT; `on_listening` gets the URL to open (with its token) as soon as it listens.
-pub fn serve(store: &Utf8Path, port: u16, on_listening: impl FnOnce(&str)) -> Result<(), Error> {
+/// SIGINT, never fetching from a remote if `offline`; `on_listening` gets the URL to open
+/// (with its token) as soon as it listens.
+pub fn serve(
+    store: &Utf8Path,
+    port: u16,
+    offline: bool,
+    on_listening: impl FnOnce(&str),
+) -> Result<(), Error> {
     if !store.join(cas::DATABASE_FILE).is_file() {
         return Err(cas::OpenError::Missing {
             path: store.to_owned(),
@@ -130,6 +138,7 @@ pub fn serve(store: &Utf8Path, port: u16, on_listening: impl FnOnce(&str)) -> Re
         let stop = CancellationToken::new();
         let ui = Ui {
             store: store.to_owned(),
+            offline,
             changes: StoreChanges::watch(store, stop.clone())?,
         };
         let app = router(ui, Arc::new(Guard::new(token.clone(), port)));
