@@ -68,42 +68,65 @@ impl Guard {
             .then_some(Proof::Cookie)
     }
 
-    /// The refusal of `request`, if it is refused.
-    fn refusal(&self, request: &Request) -> Result<Proof, Response> {
+    /// How `request` proves it holds the token, or why it is refused.
+    fn check(&self, request: &Request) -> Result<Proof, Refused> {
         let headers = request.headers();
         let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
         if !host.is_some_and(|h| self.hosts.iter().any(|ours| ours == h)) {
-            return Err(super::refusal(
-                StatusCode::FORBIDDEN,
-                "foreign_host",
-                format!(
-                    "Host {} is not this server's ({} or {}): a page of another site may not use it",
-                    host.unwrap_or("(none)"),
-                    self.hosts[0],
-                    self.hosts[1]
-                ),
-            ));
+            return Err(Refused::Host(format!(
+                "Host {} is not this server's ({} or {}): a page of another site may not use it",
+                host.unwrap_or("(none)"),
+                self.hosts[0],
+                self.hosts[1]
+            )));
         }
         if let Some(origin) = headers.get(header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("(not text)");
             if !self.origins.iter().any(|ours| ours == origin) {
-                return Err(super::refusal(
-                    StatusCode::FORBIDDEN,
-                    "foreign_origin",
-                    format!("a request from {origin} is not this server's page's: refused"),
-                ));
+                return Err(Refused::Origin(format!(
+                    "a request from {origin} is not this server's page's: refused"
+                )));
             }
         }
         match self.token_in(request) {
             Some(proof) => Ok(proof),
             None if request.method() == Method::GET && request.uri().path() == "/" => {
-                Err((StatusCode::UNAUTHORIZED, Html(NO_TOKEN_PAGE)).into_response())
+                Err(Refused::PageWithoutToken)
             }
-            None => Err(super::refusal(
+            None => Err(Refused::NoToken),
+        }
+    }
+}
+
+/// Why a request is refused.
+enum Refused {
+    /// Another host's name (DNS rebinding): the message.
+    Host(String),
+    /// Another site's page: the message.
+    Origin(String),
+    /// The page opened without its token.
+    PageWithoutToken,
+    /// Anything else without the token.
+    NoToken,
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        match self {
+            Refused::Host(message) => {
+                super::refusal(StatusCode::FORBIDDEN, "foreign_host", message)
+            }
+            Refused::Origin(message) => {
+                super::refusal(StatusCode::FORBIDDEN, "foreign_origin", message)
+            }
+            Refused::PageWithoutToken => {
+                (StatusCode::UNAUTHORIZED, Html(NO_TOKEN_PAGE)).into_response()
+            }
+            Refused::NoToken => super::refusal(
                 StatusCode::UNAUTHORIZED,
                 "no_token",
                 "no valid token: open the URL `cairn ui` printed (its ?token=), or send the token in the X-Cairn-Token header",
-            )),
+            ),
         }
     }
 }
@@ -134,7 +157,7 @@ fn cookies(headers: &HeaderMap) -> impl Iterator<Item = (&str, &str)> {
 pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next) -> Response {
     let data = request.uri().path().starts_with("/v1/");
     let opened = request.method() == Method::GET && request.uri().path() == "/";
-    let mut response = match guard.refusal(&request) {
+    let mut response = match guard.check(&request) {
         Ok(proof) => {
             let mut response = next.run(request).await;
             if opened && proof == Proof::Query {
@@ -148,7 +171,7 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
             }
             response
         }
-        Err(refused) => refused,
+        Err(refused) => refused.into_response(),
     };
     let headers = response.headers_mut();
     headers.insert(
@@ -186,7 +209,7 @@ mod tests {
     fn only_its_own_host_and_origin_with_the_token_pass() {
         let guard = Guard::new("ab12".into(), 4000);
         let host = ("host", "127.0.0.1:4000");
-        let pass = |uri, headers: &[(&str, &str)]| guard.refusal(&request(uri, headers)).is_ok();
+        let pass = |uri, headers: &[(&str, &str)]| guard.check(&request(uri, headers)).is_ok();
         assert!(pass("/v1/x?token=ab12", &[host]));
         assert!(pass("/v1/x?a=b&token=ab12", &[("host", "localhost:4000")]));
         assert!(pass("/v1/x", &[host, (TOKEN_HEADER, "ab12")]));
