@@ -1,0 +1,125 @@
+// Small helpers: HTML built as escaped strings (fast for thousands of rows), and the
+// formats every view shares.
+
+const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+/** Text made safe for HTML content and attribute values. */
+export function esc(value) {
+  return String(value ?? "").replace(/[&<>"']/g, (c) => ESCAPES[c]);
+}
+
+/** Already-safe HTML, passed through `html` as it is. */
+export class Raw {
+  constructor(text) {
+    this.text = text;
+  }
+  toString() {
+    return this.text;
+  }
+}
+
+export const raw = (text) => new Raw(text);
+
+function part(value) {
+  if (value instanceof Raw) return value.text;
+  if (Array.isArray(value)) return value.map(part).join("");
+  if (value === null || value === undefined || value === false) return "";
+  return esc(value);
+}
+
+/** Tagged template: interpolated values are escaped, arrays joined, `raw` kept. */
+export function html(strings, ...values) {
+  let out = strings[0];
+  for (let i = 0; i < values.length; i++) out += part(values[i]) + strings[i + 1];
+  return new Raw(out);
+}
+
+/** An attribute written only when its value is not null/undefined. */
+export function attr(name, value) {
+  return value === null || value === undefined ? raw("") : raw(` ${name}="${esc(value)}"`);
+}
+
+export function shortId(id) {
+  return id ? String(id).slice(0, 12) : "";
+}
+
+const UNITS = ["B", "KiB", "MiB", "GiB", "TiB"];
+
+export function bytes(n) {
+  let value = Number(n) || 0;
+  let unit = 0;
+  while (value >= 1024 && unit < UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${unit === 0 ? value : value.toFixed(1)} ${UNITS[unit]}`;
+}
+
+const AGE_STEPS = [
+  [60, "s", 1],
+  [3600, "min", 60],
+  [86400, "h", 3600],
+  [86400 * 30, "d", 86400],
+  [86400 * 365, "mo", 86400 * 30],
+  [Infinity, "y", 86400 * 365],
+];
+
+/** "5 min ago" for an RFC 3339 time. */
+export function age(created, now = Date.now()) {
+  const then = Date.parse(created);
+  if (Number.isNaN(then)) return "";
+  const seconds = Math.max(0, Math.round((now - then) / 1000));
+  for (const [limit, unit, size] of AGE_STEPS) {
+    if (seconds < limit) return `${Math.floor(seconds / size)} ${unit} ago`;
+  }
+  return "";
+}
+
+/** `+N -M` with its parts marked for colour. */
+export function plusMinus(insertions, deletions) {
+  return html`<span class="ins">+${insertions}</span> <span class="del">-${deletions}</span>`;
+}
+
+/** The hash link of a route, each part URL-encoded. */
+export function href(...parts) {
+  return "#/" + parts.map((p) => encodeURIComponent(p)).join("/");
+}
+
+/** A file path of a change, for links: its new path, else its old one. */
+export function changePath(change) {
+  return change.to ?? change.path;
+}
+
+/** Every change of a diff outcome (diff, review), in byte order of path, as git prints. */
+export function changesOf(outcome) {
+  const all = [
+    ...(outcome.added ?? []),
+    ...(outcome.removed ?? []),
+    ...(outcome.modified ?? []),
+    ...(outcome.renamed ?? []),
+  ];
+  const encoder = new TextEncoder();
+  const key = new Map(all.map((c) => [c, encoder.encode(c.path)]));
+  return all.sort((a, b) => compareBytes(key.get(a), key.get(b)));
+}
+
+function compareBytes(a, b) {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) if (a[i] !== b[i]) return a[i] - b[i];
+  return a.length - b.length;
+}
+
+/** Base64 to bytes. */
+export function fromBase64(text) {
+  const binary = atob(text ?? "");
+  const out = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) out[i] = binary.charCodeAt(i);
+  return out;
+}
+
+/** Git's rule: a NUL byte in the first 8000 bytes makes content binary. */
+export function isBinary(data) {
+  const n = Math.min(data.length, 8000);
+  for (let i = 0; i < n; i++) if (data[i] === 0) return true;
+  return false;
+}

@@ -1,0 +1,127 @@
+// `#/compare/<id>,<id>,...`: the compare verb as a grid, rows the paths any attempt
+// changed, columns the attempts; a cell's colour and letter name its group (attempts
+// that agree on the path share one). Each attempt's checks and a link to its diff;
+// combine the chosen attempts.
+
+import { call } from "../api.js";
+import { confirmAction, notice, noticeError } from "../dialog.js";
+import { href, html, plusMinus, shortId } from "../dom.js";
+
+export const viewName = () => "compare";
+export const title = ({ ids }) => `compare ${ids.length} attempts`;
+
+const LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+const COLOURS = 8;
+
+function groupName(index) {
+  return index < LETTERS.length ? LETTERS[index] : String(index + 1);
+}
+
+function attempt(s, base) {
+  return html`<th scope="col" class="attempt" data-test="compare-attempt" data-snapshot="${s.id}"
+      data-files="${s.files}" data-insertions="${s.insertions}" data-deletions="${s.deletions}">
+    <label class="choose"><input type="checkbox" data-test="attempt-select" data-snapshot="${s.id}">
+      <span class="id">${shortId(s.id)}</span></label>
+    <a class="small-link" data-test="attempt-diff" href="${href("diff", base, s.id)}">diff</a>
+    <div class="stat">${s.files} file${s.files === 1 ? "" : "s"} ${plusMinus(s.insertions, s.deletions)}</div>
+    <div class="checks">${
+      s.checks.length
+        ? latest(s.checks).map(
+            (c) => html`<a class="check ${c.passed ? "pass" : "fail"}" data-test="attempt-check"
+              data-check="${c.check}" data-passed="${String(c.passed)}"
+              href="${href("checks", s.id, c.check)}">${c.passed ? "✓" : "✗"} ${c.check}</a>`,
+          )
+        : html`<span class="muted">no checks</span>`
+    }</div>
+  </th>`;
+}
+
+/** The newest run of each check (the verb lists every run, newest first). */
+function latest(checks) {
+  const seen = new Set();
+  return checks.filter((c) => !seen.has(c.check) && seen.add(c.check));
+}
+
+function cell(p, s) {
+  const group = p.groups.findIndex((g) => g.includes(s.id));
+  const state = p.unchanged.includes(s.id)
+    ? "unchanged"
+    : p.deleted.includes(s.id)
+      ? "deleted"
+      : "changed";
+  const label = state === "unchanged" ? "=" : state === "deleted" ? "✕" : groupName(group);
+  const what =
+    state === "unchanged"
+      ? "as the base has it"
+      : state === "deleted"
+        ? "deleted"
+        : `version ${groupName(group)}`;
+  const content =
+    state === "deleted"
+      ? html`<span>${label}</span>`
+      : html`<a href="${href("file", s.id, ...p.path.split("/"))}">${label}</a>`;
+  return html`<td class="cell g${group % COLOURS} ${state}" data-test="compare-cell"
+    data-path="${p.path}" data-snapshot="${s.id}" data-group="${group}" data-state="${state}"
+    title="${shortId(s.id)}: ${what}">${content}</td>`;
+}
+
+export async function render(view) {
+  const { ids } = view.params;
+  const outcome = await call("compare", { snapshots: ids });
+  if (!view.current()) return;
+  const snaps = outcome.snapshots;
+  view.main.innerHTML = String(html`<h1>Compare ${snaps.length} attempts</h1>
+    <p class="meta">Against their base <a class="id" href="${href("snapshot", outcome.base)}">${shortId(outcome.base)}</a>.
+      Cells with the same letter and colour hold the same content; = is the base's, ✕ deleted.</p>
+    ${outcome.identical.map(
+      (g) => html`<p class="note" data-test="compare-identical" data-snapshots="${g.join(",")}">
+        Identical trees: ${g.map((id) => shortId(id)).join(", ")}</p>`,
+    )}
+    <div class="actions">
+      <button type="button" data-test="action-combine">Combine…</button>
+      <span class="hint">The checked attempts; with none checked, all of them.</span>
+    </div>
+    <div class="grid-wrap"><table class="grid">
+      <thead><tr><th scope="col" class="corner">Path</th>${snaps.map((s) => attempt(s, outcome.base))}</tr></thead>
+      <tbody>${outcome.paths.map(
+        (p) => html`<tr data-test="compare-row" data-path="${p.path}"><th scope="row" class="path">${p.path}</th>${snaps.map((s) => cell(p, s))}</tr>`,
+      )}</tbody>
+    </table></div>
+    ${outcome.paths.length === 0 ? html`<p class="empty">No attempt changed anything against the base.</p>` : ""}`);
+  view.main.querySelector("[data-test=action-combine]").onclick = () => combine(view, snaps);
+  view.done();
+}
+
+async function combine(view, snaps) {
+  const checked = [...view.main.querySelectorAll("[data-test=attempt-select]:checked")].map(
+    (c) => c.dataset.snapshot,
+  );
+  const chosen = checked.length ? checked : snaps.map((s) => s.id);
+  if (chosen.length < 2) {
+    noticeError({ code: "usage", message: "Choose two or more attempts to combine." }, "combine");
+    return;
+  }
+  const form = await confirmAction({
+    action: "combine",
+    title: "Combine attempts",
+    body: html`<p>Merge the changes of ${chosen.map((id, i) => html`${i ? ", " : ""}<code>${shortId(id)}</code>`)}
+      into one new snapshot? No worktree or repository changes; with a conflict nothing is recorded.</p>`,
+    fields: html`<label class="field">Message <span class="muted">(optional)</span>
+      <input name="message" data-test="combine-message"></label>`,
+    ok: "Combine",
+  });
+  if (!form) return;
+  const args = { snapshots: chosen };
+  const message = form.get("message").trim();
+  if (message) args.message = message;
+  try {
+    const done = await call("combine", args);
+    const item = notice({
+      action: "combine",
+      message: html`Combined into <a data-test="combined-link" href="${href("snapshot", done.snapshot)}">${shortId(done.snapshot)}</a>.`,
+    });
+    item.querySelector("[data-test=combined-link]").addEventListener("click", () => item.remove());
+  } catch (e) {
+    noticeError(e, "combine");
+  }
+}

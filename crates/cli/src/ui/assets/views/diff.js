@@ -1,0 +1,367 @@
+// `#/snapshot/<id>` (a snapshot's changes against its first parent, its facts, merge)
+// and `#/diff/<a>/<b>` (any two): the diff verb's files with their hunks, unified or
+// side by side, highlighted as they scroll into view.
+
+import { call } from "../api.js";
+import { confirmAction, notice, noticeError } from "../dialog.js";
+import { age, bytes, changesOf, esc, href, html, plusMinus, shortId } from "../dom.js";
+import { highlightLines } from "../syntax.js";
+
+const MODE_KEY = "cairn-diff-mode";
+
+function mode() {
+  return localStorage.getItem(MODE_KEY) === "split" ? "split" : "unified";
+}
+
+/** A patch (`@@` hunks as `cairn diff -p` prints them) as hunks of numbered lines. */
+export function parsePatch(patch) {
+  const hunks = [];
+  let hunk = null;
+  let old = 0;
+  let now = 0;
+  for (const line of patch.split("\n")) {
+    const header = /^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line);
+    if (header) {
+      old = Number(header[1]);
+      now = Number(header[2]);
+      hunk = { header: line, lines: [] };
+      hunks.push(hunk);
+    } else if (!hunk || line === "") {
+      continue;
+    } else if (line[0] === " ") {
+      hunk.lines.push({ kind: "ctx", old: old++, new: now++, text: line.slice(1) });
+    } else if (line[0] === "-") {
+      hunk.lines.push({ kind: "del", old: old++, new: null, text: line.slice(1) });
+    } else if (line[0] === "+") {
+      hunk.lines.push({ kind: "add", old: null, new: now++, text: line.slice(1) });
+    } else if (line[0] === "\\") {
+      const last = hunk.lines[hunk.lines.length - 1];
+      if (last) last.noEol = true;
+    }
+  }
+  return hunks;
+}
+
+function num(n) {
+  return n === null ? '<span class="num"></span>' : `<span class="num" data-n="${n}"></span>`;
+}
+
+const EOL = '<span class="noeol" title="No newline at end of file">⏎̸</span>';
+
+// Rows are built as plain strings: a 1,000-file diff is tens of thousands of them.
+function unifiedLine(l) {
+  return `<div class="line ${l.kind}" data-test="diff-line" data-kind="${l.kind}"${
+    l.old === null ? "" : ` data-old="${l.old}"`
+  }${l.new === null ? "" : ` data-new="${l.new}"`}>${num(l.old)}${num(l.new)}<code>${esc(
+    l.text,
+  )}</code>${l.noEol ? EOL : ""}</div>`;
+}
+
+function cell(side, l) {
+  if (!l) return `<div class="cell empty" data-test="diff-cell" data-side="${side}" data-kind="empty"><span class="num"></span><code></code></div>`;
+  const n = side === "old" ? l.old : l.new;
+  return `<div class="cell ${l.kind}" data-test="diff-cell" data-side="${side}" data-kind="${l.kind}" data-line="${n}">${num(
+    n,
+  )}<code>${esc(l.text)}</code>${l.noEol ? EOL : ""}</div>`;
+}
+
+/** Side-by-side rows: context on both sides, each run of removals beside the additions
+ * that follow it. */
+function splitRows(lines) {
+  const out = [];
+  let i = 0;
+  while (i < lines.length) {
+    const l = lines[i];
+    if (l.kind === "ctx") {
+      out.push(`<div class="split-row" data-test="diff-split-row">${cell("old", l)}${cell("new", l)}</div>`);
+      i++;
+      continue;
+    }
+    const dels = [];
+    const adds = [];
+    while (i < lines.length && lines[i].kind === "del") dels.push(lines[i++]);
+    while (i < lines.length && lines[i].kind === "add") adds.push(lines[i++]);
+    for (let k = 0; k < Math.max(dels.length, adds.length); k++) {
+      out.push(`<div class="split-row" data-test="diff-split-row">${cell("old", dels[k])}${cell("new", adds[k])}</div>`);
+    }
+  }
+  return out.join("");
+}
+
+function body(file, how) {
+  const c = file.change;
+  if (c.binary) return `<p class="note">Binary file, ${esc(bytes(c.size ?? 0))}.</p>`;
+  if (!file.hunks) return '<p class="note">No line changes.</p>';
+  if (file.hunks.length === 0) {
+    return c.old_mode !== c.new_mode && c.old_mode && c.new_mode
+      ? `<p class="note">Mode ${esc(c.old_mode)} → ${esc(c.new_mode)}.</p>`
+      : '<p class="note">No line changes.</p>';
+  }
+  return file.hunks
+    .map(
+      (h) =>
+        `<div class="hunk" data-test="diff-hunk">${esc(h.header)}</div>${
+          how === "split" ? splitRows(h.lines) : h.lines.map(unifiedLine).join("")
+        }`,
+    )
+    .join("");
+}
+
+function fileLink(file, sides) {
+  const c = file.change;
+  // A removed file is shown where it was; anything else where it is now.
+  const [snap, path] = c.new ? [sides.bSnap, c.to ?? c.path] : [sides.aSnap, c.from ?? c.path];
+  const name = c.from ? html`<span class="from">${c.from}</span> → ${c.to ?? c.path}` : c.path;
+  return snap
+    ? html`<a data-test="diff-file-link" href="${href("file", snap, ...path.split("/"))}">${name}</a>`
+    : html`<span data-test="diff-file-link">${name}</span>`;
+}
+
+function section(file, index, sides, how) {
+  const c = file.change;
+  return `<section class="file" data-test="diff-file" data-index="${index}" data-path="${esc(
+    c.path,
+  )}" data-status="${esc(c.status)}"${c.from ? ` data-from="${esc(c.from)}"` : ""} data-binary="${c.binary}">
+    <header class="file-head"><span class="status s-${esc(c.status[0])}" title="${esc(
+      c.status,
+    )}">${esc(c.status[0])}</span> ${fileLink(file, sides)} <span class="stat">${plusMinus(
+      c.insertions,
+      c.deletions,
+    )}</span></header>
+    <div class="file-body ${how}">${body(file, how)}</div></section>`;
+}
+
+function modeButtons(how) {
+  return html`<div class="segmented" role="group" aria-label="Diff layout" data-test="diff-mode">
+    <button type="button" data-test="diff-mode-unified" data-mode="unified" aria-pressed="${String(how === "unified")}">Unified</button>
+    <button type="button" data-test="diff-mode-split" data-mode="split" aria-pressed="${String(how === "split")}">Side by side</button>
+  </div>`;
+}
+
+/** Highlights a file's lines once it comes near the screen. */
+async function highlight(section, file) {
+  if (section.dataset.highlighted || !file.hunks || file.hunks.length === 0) return;
+  section.dataset.highlighted = "pending";
+  const lines = file.hunks.flatMap((h) => h.lines);
+  const path = file.change.path;
+  const oldLines = lines.filter((l) => l.kind !== "add").map((l) => l.text);
+  const newLines = lines.filter((l) => l.kind !== "del").map((l) => l.text);
+  const [oldHtml, newHtml] = await Promise.all([
+    highlightLines(file.change.from ?? path, oldLines),
+    highlightLines(path, newLines),
+  ]);
+  if (!oldHtml || !newHtml) {
+    section.dataset.highlighted = "plain";
+    return;
+  }
+  apply(section, oldHtml, newHtml);
+  section.dataset.highlighted = "true";
+}
+
+/** Puts highlighted lines in place, in the order the rows show them. */
+function apply(section, oldHtml, newHtml) {
+  let o = 0;
+  let n = 0;
+  const split = section.querySelector(".file-body.split");
+  if (split) {
+    for (const c of split.querySelectorAll(".cell:not(.empty) code")) {
+      const side = c.parentElement.dataset.side;
+      c.innerHTML = side === "old" ? oldHtml[o++] : newHtml[n++];
+    }
+    return;
+  }
+  for (const c of section.querySelectorAll(".line code")) {
+    const kind = c.parentElement.dataset.kind;
+    if (kind === "del") c.innerHTML = oldHtml[o++];
+    else {
+      c.innerHTML = newHtml[n++];
+      if (kind === "ctx") o++;
+    }
+  }
+}
+
+/**
+ * Renders a diff outcome into `container`: stats, the layout toggle, one section per
+ * file. `sides`: the snapshots (or null for a worktree) the file links open.
+ */
+function renderDiff(view, container, outcome, sides) {
+  const files = changesOf(outcome).map((change) => ({
+    change,
+    hunks: typeof change.patch === "string" ? parsePatch(change.patch) : null,
+  }));
+  const s = outcome.stats;
+  let how = mode();
+  const draw = () => {
+    container.innerHTML = `<div class="diff-bar"><span data-test="diff-stat" data-files="${s.files}" data-insertions="${s.insertions}" data-deletions="${s.deletions}">${s.files} file${s.files === 1 ? "" : "s"} changed, ${plusMinus(
+      s.insertions,
+      s.deletions,
+    )}</span>${modeButtons(how)}</div>${
+      outcome.message ? `<p class="note">${esc(outcome.message)}</p>` : ""
+    }${
+      files.length === 0 ? '<p class="empty">No changes.</p>' : ""
+    }<div class="files">${files.map((f, i) => section(f, i, sides, how)).join("")}</div>`;
+    const observer = new IntersectionObserver(
+      (seen) => {
+        for (const entry of seen) {
+          if (!entry.isIntersecting) continue;
+          observer.unobserve(entry.target);
+          highlight(entry.target, files[Number(entry.target.dataset.index)]);
+        }
+      },
+      { rootMargin: "800px 0px" },
+    );
+    for (const el of container.querySelectorAll("[data-test=diff-file]")) observer.observe(el);
+    container.querySelector("[data-test=diff-mode]").onclick = (event) => {
+      const chosen = event.target.closest("button")?.dataset.mode;
+      if (!chosen || chosen === how) return;
+      how = chosen;
+      localStorage.setItem(MODE_KEY, how);
+      observer.disconnect();
+      draw();
+      view.done();
+    };
+  };
+  draw();
+}
+
+function diffArgs(a, b) {
+  return { a, b, patch: true };
+}
+
+// ---- #/diff/<a>/<b>
+
+// A directory is a worktree's live files: no snapshot to open a file at, and it changes.
+const isDir = (x) => x.startsWith("/");
+
+export const between = {
+  viewName: () => "diff",
+  title: ({ a, b }) => `diff ${shortId(a)}..${shortId(b)}`,
+  async render(view) {
+    const { a, b } = view.params;
+    const outcome = await call("diff", diffArgs(a, b));
+    if (!view.current()) return;
+    view.main.innerHTML = String(html`<h1>Changes from <code class="id">${shortId(a)}</code>
+      to <code class="id">${shortId(b)}</code></h1>
+      <p class="meta"><a href="${href("diff", b, a)}">Swap sides</a></p><div data-diff></div>`);
+    renderDiff(view, view.main.querySelector("[data-diff]"), outcome, {
+      aSnap: isDir(a) ? null : a,
+      bSnap: isDir(b) ? null : b,
+    });
+    view.done();
+  },
+  // Two snapshots never change; a worktree's live files do.
+  async refresh(view) {
+    const { a, b } = view.params;
+    if (isDir(a) || isDir(b)) await view.rerender();
+  },
+};
+
+// ---- #/snapshot/<id>
+
+function facts(entry) {
+  const source = entry.source;
+  return html`<dl class="facts">
+    <dt>Created</dt><dd><time datetime="${entry.created}" title="${entry.created}">${age(entry.created)}</time></dd>
+    <dt>Parents</dt><dd>${
+      entry.parents.length
+        ? entry.parents.map(
+            (p, i) => html`${i ? ", " : ""}<a class="id" href="${href("snapshot", p)}">${shortId(p)}</a>`,
+          )
+        : html`<span class="muted">none (a first snapshot)</span>`
+    }</dd>
+    ${entry.labels.length ? html`<dt>Labels</dt><dd>${entry.labels.map((l) => html`<span class="badge label">${l}</span> `)}</dd>` : ""}
+    ${
+      source
+        ? html`<dt>Source</dt><dd><code>${source.path}</code>${
+            source.git
+              ? html` at git <code>${source.git.commit.slice(0, 12)}</code>${source.git.dirty ? " (with uncommitted changes)" : ""}`
+              : ""
+          }</dd>`
+        : ""
+    }
+    <dt>Checks</dt><dd>${
+      entry.checks?.length
+        ? entry.checks.map(
+            (c) => html`<a class="check ${c.passed ? "pass" : "fail"}" href="${href("checks", entry.id, c.check)}">${c.passed ? "✓" : "✗"} ${c.check}</a> `,
+          )
+        : html`<span class="muted">none recorded</span> `
+    }<a data-test="snapshot-checks" href="${href("checks", entry.id)}">all runs</a></dd>
+  </dl>`;
+}
+
+async function merge(entry) {
+  const source = entry.source?.git ? entry.source.path : "";
+  const fields = html`<label class="field">Git repository
+      <input name="into" data-test="merge-into" required value="${source}" placeholder="/path/to/repository"></label>
+    <label class="field">New branch <span class="muted">(optional)</span>
+      <input name="branch" data-test="merge-branch" placeholder="cairn/…"></label>
+    ${
+      entry.checks?.length
+        ? html`<fieldset><legend>Merge only if these checks passed</legend>${entry.checks.map(
+            (c) => html`<label class="check-choice"><input type="checkbox" name="require"
+                value="${c.check}" data-test="merge-require" data-check="${c.check}">
+                ${c.check} <span class="${c.passed ? "ins" : "del"}">(${c.passed ? "passed" : "failed"})</span></label>`,
+          )}</fieldset>`
+        : html`<p class="muted">No checks are recorded for this snapshot's files.</p>`
+    }`;
+  const form = await confirmAction({
+    action: "merge",
+    title: "Merge into a git repository",
+    body: html`<p>Commit <code>${shortId(entry.id)}</code> “${entry.message.split("\n")[0]}”
+      to a new branch of the repository (its current branch and files stay as they are).</p>`,
+    fields,
+    ok: "Merge",
+  });
+  if (!form) return;
+  const args = { snapshot: entry.id, into: form.get("into").trim() };
+  const branch = form.get("branch").trim();
+  if (branch) args.branch = branch;
+  const require = form.getAll("require");
+  if (require.length) args.require = require;
+  try {
+    const done = await call("merge", args);
+    notice({
+      action: "merge",
+      message: `Merged ${shortId(done.snapshot)} into ${done.repository}: commit ${String(done.commit).slice(0, 12)} on ${done.branch}${
+        done.verified?.length ? `, verified: ${done.verified.map((v) => v.check).join(", ")}` : ""
+      }.`,
+    });
+  } catch (e) {
+    noticeError(e, "merge");
+  }
+}
+
+export const snapshot = {
+  viewName: () => "snapshot",
+  title: ({ id }) => `snapshot ${shortId(id)}`,
+  async render(view) {
+    const { id } = view.params;
+    const { snapshots } = await call("log", { target: id, max_count: 1 });
+    const entry = snapshots[0];
+    const parent = entry.parents[0];
+    const outcome = parent ? await call("diff", diffArgs(parent, entry.id)) : null;
+    if (!view.current()) return;
+    view.main.innerHTML = String(html`<h1>Snapshot <code class="id" data-test="snapshot-id">${entry.id}</code></h1>
+      <pre class="message">${entry.message || "(no message)"}</pre>
+      ${facts(entry)}
+      <div class="actions"><button type="button" data-test="action-merge">Merge into a repository…</button></div>
+      ${parent ? html`<h2>Changes against ${shortId(parent)}</h2>` : html`<p class="note">A first snapshot: nothing before it to compare with.</p>`}
+      <div data-diff></div>`);
+    view.main.querySelector("[data-test=action-merge]").onclick = () => merge(entry);
+    if (outcome) {
+      renderDiff(view, view.main.querySelector("[data-diff]"), outcome, {
+        aSnap: parent,
+        bSnap: entry.id,
+      });
+    }
+    view.done();
+  },
+  // A snapshot does not change; what is recorded of it (checks) does.
+  async refresh(view) {
+    const { snapshots } = await call("log", { target: view.params.id, max_count: 1 });
+    const old = view.main.querySelector(".facts");
+    if (!view.current() || !old) return;
+    old.outerHTML = String(facts(snapshots[0]));
+    view.done();
+  },
+};

@@ -1,0 +1,307 @@
+// `#/worktree/<path>`: a worktree's timeline (the timeline verb, 200 states a page,
+// more as the list scrolls), its task's changes (review) with accept and discard, and
+// rewind to any state.
+
+import { VerbError, call } from "../api.js";
+import { confirmAction, errorBox, notice, noticeError } from "../dialog.js";
+import { age, attr, changesOf, href, html, plusMinus, raw, shortId } from "../dom.js";
+
+export const viewName = () => "timeline";
+export const title = (params) => `timeline of ${params.path}`;
+
+const PAGE = 200;
+
+/** One page of states, `skip` newest left out. The `total` a server without paging
+ * leaves out is taken as what came. */
+async function page(dir, skip, count = PAGE) {
+  const args = { dir, max_count: count };
+  if (skip > 0) args.skip = skip;
+  const outcome = await call("timeline", args);
+  outcome.total ??= skip + outcome.entries.length;
+  return outcome;
+}
+
+async function task(dir) {
+  try {
+    return { review: await call("review", { dir }) };
+  } catch (e) {
+    if (e instanceof VerbError && e.code === "no_task") return {};
+    return { error: e };
+  }
+}
+
+function firstLine(message) {
+  const line = (message ?? "").split("\n", 1)[0].trim();
+  return line || "(no message)";
+}
+
+function checkLink(id, c) {
+  return html`<a class="check ${c.passed ? "pass" : "fail"}" data-test="timeline-check"
+    data-check="${c.check}" data-passed="${String(c.passed)}"
+    href="${href("checks", id, c.check)}"
+    title="${c.check} ${c.passed ? "passed" : "failed"}">${c.passed ? "✓" : "✗"} ${c.check}</a>`;
+}
+
+function row(e, now) {
+  const stat = e.stat?.stats;
+  return html`<li class="trow${e.head ? " head" : ""}" data-test="timeline-row"
+      data-snapshot="${e.id}" data-head="${String(e.head)}"${attr("data-checkpoint", e.checkpoint)}>
+    <input type="checkbox" data-test="timeline-select" data-snapshot="${e.id}"
+      aria-label="Select ${shortId(e.id)} to compare">
+    <span class="marker" ${e.head ? html`title="the worktree's head"` : ""}>${e.head ? "● head" : ""}</span>
+    <div class="what">
+      <a class="id" data-test="timeline-link" href="${href("snapshot", e.id)}">${shortId(e.id)}</a>
+      <span class="message" data-test="timeline-message" title="${e.message}">${firstLine(e.message)}</span>
+      ${e.checkpoint ? html`<span class="badge checkpoint" title="checkpoint">⚑ ${e.checkpoint}</span>` : ""}
+      ${e.labels.map((l) => html`<span class="badge label" data-test="timeline-label">${l}</span>`)}
+    </div>
+    <div class="checks">${(e.checks ?? []).map((c) => checkLink(e.id, c))}</div>
+    ${
+      stat
+        ? html`<span class="stat" data-test="timeline-stat" data-files="${stat.files}"
+            data-insertions="${stat.insertions}" data-deletions="${stat.deletions}"
+            title="${stat.files} file${stat.files === 1 ? "" : "s"} changed">${plusMinus(stat.insertions, stat.deletions)}</span>`
+        : html`<span class="stat muted">—</span>`
+    }
+    <time data-test="timeline-age" datetime="${e.created}" title="${e.created}">${age(e.created, now)}</time>
+    ${
+      e.head
+        ? html`<span></span>`
+        : html`<button type="button" class="small" data-test="action-rewind" data-snapshot="${e.id}">Rewind here</button>`
+    }
+  </li>`;
+}
+
+function rows(entries) {
+  const now = Date.now();
+  return String(html`${entries.map((e) => row(e, now))}`);
+}
+
+function taskPanel(found) {
+  if (found.error) return errorBox(found.error, "review");
+  const review = found.review;
+  if (!review) return "";
+  const changes = changesOf(review);
+  const s = review.stats;
+  return html`<section class="task" data-test="task-panel" data-baseline="${review.baseline}"
+      aria-labelledby="task-title">
+    <h2 id="task-title">Task</h2>
+    <p>Changes since its baseline <a class="id" href="${href("snapshot", review.baseline)}">${shortId(review.baseline)}</a>:
+      ${s.files} file${s.files === 1 ? "" : "s"}, ${plusMinus(s.insertions, s.deletions)}</p>
+    ${
+      changes.length === 0
+        ? html`<p class="muted">Nothing changed since the baseline.</p>`
+        : html`<ul class="task-paths">${changes.map(
+            (c) => html`<li><label><input type="checkbox" data-test="task-path"
+              data-path="${c.path}" data-status="${c.status}">
+              <span class="status s-${c.status[0]}">${c.status[0]}</span>
+              <span class="path">${c.from ? html`${c.from} → ` : ""}${c.path}</span></label>
+              <span class="stat">${plusMinus(c.insertions, c.deletions)}</span></li>`,
+          )}</ul>
+          <div class="actions">
+            <button type="button" data-test="action-accept">Accept</button>
+            <button type="button" class="danger" data-test="action-discard">Discard</button>
+            <span class="hint">The checked paths; with none checked, all of them.</span>
+          </div>`
+    }
+  </section>`;
+}
+
+function layout(dir, outcome, found) {
+  return html`<h1>Timeline <code class="path">${dir}</code></h1>
+    <p class="meta">Head ${
+      outcome.head
+        ? html`<a class="id" href="${href("snapshot", outcome.head)}">${shortId(outcome.head)}</a>`
+        : "none"
+    } · <span data-total>${outcome.total}</span> states</p>
+    <div data-task>${taskPanel(found)}</div>
+    <div class="toolbar">
+      <button type="button" data-test="compare-selected" disabled>Compare selected</button>
+      <span class="hint">Check two or more states to compare them.</span>
+    </div>
+    <ol class="timeline" data-test="timeline-list" data-total="${outcome.total}"
+      data-loaded="${outcome.entries.length}">${raw(rows(outcome.entries))}</ol>
+    <div class="sentinel" aria-hidden="true"></div>
+    <p class="more muted" aria-live="polite"></p>`;
+}
+
+/** The state of a rendered timeline, kept for paging and refreshes. */
+const states = new WeakMap();
+
+export async function render(view) {
+  const dir = view.params.path;
+  const [outcome, found] = await Promise.all([page(dir, 0), task(dir)]);
+  if (!view.current()) return;
+  show(view, dir, outcome, found);
+}
+
+function show(view, dir, outcome, found) {
+  const main = view.main;
+  main.innerHTML = String(layout(dir, outcome, found));
+  const state = {
+    dir,
+    total: outcome.total,
+    seen: new Set(outcome.entries.map((e) => e.id)),
+    loaded: outcome.entries.length,
+    loading: null,
+  };
+  states.set(view, state);
+  wire(view, state);
+  view.done();
+}
+
+function wire(view, state) {
+  const main = view.main;
+  const list = main.querySelector("[data-test=timeline-list]");
+  const sentinel = main.querySelector(".sentinel");
+  const observer = new IntersectionObserver(
+    (seen) => {
+      if (seen.some((s) => s.isIntersecting)) more(view, state, list);
+    },
+    { rootMargin: "1200px 0px" },
+  );
+  observer.observe(sentinel);
+  state.observer = observer;
+  main.onclick = (event) => {
+    const target = event.target.closest("button");
+    if (!target) return;
+    if (target.dataset.test === "action-rewind") rewind(view, state, target.dataset.snapshot);
+    if (target.dataset.test === "action-accept") settle(view, state, "accept");
+    if (target.dataset.test === "action-discard") settle(view, state, "discard");
+    if (target.dataset.test === "compare-selected") {
+      const ids = [...main.querySelectorAll("[data-test=timeline-select]:checked")].map(
+        (c) => c.dataset.snapshot,
+      );
+      window.location.hash = `#/compare/${ids.map(encodeURIComponent).join(",")}`;
+    }
+  };
+  main.onchange = (event) => {
+    if (event.target.dataset.test !== "timeline-select") return;
+    const checked = main.querySelectorAll("[data-test=timeline-select]:checked").length;
+    main.querySelector("[data-test=compare-selected]").disabled = checked < 2;
+  };
+}
+
+/** Appends the next page when the end of the list comes near. */
+async function more(view, state, list) {
+  if (state.loading || state.loaded >= state.total || !view.current()) return;
+  const status = view.main.querySelector(".more");
+  status.textContent = `Loading more of ${state.total}…`;
+  state.loading = page(state.dir, state.loaded);
+  try {
+    const next = await state.loading;
+    if (!view.current()) return;
+    // States made meanwhile move the pages down; a state already shown is not repeated.
+    const fresh = next.entries.filter((e) => !state.seen.has(e.id));
+    for (const e of fresh) state.seen.add(e.id);
+    state.loaded += next.entries.length;
+    state.total = next.total;
+    list.insertAdjacentHTML("beforeend", rows(fresh));
+    list.dataset.loaded = String(list.children.length);
+    list.dataset.total = String(state.total);
+    status.textContent = "";
+    view.done();
+    if (next.entries.length === 0) state.loaded = state.total;
+  } catch (e) {
+    status.innerHTML = String(errorBox(e, "timeline"));
+  } finally {
+    state.loading = null;
+  }
+  // Still in sight (a tall window): keep going.
+  const sentinel = view.main.querySelector(".sentinel");
+  if (sentinel && sentinel.getBoundingClientRect().top < window.innerHeight + 1200) {
+    more(view, state, list);
+  }
+}
+
+/** A store change: the states shown so far again, and the task, in place. */
+export async function refresh(view) {
+  const state = states.get(view);
+  if (!state) return view.rerender();
+  const count = Math.max(PAGE, state.loaded);
+  const [outcome, found] = await Promise.all([page(state.dir, 0, count), task(state.dir)]);
+  if (!view.current()) return;
+  const scroll = window.scrollY;
+  const checked = new Set(
+    [...view.main.querySelectorAll("[data-test=timeline-select]:checked")].map(
+      (c) => c.dataset.snapshot,
+    ),
+  );
+  state.observer?.disconnect();
+  show(view, state.dir, outcome, found);
+  for (const box of view.main.querySelectorAll("[data-test=timeline-select]")) {
+    box.checked = checked.has(box.dataset.snapshot);
+  }
+  view.main.querySelector("[data-test=compare-selected]").disabled = checked.size < 2;
+  window.scrollTo(0, scroll);
+}
+
+async function rewind(view, state, id) {
+  const row = view.main.querySelector(`[data-test=timeline-row][data-snapshot="${id}"]`);
+  const message = row?.querySelector("[data-test=timeline-message]")?.textContent ?? "";
+  const ok = await confirmAction({
+    action: "rewind",
+    title: "Rewind the worktree",
+    body: html`<p>Put the files of <code>${state.dir}</code> back as they were at
+      <code>${shortId(id)}</code> “${message}”?</p>
+      <p>Its live files are captured first, so Undo brings them back.</p>`,
+    ok: "Rewind",
+    danger: true,
+  });
+  if (!ok) return;
+  try {
+    const done = await call("rewind", { dir: state.dir, to: id });
+    notice({
+      action: "rewind",
+      message: `Rewound to ${shortId(done.snapshot)}: ${done.written.length} file(s) written, ${done.deleted.length} deleted.`,
+      undoWorktree: state.dir,
+      onDone: () => refresh(view),
+    });
+  } catch (e) {
+    noticeError(e, "rewind");
+  }
+  await refresh(view);
+}
+
+/** Accept or discard the checked task paths (all with none checked). */
+async function settle(view, state, verb) {
+  const paths = [...view.main.querySelectorAll("[data-test=task-path]:checked")].map(
+    (c) => c.dataset.path,
+  );
+  const which = paths.length
+    ? html`these paths: <ul>${paths.map((p) => html`<li><code>${p}</code></li>`)}</ul>`
+    : html`<strong>every change of the task</strong>.`;
+  const ok = await confirmAction(
+    verb === "accept"
+      ? {
+          action: "accept",
+          title: "Accept the task's changes",
+          body: html`<p>Move the task's baseline forward to ${which}</p>`,
+          ok: "Accept",
+        }
+      : {
+          action: "discard",
+          title: "Discard the task's changes",
+          body: html`<p>Put back as the baseline has them ${which}</p>
+            <p>The live state is captured first, so Undo brings them back.</p>`,
+          ok: "Discard",
+          danger: true,
+        },
+  );
+  if (!ok) return;
+  try {
+    const args = { dir: state.dir, paths };
+    if (verb === "discard" && paths.length === 0) args.yes = true;
+    const done = await call(verb, args);
+    const count = (verb === "accept" ? done.accepted : done.discarded).length;
+    notice({
+      action: verb,
+      message: `${verb === "accept" ? "Accepted" : "Discarded"} ${count} path(s)${done.task_ended ? "; the task ended" : ""}.`,
+      undoWorktree: state.dir,
+      onDone: () => refresh(view),
+    });
+  } catch (e) {
+    noticeError(e, verb);
+  }
+  await refresh(view);
+}
