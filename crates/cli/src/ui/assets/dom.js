@@ -77,7 +77,7 @@ export function age(created, now = Date.now()) {
 
 /** `+N -M` with its parts marked for colour. */
 export function plusMinus(insertions, deletions) {
-  return html`<span class="ins">+${insertions}</span> <span class="del">-${deletions}</span>`;
+  return html`<span class="n-ins">+${insertions}</span> <span class="n-del">-${deletions}</span>`;
 }
 
 /** The hash link of a route, each part URL-encoded. */

@@ -42,27 +42,40 @@ function latest(checks) {
   return checks.filter((c) => !seen.has(c.check) && seen.add(c.check));
 }
 
-function cell(p, s) {
-  const group = p.groups.findIndex((g) => g.includes(s.id));
-  const state = p.unchanged.includes(s.id)
-    ? "unchanged"
-    : p.deleted.includes(s.id)
-      ? "deleted"
-      : "changed";
-  const label = state === "unchanged" ? "=" : state === "deleted" ? "✕" : groupName(group);
-  const what =
-    state === "unchanged"
-      ? "as the base has it"
-      : state === "deleted"
+/** How each snapshot stands at path `p`: its group's index in `p.groups`, its state, and
+ * the letter naming its content (the changed groups lettered A, B, ... in order). */
+function standing(p) {
+  const out = new Map();
+  let letter = 0;
+  p.groups.forEach((g, index) => {
+    const state = g.some((id) => p.unchanged.includes(id))
+      ? "unchanged"
+      : g.some((id) => p.deleted.includes(id))
         ? "deleted"
-        : `version ${groupName(group)}`;
+        : "changed";
+    const name = state === "changed" ? groupName(letter++) : null;
+    for (const id of g) out.set(id, { index, state, name, colour: name ? letter - 1 : null });
+  });
+  return out;
+}
+
+function cell(p, s, at) {
+  const { index, state, name, colour } = at.get(s.id);
+  const label = state === "unchanged" ? "=" : state === "deleted" ? "✕" : name;
+  const what =
+    state === "unchanged" ? "as the base has it" : state === "deleted" ? "deleted" : `version ${name}`;
   const content =
     state === "deleted"
       ? html`<span>${label}</span>`
       : html`<a href="${href("file", s.id, ...p.path.split("/"))}">${label}</a>`;
-  return html`<td class="cell g${group % COLOURS} ${state}" data-test="compare-cell"
-    data-path="${p.path}" data-snapshot="${s.id}" data-group="${group}" data-state="${state}"
+  return html`<td class="cell ${state}${colour === null ? "" : ` g${colour % COLOURS}`}" data-test="compare-cell"
+    data-path="${p.path}" data-snapshot="${s.id}" data-group="${index}" data-state="${state}"
     title="${shortId(s.id)}: ${what}">${content}</td>`;
+}
+
+function pathRow(p, snaps) {
+  const at = standing(p);
+  return html`<tr data-test="compare-row" data-path="${p.path}"><th scope="row" class="path">${p.path}</th>${snaps.map((s) => cell(p, s, at))}</tr>`;
 }
 
 export async function render(view) {
@@ -83,9 +96,7 @@ export async function render(view) {
     </div>
     <div class="grid-wrap"><table class="grid">
       <thead><tr><th scope="col" class="corner">Path</th>${snaps.map((s) => attempt(s, outcome.base))}</tr></thead>
-      <tbody>${outcome.paths.map(
-        (p) => html`<tr data-test="compare-row" data-path="${p.path}"><th scope="row" class="path">${p.path}</th>${snaps.map((s) => cell(p, s))}</tr>`,
-      )}</tbody>
+      <tbody>${outcome.paths.map((p) => pathRow(p, snaps))}</tbody>
     </table></div>
     ${outcome.paths.length === 0 ? html`<p class="empty">No attempt changed anything against the base.</p>` : ""}`);
   view.main.querySelector("[data-test=action-combine]").onclick = () => combine(view, snaps);

@@ -91,11 +91,11 @@ function splitRows(lines) {
 function body(file, how) {
   const c = file.change;
   if (c.binary) return `<p class="note">Binary file, ${esc(bytes(c.size ?? 0))}.</p>`;
-  if (!file.hunks) return '<p class="note">No line changes.</p>';
-  if (file.hunks.length === 0) {
-    return c.old_mode !== c.new_mode && c.old_mode && c.new_mode
-      ? `<p class="note">Mode ${esc(c.old_mode)} → ${esc(c.new_mode)}.</p>`
-      : '<p class="note">No line changes.</p>';
+  if (!file.hunks || file.hunks.length === 0) {
+    if (c.old_mode && c.new_mode && c.old_mode !== c.new_mode) {
+      return `<p class="note">Mode ${esc(c.old_mode)} → ${esc(c.new_mode)}.</p>`;
+    }
+    return `<p class="note">${c.from ? "Renamed; the content is the same." : "No line changes."}</p>`;
   }
   return file.hunks
     .map(
@@ -300,7 +300,7 @@ async function merge(entry) {
         ? html`<fieldset><legend>Merge only if these checks passed</legend>${entry.checks.map(
             (c) => html`<label class="check-choice"><input type="checkbox" name="require"
                 value="${c.check}" data-test="merge-require" data-check="${c.check}">
-                ${c.check} <span class="${c.passed ? "ins" : "del"}">(${c.passed ? "passed" : "failed"})</span></label>`,
+                ${c.check} <span class="${c.passed ? "n-ins" : "n-del"}">(${c.passed ? "passed" : "failed"})</span></label>`,
           )}</fieldset>`
         : html`<p class="muted">No checks are recorded for this snapshot's files.</p>`
     }`;
