@@ -5,7 +5,8 @@ const ESCAPES = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&
 
 /** Text made safe for HTML content and attribute values. */
 export function esc(value) {
-  return String(value ?? "").replace(/[&<>"']/g, (c) => ESCAPES[c]);
+  const text = String(value ?? "");
+  return /[&<>"']/.test(text) ? text.replace(/[&<>"']/g, (c) => ESCAPES[c]) : text;
 }
 
 /** Already-safe HTML, passed through `html` as it is. */

@@ -42,27 +42,20 @@ export function parsePatch(patch) {
   return hunks;
 }
 
-function num(n) {
-  return n === null ? '<span class="num"></span>' : `<span class="num" data-n="${n}"></span>`;
-}
-
-const EOL = '<span class="noeol" title="No newline at end of file">⏎̸</span>';
-
-// Rows are built as plain strings: a 1,000-file diff is tens of thousands of them.
+// Rows are built as plain strings of two elements each (line numbers are drawn by CSS
+// from the data attributes): a 1,000-file diff is tens of thousands of them.
 function unifiedLine(l) {
-  return `<div class="line ${l.kind}" data-test="diff-line" data-kind="${l.kind}"${
+  return `<div class="line ${l.kind}${l.noEol ? " noeol" : ""}" data-test="diff-line" data-kind="${l.kind}"${
     l.old === null ? "" : ` data-old="${l.old}"`
-  }${l.new === null ? "" : ` data-new="${l.new}"`}>${num(l.old)}${num(l.new)}<code>${esc(
-    l.text,
-  )}</code>${l.noEol ? EOL : ""}</div>`;
+  }${l.new === null ? "" : ` data-new="${l.new}"`}><code>${esc(l.text)}</code></div>`;
 }
 
 function cell(side, l) {
-  if (!l) return `<div class="cell empty" data-test="diff-cell" data-side="${side}" data-kind="empty"><span class="num"></span><code></code></div>`;
+  if (!l) return `<div class="cell empty" data-test="diff-cell" data-side="${side}" data-kind="empty"><code></code></div>`;
   const n = side === "old" ? l.old : l.new;
-  return `<div class="cell ${l.kind}" data-test="diff-cell" data-side="${side}" data-kind="${l.kind}" data-line="${n}">${num(
-    n,
-  )}<code>${esc(l.text)}</code>${l.noEol ? EOL : ""}</div>`;
+  return `<div class="cell ${l.kind}${l.noEol ? " noeol" : ""}" data-test="diff-cell" data-side="${side}" data-kind="${
+    l.kind
+  }" data-line="${n}"><code>${esc(l.text)}</code></div>`;
 }
 
 /** Side-by-side rows: context on both sides, each run of removals beside the additions
@@ -180,18 +173,38 @@ function apply(section, oldHtml, newHtml) {
   }
 }
 
+/** Lines of diff put into the page at once: the first screens come at once, the rest of a
+ * big diff follows in chunks of this size, each in its own task. */
+const CHUNK_LINES = 1500;
+
+/** The files from `from` on that make one chunk (at least one file). */
+function chunkEnd(files, from) {
+  let lines = 0;
+  let end = from;
+  while (end < files.length && (end === from || lines < CHUNK_LINES)) {
+    lines += files[end].lineCount;
+    end++;
+  }
+  return end;
+}
+
 /**
  * Renders a diff outcome into `container`: stats, the layout toggle, one section per
- * file. `sides`: the snapshots (or null for a worktree) the file links open.
+ * file, added in chunks; `data-complete="true"` on `[data-test=diff-files]` once every
+ * file is in. `sides`: the snapshots (or null for a worktree) the file links open.
+ * `done()` is called when the first chunk is shown.
  */
 function renderDiff(view, container, outcome, sides) {
-  const files = changesOf(outcome).map((change) => ({
-    change,
-    hunks: typeof change.patch === "string" ? parsePatch(change.patch) : null,
-  }));
+  const files = changesOf(outcome).map((change) => {
+    const hunks = typeof change.patch === "string" ? parsePatch(change.patch) : null;
+    const lineCount = (hunks ?? []).reduce((n, h) => n + h.lines.length + 1, 1);
+    return { change, hunks, lineCount };
+  });
   const s = outcome.stats;
   let how = mode();
+  let drawing = 0;
   const draw = () => {
+    const mine = ++drawing;
     container.innerHTML = `<div class="diff-bar"><span data-test="diff-stat" data-files="${s.files}" data-insertions="${s.insertions}" data-deletions="${s.deletions}">${s.files} file${s.files === 1 ? "" : "s"} changed, ${plusMinus(
       s.insertions,
       s.deletions,
@@ -199,7 +212,8 @@ function renderDiff(view, container, outcome, sides) {
       outcome.message ? `<p class="note">${esc(outcome.message)}</p>` : ""
     }${
       files.length === 0 ? '<p class="empty">No changes.</p>' : ""
-    }<div class="files">${files.map((f, i) => section(f, i, sides, how)).join("")}</div>`;
+    }<div class="files" data-test="diff-files" data-complete="false"></div>`;
+    const list = container.querySelector("[data-test=diff-files]");
     const observer = new IntersectionObserver(
       (seen) => {
         for (const entry of seen) {
@@ -210,7 +224,17 @@ function renderDiff(view, container, outcome, sides) {
       },
       { rootMargin: "800px 0px" },
     );
-    for (const el of container.querySelectorAll("[data-test=diff-file]")) observer.observe(el);
+    const add = (from) => {
+      if (mine !== drawing || !view.current()) return;
+      const end = chunkEnd(files, from);
+      const chunk = [];
+      for (let i = from; i < end; i++) chunk.push(section(files[i], i, sides, how));
+      list.insertAdjacentHTML("beforeend", chunk.join(""));
+      for (let el = list.children[from]; el; el = el.nextElementSibling) observer.observe(el);
+      if (end < files.length) setTimeout(() => add(end), 0);
+      else list.dataset.complete = "true";
+    };
+    add(0);
     container.querySelector("[data-test=diff-mode]").onclick = (event) => {
       const chosen = event.target.closest("button")?.dataset.mode;
       if (!chosen || chosen === how) return;

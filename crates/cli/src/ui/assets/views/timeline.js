@@ -30,11 +30,6 @@ async function task(dir) {
   }
 }
 
-function firstLine(message) {
-  const line = (message ?? "").split("\n", 1)[0].trim();
-  return line || "(no message)";
-}
-
 function checkLink(id, c) {
   return html`<a class="check ${c.passed ? "pass" : "fail"}" data-test="timeline-check"
     data-check="${c.check}" data-passed="${String(c.passed)}"
@@ -51,7 +46,7 @@ function row(e, now) {
     <span class="marker" ${e.head ? html`title="the worktree's head"` : ""}>${e.head ? "● head" : ""}</span>
     <div class="what">
       <a class="id" data-test="timeline-link" href="${href("snapshot", e.id)}">${shortId(e.id)}</a>
-      <span class="msg" data-test="timeline-message" title="${e.message}">${firstLine(e.message)}</span>
+      <span class="msg" data-test="timeline-message" title="${e.message}">${e.message}</span>
       ${e.checkpoint ? html`<span class="badge checkpoint" title="checkpoint">⚑ ${e.checkpoint}</span>` : ""}
       ${e.labels.map((l) => html`<span class="badge label" data-test="timeline-label">${l}</span>`)}
     </div>
