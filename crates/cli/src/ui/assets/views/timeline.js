@@ -102,13 +102,17 @@ function taskPanel(found) {
   </section>`;
 }
 
+function meta(outcome) {
+  return html`Head ${
+    outcome.head
+      ? html`<a class="id" href="${href("snapshot", outcome.head)}">${shortId(outcome.head)}</a>`
+      : "none"
+  } · ${outcome.total} states`;
+}
+
 function layout(dir, outcome, found) {
   return html`<h1>Timeline <code class="path">${dir}</code></h1>
-    <p class="meta">Head ${
-      outcome.head
-        ? html`<a class="id" href="${href("snapshot", outcome.head)}">${shortId(outcome.head)}</a>`
-        : "none"
-    } · <span data-total>${outcome.total}</span> states</p>
+    <p class="meta" data-meta>${meta(outcome)}</p>
     <div data-task>${taskPanel(found)}</div>
     <div class="toolbar">
       <button type="button" data-test="compare-selected" disabled>Compare selected</button>
@@ -120,23 +124,20 @@ function layout(dir, outcome, found) {
     <p class="more muted" aria-live="polite"></p>`;
 }
 
-/** The state of a rendered timeline, kept for paging and refreshes. */
+/** What a rendered timeline keeps for paging and refreshes: the entries shown, by id,
+ * and how many of the verb's list the pages so far covered. */
 const states = new WeakMap();
 
 export async function render(view) {
   const dir = view.params.path;
   const [outcome, found] = await Promise.all([page(dir, 0), task(dir)]);
   if (!view.current()) return;
-  show(view, dir, outcome, found);
-}
-
-function show(view, dir, outcome, found) {
-  const main = view.main;
-  main.innerHTML = String(layout(dir, outcome, found));
+  view.main.innerHTML = String(layout(dir, outcome, found));
   const state = {
     dir,
     total: outcome.total,
-    seen: new Set(outcome.entries.map((e) => e.id)),
+    head: outcome.head,
+    entries: new Map(outcome.entries.map((e) => [e.id, e])),
     loaded: outcome.entries.length,
     loading: null,
   };
@@ -156,7 +157,6 @@ function wire(view, state) {
     { rootMargin: "1200px 0px" },
   );
   observer.observe(sentinel);
-  state.observer = observer;
   main.onclick = (event) => {
     const target = event.target.closest("button");
     if (!target) return;
@@ -171,10 +171,18 @@ function wire(view, state) {
     }
   };
   main.onchange = (event) => {
-    if (event.target.dataset.test !== "timeline-select") return;
-    const checked = main.querySelectorAll("[data-test=timeline-select]:checked").length;
-    main.querySelector("[data-test=compare-selected]").disabled = checked < 2;
+    if (event.target.dataset.test === "timeline-select") selectionChanged(main);
   };
+}
+
+function selectionChanged(main) {
+  const checked = main.querySelectorAll("[data-test=timeline-select]:checked").length;
+  main.querySelector("[data-test=compare-selected]").disabled = checked < 2;
+}
+
+function counted(list, state) {
+  list.dataset.loaded = String(list.children.length);
+  list.dataset.total = String(state.total);
 }
 
 /** Appends the next page when the end of the list comes near. */
@@ -187,16 +195,14 @@ async function more(view, state, list) {
     const next = await state.loading;
     if (!view.current()) return;
     // States made meanwhile move the pages down; a state already shown is not repeated.
-    const fresh = next.entries.filter((e) => !state.seen.has(e.id));
-    for (const e of fresh) state.seen.add(e.id);
-    state.loaded += next.entries.length;
+    const fresh = next.entries.filter((e) => !state.entries.has(e.id));
+    for (const e of fresh) state.entries.set(e.id, e);
+    state.loaded = next.entries.length ? state.loaded + next.entries.length : next.total;
     state.total = next.total;
     list.insertAdjacentHTML("beforeend", rows(fresh));
-    list.dataset.loaded = String(list.children.length);
-    list.dataset.total = String(state.total);
+    counted(list, state);
     status.textContent = "";
     view.done();
-    if (next.entries.length === 0) state.loaded = state.total;
   } catch (e) {
     status.innerHTML = String(errorBox(e, "timeline"));
   } finally {
@@ -209,26 +215,52 @@ async function more(view, state, list) {
   }
 }
 
-/** A store change: the states shown so far again, and the task, in place. */
+/**
+ * A store change: the newest page again, in place of the rows it holds (new states go
+ * on top), the head marked where it is now, and the task. Rows further down stay as
+ * they are, checked boxes too.
+ */
 export async function refresh(view) {
   const state = states.get(view);
   if (!state) return view.rerender();
-  const count = Math.max(PAGE, state.loaded);
-  const [outcome, found] = await Promise.all([page(state.dir, 0, count), task(state.dir)]);
+  // One at a time: two at once would both put the newest page on top.
+  state.refreshing = (state.refreshing ?? Promise.resolve()).then(() => refreshNow(view, state));
+  return state.refreshing;
+}
+
+async function refreshNow(view, state) {
+  const [outcome, found] = await Promise.all([page(state.dir, 0), task(state.dir)]);
   if (!view.current()) return;
-  const scroll = window.scrollY;
+  const main = view.main;
+  const list = main.querySelector("[data-test=timeline-list]");
   const checked = new Set(
-    [...view.main.querySelectorAll("[data-test=timeline-select]:checked")].map(
-      (c) => c.dataset.snapshot,
-    ),
+    [...list.querySelectorAll("[data-test=timeline-select]:checked")].map((c) => c.dataset.snapshot),
   );
-  state.observer?.disconnect();
-  show(view, state.dir, outcome, found);
-  for (const box of view.main.querySelectorAll("[data-test=timeline-select]")) {
+  const newest = new Set(outcome.entries.map((e) => e.id));
+  const added = outcome.entries.filter((e) => !state.entries.has(e.id)).length;
+  for (const row of [...list.children]) {
+    if (newest.has(row.dataset.snapshot)) row.remove();
+  }
+  list.insertAdjacentHTML("afterbegin", rows(outcome.entries));
+  for (const e of outcome.entries) state.entries.set(e.id, e);
+  // The head moved to (or from) a state below the newest page: redraw those rows.
+  const now = Date.now();
+  for (const id of [state.head, outcome.head]) {
+    const entry = id && !newest.has(id) && state.entries.get(id);
+    const row = entry && list.querySelector(`[data-snapshot="${id}"]`);
+    if (row) row.outerHTML = String(row({ ...entry, head: id === outcome.head }, now));
+  }
+  for (const box of list.querySelectorAll("[data-test=timeline-select]")) {
     box.checked = checked.has(box.dataset.snapshot);
   }
-  view.main.querySelector("[data-test=compare-selected]").disabled = checked.size < 2;
-  window.scrollTo(0, scroll);
+  state.head = outcome.head;
+  state.total = outcome.total;
+  state.loaded += added;
+  main.querySelector("[data-meta]").innerHTML = String(meta(outcome));
+  main.querySelector("[data-task]").innerHTML = String(taskPanel(found));
+  counted(list, state);
+  selectionChanged(main);
+  view.done();
 }
 
 async function rewind(view, state, id) {
