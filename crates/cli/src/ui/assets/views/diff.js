@@ -314,7 +314,7 @@ function facts(entry) {
 }
 
 async function merge(entry) {
-  const source = entry.source?.git ? entry.source.path : "";
+  const source = entry.source?.path ?? "";
   const fields = html`<label class="field">Git repository
       <input name="into" data-test="merge-into" required value="${source}" placeholder="/path/to/repository"></label>
     <label class="field">New branch <span class="muted">(optional)</span>
