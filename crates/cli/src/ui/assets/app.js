@@ -3,6 +3,7 @@
 
 import { watchStore } from "./api.js";
 import { errorBox } from "./dialog.js";
+import { checkedKeys, restoreChecked } from "./dom.js";
 import * as checks from "./views/checks.js";
 import * as compare from "./views/compare.js";
 import * as diff from "./views/diff.js";
@@ -58,6 +59,8 @@ async function show({ again = false } = {}) {
   const mine = ++generation;
   const main = document.getElementById("main");
   const scroll = window.scrollY;
+  // A re-render keeps what the person checked (attempts to combine, paths to accept).
+  const checked = again ? checkedKeys(main) : new Set();
   const view = {
     main,
     params,
@@ -65,7 +68,11 @@ async function show({ again = false } = {}) {
     current: () => mine === generation,
     done: () => {
       if (mine !== generation) return;
-      if (again) window.scrollTo(0, scroll);
+      if (again) {
+        restoreChecked(main, checked);
+        window.scrollTo(0, scroll);
+        main.dispatchEvent(new Event("change", { bubbles: true }));
+      }
       rendered(name);
     },
     rerender: () => show({ again: true }),

@@ -124,3 +124,25 @@ export function isBinary(data) {
   for (let i = 0; i < n; i++) if (data[i] === 0) return true;
   return false;
 }
+
+function checkKey(box) {
+  const d = box.dataset;
+  return `${d.test}|${d.snapshot ?? ""}|${d.path ?? ""}|${d.check ?? ""}`;
+}
+
+/** The checkboxes checked under `root`, by what they stand for (a re-render keeps them). */
+export function checkedKeys(root) {
+  return new Set([...root.querySelectorAll("input[type=checkbox]:checked")].map(checkKey));
+}
+
+/** Checks again under `root` the boxes `keys` names; whether any was. */
+export function restoreChecked(root, keys) {
+  let any = false;
+  for (const box of root.querySelectorAll("input[type=checkbox]")) {
+    if (keys.has(checkKey(box))) {
+      box.checked = true;
+      any = true;
+    }
+  }
+  return any;
+}

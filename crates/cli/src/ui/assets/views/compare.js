@@ -68,7 +68,7 @@ function cell(p, s, at) {
     state === "deleted"
       ? html`<span>${label}</span>`
       : html`<a href="${href("file", s.id, ...p.path.split("/"))}">${label}</a>`;
-  return html`<td class="cell ${state}${colour === null ? "" : ` g${colour % COLOURS}`}" data-test="compare-cell"
+  return html`<td class="gcell ${state}${colour === null ? "" : ` g${colour % COLOURS}`}" data-test="compare-cell"
     data-path="${p.path}" data-snapshot="${s.id}" data-group="${index}" data-state="${state}"
     title="${shortId(s.id)}: ${what}">${content}</td>`;
 }

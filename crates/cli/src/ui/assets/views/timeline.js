@@ -4,7 +4,18 @@
 
 import { VerbError, call } from "../api.js";
 import { confirmAction, errorBox, notice, noticeError } from "../dialog.js";
-import { age, attr, changesOf, href, html, plusMinus, raw, shortId } from "../dom.js";
+import {
+  age,
+  attr,
+  changesOf,
+  checkedKeys,
+  href,
+  html,
+  plusMinus,
+  raw,
+  restoreChecked,
+  shortId,
+} from "../dom.js";
 
 export const viewName = () => "timeline";
 export const title = (params) => `timeline of ${params.path}`;
@@ -233,9 +244,7 @@ async function refreshNow(view, state) {
   if (!view.current()) return;
   const main = view.main;
   const list = main.querySelector("[data-test=timeline-list]");
-  const checked = new Set(
-    [...list.querySelectorAll("[data-test=timeline-select]:checked")].map((c) => c.dataset.snapshot),
-  );
+  const checked = checkedKeys(main);
   const newest = new Set(outcome.entries.map((e) => e.id));
   const added = outcome.entries.filter((e) => !state.entries.has(e.id)).length;
   for (const row of [...list.children]) {
@@ -250,14 +259,12 @@ async function refreshNow(view, state) {
     const row = entry && list.querySelector(`[data-snapshot="${id}"]`);
     if (row) row.outerHTML = String(row({ ...entry, head: id === outcome.head }, now));
   }
-  for (const box of list.querySelectorAll("[data-test=timeline-select]")) {
-    box.checked = checked.has(box.dataset.snapshot);
-  }
   state.head = outcome.head;
   state.total = outcome.total;
   state.loaded += added;
   main.querySelector("[data-meta]").innerHTML = String(meta(outcome));
   main.querySelector("[data-task]").innerHTML = String(taskPanel(found));
+  restoreChecked(main, checked);
   counted(list, state);
   selectionChanged(main);
   view.done();
