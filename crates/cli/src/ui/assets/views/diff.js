@@ -256,17 +256,25 @@ function diffArgs(a, b) {
 
 // A directory is a worktree's live files: no snapshot to open a file at, and it changes.
 const isDir = (x) => x.startsWith("/");
+const sideName = (x) => (isDir(x) ? x : shortId(x));
 
 export const between = {
   viewName: () => "diff",
-  title: ({ a, b }) => `diff ${shortId(a)}..${shortId(b)}`,
+  title: ({ a, b }) => `diff ${sideName(a)}..${sideName(b)}`,
   async render(view) {
     const { a, b } = view.params;
     const outcome = await call("diff", diffArgs(a, b));
     if (!view.current()) return;
-    view.main.innerHTML = String(html`<h1>Changes from <code class="id">${shortId(a)}</code>
-      to <code class="id">${shortId(b)}</code></h1>
-      <p class="meta"><a href="${href("diff", b, a)}">Swap sides</a></p><div data-diff></div>`);
+    view.main.innerHTML = String(html`<h1>Changes from <code class="id">${sideName(a)}</code>
+      to <code class="id">${sideName(b)}</code></h1>
+      <p class="meta"><a href="${href("diff", b, a)}">Swap sides</a>${
+        isDir(a) || isDir(b)
+          ? html` · a worktree's live files: edits show when the store changes, or
+              <button type="button" class="small" data-test="reload">Read them again</button>`
+          : ""
+      }</p><div data-diff></div>`);
+    const reload = view.main.querySelector("[data-test=reload]");
+    if (reload) reload.onclick = () => view.rerender();
     renderDiff(view, view.main.querySelector("[data-diff]"), outcome, {
       aSnap: isDir(a) ? null : a,
       bSnap: isDir(b) ? null : b,

@@ -114,11 +114,14 @@ function taskPanel(found) {
 }
 
 function meta(outcome) {
+  const head = outcome.head;
   return html`Head ${
-    outcome.head
-      ? html`<a class="id" href="${href("snapshot", outcome.head)}">${shortId(outcome.head)}</a>`
-      : "none"
-  } · ${outcome.total} states`;
+    head ? html`<a class="id" href="${href("snapshot", head)}">${shortId(head)}</a>` : "none"
+  } · ${outcome.total} states${
+    head
+      ? html` · <a data-test="live-changes" href="${href("diff", head, outcome.worktree)}">live changes since the head</a>`
+      : ""
+  }`;
 }
 
 function layout(dir, outcome, found) {
