@@ -61,17 +61,19 @@ async function show({ again = false } = {}) {
   const scroll = window.scrollY;
   // A re-render keeps what the person checked (attempts to combine, paths to accept).
   const checked = again ? checkedKeys(main) : new Set();
+  let first = true;
   const view = {
     main,
     params,
     again,
     current: () => mine === generation,
+    // Each render of the view's data (a first one, then e.g. a page more) ends here.
     done: () => {
       if (mine !== generation) return;
-      if (again) {
-        restoreChecked(main, checked);
-        window.scrollTo(0, scroll);
-        main.dispatchEvent(new Event("change", { bubbles: true }));
+      if (first) {
+        first = false;
+        if (again) restoreChecked(main, checked);
+        window.scrollTo(0, again ? scroll : 0);
       }
       rendered(name);
     },
