@@ -22,23 +22,27 @@ export const title = (params) => `timeline of ${params.path}`;
 
 const PAGE = 200;
 
-/** One page of states, `skip` newest left out. The `total` a server without paging
- * leaves out is taken as what came. */
-async function page(dir, skip, count = PAGE) {
-  const args = { dir, max_count: count };
-  if (skip > 0) args.skip = skip;
-  const outcome = await call("timeline", args);
-  outcome.total ??= skip + outcome.entries.length;
-  return outcome;
+/** One page of states, the `skip` newest left out. */
+function page(dir, skip) {
+  return call("timeline", { dir, max_count: PAGE, skip });
 }
 
-async function task(dir) {
+/** The worktree's task (review), asked only when the timeline says it has one. */
+async function task(dir, outcome) {
+  if (!outcome.task) return {};
   try {
     return { review: await call("review", { dir }) };
   } catch (e) {
+    // The task ended between the two calls.
     if (e instanceof VerbError && e.code === "no_task") return {};
     return { error: e };
   }
+}
+
+/** The newest page and the task. */
+async function first(dir) {
+  const outcome = await page(dir, 0);
+  return [outcome, await task(dir, outcome)];
 }
 
 function checkLink(id, c) {
@@ -144,7 +148,7 @@ const states = new WeakMap();
 
 export async function render(view) {
   const dir = view.params.path;
-  const [outcome, found] = await Promise.all([page(dir, 0), task(dir)]);
+  const [outcome, found] = await first(dir);
   if (!view.current()) return;
   view.main.innerHTML = String(layout(dir, outcome, found));
   const state = {
@@ -243,7 +247,7 @@ export async function refresh(view) {
 }
 
 async function refreshNow(view, state) {
-  const [outcome, found] = await Promise.all([page(state.dir, 0), task(state.dir)]);
+  const [outcome, found] = await first(state.dir);
   if (!view.current()) return;
   const main = view.main;
   const list = main.querySelector("[data-test=timeline-list]");
