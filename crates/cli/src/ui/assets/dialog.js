@@ -69,7 +69,7 @@ export function notice({ action, message, undoWorktree = null, onDone = () => {}
     <button type="button" class="quiet" data-close aria-label="Dismiss">×</button>`);
   item.querySelector("[data-close]").addEventListener("click", () => item.remove());
   item.querySelector("[data-test=undo]")?.addEventListener("click", async () => {
-    const undone = await undo(undoWorktree);
+    const undone = await reverse("undo", undoWorktree);
     if (undone) item.remove();
     onDone();
   });
@@ -87,27 +87,34 @@ export function noticeError(error, what) {
   notices().replaceChildren(item);
 }
 
-/** Asks, then reverts the worktree's newest change set (the undo verb). */
-async function undo(worktree) {
+/** Asks, then reverts the worktree's newest change set (`undo`) or re-applies the newest
+ * one undone (`redo`); whether it ran. */
+export async function reverse(verb, worktree) {
+  const undo = verb === "undo";
   const confirmed = await confirmAction({
-    action: "undo",
-    title: "Undo",
-    body: html`<p>Revert the newest change of <code>${worktree}</code>? If any file it
-      touched changed since, nothing is done and the files are listed.</p>`,
-    ok: "Undo",
+    action: verb,
+    title: undo ? "Undo" : "Redo",
+    body: undo
+      ? html`<p>Revert the newest change of <code>${worktree}</code>? If any file it
+          touched changed since, nothing is done and the files are listed.</p>`
+      : html`<p>Apply again the newest change undone in <code>${worktree}</code>? If any
+          file it touches changed since, nothing is done and the files are listed.</p>`,
+    ok: undo ? "Undo" : "Redo",
   });
   if (!confirmed) return false;
   try {
-    const done = await call("undo", { worktree });
-    const reverted = done.reverted ?? [];
+    const done = await call(verb, { worktree });
+    const files = (undo ? done.reverted : done.reapplied) ?? [];
     const item = notice({
-      action: "undo",
-      message: `Undone: ${reverted.length} file${reverted.length === 1 ? "" : "s"} put back; head ${shortId(done.snapshot)}.`,
+      action: verb,
+      message: `${undo ? "Undone" : "Redone"}: ${files.length} file${files.length === 1 ? "" : "s"} ${
+        undo ? "put back" : "changed again"
+      }; head ${shortId(done.snapshot)}.`,
     });
-    item.dataset.test = "undo-done";
+    item.dataset.test = `${verb}-done`;
     return true;
   } catch (e) {
-    noticeError(e, "undo");
+    noticeError(e, verb);
     return false;
   }
 }

@@ -3,6 +3,7 @@
 // rewind to any state.
 
 import { VerbError, call } from "../api.js";
+import * as oplog from "./oplog.js";
 import { confirmAction, errorBox, notice, noticeError } from "../dialog.js";
 import {
   age,
@@ -132,6 +133,7 @@ function layout(dir, outcome, found) {
   return html`<h1>Timeline <code class="path">${dir}</code></h1>
     <p class="meta" data-meta>${meta(outcome)}</p>
     <div data-task>${taskPanel(found)}</div>
+    ${oplog.section()}
     <div class="toolbar">
       <button type="button" data-test="compare-selected" disabled>Compare selected</button>
       <span class="hint">Check two or more states to compare them.</span>
@@ -161,6 +163,7 @@ export async function render(view) {
   };
   states.set(view, state);
   wire(view, state);
+  oplog.wire(view, dir);
   view.done();
 }
 
@@ -275,6 +278,7 @@ async function refreshNow(view, state) {
   counted(list, state);
   selectionChanged(main);
   view.done();
+  await oplog.load(view, state.dir);
 }
 
 async function rewind(view, state, id) {
