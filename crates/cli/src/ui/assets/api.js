@@ -58,13 +58,16 @@ export async function call(verb, args = {}) {
   return body;
 }
 
-/** Calls `onChange()` for each store change the server reports; `onState(open)` as the
- * stream opens and drops (EventSource reconnects by itself). */
+/** Calls `onChange()` for each store change the server reports; `onState(state)` as the
+ * stream opens ("open"), drops ("reconnecting": EventSource tries again by itself) or is
+ * refused for good ("closed", e.g. a token of an earlier `cairn ui`). */
 export function watchStore(onChange, onState) {
   const url = token ? `/v1/events?token=${encodeURIComponent(token)}` : "/v1/events";
   const source = new EventSource(url, { withCredentials: true });
   source.addEventListener("store", () => onChange());
-  source.addEventListener("open", () => onState(true));
-  source.addEventListener("error", () => onState(false));
+  source.addEventListener("open", () => onState("open"));
+  source.addEventListener("error", () =>
+    onState(source.readyState === EventSource.CLOSED ? "closed" : "reconnecting"),
+  );
   return source;
 }

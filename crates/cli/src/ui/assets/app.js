@@ -126,13 +126,16 @@ async function storeChanged() {
   }
 }
 
-function liveState(open) {
+const LIVE = {
+  open: ["live", "Updates as the store changes"],
+  reconnecting: ["reconnecting…", "Lost the server's events; trying again"],
+  closed: ["not live", "The server refused its events: open the URL cairn ui printed"],
+};
+
+function liveState(state) {
   const badge = document.querySelector("[data-test=live]");
-  badge.dataset.state = open ? "open" : "closed";
-  badge.textContent = open ? "live" : "reconnecting…";
-  badge.title = open
-    ? "Updates as the store changes"
-    : "Lost the server's events; trying again";
+  badge.dataset.state = state;
+  [badge.textContent, badge.title] = LIVE[state];
 }
 
 window.addEventListener("hashchange", () => show());
