@@ -152,6 +152,12 @@ export async function render(view) {
   const dir = view.params.path;
   const [outcome, found] = await first(dir);
   if (!view.current()) return;
+  draw(view, dir, outcome, found);
+}
+
+/** The timeline with its newest page. */
+function draw(view, dir, outcome, found) {
+  states.get(view)?.observer.disconnect();
   view.main.innerHTML = String(layout(dir, outcome, found));
   const state = {
     dir,
@@ -178,6 +184,7 @@ function wire(view, state) {
     { rootMargin: "1200px 0px" },
   );
   observer.observe(sentinel);
+  state.observer = observer;
   main.onclick = (event) => {
     const target = event.target.closest("button");
     if (!target) return;
@@ -238,8 +245,9 @@ async function more(view, state, list) {
 
 /**
  * A store change: the newest page again, in place of the rows it holds (new states go
- * on top), the head marked where it is now, and the task. Rows further down stay as
- * they are, checked boxes too.
+ * on top), and the task; rows further down stay as they are, checked boxes too. When
+ * more happened than states added on top (the head moved to or from a state below the
+ * newest page, states went), the timeline is shown afresh from its newest page.
  */
 export async function refresh(view) {
   const state = states.get(view);
@@ -253,22 +261,27 @@ async function refreshNow(view, state) {
   const [outcome, found] = await first(state.dir);
   if (!view.current()) return;
   const main = view.main;
-  const list = main.querySelector("[data-test=timeline-list]");
   const checked = checkedKeys(main);
   const newest = new Set(outcome.entries.map((e) => e.id));
   const added = outcome.entries.filter((e) => !state.entries.has(e.id)).length;
-  for (const row of [...list.children]) {
-    if (newest.has(row.dataset.snapshot)) row.remove();
+  const headsOnTop = [state.head, outcome.head].every((id) => !id || newest.has(id));
+  if (outcome.total !== state.total + added || !headsOnTop) {
+    const scroll = window.scrollY;
+    const opened = main.querySelector("[data-test=op-log]").open;
+    draw(view, state.dir, outcome, found);
+    restoreChecked(main, checked);
+    selectionChanged(main);
+    window.scrollTo(0, scroll);
+    // Opening it again reads the op log again.
+    main.querySelector("[data-test=op-log]").open = opened;
+    return;
+  }
+  const list = main.querySelector("[data-test=timeline-list]");
+  for (const shown of [...list.children]) {
+    if (newest.has(shown.dataset.snapshot)) shown.remove();
   }
   list.insertAdjacentHTML("afterbegin", rows(outcome.entries));
   for (const e of outcome.entries) state.entries.set(e.id, e);
-  // The head moved to (or from) a state below the newest page: redraw those rows.
-  const now = Date.now();
-  for (const id of [state.head, outcome.head]) {
-    const entry = id && !newest.has(id) && state.entries.get(id);
-    const row = entry && list.querySelector(`[data-snapshot="${id}"]`);
-    if (row) row.outerHTML = String(row({ ...entry, head: id === outcome.head }, now));
-  }
   state.head = outcome.head;
   state.total = outcome.total;
   state.loaded += added;
