@@ -84,11 +84,13 @@ pub use worktree_scope::{
     Verdict, read_live_file, read_live_link, read_patterns,
 };
 pub use worktree_state::checkout::write_tree;
+/// The store's unpacked copies of dependency layers (the `worktree_state` module).
+pub use worktree_state::layer_copies;
 pub use worktree_state::{
     CaptureError, CaptureOptions, CaptureOutcome, CheckoutError, DirCaptured, GitProbe,
-    Interrupted, LiveCapture, LiveState, MakeTarget, RecoverError, RollbackError, RootChanged,
-    WorktreeCheckoutOptions, WorktreeCheckoutOutcome, WorktreeError, WorktreeOnboardOptions,
-    WorktreeOnboardOutcome, WorktreeRecoverOutcome, WorktreeRollbackOptions,
-    WorktreeRollbackOutcome, capture_dir, find_worktree, list_worktrees,
+    Interrupted, LayerToWrite, LayerWritten, LiveCapture, LiveState, MakeTarget, RecoverError,
+    RollbackError, RootChanged, WorktreeCheckoutOptions, WorktreeCheckoutOutcome, WorktreeError,
+    WorktreeOnboardOptions, WorktreeOnboardOutcome, WorktreeRecoverOutcome,
+    WorktreeRollbackOptions, WorktreeRollbackOutcome, capture_dir, find_worktree, list_worktrees,
 };
 pub use worktrees::Worktrees;

@@ -67,15 +67,16 @@ impl Worktrees {
         worktree_state::checkout::checkout(&self.kept, store, snapshot, dest, options)
     }
 
-    /// Writes dependency `layers` into the isolated worktree at `root` and names them in
-    /// its record (out of scope from then on); returns the files and bytes written.
+    /// Writes dependency `layers` into the isolated worktree at `root` (cloned from the
+    /// store's unpacked copies where the file system can) and names them in its record
+    /// (out of scope from then on); returns what was written of each.
     pub fn attach_deps(
         &self,
         store: &Store,
         root: &Utf8Path,
-        layers: &[crate::AttachedLayer],
+        layers: &[crate::LayerToWrite],
         progress: &dyn cas::Progress,
-    ) -> Result<(u64, u64), CheckoutError> {
+    ) -> Result<Vec<crate::LayerWritten>, CheckoutError> {
         worktree_state::checkout::attach(&self.kept, store, root, layers, progress)
     }
 

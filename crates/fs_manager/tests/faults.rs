@@ -297,9 +297,17 @@ fn an_io_error_attaching_dependency_layers_leaves_no_layer_folder_and_no_record_
             .worktree
     };
     let root = checkout(u64::MAX);
+    let to_write = fs_manager::LayerToWrite {
+        attached: layer.clone(),
+        stored: layer.tree,
+    };
     let attach = |root: &Utf8Path| {
-        env.worktrees
-            .attach_deps(&env.store, root, std::slice::from_ref(&layer), &cas::Silent)
+        env.worktrees.attach_deps(
+            &env.store,
+            root,
+            std::slice::from_ref(&to_write),
+            &cas::Silent,
+        )
     };
     let writes = count_writes(&|| attach(&root).map(|_| ()).map_err(|e| e.to_string()));
     assert!(writes > 10, "only {writes} writes");

@@ -14,6 +14,7 @@ use worktree_registry::{RegistryRead, RegistryWrite};
 use crate::error::CheckoutError;
 use crate::fsops::{self, WriteFailure};
 use crate::journal::Step;
+use crate::layer_copies::{self, CloneSource};
 use crate::pending::Pending;
 use cas::{Progress, Silent};
 use worktree_scope::build::{TreeDirs, child};
@@ -182,7 +183,8 @@ pub fn checkout(
         e
     };
 
-    let records = hydrate(&reader, &root, snap.tree, &counted, options.progress).map_err(forget)?;
+    let records =
+        hydrate(&reader, &root, snap.tree, &counted, options.progress, None).map_err(forget)?;
     let mut batch = WriteBatch::new();
     batch.clear_file_states(&root);
     for (dir, state) in records {
@@ -214,7 +216,7 @@ pub fn write_tree(
     progress: &dyn Progress,
 ) -> Result<(u64, u64), CheckoutError> {
     let counted = checked(reader, tree, dest)?;
-    hydrate(reader, dest, tree, &counted, progress)?;
+    hydrate(reader, dest, tree, &counted, progress, None)?;
     Ok((counted.files, counted.bytes))
 }
 
@@ -283,13 +285,15 @@ fn survey(
 const ROUND_FILES: usize = 4096;
 
 /// Writes the files of `tree` under `root`, directory by directory, regular files in
-/// parallel and symlinks last; returns each written directory's stat-cache record.
+/// parallel and symlinks last, cloning those `source` can; returns each written
+/// directory's stat-cache record.
 fn hydrate(
     reader: &Reader,
     root: &Utf8Path,
     tree: TreeId,
     counted: &Survey,
     progress: &dyn Progress,
+    source: Option<&CloneSource>,
 ) -> Result<BTreeMap<RepoPathBuf, Vec<u8>>, CheckoutError> {
     let root = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
     let root = &root;
@@ -330,9 +334,17 @@ fn hydrate(
                 let handle = root
                     .open_dir(dir.as_bytes())
                     .map_err(|e| failure(e.into()))?;
+                let from = source.map(|s| (s, s.dir(dir)));
                 files
                     .par_iter()
-                    .map(|e| write_file(root, &handle, &child(dir, &e.name), e, reader, progress))
+                    .map(|e| {
+                        let path = child(dir, &e.name);
+                        let fill = |fd: &OwnedFd| {
+                            from.as_ref()
+                                .is_some_and(|(s, d)| s.fill(d.as_ref(), &path, e, fd))
+                        };
+                        write_file(root, &handle, &path, e, reader, progress, &fill)
+                    })
                     .collect::<Result<Vec<_>, CheckoutError>>()
             })
             .collect::<Result<Vec<_>, CheckoutError>>()?;
@@ -348,7 +360,7 @@ fn hydrate(
             .map_err(|e| failure(e.into()))?;
         let children = group
             .iter()
-            .map(|(path, e)| write_file(root, &handle, path, e, reader, progress))
+            .map(|(path, e)| write_file(root, &handle, path, e, reader, progress, &|_| false))
             .collect::<Result<Vec<_>, CheckoutError>>()?;
         records.add_links(dir, children);
     }
@@ -358,7 +370,8 @@ fn hydrate(
     Ok(records.finish(now_ns()))
 }
 
-/// Writes one file or symlink through its directory's handle: its stat-cache entry, not yet
+/// Writes one file or symlink through its directory's handle, a regular file's content
+/// by `fill` if it can (see [`fsops::create_with`]): its stat-cache entry, not yet
 /// verified.
 fn write_file(
     root: &path_policy::Root,
@@ -367,10 +380,11 @@ fn write_file(
     entry: &TreeEntry,
     reader: &Reader,
     progress: &dyn Progress,
+    fill: &dyn Fn(&OwnedFd) -> bool,
 ) -> Result<(Vec<u8>, FileState), CheckoutError> {
     let blob = entry.id.as_blob();
-    let st =
-        fsops::create(root, dir, path.as_bytes(), entry.kind, blob, reader).map_err(failure)?;
+    let (st, _) = fsops::create_with(root, dir, path.as_bytes(), entry.kind, blob, reader, fill)
+        .map_err(failure)?;
     progress.advance(1, entry.size);
     Ok((entry.name.clone(), FileState::from_stat(&st, blob, 0)))
 }
@@ -499,25 +513,47 @@ fn clean_up(root: &Utf8Path, created: bool) {
     }
 }
 
+/// A dependency layer to write into a checkout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerToWrite {
+    /// As the worktree's record names it (its tree written for the worktree's root).
+    pub attached: worktree_registry::AttachedLayer,
+    /// The layer's tree as stored, the same for every worktree: what the store's unpacked
+    /// copy holds.
+    pub stored: TreeId,
+}
+
+/// What writing one layer did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LayerWritten {
+    /// Files and symlinks written.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Files written as clones of the store's unpacked copy (see [`layer_copies`]).
+    pub cloned: u64,
+}
+
 /// Attaches dependency `layers` to the isolated worktree at `root` (just checked out): each
 /// layer's tree is written into its folder, which must not exist yet, as checkout writes
-/// files (in parallel, never through a symlink, never hard links: a copy, so a write in one
-/// worktree's layer never reaches another's). Each layer is written into a staging folder
-/// beside its own (`.NAME.cairn-attach`) and renamed into place once whole, so a crash
-/// never leaves a half layer where the installer's folder goes; the record names the
-/// layers and their staging folders before a file is written, so both are out of scope
-/// from the first file on, and names the staging folders no more once renamed. If writing
-/// fails, the staging folders are removed and the record names none of these layers.
-/// Returns the files and bytes written.
+/// files (in parallel, never through a symlink, never hard links, so a write in one
+/// worktree's layer never reaches another's): where the file system can, as clones of the
+/// store's unpacked copy of the layer ([`layer_copies`]), else copied. Each layer is
+/// written into a staging folder beside its own (`.NAME.cairn-attach`) and renamed into
+/// place once whole, so a crash never leaves a half layer where the installer's folder
+/// goes; the record names the layers and their staging folders before a file is written,
+/// so both are out of scope from the first file on, and names the staging folders no more
+/// once renamed. If writing fails, the staging folders are removed and the record names
+/// none of these layers. Returns what was written of each layer.
 pub fn attach(
     ws: &Kept,
     store: &Store,
     root: &Utf8Path,
-    layers: &[worktree_registry::AttachedLayer],
+    layers: &[LayerToWrite],
     progress: &dyn Progress,
-) -> Result<(u64, u64), CheckoutError> {
+) -> Result<Vec<LayerWritten>, CheckoutError> {
     if layers.is_empty() {
-        return Ok((0, 0));
+        return Ok(Vec::new());
     }
     let _busy = ws.locks.lock(root);
     let reader = store.reader()?;
@@ -528,7 +564,7 @@ pub fn attach(
         })?;
     let mut surveys = Vec::new();
     let mut staging = Vec::new();
-    for layer in layers {
+    for layer in layers.iter().map(|l| &l.attached) {
         let refused = |reason: &'static str| CheckoutError::Refused {
             path: root.join(&layer.path).into(),
             reason,
@@ -562,41 +598,97 @@ pub fn attach(
             ..layer.clone()
         });
     }
-    record.deps.extend(layers.iter().cloned());
+    let attached: Vec<_> = layers.iter().map(|l| l.attached.clone()).collect();
+    record.deps.extend(attached.iter().cloned());
     record.deps.extend(staging.iter().cloned());
     let mut batch = WriteBatch::new();
     batch.put_worktree(&record)?;
     store.write(&batch)?;
     let handle = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
-    let (mut files, mut bytes) = (0, 0);
+    let mut out = Vec::new();
     for ((rel, stage_rel, stage_dest, counted), layer) in surveys.iter().zip(layers) {
         // Made through the root's handle: a folder on the way is never a symlink followed.
         let written = fsops::ensure_dir(&handle, stage_rel.as_bytes())
             .map_err(failure)
-            .and_then(|()| hydrate(&reader, stage_dest, layer.tree, counted, progress))
-            .and_then(|_| into_place(&handle, stage_rel, rel));
-        if let Err(e) = written {
-            // None of these layers stays half written, nor named by the record.
-            for (rel, stage_rel, _, _) in &surveys {
-                let _ = handle.remove_all(stage_rel.as_bytes());
-                let _ = handle.remove_all(rel.as_bytes());
+            .map(|()| clone_source(&reader, store, &handle, stage_rel, layer))
+            .and_then(|source| {
+                let source = source.as_ref();
+                hydrate(
+                    &reader,
+                    stage_dest,
+                    layer.attached.tree,
+                    counted,
+                    progress,
+                    source,
+                )?;
+                into_place(&handle, stage_rel, rel)?;
+                Ok(source.map(|s| (s.cloned(), s.damaged())))
+            });
+        let cloned = match written {
+            Ok(cloned) => cloned,
+            Err(e) => {
+                // None of these layers stays half written, nor named by the record.
+                for (rel, stage_rel, _, _) in &surveys {
+                    let _ = handle.remove_all(stage_rel.as_bytes());
+                    let _ = handle.remove_all(rel.as_bytes());
+                }
+                record
+                    .deps
+                    .retain(|d| !attached.contains(d) && !staging.contains(d));
+                let mut batch = WriteBatch::new();
+                batch.put_worktree(&record)?;
+                store.write(&batch)?;
+                return Err(e);
             }
-            record
-                .deps
-                .retain(|d| !layers.contains(d) && !staging.contains(d));
-            let mut batch = WriteBatch::new();
-            batch.put_worktree(&record)?;
-            store.write(&batch)?;
-            return Err(e);
+        };
+        if let Some((_, true)) = cloned {
+            // Found changed: the next attach unpacks the layer again.
+            if let Err(e) = layer_copies::remove(store.root(), &layer.attached.key) {
+                tracing::warn!("dependency layer {}: {e}", layer.attached.key);
+            }
         }
-        files += counted.files;
-        bytes += counted.bytes;
+        out.push(LayerWritten {
+            files: counted.files,
+            bytes: counted.bytes,
+            cloned: cloned.map_or(0, |(n, _)| n),
+        });
     }
     record.deps.retain(|d| !staging.contains(d));
     let mut batch = WriteBatch::new();
     batch.put_worktree(&record)?;
     store.write(&batch)?;
-    Ok((files, bytes))
+    Ok(out)
+}
+
+/// Where `layer`'s files can be cloned from into its staging folder `stage_rel`: the
+/// store's unpacked copy of it (unpacked now if need be) when that folder can hold clones
+/// of the store's files; `None` (so every file is copied) when it cannot, or unpacking
+/// failed (said in a warning).
+fn clone_source(
+    reader: &Reader,
+    store: &Store,
+    handle: &path_policy::Root,
+    stage_rel: &RepoPathBuf,
+    layer: &LayerToWrite,
+) -> Option<CloneSource> {
+    let stage = handle.open_dir(stage_rel.as_bytes()).ok()?;
+    if !layer_copies::can_clone(store.root(), &stage) {
+        return None;
+    }
+    let write = |tree: TreeId, dest: &Utf8Path| write_tree(reader, tree, dest, &Silent).map(drop);
+    let key = &layer.attached.key;
+    layer_copies::source(
+        reader,
+        store.root(),
+        key,
+        layer.stored,
+        layer.attached.tree,
+        &write,
+    )
+    .unwrap_or_else(|e| {
+        tracing::warn!("dependency layer {key}: not unpacked to clone from, so copied: {e}");
+        None
+    })
 }
 
 /// Renames the whole layer at `stage` to `rel`, both in one folder opened beneath the

@@ -108,6 +108,21 @@ pub(crate) fn create(
     blob: BlobId,
     reader: &Reader,
 ) -> Result<Stat, WriteFailure> {
+    create_with(root, dir, rel, kind, blob, reader, &|_| false).map(|(st, _)| st)
+}
+
+/// [`create`], but a regular file, made empty, is first offered to `fill`, which writes
+/// its content (a reflink) and says whether it did; if not, it is written from the store.
+/// Returns its stat and whether `fill` wrote it.
+pub(crate) fn create_with(
+    root: &Root,
+    dir: &OwnedFd,
+    rel: &[u8],
+    kind: EntryKind,
+    blob: BlobId,
+    reader: &Reader,
+    fill: &dyn Fn(&OwnedFd) -> bool,
+) -> Result<(Stat, bool), WriteFailure> {
     let (_, name) = split(rel);
     let io = |e: Errno| WriteFailure::Io(root.display(rel), e.into());
     fault(root, rel)?;
@@ -116,17 +131,23 @@ pub(crate) fn create(
             .blob(blob)
             .map_err(|e| WriteFailure::Store(e.as_referenced()))?;
         rustix::fs::symlinkat(OsStr::from_bytes(&target), dir, name).map_err(io)?;
-        return stat_at(root, dir, name, rel);
+        return Ok((stat_at(root, dir, name, rel)?, false));
     }
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, mode_of(kind)).map_err(io)?;
-    let written = fault(root, rel)
-        .and_then(|()| write_blob(fd, reader, blob).map_err(|e| blob_failure(root, rel, e)));
+    let filled = fill(&fd);
+    let written = fault(root, rel).and_then(|()| {
+        if filled {
+            Ok(())
+        } else {
+            write_blob(fd, reader, blob).map_err(|e| blob_failure(root, rel, e))
+        }
+    });
     if let Err(e) = written {
         let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
         return Err(e);
     }
-    stat_at(root, dir, name, rel)
+    Ok((stat_at(root, dir, name, rel)?, filled))
 }
 
 fn temp_name(name: &OsStr, attempt: u32) -> std::ffi::OsString {

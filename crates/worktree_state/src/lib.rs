@@ -18,6 +18,7 @@
 //! fuzzing, rollback              the record decoders for `fuzz/`; capture, then write what differs
 //! capture                        a worktree's files into a snapshot
 //! checkout, held, recover        held: one worktree, locked for one operation
+//! layer_copies                   the store's unpacked layers, cloned into checkouts
 //! records                        finding, listing and changing worktree records
 //! error                          one error enum per operation
 //! journal                        multi-file steps that survive a crash
@@ -37,6 +38,7 @@ pub mod fuzzing;
 pub mod held;
 pub mod journal;
 mod kept;
+pub mod layer_copies;
 mod lock;
 pub mod pending;
 pub mod records;
@@ -48,7 +50,7 @@ pub use capture::{
     CaptureOptions, CaptureOutcome, DirCaptured, GitProbe, LiveState, WorktreeOnboardOptions,
     WorktreeOnboardOutcome, capture_dir,
 };
-pub use checkout::{WorktreeCheckoutOptions, WorktreeCheckoutOutcome};
+pub use checkout::{LayerToWrite, LayerWritten, WorktreeCheckoutOptions, WorktreeCheckoutOutcome};
 pub use error::{CaptureError, CheckoutError, RecoverError, RollbackError, WorktreeError};
 pub use journal::Interrupted;
 pub use kept::Kept;

@@ -411,13 +411,31 @@ pub fn find(reader: &Reader, key: &str) -> Result<LayerRecord, Error> {
     }
 }
 
-/// Removes the record of the layer `key` names (its objects go with the next `gc`).
+/// Removes the record of the layer `key` names, and the store's unpacked copy of it (its
+/// objects go with the next `gc`).
 pub fn remove(store: &Store, key: &str) -> Result<LayerRecord, Error> {
     let found = find(&store.reader()?, key)?;
     let mut batch = cas::WriteBatch::new();
     batch.remove_side(LAYERS, "", found.key.as_bytes());
     store.write(&batch)?;
+    // Gone from the records first: a copy left by a failure here is gc's to remove.
+    fs_manager::layer_copies::remove(store.root(), &found.key).map_err(|source| DepsError::Io {
+        path: fs_manager::layer_copies::folder(store.root()).join(&found.key),
+        source,
+    })?;
     Ok(found)
+}
+
+/// Each stored layer's tree as stored, by key (a layer whose snapshot is missing, which
+/// fsck reports, has none): the unpacked copies that may stay.
+pub fn stored_trees(reader: &Reader) -> Result<HashMap<String, TreeId>, Error> {
+    let mut out = HashMap::new();
+    for r in records(reader)? {
+        if reader.has_snapshot(r.snapshot)? {
+            out.insert(r.key, reader.snapshot(r.snapshot)?.tree);
+        }
+    }
+    Ok(out)
 }
 
 /// A layer as `deps save`, `deps list` and `deps rm` show it.
@@ -751,6 +769,8 @@ pub struct Attach {
     pub key: String,
     /// Its tree written for the root (stored).
     pub tree: TreeId,
+    /// Its tree as stored, the same at every root.
+    pub stored: TreeId,
     /// Files and symlinks.
     pub files: u64,
     /// Their bytes.
@@ -764,6 +784,14 @@ impl Attach {
             path: self.path.clone(),
             key: self.key.clone(),
             tree: self.tree,
+        }
+    }
+
+    /// As a checkout writes it.
+    pub fn to_write(&self) -> fs_manager::LayerToWrite {
+        fs_manager::LayerToWrite {
+            attached: self.attached(),
+            stored: self.stored,
         }
     }
 }
@@ -780,6 +808,11 @@ pub struct AttachedDeps {
     pub files: u64,
     /// Their bytes.
     pub bytes: u64,
+    /// `checkout`: how many of its files were written as reflinks of the store's unpacked
+    /// copy of the layer, sharing its disk blocks (on a file system with reflinks, such
+    /// as btrfs or XFS, holding the store too); the others were copied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cloned: Option<u64>,
 }
 
 impl AttachedDeps {
@@ -790,6 +823,7 @@ impl AttachedDeps {
             key: attach.key.clone(),
             files: attach.files,
             bytes: attach.bytes,
+            cloned: None,
         }
     }
 }
@@ -912,6 +946,7 @@ pub fn plan(store: &Store, snapshot: SnapshotId, root: &Utf8Path) -> Result<Vec<
             path: stored.path.clone(),
             key: stored.key.clone(),
             tree,
+            stored: layer,
             files: stored.files,
             bytes: stored.bytes,
         });

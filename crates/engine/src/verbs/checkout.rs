@@ -73,15 +73,22 @@ impl Engine {
         } else {
             crate::deps::plan(&store, id, &out.worktree)?
         };
-        let layers: Vec<_> = attach.iter().map(crate::deps::Attach::attached).collect();
-        self.worktrees
+        let layers: Vec<_> = attach.iter().map(crate::deps::Attach::to_write).collect();
+        let written = self
+            .worktrees
             .attach_deps(&store, &out.worktree, &layers, call.progress)?;
+        let deps = (attach.iter().zip(written))
+            .map(|(a, w)| crate::deps::AttachedDeps {
+                cloned: Some(w.cloned),
+                ..crate::deps::AttachedDeps::of(a)
+            })
+            .collect();
         Ok(CheckoutOutcome {
             worktree: out.worktree,
             snapshot: out.snapshot,
             files: out.files,
             bytes: out.bytes,
-            deps: attach.iter().map(crate::deps::AttachedDeps::of).collect(),
+            deps,
         })
     }
 }

@@ -180,6 +180,19 @@ impl Engine {
             },
             &[&registry, &remote::RemotesOwner, &layers],
         )?;
+        let mut store_bytes = out.store_bytes_after;
+        if !options.dry_run {
+            // The unpacked copies of layers gone, and what a kill left half made.
+            let keep = crate::deps::stored_trees(&store.reader()?)?;
+            match fs_manager::layer_copies::sweep(store.root(), &keep) {
+                Ok(removed) if removed.is_empty() => {}
+                Ok(_) => store_bytes = cas::store_bytes(store.root()),
+                Err(e) => tracing::warn!(
+                    "{}: {e}",
+                    fs_manager::layer_copies::folder(store.root())
+                ),
+            }
+        }
         Ok(GcOutcome {
             removed: out
                 .removed
@@ -210,7 +223,7 @@ impl Engine {
             dry_run: options.dry_run,
             file_bytes_before: out.file_bytes_before,
             file_bytes_after: out.file_bytes_after,
-            store_bytes: out.store_bytes_after,
+            store_bytes,
             remote: None,
         })
     }

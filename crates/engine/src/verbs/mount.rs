@@ -73,6 +73,7 @@ fn shown(reader: &cas::Reader, attached: &AttachedLayer) -> Result<AttachedDeps,
         key: attached.key.clone(),
         files,
         bytes,
+        cloned: None,
     })
 }
 
