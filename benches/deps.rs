@@ -14,11 +14,19 @@
 //! - disk: `CAIRN_BENCH_MANY` (default 16) mounts vs as many checkouts with the layer
 //!   written out, each against one installed `node_modules` (`du`): what the store grew by
 //!   since before `deps save` (the layer and every mount's own layer live there) plus
-//!   every worktree's own bytes.
+//!   every worktree's own bytes;
+//! - the same project on a btrfs file system of its own (a loop image; skipped, saying why,
+//!   where one cannot be mounted), where `checkout` clones the layer's files from the
+//!   store's unpacked copy: the first checkout (which unpacks it), then ready and the first
+//!   `mocha --version` beside the rows above, and time and disk for as many checkouts
+//!   (what `btrfs filesystem usage` says is used, after a sync, grew by: the layer, the
+//!   unpacked copy and the worktrees; and `btrfs filesystem du` of the worktrees).
 #![allow(missing_docs)]
 
 #[path = "harness/mod.rs"]
 mod harness;
+#[path = "../tests/cli/loop_fs.rs"]
+mod loop_fs;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -264,5 +272,170 @@ fn main() {
         cairn(&store, &["unmount", dir.to_str().unwrap()]);
     }
     server.stop();
+
+    on_btrfs(
+        &Context {
+            work: &work,
+            vendored: &vendored,
+            cache: &cache,
+            pairs,
+            many,
+            installed,
+        },
+        &[("npm ci", &peer), ("checkout", &checkout)],
+        &[("npm ci", &first_peer), ("checkout", &first_checkout)],
+    );
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// What the btrfs rows share with the others.
+struct Context<'a> {
+    work: &'a Path,
+    vendored: &'a Path,
+    cache: &'a Path,
+    pairs: usize,
+    many: usize,
+    /// One installed `node_modules`, on disk.
+    installed: u64,
+}
+
+/// Bytes used on the btrfs file system mounted at `mount` (data, and metadata as often as
+/// it is kept), once what was written is on disk.
+fn btrfs_used(mount: &Path) -> u64 {
+    sh(
+        "btrfs filesystem sync . >/dev/null && \
+         btrfs filesystem usage -b . | awk '$1 == \"Used:\" { print $2; exit }'",
+        mount,
+    )
+    .trim()
+    .parse()
+    .expect("btrfs filesystem usage prints what is used")
+}
+
+/// The files a checkout's outcome says it cloned.
+fn cloned(outcome: &serde_json::Value) -> u64 {
+    outcome["deps"][0]["cloned"].as_u64().unwrap_or(0)
+}
+
+/// The project on a btrfs loop image: its rows beside `ready` and `first_start` (the
+/// other ways' times, by label).
+fn on_btrfs(at: &Context, ready: &[(&str, &[Duration])], first_start: &[(&str, &[Duration])]) {
+    let fs = match loop_fs::LoopFs::new(&at.work.join("btrfs"), "btrfs", 8 << 30) {
+        Ok(fs) => fs,
+        Err(why) => {
+            println!(
+                "
+the btrfs rows are skipped: {why}"
+            );
+            return;
+        }
+    };
+    let root = fs.mount.clone();
+    let store = root.join("store");
+    run(Command::new(harness::cairn_binary())
+        .arg("--store")
+        .arg(&store)
+        .arg("init"));
+    let project = root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(at.vendored.join(file), project.join(file)).unwrap();
+    }
+    let snap = cairn(&store, &["onboard", project.to_str().unwrap()])["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let s = snap.as_str();
+    let seed = root.join("seed");
+    cairn(&store, &["checkout", s, seed.to_str().unwrap()]);
+    npm_ci(&seed, at.cache);
+    assert_ready(&seed);
+    let before_save = btrfs_used(&root);
+    cairn(&store, &["deps", "save", seed.to_str().unwrap()]);
+    let layer_cost = btrfs_used(&root).saturating_sub(before_save);
+
+    let server = Server::start(&store);
+    let before_first = btrfs_used(&root);
+    let mut out = serde_json::Value::Null;
+    let first = time(|| {
+        out = cairn(
+            &store,
+            &["checkout", s, root.join("first").to_str().unwrap()],
+        );
+    });
+    let files = attached(&out).first().map_or(0, |(_, files)| *files);
+    assert!(cloned(&out) > 0, "the first checkout cloned nothing: {out}");
+    let unpacked_cost = btrfs_used(&root).saturating_sub(before_first);
+    let (mut checkout, mut first_start_cloned) = (vec![], vec![]);
+    for i in 0..at.pairs {
+        let dir = root.join(format!("c{i}"));
+        checkout.push(time(|| {
+            out = cairn(&store, &["checkout", s, dir.to_str().unwrap()]);
+        }));
+        assert!(cloned(&out) > 0, "the checkout cloned nothing: {out}");
+        first_start_cloned.push(time(|| assert_ready(&dir)));
+    }
+    println!(
+        "
+on btrfs (a loop image): checkout with the layer cloned from the store's unpacked \
+         copy ({} of {files} files cloned; the rest, small, written: btrfs keeps a file of \
+         under 2 KiB in its metadata, where a clone copies it)",
+        cloned(&out)
+    );
+    println!(
+        "{:<40}  {} (the store grew {} more: the unpacked copy)",
+        "first checkout, which unpacks the layer",
+        secs(first),
+        mb(unpacked_cost)
+    );
+    let mut cols = ready.to_vec();
+    cols.push(("cloned", checkout.as_slice()));
+    row("ready (checkout: ext4, written out)", &cols);
+    let mut cols = first_start.to_vec();
+    cols.push(("cloned", first_start_cloned.as_slice()));
+    row("then mocha --version, the first time", &cols);
+
+    let before_many = btrfs_used(&root);
+    let mut many_time = Duration::ZERO;
+    for i in 0..at.many {
+        let dir = root.join(format!("many/c{i}"));
+        many_time += time(|| {
+            cairn(&store, &["checkout", s, dir.to_str().unwrap()]);
+        });
+    }
+    for i in 0..at.many {
+        assert_ready(&root.join(format!("many/c{i}")));
+    }
+    let many_cost = btrfs_used(&root).saturating_sub(before_many);
+    let disk = layer_cost + unpacked_cost + many_cost;
+    let du = sh("btrfs filesystem du -s --raw many | tail -1", &root);
+    let du: Vec<u64> = du
+        .split_whitespace()
+        .take(3)
+        .map(|n| n.parse().expect("btrfs filesystem du prints bytes"))
+        .collect();
+    println!(
+        "{:<40}  {}",
+        format!("{} checkouts cloned, one after another", at.many),
+        secs(many_time)
+    );
+    println!(
+        "{:<40}  {} ({:.2}x one installed node_modules): the layer {}, the unpacked copy {}, \
+         the worktrees {}",
+        "disk used",
+        mb(disk),
+        disk as f64 / at.installed.max(1) as f64,
+        mb(layer_cost),
+        mb(unpacked_cost),
+        mb(many_cost)
+    );
+    println!(
+        "{:<40}  total {}, exclusive {}, shared {}",
+        "btrfs filesystem du of the worktrees",
+        mb(du[0]),
+        mb(du[1]),
+        mb(du[2])
+    );
+    server.stop();
+    drop(fs);
 }

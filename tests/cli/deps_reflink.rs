@@ -141,6 +141,13 @@ fn a_checkout_on_btrfs_or_xfs_clones_its_layer_and_a_write_reaches_no_other_copy
             assert_eq!(out["files"], files_in_layer, "{kind}: {out}");
             assert_eq!(out["cloned"], files_in_layer - 2, "{kind}: {out}");
         }
+        let human = env.cairn(&["checkout", &snap, env.path().join("c/wt3").as_str()]);
+        assert!(human.status.success(), "{}", stderr(&human));
+        let said = String::from_utf8(human.stdout).unwrap();
+        assert!(
+            said.contains(&format!(", {} cloned)\n", files_in_layer - 2)),
+            "{kind}: {said}"
+        );
         let copy = copy_of(env, &key);
         for root in [&one, &two] {
             assert!(

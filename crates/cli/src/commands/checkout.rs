@@ -48,8 +48,12 @@ fn checkout(o: &CheckoutOutcome) -> String {
         o.snapshot, o.worktree, o.files, o.bytes
     );
     for d in &o.deps {
+        let cloned = match d.cloned {
+            Some(n) if n > 0 => format!(", {n} cloned"),
+            _ => String::new(),
+        };
         text.push_str(&format!(
-            "attached dependency layer {} at {} ({} files, {} bytes)\n",
+            "attached dependency layer {} at {} ({} files, {} bytes{cloned})\n",
             d.key.chars().take(12).collect::<String>(),
             d.path,
             d.files,

@@ -76,7 +76,11 @@ impl Engine {
         let mut out = store.fsck(&cas::StoreFsckOptions::default(), &owners)?;
         let copies = crate::deps::stored_trees(&store.reader()?)?;
         for p in fs_manager::layer_copies::check(&store, &copies)? {
-            (out.problems).push(cas::Problem::new("dependency layer copy", &p.key, p.message));
+            out.problems.push(cas::Problem::new(
+                "dependency layer copy",
+                &p.key,
+                p.message,
+            ));
         }
         out.problems.extend(signature_problems(&store.reader()?)?);
         let promised = promised_count(&store.reader()?)?;

@@ -187,10 +187,7 @@ impl Engine {
             match fs_manager::layer_copies::sweep(store.root(), &keep) {
                 Ok(removed) if removed.is_empty() => {}
                 Ok(_) => store_bytes = cas::store_bytes(store.root()),
-                Err(e) => tracing::warn!(
-                    "{}: {e}",
-                    fs_manager::layer_copies::folder(store.root())
-                ),
+                Err(e) => tracing::warn!("{}: {e}", fs_manager::layer_copies::folder(store.root())),
             }
         }
         Ok(GcOutcome {
