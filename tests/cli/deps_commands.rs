@@ -7,7 +7,7 @@ use std::time::Duration;
 use camino::Utf8Path;
 
 use crate::reversible_commands::files;
-use crate::support::{Env, deps_project, fill_deps, stderr};
+use crate::support::{Env, deps_project, fill_deps, killed_after, stderr};
 
 const LOCK: (&str, &str) = ("package-lock.json", "{\"lockfileVersion\": 3}\n");
 
@@ -285,22 +285,11 @@ fn sigkill_during_deps_save_leaves_the_layer_whole_or_absent_and_fsck_clean() {
     // From before the store is open to well after the save ends (some 0.4 s in a debug
     // build): the first kills leave nothing, the last a whole layer.
     for delay_ms in [5, 40, 100, 200, 300, 3000] {
-        let mut child = env
-            .command()
-            .args([
-                "--store",
-                env.store().as_str(),
-                "deps",
-                "save",
-                src.as_str(),
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        let _ = child.wait();
+        killed_after(
+            &env,
+            &["deps", "save", src.as_str()],
+            Duration::from_millis(delay_ms),
+        );
         let (code, list) = env.json(&["deps", "list"]);
         assert_eq!(code, 0, "{list}");
         match list["layers"].as_array().unwrap().as_slice() {
@@ -346,22 +335,11 @@ fn sigkill_during_a_checkouts_attach_never_leaves_a_half_layer_in_place() {
         .enumerate()
     {
         let wt = env.path().join(format!("wt{i}"));
-        let mut child = env
-            .command()
-            .args([
-                "--store",
-                env.store().as_str(),
-                "checkout",
-                &snap,
-                wt.as_str(),
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        let _ = child.wait();
+        killed_after(
+            &env,
+            &["checkout", &snap, wt.as_str()],
+            Duration::from_millis(delay_ms),
+        );
         if wt.join("node_modules").symlink_metadata().is_ok() {
             assert!(
                 under(&wt, "node_modules") == whole,

@@ -9,7 +9,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::loop_fs::LoopFs;
 use crate::reversible_commands::files;
-use crate::support::{Env, deps_project, stderr};
+use crate::support::{Env, deps_project, killed_after, noise, stderr};
 
 const LOCK: (&str, &str) = ("package-lock.json", "{\"lockfileVersion\": 3}\n");
 
@@ -33,27 +33,14 @@ fn on(kind: &str) -> On {
     }
 }
 
-/// Bytes that do not repeat, so no file system stores them smaller.
-fn noise(len: usize, seed: u32) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
-}
-
 /// A project of `files` small files in `node_modules`, two big ones (a small file lives in
 /// btrfs's metadata, so only a big one shows shared extents), a script holding the root
 /// and a symlink, saved as a layer: its root, snapshot, key and the layer's file count.
 fn saved_project(env: &Env, files: usize) -> (Utf8PathBuf, String, String, u64) {
     let (src, snap) = deps_project(env, "src", LOCK, ("node_modules", files));
     let deps = src.join("node_modules");
-    std::fs::write(deps.join("pkg1/big.bin"), noise(256 << 10, 1)).unwrap();
-    std::fs::write(deps.join("pkg2/big.wasm"), noise(300 << 10, 2)).unwrap();
+    std::fs::write(deps.join("pkg1/big.bin"), noise(1, 256 << 10)).unwrap();
+    std::fs::write(deps.join("pkg2/big.wasm"), noise(2, 300 << 10)).unwrap();
     std::fs::write(deps.join(".bin/where"), format!("#!/bin/sh\ncd {deps}\n")).unwrap();
     std::os::unix::fs::symlink("../pkg1/big.bin", deps.join(".bin/big")).unwrap();
     let (code, saved) = env.json(&["deps", "save", src.as_str()]);
@@ -250,7 +237,7 @@ fn a_store_copy_changed_since_it_was_unpacked_is_never_cloned_from() {
         std::os::unix::fs::PermissionsExt::from_mode(0o644),
     )
     .unwrap();
-    std::fs::write(&tampered, noise(len, 99)).unwrap();
+    std::fs::write(&tampered, noise(99, len)).unwrap();
     std::fs::set_permissions(
         &tampered,
         std::os::unix::fs::PermissionsExt::from_mode(0o444),
@@ -337,22 +324,11 @@ fn sigkill_during_a_first_cloning_attach_never_leaves_a_half_copy_that_is_used_l
     {
         let left_before = unpacking();
         let wt = env.path().join(format!("wt{i}"));
-        let mut child = env
-            .command()
-            .args([
-                "--store",
-                env.store().as_str(),
-                "checkout",
-                &snap,
-                wt.as_str(),
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = child.kill();
-        let _ = child.wait();
+        killed_after(
+            env,
+            &["checkout", &snap, wt.as_str()],
+            Duration::from_millis(delay_ms),
+        );
         if unpacking() > left_before {
             mid_unpack += 1;
         }

@@ -6,20 +6,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use std::process::Output;
 
-use crate::support::{Env, stderr};
-
-/// `len` bytes no compressor shrinks, different for each `seed`.
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
+use crate::support::{Env, noise, stderr};
 
 /// `cairn --store <store> args…` with `CAIRN_STORE_BUDGET=budget`.
 fn with_budget(env: &Env, budget: &str, args: &[&str]) -> Output {

@@ -573,3 +573,33 @@ pub fn deps_project(
     assert_eq!(code, 0, "{v}");
     (root, v["snapshot"].as_str().unwrap().to_owned())
 }
+
+/// `len` bytes no compressor shrinks, different for each `seed`.
+pub fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// `cairn --store <store> args…` started with no output and killed (SIGKILL) after `delay`
+/// if it is still running.
+pub fn killed_after(env: &Env, args: &[&str], delay: Duration) {
+    let mut child = env
+        .command()
+        .arg("--store")
+        .arg(env.store().as_str())
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(delay);
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -371,7 +371,7 @@ fn hydrate(
 }
 
 /// Writes one file or symlink through its directory's handle, a regular file's content
-/// by `fill` if it can (see [`fsops::create_with`]): its stat-cache entry, not yet
+/// by `fill` if it can (see [`fsops::create`]): its stat-cache entry, not yet
 /// verified.
 fn write_file(
     root: &path_policy::Root,
@@ -383,7 +383,7 @@ fn write_file(
     fill: &dyn Fn(&OwnedFd) -> bool,
 ) -> Result<(Vec<u8>, FileState), CheckoutError> {
     let blob = entry.id.as_blob();
-    let (st, _) = fsops::create_with(root, dir, path.as_bytes(), entry.kind, blob, reader, fill)
+    let (st, _) = fsops::create(root, dir, path.as_bytes(), entry.kind, blob, reader, fill)
         .map_err(failure)?;
     progress.advance(1, entry.size);
     Ok((entry.name.clone(), FileState::from_stat(&st, blob, 0)))

@@ -99,22 +99,10 @@ fn write_blob(file: OwnedFd, reader: &Reader, blob: BlobId) -> Result<(), cas::R
 }
 
 /// Writes a new file or symlink where nothing exists yet, in `dir` (the handle of `rel`'s
-/// directory, from [`Root::open_dir`]). Returns its stat.
+/// directory, from [`Root::open_dir`]). A regular file, made empty, is first offered to
+/// `fill`, which may write its content (a reflink) and says whether it did; if not, it is
+/// written from the store. Returns its stat and whether `fill` wrote it.
 pub(crate) fn create(
-    root: &Root,
-    dir: &OwnedFd,
-    rel: &[u8],
-    kind: EntryKind,
-    blob: BlobId,
-    reader: &Reader,
-) -> Result<Stat, WriteFailure> {
-    create_with(root, dir, rel, kind, blob, reader, &|_| false).map(|(st, _)| st)
-}
-
-/// [`create`], but a regular file, made empty, is first offered to `fill`, which writes
-/// its content (a reflink) and says whether it did; if not, it is written from the store.
-/// Returns its stat and whether `fill` wrote it.
-pub(crate) fn create_with(
     root: &Root,
     dir: &OwnedFd,
     rel: &[u8],

@@ -441,7 +441,16 @@ fn stage(
     let fd = root.create_dir_all(name.as_bytes())?;
     writes.par_iter().enumerate().try_for_each(|(i, (_, e))| {
         let rel = format!("{name}/{i}");
-        fsops::create(root, &fd, rel.as_bytes(), e.kind, e.id.as_blob(), reader).map(|_| ())
+        fsops::create(
+            root,
+            &fd,
+            rel.as_bytes(),
+            e.kind,
+            e.id.as_blob(),
+            reader,
+            &|_| false,
+        )
+        .map(|_| ())
     })?;
     Ok(fd)
 }
