@@ -383,7 +383,7 @@ fn write_file(
     fill: &dyn Fn(&OwnedFd) -> bool,
 ) -> Result<(Vec<u8>, FileState), CheckoutError> {
     let blob = entry.id.as_blob();
-    let (st, _) = fsops::create(root, dir, path.as_bytes(), entry.kind, blob, reader, fill)
+    let st = fsops::create(root, dir, path.as_bytes(), entry.kind, blob, reader, fill)
         .map_err(failure)?;
     progress.advance(1, entry.size);
     Ok((entry.name.clone(), FileState::from_stat(&st, blob, 0)))

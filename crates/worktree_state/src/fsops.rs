@@ -101,7 +101,7 @@ fn write_blob(file: OwnedFd, reader: &Reader, blob: BlobId) -> Result<(), cas::R
 /// Writes a new file or symlink where nothing exists yet, in `dir` (the handle of `rel`'s
 /// directory, from [`Root::open_dir`]). A regular file, made empty, is first offered to
 /// `fill`, which may write its content (a reflink) and says whether it did; if not, it is
-/// written from the store. Returns its stat and whether `fill` wrote it.
+/// written from the store. Returns its stat.
 pub(crate) fn create(
     root: &Root,
     dir: &OwnedFd,
@@ -110,7 +110,7 @@ pub(crate) fn create(
     blob: BlobId,
     reader: &Reader,
     fill: &dyn Fn(&OwnedFd) -> bool,
-) -> Result<(Stat, bool), WriteFailure> {
+) -> Result<Stat, WriteFailure> {
     let (_, name) = split(rel);
     let io = |e: Errno| WriteFailure::Io(root.display(rel), e.into());
     fault(root, rel)?;
@@ -119,7 +119,7 @@ pub(crate) fn create(
             .blob(blob)
             .map_err(|e| WriteFailure::Store(e.as_referenced()))?;
         rustix::fs::symlinkat(OsStr::from_bytes(&target), dir, name).map_err(io)?;
-        return Ok((stat_at(root, dir, name, rel)?, false));
+        return stat_at(root, dir, name, rel);
     }
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = rustix::fs::openat(dir, name, flags, mode_of(kind)).map_err(io)?;
@@ -135,7 +135,7 @@ pub(crate) fn create(
         let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());
         return Err(e);
     }
-    Ok((stat_at(root, dir, name, rel)?, filled))
+    stat_at(root, dir, name, rel)
 }
 
 fn temp_name(name: &OsStr, attempt: u32) -> std::ffi::OsString {
