@@ -376,10 +376,8 @@ the btrfs rows are skipped: {why}"
         first_start_cloned.push(time(|| assert_ready(&dir)));
     }
     println!(
-        "
-on btrfs (a loop image): checkout with the layer cloned from the store's unpacked \
-         copy ({} of {files} files cloned; the rest, small, written: btrfs keeps a file of \
-         under 2 KiB in its metadata, where a clone copies it)",
+        "\non btrfs (a loop image): checkout with the layer cloned from the store's unpacked \
+         copy ({} of {files} files cloned; the others are symlinks or hold the root)",
         cloned(&out)
     );
     println!(
