@@ -46,6 +46,7 @@ mod store_budget;
 mod store_commands;
 mod store_upgrade;
 mod support;
+mod ui_page;
 mod ui_server;
 mod verify_commands;
 mod walkthrough;

@@ -1,0 +1,36 @@
+// benches/ui.rs: opens each case's view in a new context, round after round, the cases
+// interleaved; for each run the time from the navigation's start to the view's first
+// `cairn:rendered:<view>` mark, the verb calls' time, and how many items it showed.
+
+import { at, newPage, open, run, shot, timelineHash } from "./harness.mjs";
+
+run(async (input, browser) => {
+  const times = {};
+  for (let round = 0; round < input.rounds; round += 1) {
+    for (const c of input.cases) {
+      const page = await newPage(browser);
+      await open(page, at(input, c.hash ?? timelineHash(c.worktree)), c.view);
+      const seen = await page.evaluate(
+        ([view, items]) => {
+          const [mark] = performance.getEntriesByName(`cairn:rendered:${view}`, "mark");
+          const calls = performance
+            .getEntriesByType("resource")
+            .filter((r) => new URL(r.name).pathname.startsWith("/v1/") && r.startTime < mark.startTime)
+            .filter((r) => !r.name.endsWith("/v1/events"));
+          const first = Math.min(...calls.map((r) => r.startTime));
+          const last = Math.max(...calls.map((r) => r.responseEnd));
+          return {
+            render: mark.startTime,
+            verbs: calls.length ? last - first : 0,
+            items: document.querySelectorAll(`[data-test="${items}"]`).length,
+          };
+        },
+        [c.view, c.items],
+      );
+      if (round === 0) await shot(page, input, `bench-${c.name}`);
+      await page.context().close();
+      (times[c.name] ??= []).push(seen);
+    }
+  }
+  return times;
+});
