@@ -171,8 +171,16 @@ fn main() {
         let renders: Vec<Duration> = runs.iter().map(|r| millis(&r["render"])).collect();
         let requests: Vec<Duration> = runs.iter().map(|r| millis(&r["verbs"])).collect();
         let each: Vec<String> = renders.iter().map(|d| secs(*d)).collect();
+        let complete = match runs[0]["complete"] {
+            serde_json::Value::Null => String::new(),
+            _ => {
+                let all: Vec<Duration> = runs.iter().map(|r| millis(&r["complete"])).collect();
+                format!("; all files in {}", secs(median(&all)))
+            }
+        };
         println!(
-            "  {label:<36} first render {:>9} (runs: {}); its verb calls {:>9}; {} shown",
+            "  {label:<36} first render {:>9} (runs: {}); its verb calls {:>9}{complete}; \
+             {} shown",
             secs(median(&renders)),
             each.join(", "),
             secs(median(&requests)),

@@ -1,6 +1,7 @@
 // benches/ui.rs: opens each case's view in a new context, round after round, the cases
 // interleaved; for each run the time from the navigation's start to the view's first
-// `cairn:rendered:<view>` mark, the verb calls' time, and how many items it showed.
+// `cairn:rendered:<view>` mark, the verb calls' time, how many items it showed, and for a
+// diff the time until all its files are in (`diff-files` data-complete).
 
 import { at, newPage, open, run, shot, timelineHash } from "./harness.mjs";
 
@@ -10,6 +11,15 @@ run(async (input, browser) => {
     for (const c of input.cases) {
       const page = await newPage(browser);
       await open(page, at(input, c.hash ?? timelineHash(c.worktree)), c.view);
+      let complete = null;
+      if (c.view === "snapshot" || c.view === "diff") {
+        await page.waitForFunction(
+          () => document.querySelector('[data-test="diff-files"]')?.dataset.complete === "true",
+          null,
+          { polling: "raf" },
+        );
+        complete = await page.evaluate(() => performance.now());
+      }
       const seen = await page.evaluate(
         ([view, items]) => {
           const [mark] = performance.getEntriesByName(`cairn:rendered:${view}`, "mark");
@@ -29,7 +39,7 @@ run(async (input, browser) => {
       );
       if (round === 0) await shot(page, input, `bench-${c.name}`);
       await page.context().close();
-      (times[c.name] ??= []).push(seen);
+      (times[c.name] ??= []).push({ ...seen, complete });
     }
   }
   return times;

@@ -1,9 +1,19 @@
 // The guard seen from a browser: without the token, from a host name that is not the
 // ui's own (DNS rebinding), and from a page on another origin.
 
+import { createServer } from "node:http";
 import { elements, newPage, open, run } from "./harness.mjs";
 
-const FOREIGN = "http://evil.test";
+/// A site of its own on loopback, reached as evil.test (the launch's resolver rules), so
+/// the browser treats it as another site in the same address space as the ui.
+async function foreignSite() {
+  const server = createServer((_, response) => {
+    response.setHeader("content-type", "text/html");
+    response.end("<!doctype html><title>elsewhere</title><p>another site</p>");
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, origin: `http://evil.test:${server.address().port}` };
+}
 
 run(
   async (input, browser) => {
@@ -49,11 +59,9 @@ run(
 
     // A page on another origin in the browser that holds the ui's cookie: it reads the
     // worktree list (with the leaked token, then with the cookie alone) and posts a rewind.
+    const site = await foreignSite();
     const foreign = await page.context().newPage();
-    await foreign.route(`${FOREIGN}/**`, (route) =>
-      route.fulfill({ contentType: "text/html", body: "<!doctype html><title>elsewhere</title>" }),
-    );
-    await foreign.goto(`${FOREIGN}/`);
+    await foreign.goto(`${site.origin}/`);
     const ui = input.bare.replace(/\/$/, "");
     const requests = [];
     // What the ui answered each request, as the network saw it (the foreign page itself
@@ -71,31 +79,34 @@ run(
     out.foreign = await foreign.evaluate(
       async ({ ui, token, rewind }) => {
         const seen = { read: null, errors: [] };
-        const read = async (url) => {
-          try {
-            const answer = await fetch(url, { method: "POST", body: "{}", credentials: "include" });
-            seen.read = await answer.text();
-          } catch (error) {
-            seen.errors.push(String(error));
-          }
-        };
-        await read(`${ui}/v1/worktree_list?token=${token}`);
-        await read(`${ui}/v1/worktree_list`);
-        await fetch(`${ui}/v1/rewind?token=${token}`, {
-          method: "POST",
-          mode: "no-cors",
-          credentials: "include",
-          body: JSON.stringify(rewind),
-        });
+        // A read the browser would hand the page only if the ui allowed it (CORS).
+        try {
+          const answer = await fetch(`${ui}/v1/worktree_list?token=${token}`, {
+            method: "POST",
+            body: "{}",
+          });
+          seen.read = await answer.text();
+        } catch (error) {
+          seen.errors.push(String(error));
+        }
+        // Requests whose answers the page never sees but that reach the ui (no-cors):
+        // what the ui did with them shows in its status.
+        const send = (path, body) =>
+          fetch(`${ui}${path}`, { method: "POST", mode: "no-cors", credentials: "include", body });
+        await send(`/v1/worktree_list?token=${token}`, "{}");
+        await send("/v1/worktree_list", "{}");
+        await send(`/v1/rewind?token=${token}`, JSON.stringify(rewind));
         return seen;
       },
       { ui, token: input.token, rewind: input.rewind },
     );
-    // The network events of the three requests arrive after the fetches settle.
+    // The network events of the three no-cors requests arrive after the fetches settle.
     const deadline = Date.now() + 10_000;
     while (requests.length < 3 && Date.now() < deadline) await foreign.waitForTimeout(50);
     out.foreign.requests = requests;
+    out.foreign.origin = site.origin;
+    site.server.close();
     return out;
   },
-  { flags: ["--host-resolver-rules=MAP rebind.test 127.0.0.1"] },
+  { flags: ["--host-resolver-rules=MAP rebind.test 127.0.0.1, MAP evil.test 127.0.0.1"] },
 );
