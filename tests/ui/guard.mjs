@@ -69,11 +69,13 @@ run(
     foreign.on("response", async (response) => {
       const request = response.request();
       if (!request.url().startsWith(ui)) return;
+      const body = await response.text().catch(() => "");
       requests.push({
         url: request.url(),
-        origin: (await request.allHeaders()).origin ?? null,
+        origin: (await request.headerValue("origin")) ?? request.headers().origin ?? null,
         token: request.url().includes("token="),
         status: response.status(),
+        code: body.startsWith("{") ? JSON.parse(body).error?.code ?? null : null,
       });
     });
     out.foreign = await foreign.evaluate(
