@@ -295,27 +295,32 @@ fn without_its_token_or_from_a_foreign_host_or_origin_the_page_shows_nothing() {
             .contains(session.dir.as_str())
     );
 
-    // A page on another origin, even knowing the token, reads nothing and changes nothing.
+    // A page on another origin, even knowing the token, reads nothing and changes nothing:
+    // the same requests that the ui's own page makes (answered) are refused from there.
     let foreign = &seen["foreign"];
     assert_eq!(foreign["read"], Value::Null, "a foreign page read {seen}");
-    for request in foreign["requests"].as_array().unwrap() {
-        assert_eq!(request["origin"], foreign["origin"], "{seen}");
-        // With the token, the Origin alone refuses it; without, either guard may.
-        let refused = if request["token"] == true {
-            vec![(403, "foreign_origin")]
-        } else {
-            vec![(403, "foreign_origin"), (401, "no_token")]
-        };
-        let answer = (
-            request["status"].as_u64().unwrap(),
-            request["code"].as_str().unwrap_or_default(),
+    let own = seen["own"].as_array().unwrap();
+    let sent = foreign["requests"].as_array().unwrap();
+    assert_eq!(own.len(), 3, "{seen}");
+    assert_eq!(sent.len(), 3, "{seen}");
+    for (own, sent) in own.iter().zip(sent) {
+        assert_eq!(own["status"], 200, "the ui's own page was refused: {own}");
+        assert_eq!(
+            (&own["path"], &own["token"]),
+            (&sent["path"], &sent["token"])
         );
+        // With the token, only the Origin tells them apart; without, either guard may
+        // refuse.
+        let refused: &[u64] = if sent["token"] == true {
+            &[403]
+        } else {
+            &[401, 403]
+        };
         assert!(
-            refused.contains(&answer),
-            "the ui answered a foreign page: {request}"
+            refused.contains(&sent["status"].as_u64().unwrap()),
+            "the ui answered a foreign page: {sent}"
         );
     }
-    assert_eq!(foreign["requests"].as_array().unwrap().len(), 3, "{seen}");
     let head = ok(&env, &["log", session.dir.as_str(), "-n", "1"]);
     assert_eq!(head["snapshots"][0]["id"], session.states[4], "{head}");
     assert!(session.dir.join("scratch.txt").exists());

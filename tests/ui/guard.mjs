@@ -4,6 +4,13 @@
 import { createServer } from "node:http";
 import { elements, newPage, open, run } from "./harness.mjs";
 
+/// `requests` once it holds `count` (network events arrive after the fetches settle).
+async function settled(page, requests, count) {
+  const deadline = Date.now() + 10_000;
+  while (requests.length < count && Date.now() < deadline) await page.waitForTimeout(50);
+  return [...requests].sort((a, b) => `${a.path}${a.token}`.localeCompare(`${b.path}${b.token}`));
+}
+
 /// A site of its own on loopback, reached as evil.test (the launch's resolver rules), so
 /// the browser treats it as another site in the same address space as the ui.
 async function foreignSite() {
@@ -58,28 +65,45 @@ run(
     };
 
     // A page on another origin in the browser that holds the ui's cookie: it reads the
-    // worktree list (with the leaked token, then with the cookie alone) and posts a rewind.
+    // worktree list (with the leaked token, then with the cookie alone) and posts a
+    // rewind. Chromium hides the ui's answers from that page (and from playwright: opaque
+    // responses are blocked), but not their status.
+    const ui = input.bare.replace(/\/$/, "");
+    const statuses = (page, requests) =>
+      page.on("response", (response) => {
+        const request = response.request();
+        if (!request.url().startsWith(ui)) return;
+        requests.push({
+          path: new URL(request.url()).pathname,
+          token: request.url().includes("token="),
+          status: response.status(),
+        });
+      });
+    const send = ({ ui, token, rewind }) => {
+      const post = (path, body) =>
+        fetch(`${ui}${path}`, { method: "POST", mode: "no-cors", credentials: "include", body });
+      return Promise.all([
+        post(`/v1/worktree_list?token=${token}`, "{}"),
+        post("/v1/worktree_list", "{}"),
+        post(`/v1/rewind?token=${token}`, JSON.stringify(rewind)),
+      ]).then(() => null);
+    };
+    const inputs = { ui, token: input.token, rewind: { ...input.rewind, dry_run: true } };
+
+    // The same requests from the ui's own page, to tell the Origin apart (a dry run: it
+    // changes nothing).
+    const own = [];
+    statuses(page, own);
+    await page.evaluate(send, inputs);
+    out.own = await settled(page, own, 3);
+
     const site = await foreignSite();
     const foreign = await page.context().newPage();
     await foreign.goto(`${site.origin}/`);
-    const ui = input.bare.replace(/\/$/, "");
     const requests = [];
-    // What the ui answered each request, as the network saw it (the foreign page itself
-    // may be denied the answer).
-    foreign.on("response", async (response) => {
-      const request = response.request();
-      if (!request.url().startsWith(ui)) return;
-      const body = await response.text().catch(() => "");
-      requests.push({
-        url: request.url(),
-        origin: (await request.headerValue("origin")) ?? request.headers().origin ?? null,
-        token: request.url().includes("token="),
-        status: response.status(),
-        code: body.startsWith("{") ? JSON.parse(body).error?.code ?? null : null,
-      });
-    });
+    statuses(foreign, requests);
     out.foreign = await foreign.evaluate(
-      async ({ ui, token, rewind }) => {
+      async ({ ui, token }) => {
         const seen = { read: null, errors: [] };
         // A read the browser would hand the page only if the ui allowed it (CORS).
         try {
@@ -91,21 +115,12 @@ run(
         } catch (error) {
           seen.errors.push(String(error));
         }
-        // Requests whose answers the page never sees but that reach the ui (no-cors):
-        // what the ui did with them shows in its status.
-        const send = (path, body) =>
-          fetch(`${ui}${path}`, { method: "POST", mode: "no-cors", credentials: "include", body });
-        await send(`/v1/worktree_list?token=${token}`, "{}");
-        await send("/v1/worktree_list", "{}");
-        await send(`/v1/rewind?token=${token}`, JSON.stringify(rewind));
         return seen;
       },
-      { ui, token: input.token, rewind: input.rewind },
+      { ui, token: input.token },
     );
-    // The network events of the three no-cors requests arrive after the fetches settle.
-    const deadline = Date.now() + 10_000;
-    while (requests.length < 3 && Date.now() < deadline) await foreign.waitForTimeout(50);
-    out.foreign.requests = requests;
+    await foreign.evaluate(send, { ...inputs, rewind: input.rewind });
+    out.foreign.requests = await settled(foreign, requests, 3);
     out.foreign.origin = site.origin;
     site.server.close();
     return out;
