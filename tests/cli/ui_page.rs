@@ -368,6 +368,70 @@ fn the_timeline_shows_each_state_of_an_agent_session_as_log_does() {
     }
 }
 
+#[test]
+fn a_long_timeline_loads_as_it_scrolls_and_marks_a_head_moved_far_down() {
+    let env = Env::new();
+    // A history longer than a few pages, written through the library, then checked out.
+    let count = 450;
+    let mut parent = Vec::new();
+    for turn in 0..count {
+        let progress = format!("turn {turn}\n");
+        let files: [(&str, &[u8]); 2] = [
+            ("README.md", b"# long\n"),
+            ("progress.txt", progress.as_bytes()),
+        ];
+        let id = env.commit(&files, parent, &format!("Turn {turn}"));
+        parent = vec![id];
+    }
+    let tip = parent[0].to_string();
+    let dir = env.path().join("long");
+    ok(&env, &["checkout", &tip, dir.as_str()]);
+    let log = ok(&env, &["log", dir.as_str(), "-n", &(count + 1).to_string()]);
+    let history: Vec<&str> = log["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(history.len(), count, "{log}");
+    let far = history[count - 20];
+
+    let ui = Ui::start(&env);
+    let store = env.store();
+    let command = [
+        env!("CARGO_BIN_EXE_cairn"),
+        "--store",
+        store.as_str(),
+        "rewind",
+        dir.as_str(),
+        "--to",
+        far,
+    ];
+    let seen = scenario(
+        "scroll",
+        json!({"url": ui.url, "worktree": dir, "command": command, "to": far,
+               "home": env.path().join("home")}),
+    );
+    let loaded: Vec<u64> = seen["loaded"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap())
+        .collect();
+    assert_eq!(seen["total"], count, "{seen}");
+    assert!(loaded[0] < count as u64, "not paged: all {count} at once");
+    assert!(loaded.windows(2).all(|w| w[0] < w[1]), "{loaded:?}");
+    let rows: Vec<&str> = seen["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(rows, history, "the rows scrolled through, against log");
+    assert_eq!(seen["head"], far, "{}", seen["head"]);
+    assert_eq!(seen["heads"], 1, "one head marked");
+}
+
 /// The lines of a unified patch as `cairn diff` prints it, by file (its new path): kind
 /// (`add`, `del`, `ctx`), old and new line numbers, text.
 fn patch_lines(patch: &str) -> Vec<(String, Vec<Value>)> {

@@ -1,0 +1,46 @@
+// A long timeline: loaded page after page as it scrolls; then another process moves the
+// worktree's head to a state far down, and the open page marks it there.
+
+import { execFileSync } from "node:child_process";
+import { at, newPage, open, readyCount, rendered, run, shot, timelineHash } from "./harness.mjs";
+import { headRow } from "./read.mjs";
+
+const ids = (page) =>
+  page.$$eval('[data-test="timeline-row"]', (rows) => rows.map((row) => row.dataset.snapshot));
+
+run(async (input, browser) => {
+  const page = await newPage(browser);
+  await open(page, at(input, timelineHash(input.worktree)), "timeline");
+  const list = page.locator('[data-test="timeline-list"]');
+  const count = async (name) => Number(await list.getAttribute(`data-${name}`));
+  const loaded = [await count("loaded")];
+  const total = await count("total");
+  while (loaded.at(-1) < total) {
+    if (loaded.length > 50) throw new Error(`the timeline stopped loading: ${loaded}`);
+    const ready = await readyCount(page);
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    await rendered(page, "timeline", ready);
+    loaded.push(await count("loaded"));
+  }
+  const rows = await ids(page);
+  await shot(page, input, "timeline-long");
+
+  const ready = await readyCount(page);
+  const [program, ...args] = input.command;
+  execFileSync(program, args, { env: { ...process.env, HOME: input.home, NO_COLOR: "1" } });
+  await rendered(page, "timeline", ready);
+  await page.waitForFunction(
+    (to) =>
+      document.querySelector('[data-test="timeline-row"][data-head="true"]')?.dataset.snapshot ===
+      to,
+    input.to,
+  );
+  return {
+    loaded,
+    total,
+    rows,
+    head: await headRow(page),
+    heads: await page.$$eval('[data-test="timeline-row"][data-head="true"]', (rows) => rows.length),
+    after: await ids(page),
+  };
+});
