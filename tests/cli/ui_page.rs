@@ -430,6 +430,21 @@ fn a_long_timeline_loads_as_it_scrolls_and_marks_a_head_moved_far_down() {
     assert_eq!(rows, history, "the rows scrolled through, against log");
     assert_eq!(seen["head"], far, "{}", seen["head"]);
     assert_eq!(seen["heads"], 1, "one head marked");
+    // Refreshed in place, it shows what a page opened afresh shows.
+    let (after, fresh) = (
+        seen["after"].as_array().unwrap(),
+        seen["fresh"].as_array().unwrap(),
+    );
+    let differ = after.iter().zip(fresh).position(|(a, f)| a != f);
+    assert!(
+        after == fresh,
+        "after the head moved, the open page shows {} rows, a fresh one {}; first different \
+         at row {differ:?}; the head was row {:?} of {}",
+        after.len(),
+        fresh.len(),
+        history.iter().position(|id| *id == far),
+        history.len()
+    );
 }
 
 /// The lines of a unified patch as `cairn diff` prints it, by file (its new path): kind

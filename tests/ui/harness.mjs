@@ -34,12 +34,14 @@ export async function launch(extraFlags = []) {
 }
 
 /// A page in a new context (no cookies) whose console errors and uncaught exceptions are
-/// collected in `page.errors`; `allow` lists patterns of errors a scenario expects.
-export async function newPage(browser, { allow = [] } = {}) {
+/// collected in `page.errors`; `allow` lists patterns of errors a scenario expects, and
+/// `errorsShown` lets a render show `[data-test=error]` boxes (else a render fails).
+export async function newPage(browser, { allow = [], errorsShown = false } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   const page = await context.newPage();
   page.setDefaultTimeout(PATIENCE_MS);
   page.errors = [];
+  page.errorsShown = errorsShown;
   const expected = (text) => allow.some((pattern) => pattern.test(text));
   page.on("console", (message) => {
     if (message.type() === "error" && !expected(message.text())) {
@@ -77,6 +79,12 @@ export async function rendered(page, view, after = 0) {
     );
   }
   failOnErrors(page);
+  const shown = await page.$$eval('[data-test="error"]', (boxes) =>
+    boxes.map((box) => `${box.dataset.code}: ${box.textContent.trim()}`),
+  );
+  if (shown.length && !page.errorsShown) {
+    throw new Error(`the page shows errors rendering ${view}:\n${shown.join("\n")}`);
+  }
   return readyCount(page);
 }
 
