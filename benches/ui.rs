@@ -91,7 +91,7 @@ fn wide_change(store: &Path, dir: &Path, files: usize) -> String {
         store,
         &["snapshot", dir.to_str().unwrap(), "-m", "use compute_fast"],
     );
-    assert_eq!(made["changed"], files, "{made}");
+    assert_eq!(made["modified"], files, "{made}");
     made["snapshot"].as_str().unwrap().to_owned()
 }
 
