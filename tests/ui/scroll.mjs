@@ -1,5 +1,6 @@
 // A long timeline: loaded page after page as it scrolls; then another process moves the
-// worktree's head to a state far down, and the open page marks it there.
+// worktree's head to a state far down, and the open page shows what a page opened afresh
+// shows, the head marked there.
 
 import { execFileSync } from "node:child_process";
 import { at, newPage, open, readyCount, rendered, run, shot, timelineHash } from "./harness.mjs";
@@ -8,20 +9,26 @@ import { headRow } from "./read.mjs";
 const ids = (page) =>
   page.$$eval('[data-test="timeline-row"]', (rows) => rows.map((row) => row.dataset.snapshot));
 
-run(async (input, browser) => {
-  const page = await newPage(browser);
-  await open(page, at(input, timelineHash(input.worktree)), "timeline");
+/// Scrolls to the end until every state is loaded; the count loaded after each page.
+async function loadAll(page) {
   const list = page.locator('[data-test="timeline-list"]');
   const count = async (name) => Number(await list.getAttribute(`data-${name}`));
   const loaded = [await count("loaded")];
-  const total = await count("total");
-  while (loaded.at(-1) < total) {
+  while (loaded.at(-1) < (await count("total"))) {
     if (loaded.length > 50) throw new Error(`the timeline stopped loading: ${loaded}`);
     const ready = await readyCount(page);
     await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
     await rendered(page, "timeline", ready);
     loaded.push(await count("loaded"));
   }
+  return { loaded, total: await count("total") };
+}
+
+run(async (input, browser) => {
+  const page = await newPage(browser);
+  const timeline = at(input, timelineHash(input.worktree));
+  await open(page, timeline, "timeline");
+  const { loaded, total } = await loadAll(page);
   const rows = await ids(page);
   await shot(page, input, "timeline-long");
 
@@ -35,12 +42,17 @@ run(async (input, browser) => {
       to,
     input.to,
   );
+  const after = await ids(page);
+  const fresh = await newPage(browser);
+  await open(fresh, timeline, "timeline");
+  await loadAll(fresh);
   return {
     loaded,
     total,
     rows,
     head: await headRow(page),
     heads: await page.$$eval('[data-test="timeline-row"][data-head="true"]', (rows) => rows.length),
-    after: await ids(page),
+    after,
+    fresh: await ids(fresh),
   };
 });
