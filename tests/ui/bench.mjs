@@ -1,7 +1,9 @@
 // benches/ui.rs: opens each case's view in a new context, round after round, the cases
 // interleaved; for each run the time from the navigation's start to the view's first
-// `cairn:rendered:<view>` mark, the verb calls' time, how many items it showed, and for a
-// diff the time until all its files are in (`diff-files` data-complete).
+// `cairn:rendered:<view>` mark; of it, the page's shell (its modules loaded: DOMContent-
+// Loaded), the verb calls (first request to last answer) and the drawing after the last
+// answer; how many items it showed, and for a diff the time until all its files are in
+// (`diff-files` data-complete).
 
 import { at, newPage, open, run, shot, timelineHash } from "./harness.mjs";
 
@@ -29,9 +31,12 @@ run(async (input, browser) => {
             .filter((r) => !r.name.endsWith("/v1/events"));
           const first = Math.min(...calls.map((r) => r.startTime));
           const last = Math.max(...calls.map((r) => r.responseEnd));
+          const [navigation] = performance.getEntriesByType("navigation");
           return {
             render: mark.startTime,
+            shell: navigation.domContentLoadedEventEnd,
             verbs: calls.length ? last - first : 0,
+            drawn: calls.length ? mark.startTime - last : 0,
             items: document.querySelectorAll(`[data-test="${items}"]`).length,
           };
         },
