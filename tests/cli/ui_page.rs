@@ -3,16 +3,15 @@
 //! compared with what the CLI's JSON says; screenshots of each view are kept in
 //! `target/ui-screenshots/`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{OnceLock, mpsc};
-use std::time::Duration;
+use std::process::Command;
+use std::sync::OnceLock;
 
 use camino::Utf8PathBuf;
 use serde_json::{Value, json};
 
 use crate::support::{Env, attempt, project, replace, stderr, stdout};
+use crate::ui_server::Ui;
 
 /// `tests/ui/`: the scenarios and their package.json.
 fn scenarios_dir() -> PathBuf {
@@ -62,72 +61,6 @@ fn scenario(name: &str, mut input: Value) -> Value {
     );
     serde_json::from_str(text.trim())
         .unwrap_or_else(|e| panic!("scenario {name} printed no JSON ({e}): {text:?}"))
-}
-
-/// A running `cairn ui` of the env's store; killed when dropped.
-struct Ui {
-    child: Child,
-    /// The URL it printed, with its token.
-    url: String,
-}
-
-impl Ui {
-    fn start(env: &Env) -> Ui {
-        let mut child = env
-            .command()
-            .args([
-                "--store",
-                env.store().as_str(),
-                "--json",
-                "ui",
-                "--port",
-                "0",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (send, receive) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = send.send(line);
-        });
-        let line = receive
-            .recv_timeout(Duration::from_secs(60))
-            .expect("cairn ui printed no URL within a minute");
-        let printed: Value = serde_json::from_str(line.trim())
-            .unwrap_or_else(|e| panic!("cairn ui --json printed {line:?}: {e}"));
-        let url = printed["url"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no url in {printed}"))
-            .to_owned();
-        Ui { child, url }
-    }
-
-    /// The URL without its token.
-    fn bare(&self) -> String {
-        self.url.split('?').next().unwrap().to_owned()
-    }
-
-    fn token(&self) -> String {
-        self.url.split_once("token=").unwrap().1.to_owned()
-    }
-
-    fn port(&self) -> u16 {
-        let host = self.bare();
-        let port = host.trim_end_matches('/').rsplit(':').next().unwrap();
-        port.parse()
-            .unwrap_or_else(|e| panic!("no port in {host}: {e}"))
-    }
-}
-
-impl Drop for Ui {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// `cairn --json ARGS…`, which must succeed.
@@ -238,11 +171,11 @@ fn id(v: &Value) -> String {
 fn without_its_token_or_from_a_foreign_host_or_origin_the_page_shows_nothing() {
     let env = Env::new();
     let session = session(&env);
-    let ui = Ui::start(&env);
+    let ui = Ui::start(&env, &[]);
     let rewind = json!({"dir": session.dir, "to": session.states[0]});
     let seen = scenario(
         "guard",
-        json!({"url": ui.url, "bare": ui.bare(), "token": ui.token(), "port": ui.port(),
+        json!({"url": ui.url, "bare": format!("{}/", ui.base()), "token": ui.token, "port": ui.port,
                "rewind": rewind}),
     );
 
@@ -330,7 +263,7 @@ fn without_its_token_or_from_a_foreign_host_or_origin_the_page_shows_nothing() {
 fn the_timeline_shows_each_state_of_an_agent_session_as_log_does() {
     let env = Env::new();
     let session = session(&env);
-    let ui = Ui::start(&env);
+    let ui = Ui::start(&env, &[]);
     let seen = scenario("timeline", json!({"url": ui.url, "worktree": session.dir}));
     let log = ok(&env, &["log", session.dir.as_str(), "--stat"]);
     let snapshots = log["snapshots"].as_array().unwrap();
@@ -396,7 +329,7 @@ fn a_long_timeline_loads_as_it_scrolls_and_marks_a_head_moved_far_down() {
     assert_eq!(history.len(), count, "{log}");
     let far = history[count - 20];
 
-    let ui = Ui::start(&env);
+    let ui = Ui::start(&env, &[]);
     let store = env.store();
     let command = [
         env!("CARGO_BIN_EXE_cairn"),
@@ -568,7 +501,7 @@ fn assert_diff_as_cli(env: &Env, seen: &Value, a: &str, b: &str) {
 fn a_diff_shows_the_lines_cairn_diff_prints_unified_and_side_by_side() {
     let env = Env::new();
     let session = session(&env);
-    let ui = Ui::start(&env);
+    let ui = Ui::start(&env, &[]);
     // Turn 2 against its parent (a rename, a deletion, an edit), then the whole session.
     let turn = &session.states[3];
     let seen = scenario(
@@ -627,7 +560,7 @@ fn the_compare_grid_groups_three_attempts_as_compare_does() {
         assert_eq!(code, if passes { 0 } else { 1 }, "{v}");
     }
     let compared = ok(&env, &["compare", &a, &b, &c]);
-    let ui = Ui::start(&env);
+    let ui = Ui::start(&env, &[]);
     let seen = scenario(
         "compare",
         json!({"url": ui.url, "hash": format!("#/compare/{a},{b},{c}")}),
@@ -706,7 +639,7 @@ fn the_compare_grid_groups_three_attempts_as_compare_does() {
 fn a_rewind_from_the_page_changes_the_files_and_cairn_undo_brings_them_back() {
     let env = Env::new();
     let session = session(&env);
-    let ui = Ui::start(&env);
+    let ui = Ui::start(&env, &[]);
     let dir = session.dir.as_str();
     let to = &session.checkpoint.0;
     let input = |confirm: bool| {
@@ -765,7 +698,7 @@ fn a_rewind_from_the_page_changes_the_files_and_cairn_undo_brings_them_back() {
 fn an_open_page_follows_changes_another_process_makes() {
     let env = Env::new();
     let session = session(&env);
-    let ui = Ui::start(&env);
+    let ui = Ui::start(&env, &[]);
     std::fs::write(session.dir.join("src/late.py"), "LATE = True\n").unwrap();
     let store = env.store();
     let command = [
@@ -811,7 +744,7 @@ fn a_file_a_checks_output_and_the_store_show_what_the_cli_says() {
         "ls src; echo oops >&2",
     ]);
     assert_eq!(code, 0, "{verified}");
-    let ui = Ui::start(&env);
+    let ui = Ui::start(&env, &[]);
     let seen = scenario(
         "views",
         json!({"url": ui.url, "snapshot": head, "path": "src/main.py", "check": "listing"}),

@@ -16,16 +16,16 @@ use serde_json::{Value, json};
 use crate::support::{Env, Server, stderr};
 
 /// A running `cairn ui --json`; killed when dropped.
-struct Ui {
+pub(crate) struct Ui {
     child: Child,
-    url: String,
-    port: u16,
-    token: String,
+    pub(crate) url: String,
+    pub(crate) port: u16,
+    pub(crate) token: String,
 }
 
 impl Ui {
     /// `cairn ui --json` with `args`, once it printed its URL (within 20 s).
-    fn start(env: &Env, args: &[&str]) -> Ui {
+    pub(crate) fn start(env: &Env, args: &[&str]) -> Ui {
         let mut child = env
             .command()
             .arg("--store")
@@ -63,7 +63,7 @@ impl Ui {
         }
     }
 
-    fn base(&self) -> String {
+    pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 

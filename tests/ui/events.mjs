@@ -1,10 +1,7 @@
 // An open timeline follows a change another process makes to the store, without reload.
 
-import { execFileSync } from "node:child_process";
-import { at, timelineHash, newPage, open, readyCount, rendered, run } from "./harness.mjs";
-
-const rows = (page) =>
-  page.$$eval('[data-test="timeline-row"]', (rows) => rows.map((row) => row.dataset.snapshot));
+import { at, newPage, open, readyCount, rendered, run, runCommand, timelineHash } from "./harness.mjs";
+import { timelineIds as rows } from "./read.mjs";
 
 run(async (input, browser) => {
   const page = await newPage(browser);
@@ -18,11 +15,7 @@ run(async (input, browser) => {
   });
   const before = await rows(page);
   const ready = await readyCount(page);
-  const [program, ...args] = input.command;
-  const output = execFileSync(program, args, {
-    encoding: "utf8",
-    env: { ...process.env, HOME: input.home, NO_COLOR: "1" },
-  });
+  const output = runCommand(input);
   await rendered(page, "timeline", ready);
   const made = JSON.parse(output).snapshot;
   await page.waitForSelector(`[data-test="timeline-row"][data-snapshot="${made}"]`);

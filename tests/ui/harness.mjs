@@ -5,6 +5,7 @@
 // environment variable CAIRN_UI_INPUT, prints what it saw as one JSON object on stdout and
 // exits 0; anything wrong (a timeout, a page error) exits 1 with the reason on stderr.
 
+import { execFileSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -126,6 +127,16 @@ export async function go(page, hash, view) {
     window.location.hash = hash;
   }, hash);
   return rendered(page, view, before);
+}
+
+/// Runs the input's `command` (argv) as another process beside the page, with the test's
+/// HOME; its stdout.
+export function runCommand(input) {
+  const [program, ...args] = input.command;
+  return execFileSync(program, args, {
+    encoding: "utf8",
+    env: { ...process.env, HOME: input.home, NO_COLOR: "1" },
+  });
 }
 
 /// The `#/worktree/<path>` address of a worktree's timeline.

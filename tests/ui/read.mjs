@@ -29,6 +29,22 @@ export async function headRow(page) {
   return page.$eval('[data-test="timeline-row"][data-head="true"]', (row) => row.dataset.snapshot);
 }
 
+/// Waits until the timeline marks `id` as the head; then the head row's snapshot.
+export async function headMoved(page, id) {
+  await page.waitForFunction(
+    (id) =>
+      document.querySelector('[data-test="timeline-row"][data-head="true"]')?.dataset.snapshot ===
+      id,
+    id,
+  );
+  return headRow(page);
+}
+
+/// The snapshot of each timeline row, in order.
+export async function timelineIds(page) {
+  return page.$$eval('[data-test="timeline-row"]', (rows) => rows.map((row) => row.dataset.snapshot));
+}
+
 /// The diff view's `diff-stat` and each `diff-file` with its lines: in unified mode
 /// `diff-line`s (kind, old, new, text), in side-by-side mode `diff-cell`s (side, kind,
 /// line, text).

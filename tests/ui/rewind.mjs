@@ -2,7 +2,7 @@
 // Cancel, with `confirm: false`).
 
 import { at, timelineHash, failOnErrors, newPage, open, readyCount, rendered, run, shot } from "./harness.mjs";
-import { headRow } from "./read.mjs";
+import { headMoved } from "./read.mjs";
 
 run(async (input, browser) => {
   const page = await newPage(browser);
@@ -25,13 +25,7 @@ run(async (input, browser) => {
   await notice.waitFor({ state: "visible" });
   // The timeline shows the new head once it has rendered again.
   await rendered(page, "timeline", before);
-  await page.waitForFunction(
-    (to) =>
-      document.querySelector('[data-test="timeline-row"][data-head="true"]')?.dataset.snapshot ===
-      to,
-    input.to,
-  );
-  out.head = await headRow(page);
+  out.head = await headMoved(page, input.to);
   out.notice = {
     action: await notice.getAttribute("data-action"),
     text: (await notice.innerText()).trim(),

@@ -2,12 +2,8 @@
 // worktree's head to a state far down, and the open page shows what a page opened afresh
 // shows, the head marked there.
 
-import { execFileSync } from "node:child_process";
-import { at, newPage, open, readyCount, rendered, run, shot, timelineHash } from "./harness.mjs";
-import { headRow } from "./read.mjs";
-
-const ids = (page) =>
-  page.$$eval('[data-test="timeline-row"]', (rows) => rows.map((row) => row.dataset.snapshot));
+import { at, newPage, open, readyCount, rendered, run, runCommand, shot, timelineHash } from "./harness.mjs";
+import { headMoved, timelineIds as ids } from "./read.mjs";
 
 /// Scrolls to the end until every state is loaded; the count loaded after each page.
 async function loadAll(page) {
@@ -33,15 +29,9 @@ run(async (input, browser) => {
   await shot(page, input, "timeline-long");
 
   const ready = await readyCount(page);
-  const [program, ...args] = input.command;
-  execFileSync(program, args, { env: { ...process.env, HOME: input.home, NO_COLOR: "1" } });
+  runCommand(input);
   await rendered(page, "timeline", ready);
-  await page.waitForFunction(
-    (to) =>
-      document.querySelector('[data-test="timeline-row"][data-head="true"]')?.dataset.snapshot ===
-      to,
-    input.to,
-  );
+  const head = await headMoved(page, input.to);
   const after = await ids(page);
   const fresh = await newPage(browser);
   await open(fresh, timeline, "timeline");
@@ -50,7 +40,7 @@ run(async (input, browser) => {
     loaded,
     total,
     rows,
-    head: await headRow(page),
+    head,
     heads: await page.$$eval('[data-test="timeline-row"][data-head="true"]', (rows) => rows.length),
     after,
     fresh: await ids(fresh),
