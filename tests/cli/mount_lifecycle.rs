@@ -77,26 +77,9 @@ fn listed(env: &Env, dir: &Utf8Path) -> serde_json::Value {
 
 /// SIGTERM to the server, which must then stop within `secs`.
 fn stop_within(mut server: Server, secs: u64) {
-    let pid = server.child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let started = Instant::now();
-    loop {
-        if let Some(status) = server.child.try_wait().unwrap() {
-            assert!(status.success(), "cairn serve: {status}");
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(secs),
-            "cairn serve did not stop within {secs} s of SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let status =
+        crate::support::terminate(&mut server.child, Duration::from_secs(secs), "cairn serve");
+    assert!(status.success(), "cairn serve: {status}");
 }
 
 fn kill(signal: &str, pid: u32) {

@@ -247,6 +247,25 @@ impl Server {
     }
 }
 
+/// SIGTERM to `child` (a `what`, for the message), then its exit status, which must come
+/// within `within`.
+pub fn terminate(child: &mut Child, within: Duration, what: &str) -> std::process::ExitStatus {
+    let pid = child.id().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    assert!(sent.success());
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            started.elapsed() < within,
+            "{what} did not stop within {within:?} of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();

@@ -81,25 +81,7 @@ impl Ui {
 
     /// SIGTERM, then its exit status (within 20 s).
     fn stop(mut self) -> std::process::ExitStatus {
-        let pid = self.child.id().to_string();
-        assert!(
-            Command::new("kill")
-                .args(["-TERM", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
-        let started = Instant::now();
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "cairn ui did not stop within 20 s of SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        crate::support::terminate(&mut self.child, Duration::from_secs(20), "cairn ui")
     }
 }
 
