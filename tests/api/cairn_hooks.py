@@ -57,19 +57,24 @@ def before_call(context, case, kwargs):
             # A remote is a folder inside the sandbox, never a bucket out there.
             if request.get("verb") == "remote_add":
                 confine_remote(args)
-            if request.get("verb") == "run":
+            if any(request.get("verb") == verb for verb in COMMAND_VERBS):
                 confine_command(args)
         return
     confine_arguments(body, has_cwd)
     if path == "/v1/remote_add":
         confine_remote(body)
-    if path == "/v1/run":
+    if path.removeprefix("/v1/") in COMMAND_VERBS:
         confine_command(body)
 
 
+# The verbs that start a command: `run`, and `verify` (its check).
+COMMAND_VERBS = {"run", "verify"}
+
+
 def confine_command(args):
-    """A command `run` starts (confined, on this machine) is always `true`: what generated
-    words would run is no one's guess. Its arguments stay, so the request keeps its shape."""
+    """A command `run` or `verify` starts (confined, on this machine) is always `true`: what
+    generated words would run, and for how long, is no one's guess. Its arguments stay, so
+    the request keeps its shape."""
     command = args.get("command")
     if isinstance(command, list) and command and isinstance(command[0], str):
         command[0] = "true"

@@ -75,6 +75,23 @@ fn unescaped(field: &[u8]) -> std::ffi::OsString {
     std::ffi::OsString::from_vec(out)
 }
 
+/// The report's sections headed `names` (`=== ERRORS ===`), each up to the next heading.
+fn sections(report: &str, names: &[&str]) -> String {
+    let heading = |line: &str| line.starts_with("===") && line.trim_end().ends_with("===");
+    let mut out = String::new();
+    let mut inside = false;
+    for line in report.lines() {
+        if heading(line) {
+            inside = names.iter().any(|n| line.contains(&format!(" {n} ")));
+        }
+        if inside {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 #[test]
 fn the_server_does_what_its_openapi_file_says() {
     let env = Env::new();
@@ -130,10 +147,12 @@ fn the_server_does_what_its_openapi_file_says() {
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
     let server_log = std::fs::read_to_string(env.path().join("serve.log")).unwrap_or_default();
+    // What went wrong comes again last: a CI log keeps a failure's head and tail only.
     assert!(
         out.status.success(),
-        "schemathesis found the server and docs/openapi.yaml disagreeing:\n{report}\n{}\nthe server's stderr:\n{server_log}",
-        String::from_utf8_lossy(&out.stderr)
+        "schemathesis found the server and docs/openapi.yaml disagreeing:\n{report}\n{}\nthe server's stderr:\n{server_log}\nwhat failed, again:\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        sections(&report, &["ERRORS", "FAILURES"])
     );
     // It ran: the summary counts the requests, and every one passed.
     let summary = report
