@@ -533,3 +533,82 @@ fn a_lock_timeout_that_is_not_a_number_of_seconds_exits_2_naming_it() {
         assert_eq!(out.status.code(), Some(0), "{value:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn steps_back_after_a_name_or_id_reach_parents_and_ancestors() {
+    let env = Env::new();
+    let a = env.commit(&[("a", b"1")], vec![], "one");
+    let b = env.commit(&[("a", b"2")], vec![a], "two");
+    let c = env.commit(&[("a", b"3")], vec![b], "three");
+    let x = env.commit(&[("x", b"x")], vec![], "other root");
+    let m = env.commit(&[("a", b"4")], vec![c, x], "combined");
+    assert_eq!(env.json(&["ref", "set", "main", &m.to_hex()]).0, 0);
+    let first = |spec: &str| {
+        let (code, v) = env.json(&["log", spec, "-n", "1"]);
+        assert_eq!(code, 0, "log {spec}: {v}");
+        v["snapshots"][0]["id"].as_str().unwrap().to_owned()
+    };
+    let prefix = &m.to_hex()[..8];
+    for (spec, want) in [
+        ("main^0", m),
+        ("main^", c),
+        ("main^1", c),
+        ("main^2", x),
+        ("main~", c),
+        ("main~1", c),
+        ("main~3", a),
+        ("main~1^", b),
+        ("main^^~1", a),
+        (&format!("{prefix}~2"), b),
+    ] {
+        assert_eq!(first(spec), want.to_hex(), "{spec}");
+    }
+    // Every verb that takes a snapshot: show and diff too.
+    let shown = env.cairn(&["show", "main~2:a"]);
+    assert_eq!(shown.stdout, b"2", "{}", stderr(&shown));
+    let (code, v) = env.json(&["diff", "main~1", "main"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["modified"][0]["path"], "a", "{v}");
+    assert_eq!(v["added"], serde_json::json!([]), "{v}");
+
+    // A worktree's checkpoint names take steps too.
+    let wt = env.path().join("wt");
+    std::fs::create_dir_all(&wt).unwrap();
+    std::fs::write(wt.join("f"), "1").unwrap();
+    let (code, one) = env.json(&["checkpoint", wt.as_str(), "--name", "one"]);
+    assert_eq!(code, 0, "{one}");
+    std::fs::write(wt.join("f"), "2").unwrap();
+    let (code, two) = env.json(&["checkpoint", wt.as_str(), "--name", "two"]);
+    assert_eq!(code, 0, "{two}");
+    let out = env
+        .command()
+        .current_dir(&wt)
+        .arg("--store")
+        .arg(env.store().as_str())
+        .args(["--json", "log", "two~1", "-n", "1"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["snapshots"][0]["id"], one["snapshot"], "{v}");
+
+    // Past the history, or not steps at all: unknown, naming the spec and why.
+    for (spec, why) in [
+        ("main~4", format!("snapshot {a} has no parent")),
+        ("main^3", format!("snapshot {m} has 2 parent(s), not 3")),
+        ("main~x", "only steps back may follow".to_owned()),
+        ("main~1Ò", "only steps back may follow".to_owned()),
+        ("main^Ò^", "only steps back may follow".to_owned()),
+        ("main^-1", "only steps back may follow".to_owned()),
+        ("~1", "only steps back may follow".to_owned()),
+        ("main~99999999999", "only steps back may follow".to_owned()),
+    ] {
+        let (code, v) = env.json(&["log", spec]);
+        assert_eq!(code, 2, "{spec}: {v}");
+        assert_eq!(v["error"]["code"], "unknown_id", "{spec}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("'{spec}'")) && message.contains(&why),
+            "{spec}: {message}"
+        );
+    }
+}

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::OpenOptions;
+use crate::ancestry;
 use crate::confine::Sandbox;
 use crate::error::{ArgumentError, Error};
 use crate::git::Git;
@@ -247,17 +248,14 @@ impl Engine {
 }
 
 /// A snapshot spec where no worktree is named: a checkpoint name of the worktree holding
-/// `cwd`, else a ref name or unique id prefix (SPEC.md's order).
+/// `cwd`, else a ref name or unique id prefix (SPEC.md's order), with steps back after it.
 pub(crate) fn resolve_snapshot(
     reader: &cas::Reader,
     cwd: &Utf8Path,
     spec: &str,
 ) -> Result<cas::SnapshotId, Error> {
     let record = fs_manager::find_worktree(reader, cwd)?;
-    match record.as_ref().and_then(|r| r.checkpoint(spec)) {
-        Some(c) => Ok(c.snapshot),
-        None => resolve_name(reader, spec),
-    }
+    resolve(reader, record.as_ref(), spec)
 }
 
 /// `NAME@REMOTE` split, if `spec` is one (a ref name holds no `@`).
@@ -265,8 +263,33 @@ pub(crate) fn remote_ref(spec: &str) -> Option<(&str, &str)> {
     spec.rsplit_once('@')
 }
 
-/// A ref, `NAME@REMOTE` (what this store last saw there) or unique id prefix.
-pub(crate) fn resolve_name(reader: &cas::Reader, spec: &str) -> Result<cas::SnapshotId, Error> {
+/// A snapshot spec in the context of a worktree: its checkpoint name, else a ref name or
+/// unique id prefix, with steps back after it.
+pub(crate) fn resolve_in(
+    reader: &cas::Reader,
+    record: &fs_manager::WorktreeRecord,
+    spec: &str,
+) -> Result<cas::SnapshotId, Error> {
+    resolve(reader, Some(record), spec)
+}
+
+/// The one resolver of snapshot specs: a checkpoint name of `record`, a ref,
+/// `NAME@REMOTE` or a unique id prefix, then each step back (`~N`, `^N`) after it.
+fn resolve(
+    reader: &cas::Reader,
+    record: Option<&fs_manager::WorktreeRecord>,
+    spec: &str,
+) -> Result<cas::SnapshotId, Error> {
+    let (base, steps) = ancestry::parse(spec)?;
+    let start = match record.and_then(|r| r.checkpoint(base)) {
+        Some(c) => c.snapshot,
+        None => named(reader, base)?,
+    };
+    ancestry::walk(reader, spec, start, &steps)
+}
+
+/// A ref, `NAME@REMOTE` or unique id prefix, as given.
+fn named(reader: &cas::Reader, spec: &str) -> Result<cas::SnapshotId, Error> {
     if let Some((name, at)) = remote_ref(spec) {
         remote::remote_config(reader, at)?;
         return remote::tracking_ref(reader, at, name)?.ok_or_else(|| {
@@ -278,19 +301,6 @@ pub(crate) fn resolve_name(reader: &cas::Reader, spec: &str) -> Result<cas::Snap
         });
     }
     Ok(reader.resolve_snapshot(spec)?)
-}
-
-/// A snapshot spec in the context of a worktree: its checkpoint name, else a ref name or
-/// unique id prefix.
-pub(crate) fn resolve_in(
-    reader: &cas::Reader,
-    record: &fs_manager::WorktreeRecord,
-    spec: &str,
-) -> Result<cas::SnapshotId, Error> {
-    match record.checkpoint(spec) {
-        Some(c) => Ok(c.snapshot),
-        None => resolve_name(reader, spec),
-    }
 }
 
 pub(crate) fn registered(

@@ -4,7 +4,7 @@ use cas::{EntryKind, ObjectId, ObjectKind, Reader, TreeId};
 use path_policy::RepoPathBuf;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Call, Engine};
+use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::{Code, Error};
 use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
@@ -118,11 +118,16 @@ impl Engine {
         };
         let store = self.store(Access::Read)?;
         let reader = store.reader()?;
-        // A checkpoint name of the current worktree comes first, as everywhere.
+        // A checkpoint name of the current worktree comes first, as everywhere; steps back
+        // (`~N`, `^N`) name a snapshot.
         let checkpoint = fs_manager::find_worktree(&reader, &call.cwd)?
             .and_then(|r| r.checkpoint(spec).map(|c| c.snapshot));
         let (kind, id) = match checkpoint {
             Some(s) => (ObjectKind::Snapshot, s.into()),
+            None if spec.contains(['~', '^']) => (
+                ObjectKind::Snapshot,
+                resolve_snapshot(&reader, &call.cwd, spec)?.into(),
+            ),
             None => reader.resolve_object(spec)?,
         };
         let tree = match kind {
