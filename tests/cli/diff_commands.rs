@@ -170,6 +170,28 @@ fn patches_apply_with_git() {
         }
         let (root, before, after) = setup(&env, name, &files, change);
         let patch = env.cairn(&["diff", &before, &after]).stdout;
+        // `--json -p` carries each file's hunks exactly as the patch prints them.
+        let (code, v) = env.json(&["diff", "-p", &before, &after]);
+        assert_eq!(code, 0, "{v}");
+        let hunks: Vec<&str> = ["added", "removed", "modified"]
+            .iter()
+            .flat_map(|group| v[group].as_array().unwrap())
+            .filter_map(|c| c["patch"].as_str())
+            .collect();
+        let printed = String::from_utf8_lossy(&patch);
+        assert_eq!(
+            hunks.is_empty(),
+            !printed.contains("\n@@ "),
+            "case {name:?}: {v}"
+        );
+        for h in hunks {
+            assert!(
+                h.starts_with("@@ ") && printed.contains(h),
+                "case {name:?}: {h:?} not in {printed}"
+            );
+        }
+        let (_, v) = env.json(&["diff", &before, &after]);
+        assert!(!v.to_string().contains("\"patch\""), "{v}");
         let target = String::from_utf8(git(&root, &["rev-parse", "HEAD"]))
             .unwrap()
             .trim()

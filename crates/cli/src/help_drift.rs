@@ -35,6 +35,7 @@ const WORDED_APART: &[&str] = &[
     "diff.b",
     "diff.exit_code",
     "diff.paths",
+    "diff.patch",
     "status.worktree",
     "review.dir",
     "log.max_count",

@@ -26,6 +26,10 @@ pub struct Args {
     /// Lines of context around each change.
     #[arg(short = 'U', long = "unified", value_name = "N", default_value_t = 3)]
     context: u32,
+    /// With --json, each text file's hunks too (`patch`), as the output without --json
+    /// prints them.
+    #[arg(short = 'p', long, conflicts_with_all = ["stat", "name_status"])]
+    patch: bool,
     /// Exit 1 if anything differs.
     #[arg(long)]
     exit_code: bool,
@@ -71,7 +75,7 @@ impl Args {
             b: self.b,
             paths: super::tree_paths(self.paths),
             detail,
-            patch: false,
+            patch: json && self.patch,
             exit_code: self.exit_code,
         }
     }
