@@ -747,8 +747,19 @@ fn a_file_a_checks_output_and_the_store_show_what_the_cli_says() {
     let ui = Ui::start(&env, &[]);
     let seen = scenario(
         "views",
-        json!({"url": ui.url, "snapshot": head, "path": "src/main.py", "check": "listing"}),
+        json!({"url": ui.url, "snapshot": head, "path": "src/main.py", "check": "listing",
+               "first": session.states[0]}),
     );
+    // The first snapshot's page: its id and the note that nothing comes before it.
+    assert_eq!(seen["first"]["id"], session.states[0].as_str(), "{seen}");
+    assert!(
+        seen["first"]["note"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("A first snapshot")),
+        "{seen}"
+    );
+    assert_eq!(seen["first"]["files"], 0, "{seen}");
+    assert_eq!(seen["first"]["errors"], 0, "{seen}");
 
     let shown = env.cairn(&["show", &format!("{head}:src/main.py")]);
     assert!(shown.status.success(), "{}", stderr(&shown));

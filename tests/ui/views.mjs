@@ -1,10 +1,12 @@
-// The views left: a file at a snapshot, a snapshot's checks and a check's output, the
-// store; and the worktrees list, each with a screenshot.
+// The views left: a file at a snapshot, a snapshot's checks and a check's output, a first
+// snapshot's page, the store; and the worktrees list, each with a screenshot.
 
 import { at, go, newPage, open, run, shot } from "./harness.mjs";
 
 run(async (input, browser) => {
-  const page = await newPage(browser);
+  // A first snapshot's page asks for its diff against `ID^` with its log entry, at once,
+  // and shows the note when that parent is unknown (404).
+  const page = await newPage(browser, { allow: [/status of 404/] });
   const { snapshot, path, check } = input;
   await open(page, at(input, `#/file/${snapshot}/${path}`), "file");
   const file = await page.$eval('[data-test="file-content"]', (node) => ({
@@ -30,6 +32,14 @@ run(async (input, browser) => {
   }));
   await shot(page, input, "check-log");
 
+  await go(page, `#/snapshot/${input.first}`, "snapshot");
+  const first = await page.evaluate(() => ({
+    id: document.querySelector('[data-test="snapshot-id"]')?.textContent ?? null,
+    note: document.querySelector(".note")?.textContent ?? null,
+    files: document.querySelectorAll('[data-test="diff-file"]').length,
+    errors: document.querySelectorAll('[data-test="error"]').length,
+  }));
+
   await go(page, "#/store", "store");
   const store = await page.evaluate(() => {
     const bytes = (name) => document.querySelector(`[data-test="${name}"]`)?.dataset.bytes ?? null;
@@ -39,5 +49,5 @@ run(async (input, browser) => {
 
   await go(page, "#/", "worktrees");
   await shot(page, input, "worktrees");
-  return { file, checks, log, store };
+  return { file, checks, log, first, store };
 });

@@ -9,6 +9,7 @@ use cas::{EntryKind, ObjectId, Reader, SnapshotId, Store, Tree, TreeId};
 use diff::text::LineDiff;
 use diff::{FileDiff, FileEntry, Status};
 use path_policy::{RepoPath, RepoPathBuf};
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::resolve_snapshot;
@@ -379,15 +380,19 @@ pub(crate) fn compare(
     };
     let changes = diff::tree_changes(&trees, Some(a.tree), Some(b.tree))?;
     let under = |p: &RepoPathBuf| paths.is_empty() || paths.iter().any(|f| p.starts_with(f));
-    let mut out = DiffOutcome::default();
-    for d in diff::classify(changes) {
-        let hit = d.old_path.as_ref().is_some_and(under) || d.new_path.as_ref().is_some_and(under);
-        if !hit {
-            continue;
-        }
-        let change = if detail == Detail::Names && !patch {
-            file_change(d, (0, 0), false, None, None)
-        } else {
+    let asked: Vec<_> = diff::classify(changes)
+        .into_iter()
+        .filter(|d| {
+            d.old_path.as_ref().is_some_and(under) || d.new_path.as_ref().is_some_and(under)
+        })
+        .collect();
+    // Reading both sides and diffing their lines is each file's own work: in parallel.
+    let changes: Vec<FileChange> = asked
+        .into_par_iter()
+        .map(|d| -> Result<FileChange, Error> {
+            if detail == Detail::Names && !patch {
+                return Ok(file_change(d, (0, 0), false, None, None));
+            }
             let old_bytes = match (&d.old, &d.old_path) {
                 (Some(e), Some(p)) => content(reader, a, p, e)?,
                 _ => Vec::new(),
@@ -409,8 +414,11 @@ pub(crate) fn compare(
                 ((ld.insertions(), ld.deletions()), hunks)
             };
             let bytes = (detail == Detail::Contents).then_some((old_bytes, new_bytes));
-            file_change(d, counts, binary, bytes, hunks)
-        };
+            Ok(file_change(d, counts, binary, bytes, hunks))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut out = DiffOutcome::default();
+    for change in changes {
         out.stats.files += 1;
         out.stats.insertions += change.insertions;
         out.stats.deletions += change.deletions;

@@ -1,42 +1,11 @@
-// The page: routes in the hash, one view module each; the render hooks tests and the
-// benchmark wait on; re-rendering on each store change the server reports.
+// The page: the view of the route in the hash (routes.js), with the data its first render
+// shows; the render hooks tests and the benchmark wait on; re-rendering on each store
+// change the server reports.
 
 import { watchStore } from "./api.js";
 import { errorBox } from "./dialog.js";
 import { checkedKeys, restoreChecked } from "./dom.js";
-import * as checks from "./views/checks.js";
-import * as compare from "./views/compare.js";
-import * as diff from "./views/diff.js";
-import * as file from "./views/file.js";
-import * as store from "./views/store.js";
-import * as timeline from "./views/timeline.js";
-import * as worktrees from "./views/worktrees.js";
-
-// Each route: its first hash segment, the view, and how the segments after it (decoded)
-// become the view's parameters.
-const ROUTES = {
-  "": [worktrees, () => ({})],
-  worktree: [timeline, (p) => ({ path: p.join("/") })],
-  snapshot: [diff.snapshot, ([id]) => ({ id })],
-  diff: [diff.between, ([a, b]) => ({ a, b })],
-  file: [file, ([snapshot, ...path]) => ({ snapshot, path: path.join("/") })],
-  compare: [compare, ([ids]) => ({ ids: (ids ?? "").split(",").filter(Boolean) })],
-  checks: [checks, ([snapshot, ...name]) => ({ snapshot, check: name.join("/") || null })],
-  store: [store, () => ({})],
-};
-
-function route(hash) {
-  const parts = hash.replace(/^#\/?/, "").split("/");
-  const [head, ...rest] = parts;
-  const found = ROUTES[head] ?? ROUTES[""];
-  let decoded;
-  try {
-    decoded = rest.map(decodeURIComponent);
-  } catch {
-    decoded = rest;
-  }
-  return { module: found[0], params: found[1](decoded) };
-}
+import { route, viewOf } from "./routes.js";
 
 let generation = 0;
 let renders = 0;
@@ -54,10 +23,24 @@ function rendered(name) {
 /** Renders the view the hash names. `again`: the same view re-rendered (a store change),
  * keeping the scroll position. */
 async function show({ again = false } = {}) {
-  const { module, params } = route(window.location.hash);
-  const name = module.viewName(params);
+  const { entry, params } = route(window.location.hash);
   const mine = ++generation;
   const main = document.getElementById("main");
+  document.body.dataset.busy = "1";
+  // Asked at once, while the view's module loads; the view's render awaits it.
+  const data = entry.load(params);
+  data.catch(() => {});
+  let module;
+  try {
+    module = await viewOf(entry);
+  } catch (e) {
+    if (mine !== generation) return;
+    main.innerHTML = String(errorBox(e));
+    rendered("error");
+    return;
+  }
+  if (mine !== generation) return;
+  const name = module.viewName(params);
   const scroll = window.scrollY;
   // A re-render keeps what the person checked (attempts to combine, paths to accept).
   const checked = again ? checkedKeys(main) : new Set();
@@ -65,6 +48,7 @@ async function show({ again = false } = {}) {
   const view = {
     main,
     params,
+    data,
     again,
     current: () => mine === generation,
     // Each render of the view's data (a first one, then e.g. a page more) ends here.
@@ -81,7 +65,6 @@ async function show({ again = false } = {}) {
   };
   active = { module, view };
   document.body.dataset.view = name;
-  document.body.dataset.busy = "1";
   document.title = `cairn · ${module.title(params)}`;
   markNav(name);
   try {

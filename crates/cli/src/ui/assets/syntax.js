@@ -1,11 +1,26 @@
-// Syntax highlighting with the vendored highlight.js (loaded on first use), line by line:
-// a text is highlighted whole, then cut into lines with each line's open spans closed and
-// reopened, so a construct spanning lines (a block comment) keeps its colour.
+// Syntax highlighting with the vendored highlight.js and its light and dark themes (all
+// loaded on first use, so no first render waits for them), line by line: a text is
+// highlighted whole, then cut into lines with each line's open spans closed and reopened,
+// so a construct spanning lines (a block comment) keeps its colour.
 
 let loading = null;
 
+const THEMES = [
+  ["/assets/vendor/github.min.css", "(prefers-color-scheme: light)"],
+  ["/assets/vendor/github-dark.min.css", "(prefers-color-scheme: dark)"],
+];
+
 function hljs() {
-  loading ??= import("./vendor/highlight.min.js").then((m) => m.default);
+  if (!loading) {
+    for (const [href, media] of THEMES) {
+      const link = document.createElement("link");
+      link.rel = "stylesheet";
+      link.href = href;
+      link.media = media;
+      document.head.append(link);
+    }
+    loading = import("./vendor/highlight.min.js").then((m) => m.default);
+  }
   return loading;
 }
 

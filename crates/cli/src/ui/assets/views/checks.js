@@ -1,7 +1,6 @@
 // `#/checks/<snapshot>`: the checks recorded of a snapshot's tree (every run, newest
 // first), and `#/checks/<snapshot>/<name>`: the recorded output of that check's newest run.
 
-import { call } from "../api.js";
 import { href, html, shortId } from "../dom.js";
 
 export const viewName = ({ check }) => (check ? "check-log" : "checks");
@@ -37,9 +36,7 @@ function output(name, text, cut) {
 
 export async function render(view) {
   const { snapshot, check } = view.params;
-  const args = { snapshot };
-  if (check) args.log = check;
-  const outcome = await call("checks", args);
+  const outcome = await view.data;
   if (!view.current()) return;
   const head = html`<p class="meta">Of <a class="id" href="${href("snapshot", outcome.snapshot)}">${shortId(outcome.snapshot)}</a>
     (tree <code>${shortId(outcome.tree)}</code>)</p>`;

@@ -79,8 +79,7 @@ function pathRow(p, snaps) {
 }
 
 export async function render(view) {
-  const { ids } = view.params;
-  const outcome = await call("compare", { snapshots: ids });
+  const outcome = await view.data;
   if (!view.current()) return;
   const snaps = outcome.snapshots;
   view.main.innerHTML = String(html`<h1>Compare ${snaps.length} attempts</h1>

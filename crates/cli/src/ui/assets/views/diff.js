@@ -5,7 +5,7 @@
 import { call } from "../api.js";
 import { confirmAction, notice, noticeError } from "../dialog.js";
 import { age, bytes, changesOf, esc, href, html, plusMinus, shortId } from "../dom.js";
-import { highlightLines } from "../syntax.js";
+import { snapshotEntry } from "../routes.js";
 
 const MODE_KEY = "cairn-diff-mode";
 
@@ -81,16 +81,26 @@ function splitRows(lines) {
   return out.join("");
 }
 
+/** A file's hunks, parsed from its patch when first drawn (null without a patch). */
+function hunksOf(file) {
+  if (file.hunks === undefined) {
+    const patch = file.change.patch;
+    file.hunks = typeof patch === "string" ? parsePatch(patch) : null;
+  }
+  return file.hunks;
+}
+
 function body(file, how) {
   const c = file.change;
   if (c.binary) return `<p class="note">Binary file, ${esc(bytes(c.size ?? 0))}.</p>`;
-  if (!file.hunks || file.hunks.length === 0) {
+  const hunks = hunksOf(file);
+  if (!hunks || hunks.length === 0) {
     if (c.old_mode && c.new_mode && c.old_mode !== c.new_mode) {
       return `<p class="note">Mode ${esc(c.old_mode)} → ${esc(c.new_mode)}.</p>`;
     }
     return `<p class="note">${c.from ? "Renamed; the content is the same." : "No line changes."}</p>`;
   }
-  return file.hunks
+  return hunks
     .map(
       (h) =>
         `<div class="hunk" data-test="diff-hunk">${esc(h.header)}</div>${
@@ -131,11 +141,18 @@ function modeButtons(how) {
   </div>`;
 }
 
+// Highlighting is loaded once a file is on screen: the first render does not wait for it.
+async function highlightLines(path, lines) {
+  const syntax = await import("../syntax.js");
+  return syntax.highlightLines(path, lines);
+}
+
 /** Highlights a file's lines once it comes near the screen. */
 async function highlight(section, file) {
-  if (section.dataset.highlighted || !file.hunks || file.hunks.length === 0) return;
+  const hunks = hunksOf(file);
+  if (section.dataset.highlighted || !hunks || hunks.length === 0) return;
   section.dataset.highlighted = "pending";
-  const lines = file.hunks.flatMap((h) => h.lines);
+  const lines = hunks.flatMap((h) => h.lines);
   const path = file.change.path;
   const oldLines = lines.filter((l) => l.kind !== "add").map((l) => l.text);
   const newLines = lines.filter((l) => l.kind !== "del").map((l) => l.text);
@@ -173,15 +190,24 @@ function apply(section, oldHtml, newHtml) {
   }
 }
 
-/** Lines of diff put into the page at once: the first screens come at once, the rest of a
- * big diff follows in chunks of this size, each in its own task. */
+/** Lines of diff put into the page at once: the first few screens before the render is
+ * done, then the rest of a big diff in chunks of `CHUNK_LINES`, each in its own task. */
+const FIRST_LINES = 400;
 const CHUNK_LINES = 1500;
 
-/** The files from `from` on that make one chunk (at least one file). */
-function chunkEnd(files, from) {
+/** Lines a file's patch shows (its text's lines: hunk headers and lines), without parsing it. */
+function patchLines(patch) {
+  if (typeof patch !== "string") return 1;
+  let n = 1;
+  for (let i = patch.indexOf("\n"); i !== -1; i = patch.indexOf("\n", i + 1)) n++;
+  return n;
+}
+
+/** The files from `from` on that make one chunk of about `size` lines (at least one file). */
+function chunkEnd(files, from, size) {
   let lines = 0;
   let end = from;
-  while (end < files.length && (end === from || lines < CHUNK_LINES)) {
+  while (end < files.length && (end === from || lines < size)) {
     lines += files[end].lineCount;
     end++;
   }
@@ -195,11 +221,11 @@ function chunkEnd(files, from) {
  * `done()` is called when the first chunk is shown.
  */
 function renderDiff(view, container, outcome, sides) {
-  const files = changesOf(outcome).map((change) => {
-    const hunks = typeof change.patch === "string" ? parsePatch(change.patch) : null;
-    const lineCount = (hunks ?? []).reduce((n, h) => n + h.lines.length + 1, 1);
-    return { change, hunks, lineCount };
-  });
+  const files = changesOf(outcome).map((change) => ({
+    change,
+    hunks: undefined,
+    lineCount: patchLines(change.patch),
+  }));
   const s = outcome.stats;
   let how = mode();
   let drawing = 0;
@@ -226,7 +252,7 @@ function renderDiff(view, container, outcome, sides) {
     );
     const add = (from) => {
       if (mine !== drawing || !view.current()) return;
-      const end = chunkEnd(files, from);
+      const end = chunkEnd(files, from, from === 0 ? FIRST_LINES : CHUNK_LINES);
       const chunk = [];
       for (let i = from; i < end; i++) chunk.push(section(files[i], i, sides, how));
       list.insertAdjacentHTML("beforeend", chunk.join(""));
@@ -248,10 +274,6 @@ function renderDiff(view, container, outcome, sides) {
   draw();
 }
 
-function diffArgs(a, b) {
-  return { a, b, patch: true };
-}
-
 // ---- #/diff/<a>/<b>
 
 // A directory is a worktree's live files: no snapshot to open a file at, and it changes.
@@ -263,7 +285,7 @@ export const between = {
   title: ({ a, b }) => `diff ${sideName(a)}..${sideName(b)}`,
   async render(view) {
     const { a, b } = view.params;
-    const outcome = await call("diff", diffArgs(a, b));
+    const outcome = await view.data;
     if (!view.current()) return;
     view.main.innerHTML = String(html`<h1>Changes from <code class="id">${sideName(a)}</code>
       to <code class="id">${sideName(b)}</code></h1>
@@ -367,11 +389,8 @@ export const snapshot = {
   viewName: () => "snapshot",
   title: ({ id }) => `snapshot ${shortId(id)}`,
   async render(view) {
-    const { id } = view.params;
-    const { snapshots } = await call("log", { target: id, max_count: 1 });
-    const entry = snapshots[0];
+    const [entry, outcome] = await view.data;
     const parent = entry.parents[0];
-    const outcome = parent ? await call("diff", diffArgs(parent, entry.id)) : null;
     if (!view.current()) return;
     view.main.innerHTML = String(html`<h1>Snapshot <code class="id" data-test="snapshot-id">${entry.id}</code></h1>
       <pre class="message">${entry.message || "(no message)"}</pre>
@@ -390,10 +409,10 @@ export const snapshot = {
   },
   // A snapshot does not change; what is recorded of it (checks) does.
   async refresh(view) {
-    const { snapshots } = await call("log", { target: view.params.id, max_count: 1 });
+    const entry = await snapshotEntry(view.params.id);
     const old = view.main.querySelector(".facts");
     if (!view.current() || !old) return;
-    old.outerHTML = String(facts(snapshots[0]));
+    old.outerHTML = String(facts(entry));
     view.done();
   },
 };

@@ -1,7 +1,6 @@
 // `#/file/<snapshot>/<path>`: a file as a snapshot holds it (show with contents),
 // highlighted after it is shown.
 
-import { call } from "../api.js";
 import { bytes, fromBase64, href, html, isBinary, shortId } from "../dom.js";
 import { highlightLines } from "../syntax.js";
 
@@ -10,7 +9,7 @@ export const title = ({ snapshot, path }) => `${path} at ${shortId(snapshot)}`;
 
 export async function render(view) {
   const { snapshot, path } = view.params;
-  const shown = await call("show", { object: `${snapshot}:${path}`, contents: true });
+  const shown = await view.data;
   if (!view.current()) return;
   const data = fromBase64(shown.contents);
   const head = html`<h1><code class="path">${path}</code></h1>

@@ -1,7 +1,6 @@
 // `#/store`: how much the store takes, and what `gc --dry-run` would free (and what
 // keeps the rest).
 
-import { call } from "../api.js";
 import { bytes, href, html, shortId } from "../dom.js";
 
 export const viewName = () => "store";
@@ -14,7 +13,7 @@ function kinds(removed) {
 }
 
 export async function render(view) {
-  const gc = await call("gc", { dry_run: true });
+  const gc = await view.data;
   if (!view.current()) return;
   view.main.innerHTML = String(html`<h1>Store</h1>
     <dl class="facts big">

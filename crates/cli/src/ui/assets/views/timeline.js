@@ -1,8 +1,9 @@
-// `#/worktree/<path>`: a worktree's timeline (the timeline verb, 200 states a page,
-// more as the list scrolls), its task's changes (review) with accept and discard, and
-// rewind to any state.
+// `#/worktree/<path>`: a worktree's timeline (the timeline verb: its newest 60 states,
+// then 200 a page as the list scrolls), its task's changes (review) with accept and
+// discard, and rewind to any state.
 
-import { VerbError, call } from "../api.js";
+import { call } from "../api.js";
+import { timelineFirst, timelinePage } from "../routes.js";
 import * as oplog from "./oplog.js";
 import { confirmAction, errorBox, notice, noticeError } from "../dialog.js";
 import {
@@ -20,31 +21,6 @@ import {
 
 export const viewName = () => "timeline";
 export const title = (params) => `timeline of ${params.path}`;
-
-const PAGE = 200;
-
-/** One page of states, the `skip` newest left out. */
-function page(dir, skip) {
-  return call("timeline", { dir, max_count: PAGE, skip });
-}
-
-/** The worktree's task (review), asked only when the timeline says it has one. */
-async function task(dir, outcome) {
-  if (!outcome.task) return {};
-  try {
-    return { review: await call("review", { dir }) };
-  } catch (e) {
-    // The task ended between the two calls.
-    if (e instanceof VerbError && e.code === "no_task") return {};
-    return { error: e };
-  }
-}
-
-/** The newest page and the task. */
-async function first(dir) {
-  const outcome = await page(dir, 0);
-  return [outcome, await task(dir, outcome)];
-}
 
 function checkLink(id, c) {
   return html`<a class="check ${c.passed ? "pass" : "fail"}" data-test="timeline-check"
@@ -150,7 +126,7 @@ const states = new WeakMap();
 
 export async function render(view) {
   const dir = view.params.path;
-  const [outcome, found] = await first(dir);
+  const [outcome, found] = await view.data;
   if (!view.current()) return;
   draw(view, dir, outcome, found);
 }
@@ -218,7 +194,7 @@ async function more(view, state, list) {
   if (state.loading || state.loaded >= state.total || !view.current()) return;
   const status = view.main.querySelector(".more");
   status.textContent = `Loading more of ${state.total}…`;
-  state.loading = page(state.dir, state.loaded);
+  state.loading = timelinePage(state.dir, state.loaded);
   try {
     const next = await state.loading;
     if (!view.current()) return;
@@ -258,7 +234,7 @@ export async function refresh(view) {
 }
 
 async function refreshNow(view, state) {
-  const [outcome, found] = await first(state.dir);
+  const [outcome, found] = await timelineFirst(state.dir);
   if (!view.current()) return;
   const main = view.main;
   const checked = checkedKeys(main);

@@ -1,7 +1,6 @@
 // `#/`: the worktrees and mounts the store knows (worktree_list), with their heads and
 // live state.
 
-import { call } from "../api.js";
 import { bytes, href, html, shortId } from "../dom.js";
 
 export const viewName = () => "worktrees";
@@ -39,7 +38,7 @@ function row(w) {
 }
 
 export async function render(view) {
-  const { worktrees } = await call("worktree_list");
+  const { worktrees } = await view.data;
   if (!view.current()) return;
   const sorted = [...worktrees].sort((a, b) => a.path.localeCompare(b.path));
   view.main.innerHTML = String(html`<h1>Worktrees</h1>
