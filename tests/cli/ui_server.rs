@@ -26,16 +26,21 @@ pub(crate) struct Ui {
 impl Ui {
     /// `cairn ui --json` with `args`, once it printed its URL (within 20 s).
     pub(crate) fn start(env: &Env, args: &[&str]) -> Ui {
-        let mut child = env
-            .command()
+        Ui::start_with(env, args, |_| {})
+    }
+
+    /// [`Ui::start`], its command changed by `edit` first (its environment).
+    pub(crate) fn start_with(env: &Env, args: &[&str], edit: impl FnOnce(&mut Command)) -> Ui {
+        let mut command = env.command();
+        command
             .arg("--store")
             .arg(env.store().as_str())
             .args(["--json", "ui"])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::piped());
+        edit(&mut command);
+        let mut child = command.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -699,4 +704,61 @@ fn the_verbs_give_the_page_its_data_pages_hunks_files_and_the_task() {
     let (_, after) = ui.verb("timeline", &json!({ "dir": wt, "max_count": 1 }));
     assert!(after.get("task").is_none(), "{after}");
     assert_eq!(after["entries"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn open_hands_the_printed_url_to_xdg_open_and_without_one_it_serves_all_the_same() {
+    let env = Env::new();
+    worktree(&env);
+    // An `xdg-open` that writes down the URL it was given (whole, by a rename).
+    let bin = env.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let opened = env.path().join("opened");
+    let script = bin.join("xdg-open");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > {opened}.part && mv {opened}.part {opened}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{bin}:{}", std::env::var("PATH").unwrap_or_default());
+    let ui = Ui::start_with(&env, &["--open"], |c| {
+        c.env("PATH", &path);
+    });
+    let started = Instant::now();
+    while !opened.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "cairn ui --open ran no xdg-open within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_to_string(&opened).unwrap(), ui.url);
+    let page = client().get(&ui.url).send().unwrap();
+    assert_eq!(page.status(), 200, "the opened URL does not open the page");
+
+    // No xdg-open anywhere: a warning, and the page is served as without --open.
+    let nowhere = env.path().join("empty-bin");
+    std::fs::create_dir_all(&nowhere).unwrap();
+    let mut bare = Ui::start_with(&env, &["--open"], |c| {
+        c.env("PATH", &nowhere);
+    });
+    let page = client().get(&bare.url).send().unwrap();
+    assert_eq!(
+        page.status(),
+        200,
+        "without xdg-open the page is not served"
+    );
+    crate::support::terminate(&mut bare.child, Duration::from_secs(20), "cairn ui");
+    let mut said = String::new();
+    bare.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut said)
+        .unwrap();
+    assert!(
+        said.contains("could not run xdg-open") && said.contains("open the URL by hand"),
+        "{said}"
+    );
 }

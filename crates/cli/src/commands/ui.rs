@@ -48,7 +48,13 @@ fn open_in_browser(url: &str) {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    if let Err(e) = opened {
-        eprintln!("cairn ui: warning: could not run xdg-open ({e}); open the URL by hand");
+    match opened {
+        // Reaped when it ends (xdg-open may outlive a quick look).
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => {
+            eprintln!("cairn ui: warning: could not run xdg-open ({e}); open the URL by hand")
+        }
     }
 }
