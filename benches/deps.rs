@@ -97,14 +97,8 @@ fn attached(outcome: &serde_json::Value) -> Vec<(String, u64)> {
 }
 
 fn main() {
-    let pairs: usize = std::env::var("CAIRN_BENCH_PAIRS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    let many: usize = std::env::var("CAIRN_BENCH_MANY")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16);
+    let pairs: usize = harness::number("CAIRN_BENCH_PAIRS", 3);
+    let many: usize = harness::number("CAIRN_BENCH_MANY", 16);
     let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-deps");
     let _ = Command::new("bash")
         .arg("-c")

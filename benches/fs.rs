@@ -182,10 +182,7 @@ fn touch_files(root: &Path, files: &[String], round: usize, n: usize) {
 }
 
 fn main() {
-    let pairs: usize = std::env::var("CAIRN_BENCH_PAIRS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let pairs: usize = harness::number("CAIRN_BENCH_PAIRS", 3);
     let src = corpus();
     let work = tempfile::Builder::new()
         .prefix("cairn-bench-")
@@ -435,10 +432,7 @@ fn main() {
     );
     let big = work.join("big");
     std::fs::create_dir_all(&big).unwrap();
-    let big_mib: u64 = std::env::var("CAIRN_BENCH_BIG_MIB")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2048);
+    let big_mib: u64 = harness::number("CAIRN_BENCH_BIG_MIB", 2048);
     sh(
         &format!("head -c {}M /dev/urandom > big/blob.bin", big_mib),
         work,

@@ -208,10 +208,7 @@ fn row(name: &str, p: &Pairing, target: &str) {
 }
 
 fn main() {
-    let pairs: usize = std::env::var("CAIRN_BENCH_PAIRS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let pairs: usize = harness::number("CAIRN_BENCH_PAIRS", 3);
     let source = corpus();
     let work = tempfile::tempdir().unwrap();
     let w = work.path();

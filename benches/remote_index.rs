@@ -172,14 +172,8 @@ fn explode(dir: &Path, store: &Path, millis: u64) -> usize {
 }
 
 fn main() {
-    let packs: usize = std::env::var("CAIRN_BENCH_PACKS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000);
-    let pairs: usize = std::env::var("CAIRN_BENCH_PAIRS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let packs: usize = harness::number("CAIRN_BENCH_PACKS", 100_000);
+    let pairs: usize = harness::number("CAIRN_BENCH_PAIRS", 3);
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let src = root.join("src");

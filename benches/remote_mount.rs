@@ -588,10 +588,7 @@ fn cell(steps: &[Step], logged: bool) -> String {
 }
 
 fn main() {
-    let pairs: usize = std::env::var("CAIRN_BENCH_PAIRS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
+    let pairs: usize = harness::number("CAIRN_BENCH_PAIRS", 3);
     let delays: Vec<u32> = std::env::var("CAIRN_BENCH_DELAYS")
         .unwrap_or_else(|_| "0,20".to_owned())
         .split(',')

@@ -157,10 +157,7 @@ struct Size {
 }
 
 fn pairs() -> usize {
-    std::env::var("CAIRN_BENCH_PAIRS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
+    harness::number("CAIRN_BENCH_PAIRS", 3)
 }
 
 fn at(files: usize, work: &Path) -> Size {

@@ -101,14 +101,8 @@ fn millis(v: &serde_json::Value) -> Duration {
 }
 
 fn main() {
-    let rounds: usize = std::env::var("CAIRN_BENCH_PAIRS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3);
-    let count: usize = std::env::var("CAIRN_BENCH_SNAPSHOTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
+    let rounds: usize = harness::number("CAIRN_BENCH_PAIRS", 3);
+    let count: usize = harness::number("CAIRN_BENCH_SNAPSHOTS", 10_000);
     let scenarios = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/ui");
     run(Command::new("bash").arg(scenarios.join("setup.sh")));
 

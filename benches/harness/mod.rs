@@ -105,6 +105,14 @@ impl Server {
 }
 
 /// Milliseconds under a second, else seconds.
+/// The number in environment variable `name` (a bench's setting), else `default`.
+pub fn number<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 pub fn secs(d: Duration) -> String {
     if d < Duration::from_secs(1) {
         format!("{:.1} ms", d.as_secs_f64() * 1000.0)
