@@ -54,6 +54,19 @@ pub fn error(status: StatusCode, code: &'static str, message: impl Into<String>)
     }
 }
 
+/// Runs `f` on a blocking thread; a panic in it is a 500 `internal` answer.
+pub async fn run_blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    tokio::task::spawn_blocking(f).await.map_err(|e| {
+        error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("request failed: {e}"),
+        )
+    })
+}
+
 pub fn parse<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         error(

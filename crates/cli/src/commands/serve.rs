@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use crate::error::{CliError, io_error, opened_as};
 use crate::http::{
-    ApiError, error, error_status, outcome_status, parse, shutdown_signal, verb_answer,
-    verb_request,
+    ApiError, error, error_status, outcome_status, parse, run_blocking, shutdown_signal,
+    verb_answer, verb_request,
 };
 use axum::body::Bytes;
 use axum::extract::connect_info::{ConnectInfo, Connected};
@@ -204,19 +204,6 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.0.counts().running -= 1;
     }
-}
-
-/// Runs `f` on a blocking thread.
-async fn run_blocking<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ApiError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
-        error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            format!("request failed: {e}"),
-        )
-    })
 }
 
 async fn health(State(s): State<Served>) -> Response {

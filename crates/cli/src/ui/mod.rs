@@ -25,7 +25,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, io_error};
-use crate::http::{self, verb_answer, verb_request};
+use crate::http::{self, run_blocking, verb_answer, verb_request};
 use crate::progress::Bar;
 use crate::target::Target;
 use events::StoreChanges;
@@ -61,20 +61,14 @@ async fn verb(State(ui): State<Ui>, Path(name): Path<String>, body: Bytes) -> Re
         Err(e) => return e.into_response(),
     };
     let (store, offline) = (ui.store, ui.offline);
-    let ran = tokio::task::spawn_blocking(move || {
+    let ran = run_blocking(move || {
         let target = Target::for_request(&store, offline, &request)?;
         target.call(&cwd, request, &Bar::hidden(), false)
     })
     .await;
     let result = match ran {
         Ok(result) => result.map(|(outcome, _exit)| outcome),
-        Err(e) => {
-            return refusal(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
-                format!("the request failed to run: {e}"),
-            );
-        }
+        Err(e) => return e.into_response(),
     };
     let (status, body) = verb_answer(result);
     (status, Json(body)).into_response()

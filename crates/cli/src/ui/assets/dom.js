@@ -86,11 +86,6 @@ export function href(...parts) {
   return "#/" + parts.map((p) => encodeURIComponent(p)).join("/");
 }
 
-/** A file path of a change, for links: its new path, else its old one. */
-export function changePath(change) {
-  return change.to ?? change.path;
-}
-
 /** Every change of a diff outcome (diff, review), in byte order of path, as git prints. */
 export function changesOf(outcome) {
   const all = [

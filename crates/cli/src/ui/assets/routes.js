@@ -34,7 +34,7 @@ export async function timelineFirst(dir) {
 }
 
 /** The diff verb's arguments for what a diff view shows: every file with its hunks. */
-export function diffArgs(a, b) {
+function diffArgs(a, b) {
   return { a, b, patch: true };
 }
 
