@@ -297,14 +297,10 @@ pub(crate) fn source(
             }
         }
     };
-    let differs = if stored == tree {
-        HashSet::new()
-    } else {
-        diff::tree_changes(reader, Some(stored), Some(tree))?
-            .into_iter()
-            .map(|c| c.path)
-            .collect()
-    };
+    let differs = diff::tree_changes(reader, Some(stored), Some(tree))?
+        .into_iter()
+        .map(|c| c.path)
+        .collect();
     Ok(Some(CloneSource {
         files: opened.0,
         sealed_ns: opened.1,
@@ -357,6 +353,8 @@ impl CloneSource {
         };
         let src = match opened {
             Ok(src) if as_sealed(&src) => src,
+            // Out of descriptors, say: this file is copied; the store's copy is not judged.
+            Err(e) if !matches!(e, Errno::NOENT | Errno::LOOP | Errno::NOTDIR) => return false,
             _ => {
                 if !self.damaged.swap(true, Ordering::Relaxed) {
                     tracing::warn!(
@@ -477,6 +475,7 @@ pub fn check(
         };
         for dir in TreeDirs::new(&reader, *tree) {
             let (dir, t) = dir?;
+            let opened = files.open_dir(dir.as_bytes()).map_err(|e| e.to_string());
             for e in t
                 .entries()
                 .iter()
@@ -484,12 +483,12 @@ pub fn check(
             {
                 let path = child(&dir, &e.name);
                 let shown = files.display(path.as_bytes());
-                let found = files
-                    .open_dir(dir.as_bytes())
-                    .map_err(|e| e.to_string())
+                let found = opened
+                    .as_ref()
+                    .map_err(Clone::clone)
                     .and_then(|d| {
                         rustix::fs::openat(
-                            &d,
+                            d,
                             std::ffi::OsStr::from_bytes(&e.name),
                             OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                             Mode::empty(),

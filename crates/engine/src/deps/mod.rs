@@ -418,11 +418,12 @@ pub fn remove(store: &Store, key: &str) -> Result<LayerRecord, Error> {
     let mut batch = cas::WriteBatch::new();
     batch.remove_side(LAYERS, "", found.key.as_bytes());
     store.write(&batch)?;
-    // Gone from the records first: a copy left by a failure here is gc's to remove.
-    fs_manager::layer_copies::remove(store.root(), &found.key).map_err(|source| DepsError::Io {
-        path: fs_manager::layer_copies::folder(store.root()).join(&found.key),
-        source,
-    })?;
+    // Gone from the records first: a copy left by a failure here is gc's to remove, and the
+    // layer is removed all the same.
+    if let Err(e) = fs_manager::layer_copies::remove(store.root(), &found.key) {
+        let copy = fs_manager::layer_copies::folder(store.root()).join(&found.key);
+        tracing::warn!("{copy}: {e}; the next gc removes it");
+    }
     Ok(found)
 }
 
