@@ -10,53 +10,77 @@ in the current directory (it keeps its files there). Exit status: schemathesis's
 failure).
 """
 
-import asyncio
 import os
+import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 
-async def pipe(reader, writer):
-    try:
-        while data := await reader.read(65536):
-            writer.write(data)
-            await writer.drain()
-    except (ConnectionError, asyncio.IncompleteReadError):
-        pass
-    finally:
+def start_bridge(socket_path):
+    """The TCP port forwarding to `socket_path`, each connection served by two threads.
+
+    Each direction has its own socket half, so a server that answers before it has read
+    the whole request (a 405, a 413) and closes is seen as it is: its answer is read out
+    to the client before the close, while what is left of the request is read and
+    dropped. (asyncio's streams share one transport per socket: a failed write there
+    closes the reading side too, and a queued answer was lost.)
+    """
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def requests(client, server):
+        # Client to server; once the server stops reading, drain what the client sends.
+        writable = True
         try:
-            writer.close()
-        except RuntimeError:
+            while data := client.recv(65536):
+                if writable:
+                    try:
+                        server.sendall(data)
+                    except OSError:
+                        writable = False
+        except OSError:
+            pass
+        try:
+            server.shutdown(socket.SHUT_WR)
+        except OSError:
             pass
 
-
-def start_bridge(socket_path):
-    """The TCP port forwarding to `socket_path`, served by a daemon thread."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    port = []
-
-    async def handle(tcp_reader, tcp_writer):
+    def answers(client, server):
+        # Server to client, to the server's close; then the client's connection ends.
         try:
-            unix_reader, unix_writer = await asyncio.open_unix_connection(socket_path)
+            while data := server.recv(65536):
+                client.sendall(data)
         except OSError:
-            tcp_writer.close()
+            pass
+        for how in (socket.SHUT_WR, socket.SHUT_RD):
+            try:
+                client.shutdown(how)
+            except OSError:
+                pass
+
+    def serve(client):
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server.connect(socket_path)
+        except OSError:
+            server.close()
+            client.close()
             return
-        await asyncio.gather(pipe(tcp_reader, unix_writer), pipe(unix_reader, tcp_writer))
+        inbound = threading.Thread(target=requests, args=(client, server), daemon=True)
+        inbound.start()
+        answers(client, server)
+        inbound.join()
+        server.close()
+        client.close()
 
-    async def main():
-        server = await asyncio.start_server(handle, "127.0.0.1", 0)
-        port.append(server.sockets[0].getsockname()[1])
-        ready.set()
-        async with server:
-            await server.serve_forever()
+    def accept():
+        while True:
+            client, _ = listener.accept()
+            threading.Thread(target=serve, args=(client,), daemon=True).start()
 
-    threading.Thread(target=lambda: loop.run_until_complete(main()), daemon=True).start()
-    if not ready.wait(10):
-        sys.exit("the bridge did not start")
-    return port[0]
+    threading.Thread(target=accept, daemon=True).start()
+    return listener.getsockname()[1]
 
 
 def main():
