@@ -2,7 +2,7 @@
 // ui's own (DNS rebinding), and from a page on another origin.
 
 import { createServer } from "node:http";
-import { elements, newPage, open, run } from "./harness.mjs";
+import { elements, newPage, open, rendered, run } from "./harness.mjs";
 
 /// `requests` once it holds `count` (network events arrive after the fetches settle).
 async function settled(page, requests, count) {
@@ -43,17 +43,24 @@ run(
       }),
     };
 
-    // With it.
-    const page = await newPage(browser);
+    // With it. No cookie: a cookie of 127.0.0.1 would go to every port of it.
+    const page = await newPage(browser, { allow: [/401/] });
     await open(page, input.url, "worktrees");
     out.with = {
       rows: await elements(page, "worktree-row"),
-      cookies: (await page.context().cookies()).map(({ name, httpOnly, sameSite }) => ({
-        name,
-        httpOnly,
-        sameSite,
-      })),
+      cookies: (await page.context().cookies()).map(({ name }) => name),
+      address: page.url(),
     };
+
+    // A reload: the address bar has lost the token, `/` answers 401, and the page opens
+    // itself again with the token this tab holds.
+    const reopened = page.waitForResponse(
+      (r) => r.request().isNavigationRequest() && r.url().includes("token="),
+    );
+    const reload = await page.reload();
+    out.reload = { first: reload.status(), again: (await reopened).status() };
+    await rendered(page, "worktrees");
+    out.reload.rows = (await elements(page, "worktree-row")).length;
 
     // DNS rebinding: rebind.test resolves to 127.0.0.1 (the launch's resolver rules).
     const rebound = await newPage(browser, { allow: [/403/] });
@@ -64,9 +71,8 @@ run(
       rows: (await elements(rebound, "worktree-row")).length,
     };
 
-    // A page on another origin in the browser that holds the ui's cookie: it reads the
-    // worktree list (with the leaked token, then with the cookie alone) and posts a
-    // rewind. Chromium hides the ui's answers from that page (and from playwright: opaque
+    // A page on another origin in the browser that has the ui open: it reads the worktree
+    // list (with the leaked token, then without it) and posts a rewind. Chromium hides the ui's answers from that page (and from playwright: opaque
     // responses are blocked), but not their status.
     const ui = input.bare.replace(/\/$/, "");
     const statuses = (page, requests) =>

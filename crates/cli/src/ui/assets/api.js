@@ -1,6 +1,7 @@
 // The page's data: the engine's verbs at POST /v1/{verb}, and store changes at
-// GET /v1/events. The token of the URL `cairn ui` printed is kept for this tab and sent
-// as a header (the server's cookie carries it too), then dropped from the address bar.
+// GET /v1/events. The token of the URL `cairn ui` printed is kept for this tab (a reload
+// finds it again: `reopen.js`), dropped from the address bar, and sent with every call:
+// as a header, or in the URL of the event stream (EventSource sends no headers).
 
 const TOKEN_KEY = "cairn-ui-token";
 
@@ -15,7 +16,8 @@ function takeToken() {
   return sessionStorage.getItem(TOKEN_KEY);
 }
 
-const token = takeToken();
+/** The token this tab was given, or null. */
+export const token = takeToken();
 
 /** A verb's error (`{"error": {code, message}}`), or a refusal (an outcome with a message
  * and a status that is not 2xx; `outcome` keeps it for the details). */
@@ -37,7 +39,6 @@ export async function call(verb, args = {}) {
       method: "POST",
       headers,
       body: JSON.stringify(args),
-      credentials: "same-origin",
     });
   } catch (e) {
     throw new VerbError("unreachable", `${verb}: cairn ui does not answer (${e.message})`);
@@ -63,7 +64,7 @@ export async function call(verb, args = {}) {
  * refused for good ("closed", e.g. a token of an earlier `cairn ui`). */
 export function watchStore(onChange, onState) {
   const url = token ? `/v1/events?token=${encodeURIComponent(token)}` : "/v1/events";
-  const source = new EventSource(url, { withCredentials: true });
+  const source = new EventSource(url);
   source.addEventListener("store", () => onChange());
   source.addEventListener("open", () => onState("open"));
   source.addEventListener("error", () =>
