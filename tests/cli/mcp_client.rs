@@ -324,7 +324,9 @@ fn lines_that_are_no_request_get_json_rpc_errors() {
 
 /// Calls in one `cairn mcp` each opened the store, so calls at once contended for its
 /// lock: with no wait allowed, all but one failed `store_busy` ("held by another
-/// process"), reads included. They now share one engine, as `cairn serve`'s requests do.
+/// process"), reads included. They now share one engine, as `cairn serve`'s requests do;
+/// a read while no write holds the store opens it read-only (so as not to write its file),
+/// and a write waits for such reads.
 #[test]
 fn calls_at_once_share_the_store() {
     let env = Env::new();
@@ -342,7 +344,7 @@ fn calls_at_once_share_the_store() {
         })
         .collect();
     let mut mcp = Mcp::start(&env, &[("CAIRN_LOCK_TIMEOUT", "0")]);
-    for round in 0..2 {
+    for round in 0..4 {
         for wt in &worktrees {
             std::fs::write(wt.join("d0/f0.txt"), format!("round {round}\n")).unwrap();
         }

@@ -19,6 +19,19 @@ EXPECTED = {
 }
 
 
+# The tools that only read, as their annotations say.
+READ_ONLY = {
+    "diff", "status", "log", "review", "remote_list", "ref_list", "checks", "compare",
+    "deps_list",
+}
+
+
+def store_file():
+    """The store's database file as a write would change it."""
+    found = os.stat(os.path.join(STORE, "store.redb"))
+    return found.st_mtime_ns, found.st_size, found.st_ino
+
+
 def text(result):
     return "".join(c.text for c in result.content)
 
@@ -45,6 +58,8 @@ async def main():
             assert names == EXPECTED, names
             for t in tools:
                 assert t.input_schema["type"] == "object", t
+            read_only = {t.name for t in tools if t.annotations and t.annotations.read_only_hint}
+            assert read_only == READ_ONLY, read_only
             assert "worktree" in next(t for t in tools if t.name == "snapshot").input_schema["required"]
             # Every argument's limit is in its schema, as the engine enforces it.
             snapshot_args = next(t for t in tools if t.name == "snapshot").input_schema["properties"]
@@ -87,6 +102,17 @@ async def main():
             assert open(os.path.join(dest, "main.py")).read() == "print('v2')\n"
             log = await call(session, "log", {"target": snap["snapshot"], "max_count": 5})
             assert [s["id"] for s in log["snapshots"]] == [snap["snapshot"], cp["snapshot"]], log
+
+            # Reads leave the store's file as it was (an open `cairn ui` page takes a write
+            # for a change of the store).
+            before = store_file()
+            await call(session, "status", {"worktree": wt})
+            await call(session, "diff", {"a": cp["snapshot"], "b": snap["snapshot"]})
+            await call(session, "log", {"target": snap["snapshot"]})
+            await call(session, "review", {"dir": wt})
+            await call(session, "ref_list", {})
+            await call(session, "deps_list", {})
+            assert store_file() == before, (before, store_file())
 
             # A mounted worktree: ready at once, snapshotted like any other, then unmounted.
             mnt = os.path.join(WORK, "mounted")

@@ -279,7 +279,21 @@ pub struct Shared {
 enum Slot {
     /// Open, held by `holders` calls.
     Open { engine: Arc<Engine>, holders: usize },
+    /// Not held open: `holders` calls that only read open it read-only each for itself.
+    /// A call that writes waits until they are done.
+    Reading { holders: usize },
     /// One call is opening or closing it, or creating it (it was missing): the others wait.
+    Busy,
+}
+
+/// What a [`Claim`] holds of its store's [`Slot`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// One of the holders of the open store.
+    Shares,
+    /// One of the calls reading it.
+    Reads,
+    /// The call has the store busy.
     Busy,
 }
 
@@ -302,30 +316,36 @@ impl std::ops::Deref for HeldEngine {
 struct Claim {
     shared: Arc<Shared>,
     store: Utf8PathBuf,
-    /// One of the holders of the open store; else the call has the store busy.
-    shares: bool,
+    role: Role,
 }
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        if self.shares {
-            let mut slots = self.shared.slots();
-            let Some(Slot::Open { holders, .. }) = slots.get_mut(&self.store) else {
-                return;
-            };
-            *holders -= 1;
-            if *holders > 0 {
-                return;
-            }
-            // The last holder closes it (its own engine went first), the store busy
-            // meanwhile.
-            let last = slots.insert(self.store.clone(), Slot::Busy);
-            drop(slots);
-            drop(last);
-        }
         let mut slots = self.shared.slots();
-        if matches!(slots.get(&self.store), Some(Slot::Busy)) {
-            slots.remove(&self.store);
+        match (self.role, slots.get_mut(&self.store)) {
+            (Role::Reads, Some(Slot::Reading { holders })) => {
+                *holders -= 1;
+                if *holders == 0 {
+                    slots.remove(&self.store);
+                }
+            }
+            (Role::Shares, Some(Slot::Open { holders, .. })) => {
+                *holders -= 1;
+                if *holders > 0 {
+                    return;
+                }
+                // The last holder closes it (its own engine went first), the store busy
+                // meanwhile.
+                let last = slots.insert(self.store.clone(), Slot::Busy);
+                drop(slots);
+                drop(last);
+                slots = self.shared.slots();
+                slots.remove(&self.store);
+            }
+            (Role::Busy, Some(Slot::Busy)) => {
+                slots.remove(&self.store);
+            }
+            _ => {}
         }
         drop(slots);
         self.shared.changed.notify_waiters();
@@ -344,7 +364,7 @@ impl Claim {
                     holders: 1,
                 };
                 self.shared.slots().insert(self.store.clone(), open);
-                self.shares = true;
+                self.role = Role::Shares;
                 self.shared.changed.notify_waiters();
                 Ok(HeldEngine {
                     engine,
@@ -380,6 +400,59 @@ impl Shared {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    fn claim(self: &Arc<Self>, store: &Utf8Path, role: Role) -> Claim {
+        Claim {
+            shared: self.clone(),
+            store: store.to_owned(),
+            role,
+        }
+    }
+
+    /// An engine for a call that only reads ([`Request::reads_only`]): the open one if a
+    /// call holds `store`, else one of the call's own that opens the store read-only for
+    /// the call (waiting while a call here opens or closes it). Opening the store for
+    /// writing writes its file even if the call writes nothing, which whoever watches the
+    /// store (`cairn ui`) takes for a change. Dropping the future stops the wait.
+    pub async fn hold_to_read(self: &Arc<Self>, store: &Utf8Path) -> HeldEngine {
+        loop {
+            // Made before the look, so a change after it wakes this call.
+            let changed = self.changed.notified();
+            // `None`: wait; else the open engine to share, or none to read on one's own.
+            let taken = {
+                let mut slots = self.slots();
+                match slots.get_mut(store) {
+                    Some(Slot::Open { engine, holders }) => {
+                        *holders += 1;
+                        Some(Some(engine.clone()))
+                    }
+                    Some(Slot::Reading { holders }) => {
+                        *holders += 1;
+                        Some(None)
+                    }
+                    None => {
+                        slots.insert(store.to_owned(), Slot::Reading { holders: 1 });
+                        Some(None)
+                    }
+                    Some(Slot::Busy) => None,
+                }
+            };
+            let Some(shared) = taken else {
+                changed.await;
+                continue;
+            };
+            return match shared {
+                Some(engine) => HeldEngine {
+                    engine,
+                    _claim: self.claim(store, Role::Shares),
+                },
+                None => HeldEngine {
+                    engine: Arc::new(with_backends(Engine::per_call(store, self.options.clone()))),
+                    _claim: self.claim(store, Role::Reads),
+                },
+            };
+        }
+    }
+
     /// The engine of `store`, shared with every call holding it now; opened if none does,
     /// waiting while another process holds the store. A missing store is this call's
     /// alone, on an engine that opens it per call (to create it), until it is done.
@@ -397,21 +470,13 @@ impl Shared {
                         *holders += 1;
                         return Ok(HeldEngine {
                             engine: engine.clone(),
-                            _claim: Claim {
-                                shared: self.clone(),
-                                store: store.to_owned(),
-                                shares: true,
-                            },
+                            _claim: self.claim(store, Role::Shares),
                         });
                     }
-                    Some(Slot::Busy) => None,
+                    Some(Slot::Busy | Slot::Reading { .. }) => None,
                     None => {
                         slots.insert(store.to_owned(), Slot::Busy);
-                        Some(Claim {
-                            shared: self.clone(),
-                            store: store.to_owned(),
-                            shares: false,
-                        })
+                        Some(self.claim(store, Role::Busy))
                     }
                 }
             };

@@ -36,6 +36,8 @@ pub struct Verb {
     pub(crate) refused: Option<&'static str>,
     /// Its [`VerbSpec::EXAMPLE`].
     pub(crate) example: Option<&'static str>,
+    /// Its [`VerbSpec::READS_ONLY`].
+    pub(crate) reads_only: bool,
 }
 
 macro_rules! verbs {
@@ -70,6 +72,7 @@ macro_rules! verbs {
                 },
                 refused: <verbs::$variant as VerbSpec>::REFUSED,
                 example: <verbs::$variant as VerbSpec>::EXAMPLE,
+                reads_only: <verbs::$variant as VerbSpec>::READS_ONLY,
             },
         )*];
 
@@ -104,6 +107,13 @@ macro_rules! verbs {
             pub fn verb(&self) -> &'static str {
                 match self {
                     $( Request::$variant(_) => $verb, )*
+                }
+            }
+
+            /// Whether its verb only reads ([`VerbSpec::READS_ONLY`]).
+            pub fn reads_only(&self) -> bool {
+                match self {
+                    $( Request::$variant(_) => <verbs::$variant as VerbSpec>::READS_ONLY, )*
                 }
             }
 

@@ -45,6 +45,10 @@ pub trait VerbSpec: VerbTypes {
     /// An example of its route's JSON arguments (`docs/openapi.yaml`); every route has one,
     /// and it must be a valid request of the verb.
     const EXAMPLE: Option<&'static str> = None;
+
+    /// It only reads: it opens the store read-only and changes nothing anywhere (its MCP
+    /// tool's `readOnlyHint`; `cairn mcp` runs it without holding the store for writing).
+    const READS_ONLY: bool = false;
 }
 
 /// Declares verbs, in the module that implements them: each verb's doc comment (its

@@ -113,6 +113,11 @@ impl Verb {
         self.example
     }
 
+    /// Whether it only reads (its [`crate::VerbSpec::READS_ONLY`]).
+    pub fn reads_only(&self) -> bool {
+        self.reads_only
+    }
+
     /// The JSON Schema of its outcome's JSON object ([`crate::Outcome::to_json`]), as serde
     /// writes it: a reference into the definitions of `generator` (made by
     /// [`output_schemas`]), which gains those it needs.

@@ -14,7 +14,7 @@ use camino::Utf8PathBuf;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
     Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    Tool,
+    Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -58,7 +58,14 @@ impl ServerHandler for Server {
         let tools = Verb::all()
             .iter()
             .filter(|v| v.on(Face::Tool))
-            .map(|v| Tool::new(v.name(), v.description(), schema(v)))
+            .map(|v| {
+                let tool = Tool::new(v.name(), v.description(), schema(v));
+                if v.reads_only() {
+                    tool.annotate(ToolAnnotations::new().read_only(true))
+                } else {
+                    tool
+                }
+            })
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -183,8 +190,15 @@ impl Server {
             Ok(None) => {}
             Err(e) => return Some(Err(e)),
         }
+        let held = async {
+            if request.reads_only() {
+                Ok(self.engines.hold_to_read(&store).await)
+            } else {
+                self.engines.hold(&store).await
+            }
+        };
         let engine = tokio::select! {
-            held = self.engines.hold(&store) => held,
+            held = held => held,
             () = context.ct.cancelled() => return None,
         };
         let engine = match engine {

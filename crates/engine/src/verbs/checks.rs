@@ -211,6 +211,8 @@ verb! {
 // What this verb says of itself beyond its types (see `VerbSpec`).
 
 impl VerbSpec for verbs::Checks {
+    const READS_ONLY: bool = true;
+
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {
         vec![options.snapshot.as_str()]
     }

@@ -286,6 +286,8 @@ verb! {
 }
 
 impl VerbSpec for verbs::Compare {
+    const READS_ONLY: bool = true;
+
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {
         options
             .snapshots

@@ -48,5 +48,7 @@ verb! {
 }
 
 impl VerbSpec for verbs::DepsList {
+    const READS_ONLY: bool = true;
+
     const EXAMPLE: Option<&'static str> = Some(r#"{}"#);
 }

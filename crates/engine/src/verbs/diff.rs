@@ -95,6 +95,8 @@ verb! {
 }
 
 impl VerbSpec for verbs::Diff {
+    const READS_ONLY: bool = true;
+
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {
         vec![&options.a, &options.b]
     }

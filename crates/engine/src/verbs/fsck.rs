@@ -179,6 +179,8 @@ verb! {
 }
 
 impl VerbSpec for verbs::Fsck {
+    const READS_ONLY: bool = true;
+
     fn refusal(outcome: &Self::Outcome) -> Option<&str> {
         outcome.message.as_deref()
     }

@@ -75,6 +75,8 @@ verb! {
 }
 
 impl VerbSpec for verbs::Log {
+    const READS_ONLY: bool = true;
+
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {
         options.target.as_deref().into_iter().collect()
     }

@@ -100,5 +100,7 @@ verb! {
 }
 
 impl VerbSpec for verbs::OpLog {
+    const READS_ONLY: bool = true;
+
     const EXAMPLE: Option<&'static str> = Some(r#"{"dir": "wt", "cwd": "/home/agent/project"}"#);
 }

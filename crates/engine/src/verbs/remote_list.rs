@@ -36,5 +36,7 @@ verb! {
 }
 
 impl VerbSpec for verbs::RemoteList {
+    const READS_ONLY: bool = true;
+
     const EXAMPLE: Option<&'static str> = Some(r#"{}"#);
 }

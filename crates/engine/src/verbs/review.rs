@@ -83,5 +83,7 @@ verb! {
 }
 
 impl VerbSpec for verbs::Review {
+    const READS_ONLY: bool = true;
+
     const EXAMPLE: Option<&'static str> = Some(r#"{"dir": "wt", "cwd": "/home/agent/project"}"#);
 }

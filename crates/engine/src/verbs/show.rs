@@ -238,6 +238,8 @@ verb! {
 }
 
 impl VerbSpec for verbs::Show {
+    const READS_ONLY: bool = true;
+
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {
         vec![
             options

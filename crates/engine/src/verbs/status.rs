@@ -83,6 +83,8 @@ verb! {
 }
 
 impl VerbSpec for verbs::Status {
+    const READS_ONLY: bool = true;
+
     const EXAMPLE: Option<&'static str> =
         Some(r#"{"worktree": "wt", "cwd": "/home/agent/project"}"#);
 }

@@ -156,6 +156,8 @@ verb! {
 }
 
 impl VerbSpec for verbs::Timeline {
+    const READS_ONLY: bool = true;
+
     const EXAMPLE: Option<&'static str> =
         Some(r#"{"dir": "wt", "max_count": 200, "cwd": "/home/agent/project"}"#);
 }

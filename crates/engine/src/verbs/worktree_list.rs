@@ -112,5 +112,7 @@ verb! {
 }
 
 impl VerbSpec for verbs::WorktreeList {
+    const READS_ONLY: bool = true;
+
     const EXAMPLE: Option<&'static str> = Some(r#"{}"#);
 }
