@@ -27,7 +27,7 @@ fn content_type(name: &str) -> &'static str {
         Some("png") => "image/png",
         Some("ico") => "image/x-icon",
         Some("woff2") => "font/woff2",
-        Some("txt" | "md" | "sh") => "text/plain; charset=utf-8",
+        Some("txt" | "md") => "text/plain; charset=utf-8",
         _ => "application/octet-stream",
     }
 }
@@ -63,6 +63,9 @@ mod tests {
         assert!(asset("index.html").is_some_and(|b| !b.is_empty()));
         assert!(asset("app.js").is_some());
         assert!(asset("../Cargo.toml").is_none());
+        // The script that vendors highlight.js is no asset.
+        assert!(asset("vendor/highlight.min.js").is_some());
+        assert!(asset("vendor.sh").is_none() && asset("../vendor.sh").is_none());
         assert_eq!(
             content_type("vendor/x.js"),
             "text/javascript; charset=utf-8"
