@@ -62,6 +62,20 @@ run(
     await rendered(page, "worktrees");
     out.reload.rows = (await elements(page, "worktree-row")).length;
 
+    // A tab keeping a token the ui does not take (an earlier `cairn ui`'s): the page tries
+    // it once, then says where to get the URL. No loop.
+    const stale = await newPage(browser, { allow: [/401/] });
+    await stale.goto(input.bare);
+    await stale.evaluate(() => sessionStorage.setItem("cairn-ui-token", "stale"));
+    const documents = [];
+    stale.on("response", (r) => {
+      if (r.request().isNavigationRequest()) documents.push(r.status());
+    });
+    await stale.goto(input.bare);
+    // Long enough for many rounds of a loop, had there been one.
+    await stale.waitForTimeout(1500);
+    out.stale = { documents, text: await stale.innerText("body") };
+
     // DNS rebinding: rebind.test resolves to 127.0.0.1 (the launch's resolver rules).
     const rebound = await newPage(browser, { allow: [/403/] });
     const answer = await rebound.goto(`http://rebind.test:${input.port}/?token=${input.token}`);

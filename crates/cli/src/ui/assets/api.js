@@ -3,18 +3,7 @@
 // finds it again: `reopen.js`), dropped from the address bar, and sent with every call:
 // as a header, or in the URL of the event stream (EventSource sends no headers).
 
-const TOKEN_KEY = "cairn-ui-token";
-
-function takeToken() {
-  const url = new URL(window.location.href);
-  const given = url.searchParams.get("token");
-  if (given) {
-    sessionStorage.setItem(TOKEN_KEY, given);
-    url.searchParams.delete("token");
-    history.replaceState(null, "", url.pathname + url.search + url.hash);
-  }
-  return sessionStorage.getItem(TOKEN_KEY);
-}
+import { takeToken } from "./token.js";
 
 /** The token this tab was given, or null. */
 export const token = takeToken();
