@@ -280,8 +280,9 @@ enum Slot {
     /// Open, held by `holders` calls.
     Open { engine: Arc<Engine>, holders: usize },
     /// Not held open: `holders` calls that only read open it read-only each for itself.
-    /// A call that writes waits until they are done.
-    Reading { holders: usize },
+    /// A call that writes waits until they are done, and new reads wait behind it
+    /// (`write_waits`), so reads one after another cannot keep it waiting.
+    Reading { holders: usize, write_waits: bool },
     /// One call is opening or closing it, or creating it (it was missing): the others wait.
     Busy,
 }
@@ -323,7 +324,7 @@ impl Drop for Claim {
     fn drop(&mut self) {
         let mut slots = self.shared.slots();
         match (self.role, slots.get_mut(&self.store)) {
-            (Role::Reads, Some(Slot::Reading { holders })) => {
+            (Role::Reads, Some(Slot::Reading { holders, .. })) => {
                 *holders -= 1;
                 if *holders == 0 {
                     slots.remove(&self.store);
@@ -425,15 +426,22 @@ impl Shared {
                         *holders += 1;
                         Some(Some(engine.clone()))
                     }
-                    Some(Slot::Reading { holders }) => {
+                    Some(Slot::Reading {
+                        holders,
+                        write_waits: false,
+                    }) => {
                         *holders += 1;
                         Some(None)
                     }
                     None => {
-                        slots.insert(store.to_owned(), Slot::Reading { holders: 1 });
+                        let reading = Slot::Reading {
+                            holders: 1,
+                            write_waits: false,
+                        };
+                        slots.insert(store.to_owned(), reading);
                         Some(None)
                     }
-                    Some(Slot::Busy) => None,
+                    Some(Slot::Busy | Slot::Reading { .. }) => None,
                 }
             };
             let Some(shared) = taken else {
@@ -473,7 +481,11 @@ impl Shared {
                             _claim: self.claim(store, Role::Shares),
                         });
                     }
-                    Some(Slot::Busy | Slot::Reading { .. }) => None,
+                    Some(Slot::Reading { write_waits, .. }) => {
+                        *write_waits = true;
+                        None
+                    }
+                    Some(Slot::Busy) => None,
                     None => {
                         slots.insert(store.to_owned(), Slot::Busy);
                         Some(self.claim(store, Role::Busy))
@@ -574,5 +586,65 @@ mod tests {
         });
         // Between calls the store is closed: another process can have it.
         cas::Store::open(&store, &no_wait).expect("the store was let go");
+    }
+
+    /// A write waiting for a read holds back the reads that come after it, then they share
+    /// the store it opened: reads one after another never keep a write out.
+    #[test]
+    fn a_waiting_write_goes_before_later_reads() {
+        use std::time::Duration;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Utf8PathBuf::try_from(dir.path().join("store")).expect("utf-8 path");
+        let options = cairn_engine::OpenOptions {
+            create: true,
+            ..open_options()
+        };
+        drop(cas::Store::open(&store, &options).expect("a store"));
+        let shared = Arc::new(Shared::new(open_options()));
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async {
+            let first = shared.hold_to_read(&store).await;
+            let write = tokio::spawn({
+                let (shared, store) = (shared.clone(), store.clone());
+                async move {
+                    let held = shared.hold(&store).await?;
+                    // Held while the later read comes in.
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    tokio::task::spawn_blocking(move || drop(held))
+                        .await
+                        .expect("let go");
+                    Ok::<_, Error>(())
+                }
+            });
+            let later = tokio::spawn({
+                let (shared, store) = (shared.clone(), store.clone());
+                async move {
+                    // After the write has started waiting.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    let read = shared.hold_to_read(&store).await;
+                    let shares = matches!(shared.slots().get(&store), Some(Slot::Open { .. }));
+                    drop(read);
+                    shares
+                        .then_some(())
+                        .ok_or("the later read did not share the write's store")
+                }
+            });
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            assert!(!write.is_finished(), "the write went in beside a read");
+            assert!(
+                !later.is_finished(),
+                "a later read went before the waiting write"
+            );
+            drop(first);
+            write
+                .await
+                .expect("the write ran")
+                .expect("the write got the store");
+            later.await.expect("the read ran").expect("the later read");
+        });
     }
 }
