@@ -699,6 +699,20 @@ fn a_rewind_from_the_page_changes_the_files_and_cairn_undo_brings_them_back() {
     );
     assert_eq!(seen["notice"]["action"], "rewind", "{seen}");
     assert_eq!(seen["notice"]["undo"], true, "{seen}");
+    // The rewind, then one refresh of the timeline (the store change it made): the verb
+    // calls of the first render, once.
+    let calls = &seen["calls"];
+    let mut one_refresh = vec![json!("rewind")];
+    one_refresh.extend(calls["first_render"].as_array().unwrap().iter().cloned());
+    assert!(
+        one_refresh.len() > 1,
+        "the first render called no verb: {calls}"
+    );
+    assert_eq!(
+        calls["after_rewind"],
+        Value::Array(one_refresh),
+        "the page's verb calls after one rewind"
+    );
 
     // `cairn undo` brings back the files, the never-snapshotted edit too.
     let undone = ok(&env, &["undo", dir]);

@@ -62,6 +62,11 @@ async function show({ again = false } = {}) {
       rendered(name);
     },
     rerender: () => show({ again: true }),
+    // An action of the view changed the store: its event refreshes the view (one refresh
+    // per change); without the event stream, the page refreshes now.
+    changed: () => {
+      if (live !== "open") refreshView();
+    },
   };
   active = { module, view };
   document.body.dataset.view = name;
@@ -86,27 +91,37 @@ function markNav(name) {
 }
 
 // A store change: the view refreshes what it shows (its own `refresh` when it keeps
-// state such as the pages of a timeline it loaded, else a re-render). Changes that come
-// while one is being fetched are folded into one more refresh after it.
-let refreshing = null;
+// state such as the pages of a timeline it loaded, else a re-render). This is the page's
+// one refresh path: changes that come while one is being fetched are folded into one
+// more refresh after it. `body[data-changes]` counts the changes reported, and
+// `body[data-refreshing]` is set while their refresh is in flight (hooks for tests).
+let refreshing = false;
 let pending = false;
+let changes = 0;
+let live = null;
 
-async function storeChanged() {
+function storeChanged() {
+  document.body.dataset.changes = String(++changes);
+  refreshView();
+}
+
+async function refreshView() {
   if (refreshing) {
     pending = true;
     return;
   }
-  const current = active;
-  if (!current) return;
-  refreshing = current.module.refresh
-    ? current.module.refresh(current.view).catch(() => current.view.rerender())
-    : current.view.rerender();
-  await refreshing;
-  refreshing = null;
-  if (pending) {
+  refreshing = true;
+  document.body.dataset.refreshing = "1";
+  do {
     pending = false;
-    storeChanged();
-  }
+    const current = active;
+    if (!current) break;
+    await (current.module.refresh
+      ? current.module.refresh(current.view).catch(() => current.view.rerender())
+      : current.view.rerender());
+  } while (pending);
+  refreshing = false;
+  delete document.body.dataset.refreshing;
 }
 
 const LIVE = {
@@ -116,6 +131,7 @@ const LIVE = {
 };
 
 function liveState(state) {
+  live = state;
   const badge = document.querySelector("[data-test=live]");
   badge.dataset.state = state;
   [badge.textContent, badge.title] = LIVE[state];

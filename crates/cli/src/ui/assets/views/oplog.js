@@ -70,7 +70,7 @@ export async function load(view, dir) {
   target.onclick = async (event) => {
     const test = event.target.closest("button")?.dataset.test;
     if (test === "op-undo" || test === "op-redo") {
-      await reverse(test === "op-undo" ? "undo" : "redo", dir);
+      if (await reverse(test === "op-undo" ? "undo" : "redo", dir)) view.changed();
     }
   };
   view.done();

@@ -223,17 +223,12 @@ async function more(view, state, list) {
  * A store change: the newest page again, in place of the rows it holds (new states go
  * on top), and the task; rows further down stay as they are, checked boxes too. When
  * more happened than states added on top (the head moved to or from a state below the
- * newest page, states went), the timeline is shown afresh from its newest page.
+ * newest page, states went), the timeline is shown afresh from its newest page. app.js
+ * runs one refresh at a time (two at once would both put the newest page on top).
  */
 export async function refresh(view) {
   const state = states.get(view);
   if (!state) return view.rerender();
-  // One at a time: two at once would both put the newest page on top.
-  state.refreshing = (state.refreshing ?? Promise.resolve()).then(() => refreshNow(view, state));
-  return state.refreshing;
-}
-
-async function refreshNow(view, state) {
   const [outcome, found] = await timelineFirst(state.dir);
   if (!view.current()) return;
   const main = view.main;
@@ -289,12 +284,12 @@ async function rewind(view, state, id) {
       action: "rewind",
       message: `Rewound to ${shortId(done.snapshot)}: ${done.written.length} file(s) written, ${done.deleted.length} deleted.`,
       undoWorktree: state.dir,
-      onDone: () => refresh(view),
+      onDone: view.changed,
     });
+    view.changed();
   } catch (e) {
     noticeError(e, "rewind");
   }
-  await refresh(view);
 }
 
 /** Accept or discard the checked task paths (all with none checked). */
@@ -332,10 +327,10 @@ async function settle(view, state, verb) {
       action: verb,
       message: `${verb === "accept" ? "Accepted" : "Discarded"} ${count} path(s)${done.task_ended ? "; the task ended" : ""}.`,
       undoWorktree: state.dir,
-      onDone: () => refresh(view),
+      onDone: view.changed,
     });
+    view.changed();
   } catch (e) {
     noticeError(e, verb);
   }
-  await refresh(view);
 }
