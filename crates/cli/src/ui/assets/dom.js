@@ -86,6 +86,23 @@ export function href(...parts) {
   return "#/" + parts.map((p) => encodeURIComponent(p)).join("/");
 }
 
+/** A snapshot's link (its short id) to its page; a muted "none" without one. `test`: its
+ * data-test name; `className`: its class (null for none). */
+export function snapshotLink(id, { test = null, className = "id" } = {}) {
+  if (!id) return html`<span class="muted">none</span>`;
+  return html`<a${attr("class", className)}${attr("data-test", test)} href="${href("snapshot", id)}">${shortId(id)}</a>`;
+}
+
+/** A check's newest run (a `CheckMark`) of a snapshot, as a link to its output: ✓ or ✗
+ * and its name. `test`: its data-test name. */
+export function checkBadge(snapshot, mark, test = null) {
+  const result = mark.passed ? "passed" : "failed";
+  return html`<a class="check ${mark.passed ? "pass" : "fail"}"${attr("data-test", test)}
+    data-check="${mark.check}" data-passed="${String(mark.passed)}"
+    href="${href("checks", snapshot, mark.check)}"
+    title="${mark.check} ${result}">${mark.passed ? "✓" : "✗"} ${mark.check}</a>`;
+}
+
 /** Every change of a diff outcome (diff, review), in byte order of path, as git prints. */
 export function changesOf(outcome) {
   const all = [

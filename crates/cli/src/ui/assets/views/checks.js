@@ -1,7 +1,7 @@
 // `#/checks/<snapshot>`: the checks recorded of a snapshot's tree (every run, newest
 // first), and `#/checks/<snapshot>/<name>`: the recorded output of that check's newest run.
 
-import { href, html, shortId } from "../dom.js";
+import { href, html, shortId, snapshotLink } from "../dom.js";
 
 export const viewName = ({ check }) => (check ? "check-log" : "checks");
 export const title = ({ snapshot, check }) =>
@@ -11,11 +11,16 @@ function duration(ms) {
   return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
+/** A run's result as a badge. */
+function result(run) {
+  return html`<span class="badge ${run.passed ? "ok" : "bad"}">${run.passed ? "passed" : "failed"}</span>`;
+}
+
 function row(snapshot, c) {
   return html`<tr data-test="check-row" data-check="${c.check}" data-passed="${String(c.passed)}"
       data-attestation="${c.attestation}">
     <th scope="row"><a data-test="check-log-link" href="${href("checks", snapshot, c.check)}">${c.check}</a></th>
-    <td><span class="badge ${c.passed ? "ok" : "bad"}">${c.passed ? "passed" : "failed"}</span>
+    <td>${result(c)}
       ${c.timed_out ? html`<span class="badge bad">timed out</span>` : ""}</td>
     <td class="num-col">${c.exit_code}</td>
     <td class="num-col">${duration(c.duration_ms)}</td>
@@ -38,7 +43,7 @@ export async function render(view) {
   const { snapshot, check } = view.params;
   const outcome = await view.data;
   if (!view.current()) return;
-  const head = html`<p class="meta">Of <a class="id" href="${href("snapshot", outcome.snapshot)}">${shortId(outcome.snapshot)}</a>
+  const head = html`<p class="meta">Of ${snapshotLink(outcome.snapshot)}
     (tree <code>${shortId(outcome.tree)}</code>)</p>`;
   if (check) {
     const log = outcome.log;
@@ -46,7 +51,7 @@ export async function render(view) {
     view.main.innerHTML = String(html`<h1>Check <code>${check}</code></h1>${head}
       <p><a href="${href("checks", snapshot)}">All checks of this snapshot</a></p>
       <section class="check-log" data-test="check-log" data-check="${check}">
-        ${run ? html`<p>Newest run: <span class="badge ${run.passed ? "ok" : "bad"}">${run.passed ? "passed" : "failed"}</span>
+        ${run ? html`<p>Newest run: ${result(run)}
           exit ${run.exit_code}, ${duration(run.duration_ms)}, <code>${run.command.join(" ")}</code></p>` : ""}
         ${output("stdout", log.stdout, log.stdout_cut)}
         ${output("stderr", log.stderr, log.stderr_cut)}

@@ -5,7 +5,7 @@
 
 import { call } from "../api.js";
 import { confirmAction, notice, noticeError } from "../dialog.js";
-import { href, html, plusMinus, shortId } from "../dom.js";
+import { checkBadge, href, html, plusMinus, shortId, snapshotLink } from "../dom.js";
 
 export const viewName = () => "compare";
 export const title = ({ ids }) => `compare ${ids.length} attempts`;
@@ -26,11 +26,7 @@ function attempt(s, base) {
     <div class="stat">${s.files} file${s.files === 1 ? "" : "s"} ${plusMinus(s.insertions, s.deletions)}</div>
     <div class="checks">${
       s.checks.length
-        ? latest(s.checks).map(
-            (c) => html`<a class="check ${c.passed ? "pass" : "fail"}" data-test="attempt-check"
-              data-check="${c.check}" data-passed="${String(c.passed)}"
-              href="${href("checks", s.id, c.check)}">${c.passed ? "✓" : "✗"} ${c.check}</a>`,
-          )
+        ? latest(s.checks).map((c) => checkBadge(s.id, c, "attempt-check"))
         : html`<span class="muted">no checks</span>`
     }</div>
   </th>`;
@@ -83,7 +79,7 @@ export async function render(view) {
   if (!view.current()) return;
   const snaps = outcome.snapshots;
   view.main.innerHTML = String(html`<h1>Compare ${snaps.length} attempts</h1>
-    <p class="meta">Against their base <a class="id" href="${href("snapshot", outcome.base)}">${shortId(outcome.base)}</a>.
+    <p class="meta">Against their base ${snapshotLink(outcome.base)}.
       Cells with the same letter and colour hold the same content; = is the base's, ✕ deleted.</p>
     ${outcome.identical.map(
       (g) => html`<p class="note" data-test="compare-identical" data-snapshots="${g.join(",")}">
@@ -128,7 +124,7 @@ async function combine(view, snaps) {
     const done = await call("combine", args);
     const item = notice({
       action: "combine",
-      message: html`Combined into <a data-test="combined-link" href="${href("snapshot", done.snapshot)}">${shortId(done.snapshot)}</a>.`,
+      message: html`Combined into ${snapshotLink(done.snapshot, { test: "combined-link", className: null })}.`,
     });
     item.querySelector("[data-test=combined-link]").addEventListener("click", () => item.remove());
   } catch (e) {

@@ -4,7 +4,18 @@
 
 import { call } from "../api.js";
 import { confirmAction, notice, noticeError } from "../dialog.js";
-import { age, bytes, changesOf, esc, href, html, plusMinus, shortId } from "../dom.js";
+import {
+  age,
+  bytes,
+  changesOf,
+  checkBadge,
+  esc,
+  href,
+  html,
+  plusMinus,
+  shortId,
+  snapshotLink,
+} from "../dom.js";
 import { snapshotEntry } from "../routes.js";
 
 const MODE_KEY = "cairn-diff-mode";
@@ -318,9 +329,7 @@ function facts(entry) {
     <dt>Created</dt><dd><time datetime="${entry.created}" title="${entry.created}">${age(entry.created)}</time></dd>
     <dt>Parents</dt><dd>${
       entry.parents.length
-        ? entry.parents.map(
-            (p, i) => html`${i ? ", " : ""}<a class="id" href="${href("snapshot", p)}">${shortId(p)}</a>`,
-          )
+        ? entry.parents.map((p, i) => html`${i ? ", " : ""}${snapshotLink(p)}`)
         : html`<span class="muted">none (a first snapshot)</span>`
     }</dd>
     ${entry.labels.length ? html`<dt>Labels</dt><dd>${entry.labels.map((l) => html`<span class="badge label">${l}</span> `)}</dd>` : ""}
@@ -335,9 +344,7 @@ function facts(entry) {
     }
     <dt>Checks</dt><dd>${
       entry.checks?.length
-        ? entry.checks.map(
-            (c) => html`<a class="check ${c.passed ? "pass" : "fail"}" href="${href("checks", entry.id, c.check)}">${c.passed ? "✓" : "✗"} ${c.check}</a> `,
-          )
+        ? entry.checks.map((c) => html`${checkBadge(entry.id, c)} `)
         : html`<span class="muted">none recorded</span> `
     }<a data-test="snapshot-checks" href="${href("checks", entry.id)}">all runs</a></dd>
   </dl>`;

@@ -1,7 +1,7 @@
 // `#/file/<snapshot>/<path>`: a file as a snapshot holds it (show with contents),
 // highlighted after it is shown.
 
-import { bytes, fromBase64, href, html, isBinary, shortId } from "../dom.js";
+import { bytes, fromBase64, html, isBinary, shortId, snapshotLink } from "../dom.js";
 import { highlightLines } from "../syntax.js";
 
 export const viewName = () => "file";
@@ -13,7 +13,7 @@ export async function render(view) {
   if (!view.current()) return;
   const data = fromBase64(shown.contents);
   const head = html`<h1><code class="path">${path}</code></h1>
-    <p class="meta">At <a class="id" href="${href("snapshot", snapshot)}">${shortId(snapshot)}</a>
+    <p class="meta">At ${snapshotLink(snapshot)}
       · ${bytes(shown.size)} · blob <code>${shortId(shown.blob)}</code></p>`;
   if (isBinary(data)) {
     view.main.innerHTML = String(html`${head}<p class="note" data-test="file-binary"

@@ -3,7 +3,7 @@
 
 import { call } from "../api.js";
 import { errorBox, reverse } from "../dialog.js";
-import { age, href, html, shortId } from "../dom.js";
+import { age, html, snapshotLink } from "../dom.js";
 
 /** The newest operations shown (the log has no pages; a long one is cut). */
 const SHOWN = 200;
@@ -13,10 +13,6 @@ export function section() {
     <summary>Operations <span class="hint">(the op log: what undo and redo take)</span></summary>
     <div data-oplog></div>
   </details>`;
-}
-
-function headLink(id) {
-  return id ? html`<a class="id" href="${href("snapshot", id)}">${shortId(id)}</a>` : html`<span class="muted">none</span>`;
 }
 
 function row(op, next) {
@@ -32,7 +28,7 @@ function row(op, next) {
     <td>${op.op}${op.undoes ? html` <span class="muted">of #${op.undoes}</span>` : ""}${
       op.redoes ? html` <span class="muted">of #${op.redoes}</span>` : ""
     }</td>
-    <td>${headLink(op.before)} → ${headLink(op.after)}</td>
+    <td>${snapshotLink(op.before)} → ${snapshotLink(op.after)}</td>
     <td><time datetime="${op.time}" title="${op.time}">${age(op.time)}</time></td>
     <td>${op.by ?? ""}${op.detail ? html` <span class="muted">${op.detail}</span>` : ""}</td>
     <td>${state ? html`<span class="badge">${state}</span>` : ""} ${action}</td>

@@ -1,7 +1,7 @@
 // `#/store`: how much the store takes, and what `gc --dry-run` would free (and what
 // keeps the rest).
 
-import { bytes, href, html, shortId } from "../dom.js";
+import { bytes, html, snapshotLink } from "../dom.js";
 
 export const viewName = () => "store";
 export const title = () => "store";
@@ -30,7 +30,7 @@ export async function render(view) {
             <tbody>${gc.retained.map(
               (r) => html`<tr data-test="gc-retained-row" data-reason="${r.reason}" data-bytes="${r.bytes}">
                 <td>${r.reason}</td><td>${r.name ?? ""}</td><td>${r.worktree ?? ""}</td>
-                <td><a class="id" href="${href("snapshot", r.snapshot)}">${shortId(r.snapshot)}</a></td>
+                <td>${snapshotLink(r.snapshot)}</td>
                 <td class="num-col">${bytes(r.bytes)}</td></tr>`,
             )}</tbody></table>`
         : html`<p class="muted">Nothing is kept.</p>`

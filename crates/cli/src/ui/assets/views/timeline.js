@@ -10,6 +10,7 @@ import {
   age,
   attr,
   changesOf,
+  checkBadge,
   checkedKeys,
   href,
   html,
@@ -17,17 +18,11 @@ import {
   raw,
   restoreChecked,
   shortId,
+  snapshotLink,
 } from "../dom.js";
 
 export const viewName = () => "timeline";
 export const title = (params) => `timeline of ${params.path}`;
-
-function checkLink(id, c) {
-  return html`<a class="check ${c.passed ? "pass" : "fail"}" data-test="timeline-check"
-    data-check="${c.check}" data-passed="${String(c.passed)}"
-    href="${href("checks", id, c.check)}"
-    title="${c.check} ${c.passed ? "passed" : "failed"}">${c.passed ? "✓" : "✗"} ${c.check}</a>`;
-}
 
 function row(e, now) {
   const stat = e.stat?.stats;
@@ -37,12 +32,12 @@ function row(e, now) {
       aria-label="Select ${shortId(e.id)} to compare">
     <span class="marker" ${e.head ? html`title="the worktree's head"` : ""}>${e.head ? "● head" : ""}</span>
     <div class="what">
-      <a class="id" data-test="timeline-link" href="${href("snapshot", e.id)}">${shortId(e.id)}</a>
+      ${snapshotLink(e.id, { test: "timeline-link" })}
       <span class="msg" data-test="timeline-message" title="${e.message}">${e.message}</span>
       ${e.checkpoint ? html`<span class="badge checkpoint" title="checkpoint">⚑ ${e.checkpoint}</span>` : ""}
       ${e.labels.map((l) => html`<span class="badge label" data-test="timeline-label">${l}</span>`)}
     </div>
-    <div class="checks">${(e.checks ?? []).map((c) => checkLink(e.id, c))}</div>
+    <div class="checks">${(e.checks ?? []).map((c) => checkBadge(e.id, c, "timeline-check"))}</div>
     ${
       stat
         ? html`<span class="stat" data-test="timeline-stat" data-files="${stat.files}"
@@ -73,7 +68,7 @@ function taskPanel(found) {
   return html`<section class="task" data-test="task-panel" data-baseline="${review.baseline}"
       aria-labelledby="task-title">
     <h2 id="task-title">Task</h2>
-    <p>Changes since its baseline <a class="id" href="${href("snapshot", review.baseline)}">${shortId(review.baseline)}</a>:
+    <p>Changes since its baseline ${snapshotLink(review.baseline)}:
       ${s.files} file${s.files === 1 ? "" : "s"}, ${plusMinus(s.insertions, s.deletions)}</p>
     ${
       changes.length === 0
@@ -97,7 +92,7 @@ function taskPanel(found) {
 function meta(outcome) {
   const head = outcome.head;
   return html`Head ${
-    head ? html`<a class="id" href="${href("snapshot", head)}">${shortId(head)}</a>` : "none"
+    head ? snapshotLink(head) : "none"
   } · ${outcome.total} states${
     head
       ? html` · <a data-test="live-changes" href="${href("diff", head, outcome.worktree)}">live changes since the head</a>`

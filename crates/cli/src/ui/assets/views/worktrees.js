@@ -1,7 +1,7 @@
 // `#/`: the worktrees and mounts the store knows (worktree_list), with their heads and
 // live state.
 
-import { bytes, href, html, shortId } from "../dom.js";
+import { bytes, href, html, snapshotLink } from "../dom.js";
 
 export const viewName = () => "worktrees";
 export const title = () => "worktrees";
@@ -32,7 +32,7 @@ function row(w) {
       data-head="${w.head ?? ""}"${live === null ? "" : html` data-live="${live}"`}>
     <td class="path"><a data-test="worktree-link" href="${href("worktree", w.path)}">${w.path}</a></td>
     <td>${w.kind}</td>
-    <td>${w.head ? html`<a class="id" href="${href("snapshot", w.head)}">${shortId(w.head)}</a>` : html`<span class="muted">none</span>`}</td>
+    <td>${snapshotLink(w.head)}</td>
     <td>${state(w)}</td>
   </tr>`;
 }
