@@ -25,6 +25,17 @@ pub(crate) struct Side {
     pub(crate) root: Option<Utf8PathBuf>,
 }
 
+impl Side {
+    /// A stored tree (a snapshot's).
+    pub(crate) fn stored(tree: TreeId) -> Side {
+        Side {
+            tree,
+            memory: HashMap::new(),
+            root: None,
+        }
+    }
+}
+
 /// How much of each changed file a comparison reads.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
@@ -452,11 +463,7 @@ pub(crate) fn side(
         });
     }
     let id = resolve_snapshot(reader, cwd, spec)?;
-    Ok(Side {
-        tree: reader.snapshot(id)?.tree,
-        memory: HashMap::new(),
-        root: None,
-    })
+    Ok(Side::stored(reader.snapshot(id)?.tree))
 }
 
 /// Every change from stored tree `old` to stored tree `new` (either may be the empty

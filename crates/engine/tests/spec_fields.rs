@@ -161,6 +161,35 @@ fn diff() {
     assert_eq!(paths(&v, "removed"), ["NEW"], "{v}");
     assert!(v["removed"][0]["old_blob"].is_string(), "{v}");
     assert_eq!(v["removed"][0]["new_blob"], Value::Null, "{v}");
+
+    // `a` left out: `b` against its first parent; a first snapshot has none.
+    let against_parent = |b: &str| {
+        let options = DiffOptions {
+            a: None,
+            ..DiffOptions::new("", b)
+        };
+        json(&w.engine.diff(&w.call(), options).expect("diff"))
+    };
+    let with_parent = json(
+        &w.engine
+            .diff(&w.call(), DiffOptions::new(&after, &renamed))
+            .expect("diff"),
+    );
+    assert_eq!(against_parent(&renamed), with_parent);
+    assert_eq!(
+        paths(&with_parent, "renamed"),
+        ["README.md"],
+        "{with_parent}"
+    );
+    let first = against_parent(&w.base);
+    is_diff(&first);
+    assert_eq!(first["stats"]["files"], 0, "{first}");
+    assert!(
+        first["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("a first snapshot")),
+        "{first}"
+    );
 }
 
 #[test]

@@ -71,7 +71,7 @@ impl Args {
             Format::Patch => Detail::Contents,
         };
         DiffOptions {
-            a: self.a,
+            a: Some(self.a),
             b: self.b,
             paths: super::tree_paths(self.paths),
             detail,

@@ -1,22 +1,25 @@
 //! `diff A B`: two snapshots or worktrees compared.
 
+use camino::Utf8Path;
+use cas::{Reader, TreeId};
 use path_policy::RepoPathBuf;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Call, Engine};
+use crate::engine::{Call, Engine, resolve_snapshot};
 use crate::error::Error;
 use crate::path::{PathArg, tree_paths};
 use crate::spec::{VerbSpec, verb, verbs};
 use crate::store::Access;
-use crate::view::{Detail, DiffOutcome, compare, side};
+use crate::view::{Detail, DiffOutcome, Side, compare, side};
 
 /// `diff A B`: two snapshots or worktrees (a directory means its live files).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiffOptions {
-    /// A snapshot or a worktree directory.
+    /// A snapshot or a worktree directory; left out, `b`'s first parent (a first snapshot: none).
+    #[serde(default)]
     #[schemars(extend("x-snapshot" = true))]
-    pub a: String,
+    pub a: Option<String>,
     /// A snapshot or a worktree directory.
     #[schemars(extend("x-snapshot" = true))]
     pub b: String,
@@ -40,7 +43,7 @@ impl DiffOptions {
     /// Compare `a` and `b`.
     pub fn new(a: impl Into<String>, b: impl Into<String>) -> DiffOptions {
         DiffOptions {
-            a: a.into(),
+            a: Some(a.into()),
             b: b.into(),
             ..DiffOptions::default()
         }
@@ -52,7 +55,19 @@ impl Engine {
     pub fn diff(&self, call: &Call, options: DiffOptions) -> Result<DiffOutcome, Error> {
         let store = self.store(Access::Read)?;
         let reader = store.reader()?;
-        let a = side(&self.worktrees, &store, &reader, &call.cwd, &options.a)?;
+        let a = match &options.a {
+            Some(a) => side(&self.worktrees, &store, &reader, &call.cwd, a)?,
+            None => match first_parent_tree(&reader, &call.cwd, &options.b)? {
+                Some(tree) => Side::stored(tree),
+                None => {
+                    let message = format!("{}: a first snapshot, nothing before it", options.b);
+                    return Ok(DiffOutcome {
+                        message: Some(message),
+                        ..DiffOutcome::default()
+                    });
+                }
+            },
+        };
         let b = side(&self.worktrees, &store, &reader, &call.cwd, &options.b)?;
         let root = a.root.as_deref().or(b.root.as_deref());
         let paths = tree_paths(root, &options.paths)?;
@@ -68,6 +83,16 @@ impl Engine {
         }
         Ok(out)
     }
+}
+
+/// The tree of snapshot `spec`'s first parent; None for a first snapshot.
+fn first_parent_tree(reader: &Reader, cwd: &Utf8Path, spec: &str) -> Result<Option<TreeId>, Error> {
+    let id = resolve_snapshot(reader, cwd, spec)?;
+    let parent = reader.snapshot(id)?.parents.first().copied();
+    Ok(match parent {
+        Some(p) => Some(reader.snapshot(p)?.tree),
+        None => None,
+    })
 }
 
 /// The paths asked for that nothing changed under.
@@ -98,7 +123,12 @@ impl VerbSpec for verbs::Diff {
     const READS_ONLY: bool = true;
 
     fn named_snapshots(options: &Self::Options) -> Vec<&str> {
-        vec![&options.a, &options.b]
+        options
+            .a
+            .iter()
+            .chain([&options.b])
+            .map(String::as_str)
+            .collect()
     }
 
     fn refusal(outcome: &Self::Outcome) -> Option<&str> {

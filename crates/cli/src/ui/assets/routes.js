@@ -33,9 +33,10 @@ export async function timelineFirst(dir) {
   return [outcome, await task(dir, outcome)];
 }
 
-/** The diff verb's arguments for what a diff view shows: every file with its hunks. */
+/** The diff verb's arguments for what a diff view shows: every file with its hunks (`a`
+ * null: against `b`'s first parent). */
 function diffArgs(a, b) {
-  return { a, b, patch: true };
+  return a ? { a, b, patch: true } : { b, patch: true };
 }
 
 /** A snapshot's entry in the log. */
@@ -44,11 +45,11 @@ export async function snapshotEntry(id) {
   return snapshots[0];
 }
 
-/** A snapshot and its changes against its first parent (null for a first snapshot), both
- * asked at once: `ID^` names the parent. */
+/** A snapshot and its changes against its first parent (null for a first snapshot, which
+ * the diff verb compares with nothing), both asked at once. */
 async function snapshotFirst(id) {
-  const changes = call("diff", diffArgs(`${id}^`, id));
-  // A first snapshot's diff fails (no `ID^`): handled here, not an unhandled rejection.
+  const changes = call("diff", diffArgs(null, id));
+  // Awaited only once the entry came: a failure is not an unhandled rejection meanwhile.
   changes.catch(() => {});
   const entry = await snapshotEntry(id);
   return [entry, entry.parents.length ? await changes : null];
