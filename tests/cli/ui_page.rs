@@ -230,7 +230,10 @@ fn without_its_token_or_from_a_foreign_host_or_origin_the_page_shows_nothing() {
     // A tab keeping a stale token: `/` and one try with it, both 401, then it stays.
     let stale = &seen["stale"];
     assert_eq!(stale["documents"], json!([401, 401]), "{seen}");
-    assert!(stale["text"].as_str().unwrap().contains("cairn ui"), "{seen}");
+    assert!(
+        stale["text"].as_str().unwrap().contains("cairn ui"),
+        "{seen}"
+    );
 
     // A name that resolves to 127.0.0.1 but is not the ui's own (DNS rebinding): 403.
     let rebound = &seen["rebound"];
