@@ -3,8 +3,8 @@
 //! `fixtures/deps/uv-small` (six from PyPI, a console script of its own, the project
 //! installed editable) in one worktree, `deps save`, then in a checkout and in a mount at
 //! other paths: `require` finds the packages, the npm `bin` runs, the venv's python
-//! imports both, and the console script (whose `#!` line named the first worktree) runs.
-//! The layers are never in a snapshot. The machine's node and npm are used; uv comes from
+//! imports both, and the console script (whose `#!` line named the first worktree) runs;
+//! and in `verify`'s view, where a check needing them fails with `--no-deps`. The layers are never in a snapshot. The machine's node and npm are used; uv comes from
 //! PyPI into a virtualenv under the target directory.
 
 use std::path::{Path, PathBuf};
@@ -15,6 +15,7 @@ use camino::{Utf8Path, Utf8PathBuf};
 
 use crate::mount_commands::Mounts;
 use crate::support::{Env, python_venv};
+use crate::verify_commands::{NO_FUSE, verify_in_with};
 
 const UV: &str = "uv==0.13.9";
 
@@ -237,6 +238,61 @@ fn npm_and_uv_layers_run_in_a_mount_at_another_path() {
     assert_eq!(layers_of(&out).len(), 2, "{out}");
     assert_runs(&m);
     assert_not_captured(&env, &m);
+}
+
+/// `verify` attaches the layers in its view as `mount` and `checkout` do: a check that
+/// needs both (`require` of an npm package, the venv's console script, whose `#!` line
+/// names the view) passes in a checkout (FUSE turned off) and in a mount (the command line
+/// starts a server for it), and fails with `--no-deps`.
+#[test]
+fn verify_runs_its_check_with_the_layers_and_not_with_no_deps() {
+    let env = Env::new();
+    let first = env.path().join("first");
+    let snap = installed(&env, &first);
+    let (code, saved) = env.json(&["deps", "save", first.as_str()]);
+    assert_eq!(code, 0, "{saved}");
+    let tmp = env.path().join("tmp");
+    let script = "node -e \"console.log(require('semver').valid('1.2.3'))\" && .venv/bin/uv-small";
+    let log = |name: &str| {
+        let (code, v) = env.json(&["checks", &snap, "--log", name]);
+        assert_eq!(code, 0, "{v}");
+        v["log"]["stdout"].as_str().unwrap().to_owned()
+    };
+    // The checkout first: the command line with FUSE turned off starts no server, and a
+    // server started for a mount would serve the next verify.
+    for (vars, view) in [(NO_FUSE, "checkout"), (&[][..], "mount")] {
+        let name = format!("tests-{view}");
+        let args = [&snap, "--check", &name, "--", "sh", "-c", script];
+        let (code, out) = verify_in_with(&env, &tmp, vars, &args);
+        assert_eq!(code, 0, "{out}");
+        assert_eq!(out["view"], view, "{out}");
+        let mut layers = layers_of(&out);
+        layers.sort();
+        assert_eq!(
+            layers.iter().map(|(p, _)| p.as_str()).collect::<Vec<_>>(),
+            [".venv", "node_modules"],
+            "{out}"
+        );
+        assert!(layers.iter().all(|(_, files)| *files > 0), "{out}");
+        assert_eq!(log(&name), "1.2.3\nuv-small ok, six 1.17.0\n");
+
+        let bare = format!("{name}-no-deps");
+        let args = [
+            &snap,
+            "--check",
+            &bare,
+            "--no-deps",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ];
+        let (code, out) = verify_in_with(&env, &tmp, vars, &args);
+        assert_eq!(code, 1, "{out}");
+        assert_eq!(out["passed"], false, "{out}");
+        assert_eq!(out["view"], view, "{out}");
+        assert!(layers_of(&out).is_empty(), "{out}");
+    }
 }
 
 /// A changed lockfile gets no layer: the key is the lockfile's bytes.

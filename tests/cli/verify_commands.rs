@@ -32,10 +32,10 @@ fn verify_in(env: &Env, tmp: &Utf8Path, args: &[&str]) -> (i32, serde_json::Valu
 }
 
 /// FUSE turned off: the command line with no server checks out, and starts none.
-const NO_FUSE: &[(&str, &str)] = &[("CAIRN_NO_FUSE", "1")];
+pub(crate) const NO_FUSE: &[(&str, &str)] = &[("CAIRN_NO_FUSE", "1")];
 
 /// [`verify_in`] with `vars` in its environment too.
-fn verify_in_with(
+pub(crate) fn verify_in_with(
     env: &Env,
     tmp: &Utf8Path,
     vars: &[(&str, &str)],

@@ -83,7 +83,7 @@ pub use worktree_scope::{
     RulesPresent, RulesSource, ScanError, Scope, ScopeSettings, SkipReason, Skipped, Special,
     Verdict, read_live_file, read_live_link, read_patterns,
 };
-pub use worktree_state::checkout::write_tree;
+pub use worktree_state::checkout::{write_layers, write_tree};
 /// The store's unpacked copies of dependency layers (the `worktree_state` module).
 pub use worktree_state::layer_copies;
 pub use worktree_state::{

@@ -562,82 +562,144 @@ pub fn attach(
         .ok_or_else(|| CheckoutError::NotAWorktree {
             path: root.to_owned(),
         })?;
-    let mut surveys = Vec::new();
-    let mut staging = Vec::new();
-    for layer in layers.iter().map(|l| &l.attached) {
-        let refused = |reason: &'static str| CheckoutError::Refused {
-            path: root.join(&layer.path).into(),
-            reason,
-        };
-        let rel = RepoPathBuf::new(layer.path.as_str().as_bytes().to_vec())
-            .map_err(|e| refused(e.reason.reason()))?;
-        let name = layer
-            .path
-            .file_name()
-            .ok_or_else(|| refused("not a folder's name"))?;
-        let stage = layer.path.with_file_name(format!(".{name}.cairn-attach"));
-        let stage_rel = RepoPathBuf::new(stage.as_str().as_bytes().to_vec())
-            .map_err(|e| refused(e.reason.reason()))?;
-        let dest = root.join(&layer.path);
-        for taken in [&dest, &root.join(&stage)] {
-            if taken.symlink_metadata().is_ok() {
-                return Err(CheckoutError::NotEmpty {
-                    path: taken.clone(),
-                });
-            }
-        }
-        let stage_dest = root.join(&stage);
-        surveys.push((
-            rel,
-            stage_rel,
-            stage_dest.clone(),
-            checked(&reader, layer.tree, &stage_dest)?,
-        ));
-        staging.push(worktree_registry::AttachedLayer {
-            path: stage,
-            ..layer.clone()
-        });
-    }
+    let places = (layers.iter())
+        .map(|l| place(&reader, root, &l.attached))
+        .collect::<Result<Vec<_>, _>>()?;
+    let staging: Vec<_> = (places.iter().zip(layers))
+        .map(|(p, l)| worktree_registry::AttachedLayer {
+            path: p.stage.clone(),
+            ..l.attached.clone()
+        })
+        .collect();
     let attached: Vec<_> = layers.iter().map(|l| l.attached.clone()).collect();
     record.deps.extend(attached.iter().cloned());
     record.deps.extend(staging.iter().cloned());
     let mut batch = WriteBatch::new();
     batch.put_worktree(&record)?;
     store.write(&batch)?;
+    let out = match write_placed(&reader, store, root, &places, layers, progress) {
+        Ok(out) => out,
+        Err(e) => {
+            // Nor named by the record.
+            record
+                .deps
+                .retain(|d| !attached.contains(d) && !staging.contains(d));
+            let mut batch = WriteBatch::new();
+            batch.put_worktree(&record)?;
+            store.write(&batch)?;
+            return Err(e);
+        }
+    };
+    record.deps.retain(|d| !staging.contains(d));
+    let mut batch = WriteBatch::new();
+    batch.put_worktree(&record)?;
+    store.write(&batch)?;
+    Ok(out)
+}
+
+/// Writes dependency `layers` into `root`, a folder no worktree record names (`verify`'s
+/// throwaway view), as [`attach`] writes them into a worktree, but registers nothing.
+pub fn write_layers(
+    store: &Store,
+    root: &Utf8Path,
+    layers: &[LayerToWrite],
+    progress: &dyn Progress,
+) -> Result<Vec<LayerWritten>, CheckoutError> {
+    let reader = store.reader()?;
+    let places = (layers.iter())
+        .map(|l| place(&reader, root, &l.attached))
+        .collect::<Result<Vec<_>, _>>()?;
+    write_placed(&reader, store, root, &places, layers, progress)
+}
+
+/// Where one layer goes beneath a root: its folder and its staging folder beside it
+/// (`.NAME.cairn-attach`), both checked absent, and its files counted.
+struct Place {
+    rel: RepoPathBuf,
+    stage: Utf8PathBuf,
+    stage_rel: RepoPathBuf,
+    stage_dest: Utf8PathBuf,
+    counted: Survey,
+}
+
+fn place(
+    reader: &Reader,
+    root: &Utf8Path,
+    layer: &worktree_registry::AttachedLayer,
+) -> Result<Place, CheckoutError> {
+    let refused = |reason: &'static str| CheckoutError::Refused {
+        path: root.join(&layer.path).into(),
+        reason,
+    };
+    let rel = RepoPathBuf::new(layer.path.as_str().as_bytes().to_vec())
+        .map_err(|e| refused(e.reason.reason()))?;
+    let name = layer
+        .path
+        .file_name()
+        .ok_or_else(|| refused("not a folder's name"))?;
+    let stage = layer.path.with_file_name(format!(".{name}.cairn-attach"));
+    let stage_rel = RepoPathBuf::new(stage.as_str().as_bytes().to_vec())
+        .map_err(|e| refused(e.reason.reason()))?;
+    let stage_dest = root.join(&stage);
+    for taken in [&root.join(&layer.path), &stage_dest] {
+        if taken.symlink_metadata().is_ok() {
+            return Err(CheckoutError::NotEmpty {
+                path: taken.clone(),
+            });
+        }
+    }
+    let counted = checked(reader, layer.tree, &stage_dest)?;
+    Ok(Place {
+        rel,
+        stage,
+        stage_rel,
+        stage_dest,
+        counted,
+    })
+}
+
+/// Writes each of `layers` into its staging folder (`places`, in order) and renames it into
+/// place once whole; a copy of the store's found changed is dropped. If one fails, the
+/// staging folders and folders of all of them are removed.
+fn write_placed(
+    reader: &Reader,
+    store: &Store,
+    root: &Utf8Path,
+    places: &[Place],
+    layers: &[LayerToWrite],
+    progress: &dyn Progress,
+) -> Result<Vec<LayerWritten>, CheckoutError> {
+    if layers.is_empty() {
+        return Ok(Vec::new());
+    }
     let handle = path_policy::Root::open(root.as_std_path()).map_err(|e| failure(e.into()))?;
     let mut out = Vec::new();
-    for ((rel, stage_rel, stage_dest, counted), layer) in surveys.iter().zip(layers) {
+    for (place, layer) in places.iter().zip(layers) {
         // Made through the root's handle: a folder on the way is never a symlink followed.
-        let written = fsops::ensure_dir(&handle, stage_rel.as_bytes())
+        let written = fsops::ensure_dir(&handle, place.stage_rel.as_bytes())
             .map_err(failure)
-            .map(|()| clone_source(&reader, store, &handle, stage_rel, layer))
+            .map(|()| clone_source(reader, store, &handle, &place.stage_rel, layer))
             .and_then(|source| {
                 let source = source.as_ref();
                 hydrate(
-                    &reader,
-                    stage_dest,
+                    reader,
+                    &place.stage_dest,
                     layer.attached.tree,
-                    counted,
+                    &place.counted,
                     progress,
                     source,
                 )?;
-                into_place(&handle, stage_rel, rel)?;
+                into_place(&handle, &place.stage_rel, &place.rel)?;
                 Ok(source.map(|s| (s.cloned(), s.damaged())))
             });
         let cloned = match written {
             Ok(cloned) => cloned,
             Err(e) => {
-                // None of these layers stays half written, nor named by the record.
-                for (rel, stage_rel, _, _) in &surveys {
-                    let _ = handle.remove_all(stage_rel.as_bytes());
-                    let _ = handle.remove_all(rel.as_bytes());
+                // None of these layers stays half written.
+                for p in places {
+                    let _ = handle.remove_all(p.stage_rel.as_bytes());
+                    let _ = handle.remove_all(p.rel.as_bytes());
                 }
-                record
-                    .deps
-                    .retain(|d| !attached.contains(d) && !staging.contains(d));
-                let mut batch = WriteBatch::new();
-                batch.put_worktree(&record)?;
-                store.write(&batch)?;
                 return Err(e);
             }
         };
@@ -648,15 +710,11 @@ pub fn attach(
             }
         }
         out.push(LayerWritten {
-            files: counted.files,
-            bytes: counted.bytes,
+            files: place.counted.files,
+            bytes: place.counted.bytes,
             cloned: cloned.map_or(0, |(n, _)| n),
         });
     }
-    record.deps.retain(|d| !staging.contains(d));
-    let mut batch = WriteBatch::new();
-    batch.put_worktree(&record)?;
-    store.write(&batch)?;
     Ok(out)
 }
 

@@ -1,6 +1,6 @@
 //! `cairn checkout SNAP DEST`: hydrate a snapshot into a new worktree.
 
-use cairn_engine::{CheckoutOptions, CheckoutOutcome, Request, verbs};
+use cairn_engine::{AttachedDeps, CheckoutOptions, CheckoutOutcome, Request, verbs};
 use camino::Utf8PathBuf;
 
 use crate::commands::{IntoRequest, Requested};
@@ -47,7 +47,14 @@ fn checkout(o: &CheckoutOutcome) -> String {
         "checked out {} into {} ({} files, {} bytes)\n",
         o.snapshot, o.worktree, o.files, o.bytes
     );
-    for d in &o.deps {
+    text.push_str(&attached(&o.deps));
+    text
+}
+
+/// A line for each dependency layer written into a folder (`checkout`, `verify`).
+pub(crate) fn attached(deps: &[AttachedDeps]) -> String {
+    let mut text = String::new();
+    for d in deps {
         let cloned = match d.cloned {
             Some(n) if n > 0 => format!(", {n} cloned"),
             _ => String::new(),

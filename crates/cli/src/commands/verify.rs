@@ -43,6 +43,10 @@ pub struct Args {
     /// default remote, as `push SNAP` does; also when the answer is a record made before.
     #[arg(long)]
     push: bool,
+    /// Leave dependency layers (node_modules, .venv, ... saved by `cairn deps save`) out
+    /// of the view.
+    #[arg(long)]
+    no_deps: bool,
     /// The command and its arguments.
     #[arg(last = true, required = true)]
     command: Vec<String>,
@@ -75,6 +79,7 @@ impl From<Args> for VerifyOptions {
             sign: args.sign,
             command: args.command,
             push: args.push,
+            no_deps: args.no_deps,
         }
     }
 }
@@ -103,6 +108,7 @@ fn verify(o: &VerifyOutcome) -> String {
         "check {} {result} ({how}, {} ms{view}{cached}{signed}): attestation {}\n",
         o.check, o.duration_ms, o.attestation
     );
+    out.push_str(&super::checkout::attached(&o.deps));
     if let Some(p) = &o.pushed {
         out.push_str(&format!(
             "pushed to {}: {} objects, {} attestation records and signatures\n",

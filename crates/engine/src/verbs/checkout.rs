@@ -73,16 +73,13 @@ impl Engine {
         } else {
             crate::deps::plan(&store, id, &out.worktree)?
         };
-        let layers: Vec<_> = attach.iter().map(crate::deps::Attach::to_write).collect();
-        let written = self
-            .worktrees
-            .attach_deps(&store, &out.worktree, &layers, call.progress)?;
-        let deps = (attach.iter().zip(written))
-            .map(|(a, w)| crate::deps::AttachedDeps {
-                cloned: Some(w.cloned),
-                ..crate::deps::AttachedDeps::of(a)
-            })
-            .collect();
+        let deps = self.write_deps(
+            &store,
+            &out.worktree,
+            &attach,
+            Registered::Yes,
+            call.progress,
+        )?;
         Ok(CheckoutOutcome {
             worktree: out.worktree,
             snapshot: out.snapshot,
@@ -90,6 +87,40 @@ impl Engine {
             bytes: out.bytes,
             deps,
         })
+    }
+}
+
+/// Whether the folder dependency layers are written into is a registered worktree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Registered {
+    /// A worktree: its record names the layers (out of scope from the first file on).
+    Yes,
+    /// A folder no record names (`verify`'s throwaway view).
+    No,
+}
+
+impl Engine {
+    /// Writes the dependency layers `attach` (planned for `root` by [`crate::deps::plan`])
+    /// into the folder `root` as `checkout` writes them; how an outcome names them.
+    pub(crate) fn write_deps(
+        &self,
+        store: &cas::Store,
+        root: &camino::Utf8Path,
+        attach: &[crate::deps::Attach],
+        registered: Registered,
+        progress: &dyn cas::Progress,
+    ) -> Result<Vec<crate::deps::AttachedDeps>, Error> {
+        let layers: Vec<_> = attach.iter().map(crate::deps::Attach::to_write).collect();
+        let written = match registered {
+            Registered::Yes => (self.worktrees).attach_deps(store, root, &layers, progress)?,
+            Registered::No => fs_manager::write_layers(store, root, &layers, progress)?,
+        };
+        Ok((attach.iter().zip(written))
+            .map(|(a, w)| crate::deps::AttachedDeps {
+                cloned: Some(w.cloned),
+                ..crate::deps::AttachedDeps::of(a)
+            })
+            .collect())
     }
 }
 

@@ -231,12 +231,7 @@ impl Engine {
                 base_time,
                 read_only,
                 lazy: Some(lazy),
-                grafts: (attached.iter())
-                    .map(|a| mount::Graft {
-                        path: a.path.clone(),
-                        tree: a.tree,
-                    })
-                    .collect(),
+                grafts: grafts(&attached),
             },
             readers,
         )
@@ -276,6 +271,16 @@ impl Engine {
             deps,
         })
     }
+}
+
+/// The dependency layers `attached` as a mount shows them: each a read-only lower layer.
+pub(crate) fn grafts(attached: &[AttachedLayer]) -> Vec<mount::Graft> {
+    (attached.iter())
+        .map(|a| mount::Graft {
+            path: a.path.clone(),
+            tree: a.tree,
+        })
+        .collect()
 }
 
 /// The remote promising a blob of tree `root`, if any: the first met of the first few

@@ -9,10 +9,11 @@
 //! serves one) with a layer of its own in that folder: ready at once, nothing copied, and
 //! the check's writes stay in the layer. Else it is a checkout of the snapshot's tree there
 //! (a command line opens the store per call: serving a mount from it would hold the store
-//! for the check's whole run). Either way it goes when the check ends, whatever happened:
-//! the mount is unmounted, then the folder removed. One that a killed `verify` left (its
-//! process is gone) is removed by the next `verify` of any store, its mount, no longer
-//! served, detached first.
+//! for the check's whole run). Either way it has the snapshot's dependency layers unless
+//! `no_deps`, planned for its root and attached as `mount` and `checkout` attach them. It
+//! goes when the check ends, whatever happened: the mount is unmounted, then the folder
+//! removed. One that a killed `verify` left (its process is gone) is removed by the next
+//! `verify` of any store, its mount, no longer served, detached first.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -69,6 +70,9 @@ pub struct VerifyOptions {
     /// Then push the attestation (with the snapshot, if the remote lacks it) to the default remote, as `push SNAP` does; also when the answer is a record made before.
     #[serde(default)]
     pub push: bool,
+    /// Leave dependency layers (node_modules, .venv, ... saved by `cairn deps save`) out of the view.
+    #[serde(default)]
+    pub no_deps: bool,
 }
 
 impl VerifyOptions {
@@ -123,6 +127,10 @@ pub struct VerifyOutcome {
     /// snapshot with a throwaway layer, or `checkout`, a throwaway copy of its files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<ViewKind>,
+    /// The dependency layers attached in the view, as `checkout` and `mount` attach them
+    /// (none when `cached` or with `no_deps`).
+    #[serde(default)]
+    pub deps: Vec<crate::deps::AttachedDeps>,
     /// How long the command ran.
     pub duration_ms: u64,
     /// Whether the attestation is signed (by this call's key, or before).
@@ -337,12 +345,15 @@ fn host() -> String {
 }
 
 /// One check's throwaway view of a snapshot, in a private folder of this process's: `view/`
-/// (the check's working directory) and, for a mount, `layer/` (its layer). Dropped, the
+/// (the check's working directory, with the snapshot's dependency layers as `checkout` or
+/// `mount` attaches them) and, for a mount, `layer/` (its layer). Dropped, the
 /// mount is unmounted (detached if still in use) and then the folder removed.
 struct View {
     mounted: Option<mount::Mounted>,
     root: Utf8PathBuf,
     layer: Utf8PathBuf,
+    /// The dependency layers attached.
+    deps: Vec<crate::deps::AttachedDeps>,
     /// Removed last, when dropped after the mount.
     _dir: ProcessDir,
 }
@@ -486,7 +497,7 @@ impl Engine {
         let store_dir = std::fs::canonicalize(self.store_path())
             .map_err(|e| IoError::new(self.store_path(), e))?;
 
-        let view = self.view(call, &options.snapshot, snapshot)?;
+        let mut view = self.view(call, &options, snapshot)?;
         let mut hidden = crate::confine::hidden_dirs(&store_dir, &[&view.root]);
         // The layer is the mount's: the check sees its writes through the mount alone.
         hidden.push(view.layer.clone().into_std_path_buf());
@@ -535,6 +546,7 @@ impl Engine {
         })?;
         let duration_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
         let view_kind = view.kind();
+        let deps = std::mem::take(&mut view.deps);
         drop(view);
         // Gone while the check ended, too: a caller that went is answered by nobody.
         let gone = call
@@ -590,12 +602,20 @@ impl Engine {
         self.store(Access::Write)?.write(&batch)?;
         let mut answer = outcome(id, snapshot, &attestation, false, signed);
         answer.view = Some(view_kind);
+        answer.deps = deps;
         self.push_checked(call, options.push, answer)
     }
 
-    /// A throwaway view of `snapshot` (named `spec` by the call): a mount served here if
-    /// this engine holds its store open and FUSE is available, else a checkout.
-    fn view(&self, call: &Call, spec: &str, snapshot: SnapshotId) -> Result<View, Error> {
+    /// A throwaway view of `snapshot` (named by `options`) with its dependency layers unless
+    /// `no_deps`: a mount served here if this engine holds its store open and FUSE is
+    /// available, else a checkout.
+    fn view(
+        &self,
+        call: &Call,
+        options: &VerifyOptions,
+        snapshot: SnapshotId,
+    ) -> Result<View, Error> {
+        let spec = &options.snapshot;
         let dir =
             ProcessDir::new(VIEWS, clear_stale_view).map_err(|source| CheckRunError::Confine {
                 snapshot: spec.to_owned(),
@@ -613,9 +633,16 @@ impl Engine {
             mounted: None,
             root,
             layer,
+            deps: Vec::new(),
             _dir: dir,
         };
+        let planned = if options.no_deps {
+            Vec::new()
+        } else {
+            crate::deps::plan(&*self.store(Access::Write)?, snapshot, &view.root)?
+        };
         if let Some(shared) = self.shared_store() {
+            let attached: Vec<_> = planned.iter().map(crate::deps::Attach::attached).collect();
             let lazy: Arc<dyn mount::Lazy> = Arc::new(crate::lazy::MountSource {
                 shared: shared.clone(),
                 remotes: self.lazy.clone(),
@@ -636,13 +663,14 @@ impl Engine {
                         + Duration::from_secs(created.as_second().max(0).unsigned_abs()),
                     read_only: false,
                     lazy: Some(lazy),
-                    grafts: Vec::new(),
+                    grafts: crate::verbs::mount::grafts(&attached),
                 },
                 readers,
             );
             match started {
                 Ok(mounted) => {
                     view.mounted = Some(mounted);
+                    view.deps = planned.iter().map(crate::deps::AttachedDeps::of).collect();
                     return Ok(view);
                 }
                 Err(mount::MountError::Unavailable { .. }) => {}
@@ -650,8 +678,14 @@ impl Engine {
             }
         }
         let store = self.store(Access::Read)?;
-        let reader = store.reader()?;
-        fs_manager::write_tree(&reader, tree, &view.root, call.progress)?;
+        fs_manager::write_tree(&store.reader()?, tree, &view.root, call.progress)?;
+        view.deps = self.write_deps(
+            &store,
+            &view.root,
+            &planned,
+            crate::verbs::checkout::Registered::No,
+            call.progress,
+        )?;
         Ok(view)
     }
 
@@ -751,6 +785,7 @@ fn outcome(
         timed_out: attestation.exit.timed_out,
         cached,
         view: None,
+        deps: Vec::new(),
         duration_ms: attestation.duration_ms,
         signed,
         message,
@@ -792,7 +827,7 @@ impl Engine {
 }
 
 verb! {
-    /// Run a check against a snapshot in a throwaway view of it (a FUSE mount with its own layer where the engine holds its store open and FUSE is available, else a private checkout), confined as `run` is (it may write only in the view and a private $TMPDIR; no network unless allowed), killed after `timeout` seconds, and record it as an attestation of the snapshot's tree: name, command, env values, exit status, duration, start time, host, cairn version, stdout and stderr. The same check of the same tree recorded before (by any snapshot with that tree) is the answer at once (`cached`), unless `rerun`. With `sign`, the attestation is signed with that SSH key; with `push`, it is pushed (with the snapshot) to the default remote. A failed check is a refusal. The command runs where the engine runs, with no stdin.
+    /// Run a check against a snapshot in a throwaway view of it (a FUSE mount with its own layer where the engine holds its store open and FUSE is available, else a private checkout) with the snapshot's dependency layers (node_modules, .venv, ... saved by `deps save`) attached as `checkout` and `mount` attach them unless `no_deps`, confined as `run` is (it may write only in the view and a private $TMPDIR; no network unless allowed), killed after `timeout` seconds, and record it as an attestation of the snapshot's tree: name, command, env values, exit status, duration, start time, host, cairn version, stdout and stderr. The same check of the same tree recorded before (by any snapshot with that tree) is the answer at once (`cached`), unless `rerun`. With `sign`, the attestation is signed with that SSH key; with `push`, it is pushed (with the snapshot) to the default remote. A failed check is a refusal. The command runs where the engine runs, with no stdin.
     Verify(VerifyOptions) -> VerifyOutcome = "verify" via verify [Route, Tool];
 }
 
