@@ -88,6 +88,15 @@ fn installed(env: &Env, root: &Utf8Path) -> String {
     snap
 }
 
+/// [`installed`] at `first` in `env`, its layers saved: that folder and the snapshot.
+fn installed_and_saved(env: &Env) -> (Utf8PathBuf, String) {
+    let first = env.path().join("first");
+    let snap = installed(env, &first);
+    let (code, saved) = env.json(&["deps", "save", first.as_str()]);
+    assert_eq!(code, 0, "{saved}");
+    (first, snap)
+}
+
 /// Everything an agent would run in a worktree at `root` works there.
 fn assert_runs(root: &Utf8Path) {
     let here = std::fs::canonicalize(root).unwrap();
@@ -223,10 +232,7 @@ fn npm_and_uv_layers_run_in_a_checkout_at_another_path() {
 #[test]
 fn npm_and_uv_layers_run_in_a_mount_at_another_path() {
     let env = Env::new();
-    let first = env.path().join("first");
-    let snap = installed(&env, &first);
-    let (code, saved) = env.json(&["deps", "save", first.as_str()]);
-    assert_eq!(code, 0, "{saved}");
+    let (_, snap) = installed_and_saved(&env);
 
     let m = env.path().join("mounted/elsewhere/third");
     let (code, out) = env.json(&["mount", &snap, m.as_str()]);
@@ -247,10 +253,7 @@ fn npm_and_uv_layers_run_in_a_mount_at_another_path() {
 #[test]
 fn verify_runs_its_check_with_the_layers_and_not_with_no_deps() {
     let env = Env::new();
-    let first = env.path().join("first");
-    let snap = installed(&env, &first);
-    let (code, saved) = env.json(&["deps", "save", first.as_str()]);
-    assert_eq!(code, 0, "{saved}");
+    let (_, snap) = installed_and_saved(&env);
     let tmp = env.path().join("tmp");
     let script = "node -e \"console.log(require('semver').valid('1.2.3'))\" && .venv/bin/uv-small";
     let log = |name: &str| {
@@ -299,10 +302,7 @@ fn verify_runs_its_check_with_the_layers_and_not_with_no_deps() {
 #[test]
 fn a_changed_lockfile_gets_no_layer() {
     let env = Env::new();
-    let first = env.path().join("first");
-    installed(&env, &first);
-    let (code, saved) = env.json(&["deps", "save", first.as_str()]);
-    assert_eq!(code, 0, "{saved}");
+    let (first, _) = installed_and_saved(&env);
 
     let lock = first.join("package-lock.json");
     let text = std::fs::read_to_string(&lock).unwrap();

@@ -66,13 +66,21 @@ fn components(rel: &[u8]) -> impl Iterator<Item = &[u8]> {
 impl Root {
     /// Opens the directory `path` (itself not a symlink).
     pub fn open(path: &Path) -> Result<Root, BeneathError> {
-        let dir =
-            rustix::fs::open(path, DIR_FLAGS, Mode::empty()).map_err(|e| BeneathError::Io {
-                path: path.to_owned(),
-                source: e.into(),
-            })?;
+        Root::opened(rustix::fs::open(path, DIR_FLAGS, Mode::empty()), path)
+    }
+
+    /// Opens the directory `name` in the directory `dir` (itself not a symlink) as a root;
+    /// `path` is its path, for messages.
+    pub fn open_at(dir: &OwnedFd, name: &str, path: &Path) -> Result<Root, BeneathError> {
+        Root::opened(
+            rustix::fs::openat(dir, name, DIR_FLAGS, Mode::empty()),
+            path,
+        )
+    }
+
+    fn opened(dir: rustix::io::Result<OwnedFd>, path: &Path) -> Result<Root, BeneathError> {
         Ok(Root {
-            dir,
+            dir: dir.map_err(io_err(path.to_owned()))?,
             path: path.to_owned(),
         })
     }

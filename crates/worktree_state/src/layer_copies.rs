@@ -111,28 +111,35 @@ fn make_probe(store_root: &Utf8Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(folder.join(PROBE))
 }
 
+/// Opens the file `name` in the folder `dir` to read, never through a symlink.
+fn open_file(dir: &OwnedFd, name: impl rustix::path::Arg) -> rustix::io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::openat(dir, name, flags, Mode::empty())
+}
+
 /// The sealed copy of `key` holding `tree`, if there is one: its files' folder and seal.
+/// Both are read through one handle of the copy's folder, so a copy removed and unpacked
+/// again meanwhile never pairs one copy's seal with another's files.
 fn open(store_root: &Utf8Path, key: &str, tree: TreeId) -> Option<(path_policy::Root, i64)> {
-    let dir = folder(store_root).join(key);
-    let seal: Seal = serde_json::from_slice(&std::fs::read(dir.join(SEAL)).ok()?).ok()?;
+    let path = folder(store_root).join(key);
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let dir = rustix::fs::open(path.as_std_path(), flags, Mode::empty()).ok()?;
+    let seal = std::fs::File::from(open_file(&dir, SEAL).ok()?);
+    let seal: Seal = serde_json::from_reader(std::io::BufReader::new(seal)).ok()?;
     if seal.tree != tree.to_string() {
         return None;
     }
-    let files = path_policy::Root::open(dir.join(FILES).as_std_path()).ok()?;
+    let files = path_policy::Root::open_at(&dir, FILES, path.join(FILES).as_std_path()).ok()?;
     Some((files, seal.sealed_ns))
 }
 
-/// Writes a tree's files into an empty folder (checkout's writer).
-pub(crate) type WriteTree<'a> = &'a dyn Fn(TreeId, &Utf8Path) -> Result<(), CheckoutError>;
-
-/// Unpacks `tree` as the copy of `key` (see the module's text) with `write`; if another
-/// attach renamed its copy in first, that one stays.
+/// Unpacks `tree` as the copy of `key` (see the module's text) with checkout's writer; if
+/// another attach renamed its copy in first, that one stays.
 fn unpack(
     reader: &Reader,
     store_root: &Utf8Path,
     key: &str,
     tree: TreeId,
-    write: WriteTree<'_>,
 ) -> Result<(), CheckoutError> {
     let folder = folder(store_root);
     std::fs::create_dir_all(&folder).map_err(io(&folder))?;
@@ -146,7 +153,7 @@ fn unpack(
         .to_owned();
     let files = at.join(FILES);
     std::fs::create_dir(&files).map_err(io(&files))?;
-    write(tree, &files)?;
+    crate::checkout::write_tree(reader, tree, &files, &cas::Silent)?;
     let sealed_ns = make_read_only(reader, tree, &files)?;
     // Past the seal by more than the clock's grain: a change from now on has a later ctime.
     // (Bounded: a file system whose clock runs ahead of this one's is not waited for.)
@@ -238,14 +245,8 @@ fn make_read_only(reader: &Reader, tree: TreeId, files: &Utf8Path) -> Result<i64
             for e in entries {
                 let shown = root.display(child(dir, &e.name).as_bytes());
                 let failed = |errno: Errno| io(shown.clone())(errno.into());
-                let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-                let file = rustix::fs::openat(
-                    &handle,
-                    std::ffi::OsStr::from_bytes(&e.name),
-                    flags,
-                    Mode::empty(),
-                )
-                .map_err(failed)?;
+                let file =
+                    open_file(&handle, std::ffi::OsStr::from_bytes(&e.name)).map_err(failed)?;
                 let mode = if e.kind == EntryKind::Executable {
                     0o555
                 } else {
@@ -274,15 +275,13 @@ pub(crate) struct CloneSource {
 }
 
 /// The source to clone `tree` (the layer `key` written for a worktree's root) from: the
-/// sealed copy of `stored` (the layer's tree as stored), unpacked now with `write` if there
-/// is none.
+/// sealed copy of `stored` (the layer's tree as stored), unpacked now if there is none.
 pub(crate) fn source(
     reader: &Reader,
     store_root: &Utf8Path,
     key: &str,
     stored: TreeId,
     tree: TreeId,
-    write: WriteTree<'_>,
 ) -> Result<Option<CloneSource>, CheckoutError> {
     if !usable(key) {
         return Ok(None);
@@ -290,7 +289,7 @@ pub(crate) fn source(
     let opened = match open(store_root, key, stored) {
         Some(found) => found,
         None => {
-            unpack(reader, store_root, key, stored, write)?;
+            unpack(reader, store_root, key, stored)?;
             match open(store_root, key, stored) {
                 Some(found) => found,
                 None => return Ok(None),
@@ -333,15 +332,8 @@ impl CloneSource {
         {
             return false;
         }
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let opened = dir.ok_or(Errno::NOENT).and_then(|dir| {
-            rustix::fs::openat(
-                dir,
-                std::ffi::OsStr::from_bytes(&entry.name),
-                flags,
-                Mode::empty(),
-            )
-        });
+        let opened = (dir.ok_or(Errno::NOENT))
+            .and_then(|dir| open_file(dir, std::ffi::OsStr::from_bytes(&entry.name)));
         let as_sealed = |src: &OwnedFd| {
             rustix::fs::fstat(src).is_ok_and(|st| {
                 let st = Stat::from_rustix(&st);
@@ -487,13 +479,8 @@ pub fn check(
                     .as_ref()
                     .map_err(Clone::clone)
                     .and_then(|d| {
-                        rustix::fs::openat(
-                            d,
-                            std::ffi::OsStr::from_bytes(&e.name),
-                            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                            Mode::empty(),
-                        )
-                        .map_err(|e| e.to_string())
+                        open_file(d, std::ffi::OsStr::from_bytes(&e.name))
+                            .map_err(|e| e.to_string())
                     })
                     .and_then(|fd| {
                         store
