@@ -733,12 +733,13 @@ fn clone_source(
     if !layer_copies::can_clone(store.root(), &stage) {
         return None;
     }
+    let write = |tree: TreeId, dest: &Utf8Path| write_tree(reader, tree, dest, &Silent).map(drop);
     let key = &layer.attached.key;
-    layer_copies::source(reader, store.root(), key, layer.stored, layer.attached.tree)
-        .unwrap_or_else(|e| {
-            tracing::warn!("dependency layer {key}: not unpacked to clone from, so copied: {e}");
-            None
-        })
+    let (stored, tree) = (layer.stored, layer.attached.tree);
+    layer_copies::source(reader, store.root(), key, stored, tree, &write).unwrap_or_else(|e| {
+        tracing::warn!("dependency layer {key}: not unpacked to clone from, so copied: {e}");
+        None
+    })
 }
 
 /// Renames the whole layer at `stage` to `rel`, both in one folder opened beneath the

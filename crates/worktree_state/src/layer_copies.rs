@@ -133,13 +133,18 @@ fn open(store_root: &Utf8Path, key: &str, tree: TreeId) -> Option<(path_policy::
     Some((files, seal.sealed_ns))
 }
 
-/// Unpacks `tree` as the copy of `key` (see the module's text) with checkout's writer; if
-/// another attach renamed its copy in first, that one stays.
+/// Writes a tree's files into an empty folder: checkout's writer, passed in so that this
+/// module does not use `checkout`, which uses it.
+pub(crate) type WriteTree<'a> = &'a dyn Fn(TreeId, &Utf8Path) -> Result<(), CheckoutError>;
+
+/// Unpacks `tree` as the copy of `key` (see the module's text) with `write`; if another
+/// attach renamed its copy in first, that one stays.
 fn unpack(
     reader: &Reader,
     store_root: &Utf8Path,
     key: &str,
     tree: TreeId,
+    write: WriteTree<'_>,
 ) -> Result<(), CheckoutError> {
     let folder = folder(store_root);
     std::fs::create_dir_all(&folder).map_err(io(&folder))?;
@@ -153,7 +158,7 @@ fn unpack(
         .to_owned();
     let files = at.join(FILES);
     std::fs::create_dir(&files).map_err(io(&files))?;
-    crate::checkout::write_tree(reader, tree, &files, &cas::Silent)?;
+    write(tree, &files)?;
     let sealed_ns = make_read_only(reader, tree, &files)?;
     // Past the seal by more than the clock's grain: a change from now on has a later ctime.
     // (Bounded: a file system whose clock runs ahead of this one's is not waited for.)
@@ -275,13 +280,15 @@ pub(crate) struct CloneSource {
 }
 
 /// The source to clone `tree` (the layer `key` written for a worktree's root) from: the
-/// sealed copy of `stored` (the layer's tree as stored), unpacked now if there is none.
+/// sealed copy of `stored` (the layer's tree as stored), unpacked now with `write` if there
+/// is none.
 pub(crate) fn source(
     reader: &Reader,
     store_root: &Utf8Path,
     key: &str,
     stored: TreeId,
     tree: TreeId,
+    write: WriteTree<'_>,
 ) -> Result<Option<CloneSource>, CheckoutError> {
     if !usable(key) {
         return Ok(None);
@@ -289,7 +296,7 @@ pub(crate) fn source(
     let opened = match open(store_root, key, stored) {
         Some(found) => found,
         None => {
-            unpack(reader, store_root, key, stored)?;
+            unpack(reader, store_root, key, stored, write)?;
             match open(store_root, key, stored) {
                 Some(found) => found,
                 None => return Ok(None),
