@@ -513,3 +513,32 @@ fn a_call_cancelled_after_it_started_finishes_and_answers() {
         "{body}"
     );
 }
+
+/// A read runs offline first, the store opened read-only; one that needs what only a
+/// remote has runs again as a write does, and fetches it.
+#[test]
+fn a_read_of_a_snapshot_only_a_remote_has_fetches_it() {
+    let theirs = Env::new();
+    let wt = theirs.path().join("wt");
+    std::fs::create_dir_all(&wt).unwrap();
+    std::fs::write(wt.join("a.txt"), "theirs\n").unwrap();
+    let (code, v) = theirs.json(&["checkpoint", wt.as_str()]);
+    assert_eq!(code, 0, "{v}");
+    let snap = v["snapshot"].as_str().unwrap().to_owned();
+    let url = format!("file://{}", theirs.path().join("remote"));
+    let (code, v) = theirs.json(&["remote", "add", "origin", &url]);
+    assert_eq!(code, 0, "{v}");
+    let (code, v) = theirs.json(&["push", &snap]);
+    assert_eq!(code, 0, "{v}");
+
+    let env = Env::new();
+    let (code, v) = env.json(&["remote", "add", "origin", &url]);
+    assert_eq!(code, 0, "{v}");
+    let mut mcp = Mcp::start(&env, &[]);
+    mcp.call(1, "log", serde_json::json!({ "target": snap }));
+    let (is_error, body) = mcp.tool_answer(1, Duration::from_secs(60));
+    assert!(!is_error, "{body}");
+    assert_eq!(body["snapshots"][0]["id"], snap.as_str(), "{body}");
+    let (code, v) = env.json(&["--offline", "show", &format!("{snap}:a.txt")]);
+    assert_eq!(code, 0, "the snapshot was not fetched: {v}");
+}

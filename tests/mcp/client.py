@@ -21,8 +21,7 @@ EXPECTED = {
 
 # The tools that only read, as their annotations say.
 READ_ONLY = {
-    "diff", "status", "log", "review", "remote_list", "ref_list", "checks", "compare",
-    "deps_list",
+    "diff", "status", "log", "review", "remote_list", "checks", "compare", "deps_list",
 }
 
 
@@ -110,7 +109,7 @@ async def main():
             await call(session, "diff", {"a": cp["snapshot"], "b": snap["snapshot"]})
             await call(session, "log", {"target": snap["snapshot"]})
             await call(session, "review", {"dir": wt})
-            await call(session, "ref_list", {})
+            await call(session, "remote_list", {})
             await call(session, "deps_list", {})
             assert store_file() == before, (before, store_file())
 

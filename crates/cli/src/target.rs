@@ -272,6 +272,9 @@ pub struct Shared {
     slots: std::sync::Mutex<HashMap<Utf8PathBuf, Slot>>,
     /// Told when a store is opened or stops being busy.
     changed: tokio::sync::Notify,
+    /// How many calls wait to write each store: reads that come meanwhile wait behind
+    /// them. Locked after `slots` when both are.
+    writes_waiting: std::sync::Mutex<HashMap<Utf8PathBuf, usize>>,
     options: cairn_engine::OpenOptions,
 }
 
@@ -280,9 +283,10 @@ enum Slot {
     /// Open, held by `holders` calls.
     Open { engine: Arc<Engine>, holders: usize },
     /// Not held open: `holders` calls that only read open it read-only each for itself.
-    /// A call that writes waits until they are done, and new reads wait behind it
-    /// (`write_waits`), so reads one after another cannot keep it waiting.
-    Reading { holders: usize, write_waits: bool },
+    /// A call that writes waits until they are done, and reads that come while one waits
+    /// wait behind it ([`Shared::writes_waiting`]), so reads one after another cannot
+    /// keep it waiting.
+    Reading { holders: usize },
     /// One call is opening or closing it, or creating it (it was missing): the others wait.
     Busy,
 }
@@ -310,6 +314,41 @@ impl std::ops::Deref for HeldEngine {
     type Target = Engine;
     fn deref(&self) -> &Engine {
         &self.engine
+    }
+}
+
+/// A call to write a store counted in [`Shared::writes_waiting`] while it gets the store
+/// (however that ends: got, failed or cancelled).
+struct WriteWaits {
+    shared: Arc<Shared>,
+    store: Utf8PathBuf,
+}
+
+impl WriteWaits {
+    fn new(shared: &Arc<Shared>, store: &Utf8Path) -> WriteWaits {
+        let mut waiting =
+            (shared.writes_waiting.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+        *waiting.entry(store.to_owned()).or_default() += 1;
+        WriteWaits {
+            shared: shared.clone(),
+            store: store.to_owned(),
+        }
+    }
+}
+
+impl Drop for WriteWaits {
+    fn drop(&mut self) {
+        let mut waiting =
+            (self.shared.writes_waiting.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = waiting.get_mut(&self.store) {
+            *n -= 1;
+            if *n == 0 {
+                waiting.remove(&self.store);
+            }
+        }
+        drop(waiting);
+        // Reads held back by it go on.
+        self.shared.changed.notify_waiters();
     }
 }
 
@@ -391,6 +430,7 @@ impl Shared {
         Shared {
             slots: Default::default(),
             changed: tokio::sync::Notify::new(),
+            writes_waiting: Default::default(),
             options,
         }
     }
@@ -399,6 +439,13 @@ impl Shared {
         self.slots
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether a call waits to write `store`.
+    fn write_waits(&self, store: &Utf8Path) -> bool {
+        let waiting =
+            (self.writes_waiting.lock()).unwrap_or_else(std::sync::PoisonError::into_inner);
+        waiting.get(store).is_some_and(|n| *n > 0)
     }
 
     fn claim(self: &Arc<Self>, store: &Utf8Path, role: Role) -> Claim {
@@ -426,22 +473,16 @@ impl Shared {
                         *holders += 1;
                         Some(Some(engine.clone()))
                     }
-                    Some(Slot::Reading {
-                        holders,
-                        write_waits: false,
-                    }) => {
+                    _ if self.write_waits(store) => None,
+                    Some(Slot::Reading { holders }) => {
                         *holders += 1;
                         Some(None)
                     }
                     None => {
-                        let reading = Slot::Reading {
-                            holders: 1,
-                            write_waits: false,
-                        };
-                        slots.insert(store.to_owned(), reading);
+                        slots.insert(store.to_owned(), Slot::Reading { holders: 1 });
                         Some(None)
                     }
-                    Some(Slot::Busy | Slot::Reading { .. }) => None,
+                    Some(Slot::Busy) => None,
                 }
             };
             let Some(shared) = taken else {
@@ -466,6 +507,7 @@ impl Shared {
     /// alone, on an engine that opens it per call (to create it), until it is done.
     /// Dropping the future stops the wait.
     pub async fn hold(self: &Arc<Self>, store: &Utf8Path) -> Result<HeldEngine, Error> {
+        let _waiting = WriteWaits::new(self, store);
         let started = std::time::Instant::now();
         let mut said = false;
         loop {
@@ -481,11 +523,7 @@ impl Shared {
                             _claim: self.claim(store, Role::Shares),
                         });
                     }
-                    Some(Slot::Reading { write_waits, .. }) => {
-                        *write_waits = true;
-                        None
-                    }
-                    Some(Slot::Busy) => None,
+                    Some(Slot::Busy | Slot::Reading { .. }) => None,
                     None => {
                         slots.insert(store.to_owned(), Slot::Busy);
                         Some(self.claim(store, Role::Busy))
@@ -645,6 +683,19 @@ mod tests {
                 .expect("the write ran")
                 .expect("the write got the store");
             later.await.expect("the read ran").expect("the later read");
+
+            // A write given up while it waits holds back no read.
+            let first = shared.hold_to_read(&store).await;
+            let write = tokio::spawn({
+                let (shared, store) = (shared.clone(), store.clone());
+                async move { shared.hold(&store).await.map(drop) }
+            });
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            write.abort();
+            assert!(write.await.is_err_and(|e| e.is_cancelled()));
+            let read = tokio::time::timeout(Duration::from_secs(10), shared.hold_to_read(&store));
+            drop(read.await.expect("a read waited for a write given up"));
+            drop(first);
         });
     }
 }

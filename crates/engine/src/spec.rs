@@ -46,8 +46,10 @@ pub trait VerbSpec: VerbTypes {
     /// and it must be a valid request of the verb.
     const EXAMPLE: Option<&'static str> = None;
 
-    /// It only reads: it opens the store read-only and changes nothing anywhere (its MCP
-    /// tool's `readOnlyHint`; `cairn mcp` runs it without holding the store for writing).
+    /// It only reads: it opens the store read-only and changes nothing anywhere, but for
+    /// fetching from a remote what it reads and the store lacks (where it is not offline),
+    /// which adds to the store and changes no answer. Its MCP tool's `readOnlyHint`;
+    /// `cairn mcp` runs it offline first, without holding the store for writing.
     const READS_ONLY: bool = false;
 }
 

@@ -190,34 +190,45 @@ impl Server {
             Ok(None) => {}
             Err(e) => return Some(Err(e)),
         }
-        let held = async {
-            if request.reads_only() {
-                Ok(self.engines.hold_to_read(&store).await)
-            } else {
-                self.engines.hold(&store).await
+        // A read runs offline first, beside other reads (the store opened read-only): one
+        // that would fetch what the store lacks from a remote fails so, and runs again as
+        // a write does.
+        let mut read_first = request.reads_only();
+        loop {
+            let held = async {
+                if read_first {
+                    Ok(self.engines.hold_to_read(&store).await)
+                } else {
+                    self.engines.hold(&store).await
+                }
+            };
+            let engine = tokio::select! {
+                held = held => held,
+                () = context.ct.cancelled() => return None,
+            };
+            let engine = match engine {
+                Ok(engine) => engine,
+                Err(e) => return Some(Err(e)),
+            };
+            if !self.calls.proceed(id) {
+                return None;
             }
-        };
-        let engine = tokio::select! {
-            held = held => held,
-            () = context.ct.cancelled() => return None,
-        };
-        let engine = match engine {
-            Ok(engine) => engine,
-            Err(e) => return Some(Err(e)),
-        };
-        if !self.calls.proceed(id) {
-            return None;
-        }
-        Some(
-            blocking(move || {
-                let call = Call::new(cwd);
+            let (cwd, request) = (cwd.clone(), request.clone());
+            let offline = read_first;
+            let answer = blocking(move || {
+                let call = Call::new(cwd).offline(offline);
                 let outcome = engine.isolated(|| engine.handle(&call, request))?;
                 let exit = outcome.exit();
                 Ok((outcome, exit))
             })
             .await
-            .and_then(|answer| answer),
-        )
+            .and_then(|answer| answer);
+            if read_first && answer.is_err() {
+                read_first = false;
+                continue;
+            }
+            return Some(answer);
+        }
     }
 }
 

@@ -49,7 +49,5 @@ verb! {
 }
 
 impl VerbSpec for verbs::RefList {
-    const READS_ONLY: bool = true;
-
     const EXAMPLE: Option<&'static str> = Some(r#"{"remote": "origin"}"#);
 }
