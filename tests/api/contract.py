@@ -47,19 +47,20 @@ def start_bridge(socket_path):
             pass
 
     def answers(client, server):
-        # Server to client, to the server's close; then the client's connection ends.
+        # Server to client, to the server's close; then the client's end of it.
         try:
             while data := server.recv(65536):
                 client.sendall(data)
         except OSError:
             pass
-        for how in (socket.SHUT_WR, socket.SHUT_RD):
-            try:
-                client.shutdown(how)
-            except OSError:
-                pass
+        try:
+            client.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
 
     def serve(client):
+        # The drain ends when the client closes, or at the latest after its timeout.
+        client.settimeout(60)
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             server.connect(socket_path)
@@ -76,7 +77,11 @@ def start_bridge(socket_path):
 
     def accept():
         while True:
-            client, _ = listener.accept()
+            try:
+                client, _ = listener.accept()
+            except OSError as error:
+                print(f"the bridge stopped accepting: {error}", file=sys.stderr, flush=True)
+                return
             threading.Thread(target=serve, args=(client,), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()

@@ -235,8 +235,9 @@ fn only_requests_with_the_token_that_name_its_own_host_and_origin_get_in() {
     for (name, value) in [
         (
             "content-security-policy",
-            "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'",
+            "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'",
         ),
+        ("x-frame-options", "DENY"),
         ("x-content-type-options", "nosniff"),
         ("referrer-policy", "no-referrer"),
     ] {

@@ -18,7 +18,8 @@ use subtle::ConstantTimeEq;
 pub const TOKEN_HEADER: &str = "x-cairn-token";
 
 /// The page's content policy: its own scripts, styles and requests only; no inline code.
-const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'";
+/// No page of another site may frame it (clicks lured onto its actions).
+const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; connect-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'";
 
 /// What a request must match.
 pub struct Guard {
@@ -118,6 +119,7 @@ pub async fn check(State(guard): State<Arc<Guard>>, request: Request, next: Next
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(CONTENT_SECURITY_POLICY),
     );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),

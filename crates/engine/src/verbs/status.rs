@@ -49,11 +49,7 @@ impl Engine {
         let reader = store.reader()?;
         let empty = Tree::default();
         let base = match live.head {
-            Some(h) => Side {
-                tree: reader.snapshot(h)?.tree,
-                memory: HashMap::new(),
-                root: None,
-            },
+            Some(h) => Side::stored(reader.snapshot(h)?.tree),
             None => Side {
                 tree: empty.id(),
                 memory: [(empty.id(), empty.clone())].into(),

@@ -70,7 +70,7 @@ pub struct VerifyOptions {
     /// Then push the attestation (with the snapshot, if the remote lacks it) to the default remote, as `push SNAP` does; also when the answer is a record made before.
     #[serde(default)]
     pub push: bool,
-    /// Leave dependency layers (node_modules, .venv, ... saved by `cairn deps save`) out of the view.
+    /// Leave dependency layers (node_modules, .venv and the like, saved by `cairn deps save`) out of the view.
     #[serde(default)]
     pub no_deps: bool,
 }
@@ -827,7 +827,7 @@ impl Engine {
 }
 
 verb! {
-    /// Run a check against a snapshot in a throwaway view of it (a FUSE mount with its own layer where the engine holds its store open and FUSE is available, else a private checkout) with the snapshot's dependency layers (node_modules, .venv, ... saved by `deps save`) attached as `checkout` and `mount` attach them unless `no_deps`, confined as `run` is (it may write only in the view and a private $TMPDIR; no network unless allowed), killed after `timeout` seconds, and record it as an attestation of the snapshot's tree: name, command, env values, exit status, duration, start time, host, cairn version, stdout and stderr. The same check of the same tree recorded before (by any snapshot with that tree) is the answer at once (`cached`), unless `rerun`. With `sign`, the attestation is signed with that SSH key; with `push`, it is pushed (with the snapshot) to the default remote. A failed check is a refusal. The command runs where the engine runs, with no stdin.
+    /// Run a check against a snapshot in a throwaway view of it (a FUSE mount with its own layer where the engine holds its store open and FUSE is available, else a private checkout) with the snapshot's dependency layers (node_modules, .venv and the like, saved by `deps save`) attached as `checkout` and `mount` attach them unless `no_deps`, confined as `run` is (it may write only in the view and a private $TMPDIR; no network unless allowed), killed after `timeout` seconds, and record it as an attestation of the snapshot's tree: name, command, env values, exit status, duration, start time, host, cairn version, stdout and stderr. The same check of the same tree recorded before (by any snapshot with that tree) is the answer at once (`cached`), unless `rerun`. With `sign`, the attestation is signed with that SSH key; with `push`, it is pushed (with the snapshot) to the default remote. A failed check is a refusal. The command runs where the engine runs, with no stdin.
     Verify(VerifyOptions) -> VerifyOutcome = "verify" via verify [Route, Tool];
 }
 

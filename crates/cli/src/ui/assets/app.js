@@ -112,16 +112,20 @@ async function refreshView() {
   }
   refreshing = true;
   document.body.dataset.refreshing = "1";
-  do {
-    pending = false;
-    const current = active;
-    if (!current) break;
-    await (current.module.refresh
-      ? current.module.refresh(current.view).catch(() => current.view.rerender())
-      : current.view.rerender());
-  } while (pending);
-  refreshing = false;
-  delete document.body.dataset.refreshing;
+  try {
+    do {
+      pending = false;
+      const current = active;
+      if (!current) break;
+      await (current.module.refresh
+        ? current.module.refresh(current.view).catch(() => current.view.rerender())
+        : current.view.rerender());
+    } while (pending);
+  } finally {
+    // A refresh that failed leaves the next change its own.
+    refreshing = false;
+    delete document.body.dataset.refreshing;
+  }
 }
 
 const LIVE = {
