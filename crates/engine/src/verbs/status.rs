@@ -1,7 +1,5 @@
 //! `status [WORKTREE]`: a worktree's changes since its head snapshot.
 
-use std::collections::HashMap;
-
 use camino::Utf8PathBuf;
 use cas::{SnapshotId, Tree};
 use serde::{Deserialize, Serialize};
