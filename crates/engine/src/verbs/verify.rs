@@ -70,7 +70,7 @@ pub struct VerifyOptions {
     /// Then push the attestation (with the snapshot, if the remote lacks it) to the default remote, as `push SNAP` does; also when the answer is a record made before.
     #[serde(default)]
     pub push: bool,
-    /// Leave dependency layers (node_modules, .venv and the like, saved by `cairn deps save`) out of the view.
+    /// Leave dependency layers (node_modules, .venv, ... saved by `cairn deps save`) out of the view.
     #[serde(default)]
     pub no_deps: bool,
 }
